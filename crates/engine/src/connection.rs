@@ -1,0 +1,237 @@
+//! One HTTP/1.1 connection: connect, write the prebuilt request, read one response.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use belier_stats::ErrorKind;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::http1::{parse_head, Framing, Malformed};
+
+/// Read buffer size; a typical response fits in one read.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// What an exchange got so far. Kept outside the exchange future so that, when a timeout drops
+/// that future half-way, the bytes received and the phase reached are still known.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    pub phase: Phase,
+    pub connected: bool,
+    pub sent: Option<Instant>,
+    pub first_byte: Option<Instant>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// Where an exchange is.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    #[default]
+    Connecting,
+    Exchanging,
+}
+
+/// A failed exchange: its kind for counting, its cause for the report's example message.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub kind: ErrorKind,
+    pub cause: Cause,
+}
+
+#[derive(Debug)]
+pub(crate) enum Cause {
+    Io(io::Error),
+    Protocol(&'static str),
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cause::Io(e) => e.fmt(f),
+            Cause::Protocol(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Failure {
+    fn protocol(kind: ErrorKind, what: &'static str) -> Self {
+        Failure {
+            kind,
+            cause: Cause::Protocol(what),
+        }
+    }
+
+    fn io(e: io::Error, connecting: bool) -> Self {
+        use io::ErrorKind as E;
+        let kind = match e.kind() {
+            E::ConnectionRefused => ErrorKind::ConnectRefused,
+            E::ConnectionReset | E::ConnectionAborted | E::BrokenPipe => ErrorKind::ConnectionReset,
+            E::TimedOut if connecting => ErrorKind::ConnectTimeout,
+            E::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::OtherIo,
+        };
+        Failure {
+            kind,
+            cause: Cause::Io(e),
+        }
+    }
+}
+
+impl Failure {
+    /// The request timeout fired during `phase`.
+    pub(crate) fn timeout(phase: Phase) -> Self {
+        match phase {
+            Phase::Connecting => Failure::protocol(
+                ErrorKind::ConnectTimeout,
+                "connect did not complete within the timeout",
+            ),
+            Phase::Exchanging => Failure::protocol(
+                ErrorKind::Timeout,
+                "no complete response within the timeout",
+            ),
+        }
+    }
+}
+
+impl From<Malformed> for Failure {
+    fn from(m: Malformed) -> Self {
+        Failure::protocol(ErrorKind::MalformedResponse, m.0)
+    }
+}
+
+/// A complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Response {
+    pub status: u16,
+    /// Whether the connection can carry the next request.
+    pub reusable: bool,
+}
+
+/// An open connection with its read buffer.
+pub(crate) struct Connection {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Connection {
+    /// Opens a TCP connection to `addr`.
+    pub(crate) async fn open(addr: SocketAddr) -> Result<Connection, Failure> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| Failure::io(e, true))?;
+        // Requests are written in one piece; Nagle would only delay them.
+        stream.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+        Ok(Connection {
+            stream,
+            buf: Vec::with_capacity(READ_BUFFER),
+        })
+    }
+
+    /// Writes `request` and reads one response, recording progress into `p` as it goes.
+    pub(crate) async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        p: &mut Progress,
+    ) -> Result<Response, Failure> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| Failure::io(e, false))?;
+        p.bytes_out += request.len() as u64;
+
+        self.buf.clear();
+        let mut pos = 0;
+        let mut status = None;
+        let mut keep_alive = false;
+        let mut framing = Framing::Empty;
+        loop {
+            // Consume what the buffer holds.
+            loop {
+                let Some(code) = status else {
+                    match parse_head(&self.buf[pos..], head_request)? {
+                        None => break,
+                        Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
+                            // Interim response (100 Continue, 103 Early Hints): the final one follows.
+                            pos += head.len;
+                        }
+                        Some(head) => {
+                            pos += head.len;
+                            status = Some(head.status);
+                            keep_alive = head.keep_alive;
+                            framing = head.framing;
+                        }
+                    }
+                    continue;
+                };
+                let done = match &mut framing {
+                    Framing::Empty => true,
+                    Framing::Length(remaining) => {
+                        let take = (*remaining).min((self.buf.len() - pos) as u64);
+                        pos += take as usize;
+                        *remaining -= take;
+                        *remaining == 0
+                    }
+                    Framing::Chunked(decoder) => {
+                        let (used, done) = decoder.feed(&self.buf[pos..])?;
+                        pos += used;
+                        done
+                    }
+                    Framing::UntilClose => {
+                        pos = self.buf.len();
+                        false
+                    }
+                };
+                if done {
+                    // Bytes beyond the response mean the framing is off: never reuse.
+                    let reusable = keep_alive && pos == self.buf.len();
+                    return Ok(Response {
+                        status: code,
+                        reusable,
+                    });
+                }
+                break;
+            }
+
+            // Body bytes already counted are dropped so the buffer never grows with the body.
+            if status.is_some() && pos == self.buf.len() {
+                self.buf.clear();
+                pos = 0;
+            }
+            if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
+                self.buf.reserve(READ_BUFFER);
+            }
+            let n = self
+                .stream
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| Failure::io(e, false))?;
+            if n == 0 {
+                return match (status, &framing) {
+                    (Some(code), Framing::UntilClose) => Ok(Response {
+                        status: code,
+                        reusable: false,
+                    }),
+                    (Some(_), _) => Err(Failure::protocol(
+                        ErrorKind::ClosedMidBody,
+                        "connection closed before the body was complete",
+                    )),
+                    (None, _) if p.bytes_in == 0 => Err(Failure::protocol(
+                        ErrorKind::ClosedBeforeResponse,
+                        "connection closed before any response byte",
+                    )),
+                    (None, _) => Err(Failure::protocol(
+                        ErrorKind::ClosedBeforeResponse,
+                        "connection closed in the middle of the response head",
+                    )),
+                };
+            }
+            if p.first_byte.is_none() {
+                p.first_byte = Some(Instant::now());
+            }
+            p.bytes_in += n as u64;
+        }
+    }
+}

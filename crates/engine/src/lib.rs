@@ -1,0 +1,249 @@
+//! belier's load engine.
+//!
+//! [`start`] turns a [`Config`] into a running test: one thread per worker, each with a
+//! single-threaded tokio runtime that owns its connections and its [`Recorder`]. The caller
+//! receives [`Event`]s (one recorder per worker per interval, then one `Finished` per worker)
+//! and may [`Run::stop`] the run at any time; the engine itself prints nothing and knows
+//! nothing of command lines or report formats.
+//!
+//! HTTP/1.1 is spoken directly over tokio's `TcpStream` with `httparse` for the response head:
+//! the engine needs only to write prebuilt request bytes and find where each response ends,
+//! and doing that in place keeps the per-request cost at the level of wrk (the benchmark in
+//! `bench/` measures it against wrk, and against hyper's client in `bench/hyper`).
+#![deny(missing_docs)]
+
+mod config;
+mod connection;
+mod http1;
+pub mod request;
+mod worker;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+pub use belier_stats::Recorder;
+pub use config::{
+    Config, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
+    DEFAULT_INTERVAL, DEFAULT_TIMEOUT,
+};
+use tokio::sync::watch;
+
+/// What a running test reports to its caller.
+#[derive(Debug)]
+pub enum Event {
+    /// What `worker` recorded during interval `index` (interval `k` covers
+    /// `[k·interval, (k+1)·interval)` from the start). A worker may send the same index twice
+    /// around its end; the recorders simply add up.
+    Recorded {
+        /// Worker number, `0..Run::workers()`.
+        worker: usize,
+        /// Interval number.
+        index: u64,
+        /// What was recorded.
+        recorder: Box<Recorder>,
+    },
+    /// `worker` has stopped; everything it recorded was sent before this.
+    Finished {
+        /// Worker number.
+        worker: usize,
+        /// Time from the start of the run to the worker's end.
+        elapsed: Duration,
+    },
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The target host name could not be resolved.
+    #[error("cannot resolve {host}: {source}")]
+    Resolve {
+        /// The host name.
+        host: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// The host name resolved to no address.
+    #[error("{0} resolved to no address")]
+    NoAddress(String),
+    /// The configuration is unusable.
+    #[error("invalid configuration: {0}")]
+    Invalid(&'static str),
+    /// A worker thread or its runtime could not be created.
+    #[error("cannot start worker: {0}")]
+    Worker(std::io::Error),
+}
+
+/// What [`Run::next_event`] found.
+#[derive(Debug)]
+pub enum Next {
+    /// An event.
+    Event(Event),
+    /// Nothing within the wait.
+    Idle,
+    /// Every worker has gone; no more events will come.
+    Ended,
+}
+
+/// A running load test.
+pub struct Run {
+    events: Receiver<Event>,
+    stop: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+    addr: SocketAddr,
+    started_at: SystemTime,
+    started: Instant,
+}
+
+/// Resolves the target and starts the workers. Returns once every worker thread runs.
+pub fn start(config: &Config) -> Result<Run, StartError> {
+    if config.connections == 0 || config.threads == 0 {
+        return Err(StartError::Invalid(
+            "connections and threads must be at least 1",
+        ));
+    }
+    if config.interval.is_zero() {
+        return Err(StartError::Invalid("interval must be positive"));
+    }
+    let spec = &config.request;
+    let addr = (spec.host.as_str(), spec.port)
+        .to_socket_addrs()
+        .map_err(|source| StartError::Resolve {
+            host: spec.host.clone(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| StartError::NoAddress(spec.host.clone()))?;
+
+    let threads = config.threads.min(config.connections);
+    // Runtimes are built here so a failure is reported before any request is sent.
+    let runtimes = (0..threads)
+        .map(|_| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(StartError::Worker)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let connections = split(config.connections as u64, threads);
+    let requests = config.stop.requests.map(|n| split(n, threads));
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let plan = Arc::new(worker::Plan {
+        addr,
+        request: request::encode(spec, config.keepalive),
+        head_request: request::is_head(&spec.method),
+        keepalive: config.keepalive,
+        timeout: config.timeout,
+        grace: config.grace,
+        interval: config.interval,
+        start,
+        deadline: config.stop.duration.map(|d| start + d),
+    });
+    let (events_tx, events) = mpsc::channel();
+    let (stop, stop_rx) = watch::channel(false);
+    let mut handles = Vec::with_capacity(threads);
+    for (id, runtime) in runtimes.into_iter().enumerate() {
+        let share = worker::Share {
+            id,
+            connections: connections[id] as usize,
+            requests: requests.as_ref().map(|r| r[id]),
+        };
+        let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("belier-worker-{id}"))
+            .spawn(move || worker::run(runtime, plan, share, stop_rx, events_tx));
+        match handle {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                let _ = stop.send(true);
+                return Err(StartError::Worker(e));
+            }
+        }
+    }
+    Ok(Run {
+        events,
+        stop,
+        threads: handles,
+        addr,
+        started_at,
+        started: start,
+    })
+}
+
+impl Run {
+    /// Number of workers; [`Event`]s name workers `0..workers()`.
+    pub fn workers(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// The address connections go to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Wall-clock time the run started.
+    pub fn started_at(&self) -> SystemTime {
+        self.started_at
+    }
+
+    /// Time since the run started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Asks every worker to stop sending. Requests in flight get the grace period to finish;
+    /// the rest are counted as cancelled. Workers then report and end.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Waits up to `wait` for the next event.
+    pub fn next_event(&self, wait: Duration) -> Next {
+        match self.events.recv_timeout(wait) {
+            Ok(e) => Next::Event(e),
+            Err(RecvTimeoutError::Timeout) => Next::Idle,
+            Err(RecvTimeoutError::Disconnected) => Next::Ended,
+        }
+    }
+
+    /// Waits for every worker thread; returns how many ended by panicking. Call after
+    /// [`Next::Ended`].
+    pub fn join(self) -> usize {
+        self.threads
+            .into_iter()
+            .map(JoinHandle::join)
+            .filter(Result::is_err)
+            .count()
+    }
+}
+
+/// Splits `total` into `parts` shares that differ by at most one, larger shares first.
+pub fn split(total: u64, parts: usize) -> Vec<u64> {
+    let parts_u = parts as u64;
+    (0..parts_u)
+        .map(|i| total / parts_u + u64::from(i < total % parts_u))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_even_and_exact() {
+        assert_eq!(split(10, 3), [4, 3, 3]);
+        assert_eq!(split(2, 4), [1, 1, 0, 0]);
+        assert_eq!(split(0, 2), [0, 0]);
+        for total in [1u64, 7, 1000, 1001] {
+            for parts in 1..9 {
+                let s = split(total, parts);
+                assert_eq!(s.iter().sum::<u64>(), total);
+                assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Number formatting shared by the human-readable reports.
+
+/// `1234567` → `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate with one decimal and thousands separators: `12,345.6`.
+pub(crate) fn rate(r: f64) -> String {
+    let whole = r.trunc() as u64;
+    let tenth = ((r - r.trunc()) * 10.0).round() as u64;
+    if tenth == 10 {
+        format!("{}.0", thousands(whole + 1))
+    } else {
+        format!("{}.{}", thousands(whole), tenth)
+    }
+}
+
+/// Microseconds as milliseconds with three decimals, so microsecond resolution shows.
+pub(crate) fn ms(us: u64) -> String {
+    format!("{}.{:03} ms", thousands(us / 1000), us % 1000)
+}
+
+/// Microseconds (fractional) as milliseconds with three decimals.
+pub(crate) fn ms_f(us: f64) -> String {
+    ms(us.round() as u64)
+}
+
+/// Bytes with a binary unit.
+pub(crate) fn bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// A percentile label: `50` → `p50`, `99.9` → `p99.9`, `100` → `max`.
+pub(crate) fn percentile_label(p: f64) -> String {
+    if p >= 100.0 {
+        "max".into()
+    } else {
+        format!("p{p}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(rate(12345.66), "12,345.7");
+        assert_eq!(rate(9.96), "10.0");
+        assert_eq!(ms(1), "0.001 ms");
+        assert_eq!(ms(1_234_567), "1,234.567 ms");
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1536.0), "1.5 KiB");
+        assert_eq!(percentile_label(99.9), "p99.9");
+        assert_eq!(percentile_label(100.0), "max");
+    }
+}

@@ -1,0 +1,154 @@
+//! The machine-readable report.
+
+use belier_stats::ErrorKind;
+use serde_json::{json, Map, Value};
+
+use crate::format::percentile_label;
+use crate::Report;
+
+/// Version of the JSON shape; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// JSON Schema (draft 2020-12) of [`render_json`]'s output.
+pub const SCHEMA: &str = include_str!("../schema/report.schema.json");
+
+/// Renders `report` as a pretty-printed JSON document.
+pub fn render_json(report: &Report) -> String {
+    let mut s =
+        serde_json::to_string_pretty(&to_value(report)).expect("JSON values always serialise");
+    s.push('\n');
+    s
+}
+
+fn to_value(r: &Report) -> Value {
+    let t = r.totals;
+    let requests = t.requests();
+    let per_request = |b: u64| {
+        if requests == 0 {
+            0.0
+        } else {
+            b as f64 / requests as f64
+        }
+    };
+    let l = t.latency_summary();
+    let percentiles: Map<String, Value> = l
+        .percentiles_us
+        .iter()
+        .map(|&(p, v)| (percentile_label(p), json!(v)))
+        .collect();
+    let status: Map<String, Value> = t
+        .status_counts()
+        .map(|(code, n)| (code.to_string(), json!(n)))
+        .collect();
+    let errors: Vec<Value> = ErrorKind::ALL
+        .iter()
+        .filter(|&&k| t.errors_of(k) > 0)
+        .map(|&k| {
+            json!({
+                "kind": k.name(),
+                "description": k.description(),
+                "count": t.errors_of(k),
+                "example": t.error_example(k),
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "run": r.info,
+        "interrupted": r.interrupted,
+        "warnings": r.warnings,
+        "summary": {
+            "requests": requests,
+            "responses": t.responses(),
+            "succeeded": t.succeeded(),
+            "errors": t.errors(),
+            "duration_s": r.elapsed.as_secs_f64(),
+            "attempted_rps": r.attempted_rate(),
+            "throughput_rps": r.throughput(),
+            "success_ratio": r.success_ratio(),
+            "bytes_in": t.bytes_in(),
+            "bytes_out": t.bytes_out(),
+            "bytes_in_per_request": per_request(t.bytes_in()),
+            "bytes_out_per_request": per_request(t.bytes_out()),
+            "connections_opened": t.connections_opened(),
+        },
+        "latency_us": {
+            "measured_from": "intended_send",
+            "count": l.count,
+            "min": l.min_us,
+            "mean": l.mean_us,
+            "stdev": l.stdev_us,
+            "max": l.max_us,
+            "percentiles": percentiles,
+        },
+        "status_codes": status,
+        "errors": errors,
+        "series": r.series,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::fixtures;
+
+    fn sample_report_json() -> Value {
+        let info = fixtures::info();
+        let (totals, series) = fixtures::results();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_millis(1_500),
+            interrupted: false,
+            warnings: vec![],
+        };
+        serde_json::from_str(&render_json(&report)).unwrap()
+    }
+
+    #[test]
+    fn output_validates_against_schema() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let doc = sample_report_json();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn schema_rejects_a_broken_document() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut doc = sample_report_json();
+        doc["summary"]["requests"] = json!("many");
+        assert!(!validator.is_valid(&doc));
+        let mut doc = sample_report_json();
+        doc.as_object_mut().unwrap().remove("latency_us");
+        assert!(!validator.is_valid(&doc));
+    }
+
+    #[test]
+    fn golden_json_report() {
+        let got = serde_json::to_string_pretty(&sample_report_json()).unwrap() + "\n";
+        crate::golden::check("report.json", &got);
+    }
+
+    #[test]
+    fn counts_add_up_in_json() {
+        let doc = sample_report_json();
+        let s = &doc["summary"];
+        let errors: u64 = doc["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            s["responses"].as_u64().unwrap() + errors,
+            s["requests"].as_u64().unwrap()
+        );
+        assert_eq!(s["requests"], 1000);
+    }
+}

@@ -1,0 +1,171 @@
+//! belier's reports.
+//!
+//! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
+//! and the [`RunInfo`] saying how they were obtained) and rendered as text or JSON. The JSON
+//! shape is described by `schema/report.schema.json`, which tests validate output against.
+#![deny(missing_docs)]
+
+mod format;
+mod json;
+mod text;
+
+use std::time::Duration;
+
+use belier_stats::{Recorder, Series};
+use serde::{Deserialize, Serialize};
+
+pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
+pub use text::render_text;
+
+/// How the results were obtained: everything needed to read them or repeat the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// belier's version.
+    pub belier_version: String,
+    /// Target URL as given.
+    pub url: String,
+    /// Address the connections went to.
+    pub address: String,
+    /// HTTP method.
+    pub method: String,
+    /// Concurrent connections.
+    pub connections: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// Whether connections were reused.
+    pub keepalive: bool,
+    /// Request budget, if one was set.
+    pub requests: Option<u64>,
+    /// Duration bound in seconds, if one was set.
+    pub duration_s: Option<f64>,
+    /// Per-request timeout in seconds.
+    pub timeout_s: f64,
+    /// Logical cores of the machine belier ran on.
+    pub host_cores: usize,
+    /// Start of the run, RFC 3339 UTC.
+    pub started_at: String,
+}
+
+/// Everything a report shows.
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// How the results were obtained.
+    pub info: &'a RunInfo,
+    /// Everything recorded, merged.
+    pub totals: &'a Recorder,
+    /// Per-interval points.
+    pub series: &'a Series,
+    /// Wall-clock length of the run.
+    pub elapsed: Duration,
+    /// The run was stopped early by the user.
+    pub interrupted: bool,
+    /// Things the reader must know to trust the numbers (e.g. a worker crashed).
+    pub warnings: Vec<String>,
+}
+
+impl Report<'_> {
+    /// Requests per second issued, whatever their outcome.
+    pub fn attempted_rate(&self) -> f64 {
+        per_second(self.totals.requests(), self.elapsed)
+    }
+
+    /// Successful responses (status below 400) per second.
+    pub fn throughput(&self) -> f64 {
+        per_second(self.totals.succeeded(), self.elapsed)
+    }
+
+    /// Share of requests that succeeded, 0..=1 (1 when nothing was sent).
+    pub fn success_ratio(&self) -> f64 {
+        ratio(self.totals.succeeded(), self.totals.requests()).unwrap_or(1.0)
+    }
+}
+
+fn per_second(count: u64, elapsed: Duration) -> f64 {
+    if elapsed.is_zero() {
+        0.0
+    } else {
+        count as f64 / elapsed.as_secs_f64()
+    }
+}
+
+fn ratio(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+#[cfg(test)]
+pub(crate) mod golden {
+    /// Compares `got` with `tests/golden/NAME`; `BELIER_BLESS=1` rewrites the file instead.
+    pub fn check(name: &str, got: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        if std::env::var_os("BELIER_BLESS").is_some() {
+            std::fs::write(&path, got).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            got, want,
+            "golden {name} differs (BELIER_BLESS=1 rewrites it)\n--- got ---\n{got}"
+        );
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::time::{Duration, Instant};
+
+    use belier_stats::{Collector, ErrorKind, Outcome, Recorder, Sample, Series};
+
+    use super::RunInfo;
+
+    pub fn info() -> RunInfo {
+        RunInfo {
+            belier_version: "0.1.0".into(),
+            url: "http://127.0.0.1:8080/".into(),
+            address: "127.0.0.1:8080".into(),
+            method: "GET".into(),
+            connections: 10,
+            threads: 2,
+            keepalive: true,
+            requests: Some(1000),
+            duration_s: None,
+            timeout_s: 30.0,
+            host_cores: 2,
+            started_at: "2026-11-22T10:00:00Z".into(),
+        }
+    }
+
+    /// Deterministic results: 1000 requests over two intervals with a few of every kind.
+    pub fn results() -> (Recorder, Series) {
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        let t = Instant::now();
+        for interval in 0..2u64 {
+            let mut r = Recorder::new();
+            for i in 0..500u64 {
+                let n = interval * 500 + i;
+                let outcome = match n % 100 {
+                    0 => Outcome::Error(ErrorKind::ConnectionReset),
+                    1 => Outcome::Response { status: 503 },
+                    _ => Outcome::Response { status: 200 },
+                };
+                r.record(&Sample {
+                    intended: t,
+                    sent: t,
+                    first_byte: None,
+                    done: t + Duration::from_micros(100 + n * 7),
+                    outcome,
+                    bytes_in: 100,
+                    bytes_out: 50,
+                });
+                if let Outcome::Error(kind) = outcome {
+                    r.note_error_example(kind, || "Connection reset by peer (os error 104)".into());
+                }
+            }
+            r.record_connection();
+            c.add(0, interval, &r);
+        }
+        c.finish_worker(0, Duration::from_millis(1_500));
+        c.finish()
+    }
+}

@@ -1,0 +1,154 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::{Point, Recorder, Series};
+
+/// Merges the interval recorders that workers send into the run's total and its series.
+///
+/// Workers report interval `k` (covering `[k·interval, (k+1)·interval)` from the start) when it
+/// ends. A point is complete once every worker has reported it or a later one, or has finished;
+/// only then is it summarised, so each point's percentiles come from the merged histogram of all
+/// workers rather than from an average of per-worker percentiles.
+#[derive(Debug)]
+pub struct Collector {
+    interval: Duration,
+    /// Per worker: the highest interval index reported, and whether it has finished.
+    workers: Vec<(Option<u64>, bool)>,
+    pending: BTreeMap<u64, Recorder>,
+    total: Recorder,
+    series: Series,
+    elapsed: Duration,
+}
+
+impl Collector {
+    /// A collector for `workers` workers reporting every `interval`.
+    pub fn new(workers: usize, interval: Duration) -> Self {
+        assert!(!interval.is_zero(), "interval must be positive");
+        Collector {
+            interval,
+            workers: vec![(None, false); workers],
+            pending: BTreeMap::new(),
+            total: Recorder::new(),
+            series: Series::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Adds what `worker` recorded during interval `index`.
+    pub fn add(&mut self, worker: usize, index: u64, recorded: &Recorder) {
+        *self.pending.entry(index).or_default() += recorded;
+        let last = &mut self.workers[worker].0;
+        *last = Some(last.map_or(index, |l| l.max(index)));
+        self.settle();
+    }
+
+    /// Marks `worker` as finished after `elapsed` from the start of the run.
+    pub fn finish_worker(&mut self, worker: usize, elapsed: Duration) {
+        self.workers[worker].1 = true;
+        self.elapsed = self.elapsed.max(elapsed);
+        self.settle();
+    }
+
+    /// Everything recorded so far, including intervals not yet complete.
+    pub fn requests_so_far(&self) -> u64 {
+        self.total.requests() + self.pending.values().map(Recorder::requests).sum::<u64>()
+    }
+
+    /// Requests that failed so far, including intervals not yet complete.
+    pub fn errors_so_far(&self) -> u64 {
+        self.total.errors() + self.pending.values().map(Recorder::errors).sum::<u64>()
+    }
+
+    /// Ends collection: settles every pending interval, whatever was reported, and returns the
+    /// total and the series. Called after all workers are gone, even if some ended abnormally,
+    /// so nothing recorded is lost.
+    pub fn finish(mut self) -> (Recorder, Series) {
+        for done in self.workers.iter_mut() {
+            done.1 = true;
+        }
+        self.settle();
+        let end = self.elapsed.max(
+            self.series
+                .points()
+                .last()
+                .map_or(Duration::ZERO, |p| p.offset),
+        );
+        self.series.end_at(end);
+        (self.total, self.series)
+    }
+
+    fn settle(&mut self) {
+        while let Some((&index, _)) = self.pending.first_key_value() {
+            let complete = self
+                .workers
+                .iter()
+                .all(|&(last, done)| done || last.is_some_and(|l| l >= index));
+            if !complete {
+                break;
+            }
+            let recorded = self.pending.remove(&index).expect("key just seen");
+            let offset = self.interval * u32::try_from(index).unwrap_or(u32::MAX);
+            self.series
+                .push(Point::of(&recorded, offset, self.interval));
+            self.total += &recorded;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::{Outcome, Sample};
+
+    fn recorder(latencies_us: &[u64]) -> Recorder {
+        let mut r = Recorder::new();
+        let t = Instant::now();
+        for &l in latencies_us {
+            r.record(&Sample {
+                intended: t,
+                sent: t,
+                first_byte: None,
+                done: t + Duration::from_micros(l),
+                outcome: Outcome::Response { status: 200 },
+                bytes_in: 1,
+                bytes_out: 1,
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn point_waits_for_every_worker_and_merges_histograms() {
+        let mut c = Collector::new(2, Duration::from_secs(1));
+        c.add(0, 0, &recorder(&[100, 100, 100]));
+        c.add(0, 1, &recorder(&[100]));
+        // Worker 1 has not reported interval 0 yet: nothing settled.
+        assert_eq!(c.series.points().len(), 0);
+        assert_eq!(c.requests_so_far(), 4);
+        c.add(1, 0, &recorder(&[10_000]));
+        assert_eq!(c.series.points().len(), 1);
+        let p = &c.series.points()[0];
+        assert_eq!(p.requests, 4);
+        // The p99 of the merged histogram sees worker 1's slow request.
+        assert!(p.p99_us >= 9_990, "{p:?}");
+        c.finish_worker(1, Duration::from_millis(1_500));
+        c.finish_worker(0, Duration::from_millis(1_700));
+        let (total, series) = c.finish();
+        assert_eq!(total.requests(), 5);
+        assert_eq!(series.points().len(), 2);
+        assert_eq!(series.points()[1].width, Duration::from_millis(700));
+    }
+
+    #[test]
+    fn finish_keeps_intervals_of_workers_that_vanished() {
+        let mut c = Collector::new(3, Duration::from_secs(1));
+        c.add(0, 0, &recorder(&[1, 2]));
+        c.add(0, 1, &recorder(&[3]));
+        // Workers 1 and 2 never report (say they died): finish still counts everything.
+        let (total, series) = c.finish();
+        assert_eq!(total.requests(), 3);
+        assert_eq!(series.points().len(), 2);
+    }
+}

@@ -1,0 +1,27 @@
+//! Recording for belier.
+//!
+//! Workers record every finished request into a [`Recorder`]: an HDR latency histogram with
+//! microsecond resolution plus counters for status codes, error kinds and wire bytes. Recorders
+//! merge with `+=`, so each worker keeps its own and nothing is shared per request. A
+//! [`Collector`] receives per-worker interval recorders (one per second by default), merges the
+//! ones that cover the same interval into a [`Series`] point and into the run's total.
+//!
+//! Memory is bounded for any run length: histograms have a fixed size, and the series coarsens
+//! itself once it holds [`series::MAX_POINTS`] points.
+//!
+//! This crate is synchronous and does no I/O.
+#![deny(missing_docs)]
+
+mod collector;
+mod error_kind;
+mod latency;
+mod recorder;
+mod sample;
+pub mod series;
+
+pub use collector::Collector;
+pub use error_kind::ErrorKind;
+pub use latency::{LatencySummary, REPORTED_PERCENTILES};
+pub use recorder::{Recorder, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
+pub use sample::{Outcome, Sample};
+pub use series::{Point, Series};

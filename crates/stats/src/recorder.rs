@@ -1,0 +1,306 @@
+use std::ops::AddAssign;
+
+use hdrhistogram::Histogram;
+
+use crate::{ErrorKind, LatencySummary, Outcome, Sample};
+
+/// Highest latency the histograms track, in microseconds (one hour). Larger values are clamped.
+pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
+/// Significant decimal digits the histograms keep (0.1 % relative error).
+pub const HISTOGRAM_SIGFIG: u8 = 3;
+/// Status codes are counted in a flat array indexed by code; anything outside is clamped to 0.
+const STATUS_SLOTS: usize = 1000;
+
+/// Counts everything about a set of finished requests; merges with `+=`.
+///
+/// A recorder has a fixed size (about 200 KiB, most of it the histogram), whatever it records.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    latency_us: Histogram<u64>,
+    status: Box<[u64; STATUS_SLOTS]>,
+    errors: [u64; ErrorKind::COUNT],
+    error_examples: [Option<String>; ErrorKind::COUNT],
+    bytes_in: u64,
+    bytes_out: u64,
+    connections_opened: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Recorder {
+            latency_us: new_histogram(),
+            status: Box::new([0; STATUS_SLOTS]),
+            errors: [0; ErrorKind::COUNT],
+            error_examples: Default::default(),
+            bytes_in: 0,
+            bytes_out: 0,
+            connections_opened: 0,
+        }
+    }
+
+    /// Records one finished request.
+    ///
+    /// Latency goes into the histogram only for complete responses: a refused connect takes
+    /// microseconds and a timeout takes exactly the timeout, and mixing those in would distort
+    /// the latency of the requests that were actually served.
+    #[inline]
+    pub fn record(&mut self, sample: &Sample) {
+        self.bytes_in += sample.bytes_in;
+        self.bytes_out += sample.bytes_out;
+        match sample.outcome {
+            Outcome::Response { status } => {
+                self.latency_us.saturating_record(sample.latency_us());
+                let slot = usize::from(status);
+                self.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
+            }
+            Outcome::Error(kind) => self.errors[kind.index()] += 1,
+        }
+    }
+
+    /// Counts `count` requests that failed with `kind` without a sample each (for example the
+    /// requests abandoned in flight when a run stops).
+    pub fn record_errors(&mut self, kind: ErrorKind, count: u64) {
+        self.errors[kind.index()] += count;
+    }
+
+    /// Keeps `message` as the example for `kind` unless one is kept already. The message is only
+    /// formatted the first time, so calling this on every error costs a branch.
+    pub fn note_error_example(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
+        let slot = &mut self.error_examples[kind.index()];
+        if slot.is_none() {
+            *slot = Some(message());
+        }
+    }
+
+    /// Counts one TCP connection opened.
+    #[inline]
+    pub fn record_connection(&mut self) {
+        self.connections_opened += 1;
+    }
+
+    /// Forgets everything, keeping the allocations.
+    pub fn reset(&mut self) {
+        self.latency_us.reset();
+        self.status.fill(0);
+        self.errors = [0; ErrorKind::COUNT];
+        self.error_examples = Default::default();
+        self.bytes_in = 0;
+        self.bytes_out = 0;
+        self.connections_opened = 0;
+    }
+
+    /// Requests recorded: complete responses plus every error kind.
+    pub fn requests(&self) -> u64 {
+        self.responses() + self.errors()
+    }
+
+    /// Requests that ended in a complete response, whatever its status.
+    pub fn responses(&self) -> u64 {
+        self.status.iter().sum()
+    }
+
+    /// Responses whose status is below 400 (informational, success and redirection).
+    pub fn succeeded(&self) -> u64 {
+        self.status[..400].iter().sum()
+    }
+
+    /// Requests that failed without a complete response, all kinds together.
+    pub fn errors(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Requests that failed with `kind`.
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind.index()]
+    }
+
+    /// The first message seen for `kind`, if any.
+    pub fn error_example(&self, kind: ErrorKind) -> Option<&str> {
+        self.error_examples[kind.index()].as_deref()
+    }
+
+    /// Non-zero status counts in ascending code order. Code 0 collects codes outside 0..1000.
+    pub fn status_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| (code as u16, n))
+    }
+
+    /// Wire bytes read.
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in
+    }
+
+    /// Wire bytes written.
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out
+    }
+
+    /// TCP connections opened.
+    pub fn connections_opened(&self) -> u64 {
+        self.connections_opened
+    }
+
+    /// The latency histogram (microseconds from intended start to completion, responses only).
+    pub fn latency_us(&self) -> &Histogram<u64> {
+        &self.latency_us
+    }
+
+    /// Summary statistics of the latency histogram.
+    pub fn latency_summary(&self) -> LatencySummary {
+        LatencySummary::of(&self.latency_us)
+    }
+}
+
+impl AddAssign<&Recorder> for Recorder {
+    fn add_assign(&mut self, other: &Recorder) {
+        // Same bounds on both sides by construction, so `add` cannot fail.
+        self.latency_us
+            .add(&other.latency_us)
+            .expect("recorders share histogram bounds");
+        for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.error_examples.iter_mut().zip(&other.error_examples) {
+            if mine.is_none() {
+                mine.clone_from(theirs);
+            }
+        }
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        self.connections_opened += other.connections_opened;
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG)
+        .expect("constant histogram bounds are valid");
+    // A fixed-size histogram never reallocates on the hot path.
+    h.auto(false);
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn sample(latency_us: u64, outcome: Outcome) -> Sample {
+        let intended = Instant::now();
+        let done = intended + Duration::from_micros(latency_us);
+        Sample {
+            intended,
+            sent: intended,
+            first_byte: Some(done),
+            done,
+            outcome,
+            bytes_in: 100,
+            bytes_out: 40,
+        }
+    }
+
+    #[test]
+    fn counts_add_up() {
+        let mut r = Recorder::new();
+        r.record(&sample(1_000, Outcome::Response { status: 200 }));
+        r.record(&sample(2_000, Outcome::Response { status: 503 }));
+        r.record(&sample(5, Outcome::Error(ErrorKind::ConnectRefused)));
+        r.record_errors(ErrorKind::Cancelled, 2);
+        assert_eq!(r.requests(), 5);
+        assert_eq!(r.responses(), 2);
+        assert_eq!(r.succeeded(), 1);
+        assert_eq!(r.errors(), 3);
+        assert_eq!(r.errors_of(ErrorKind::Cancelled), 2);
+        assert_eq!(r.status_counts().collect::<Vec<_>>(), [(200, 1), (503, 1)]);
+        assert_eq!(r.bytes_in(), 300);
+        assert_eq!(r.bytes_out(), 120);
+        // Errors stay out of the latency histogram.
+        assert_eq!(r.latency_us().len(), 2);
+    }
+
+    #[test]
+    fn first_error_example_wins_and_is_formatted_once() {
+        let mut r = Recorder::new();
+        let mut calls = 0;
+        for msg in ["first", "second"] {
+            r.note_error_example(ErrorKind::Timeout, || {
+                calls += 1;
+                msg.to_string()
+            });
+        }
+        assert_eq!(calls, 1);
+        assert_eq!(r.error_example(ErrorKind::Timeout), Some("first"));
+        assert_eq!(r.error_example(ErrorKind::OtherIo), None);
+    }
+
+    #[test]
+    fn reset_forgets_everything() {
+        let mut r = Recorder::new();
+        r.record(&sample(10, Outcome::Response { status: 200 }));
+        r.note_error_example(ErrorKind::Timeout, || "x".into());
+        r.record_connection();
+        r.reset();
+        assert_eq!(r.requests(), 0);
+        assert_eq!(r.connections_opened(), 0);
+        assert_eq!(r.error_example(ErrorKind::Timeout), None);
+        assert_eq!(r.latency_us().len(), 0);
+    }
+
+    #[test]
+    fn out_of_range_status_and_latency_are_clamped_not_lost() {
+        let mut r = Recorder::new();
+        r.record(&sample(
+            HISTOGRAM_MAX_US * 4,
+            Outcome::Response { status: 1200 },
+        ));
+        assert_eq!(r.responses(), 1);
+        assert_eq!(r.status_counts().collect::<Vec<_>>(), [(0, 1)]);
+        assert!(r.latency_us().max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
+    }
+
+    proptest! {
+        // Merging recorders that each saw part of the samples equals one recorder that saw all.
+        #[test]
+        fn merge_equals_recording_everything(
+            values in proptest::collection::vec((1u64..10_000_000, 0usize..4, 0usize..3), 1..400)
+        ) {
+            let mut all = Recorder::new();
+            let mut parts = [Recorder::new(), Recorder::new(), Recorder::new()];
+            for &(latency, kind, part) in &values {
+                let outcome = match kind {
+                    0 => Outcome::Response { status: 200 },
+                    1 => Outcome::Response { status: 404 },
+                    2 => Outcome::Error(ErrorKind::Timeout),
+                    _ => Outcome::Error(ErrorKind::ConnectionReset),
+                };
+                let s = sample(latency, outcome);
+                all.record(&s);
+                parts[part].record(&s);
+            }
+            let mut merged = Recorder::new();
+            for p in &parts {
+                merged += p;
+            }
+            prop_assert_eq!(merged.requests(), all.requests());
+            prop_assert_eq!(merged.errors(), all.errors());
+            prop_assert_eq!(merged.status_counts().collect::<Vec<_>>(), all.status_counts().collect::<Vec<_>>());
+            prop_assert_eq!(merged.bytes_in(), all.bytes_in());
+            prop_assert_eq!(merged.latency_summary(), all.latency_summary());
+        }
+    }
+}

@@ -1,0 +1,50 @@
+use std::time::Instant;
+
+use crate::ErrorKind;
+
+/// How one request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A complete response arrived, with this status code.
+    Response {
+        /// The HTTP status code.
+        status: u16,
+    },
+    /// No complete response: the request failed in this way.
+    Error(ErrorKind),
+}
+
+/// Everything recorded about one request.
+///
+/// Each sample knows when it was *meant* to be sent (`intended`) as well as when it actually was
+/// (`sent`): latency is measured from `intended`, so a generator that falls behind its schedule
+/// cannot hide the wait (no coordinated omission). In the closed-loop model the two coincide
+/// except for connection set-up, which counts towards latency.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// When the request was due to start.
+    pub intended: Instant,
+    /// When its first byte was written (after any connect).
+    pub sent: Instant,
+    /// When the first response byte arrived, if any did.
+    pub first_byte: Option<Instant>,
+    /// When the request finished, successfully or not.
+    pub done: Instant,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Bytes read from the socket for this request (wire bytes: head, framing and body).
+    pub bytes_in: u64,
+    /// Bytes written to the socket for this request.
+    pub bytes_out: u64,
+}
+
+impl Sample {
+    /// Latency from the intended start to completion, in whole microseconds.
+    pub fn latency_us(&self) -> u64 {
+        micros(self.done.saturating_duration_since(self.intended))
+    }
+}
+
+pub(crate) fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,222 @@
+//! Per-interval time series with bounded memory.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::Recorder;
+
+/// Most points a series keeps; beyond it, neighbouring points are merged two by two and the
+/// interval doubles. 7,200 one-second points cover two hours exactly.
+pub const MAX_POINTS: usize = 7_200;
+
+/// One interval of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// Start of the interval, from the start of the run.
+    #[serde(rename = "offset_s", serialize_with = "as_secs")]
+    pub offset: Duration,
+    /// Length of the interval (the last one of a run is usually shorter).
+    #[serde(rename = "width_s", serialize_with = "as_secs")]
+    pub width: Duration,
+    /// Requests that finished in the interval (responses and errors).
+    pub requests: u64,
+    /// Responses with a status below 400.
+    pub succeeded: u64,
+    /// Requests that failed without a complete response.
+    pub errors: u64,
+    /// Wire bytes read.
+    pub bytes_in: u64,
+    /// Median latency, microseconds.
+    pub p50_us: u64,
+    /// 90th percentile latency, microseconds.
+    pub p90_us: u64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: u64,
+    /// Largest latency, microseconds.
+    pub max_us: u64,
+    /// True once this point merges several intervals; its percentiles are then the largest of
+    /// the merged intervals' (an upper bound), while counts and max stay exact.
+    pub coarsened: bool,
+}
+
+impl Point {
+    /// Summarises `r` as the interval starting at `offset` and lasting `width`.
+    pub fn of(r: &Recorder, offset: Duration, width: Duration) -> Self {
+        let h = r.latency_us();
+        let at = |q: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(q)
+            }
+        };
+        Point {
+            offset,
+            width,
+            requests: r.requests(),
+            succeeded: r.succeeded(),
+            errors: r.errors(),
+            bytes_in: r.bytes_in(),
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            max_us: if h.is_empty() { 0 } else { h.max() },
+            coarsened: false,
+        }
+    }
+
+    /// Requests per second over the interval.
+    pub fn rate(&self) -> f64 {
+        per_second(self.requests, self.width)
+    }
+
+    fn absorb(&mut self, next: &Point) {
+        self.width = next.offset + next.width - self.offset;
+        self.requests += next.requests;
+        self.succeeded += next.succeeded;
+        self.errors += next.errors;
+        self.bytes_in += next.bytes_in;
+        self.p50_us = self.p50_us.max(next.p50_us);
+        self.p90_us = self.p90_us.max(next.p90_us);
+        self.p99_us = self.p99_us.max(next.p99_us);
+        self.max_us = self.max_us.max(next.max_us);
+        self.coarsened = true;
+    }
+}
+
+/// Points in time order, at most [`MAX_POINTS`] of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Series {
+    points: Vec<Point>,
+    /// Width every point spans once the series has coarsened; new intervals fill the last
+    /// point up to it before a new point starts.
+    #[serde(skip)]
+    bucket: Option<Duration>,
+}
+
+impl Series {
+    /// An empty series.
+    pub fn new() -> Self {
+        Series::default()
+    }
+
+    /// Appends a point, coarsening the series first if it is full.
+    pub fn push(&mut self, point: Point) {
+        if self.absorbed(&point) {
+            return;
+        }
+        if self.points.len() == MAX_POINTS {
+            self.coarsen();
+            if self.absorbed(&point) {
+                return;
+            }
+        }
+        self.points.push(point);
+    }
+
+    fn absorbed(&mut self, point: &Point) -> bool {
+        match (self.bucket, self.points.last_mut()) {
+            (Some(bucket), Some(last)) if last.width < bucket => {
+                last.absorb(point);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The points, oldest first.
+    pub fn points(&self) -> &[Point] {
+        &self.points
+    }
+
+    /// Shortens the last point to end at `end` (the end of the run).
+    pub fn end_at(&mut self, end: Duration) {
+        if let Some(last) = self.points.last_mut() {
+            last.width = end.saturating_sub(last.offset);
+        }
+    }
+
+    fn coarsen(&mut self) {
+        let merged = self
+            .points
+            .chunks(2)
+            .map(|pair| {
+                let mut p = pair[0].clone();
+                if let Some(next) = pair.get(1) {
+                    p.absorb(next);
+                }
+                p.coarsened = true;
+                p
+            })
+            .collect::<Vec<_>>();
+        self.bucket = merged.first().map(|p| p.width);
+        self.points = merged;
+    }
+}
+
+pub(crate) fn per_second(count: u64, width: Duration) -> f64 {
+    if width.is_zero() {
+        0.0
+    } else {
+        count as f64 / width.as_secs_f64()
+    }
+}
+
+fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(i: u64, requests: u64, p99: u64) -> Point {
+        Point {
+            offset: Duration::from_secs(i),
+            width: Duration::from_secs(1),
+            requests,
+            succeeded: requests,
+            errors: 0,
+            bytes_in: 0,
+            p50_us: p99 / 2,
+            p90_us: p99,
+            p99_us: p99,
+            max_us: p99,
+            coarsened: false,
+        }
+    }
+
+    #[test]
+    fn stays_bounded_and_keeps_counts_exact() {
+        let mut s = Series::new();
+        let n = (MAX_POINTS * 3) as u64 + 17;
+        for i in 0..n {
+            s.push(point(i, i % 7, i % 1000));
+        }
+        assert!(s.points().len() <= MAX_POINTS);
+        let total: u64 = s.points().iter().map(|p| p.requests).sum();
+        assert_eq!(total, (0..n).map(|i| i % 7).sum::<u64>());
+        // Points are contiguous and ordered.
+        for w in s.points().windows(2) {
+            assert_eq!(w[0].offset + w[0].width, w[1].offset);
+        }
+        let last = s.points().last().unwrap();
+        assert_eq!(last.offset + last.width, Duration::from_secs(n));
+        assert_eq!(s.points().iter().map(|p| p.max_us).max(), Some(999));
+    }
+
+    #[test]
+    fn short_series_is_untouched() {
+        let mut s = Series::new();
+        for i in 0..10 {
+            s.push(point(i, 5, 100));
+        }
+        s.end_at(Duration::from_millis(9_400));
+        assert_eq!(s.points().len(), 10);
+        assert!(s.points().iter().all(|p| !p.coarsened));
+        assert_eq!(s.points()[9].width, Duration::from_millis(400));
+        assert_eq!(s.points()[0].rate(), 5.0);
+    }
+}

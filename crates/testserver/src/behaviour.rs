@@ -1,0 +1,371 @@
+//! What the server does with one request: the knobs, their query-string form and the faults.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Body sent when a [`Behaviour`] does not ask for a size.
+///
+/// Short and newline-terminated so that `curl` against `belier target` prints something readable.
+pub const DEFAULT_BODY: &[u8] = b"hello\n";
+
+/// Body length announced by [`Fault::CloseMidBody`] when the behaviour has no (or a zero) size,
+/// so that there is always a "half" to send.
+pub const CLOSE_MID_BODY_DEFAULT_LEN: usize = 1000;
+
+/// How the server answers one request.
+///
+/// [`Config::defaults`](crate::Config::defaults) applies to every request; the request's query
+/// string can override any knob (see [`Behaviour::apply_query`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Behaviour {
+    /// Time to wait after the whole request has been read, before answering (or injecting the
+    /// fault).
+    pub delay: Duration,
+    /// Response status code, `100..=999`. Default 200.
+    ///
+    /// A 1xx status is sent like a final response (no body), which clients read as an interim
+    /// response and then wait for more: it behaves much like [`Fault::Stall`].
+    pub status: u16,
+    /// Response body length in bytes; `None` sends [`DEFAULT_BODY`].
+    pub body_size: Option<usize>,
+    /// Misbehaviour to inject instead of a normal response.
+    pub fault: Option<Fault>,
+    /// Answer with `Connection: close` and close the connection afterwards.
+    pub close: bool,
+    /// Send the body with `Transfer-Encoding: chunked`, split into a few chunks.
+    ///
+    /// Ignored for HTTP/1.0 clients, which cannot decode it.
+    pub chunked: bool,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            delay: Duration::ZERO,
+            status: 200,
+            body_size: None,
+            fault: None,
+            close: false,
+            chunked: false,
+        }
+    }
+}
+
+/// Names of the query-string knobs, as accepted by [`Behaviour::apply_query`].
+pub const KNOBS: [&str; 6] = ["delay", "status", "size", "fault", "close", "chunked"];
+
+impl Behaviour {
+    /// Overrides knobs from a query string such as `delay=20ms&status=503&size=1024`.
+    ///
+    /// Knobs: `delay` (a humantime duration: `20ms`, `1s`), `status` (`100..=999`), `size`
+    /// (body bytes), `fault` (see [`Fault`]), `close` and `chunked` (`1`/`0`, `true`/`false`,
+    /// or the bare name for true). Unknown keys are ignored so that real-world URLs with their
+    /// own parameters (`/search?q=x`) can be load-tested unchanged. Values are not
+    /// percent-decoded; none of the knobs needs it.
+    ///
+    /// # Errors
+    /// A [`KnobError`] naming the first knob whose value does not parse. Knobs before it have
+    /// already been applied.
+    pub fn apply_query(&mut self, query: &str) -> Result<(), KnobError> {
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = match pair.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (pair, None),
+            };
+            self.apply_knob(key, value)?;
+        }
+        Ok(())
+    }
+
+    fn apply_knob(&mut self, key: &str, value: Option<&str>) -> Result<(), KnobError> {
+        let Some(knob) = KNOBS.iter().copied().find(|k| *k == key) else {
+            return Ok(());
+        };
+        let text = value.unwrap_or("");
+        let bad = |expected| KnobError {
+            knob,
+            value: text.to_owned(),
+            expected,
+        };
+        match knob {
+            "delay" => {
+                self.delay = humantime::parse_duration(text)
+                    .map_err(|_| bad("a duration such as 20ms or 1s"))?;
+            }
+            "status" => {
+                self.status = text
+                    .parse()
+                    .ok()
+                    .filter(|s| (100..=999).contains(s))
+                    .ok_or_else(|| bad("a status code in 100..=999"))?;
+            }
+            "size" => {
+                self.body_size = Some(text.parse().map_err(|_| bad("a byte count"))?);
+            }
+            "fault" => {
+                self.fault = Some(text.parse().map_err(|_| bad(Fault::EXPECTED))?);
+            }
+            "close" | "chunked" => {
+                let on = match value {
+                    None => true,
+                    Some("1" | "true" | "yes" | "on") => true,
+                    Some("0" | "false" | "no" | "off") => false,
+                    Some(_) => return Err(bad("1 or 0")),
+                };
+                if knob == "close" {
+                    self.close = on;
+                } else {
+                    self.chunked = on;
+                }
+            }
+            _ => unreachable!("every name in KNOBS has an arm"),
+        }
+        Ok(())
+    }
+}
+
+/// Parses a query string (see [`Behaviour::apply_query`]) on top of [`Behaviour::default`].
+impl FromStr for Behaviour {
+    type Err = KnobError;
+
+    fn from_str(query: &str) -> Result<Self, Self::Err> {
+        let mut behaviour = Behaviour::default();
+        behaviour.apply_query(query)?;
+        Ok(behaviour)
+    }
+}
+
+/// Renders the knobs that differ from [`Behaviour::default`] as a query string (without the
+/// `?`), so that `format!("/?{behaviour}")` asks the server for exactly this behaviour. The
+/// output parses back to an equal value.
+impl fmt::Display for Behaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let base = Behaviour::default();
+        let mut sep = "";
+        let mut knob = |f: &mut fmt::Formatter<'_>, args: fmt::Arguments<'_>| {
+            let result = write!(f, "{sep}{args}");
+            sep = "&";
+            result
+        };
+        if self.delay != base.delay {
+            // One unit, because humantime's own format puts spaces between units.
+            let d = self.delay;
+            if d.subsec_nanos() % 1_000_000 == 0 {
+                knob(f, format_args!("delay={}ms", d.as_millis()))?;
+            } else if d.subsec_nanos() % 1_000 == 0 {
+                knob(f, format_args!("delay={}us", d.as_micros()))?;
+            } else {
+                knob(f, format_args!("delay={}ns", d.as_nanos()))?;
+            }
+        }
+        if self.status != base.status {
+            knob(f, format_args!("status={}", self.status))?;
+        }
+        if let Some(size) = self.body_size {
+            knob(f, format_args!("size={size}"))?;
+        }
+        if let Some(fault) = self.fault {
+            knob(f, format_args!("fault={fault}"))?;
+        }
+        if self.close {
+            knob(f, format_args!("close=1"))?;
+        }
+        if self.chunked {
+            knob(f, format_args!("chunked=1"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A knob in a query string had a value that does not parse.
+///
+/// The server answers such a request with `400 Bad Request` and this error's text as the body.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value {value:?} for knob `{knob}`: expected {expected}")]
+pub struct KnobError {
+    knob: &'static str,
+    value: String,
+    expected: &'static str,
+}
+
+impl KnobError {
+    /// Name of the offending knob, one of [`KNOBS`].
+    pub fn knob(&self) -> &'static str {
+        self.knob
+    }
+}
+
+/// A misbehaviour injected after the request has been read (and counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Close with `SO_LINGER` 0 without writing anything: the client sees `ECONNRESET`.
+    Reset,
+    /// Close cleanly (FIN) without writing anything: the client sees end of stream.
+    CloseBeforeHeaders,
+    /// Send the head with a `Content-Length`, then half of the body, then close (FIN).
+    CloseMidBody,
+    /// Send a status line no HTTP parser accepts, then close.
+    Malformed,
+    /// Never answer; keep the connection open until the client closes it or the server stops.
+    Stall,
+}
+
+impl Fault {
+    /// Every fault, in declaration order.
+    pub const ALL: [Fault; 5] = [
+        Fault::Reset,
+        Fault::CloseBeforeHeaders,
+        Fault::CloseMidBody,
+        Fault::Malformed,
+        Fault::Stall,
+    ];
+
+    const EXPECTED: &'static str =
+        "reset, close-before-headers, close-mid-body, malformed or stall";
+
+    /// The name used in query strings and by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Reset => "reset",
+            Fault::CloseBeforeHeaders => "close-before-headers",
+            Fault::CloseMidBody => "close-mid-body",
+            Fault::Malformed => "malformed",
+            Fault::Stall => "stall",
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Fault {
+    type Err = ParseFaultError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Fault::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| ParseFaultError(s.to_owned()))
+    }
+}
+
+/// The text is not the name of a [`Fault`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown fault {0:?}: expected reset, close-before-headers, close-mid-body, malformed or stall"
+)]
+pub struct ParseFaultError(String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(query: &str) -> Result<Behaviour, KnobError> {
+        query.parse()
+    }
+
+    #[test]
+    fn knobs_parse() {
+        let cases: &[(&str, Behaviour)] = &[
+            ("", Behaviour::default()),
+            (
+                "delay=20ms",
+                Behaviour {
+                    delay: Duration::from_millis(20),
+                    ..Behaviour::default()
+                },
+            ),
+            (
+                "status=503&size=0",
+                Behaviour {
+                    status: 503,
+                    body_size: Some(0),
+                    ..Behaviour::default()
+                },
+            ),
+            (
+                "fault=close-mid-body&close=1&chunked",
+                Behaviour {
+                    fault: Some(Fault::CloseMidBody),
+                    close: true,
+                    chunked: true,
+                    ..Behaviour::default()
+                },
+            ),
+            (
+                "q=anything&&close=0&id",
+                Behaviour {
+                    close: false,
+                    ..Behaviour::default()
+                },
+            ),
+            (
+                "delay=1s500ms",
+                Behaviour {
+                    delay: Duration::from_millis(1500),
+                    ..Behaviour::default()
+                },
+            ),
+        ];
+        for (query, want) in cases {
+            assert_eq!(parse(query).as_ref(), Ok(want), "query {query:?}");
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_knob() {
+        let cases = [
+            ("delay=soon", "delay"),
+            ("delay=", "delay"),
+            ("status=99", "status"),
+            ("status=1000", "status"),
+            ("status=abc", "status"),
+            ("size=-1", "size"),
+            ("fault=explode", "fault"),
+            ("close=maybe", "close"),
+            ("chunked=", "chunked"),
+        ];
+        for (query, knob) in cases {
+            let err = parse(query).expect_err(query);
+            assert_eq!(err.knob(), knob, "query {query:?}");
+            assert!(err.to_string().contains(knob), "{err}");
+        }
+    }
+
+    #[test]
+    fn faults_round_trip() {
+        for fault in Fault::ALL {
+            assert_eq!(fault.to_string().parse(), Ok(fault));
+        }
+        assert!("Reset".parse::<Fault>().is_err());
+    }
+
+    #[test]
+    fn display_round_trips() {
+        let behaviours = [
+            Behaviour::default(),
+            Behaviour {
+                delay: Duration::from_micros(1500),
+                status: 418,
+                body_size: Some(12),
+                fault: Some(Fault::Stall),
+                close: true,
+                chunked: true,
+            },
+        ];
+        for b in behaviours {
+            assert_eq!(parse(&b.to_string()), Ok(b.clone()), "{b}");
+        }
+        assert_eq!(Behaviour::default().to_string(), "");
+        let b = Behaviour {
+            status: 503,
+            close: true,
+            ..Behaviour::default()
+        };
+        assert_eq!(b.to_string(), "status=503&close=1");
+    }
+}

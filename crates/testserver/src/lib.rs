@@ -1,0 +1,45 @@
+//! belier's built-in target: a fast HTTP/1.1 server that counts what it sees and misbehaves on
+//! request.
+//!
+//! It serves belier's integration tests (which cross-check belier's numbers against the
+//! server's own [`Counts`]), benchmarks, and the `belier target` subcommand.
+//!
+//! Each request may override the server's default [`Behaviour`] through its query string:
+//! `delay=20ms`, `status=503`, `size=1024`, `close=1`, `chunked=1` and
+//! `fault=reset|close-before-headers|close-mid-body|malformed|stall` (see [`Fault`]).
+//!
+//! # Why not hyper
+//! The server is written directly on tokio and httparse because fault injection needs
+//! byte-level control of the socket: resetting a connection after reading a request, closing it
+//! halfway through a body whose length was announced, writing a status line no parser accepts,
+//! or never answering at all. hyper, rightly, does not let a service produce any of those.
+//! Owning the loop also keeps the default path cheap: the response head is built once and a
+//! request without a query string allocates nothing.
+//!
+//! # Example
+//! ```
+//! use std::io::{Read, Write};
+//! use belier_testserver::{Config, Server};
+//!
+//! let server = Server::start(Config::default())?;
+//! let mut socket = std::net::TcpStream::connect(server.addr())?;
+//! socket.write_all(b"GET /?status=503 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+//! let mut response = String::new();
+//! socket.read_to_string(&mut response)?;
+//! assert!(response.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+//! assert_eq!(server.counts().requests, 1);
+//! server.stop();
+//! # Ok::<(), std::io::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod behaviour;
+mod connection;
+mod response;
+mod server;
+
+pub use behaviour::{
+    Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, KNOBS,
+};
+pub use connection::{MAX_HEAD_BYTES, RECORDED_BODY_BYTES};
+pub use server::{Config, Counts, SeenRequest, Server};

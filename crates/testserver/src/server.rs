@@ -1,0 +1,397 @@
+//! The server handle: configuration, start and stop, counters, recorded requests.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::behaviour::Behaviour;
+use crate::connection::Connection;
+use crate::response::{self, ConnectionHeader};
+
+/// Pause after a failed `accept` (typically out of file descriptors) so that the accept loop
+/// does not spin while the condition lasts.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// How often [`Server::wait_for`] looks at the counters.
+const WAIT_POLL: Duration = Duration::from_millis(1);
+
+/// How to run a [`Server`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port (see [`Server::addr`]).
+    pub listen: SocketAddr,
+    /// Tokio worker threads serving connections. With 1, everything runs on the one server
+    /// thread.
+    pub threads: usize,
+    /// Behaviour for requests whose query string does not override it.
+    pub defaults: Behaviour,
+    /// Keep the last this many requests for [`Server::recent_requests`]; 0 keeps none and takes
+    /// no lock per request.
+    pub record_requests: usize,
+}
+
+impl Default for Config {
+    /// `127.0.0.1:0`, one thread, default behaviour, no recording.
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            threads: 1,
+            defaults: Behaviour::default(),
+            record_requests: 0,
+        }
+    }
+}
+
+/// A snapshot of the server's counters, all monotonic since start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Request heads parsed, counted before the body is read and before any delay or fault.
+    /// Unparsable heads are not requests.
+    pub requests: u64,
+    /// Connections accepted.
+    pub connections: u64,
+    /// Complete responses to counted requests, including `400` for a bad knob value but not
+    /// interim `100 Continue` nor the `400` that precedes closing on an unparsable request.
+    /// Counted when the response is complete in the output buffer, just before it is written, so
+    /// a client that has read a response always finds it counted.
+    pub responses: u64,
+    /// Request body bytes read, after chunked decoding.
+    pub body_bytes_received: u64,
+}
+
+/// A request as the server saw it, kept when [`Config::record_requests`] is non-zero.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// Method, as sent.
+    pub method: String,
+    /// Request target, as sent: usually path and query.
+    pub target: String,
+    /// Headers in order, values decoded lossily as UTF-8.
+    pub headers: Vec<(String, String)>,
+    /// The (de-chunked) body, truncated to [`RECORDED_BODY_BYTES`](crate::RECORDED_BODY_BYTES).
+    pub body: Vec<u8>,
+    /// Which connection it came on: the n-th accepted connection is `n`, starting at 1, so the
+    /// latest connection's number equals [`Counts::connections`].
+    pub connection: u64,
+    /// When its head had been parsed.
+    pub arrived: Instant,
+}
+
+impl SeenRequest {
+    /// The value of the first header with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// State shared by the accept loop, every connection and the [`Server`] handle.
+pub(crate) struct Shared {
+    pub(crate) defaults: Behaviour,
+    /// Response heads for the defaults, built once because the default path is the hot one.
+    pub(crate) default_head: Vec<u8>,
+    pub(crate) default_head_close: Vec<u8>,
+    pub(crate) counters: Counters,
+    pub(crate) recorder: Option<Recorder>,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) connections: AtomicU64,
+    pub(crate) responses: AtomicU64,
+    pub(crate) body_bytes_received: AtomicU64,
+    /// A gauge, unlike the others: connections accepted and not yet closed.
+    pub(crate) open: AtomicU64,
+}
+
+pub(crate) struct Recorder {
+    capacity: usize,
+    ring: Mutex<VecDeque<SeenRequest>>,
+}
+
+impl Shared {
+    fn new(defaults: Behaviour, record_requests: usize) -> Self {
+        let framing = response::framing(&defaults, false);
+        let mut default_head = Vec::new();
+        response::write_head(
+            &mut default_head,
+            defaults.status,
+            framing,
+            ConnectionHeader::Omit,
+        );
+        let mut default_head_close = Vec::new();
+        response::write_head(
+            &mut default_head_close,
+            defaults.status,
+            framing,
+            ConnectionHeader::Close,
+        );
+        Shared {
+            defaults,
+            default_head,
+            default_head_close,
+            counters: Counters::default(),
+            recorder: (record_requests > 0).then(|| Recorder {
+                capacity: record_requests,
+                ring: Mutex::new(VecDeque::with_capacity(record_requests)),
+            }),
+        }
+    }
+
+    pub(crate) fn record(&self, seen: SeenRequest) {
+        if let Some(recorder) = &self.recorder {
+            // A panic elsewhere cannot leave the ring inconsistent, so poisoning is ignored.
+            let mut ring = recorder.ring.lock().unwrap_or_else(PoisonError::into_inner);
+            if ring.len() == recorder.capacity {
+                ring.pop_front();
+            }
+            ring.push_back(seen);
+        }
+    }
+}
+
+/// A running test server. Stops (closing every connection) on [`Server::stop`] or drop.
+pub struct Server {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("counts", &self.counts())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Binds, then serves on a background thread; returns as soon as the server accepts
+    /// connections.
+    ///
+    /// The server owns its tokio runtime, on threads of its own, so it can be started from
+    /// synchronous tests and from inside another runtime alike.
+    ///
+    /// # Errors
+    /// Binding errors (address in use, permission denied), `InvalidInput` for zero threads, and
+    /// failures to create the runtime or its threads.
+    pub fn start(config: Config) -> io::Result<Server> {
+        if config.threads == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the test server needs at least one thread",
+            ));
+        }
+        let listener = std::net::TcpListener::bind(config.listen)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(config.defaults, config.record_requests));
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("belier-target".to_owned())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                let threads = config.threads;
+                move || serve(listener, threads, shared, stop_rx, ready_tx)
+            })?;
+        let ready = ready_rx.recv().unwrap_or_else(|_| {
+            Err(io::Error::other(
+                "the test server thread died while starting",
+            ))
+        });
+        match ready {
+            Ok(()) => Ok(Server {
+                addr,
+                shared,
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            }),
+            Err(err) => {
+                let _ = thread.join();
+                Err(err)
+            }
+        }
+    }
+
+    /// The address the server listens on, with the real port when port 0 was asked for.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://{addr}` followed by `path_and_query` (a `/` is inserted if missing).
+    pub fn url(&self, path_and_query: &str) -> String {
+        let slash = if path_and_query.starts_with('/') {
+            ""
+        } else {
+            "/"
+        };
+        format!("http://{}{slash}{path_and_query}", self.addr)
+    }
+
+    /// The behaviour applied when a request's query string does not override it.
+    pub fn defaults(&self) -> &Behaviour {
+        &self.shared.defaults
+    }
+
+    /// A snapshot of the counters. Each is read atomically, the set is not: read it once the
+    /// clients are done, or use [`Server::wait_for`].
+    pub fn counts(&self) -> Counts {
+        let c = &self.shared.counters;
+        Counts {
+            requests: c.requests.load(Relaxed),
+            connections: c.connections.load(Relaxed),
+            responses: c.responses.load(Relaxed),
+            body_bytes_received: c.body_bytes_received.load(Relaxed),
+        }
+    }
+
+    /// Connections accepted and not yet closed by either side. Useful to check that a client
+    /// does not leak connections: see [`Server::wait_idle`].
+    pub fn open_connections(&self) -> u64 {
+        self.shared.counters.open.load(Relaxed)
+    }
+
+    /// The last [`Config::record_requests`] requests, oldest first; empty when recording is
+    /// off.
+    pub fn recent_requests(&self) -> Vec<SeenRequest> {
+        match &self.shared.recorder {
+            Some(recorder) => {
+                let ring = recorder.ring.lock().unwrap_or_else(PoisonError::into_inner);
+                ring.iter().cloned().collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Blocks until `done` holds for the counters or `timeout` passes; returns whether it held.
+    ///
+    /// For the counts that race with the client by nature: a connection is counted when the
+    /// server accepts it, which can be after the client's `connect` returned.
+    /// This blocks the calling thread; from async code, call it via `spawn_blocking`.
+    pub fn wait_for(&self, timeout: Duration, mut done: impl FnMut(&Counts) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.counts()) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(WAIT_POLL);
+        }
+    }
+
+    /// Blocks until no connection is open or `timeout` passes; returns whether none is open.
+    /// The server notices a client's close when it next reads, which is promptly for idle and
+    /// stalled connections. Blocks like [`Server::wait_for`].
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout, |_| self.open_connections() == 0)
+    }
+
+    /// Stops the server as if its process died: the listener closes (new connections are
+    /// refused) and every open connection is closed, whatever it was doing. Returns once all
+    /// sockets are closed. Dropping the server does the same.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        // Dropping the sender is the signal.
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            // A panic on the server thread has nowhere useful to go from here; the tests
+            // relying on the server will fail on their own.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The server thread: runtime, accept loop, and on stop, the runtime's drop.
+fn serve(
+    listener: std::net::TcpListener,
+    threads: usize,
+    shared: Arc<Shared>,
+    stop: oneshot::Receiver<()>,
+    ready: mpsc::SyncSender<io::Result<()>>,
+) {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(threads);
+        builder
+    };
+    let runtime = match builder
+        .enable_io()
+        .enable_time()
+        .thread_name("belier-target-worker")
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        match TcpListener::from_std(listener) {
+            Ok(listener) => {
+                let _ = ready.send(Ok(()));
+                accept(listener, shared, stop).await;
+            }
+            Err(err) => {
+                let _ = ready.send(Err(err));
+            }
+        }
+    });
+    // Dropping the runtime drops every connection task and so closes every socket, before this
+    // thread ends and `stop` returns. Cancelling by drop means no connection code path needs to
+    // watch for shutdown, and none can be missed.
+    drop(runtime);
+}
+
+async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = &mut stop => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _peer)) => {
+                let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
+                shared.counters.open.fetch_add(1, Relaxed);
+                // Responses are small and written whole; Nagle would only delay them.
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(Connection::new(stream, Arc::clone(&shared), seq).run());
+            }
+            Err(_) => {
+                tokio::select! {
+                    biased;
+                    _ = &mut stop => return,
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                }
+            }
+        }
+    }
+}
