@@ -1,0 +1,178 @@
+//! Raw command-line flags, as clap parses them. Nothing here is validated beyond its type:
+//! `settings` turns these into a configuration or a precise error.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    the run completed (failed requests are results, shown in the report)
+  1    belier could not run (name resolution, output file, crashed worker)
+  2    invalid input (flag, URL, header, body file, connection limit)
+  130  interrupted by Ctrl-C (the report is still printed)";
+
+/// An HTTP load tester that measures honestly and never loses its statistics.
+#[derive(Debug, Parser)]
+#[command(
+    name = "belier",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_CODES,
+)]
+pub struct Cli {
+    /// A subcommand; without one, belier load-tests URL.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Load-test options.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run belier's built-in target server (for demos, calibration and fault injection).
+    Target(TargetArgs),
+    /// Start the built-in target on loopback, load it for a few seconds and print the report.
+    Demo(DemoArgs),
+}
+
+/// Options of a load test.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/path?query
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Total requests to send. With --duration too, the run stops at whichever comes first.
+    /// With neither, the run lasts 10 s.
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// How long to run, e.g. 30s, 2m, 1h30m (a bare number is seconds).
+    #[arg(short = 'z', long = "duration", value_name = "D", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Concurrent connections, each sending its next request as soon as the previous one ends.
+    #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
+    pub connections: usize,
+
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// HTTP method.
+    #[arg(short = 'm', long = "method", value_name = "METHOD", default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(short = 'd', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(short = 'D', long = "body-file", value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout, connect included.
+    #[arg(long = "timeout", value_name = "D", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Open a new connection for every request (sends 'Connection: close').
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Report format.
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    Text,
+    /// JSON (schema: crates/report/schema/report.schema.json).
+    Json,
+}
+
+/// Options of `belier target`.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// Server threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+    /// Default delay before each response (per request: ?delay=20ms).
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Default status code (per request: ?status=503).
+    #[arg(long, value_name = "CODE")]
+    pub status: Option<u16>,
+    /// Default body size in bytes (per request: ?size=1024).
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<usize>,
+    /// Default fault: reset, close-before-headers, close-mid-body, malformed or stall
+    /// (per request: ?fault=reset).
+    #[arg(long, value_name = "FAULT")]
+    pub fault: Option<belier_testserver::Fault>,
+}
+
+/// Options of `belier demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How long to load the target.
+    #[arg(short = 'z', long = "duration", value_name = "D", default_value = "3s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Concurrent connections.
+    #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
+    pub connections: usize,
+}
+
+/// Parses `30s`, `2m`, `1h30m`, `250ms`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let d = match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())?,
+        Ok(_) => return Err("must be a positive duration".into()),
+        Err(_) => humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s, 2m or 250ms)"))?,
+    };
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        for bad in ["", "0", "0s", "-1", "abc", "10 parsecs", "NaN"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

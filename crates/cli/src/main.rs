@@ -1,0 +1,102 @@
+//! The `belier` command: flags → validated settings → run → report → exit code.
+//! This is the only crate that prints or exits.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod args;
+mod demo;
+mod limits;
+mod load;
+mod progress;
+mod settings;
+mod signals;
+mod target;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command, LoadArgs};
+use settings::InputError;
+use signals::Signals;
+
+/// Exit code when belier could not do what was asked.
+const EXIT_FAILURE: u8 = 1;
+/// Exit code for invalid input.
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(clap_error(e)),
+    };
+    let result = Signals::install()
+        .map_err(anyhow::Error::from)
+        .and_then(|signals| match cli.command {
+            Some(Command::Target(a)) => target::run(a, &signals),
+            Some(Command::Demo(a)) => demo::run(a, &signals),
+            None => load_and_report(cli.load, &signals),
+        });
+    ExitCode::from(match result {
+        Ok(code) => code,
+        Err(e) if e.is::<InputError>() => {
+            eprintln!("error: {e}");
+            EXIT_USAGE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_FAILURE
+        }
+    })
+}
+
+/// Validates `args`, runs the load test and writes its report.
+fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
+    let settings = settings::from_args(args, cores())?;
+    limits::ensure_fds(settings.engine.connections)?;
+    let finished = load::execute(&settings, signals)?;
+    let report = finished.render(settings.format);
+    let code = if finished.interrupted { signals::INTERRUPTED } else { 0 };
+    match &settings.out {
+        None => {
+            let mut out = std::io::stdout().lock();
+            // If standard output is gone (a closed pipe) there is nowhere left to report to.
+            let _ = out.write_all(report.as_bytes()).and_then(|()| out.flush());
+            Ok(code)
+        }
+        Some(path) => match std::fs::write(path, &report) {
+            Ok(()) => {
+                eprintln!("report written to {}", path.display());
+                Ok(code)
+            }
+            Err(e) => {
+                // Never lose the results: print them where they can still go.
+                print!("{report}");
+                Err(anyhow::anyhow!("cannot write the report to {}: {e}", path.display()))
+            }
+        },
+    }
+}
+
+/// Logical cores of this machine.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Prints a clap error as one line (help and version go to stdout in full) and returns the
+/// exit code.
+fn clap_error(e: clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            0
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let line = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: invalid arguments");
+            eprintln!("{line} (see 'belier --help')");
+            EXIT_USAGE
+        }
+    }
+}
