@@ -64,7 +64,12 @@ pub struct LoadArgs {
     pub threads: Option<usize>,
 
     /// HTTP method.
-    #[arg(short = 'm', long = "method", value_name = "METHOD", default_value = "GET")]
+    #[arg(
+        short = 'm',
+        long = "method",
+        value_name = "METHOD",
+        default_value = "GET"
+    )]
     pub method: String,
 
     /// Extra request header, 'Name: value' (repeatable).
@@ -72,7 +77,12 @@ pub struct LoadArgs {
     pub headers: Vec<String>,
 
     /// Request body.
-    #[arg(short = 'd', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    #[arg(
+        short = 'd',
+        long = "body",
+        value_name = "STRING",
+        conflicts_with = "body_file"
+    )]
     pub body: Option<String>,
 
     /// Request body read from a file.
@@ -144,9 +154,13 @@ pub struct DemoArgs {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let d = match s.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())?,
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+            Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())?
+        }
         Ok(_) => return Err("must be a positive duration".into()),
-        Err(_) => humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s, 2m or 250ms)"))?,
+        Err(_) => {
+            humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s, 2m or 250ms)"))?
+        }
     };
     if d.is_zero() {
         return Err("must be longer than zero".into());

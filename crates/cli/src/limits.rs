@@ -10,7 +10,9 @@ pub fn ensure_fds(connections: usize) -> Result<(), InputError> {
     let needed = connections as u64 + RESERVED_FDS;
     // Failing to raise the limit is not fatal by itself: the check below decides.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let (soft, hard) = rlimit::Resource::NOFILE.get().unwrap_or((u64::MAX, u64::MAX));
+    let (soft, hard) = rlimit::Resource::NOFILE
+        .get()
+        .unwrap_or((u64::MAX, u64::MAX));
     if needed <= soft {
         return Ok(());
     }

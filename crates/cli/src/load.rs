@@ -65,12 +65,22 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
     };
 
     let mut collector = Collector::new(run.workers(), config.interval);
-    let mut progress = Progress::new(std::io::stderr().is_terminal(), config.stop.requests, config.stop.duration);
+    let mut progress = Progress::new(
+        std::io::stderr().is_terminal(),
+        config.stop.requests,
+        config.stop.duration,
+    );
     let mut interrupted = false;
     let elapsed = loop {
         match run.next_event(POLL) {
-            Next::Event(Event::Recorded { worker, index, recorder }) => collector.add(worker, index, &recorder),
-            Next::Event(Event::Finished { worker, elapsed }) => collector.finish_worker(worker, elapsed),
+            Next::Event(Event::Recorded {
+                worker,
+                index,
+                recorder,
+            }) => collector.add(worker, index, &recorder),
+            Next::Event(Event::Finished { worker, elapsed }) => {
+                collector.finish_worker(worker, elapsed)
+            }
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }
@@ -78,7 +88,11 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
             interrupted = true;
             run.stop();
         }
-        progress.update(run.elapsed(), collector.requests_so_far(), collector.errors_so_far());
+        progress.update(
+            run.elapsed(),
+            collector.requests_so_far(),
+            collector.errors_so_far(),
+        );
     };
     progress.clear();
 

@@ -56,7 +56,11 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     limits::ensure_fds(settings.engine.connections)?;
     let finished = load::execute(&settings, signals)?;
     let report = finished.render(settings.format);
-    let code = if finished.interrupted { signals::INTERRUPTED } else { 0 };
+    let code = if finished.interrupted {
+        signals::INTERRUPTED
+    } else {
+        0
+    };
     match &settings.out {
         None => {
             let mut out = std::io::stdout().lock();
@@ -72,7 +76,10 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
             Err(e) => {
                 // Never lose the results: print them where they can still go.
                 print!("{report}");
-                Err(anyhow::anyhow!("cannot write the report to {}: {e}", path.display()))
+                Err(anyhow::anyhow!(
+                    "cannot write the report to {}: {e}",
+                    path.display()
+                ))
             }
         },
     }
@@ -88,13 +95,18 @@ fn cores() -> usize {
 fn clap_error(e: clap::Error) -> u8 {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = e.print();
             0
         }
         _ => {
             let rendered = e.render().to_string();
-            let line = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: invalid arguments");
+            let line = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error: invalid arguments");
             eprintln!("{line} (see 'belier --help')");
             EXIT_USAGE
         }

@@ -21,7 +21,11 @@ pub struct Progress {
 
 impl Progress {
     /// A progress line; draws nothing unless `enabled` (standard error is a terminal).
-    pub fn new(enabled: bool, planned_requests: Option<u64>, planned_duration: Option<Duration>) -> Self {
+    pub fn new(
+        enabled: bool,
+        planned_requests: Option<u64>,
+        planned_duration: Option<Duration>,
+    ) -> Self {
         Progress {
             enabled,
             planned_requests,
@@ -42,7 +46,10 @@ impl Progress {
             }
             self.last_count = (requests, elapsed);
         }
-        if !self.enabled || elapsed < SHOW_AFTER || self.last_draw.is_some_and(|t| t.elapsed() < REDRAW) {
+        if !self.enabled
+            || elapsed < SHOW_AFTER
+            || self.last_draw.is_some_and(|t| t.elapsed() < REDRAW)
+        {
             return;
         }
         self.last_draw = Some(Instant::now());
@@ -56,7 +63,11 @@ impl Progress {
         };
         let mut err = std::io::stderr().lock();
         // A failed write to the terminal only costs the progress line.
-        let _ = write!(err, "\r\x1b[2K[{time}] {count}  {:.0}/s  {errors} errors", self.rate);
+        let _ = write!(
+            err,
+            "\r\x1b[2K[{time}] {count}  {:.0}/s  {errors} errors",
+            self.rate
+        );
         let _ = err.flush();
         self.drawn = true;
     }

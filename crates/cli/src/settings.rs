@@ -50,7 +50,11 @@ impl std::fmt::Display for InputError {
         if self.value.is_empty() {
             write!(f, "{} {}", self.flag, self.reason)
         } else {
-            write!(f, "invalid value '{}' for '{}': {}", self.value, self.flag, self.reason)
+            write!(
+                f,
+                "invalid value '{}' for '{}': {}",
+                self.value, self.flag, self.reason
+            )
         }
     }
 }
@@ -59,15 +63,20 @@ impl std::error::Error for InputError {}
 
 /// Validates `args`. `cores` is the default thread count.
 pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
-    let url = args
-        .url
-        .ok_or_else(|| InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)"))?;
+    let url = args.url.ok_or_else(|| {
+        InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
+    })?;
     let (host, port, path_and_query) = parse_url(&url)?;
 
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
-    check_range("--connections <N>", args.connections as u64, 1, MAX_CONNECTIONS as u64)?;
+    check_range(
+        "--connections <N>",
+        args.connections as u64,
+        1,
+        MAX_CONNECTIONS as u64,
+    )?;
     let threads = args.threads.unwrap_or(cores.max(1));
     check_range("--threads <N>", threads as u64, 1, MAX_THREADS as u64)?;
     check_token("--method <METHOD>", &args.method)?;
@@ -78,8 +87,13 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         .collect::<Result<Vec<_>, _>>()?;
     let body = match (args.body, args.body_file) {
         (Some(s), _) => s.into_bytes(),
-        (None, Some(path)) => std::fs::read(&path)
-            .map_err(|e| InputError::new("--body-file <PATH>", path.display(), format!("cannot read it: {e}")))?,
+        (None, Some(path)) => std::fs::read(&path).map_err(|e| {
+            InputError::new(
+                "--body-file <PATH>",
+                path.display(),
+                format!("cannot read it: {e}"),
+            )
+        })?,
         (None, None) => Vec::new(),
     };
 
@@ -113,7 +127,11 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
 fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
     const FLAG: &str = "<URL>";
     let url = url::Url::parse(raw).map_err(|e| {
-        let hint = if raw.contains("://") { "" } else { " (did you mean http://...?)" };
+        let hint = if raw.contains("://") {
+            ""
+        } else {
+            " (did you mean http://...?)"
+        };
         InputError::new(FLAG, raw, format!("{e}{hint}"))
     })?;
     match url.scheme() {
@@ -125,7 +143,13 @@ fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
                 "https is not supported yet (TLS arrives with the HTTP/2 work); use http://",
             ))
         }
-        other => return Err(InputError::new(FLAG, raw, format!("unsupported scheme '{other}', use http://"))),
+        other => {
+            return Err(InputError::new(
+                FLAG,
+                raw,
+                format!("unsupported scheme '{other}', use http://"),
+            ))
+        }
     }
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
@@ -163,7 +187,11 @@ fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {
     if is_token(s) {
         Ok(())
     } else {
-        Err(InputError::new(flag, s, "must be a non-empty HTTP token (letters, digits, !#$%&'*+-.^_`|~)"))
+        Err(InputError::new(
+            flag,
+            s,
+            "must be a non-empty HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
+        ))
     }
 }
 
@@ -173,11 +201,19 @@ fn parse_header(raw: &str) -> Result<(String, String), InputError> {
         .split_once(':')
         .ok_or_else(|| InputError::new(FLAG, raw, "expected 'Name: value'"))?;
     if !is_token(name) {
-        return Err(InputError::new(FLAG, raw, "the header name must be an HTTP token with no spaces"));
+        return Err(InputError::new(
+            FLAG,
+            raw,
+            "the header name must be an HTTP token with no spaces",
+        ));
     }
     let value = value.trim();
     if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(InputError::new(FLAG, raw, "the value must not contain CR, LF or NUL"));
+        return Err(InputError::new(
+            FLAG,
+            raw,
+            "the value must not contain CR, LF or NUL",
+        ));
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -190,7 +226,8 @@ mod tests {
     use crate::args::Cli;
 
     fn settings(argv: &[&str]) -> Result<Settings, InputError> {
-        let cli = Cli::try_parse_from(std::iter::once("belier").chain(argv.iter().copied())).unwrap();
+        let cli =
+            Cli::try_parse_from(std::iter::once("belier").chain(argv.iter().copied())).unwrap();
         from_args(cli.load, 4)
     }
 
@@ -204,14 +241,38 @@ mod tests {
         assert_eq!(e.connections, 50);
         assert_eq!(e.threads, 4);
         assert!(e.keepalive);
-        assert_eq!(e.stop, StopWhen { requests: None, duration: Some(DEFAULT_DURATION) });
+        assert_eq!(
+            e.stop,
+            StopWhen {
+                requests: None,
+                duration: Some(DEFAULT_DURATION)
+            }
+        );
     }
 
     #[test]
     fn flags_are_applied() {
         let s = settings(&[
-            "http://[::1]/", "-n", "100", "-z", "2m", "-c", "3", "-t", "8", "-m", "POST", "-H", "X-A: 1",
-            "-H", "X-B:two words ", "-d", "hi", "--no-keepalive", "--timeout", "500ms",
+            "http://[::1]/",
+            "-n",
+            "100",
+            "-z",
+            "2m",
+            "-c",
+            "3",
+            "-t",
+            "8",
+            "-m",
+            "POST",
+            "-H",
+            "X-A: 1",
+            "-H",
+            "X-B:two words ",
+            "-d",
+            "hi",
+            "--no-keepalive",
+            "--timeout",
+            "500ms",
         ])
         .unwrap();
         let e = &s.engine;
@@ -220,7 +281,13 @@ mod tests {
         assert_eq!(e.threads, 3, "never more threads than connections");
         assert_eq!(e.stop.requests, Some(100));
         assert_eq!(e.stop.duration, Some(std::time::Duration::from_secs(120)));
-        assert_eq!(e.request.headers, [("X-A".into(), "1".into()), ("X-B".into(), "two words".into())]);
+        assert_eq!(
+            e.request.headers,
+            [
+                ("X-A".into(), "1".into()),
+                ("X-B".into(), "two words".into())
+            ]
+        );
         assert_eq!(e.request.body, b"hi");
         assert!(!e.keepalive);
         assert_eq!(e.timeout, std::time::Duration::from_millis(500));
@@ -230,17 +297,35 @@ mod tests {
     fn bad_input_names_the_flag_and_value() {
         let cases: &[(&[&str], &str)] = &[
             (&[], "<URL> is required"),
-            (&["localhost:8080"], "invalid value 'localhost:8080' for '<URL>'"),
+            (
+                &["localhost:8080"],
+                "invalid value 'localhost:8080' for '<URL>'",
+            ),
             (&["ftp://x/"], "unsupported scheme 'ftp'"),
             (&["https://x/"], "https is not supported yet"),
-            (&["http://x/", "-n", "0"], "'--requests <N>': must be at least 1"),
-            (&["http://x/", "-c", "0"], "'--connections <N>': must be at least 1"),
-            (&["http://x/", "-c", "5000000"], "'--connections <N>': must be at most"),
+            (
+                &["http://x/", "-n", "0"],
+                "'--requests <N>': must be at least 1",
+            ),
+            (
+                &["http://x/", "-c", "0"],
+                "'--connections <N>': must be at least 1",
+            ),
+            (
+                &["http://x/", "-c", "5000000"],
+                "'--connections <N>': must be at most",
+            ),
             (&["http://x/", "-t", "0"], "'--threads <N>'"),
             (&["http://x/", "-m", "GE T"], "'--method <METHOD>'"),
-            (&["http://x/", "-H", "novalue"], "invalid value 'novalue' for '--header"),
+            (
+                &["http://x/", "-H", "novalue"],
+                "invalid value 'novalue' for '--header",
+            ),
             (&["http://x/", "-H", "bad name: v"], "header name"),
-            (&["http://x/", "-D", "/definitely/not/here"], "for '--body-file <PATH>': cannot read it"),
+            (
+                &["http://x/", "-D", "/definitely/not/here"],
+                "for '--body-file <PATH>': cannot read it",
+            ),
         ];
         for (argv, want) in cases {
             let err = settings(argv).unwrap_err().to_string();

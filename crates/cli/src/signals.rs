@@ -22,7 +22,11 @@ impl Signals {
         for signal in [SIGINT, SIGTERM] {
             // Registered first, so it sees the flag as it was *before* this signal: the first
             // signal only sets the flag, the second one exits the process immediately.
-            signal_hook::flag::register_conditional_shutdown(signal, i32::from(INTERRUPTED), Arc::clone(&stop))?;
+            signal_hook::flag::register_conditional_shutdown(
+                signal,
+                i32::from(INTERRUPTED),
+                Arc::clone(&stop),
+            )?;
             signal_hook::flag::register(signal, Arc::clone(&stop))?;
         }
         Ok(Signals { stop })

@@ -6,8 +6,8 @@ use anyhow::Context;
 use belier_testserver::{Behaviour, Config, Server};
 
 use crate::args::TargetArgs;
-use crate::signals::Signals;
 use crate::settings::InputError;
+use crate::signals::Signals;
 
 /// Serves until Ctrl-C, then prints what the server saw.
 pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
@@ -20,7 +20,9 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     }
     if let Some(s) = args.status {
         if !(100..=999).contains(&s) {
-            return Err(InputError::new("--status <CODE>", s, "must be between 100 and 999").into());
+            return Err(
+                InputError::new("--status <CODE>", s, "must be between 100 and 999").into(),
+            );
         }
         defaults.status = s;
     }

@@ -12,7 +12,11 @@ fn belier() -> Command {
 }
 
 fn server() -> Server {
-    Server::start(Config { threads: 2, ..Config::default() }).expect("test server starts")
+    Server::start(Config {
+        threads: 2,
+        ..Config::default()
+    })
+    .expect("test server starts")
 }
 
 fn run(args: &[&str]) -> Output {
@@ -23,8 +27,12 @@ fn json_run(args: &[&str]) -> (Value, Output) {
     let mut all = vec!["--output", "json"];
     all.extend_from_slice(args);
     let out = run(&all);
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
     (doc, out)
 }
 
@@ -39,8 +47,18 @@ fn error_count(doc: &Value, kind: &str) -> u64 {
 
 fn assert_conserved(doc: &Value) {
     let s = &doc["summary"];
-    let errors: u64 = doc["errors"].as_array().unwrap().iter().map(|e| e["count"].as_u64().unwrap()).sum();
-    let statuses: u64 = doc["status_codes"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let errors: u64 = doc["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    let statuses: u64 = doc["status_codes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(s["responses"].as_u64().unwrap(), statuses);
     assert_eq!(s["requests"].as_u64().unwrap(), statuses + errors, "{s}");
 }
@@ -48,7 +66,10 @@ fn assert_conserved(doc: &Value) {
 fn validate(doc: &Value) {
     let schema: Value = serde_json::from_str(belier_report::SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
@@ -56,7 +77,12 @@ fn validate(doc: &Value) {
 fn keepalive_run_matches_the_server_and_validates() {
     let s = server();
     let (doc, out) = json_run(&["-n", "1000", "-c", "10", &s.url("/")]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     validate(&doc);
     assert_conserved(&doc);
     assert_eq!(doc["summary"]["requests"], 1000);
@@ -66,7 +92,11 @@ fn keepalive_run_matches_the_server_and_validates() {
     assert_eq!(s.counts().requests, 1000);
     assert_eq!(s.counts().connections, 10);
     // Not a terminal: no progress line, nothing on stderr.
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -121,25 +151,49 @@ fn error_statuses_are_responses_not_successes() {
 fn stalled_server_counts_timeouts_and_ends_on_time() {
     let s = server();
     let started = Instant::now();
-    let (doc, out) = json_run(&["-z", "1s", "-c", "4", "--timeout", "300ms", &s.url("/?fault=stall")]);
+    let (doc, out) = json_run(&[
+        "-z",
+        "1s",
+        "-c",
+        "4",
+        "--timeout",
+        "300ms",
+        &s.url("/?fault=stall"),
+    ]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
     assert_conserved(&doc);
     let timeouts = error_count(&doc, "timeout");
-    assert!((8..=16).contains(&timeouts), "{timeouts} timeouts: {}", doc["errors"]);
+    assert!(
+        (8..=16).contains(&timeouts),
+        "{timeouts} timeouts: {}",
+        doc["errors"]
+    );
     assert_eq!(doc["summary"]["responses"], 0);
 }
 
 #[test]
 fn refused_connections_still_produce_a_report() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let (doc, out) = json_run(&["-n", "30", "-c", "3", &format!("http://127.0.0.1:{port}/")]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(error_count(&doc, "connect_refused"), 30);
 }
 
 fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
     assert!(ok, "kill {sig} {pid}");
 }
 
@@ -147,7 +201,15 @@ fn signal(pid: u32, sig: &str) {
 fn ctrl_c_prints_a_complete_report_and_exits_130() {
     let s = server();
     let child = belier()
-        .args(["-z", "60s", "-c", "8", "--output", "json", &s.url("/?delay=1ms")])
+        .args([
+            "-z",
+            "60s",
+            "-c",
+            "8",
+            "--output",
+            "json",
+            &s.url("/?delay=1ms"),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -157,7 +219,12 @@ fn ctrl_c_prints_a_complete_report_and_exits_130() {
     signal(child.id(), "-INT");
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("a complete JSON report");
     validate(&doc);
     assert_conserved(&doc);
@@ -165,7 +232,11 @@ fn ctrl_c_prints_a_complete_report_and_exits_130() {
     let requests = doc["summary"]["requests"].as_u64().unwrap();
     assert!(requests > 100, "{requests}");
     s.wait_idle(Duration::from_secs(5));
-    assert_eq!(s.counts().requests, requests, "the report counts every request the server saw");
+    assert_eq!(
+        s.counts().requests,
+        requests,
+        "the report counts every request the server saw"
+    );
 }
 
 #[test]
@@ -192,8 +263,23 @@ fn text_report_has_every_section() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
-        "belier ", "5 connections", "keep-alive on", "Requests", "500", "Succeeded", "100.00 % success",
-        "Latency", "p50", "p99.99", "max", "stdev", "Bytes in", "Status codes", "200", "Errors", "none",
+        "belier ",
+        "5 connections",
+        "keep-alive on",
+        "Requests",
+        "500",
+        "Succeeded",
+        "100.00 % success",
+        "Latency",
+        "p50",
+        "p99.99",
+        "max",
+        "stdev",
+        "Bytes in",
+        "Status codes",
+        "200",
+        "Errors",
+        "none",
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
@@ -205,7 +291,17 @@ fn report_goes_to_the_out_file() {
     let dir = std::env::temp_dir().join(format!("belier-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.json");
-    let out = run(&["-n", "50", "-c", "2", "--output", "json", "--out", path.to_str().unwrap(), &s.url("/")]);
+    let out = run(&[
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--output",
+        "json",
+        "--out",
+        path.to_str().unwrap(),
+        &s.url("/"),
+    ]);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
     let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -215,14 +311,30 @@ fn report_goes_to_the_out_file() {
 
 #[test]
 fn body_from_file_is_sent() {
-    let s = Server::start(Config { record_requests: 4, ..Config::default() }).unwrap();
+    let s = Server::start(Config {
+        record_requests: 4,
+        ..Config::default()
+    })
+    .unwrap();
     let path = std::env::temp_dir().join(format!("belier-body-{}", std::process::id()));
     std::fs::write(&path, b"{\"a\":1}").unwrap();
-    let out = run(&["-n", "3", "-c", "1", "-m", "PUT", "-D", path.to_str().unwrap(), &s.url("/x")]);
+    let out = run(&[
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "-m",
+        "PUT",
+        "-D",
+        path.to_str().unwrap(),
+        &s.url("/x"),
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 3);
-    assert!(seen.iter().all(|r| r.method == "PUT" && r.body == b"{\"a\":1}"));
+    assert!(seen
+        .iter()
+        .all(|r| r.method == "PUT" && r.body == b"{\"a\":1}"));
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -240,8 +352,14 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         (&["http://127.0.0.1:1/", "-z", "forever"], "--duration"),
         (&["http://127.0.0.1:1/", "--timeout", "0s"], "--timeout"),
         (&["http://127.0.0.1:1/", "-H", "no colon"], "--header"),
-        (&["http://127.0.0.1:1/", "-D", "/no/such/file"], "--body-file"),
-        (&["http://127.0.0.1:1/", "-d", "x", "-D", "/etc/hostname"], "--body"),
+        (
+            &["http://127.0.0.1:1/", "-D", "/no/such/file"],
+            "--body-file",
+        ),
+        (
+            &["http://127.0.0.1:1/", "-d", "x", "-D", "/etc/hostname"],
+            "--body",
+        ),
         (&["http://127.0.0.1:1/", "--output", "xml"], "--output"),
         (&["http://127.0.0.1:1/", "--frobnicate"], "--frobnicate"),
     ];
@@ -249,7 +367,11 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
         let out = run(argv);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{argv:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{argv:?}: one line, got {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{argv:?}: one line, got {stderr}"
+        );
         assert!(stderr.contains(flag), "{argv:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{argv:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{argv:?}");
@@ -261,7 +383,10 @@ fn connections_beyond_the_file_limit_are_refused_before_starting() {
     let out = Command::new("sh")
         .args([
             "-c",
-            &format!("ulimit -Sn 256 && ulimit -Hn 256 && exec '{}' -c 1000 -n 1000 http://127.0.0.1:1/", env!("CARGO_BIN_EXE_belier")),
+            &format!(
+                "ulimit -Sn 256 && ulimit -Hn 256 && exec '{}' -c 1000 -n 1000 http://127.0.0.1:1/",
+                env!("CARGO_BIN_EXE_belier")
+            ),
         ])
         .output()
         .unwrap();
@@ -276,7 +401,14 @@ fn help_documents_defaults_and_exit_codes() {
     let out = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
-    for want in ["--requests", "10 s", "--no-keepalive", "Exit codes", "130", "[default: 50]"] {
+    for want in [
+        "--requests",
+        "10 s",
+        "--no-keepalive",
+        "Exit codes",
+        "130",
+        "[default: 50]",
+    ] {
         assert!(help.contains(want), "missing {want:?}");
     }
 }
@@ -284,12 +416,26 @@ fn help_documents_defaults_and_exit_codes() {
 #[test]
 fn demo_runs_a_real_load_test() {
     let out = run(&["demo", "-z", "1s", "-c", "4"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Latency"), "{text}");
     // The target's own count equals the report's request count.
-    let report = text.lines().find(|l| l.trim_start().starts_with("Requests")).unwrap();
+    let report = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Requests"))
+        .unwrap();
     let reported: String = report.split_whitespace().nth(1).unwrap().replace(',', "");
-    let seen = text.lines().find(|l| l.starts_with("The target counted")).unwrap();
-    assert!(seen.contains(&format!("counted {reported} requests")), "{report} / {seen}");
+    let seen = text
+        .lines()
+        .find(|l| l.starts_with("The target counted"))
+        .unwrap();
+    assert!(
+        seen.contains(&format!("counted {reported} requests")),
+        "{report} / {seen}"
+    );
 }

@@ -69,7 +69,8 @@ mod tests {
         let s = LatencySummary::of(&h);
         assert_eq!(s.count, 10_000);
         assert_eq!(s.min_us, 1);
-        assert_eq!(s.max_us, 10_000);
+        // HDR reports the top of the value's bucket: within 0.1 % at 3 significant digits.
+        assert!((10_000..=10_010).contains(&s.max_us), "max {}", s.max_us);
         // 3 significant digits: within 0.1 %.
         let p50 = s.at(50.0).unwrap() as f64;
         assert!((p50 - 5_000.0).abs() <= 5.0, "p50 {p50}");
