@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_engine::{Event, Next};
+use belier_engine::Next;
 use belier_report::{render_json, render_text, Report, RunInfo};
 use belier_stats::{Collector, Recorder, Series};
 
@@ -73,14 +73,7 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
     let mut interrupted = false;
     let elapsed = loop {
         match run.next_event(POLL) {
-            Next::Event(Event::Recorded {
-                worker,
-                index,
-                recorder,
-            }) => collector.add(worker, index, &recorder),
-            Next::Event(Event::Finished { worker, elapsed }) => {
-                collector.finish_worker(worker, elapsed)
-            }
+            Next::Event(event) => event.collect_into(&mut collector),
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }

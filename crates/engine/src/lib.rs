@@ -54,6 +54,20 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Hands the event to `collector`, which merges recorders and tracks finished workers.
+    pub fn collect_into(self, collector: &mut belier_stats::Collector) {
+        match self {
+            Event::Recorded {
+                worker,
+                index,
+                recorder,
+            } => collector.add(worker, index, &recorder),
+            Event::Finished { worker, elapsed } => collector.finish_worker(worker, elapsed),
+        }
+    }
+}
+
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

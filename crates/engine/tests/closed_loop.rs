@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use belier_engine::{start, Config, Event, Next, RequestSpec, StopWhen};
+use belier_engine::{start, Config, Next, RequestSpec, StopWhen};
 use belier_stats::{Collector, ErrorKind, Recorder, Series};
 use belier_testserver::{Config as ServerConfig, Server};
 
@@ -61,14 +61,7 @@ fn run_with(config: &Config, action: Option<Action>) -> Outcome {
             }
         }
         match run.next_event(Duration::from_millis(20)) {
-            Next::Event(Event::Recorded {
-                worker,
-                index,
-                recorder,
-            }) => collector.add(worker, index, &recorder),
-            Next::Event(Event::Finished { worker, elapsed }) => {
-                collector.finish_worker(worker, elapsed)
-            }
+            Next::Event(event) => event.collect_into(&mut collector),
             Next::Idle => {}
             Next::Ended => break,
         }
