@@ -85,6 +85,7 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
             run.elapsed(),
             collector.requests_so_far(),
             collector.errors_so_far(),
+            collector.latest().map_or(0.0, |p| p.rate()),
         );
     };
     progress.clear();

@@ -15,8 +15,6 @@ pub struct Progress {
     planned_duration: Option<Duration>,
     drawn: bool,
     last_draw: Option<Instant>,
-    last_count: (u64, Duration),
-    rate: f64,
 }
 
 impl Progress {
@@ -32,20 +30,11 @@ impl Progress {
             planned_duration,
             drawn: false,
             last_draw: None,
-            last_count: (0, Duration::ZERO),
-            rate: 0.0,
         }
     }
 
-    /// Updates the line with the counts so far.
-    pub fn update(&mut self, elapsed: Duration, requests: u64, errors: u64) {
-        if requests != self.last_count.0 {
-            let dt = elapsed.saturating_sub(self.last_count.1).as_secs_f64();
-            if dt > 0.0 {
-                self.rate = (requests - self.last_count.0) as f64 / dt;
-            }
-            self.last_count = (requests, elapsed);
-        }
+    /// Updates the line with the counts so far and the rate of the latest complete interval.
+    pub fn update(&mut self, elapsed: Duration, requests: u64, errors: u64, rate: f64) {
         if !self.enabled
             || elapsed < SHOW_AFTER
             || self.last_draw.is_some_and(|t| t.elapsed() < REDRAW)
@@ -65,8 +54,7 @@ impl Progress {
         // A failed write to the terminal only costs the progress line.
         let _ = write!(
             err,
-            "\r\x1b[2K[{time}] {count}  {:.0}/s  {errors} errors",
-            self.rate
+            "\r\x1b[2K[{time}] {count}  {rate:.0}/s  {errors} errors"
         );
         let _ = err.flush();
         self.drawn = true;

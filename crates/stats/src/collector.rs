@@ -59,6 +59,11 @@ impl Collector {
         self.total.errors() + self.pending.values().map(Recorder::errors).sum::<u64>()
     }
 
+    /// The most recent complete interval, if any.
+    pub fn latest(&self) -> Option<&Point> {
+        self.series.points().last()
+    }
+
     /// Ends collection: settles every pending interval, whatever was reported, and returns the
     /// total and the series. Called after all workers are gone, even if some ended abnormally,
     /// so nothing recorded is lost.
