@@ -58,6 +58,11 @@ struct Target {
 fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(args) => args,
+        // An empty message is `--help`.
+        Err(msg) if msg.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(msg) => {
             eprintln!("hyper-baseline: {msg}\n{USAGE}");
             return ExitCode::from(2);
@@ -117,7 +122,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
                     .filter(|d| !d.is_zero())
                     .ok_or(format!("-z takes seconds greater than 0, not {text:?}"))?;
             }
-            "-h" | "--help" => return Err("help".into()),
+            "-h" | "--help" => return Err(String::new()),
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             _ if url.is_some() => return Err("only one URL".into()),
             _ => url = Some(arg),
@@ -139,7 +144,11 @@ fn parse_target(url: &str) -> Result<Target, String> {
         return Err(format!("only http:// URLs, not {url:?}"));
     }
     let authority = uri.authority().ok_or(format!("no host in {url:?}"))?;
-    let ip = match authority.host().trim_start_matches('[').trim_end_matches(']') {
+    let ip = match authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+    {
         "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
         host => host
             .parse::<IpAddr>()
@@ -155,7 +164,9 @@ fn parse_target(url: &str) -> Result<Target, String> {
     Ok(Target {
         addr: SocketAddr::new(ip, authority.port_u16().unwrap_or(80)),
         host,
-        path: path.parse().map_err(|e| format!("bad path {path:?}: {e}"))?,
+        path: path
+            .parse()
+            .map_err(|e| format!("bad path {path:?}: {e}"))?,
     })
 }
 
@@ -184,9 +195,7 @@ impl Tally {
             add(&self.first_bytes, 1);
         }
         match result {
-            Ok(status) if status.is_success() || status.is_redirection() => {
-                add(&self.succeeded, 1)
-            }
+            Ok(status) if status.is_success() || status.is_redirection() => add(&self.succeeded, 1),
             Ok(_) => {}
             Err(failure) => {
                 let mut first = self.first_error.borrow_mut();

@@ -12,9 +12,11 @@
 //! `bench/` measures it against wrk, and against hyper's client in `bench/hyper`).
 #![deny(missing_docs)]
 
+mod arrivals;
 mod config;
 mod connection;
 mod http1;
+mod profile;
 pub mod request;
 mod worker;
 
@@ -24,11 +26,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
     Config, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
     DEFAULT_INTERVAL, DEFAULT_TIMEOUT,
 };
+pub use profile::{Profile, Stage};
 use tokio::sync::watch;
 
 /// What a running test reports to its caller.

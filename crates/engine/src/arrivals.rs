@@ -1,0 +1,258 @@
+//! When each request of an open-loop run is due.
+//!
+//! Arrival `k` (counting from 0 across the whole run) is due when the profile's cumulative
+//! count reaches `k` (even spacing) or reaches the `k`-th point of a unit-rate Poisson process
+//! (exponential gaps, rescaled by the profile so the rate follows it). Worker `w` of `W` takes
+//! arrivals `w, w+W, w+2W, …`, so the union over workers is exactly the single-thread schedule:
+//! nothing is dropped, doubled or drifted by splitting.
+
+use std::time::Duration;
+
+use crate::Profile;
+
+/// How arrivals are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spacing {
+    /// Evenly: the gap is exactly 1/rate.
+    Even,
+    /// Exponential gaps (a Poisson process) from a seeded generator, so a run can be repeated.
+    Poisson {
+        /// Seed of the generator.
+        seed: u64,
+    },
+}
+
+/// Guards the floor of the expected count against floating-point error (199.9999999 → 200).
+const COUNT_EPSILON: f64 = 1e-9;
+
+/// The due times of one worker's share of the arrivals, as offsets from the start of the run.
+#[derive(Clone, Debug)]
+pub struct Arrivals {
+    profile: Profile,
+    spacing: Spacing,
+    /// Expected count at the end of the run (`∞` when unbounded).
+    expected_total: f64,
+    /// Most arrivals across all workers.
+    limit: u64,
+    worker: u64,
+    workers: u64,
+    /// Next global arrival number.
+    k: u64,
+    rng: Option<fastrand::Rng>,
+    /// Poisson: the unit-rate process's current point.
+    point: f64,
+}
+
+impl Arrivals {
+    /// Worker `worker`'s share (of `workers`) of arrivals that follow `profile` until `end`,
+    /// at most `requests` of them in all.
+    pub fn new(
+        profile: Profile,
+        spacing: Spacing,
+        end: Option<Duration>,
+        requests: Option<u64>,
+        worker: usize,
+        workers: usize,
+    ) -> Self {
+        let end = match (end, profile.end()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let expected_total = end.map_or(f64::INFINITY, |e| profile.cumulative(e));
+        let mut limit = requests.unwrap_or(u64::MAX);
+        if spacing == Spacing::Even && expected_total.is_finite() {
+            limit = limit.min((expected_total + COUNT_EPSILON).floor() as u64);
+        }
+        let rng = match spacing {
+            Spacing::Even => None,
+            Spacing::Poisson { seed } => Some(fastrand::Rng::with_seed(seed)),
+        };
+        Arrivals {
+            profile,
+            spacing,
+            expected_total,
+            limit,
+            worker: worker as u64,
+            workers: workers.max(1) as u64,
+            k: 0,
+            rng,
+            point: 0.0,
+        }
+    }
+
+    /// Total arrivals of an evenly spaced run across all workers, if bounded: exactly
+    /// ⌊∫ rate⌋ over the run, or the request budget if smaller.
+    pub fn even_total(
+        profile: &Profile,
+        end: Option<Duration>,
+        requests: Option<u64>,
+    ) -> Option<u64> {
+        let a = Arrivals::new(profile.clone(), Spacing::Even, end, requests, 0, 1);
+        (a.limit != u64::MAX).then_some(a.limit)
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        match self.spacing {
+            Spacing::Even => {
+                let k = if self.k == 0 { self.worker } else { self.k };
+                if k >= self.limit {
+                    return None;
+                }
+                self.k = k + self.workers;
+                self.profile.time_of_cumulative(k as f64)
+            }
+            Spacing::Poisson { .. } => {
+                let rng = self
+                    .rng
+                    .as_mut()
+                    .expect("Poisson arrivals have a generator");
+                // Every worker draws the whole sequence and keeps its own share, so the
+                // union is the single-thread sequence whatever the number of workers.
+                loop {
+                    let k = self.k;
+                    if k >= self.limit {
+                        return None;
+                    }
+                    self.k += 1;
+                    // Exp(1) gap: −ln(1 − U), with U in [0, 1) so the log is finite.
+                    self.point += -(1.0 - rng.f64()).ln();
+                    if self.point >= self.expected_total {
+                        self.limit = k;
+                        return None;
+                    }
+                    if k % self.workers == self.worker {
+                        return self.profile.time_of_cumulative(self.point);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Stage;
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    fn all(
+        profile: &Profile,
+        spacing: Spacing,
+        end: Option<Duration>,
+        n: Option<u64>,
+        workers: usize,
+    ) -> Vec<Duration> {
+        let mut v: Vec<Duration> = (0..workers)
+            .flat_map(|w| Arrivals::new(profile.clone(), spacing, end, n, w, workers))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn constant_rate_gives_exact_counts_and_gaps() {
+        let p = Profile::constant(100.0);
+        let v = all(&p, Spacing::Even, Some(secs(2.0)), None, 1);
+        assert_eq!(v.len(), 200);
+        assert_eq!(v[0], Duration::ZERO);
+        assert_eq!(v[1], secs(0.01));
+        assert!(v.last().unwrap() < &secs(2.0));
+        // Fractional rates: the floor of rate × duration.
+        for (rate, d, want) in [
+            (3.3, 1.0, 3),
+            (2.5, 2.0, 5),
+            (0.5, 3.0, 1),
+            (1000.0 / 3.0, 3.0, 1000),
+        ] {
+            let n = all(
+                &Profile::constant(rate),
+                Spacing::Even,
+                Some(secs(d)),
+                None,
+                1,
+            )
+            .len();
+            assert_eq!(n, want, "rate {rate} for {d}s");
+            assert_eq!(
+                Arrivals::even_total(&Profile::constant(rate), Some(secs(d)), None),
+                Some(want as u64)
+            );
+        }
+        // The request budget caps the count.
+        assert_eq!(
+            all(&p, Spacing::Even, Some(secs(2.0)), Some(50), 1).len(),
+            50
+        );
+        assert_eq!(Arrivals::even_total(&p, None, None), None);
+    }
+
+    #[test]
+    fn splitting_across_workers_is_exactly_the_single_thread_schedule() {
+        let p = Profile::staged(
+            10.0,
+            vec![Stage {
+                duration: secs(3.0),
+                target: 500.0,
+            }],
+        );
+        for spacing in [Spacing::Even, Spacing::Poisson { seed: 42 }] {
+            let one = all(&p, spacing, None, None, 1);
+            for workers in [2, 3, 7] {
+                assert_eq!(
+                    all(&p, spacing, None, None, workers),
+                    one,
+                    "{spacing:?} × {workers}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ramps_follow_the_profile() {
+        // 0 → 200/s over 2 s: the first second gets a quarter of the 200 arrivals.
+        let p = Profile::staged(
+            0.0,
+            vec![Stage {
+                duration: secs(2.0),
+                target: 200.0,
+            }],
+        );
+        let v = all(&p, Spacing::Even, None, None, 1);
+        assert_eq!(v.len(), 200);
+        assert_eq!(v.iter().filter(|t| **t < secs(1.0)).count(), 50);
+    }
+
+    #[test]
+    fn poisson_mean_rate_and_reproducibility() {
+        let p = Profile::constant(1000.0);
+        let v = all(&p, Spacing::Poisson { seed: 7 }, None, Some(5_000), 1);
+        assert_eq!(v.len(), 5_000);
+        let rate = 5_000.0 / v.last().unwrap().as_secs_f64();
+        assert!((rate / 1000.0 - 1.0).abs() < 0.03, "rate {rate}");
+        assert_eq!(
+            all(&p, Spacing::Poisson { seed: 7 }, None, Some(5_000), 1),
+            v
+        );
+        assert_ne!(
+            all(&p, Spacing::Poisson { seed: 8 }, None, Some(5_000), 1),
+            v
+        );
+        // Gaps are exponential: their coefficient of variation is about 1 (even spacing: 0).
+        let gaps: Vec<f64> = v.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        let cv = var.sqrt() / mean;
+        assert!((0.9..1.1).contains(&cv), "cv {cv}");
+        // Bounded by time too.
+        let w = all(&p, Spacing::Poisson { seed: 7 }, Some(secs(1.0)), None, 1);
+        assert!((900..1100).contains(&w.len()), "{}", w.len());
+        assert!(w.iter().all(|t| *t < secs(1.0)));
+    }
+}
