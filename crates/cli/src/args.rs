@@ -55,9 +55,50 @@ pub struct LoadArgs {
     #[arg(short = 'z', long = "duration", value_name = "D", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
-    /// Concurrent connections, each sending its next request as soon as the previous one ends.
-    #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
+    /// Concurrent connections, each sending its next request as soon as the previous one ends
+    /// (closed loop).
+    #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS, conflicts_with = "rate")]
     pub connections: usize,
+
+    /// Open loop: send R requests per second (fractions allowed) on schedule, whatever the
+    /// responses do; latency counts from each request's scheduled time. With --stages, the
+    /// rate the first stage starts from.
+    #[arg(long = "rate", value_name = "R", help_heading = "Open loop")]
+    pub rate: Option<f64>,
+
+    /// Load stages 'DURATION:LEVEL,...', each ramping linearly to LEVEL over DURATION; the run
+    /// ends with the last stage. With --rate the levels are request rates (k6's
+    /// ramping-arrival-rate), without it numbers of connections starting from 0 (users
+    /// ramping up and down). Example: 30s:500,1m:500,10s:0
+    #[arg(long = "stages", value_name = "STAGES", conflicts_with = "connections")]
+    pub stages: Option<String>,
+
+    /// Closed loop: start the connections evenly over D (JMeter's ramp-up), then hold them.
+    #[arg(long = "ramp-up", value_name = "D", value_parser = parse_duration, conflicts_with_all = ["rate", "stages"])]
+    pub ramp_up: Option<Duration>,
+
+    /// Spacing of open-loop arrivals: even gaps, or exponential gaps (a Poisson process)
+    /// [default: even]
+    #[arg(
+        long = "arrivals",
+        value_name = "KIND",
+        value_enum,
+        help_heading = "Open loop"
+    )]
+    pub arrivals: Option<ArrivalsArg>,
+
+    /// Seed of the Poisson arrivals, to repeat a run's schedule [default: random, shown in
+    /// the report]
+    #[arg(long = "seed", value_name = "N", help_heading = "Open loop")]
+    pub seed: Option<u64>,
+
+    /// Open loop: most connections to open; beyond it requests queue (their latency counting).
+    #[arg(long = "max-connections", value_name = "N", help_heading = "Open loop")]
+    pub max_connections: Option<usize>,
+
+    /// Open loop: requests due while N are in flight are dropped (counted, never sent).
+    #[arg(long = "max-in-flight", value_name = "N", help_heading = "Open loop")]
+    pub max_in_flight: Option<u64>,
 
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
@@ -104,6 +145,15 @@ pub struct LoadArgs {
     /// Write the report to this file instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// Spacing of open-loop arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalsArg {
+    /// Evenly spaced: exactly 1/rate apart.
+    Even,
+    /// Exponential gaps with mean 1/rate.
+    Poisson,
 }
 
 /// Report formats.

@@ -2,11 +2,11 @@
 //! progress, and returns what was recorded, whatever happened on the way.
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use belier_engine::Next;
-use belier_report::{render_json, render_text, Report, RunInfo};
+use belier_engine::{host, Load, Next, Profile, Spacing};
+use belier_report::{render_json, render_text, HostUsage, Model, Report, RunInfo, StageInfo};
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
@@ -16,6 +16,8 @@ use crate::signals::Signals;
 
 /// How often the loop wakes to check signals and redraw progress.
 const POLL: Duration = Duration::from_millis(100);
+/// How often the host (open files, ephemeral ports) is read.
+const HOST_READING: Duration = Duration::from_secs(1);
 
 /// What a finished run recorded, ready to report.
 pub struct Finished {
@@ -25,6 +27,7 @@ pub struct Finished {
     pub elapsed: Duration,
     pub interrupted: bool,
     pub warnings: Vec<String>,
+    pub host: Option<HostUsage>,
 }
 
 impl Finished {
@@ -37,6 +40,7 @@ impl Finished {
             elapsed: self.elapsed,
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
+            host: self.host,
         };
         match format {
             Format::Text => render_text(&report),
@@ -46,7 +50,7 @@ impl Finished {
 }
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
-pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
+pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let info = RunInfo {
@@ -54,7 +58,7 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
         url: settings.url.clone(),
         address: run.addr().to_string(),
         method: config.request.method.clone(),
-        connections: config.connections,
+        connections: config.load.max_connections(),
         threads: run.workers(),
         keepalive: config.keepalive,
         requests: config.stop.requests,
@@ -62,7 +66,16 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
+        ..load_info(settings)
     };
+    let ports = host::ephemeral_port_range();
+    let mut usage = HostUsage {
+        open_fds_peak: 0,
+        fd_limit,
+        ephemeral_ports_peak: None,
+        ephemeral_ports_total: ports.map(|(low, high)| u64::from(high - low) + 1),
+    };
+    let mut next_reading = Instant::now();
 
     let mut collector = Collector::new(run.workers(), config.interval);
     let mut progress = Progress::new(
@@ -76,6 +89,14 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
             Next::Event(event) => event.collect_into(&mut collector),
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
+        }
+        if Instant::now() >= next_reading {
+            next_reading += HOST_READING;
+            let reading = host::read(ports);
+            usage.open_fds_peak = usage.open_fds_peak.max(reading.open_fds.unwrap_or(0));
+            if let Some(p) = reading.ephemeral_ports_in_use {
+                usage.ephemeral_ports_peak = Some(usage.ephemeral_ports_peak.unwrap_or(0).max(p));
+            }
         }
         if !interrupted && signals.stop_requested() {
             interrupted = true;
@@ -105,5 +126,72 @@ pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finishe
         elapsed,
         interrupted,
         warnings,
+        host: Some(usage),
     })
+}
+
+/// The load fields of the run information, with placeholders for the rest.
+fn load_info(settings: &Settings) -> RunInfo {
+    let stage_info = |p: &Profile| {
+        p.stages()
+            .iter()
+            .map(|s| StageInfo {
+                duration_s: s.duration.as_secs_f64(),
+                target: s.target,
+            })
+            .collect()
+    };
+    let (model, rate, stages, arrivals, seed, max_connections, max_in_flight) =
+        match &settings.engine.load {
+            Load::Closed { connections } => {
+                let stages = if settings.ramp_up.is_some() {
+                    vec![]
+                } else {
+                    stage_info(connections)
+                };
+                (Model::Closed, None, stages, None, None, None, None)
+            }
+            Load::Open {
+                rate,
+                spacing,
+                max_connections,
+                max_in_flight,
+            } => {
+                let (arrivals, seed) = match spacing {
+                    Spacing::Even => ("even", None),
+                    Spacing::Poisson { seed } => ("poisson", Some(*seed)),
+                };
+                (
+                    Model::Open,
+                    Some(rate.start()),
+                    stage_info(rate),
+                    Some(arrivals.to_string()),
+                    seed,
+                    Some(*max_connections),
+                    *max_in_flight,
+                )
+            }
+        };
+    RunInfo {
+        belier_version: String::new(),
+        url: String::new(),
+        address: String::new(),
+        method: String::new(),
+        connections: 0,
+        threads: 0,
+        keepalive: true,
+        requests: None,
+        duration_s: None,
+        timeout_s: 0.0,
+        host_cores: 0,
+        started_at: String::new(),
+        model,
+        rate,
+        stages,
+        ramp_up_s: settings.ramp_up.map(|d| d.as_secs_f64()),
+        arrivals,
+        seed,
+        max_connections,
+        max_in_flight,
+    }
 }

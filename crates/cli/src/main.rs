@@ -52,9 +52,9 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
-    let settings = settings::from_args(args, cores())?;
-    limits::ensure_fds(settings.engine.connections)?;
-    let finished = load::execute(&settings, signals)?;
+    let mut settings = settings::from_args(args, cores())?;
+    let fd_limit = limits::fit_connections(&mut settings)?;
+    let finished = load::execute(&settings, signals, fd_limit)?;
     let report = finished.render(settings.format);
     let code = if finished.interrupted {
         signals::INTERRUPTED

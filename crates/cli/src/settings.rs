@@ -3,9 +3,14 @@
 
 use std::path::PathBuf;
 
-use belier_engine::{Config, RequestSpec, StopWhen, DEFAULT_DURATION};
+use std::time::Duration;
 
-use crate::args::{Format, LoadArgs};
+use belier_engine::{
+    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, DEFAULT_DURATION,
+    DEFAULT_MAX_CONNECTIONS,
+};
+
+use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs};
 
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
@@ -13,6 +18,8 @@ const MAX_CONNECTIONS: usize = 1_000_000;
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
 const MAX_REQUESTS: u64 = 1_000_000_000_000;
+/// Highest request rate belier accepts, per second.
+const MAX_RATE: f64 = 10_000_000.0;
 
 /// A load test, ready to run.
 #[derive(Debug)]
@@ -25,6 +32,11 @@ pub struct Settings {
     pub format: Format,
     /// Report file, if not standard output.
     pub out: Option<PathBuf>,
+    /// The user set the open-loop connection cap (otherwise it may be lowered to fit the
+    /// open-file limit).
+    pub max_connections_given: bool,
+    /// The closed-loop ramp-up, if any.
+    pub ramp_up: Option<Duration>,
 }
 
 /// Input that cannot be used, with the flag and value it came from.
@@ -63,7 +75,7 @@ impl std::error::Error for InputError {}
 
 /// Validates `args`. `cores` is the default thread count.
 pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
-    let url = args.url.ok_or_else(|| {
+    let url = args.url.clone().ok_or_else(|| {
         InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
     })?;
     let (host, port, path_and_query) = parse_url(&url)?;
@@ -77,6 +89,7 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         1,
         MAX_CONNECTIONS as u64,
     )?;
+    let load = load_model(&args)?;
     let threads = args.threads.unwrap_or(cores.max(1));
     check_range("--threads <N>", threads as u64, 1, MAX_THREADS as u64)?;
     check_token("--method <METHOD>", &args.method)?;
@@ -105,23 +118,155 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         headers,
         body,
     });
-    engine.connections = args.connections;
-    engine.threads = threads.min(args.connections);
+    engine.threads = threads.min(load.max_connections().max(1));
     engine.keepalive = !args.no_keepalive;
     engine.timeout = args.timeout;
     engine.stop = match (args.requests, args.duration) {
-        (None, None) => StopWhen {
+        // Stages bound the run themselves; otherwise the documented default applies.
+        (None, None) if load.end().is_none() => StopWhen {
             requests: None,
             duration: Some(DEFAULT_DURATION),
         },
         (requests, duration) => StopWhen { requests, duration },
     };
+    engine.load = load;
     Ok(Settings {
         engine,
         url,
         format: args.output,
         out: args.out,
+        max_connections_given: args.max_connections.is_some(),
+        ramp_up: args.ramp_up,
     })
+}
+
+/// The load model the flags ask for.
+fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
+    let stages = args.stages.as_deref().map(parse_stages).transpose()?;
+    let Some(rate) = args.rate else {
+        for (given, flag) in [
+            (args.max_connections.is_some(), "--max-connections"),
+            (args.max_in_flight.is_some(), "--max-in-flight"),
+            (args.arrivals.is_some(), "--arrivals"),
+            (args.seed.is_some(), "--seed"),
+        ] {
+            if given {
+                return Err(InputError::new(
+                    flag,
+                    "",
+                    "only applies to the open loop: add --rate R",
+                ));
+            }
+        }
+        let connections = match (stages, args.ramp_up) {
+            (Some(stages), _) => {
+                let p = Profile::staged(0.0, stages);
+                check_range(
+                    "--stages <STAGES>",
+                    p.peak().ceil() as u64,
+                    1,
+                    MAX_CONNECTIONS as u64,
+                )?;
+                p
+            }
+            (None, Some(d)) => Profile::staged(
+                0.0,
+                vec![Stage {
+                    duration: d,
+                    target: args.connections as f64,
+                }],
+            )
+            .then_hold(),
+            (None, None) => Profile::constant(args.connections as f64),
+        };
+        return Ok(Load::Closed { connections });
+    };
+    const RATE: &str = "--rate <R>";
+    if !rate.is_finite() || rate < 0.0 || (rate == 0.0 && stages.is_none()) {
+        return Err(InputError::new(
+            RATE,
+            rate,
+            "must be a positive number of requests per second",
+        ));
+    }
+    let profile = match stages {
+        Some(stages) => Profile::staged(rate, stages),
+        None => Profile::constant(rate),
+    };
+    if profile.peak() > MAX_RATE {
+        return Err(InputError::new(
+            RATE,
+            profile.peak(),
+            format!("rates above {MAX_RATE} per second are not supported"),
+        ));
+    }
+    if profile.peak() <= 0.0 {
+        return Err(InputError::new(
+            "--stages <STAGES>",
+            args.stages.as_deref().unwrap_or(""),
+            "never sends anything: every rate is 0",
+        ));
+    }
+    let max_connections = args.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    check_range(
+        "--max-connections <N>",
+        max_connections as u64,
+        1,
+        MAX_CONNECTIONS as u64,
+    )?;
+    if let Some(cap) = args.max_in_flight {
+        check_range("--max-in-flight <N>", cap, 1, u64::MAX)?;
+    }
+    let spacing = match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+        ArrivalsArg::Even => Spacing::Even,
+        ArrivalsArg::Poisson => Spacing::Poisson {
+            seed: args.seed.unwrap_or_else(random_seed),
+        },
+    };
+    if args.seed.is_some() && spacing == Spacing::Even {
+        return Err(InputError::new(
+            "--seed",
+            "",
+            "only applies to --arrivals poisson",
+        ));
+    }
+    Ok(Load::Open {
+        rate: profile,
+        spacing,
+        max_connections,
+        max_in_flight: args.max_in_flight,
+    })
+}
+
+/// Parses `30s:500,1m:500,10s:0`.
+fn parse_stages(raw: &str) -> Result<Vec<Stage>, InputError> {
+    const FLAG: &str = "--stages <STAGES>";
+    let mut stages = Vec::new();
+    for (i, item) in raw.split(',').enumerate() {
+        let item = item.trim();
+        let fail =
+            |why: String| InputError::new(FLAG, raw, format!("stage {} '{item}': {why}", i + 1));
+        let (d, level) = item
+            .split_once(':')
+            .ok_or_else(|| fail("expected DURATION:LEVEL, e.g. 30s:500".into()))?;
+        let duration = parse_duration(d).map_err(|e| fail(format!("duration {e}")))?;
+        let target: f64 = level
+            .trim()
+            .parse()
+            .ok()
+            .filter(|l: &f64| l.is_finite() && *l >= 0.0)
+            .ok_or_else(|| fail("the level must be a number, 0 or more".into()))?;
+        stages.push(Stage { duration, target });
+    }
+    Ok(stages)
+}
+
+/// A seed nobody chose, for Poisson arrivals: the report shows it so the run can be repeated.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
@@ -238,7 +383,12 @@ mod tests {
         assert_eq!(e.request.host, "localhost");
         assert_eq!(e.request.port, 8080);
         assert_eq!(e.request.path_and_query, "/a/b?c=d");
-        assert_eq!(e.connections, 50);
+        assert_eq!(
+            e.load,
+            Load::Closed {
+                connections: Profile::constant(50.0)
+            }
+        );
         assert_eq!(e.threads, 4);
         assert!(e.keepalive);
         assert_eq!(
@@ -291,6 +441,65 @@ mod tests {
         assert_eq!(e.request.body, b"hi");
         assert!(!e.keepalive);
         assert_eq!(e.timeout, std::time::Duration::from_millis(500));
+    }
+
+    #[test]
+    fn load_models() {
+        let open = settings(&[
+            "http://x/",
+            "--rate",
+            "2000",
+            "--arrivals",
+            "poisson",
+            "--seed",
+            "7",
+            "--max-in-flight",
+            "100",
+        ])
+        .unwrap();
+        assert_eq!(
+            open.engine.load,
+            Load::Open {
+                rate: Profile::constant(2000.0),
+                spacing: Spacing::Poisson { seed: 7 },
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                max_in_flight: Some(100),
+            }
+        );
+        assert_eq!(open.engine.stop.duration, Some(DEFAULT_DURATION));
+
+        let ramp = settings(&[
+            "http://x/",
+            "--rate",
+            "10",
+            "--stages",
+            "30s:500, 1m:500,10s:0",
+        ])
+        .unwrap();
+        let Load::Open { rate, .. } = &ramp.engine.load else {
+            panic!()
+        };
+        assert_eq!(rate.start(), 10.0);
+        assert_eq!(rate.stages().len(), 3);
+        assert_eq!(rate.end(), Some(Duration::from_secs(100)));
+        // Stages bound the run: no default duration on top.
+        assert_eq!(
+            ramp.engine.stop,
+            StopWhen {
+                requests: None,
+                duration: None
+            }
+        );
+
+        let users = settings(&["http://x/", "--stages", "10s:20,10s:0"]).unwrap();
+        assert_eq!(users.engine.load.max_connections(), 20);
+
+        let held = settings(&["http://x/", "-c", "8", "--ramp-up", "4s", "-z", "10s"]).unwrap();
+        let Load::Closed { connections } = &held.engine.load else {
+            panic!()
+        };
+        assert_eq!(connections.end(), None);
+        assert_eq!(connections.level_at(Duration::from_secs(2)), 4.0);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use crate::{Profile, Spacing};
+
 /// Default number of concurrent connections.
 pub const DEFAULT_CONNECTIONS: usize = 50;
 /// Default per-request timeout.
@@ -8,6 +10,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// How long requests still in flight get to finish once a run stops (deadline or stop request).
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
+/// Default cap on connections in the open-loop model.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Interval of the recorded series.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -37,14 +41,58 @@ pub struct StopWhen {
     pub duration: Option<Duration>,
 }
 
-/// Everything the engine needs to run a closed-loop test.
+/// How load is generated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Closed loop: a number of connections (constant or following the profile, which then
+    /// ramps users up and down), each sending its next request as soon as the previous one
+    /// finished. Connection `j` is active while the profile's level is above `j`.
+    Closed {
+        /// Active connections over time.
+        connections: Profile,
+    },
+    /// Open loop: requests are due at the instants the rate profile sets, whatever the
+    /// responses do; latency counts from those instants.
+    Open {
+        /// Requests per second over time.
+        rate: Profile,
+        /// Even or Poisson spacing.
+        spacing: Spacing,
+        /// Connections are opened as needed up to this many; beyond it requests queue.
+        max_connections: usize,
+        /// Requests due while this many are in flight are dropped (counted, never sent).
+        max_in_flight: Option<u64>,
+    },
+}
+
+impl Load {
+    /// Most connections the load can open at once.
+    pub fn max_connections(&self) -> usize {
+        match self {
+            Load::Closed { connections } => connections.peak().ceil() as usize,
+            Load::Open {
+                max_connections, ..
+            } => *max_connections,
+        }
+    }
+
+    /// When the load profile itself ends, if it does.
+    pub fn end(&self) -> Option<Duration> {
+        match self {
+            Load::Closed { connections } => connections.end(),
+            Load::Open { rate, .. } => rate.end(),
+        }
+    }
+}
+
+/// Everything the engine needs to run a test.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// The request to send.
     pub request: RequestSpec,
-    /// Concurrent connections, each sending its next request when the previous one finished.
-    pub connections: usize,
-    /// Worker threads; connections are spread evenly across them.
+    /// The load model and its shape.
+    pub load: Load,
+    /// Worker threads; connections and arrivals are spread evenly across them.
     pub threads: usize,
     /// When to stop.
     pub stop: StopWhen,
@@ -63,7 +111,9 @@ impl Config {
     pub fn new(request: RequestSpec) -> Self {
         Config {
             request,
-            connections: DEFAULT_CONNECTIONS,
+            load: Load::Closed {
+                connections: Profile::constant(DEFAULT_CONNECTIONS as f64),
+            },
             threads: 1,
             stop: StopWhen {
                 requests: None,

@@ -15,9 +15,11 @@
 mod arrivals;
 mod config;
 mod connection;
+pub mod host;
 mod http1;
 mod profile;
 pub mod request;
+mod timer;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -29,8 +31,8 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
-    DEFAULT_INTERVAL, DEFAULT_TIMEOUT,
+    Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
+    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT,
 };
 pub use profile::{Profile, Stage};
 use tokio::sync::watch;
@@ -48,6 +50,8 @@ pub enum Event {
         index: u64,
         /// What was recorded.
         recorder: Box<Recorder>,
+        /// The worker's readings at the end of the interval.
+        gauges: belier_stats::Gauges,
     },
     /// `worker` has stopped; everything it recorded was sent before this.
     Finished {
@@ -66,7 +70,8 @@ impl Event {
                 worker,
                 index,
                 recorder,
-            } => collector.add(worker, index, &recorder),
+                gauges,
+            } => collector.add(worker, index, &recorder, gauges),
             Event::Finished { worker, elapsed } => collector.finish_worker(worker, elapsed),
         }
     }
@@ -117,7 +122,8 @@ pub struct Run {
 
 /// Resolves the target and starts the workers. Returns once every worker thread runs.
 pub fn start(config: &Config) -> Result<Run, StartError> {
-    if config.connections == 0 || config.threads == 0 {
+    let max_connections = config.load.max_connections();
+    if max_connections == 0 || config.threads == 0 {
         return Err(StartError::Invalid(
             "connections and threads must be at least 1",
         ));
@@ -135,7 +141,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         .next()
         .ok_or_else(|| StartError::NoAddress(spec.host.clone()))?;
 
-    let threads = config.threads.min(config.connections);
+    let threads = config.threads.min(max_connections);
     // Runtimes are built here so a failure is reported before any request is sent.
     let runtimes = (0..threads)
         .map(|_| {
@@ -146,10 +152,13 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let connections = split(config.connections as u64, threads);
-    let requests = config.stop.requests.map(|n| split(n, threads));
     let started_at = SystemTime::now();
     let start = Instant::now();
+    // The run ends at the first of: the duration bound, the end of the load profile.
+    let end = match (config.stop.duration, config.load.end()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let plan = Arc::new(worker::Plan {
         addr,
         request: request::encode(spec, config.keepalive),
@@ -159,16 +168,33 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         grace: config.grace,
         interval: config.interval,
         start,
-        deadline: config.stop.duration.map(|d| start + d),
+        deadline: end.map(|d| start + d),
+        load: config.load.clone(),
+        workers: threads,
+        requests: config.stop.requests,
     });
+    let requests = config.stop.requests.map(|n| split(n, threads));
+    let (open_connections, in_flight) = match &config.load {
+        Load::Open {
+            max_connections,
+            max_in_flight,
+            ..
+        } => (
+            split(*max_connections as u64, threads),
+            max_in_flight.map(|cap| split(cap, threads)),
+        ),
+        Load::Closed { .. } => (vec![0; threads], None),
+    };
     let (events_tx, events) = mpsc::channel();
     let (stop, stop_rx) = watch::channel(false);
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
         let share = worker::Share {
             id,
-            connections: connections[id] as usize,
             requests: requests.as_ref().map(|r| r[id]),
+            max_connections: open_connections[id] as usize,
+            // A worker's share of the cap is at least one, or it could never send.
+            max_in_flight: in_flight.as_ref().map(|c| c[id].max(1)),
         };
         let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());
         let handle = std::thread::Builder::new()

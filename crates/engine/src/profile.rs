@@ -20,6 +20,8 @@ pub struct Stage {
 pub struct Profile {
     start: f64,
     stages: Vec<Stage>,
+    /// Keep the last level after the last stage instead of ending there.
+    hold: bool,
 }
 
 impl Profile {
@@ -28,12 +30,25 @@ impl Profile {
         Profile {
             start: level,
             stages: Vec::new(),
+            hold: true,
         }
     }
 
     /// Starts at `start` and goes through `stages`; the profile ends with the last stage.
     pub fn staged(start: f64, stages: Vec<Stage>) -> Self {
-        Profile { start, stages }
+        let hold = stages.is_empty();
+        Profile {
+            start,
+            stages,
+            hold,
+        }
+    }
+
+    /// The same profile, keeping its last level after the last stage (a ramp-up that then
+    /// holds until the run's own bound).
+    pub fn then_hold(mut self) -> Self {
+        self.hold = true;
+        self
     }
 
     /// The stages, in order.
@@ -46,9 +61,9 @@ impl Profile {
         self.start
     }
 
-    /// When the profile ends: after its last stage, or never for a constant level.
+    /// When the profile ends: after its last stage, or never if it holds its last level.
     pub fn end(&self) -> Option<Duration> {
-        if self.stages.is_empty() {
+        if self.hold {
             None
         } else {
             Some(self.stages.iter().map(|s| s.duration).sum())

@@ -1,11 +1,17 @@
 //! A worker: one thread with its own single-threaded runtime, connections and recorder.
 //!
 //! Nothing is shared between workers while requests run: each owns its share of the
-//! connections and of the request budget, records into its own [`Recorder`], and hands the
-//! recorder over once per interval. Within a worker, connection tasks share state through
-//! `Rc`/`Cell`, which costs no atomic operation per request.
+//! connections, arrivals and request budget, records into its own [`Recorder`], and hands the
+//! recorder over once per interval. Within a worker, tasks share state through `Rc`/`Cell`,
+//! which costs no atomic operation per request.
+//!
+//! One connection loop serves both load models; only where its next request comes from
+//! differs ([`Source`]): the closed loop takes one as soon as the previous finished (while its
+//! connection is active in the ramp and the budget lasts), the open loop takes the next due
+//! arrival from a queue that a dispatcher fills on schedule.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::pending;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -13,12 +19,13 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use belier_stats::{ErrorKind, Outcome, Recorder, Sample};
-use tokio::sync::watch;
+use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample};
+use tokio::sync::{watch, Notify};
 use tokio::task::{JoinSet, LocalSet};
 
 use crate::connection::{Connection, Failure, Phase, Progress, Response};
-use crate::Event;
+use crate::timer::{thread_cpu_time, Timer};
+use crate::{Arrivals, Event, Load, Profile};
 
 /// What every worker of a run shares, read-only.
 pub(crate) struct Plan {
@@ -31,23 +38,50 @@ pub(crate) struct Plan {
     pub interval: Duration,
     pub start: Instant,
     pub deadline: Option<Instant>,
-}
-
-/// One worker's share of the load.
-pub(crate) struct Share {
-    pub id: usize,
-    pub connections: usize,
-    /// Requests this worker may issue (`None`: until the deadline or a stop).
+    pub load: Load,
+    pub workers: usize,
+    /// Request budget across all workers.
     pub requests: Option<u64>,
 }
 
-/// State the connection tasks of one worker share.
+/// One worker's share of the load.
+#[derive(Clone, Copy)]
+pub(crate) struct Share {
+    pub id: usize,
+    /// Closed loop: requests this worker may issue (`None`: until the deadline or a stop).
+    pub requests: Option<u64>,
+    /// Open loop: connections this worker may open.
+    pub max_connections: usize,
+    /// Open loop: in-flight cap of this worker.
+    pub max_in_flight: Option<u64>,
+}
+
+/// Where a connection's next request comes from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Closed loop; `index` is the connection's number across all workers, which decides
+    /// when a ramp activates it.
+    Closed { index: u64 },
+    /// Open loop: the worker's queue of due arrivals.
+    Open,
+}
+
+/// State the tasks of one worker share.
 struct Local {
     recorder: RefCell<Recorder>,
-    /// Requests left to issue; `u64::MAX` means unlimited.
+    /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
     budget: Cell<u64>,
-    in_flight: Cell<u64>,
+    /// Requests a connection has taken up and not finished.
+    active: Cell<u64>,
     stopping: Cell<bool>,
+    /// Open loop: due arrivals no connection has taken yet, by intended start.
+    queue: RefCell<VecDeque<Instant>>,
+    /// Open loop: connections waiting for an arrival.
+    idle: Cell<usize>,
+    wake: Notify,
+    arrivals_done: Cell<bool>,
+    /// Open loop: connection tasks alive.
+    connections: Cell<usize>,
 }
 
 impl Local {
@@ -60,6 +94,10 @@ impl Local {
                 true
             }
         }
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.active.get() + self.queue.borrow().len() as u64
     }
 }
 
@@ -84,13 +122,14 @@ async fn drive(
     let local = Rc::new(Local {
         recorder: RefCell::new(Recorder::new()),
         budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
-        in_flight: Cell::new(0),
+        active: Cell::new(0),
         stopping: Cell::new(false),
+        queue: RefCell::new(VecDeque::new()),
+        idle: Cell::new(0),
+        wake: Notify::new(),
+        arrivals_done: Cell::new(false),
+        connections: Cell::new(0),
     });
-    let mut connections = JoinSet::new();
-    for _ in 0..share.connections {
-        connections.spawn_local(connection(Rc::clone(&local), Arc::clone(&plan)));
-    }
     let ticker = tokio::task::spawn_local(hand_over_intervals(
         Rc::clone(&local),
         Arc::clone(&plan),
@@ -98,6 +137,44 @@ async fn drive(
         events.clone(),
     ));
 
+    let mut tasks = JoinSet::new();
+    match &plan.load {
+        Load::Closed { connections } => {
+            // Connection j belongs to worker j mod W, so a ramp activates workers in turn.
+            let peak = connections.peak().ceil() as u64;
+            let workers = plan.workers as u64;
+            for index in (share.id as u64..peak).step_by(plan.workers) {
+                debug_assert_eq!(index % workers, share.id as u64);
+                tasks.spawn_local(connection(
+                    Rc::clone(&local),
+                    Arc::clone(&plan),
+                    Source::Closed { index },
+                ));
+            }
+        }
+        Load::Open { rate, spacing, .. } => {
+            let arrivals = Arrivals::new(
+                rate.clone(),
+                *spacing,
+                plan.deadline.map(|d| d - plan.start),
+                plan.requests,
+                share.id,
+                plan.workers,
+            );
+            tasks.spawn_local(dispatch(
+                Rc::clone(&local),
+                Arc::clone(&plan),
+                arrivals,
+                share,
+            ));
+        }
+    }
+
+    let finished = async {
+        while tasks.join_next().await.is_some() {}
+        // Open loop: the dispatcher is done; wait for the requests it handed out.
+        until(|| local.in_flight() == 0).await;
+    };
     let deadline = async {
         match plan.deadline {
             Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -105,18 +182,23 @@ async fn drive(
         }
     };
     tokio::select! {
-        _ = join_all(&mut connections) => {}
+        _ = finished => {}
         _ = deadline => {}
         _ = stop.wait_for(|&stop| stop) => {}
     }
-    // No new requests from here on; those in flight get the grace period to finish.
+    // No new requests from here on; those on the wire get the grace period to finish.
     local.stopping.set(true);
-    let _ = tokio::time::timeout(plan.grace, join_all(&mut connections)).await;
-    connections.abort_all();
+    local.wake.notify_waiters();
+    let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
+    tasks.abort_all();
     ticker.abort();
 
     let mut recorder = local.recorder.borrow_mut();
-    recorder.record_errors(ErrorKind::Cancelled, local.in_flight.get());
+    recorder.record_errors(ErrorKind::Cancelled, local.active.get());
+    // Arrivals still queued were never sent: they count as dropped, not as errors.
+    for _ in local.queue.borrow_mut().drain(..) {
+        recorder.record_dropped();
+    }
     let elapsed = plan.start.elapsed();
     let index = interval_index(elapsed, plan.interval);
     // The receiver only disappears if the caller dropped the run; nothing to report to then.
@@ -124,6 +206,7 @@ async fn drive(
         worker: share.id,
         index,
         recorder: Box::new(std::mem::take(&mut *recorder)),
+        gauges: Gauges::default(),
     });
     let _ = events.send(Event::Finished {
         worker: share.id,
@@ -131,8 +214,11 @@ async fn drive(
     });
 }
 
-async fn join_all(set: &mut JoinSet<()>) {
-    while set.join_next().await.is_some() {}
+/// Resolves once `done` holds, checking every millisecond. Used only at the end of a run.
+async fn until(done: impl Fn() -> bool) {
+    while !done() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// Hands the recorder over at every interval boundary, aligned on the run's start so that
@@ -146,23 +232,34 @@ async fn hand_over_intervals(
     let first = plan.start + plan.interval;
     let mut ticks = tokio::time::interval_at(first.into(), plan.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last = (Instant::now(), thread_cpu_time());
     loop {
         let at = ticks.tick().await.into_std();
         let index = interval_index(at - plan.start, plan.interval).saturating_sub(1);
+        let now = (Instant::now(), thread_cpu_time());
+        let wall = now.0.saturating_duration_since(last.0).as_secs_f64();
+        let gauges = Gauges {
+            in_flight: local.in_flight(),
+            cpu: if wall > 0.0 {
+                (now.1.saturating_sub(last.1).as_secs_f64() / wall).min(1.0)
+            } else {
+                0.0
+            },
+        };
+        last = now;
         let recorder = {
             let mut r = local.recorder.borrow_mut();
             let snapshot = r.clone();
             r.reset();
             snapshot
         };
-        if events
-            .send(Event::Recorded {
-                worker,
-                index,
-                recorder: Box::new(recorder),
-            })
-            .is_err()
-        {
+        let sent = events.send(Event::Recorded {
+            worker,
+            index,
+            recorder: Box::new(recorder),
+            gauges,
+        });
+        if sent.is_err() {
             return;
         }
     }
@@ -172,22 +269,108 @@ fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
     (elapsed.as_nanos() / interval.as_nanos()) as u64
 }
 
-/// One connection's closed loop: send, wait for the response, record, repeat.
-async fn connection(local: Rc<Local>, plan: Arc<Plan>) {
+/// Open loop: makes each arrival due on time and hands it to an idle connection, opening a
+/// new one when none is idle and the cap allows, or leaving it queued (its latency counting).
+async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
+    let mut timer = Timer::new();
+    for offset in arrivals {
+        let due = plan.start + offset;
+        if plan.deadline.is_some_and(|d| due >= d) {
+            break;
+        }
+        timer.sleep_until(due).await;
+        if local.stopping.get() {
+            break;
+        }
+        let mut recorder = local.recorder.borrow_mut();
+        recorder.record_scheduled();
+        if share
+            .max_in_flight
+            .is_some_and(|cap| local.in_flight() >= cap)
+        {
+            recorder.record_dropped();
+            continue;
+        }
+        drop(recorder);
+        local.queue.borrow_mut().push_back(due);
+        if local.idle.get() > 0 {
+            // The dispatcher claims the idle connection, so a burst of due arrivals wakes
+            // one connection each instead of piling onto the first.
+            local.idle.set(local.idle.get() - 1);
+            local.wake.notify_one();
+        } else if local.connections.get() < share.max_connections {
+            local.connections.set(local.connections.get() + 1);
+            tokio::task::spawn_local(connection(
+                Rc::clone(&local),
+                Arc::clone(&plan),
+                Source::Open,
+            ));
+        }
+    }
+    local.arrivals_done.set(true);
+    local.wake.notify_waiters();
+}
+
+/// The intended start of this connection's next request, or `None` when it has no more.
+async fn next_request(
+    local: &Local,
+    plan: &Plan,
+    source: Source,
+    conn: &mut Option<Connection>,
+) -> Option<Instant> {
+    match source {
+        Source::Closed { index } => loop {
+            if local.stopping.get() {
+                return None;
+            }
+            let now = Instant::now();
+            if plan.deadline.is_some_and(|d| now >= d) {
+                return None;
+            }
+            if let Load::Closed { connections } = &plan.load {
+                if let Some(wake) = inactive_until(connections, index, now - plan.start) {
+                    // Ramped down (or not yet up): a user that leaves closes its connection.
+                    *conn = None;
+                    tokio::time::sleep_until((plan.start + wake?).into()).await;
+                    continue;
+                }
+            }
+            return local.claim().then_some(now);
+        },
+        Source::Open => loop {
+            if let Some(intended) = local.queue.borrow_mut().pop_front() {
+                return Some(intended);
+            }
+            if local.arrivals_done.get() || local.stopping.get() {
+                return None;
+            }
+            local.idle.set(local.idle.get() + 1);
+            local.wake.notified().await;
+        },
+    }
+}
+
+/// `None` if connection `index` is active at `t`; otherwise when it next becomes active
+/// (`Some(None)`: never again).
+fn inactive_until(connections: &Profile, index: u64, t: Duration) -> Option<Option<Duration>> {
+    let level = index as f64;
+    if connections.level_at(t) > level {
+        None
+    } else {
+        Some(connections.first_time_at_least(level + 1e-9, t))
+    }
+}
+
+/// One connection: take the next request, send it, wait for the response, record, repeat.
+async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
     let mut conn: Option<Connection> = None;
     // One timer per connection, re-armed per request: cheaper than a new timer each time.
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
-    loop {
-        if local.stopping.get() {
-            return;
-        }
-        let intended = Instant::now();
-        if plan.deadline.is_some_and(|d| intended >= d) || !local.claim() {
-            return;
-        }
-        local.in_flight.set(local.in_flight.get() + 1);
-        timer.as_mut().reset((intended + plan.timeout).into());
+    while let Some(intended) = next_request(&local, &plan, source, &mut conn).await {
+        let dispatched = Instant::now();
+        local.active.set(local.active.get() + 1);
+        timer.as_mut().reset((dispatched + plan.timeout).into());
         let mut progress = Progress::default();
         let result = tokio::select! {
             biased;
@@ -195,7 +378,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>) {
             _ = &mut timer => Err(Failure::timeout(progress.phase)),
         };
         let done = Instant::now();
-        local.in_flight.set(local.in_flight.get() - 1);
+        local.active.set(local.active.get() - 1);
 
         let outcome = match &result {
             Ok(r) => Outcome::Response { status: r.status },
@@ -203,6 +386,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>) {
         };
         let sample = Sample {
             intended,
+            dispatched,
             sent: progress.sent.unwrap_or(done),
             first_byte: progress.first_byte,
             done,
@@ -224,6 +408,9 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>) {
         if !reuse {
             conn = None;
         }
+    }
+    if let Source::Open = source {
+        local.connections.set(local.connections.get() - 1);
     }
 }
 

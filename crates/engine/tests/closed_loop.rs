@@ -1,83 +1,13 @@
 //! The closed-loop engine against belier's test server over real sockets: every count is
 //! cross-checked with what the server saw.
 
-use std::time::{Duration, Instant};
+mod common;
 
-use belier_engine::{start, Config, Next, RequestSpec, StopWhen};
-use belier_stats::{Collector, ErrorKind, Recorder, Series};
-use belier_testserver::{Config as ServerConfig, Server};
+use std::time::Duration;
 
-fn server() -> Server {
-    Server::start(ServerConfig {
-        record_requests: 16,
-        ..ServerConfig::default()
-    })
-    .expect("test server starts")
-}
-
-fn config(server_addr: std::net::SocketAddr, path: &str) -> Config {
-    let mut c = Config::new(RequestSpec {
-        method: "GET".into(),
-        host: server_addr.ip().to_string(),
-        port: server_addr.port(),
-        path_and_query: path.into(),
-        headers: vec![],
-        body: vec![],
-    });
-    c.threads = 2;
-    c.timeout = Duration::from_secs(5);
-    c
-}
-
-fn requests(n: u64, connections: usize, mut c: Config) -> Config {
-    c.connections = connections;
-    c.stop = StopWhen {
-        requests: Some(n),
-        duration: Some(Duration::from_secs(30)),
-    };
-    c
-}
-
-struct Outcome {
-    totals: Recorder,
-    series: Series,
-    elapsed: Duration,
-}
-
-/// Something to do to a running test once, after a delay.
-type Action<'a> = (Duration, &'a dyn Fn(&belier_engine::Run));
-
-/// Runs to the end, doing `action` once on the way.
-fn run_with(config: &Config, action: Option<Action>) -> Outcome {
-    let t0 = Instant::now();
-    let run = start(config).expect("run starts");
-    let mut collector = Collector::new(run.workers(), config.interval);
-    let mut pending = action;
-    loop {
-        if let Some((at, f)) = pending {
-            if t0.elapsed() >= at {
-                f(&run);
-                pending = None;
-            }
-        }
-        match run.next_event(Duration::from_millis(20)) {
-            Next::Event(event) => event.collect_into(&mut collector),
-            Next::Idle => {}
-            Next::Ended => break,
-        }
-    }
-    assert_eq!(run.join(), 0, "no worker panicked");
-    let (totals, series) = collector.finish();
-    Outcome {
-        totals,
-        series,
-        elapsed: t0.elapsed(),
-    }
-}
-
-fn run(config: &Config) -> Outcome {
-    run_with(config, None)
-}
+use belier_engine::StopWhen;
+use belier_stats::ErrorKind;
+use common::{closed, config, requests, run, run_with, server};
 
 #[test]
 fn keepalive_counts_match_the_server() {
@@ -203,7 +133,7 @@ fn every_fault_lands_in_its_own_error_kind() {
 fn a_stalled_server_gives_timeouts_and_the_run_ends_on_time() {
     let s = server();
     let mut c = config(s.addr(), "/?fault=stall");
-    c.connections = 4;
+    c.load = closed(4.0);
     c.timeout = Duration::from_millis(200);
     c.stop = StopWhen {
         requests: None,
@@ -239,7 +169,7 @@ fn a_server_dying_mid_run_loses_no_statistics() {
     let s = server();
     let addr = s.addr();
     let mut c = config(addr, "/?delay=5ms");
-    c.connections = 8;
+    c.load = closed(8.0);
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_millis(1_500)),
@@ -293,7 +223,7 @@ fn stop_ends_the_run_and_keeps_everything() {
 fn intervals_tile_the_run() {
     let s = server();
     let mut c = config(s.addr(), "/");
-    c.connections = 4;
+    c.load = closed(4.0);
     c.interval = Duration::from_millis(100);
     c.stop = StopWhen {
         requests: None,

@@ -1,10 +1,10 @@
 //! The machine-readable report.
 
-use belier_stats::ErrorKind;
+use belier_stats::{ErrorKind, LatencySummary};
 use serde_json::{json, Map, Value};
 
 use crate::format::percentile_label;
-use crate::Report;
+use crate::{verdict, Report};
 
 /// Version of the JSON shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -20,6 +20,23 @@ pub fn render_json(report: &Report) -> String {
     s
 }
 
+fn latency(l: &LatencySummary, measured_from: &str) -> Value {
+    let percentiles: Map<String, Value> = l
+        .percentiles_us
+        .iter()
+        .map(|&(p, v)| (percentile_label(p), json!(v)))
+        .collect();
+    json!({
+        "measured_from": measured_from,
+        "count": l.count,
+        "min": l.min_us,
+        "mean": l.mean_us,
+        "stdev": l.stdev_us,
+        "max": l.max_us,
+        "percentiles": percentiles,
+    })
+}
+
 fn to_value(r: &Report) -> Value {
     let t = r.totals;
     let requests = t.requests();
@@ -31,11 +48,6 @@ fn to_value(r: &Report) -> Value {
         }
     };
     let l = t.latency_summary();
-    let percentiles: Map<String, Value> = l
-        .percentiles_us
-        .iter()
-        .map(|&(p, v)| (percentile_label(p), json!(v)))
-        .collect();
     let status: Map<String, Value> = t
         .status_counts()
         .map(|(code, n)| (code.to_string(), json!(n)))
@@ -72,15 +84,17 @@ fn to_value(r: &Report) -> Value {
             "bytes_out_per_request": per_request(t.bytes_out()),
             "connections_opened": t.connections_opened(),
         },
-        "latency_us": {
-            "measured_from": "intended_send",
-            "count": l.count,
-            "min": l.min_us,
-            "mean": l.mean_us,
-            "stdev": l.stdev_us,
-            "max": l.max_us,
-            "percentiles": percentiles,
-        },
+        "latency_us": latency(&l, "intended_start"),
+        "latency_uncorrected_us": latency(&LatencySummary::of(t.uncorrected_us()), "dispatch"),
+        "open_loop": r.is_open_loop().then(|| json!({
+            "scheduled": t.scheduled(),
+            "dropped": t.dropped(),
+            "target_rps": r.target_rate(),
+            "achieved_rps": r.attempted_rate(),
+            "lag_us": latency(&LatencySummary::of(t.lag_us()), "intended_start"),
+        })),
+        "host": r.host,
+        "verdict": verdict(r),
         "status_codes": status,
         "errors": errors,
         "series": r.series,
@@ -104,6 +118,12 @@ mod tests {
             elapsed: Duration::from_millis(1_500),
             interrupted: false,
             warnings: vec![],
+            host: Some(crate::HostUsage {
+                open_fds_peak: 60,
+                fd_limit: 1024,
+                ephemeral_ports_peak: Some(12),
+                ephemeral_ports_total: Some(28_232),
+            }),
         };
         serde_json::from_str(&render_json(&report)).unwrap()
     }

@@ -1,21 +1,26 @@
 //! belier's reports.
 //!
 //! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
-//! and the [`RunInfo`] saying how they were obtained) and rendered as text or JSON. The JSON
-//! shape is described by `schema/report.schema.json`, which tests validate output against.
+//! and the [`RunInfo`] saying how they were obtained) and rendered as text, JSON or HTML. The
+//! JSON shape is described by `schema/report.schema.json`, which tests validate output against.
+//! The HTML page ([`render_html`]) compares one or more runs and needs no network to open.
 #![deny(missing_docs)]
 
 mod format;
+mod html;
 mod json;
 mod text;
+mod verdict;
 
 use std::time::Duration;
 
 use belier_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 
+pub use html::{render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use text::render_text;
+pub use verdict::{verdict, Verdict, CPU_LIMIT, LAG_LIMIT_US, RATE_TOLERANCE};
 
 /// How the results were obtained: everything needed to read them or repeat the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +49,54 @@ pub struct RunInfo {
     pub host_cores: usize,
     /// Start of the run, RFC 3339 UTC.
     pub started_at: String,
+    /// Load model: `closed` (fixed or ramping connections) or `open` (arrival rate).
+    pub model: Model,
+    /// Open loop: the rate the run starts at, requests per second.
+    pub rate: Option<f64>,
+    /// Stages of the load: rates (open loop) or connections (closed loop).
+    pub stages: Vec<StageInfo>,
+    /// Closed loop: connections were started evenly over this many seconds, then held.
+    pub ramp_up_s: Option<f64>,
+    /// Open loop: `even` or `poisson`.
+    pub arrivals: Option<String>,
+    /// Open loop, Poisson arrivals: the seed that repeats the schedule.
+    pub seed: Option<u64>,
+    /// Open loop: the connection cap.
+    pub max_connections: Option<usize>,
+    /// Open loop: the in-flight cap beyond which arrivals are dropped.
+    pub max_in_flight: Option<u64>,
+}
+
+/// Load model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Model {
+    /// Each connection sends its next request when the previous one finished.
+    Closed,
+    /// Requests are sent on a schedule, whatever the responses do.
+    Open,
+}
+
+/// One stage of a load profile.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageInfo {
+    /// Length of the ramp, seconds.
+    pub duration_s: f64,
+    /// Level reached at its end.
+    pub target: f64,
+}
+
+/// What the generator used of its machine, to tell when it was the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostUsage {
+    /// Most file descriptors belier had open at once (sampled every second).
+    pub open_fds_peak: u64,
+    /// The open-file limit in force.
+    pub fd_limit: u64,
+    /// Most TCP sockets in the ephemeral port range at once, host-wide.
+    pub ephemeral_ports_peak: Option<u64>,
+    /// Size of the ephemeral port range.
+    pub ephemeral_ports_total: Option<u64>,
 }
 
 /// Everything a report shows.
@@ -61,6 +114,8 @@ pub struct Report<'a> {
     pub interrupted: bool,
     /// Things the reader must know to trust the numbers (e.g. a worker crashed).
     pub warnings: Vec<String>,
+    /// What belier used of its machine, when it was measured.
+    pub host: Option<HostUsage>,
 }
 
 impl Report<'_> {
@@ -77,6 +132,16 @@ impl Report<'_> {
     /// Share of requests that succeeded, 0..=1 (1 when nothing was sent).
     pub fn success_ratio(&self) -> f64 {
         ratio(self.totals.succeeded(), self.totals.requests()).unwrap_or(1.0)
+    }
+
+    /// Open loop: arrivals due per second over the run (the target rate).
+    pub fn target_rate(&self) -> f64 {
+        per_second(self.totals.scheduled(), self.elapsed)
+    }
+
+    /// Whether the load was an arrival rate.
+    pub fn is_open_loop(&self) -> bool {
+        self.info.model == Model::Open
     }
 }
 
@@ -115,7 +180,7 @@ pub(crate) mod golden {
 pub(crate) mod fixtures {
     use std::time::{Duration, Instant};
 
-    use belier_stats::{Collector, ErrorKind, Outcome, Recorder, Sample, Series};
+    use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
     use super::RunInfo;
 
@@ -133,6 +198,14 @@ pub(crate) mod fixtures {
             timeout_s: 30.0,
             host_cores: 2,
             started_at: "2026-11-22T10:00:00Z".into(),
+            model: super::Model::Closed,
+            rate: None,
+            stages: vec![],
+            ramp_up_s: None,
+            arrivals: None,
+            seed: None,
+            max_connections: None,
+            max_in_flight: None,
         }
     }
 
@@ -151,6 +224,7 @@ pub(crate) mod fixtures {
                 };
                 r.record(&Sample {
                     intended: t,
+                    dispatched: t,
                     sent: t,
                     first_byte: None,
                     done: t + Duration::from_micros(100 + n * 7),
@@ -163,7 +237,7 @@ pub(crate) mod fixtures {
                 }
             }
             r.record_connection();
-            c.add(0, interval, &r);
+            c.add(0, interval, &r, Gauges::default());
         }
         c.finish_worker(0, Duration::from_millis(1_500));
         c.finish()

@@ -4,8 +4,10 @@ use std::fmt::Write as _;
 
 use belier_stats::ErrorKind;
 
+use belier_stats::LatencySummary;
+
 use crate::format::{bytes, ms, ms_f, percentile_label, rate, thousands};
-use crate::Report;
+use crate::{verdict, Model, Report, RunInfo};
 
 /// Renders `report` as plain text, one section per heading.
 pub fn render_text(report: &Report) -> String {
@@ -31,9 +33,8 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     };
     writeln!(
         out,
-        "  {} connections on {} threads, keep-alive {}, timeout {} s, stop after {stop}",
-        info.connections,
-        info.threads,
+        "  {}, keep-alive {}, timeout {} s, stop after {stop}",
+        load_line(info),
         if info.keepalive { "on" } else { "off" },
         info.timeout_s,
     )?;
@@ -106,14 +107,49 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     let l = t.latency_summary();
     writeln!(
         out,
-        "\nLatency  (from intended send to last byte; {} responses)",
+        "\nLatency  (from intended start to last byte; {} responses)",
         thousands(l.count)
     )?;
-    writeln!(out, "  {:<8}{:>16}", "min", ms(l.min_us))?;
-    writeln!(out, "  {:<8}{:>16}", "mean", ms_f(l.mean_us))?;
-    writeln!(out, "  {:<8}{:>16}", "stdev", ms_f(l.stdev_us))?;
-    for &(p, v) in &l.percentiles_us {
-        writeln!(out, "  {:<8}{:>16}", percentile_label(p), ms(v))?;
+    if r.is_open_loop() {
+        // Side by side: the uncorrected column is what a tool with coordinated omission
+        // would have reported for the same requests.
+        let u = LatencySummary::of(t.uncorrected_us());
+        let row = |out: &mut String, label: &str, a: String, b: String| {
+            writeln!(out, "  {label:<8}{a:>16}{b:>20}")
+        };
+        row(out, "", "corrected".into(), "uncorrected".into())?;
+        row(out, "min", ms(l.min_us), ms(u.min_us))?;
+        row(out, "mean", ms_f(l.mean_us), ms_f(u.mean_us))?;
+        row(out, "stdev", ms_f(l.stdev_us), ms_f(u.stdev_us))?;
+        for (&(p, v), &(_, w)) in l.percentiles_us.iter().zip(&u.percentiles_us) {
+            row(out, &percentile_label(p), ms(v), ms(w))?;
+        }
+        writeln!(
+            out,
+            "  (uncorrected: from when a connection took the request up, as a tool with \
+             coordinated omission would measure)"
+        )?;
+        let lag = LatencySummary::of(t.lag_us());
+        writeln!(
+            out,
+            "\nScheduling lag  (actual − intended start of {} requests)",
+            thousands(lag.count)
+        )?;
+        let at = |p: f64| ms(lag.at(p).unwrap_or(0));
+        writeln!(
+            out,
+            "  p50 {}   p99 {}   max {}",
+            at(50.0),
+            at(99.0),
+            ms(lag.max_us)
+        )?;
+    } else {
+        writeln!(out, "  {:<8}{:>16}", "min", ms(l.min_us))?;
+        writeln!(out, "  {:<8}{:>16}", "mean", ms_f(l.mean_us))?;
+        writeln!(out, "  {:<8}{:>16}", "stdev", ms_f(l.stdev_us))?;
+        for &(p, v) in &l.percentiles_us {
+            writeln!(out, "  {:<8}{:>16}", percentile_label(p), ms(v))?;
+        }
     }
 
     writeln!(out, "\nStatus codes")?;
@@ -146,7 +182,96 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             None => writeln!(out)?,
         }
     }
+
+    if let Some(h) = r.host {
+        writeln!(out, "\nGenerator")?;
+        writeln!(
+            out,
+            "  open files peak {} of limit {}",
+            thousands(h.open_fds_peak),
+            thousands(h.fd_limit)
+        )?;
+        if let (Some(peak), Some(total)) = (h.ephemeral_ports_peak, h.ephemeral_ports_total) {
+            writeln!(
+                out,
+                "  ephemeral ports in use peak {} of {}",
+                thousands(peak),
+                thousands(total)
+            )?;
+        }
+    }
+    let v = verdict(r);
+    if v.kept_up {
+        writeln!(out, "\nVerdict: belier kept up ({})", v.summary)?;
+    } else {
+        writeln!(
+            out,
+            "\nVerdict: WARNING, the generator may have shaped these results ({})",
+            v.summary
+        )?;
+        for f in &v.findings {
+            writeln!(out, "  - {f}")?;
+        }
+    }
     Ok(())
+}
+
+/// How the load was generated, in one phrase.
+fn load_line(info: &RunInfo) -> String {
+    let stages = |unit: &str| {
+        info.stages
+            .iter()
+            .map(|s| format!(" → {}{unit} over {} s", trim(s.target), trim(s.duration_s)))
+            .collect::<String>()
+    };
+    match info.model {
+        Model::Closed if !info.stages.is_empty() => format!(
+            "closed loop, connections 0{} (peak {}), on {} threads",
+            stages(""),
+            info.connections,
+            info.threads
+        ),
+        Model::Closed => match info.ramp_up_s {
+            Some(d) => format!(
+                "{} connections started over {} s, on {} threads",
+                info.connections,
+                trim(d),
+                info.threads
+            ),
+            None => format!(
+                "{} connections on {} threads",
+                info.connections, info.threads
+            ),
+        },
+        Model::Open => {
+            let start = info.rate.unwrap_or(0.0);
+            let shape = if info.stages.is_empty() {
+                format!("{}/s", trim(start))
+            } else {
+                format!("{}/s{}", trim(start), stages("/s"))
+            };
+            let arrivals = match (info.arrivals.as_deref(), info.seed) {
+                (Some("poisson"), Some(seed)) => format!("Poisson arrivals, seed {seed}"),
+                (Some(a), _) => format!("{a} arrivals"),
+                (None, _) => "even arrivals".into(),
+            };
+            let cap = info
+                .max_in_flight
+                .map(|c| format!(", at most {c} in flight"))
+                .unwrap_or_default();
+            format!(
+                "open loop at {shape} ({arrivals}), up to {} connections{cap}, on {} threads",
+                info.max_connections.unwrap_or(info.connections),
+                info.threads
+            )
+        }
+    }
+}
+
+/// `2000.0` → `2000`, `2.5` → `2.5`.
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]
@@ -167,6 +292,7 @@ mod tests {
             elapsed: Duration::from_millis(1_500),
             interrupted: false,
             warnings: vec![],
+            host: None,
         };
         let got = render_text(&report);
         crate::golden::check("report.txt", &got);
@@ -184,6 +310,7 @@ mod tests {
             elapsed: Duration::ZERO,
             interrupted: true,
             warnings: vec!["1 worker thread crashed".into()],
+            host: None,
         };
         let got = render_text(&report);
         assert!(got.contains("INTERRUPTED"));

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::{Point, Recorder, Series};
+use crate::{Gauges, Point, Recorder, Series};
 
 /// Merges the interval recorders that workers send into the run's total and its series.
 ///
@@ -14,7 +14,7 @@ pub struct Collector {
     interval: Duration,
     /// Per worker: the highest interval index reported, and whether it has finished.
     workers: Vec<(Option<u64>, bool)>,
-    pending: BTreeMap<u64, Recorder>,
+    pending: BTreeMap<u64, (Recorder, Gauges)>,
     total: Recorder,
     series: Series,
     elapsed: Duration,
@@ -34,9 +34,11 @@ impl Collector {
         }
     }
 
-    /// Adds what `worker` recorded during interval `index`.
-    pub fn add(&mut self, worker: usize, index: u64, recorded: &Recorder) {
-        *self.pending.entry(index).or_default() += recorded;
+    /// Adds what `worker` recorded during interval `index`, and its gauges at the end of it.
+    pub fn add(&mut self, worker: usize, index: u64, recorded: &Recorder, gauges: Gauges) {
+        let (recorder, pending_gauges) = self.pending.entry(index).or_default();
+        *recorder += recorded;
+        *pending_gauges = pending_gauges.combine(gauges);
         let last = &mut self.workers[worker].0;
         *last = Some(last.map_or(index, |l| l.max(index)));
         self.settle();
@@ -51,12 +53,17 @@ impl Collector {
 
     /// Everything recorded so far, including intervals not yet complete.
     pub fn requests_so_far(&self) -> u64 {
-        self.total.requests() + self.pending.values().map(Recorder::requests).sum::<u64>()
+        self.total.requests()
+            + self
+                .pending
+                .values()
+                .map(|(r, _)| r.requests())
+                .sum::<u64>()
     }
 
     /// Requests that failed so far, including intervals not yet complete.
     pub fn errors_so_far(&self) -> u64 {
-        self.total.errors() + self.pending.values().map(Recorder::errors).sum::<u64>()
+        self.total.errors() + self.pending.values().map(|(r, _)| r.errors()).sum::<u64>()
     }
 
     /// The most recent complete interval, if any.
@@ -91,10 +98,10 @@ impl Collector {
             if !complete {
                 break;
             }
-            let recorded = self.pending.remove(&index).expect("key just seen");
+            let (recorded, gauges) = self.pending.remove(&index).expect("key just seen");
             let offset = self.interval * u32::try_from(index).unwrap_or(u32::MAX);
             self.series
-                .push(Point::of(&recorded, offset, self.interval));
+                .push(Point::of(&recorded, gauges, offset, self.interval));
             self.total += &recorded;
         }
     }
@@ -113,6 +120,7 @@ mod tests {
         for &l in latencies_us {
             r.record(&Sample {
                 intended: t,
+                dispatched: t,
                 sent: t,
                 first_byte: None,
                 done: t + Duration::from_micros(l),
@@ -127,17 +135,36 @@ mod tests {
     #[test]
     fn point_waits_for_every_worker_and_merges_histograms() {
         let mut c = Collector::new(2, Duration::from_secs(1));
-        c.add(0, 0, &recorder(&[100, 100, 100]));
-        c.add(0, 1, &recorder(&[100]));
+        c.add(
+            0,
+            0,
+            &recorder(&[100, 100, 100]),
+            Gauges {
+                in_flight: 3,
+                cpu: 0.5,
+            },
+        );
+        c.add(0, 1, &recorder(&[100]), Gauges::default());
         // Worker 1 has not reported interval 0 yet: nothing settled.
         assert_eq!(c.series.points().len(), 0);
         assert_eq!(c.requests_so_far(), 4);
-        c.add(1, 0, &recorder(&[10_000]));
+        c.add(
+            1,
+            0,
+            &recorder(&[10_000]),
+            Gauges {
+                in_flight: 2,
+                cpu: 0.9,
+            },
+        );
         assert_eq!(c.series.points().len(), 1);
         let p = &c.series.points()[0];
         assert_eq!(p.requests, 4);
         // The p99 of the merged histogram sees worker 1's slow request.
         assert!(p.p99_us >= 9_990, "{p:?}");
+        // Gauges: in-flight requests add up, CPU keeps the busiest worker.
+        assert_eq!(p.in_flight, 5);
+        assert_eq!(p.cpu, 0.9);
         c.finish_worker(1, Duration::from_millis(1_500));
         c.finish_worker(0, Duration::from_millis(1_700));
         let (total, series) = c.finish();
@@ -149,8 +176,8 @@ mod tests {
     #[test]
     fn finish_keeps_intervals_of_workers_that_vanished() {
         let mut c = Collector::new(3, Duration::from_secs(1));
-        c.add(0, 0, &recorder(&[1, 2]));
-        c.add(0, 1, &recorder(&[3]));
+        c.add(0, 0, &recorder(&[1, 2]), Gauges::default());
+        c.add(0, 1, &recorder(&[3]), Gauges::default());
         // Workers 1 and 2 never report (say they died): finish still counts everything.
         let (total, series) = c.finish();
         assert_eq!(total.requests(), 3);

@@ -24,4 +24,4 @@ pub use error_kind::ErrorKind;
 pub use latency::{LatencySummary, REPORTED_PERCENTILES};
 pub use recorder::{Recorder, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
 pub use sample::{Outcome, Sample};
-pub use series::{Point, Series};
+pub use series::{Gauges, Point, Series};

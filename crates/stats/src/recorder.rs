@@ -13,10 +13,15 @@ const STATUS_SLOTS: usize = 1000;
 
 /// Counts everything about a set of finished requests; merges with `+=`.
 ///
-/// A recorder has a fixed size (about 200 KiB, most of it the histogram), whatever it records.
+/// A recorder has a fixed size (about 600 KiB, most of it three histograms), whatever it
+/// records.
 #[derive(Clone, Debug)]
 pub struct Recorder {
     latency_us: Histogram<u64>,
+    uncorrected_us: Histogram<u64>,
+    lag_us: Histogram<u64>,
+    scheduled: u64,
+    dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
     errors: [u64; ErrorKind::COUNT],
     error_examples: [Option<String>; ErrorKind::COUNT],
@@ -36,6 +41,10 @@ impl Recorder {
     pub fn new() -> Self {
         Recorder {
             latency_us: new_histogram(),
+            uncorrected_us: new_histogram(),
+            lag_us: new_histogram(),
+            scheduled: 0,
+            dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
             errors: [0; ErrorKind::COUNT],
             error_examples: Default::default(),
@@ -54,9 +63,12 @@ impl Recorder {
     pub fn record(&mut self, sample: &Sample) {
         self.bytes_in += sample.bytes_in;
         self.bytes_out += sample.bytes_out;
+        self.lag_us.saturating_record(sample.lag_us());
         match sample.outcome {
             Outcome::Response { status } => {
                 self.latency_us.saturating_record(sample.latency_us());
+                self.uncorrected_us
+                    .saturating_record(sample.uncorrected_latency_us());
                 let slot = usize::from(status);
                 self.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
             }
@@ -79,6 +91,18 @@ impl Recorder {
         }
     }
 
+    /// Counts one arrival that came due (open loop).
+    #[inline]
+    pub fn record_scheduled(&mut self) {
+        self.scheduled += 1;
+    }
+
+    /// Counts one arrival that was never sent because the in-flight cap was reached.
+    #[inline]
+    pub fn record_dropped(&mut self) {
+        self.dropped += 1;
+    }
+
     /// Counts one TCP connection opened.
     #[inline]
     pub fn record_connection(&mut self) {
@@ -88,6 +112,10 @@ impl Recorder {
     /// Forgets everything, keeping the allocations.
     pub fn reset(&mut self) {
         self.latency_us.reset();
+        self.uncorrected_us.reset();
+        self.lag_us.reset();
+        self.scheduled = 0;
+        self.dropped = 0;
         self.status.fill(0);
         self.errors = [0; ErrorKind::COUNT];
         self.error_examples = Default::default();
@@ -155,6 +183,27 @@ impl Recorder {
         &self.latency_us
     }
 
+    /// Latency from dispatch instead of from the intended start (responses only): what a
+    /// generator with coordinated omission would report.
+    pub fn uncorrected_us(&self) -> &Histogram<u64> {
+        &self.uncorrected_us
+    }
+
+    /// Scheduling lag of every dispatched request, microseconds.
+    pub fn lag_us(&self) -> &Histogram<u64> {
+        &self.lag_us
+    }
+
+    /// Arrivals that came due (open loop; 0 in the closed loop).
+    pub fn scheduled(&self) -> u64 {
+        self.scheduled
+    }
+
+    /// Arrivals never sent because the in-flight cap was reached.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// Summary statistics of the latency histogram.
     pub fn latency_summary(&self) -> LatencySummary {
         LatencySummary::of(&self.latency_us)
@@ -164,9 +213,15 @@ impl Recorder {
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {
         // Same bounds on both sides by construction, so `add` cannot fail.
-        self.latency_us
-            .add(&other.latency_us)
-            .expect("recorders share histogram bounds");
+        for (mine, theirs) in [
+            (&mut self.latency_us, &other.latency_us),
+            (&mut self.uncorrected_us, &other.uncorrected_us),
+            (&mut self.lag_us, &other.lag_us),
+        ] {
+            mine.add(theirs).expect("recorders share histogram bounds");
+        }
+        self.scheduled += other.scheduled;
+        self.dropped += other.dropped;
         for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
             *mine += theirs;
         }
@@ -205,6 +260,7 @@ mod tests {
         let done = intended + Duration::from_micros(latency_us);
         Sample {
             intended,
+            dispatched: intended,
             sent: intended,
             first_byte: Some(done),
             done,

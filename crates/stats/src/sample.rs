@@ -16,14 +16,17 @@ pub enum Outcome {
 
 /// Everything recorded about one request.
 ///
-/// Each sample knows when it was *meant* to be sent (`intended`) as well as when it actually was
-/// (`sent`): latency is measured from `intended`, so a generator that falls behind its schedule
-/// cannot hide the wait (no coordinated omission). In the closed-loop model the two coincide
-/// except for connection set-up, which counts towards latency.
+/// Each sample knows when it was *meant* to start (`intended`) as well as when a connection
+/// actually took it up (`dispatched`) and wrote it (`sent`). Latency is measured from
+/// `intended`, so a generator that falls behind its schedule, or requests that queue for a free
+/// connection, cannot hide the wait (no coordinated omission). In the closed-loop model
+/// `intended` and `dispatched` coincide.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
     /// When the request was due to start.
     pub intended: Instant,
+    /// When a connection took it up (before connecting, if it had to).
+    pub dispatched: Instant,
     /// When its first byte was written (after any connect).
     pub sent: Instant,
     /// When the first response byte arrived, if any did.
@@ -42,6 +45,17 @@ impl Sample {
     /// Latency from the intended start to completion, in whole microseconds.
     pub fn latency_us(&self) -> u64 {
         micros(self.done.saturating_duration_since(self.intended))
+    }
+
+    /// Latency from dispatch to completion: what a tool that ignores its schedule reports.
+    pub fn uncorrected_latency_us(&self) -> u64 {
+        micros(self.done.saturating_duration_since(self.dispatched))
+    }
+
+    /// Scheduling lag: how long the request waited past its intended start before a
+    /// connection took it up (timer accuracy, a busy generator, or no free connection).
+    pub fn lag_us(&self) -> u64 {
+        micros(self.dispatched.saturating_duration_since(self.intended))
     }
 }
 

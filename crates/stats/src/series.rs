@@ -6,6 +6,26 @@ use serde::Serialize;
 
 use crate::Recorder;
 
+/// Readings a worker takes at the end of each interval, beside what it recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Gauges {
+    /// Requests issued and not yet finished (queued or on the wire).
+    pub in_flight: u64,
+    /// Share of one core the worker thread used during the interval (0..=1).
+    pub cpu: f64,
+}
+
+impl Gauges {
+    /// Combines the readings of two workers for the same interval: in-flight requests add up,
+    /// CPU keeps the busiest worker (a saturated worker is what limits a run).
+    pub fn combine(self, other: Gauges) -> Gauges {
+        Gauges {
+            in_flight: self.in_flight + other.in_flight,
+            cpu: self.cpu.max(other.cpu),
+        }
+    }
+}
+
 /// Most points a series keeps; beyond it, neighbouring points are merged two by two and the
 /// interval doubles. 7,200 one-second points cover two hours exactly.
 pub const MAX_POINTS: usize = 7_200;
@@ -35,15 +55,26 @@ pub struct Point {
     pub p99_us: u64,
     /// Largest latency, microseconds.
     pub max_us: u64,
+    /// Arrivals that came due (open loop; 0 in the closed loop).
+    pub scheduled: u64,
+    /// Arrivals dropped at the in-flight cap.
+    pub dropped: u64,
+    /// 99th percentile scheduling lag, microseconds.
+    pub lag_p99_us: u64,
+    /// Requests in flight at the end of the interval, all workers.
+    pub in_flight: u64,
+    /// CPU share of one core used by the busiest worker thread (0..=1).
+    pub cpu: f64,
     /// True once this point merges several intervals; its percentiles are then the largest of
     /// the merged intervals' (an upper bound), while counts and max stay exact.
     pub coarsened: bool,
 }
 
 impl Point {
-    /// Summarises `r` as the interval starting at `offset` and lasting `width`.
-    pub fn of(r: &Recorder, offset: Duration, width: Duration) -> Self {
+    /// Summarises `r` and `gauges` as the interval starting at `offset` and lasting `width`.
+    pub fn of(r: &Recorder, gauges: Gauges, offset: Duration, width: Duration) -> Self {
         let h = r.latency_us();
+        let lag = r.lag_us();
         let at = |q: f64| {
             if h.is_empty() {
                 0
@@ -62,8 +93,22 @@ impl Point {
             p90_us: at(0.90),
             p99_us: at(0.99),
             max_us: if h.is_empty() { 0 } else { h.max() },
+            scheduled: r.scheduled(),
+            dropped: r.dropped(),
+            lag_p99_us: if lag.is_empty() {
+                0
+            } else {
+                lag.value_at_quantile(0.99)
+            },
+            in_flight: gauges.in_flight,
+            cpu: gauges.cpu,
             coarsened: false,
         }
+    }
+
+    /// Arrivals due per second over the interval: the target rate (open loop).
+    pub fn target_rate(&self) -> f64 {
+        per_second(self.scheduled, self.width)
     }
 
     /// Requests per second over the interval.
@@ -81,6 +126,11 @@ impl Point {
         self.p90_us = self.p90_us.max(next.p90_us);
         self.p99_us = self.p99_us.max(next.p99_us);
         self.max_us = self.max_us.max(next.max_us);
+        self.scheduled += next.scheduled;
+        self.dropped += next.dropped;
+        self.lag_p99_us = self.lag_p99_us.max(next.lag_p99_us);
+        self.in_flight = self.in_flight.max(next.in_flight);
+        self.cpu = self.cpu.max(next.cpu);
         self.coarsened = true;
     }
 }
@@ -184,6 +234,11 @@ mod tests {
             p90_us: p99,
             p99_us: p99,
             max_us: p99,
+            scheduled: 0,
+            dropped: 0,
+            lag_p99_us: 0,
+            in_flight: 0,
+            cpu: 0.0,
             coarsened: false,
         }
     }

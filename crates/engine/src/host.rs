@@ -1,0 +1,79 @@
+//! Readings of the machine belier runs on, so a report can tell when the generator itself,
+//! not the server, was the limit: open file descriptors and ephemeral ports in use.
+//! Linux `/proc` only; elsewhere the readings are absent.
+
+use std::fs;
+
+/// One reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostReading {
+    /// File descriptors this process has open.
+    pub open_fds: Option<u64>,
+    /// TCP sockets on this host whose local port is in the ephemeral range (any state but
+    /// LISTEN, TIME_WAIT included: those ports are not free either).
+    pub ephemeral_ports_in_use: Option<u64>,
+}
+
+/// The kernel's ephemeral port range, inclusive.
+pub fn ephemeral_port_range() -> Option<(u16, u16)> {
+    let text = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|s| s.parse::<u16>().ok());
+    Some((it.next()??, it.next()??))
+}
+
+/// Reads the host now; `ports` is the ephemeral range to count in.
+pub fn read(ports: Option<(u16, u16)>) -> HostReading {
+    HostReading {
+        open_fds: fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as u64),
+        ephemeral_ports_in_use: ports.and_then(|range| {
+            let v4 = fs::read_to_string("/proc/net/tcp").ok()?;
+            let v6 = fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+            Some(count_ports(&v4, range) + count_ports(&v6, range))
+        }),
+    }
+}
+
+/// Counts `/proc/net/tcp` lines with a local port in `range` that are not listening.
+fn count_ports(table: &str, (low, high): (u16, u16)) -> u64 {
+    const LISTEN: &str = "0A";
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let mut fields = line.split_whitespace();
+            let local = fields.nth(1);
+            let state = fields.nth(1);
+            let port = local
+                .and_then(|l| l.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            matches!(port, Some(p) if (low..=high).contains(&p)) && state != Some(LISTEN)
+        })
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_ephemeral_ports_but_not_listeners() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n\
+   1: 0100007F:C350 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 2 1\n\
+   2: 0100007F:C351 0100007F:1F90 06 00000000:00000000 00:00000000 00000000     0        0 3 1\n\
+   3: 0100007F:0050 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4 1\n\
+   4: 0100007F:EA60 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5 1\n";
+        // 0xC350 = 50000 and 0xC351 (TIME_WAIT) count; 0x1F90 and 0x0050 are below the range;
+        // 0xEA60 = 60000 is in range but listening.
+        assert_eq!(count_ports(table, (32768, 60999)), 2);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let r = read(ephemeral_port_range());
+        if cfg!(target_os = "linux") {
+            assert!(r.open_fds.unwrap() >= 3);
+            assert!(r.ephemeral_ports_in_use.is_some());
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The HTML report: one self-contained page comparing one or more runs.
+//!
+//! The page needs nothing but a browser to open: CSS is inline, charts are SVG drawn here, and
+//! there is no script at all. A Content-Security-Policy forbids scripts and every fetch, so even
+//! a string that slipped past escaping could neither run nor call home. Everything that came
+//! from the user or the network (run names, URL, method, error messages, warnings) goes through
+//! [`esc`], which is safe both in text and in quoted attributes.
+
+mod charts;
+mod svg;
+#[cfg(test)]
+mod tests;
+
+use std::fmt::{self, Display, Write as _};
+
+use belier_stats::ErrorKind;
+
+use crate::format::{bytes, ms, ms_f, rate, thousands};
+use crate::Report;
+
+/// One run shown in an HTML report.
+#[derive(Debug)]
+pub struct HtmlRun<'a> {
+    /// Name shown in the header, the tables and the chart legends (e.g. `baseline`).
+    pub name: String,
+    /// The run's results.
+    pub report: &'a Report<'a>,
+}
+
+/// Renders `runs` as one self-contained HTML page: a header per run, a summary table with one
+/// column per run, charts with one colour per run (latency and rates over time, the latency
+/// percentile spectrum, status codes) and a table of error kinds.
+pub fn render_html(runs: &[HtmlRun]) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing into a String cannot fail; `let _` discards that impossible error.
+    let _ = write_page(&mut out, runs);
+    out
+}
+
+/// Run colours, chosen to stay distinct for colour-blind readers (Okabe–Ito); cycled past eight.
+const COLOURS: [&str; 8] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a7a7a", "#8c564b",
+];
+
+fn colour(run: usize) -> &'static str {
+    COLOURS[run % COLOURS.len()]
+}
+
+/// `s` escaped for HTML text and quoted attribute values alike.
+struct Esc<'a>(&'a str);
+
+fn esc(s: &str) -> Esc<'_> {
+    Esc(s)
+}
+
+impl Display for Esc<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
+            f.write_str(&rest[..i])?;
+            f.write_str(match rest.as_bytes()[i] {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => "&#39;",
+            })?;
+            rest = &rest[i + 1..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// A line style in a legend: `class` is one of the page's `.key i` styles.
+#[derive(Clone, Copy)]
+struct LineKey {
+    label: &'static str,
+    class: &'static str,
+}
+
+impl LineKey {
+    const fn new(label: &'static str, class: &'static str) -> LineKey {
+        LineKey { label, class }
+    }
+}
+
+/// A legend: each run's colour and name, then the line styles used for each statistic.
+fn legend(runs: &[HtmlRun], keys: &[LineKey]) -> String {
+    let mut s = String::from("<div class=\"legend\">");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<span class=\"key\"><i class=\"sq\" style=\"--c:{}\"></i>{}</span>",
+            colour(i),
+            esc(&run.name)
+        );
+    }
+    if !keys.is_empty() {
+        s.push_str("<span class=\"sep\"></span>");
+    }
+    for k in keys {
+        let _ = write!(
+            s,
+            "<span class=\"key\"><i class=\"{}\"></i>{}</span>",
+            k.class, k.label
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+const CSS: &str = include_str!("html/report.css");
+
+fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>belier report: {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n",
+        esc(&names.join(" vs "))
+    )?;
+    let version = runs
+        .first()
+        .map_or("", |r| r.report.info.belier_version.as_str());
+    writeln!(
+        out,
+        "<header><h1>belier report</h1><p class=\"sub\">belier {} · latency is measured from \
+         the intended send to the last response byte</p></header>",
+        esc(version)
+    )?;
+    if runs.is_empty() {
+        out.push_str("<p>No runs to show.</p>\n</main>\n</body>\n</html>\n");
+        return Ok(());
+    }
+    write_runs(out, runs)?;
+    write_summary(out, runs)?;
+    out.push_str("<h2>Charts</h2>\n");
+    let timeline = charts::Timeline::of(runs);
+    out.push_str(&charts::latency_over_time(runs, &timeline));
+    out.push_str(&charts::rates_over_time(runs, &timeline));
+    out.push_str(&charts::latency_spectrum(runs));
+    out.push_str(&charts::status_codes(runs));
+    write_errors(out, runs)?;
+    out.push_str("</main>\n</body>\n</html>\n");
+    Ok(())
+}
+
+fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    out.push_str("<h2>Runs</h2>\n<div class=\"runs\">\n");
+    for (i, run) in runs.iter().enumerate() {
+        let r = run.report;
+        let info = r.info;
+        write!(
+            out,
+            "<section class=\"run\" style=\"--c:{}\"><h3><i class=\"sw\"></i>{}",
+            colour(i),
+            esc(&run.name)
+        )?;
+        if r.interrupted {
+            out.push_str(" <span class=\"badge\">interrupted</span>");
+        }
+        write!(
+            out,
+            "</h3><div class=\"target\"><b>{}</b> {}</div><dl class=\"facts\">",
+            esc(&info.method),
+            esc(&info.url)
+        )?;
+        let stop = match (info.requests, info.duration_s) {
+            (Some(n), Some(d)) => format!("{} requests or {d} s", thousands(n)),
+            (Some(n), None) => format!("{} requests", thousands(n)),
+            (None, Some(d)) => format!("{d} s"),
+            (None, None) => "until stopped".into(),
+        };
+        let facts = [
+            ("connections", info.connections.to_string()),
+            ("threads", info.threads.to_string()),
+            (
+                "keep-alive",
+                if info.keepalive { "on" } else { "off" }.into(),
+            ),
+            ("started", info.started_at.clone()),
+            ("duration", format!("{:.3} s", r.elapsed.as_secs_f64())),
+            ("stop after", stop),
+            ("timeout", format!("{} s", info.timeout_s)),
+            ("address", info.address.clone()),
+            (
+                "host",
+                format!("{} cores, belier {}", info.host_cores, info.belier_version),
+            ),
+        ];
+        for (name, value) in facts {
+            write!(out, "<dt>{name}</dt><dd>{}</dd>", esc(&value))?;
+        }
+        out.push_str("</dl>");
+        if r.interrupted {
+            out.push_str(
+                "<p class=\"warn\">Stopped early by the user; the figures cover the run so far.</p>",
+            );
+        }
+        for w in &r.warnings {
+            write!(out, "<p class=\"warn\">Warning: {}</p>", esc(w))?;
+        }
+        out.push_str("</section>\n");
+    }
+    out.push_str("</div>\n");
+    Ok(())
+}
+
+/// The summary's rows: a label and a function giving the cell for one run.
+type Row = (&'static str, fn(&Report) -> String);
+
+fn latency_at(r: &Report, p: f64) -> String {
+    ms(r.totals.latency_summary().at(p).unwrap_or(0))
+}
+
+const SUMMARY_ROWS: [Row; 21] = [
+    ("Requests", |r| thousands(r.totals.requests())),
+    ("Succeeded (status < 400)", |r| {
+        thousands(r.totals.succeeded())
+    }),
+    ("Success", |r| format!("{:.2} %", r.success_ratio() * 100.0)),
+    ("Responses (any status)", |r| {
+        thousands(r.totals.responses())
+    }),
+    ("Errors (no response)", |r| thousands(r.totals.errors())),
+    ("Duration", |r| format!("{:.3} s", r.elapsed.as_secs_f64())),
+    ("Attempted rate", |r| {
+        format!("{}/s", rate(r.attempted_rate()))
+    }),
+    ("Throughput (succeeded)", |r| {
+        format!("{}/s", rate(r.throughput()))
+    }),
+    ("Bytes in", |r| bytes(r.totals.bytes_in() as f64)),
+    ("Bytes out", |r| bytes(r.totals.bytes_out() as f64)),
+    ("Connections opened", |r| {
+        thousands(r.totals.connections_opened())
+    }),
+    ("Latency min", |r| ms(r.totals.latency_summary().min_us)),
+    ("mean", |r| ms_f(r.totals.latency_summary().mean_us)),
+    ("stdev", |r| ms_f(r.totals.latency_summary().stdev_us)),
+    ("p50", |r| latency_at(r, 50.0)),
+    ("p90", |r| latency_at(r, 90.0)),
+    ("p99", |r| latency_at(r, 99.0)),
+    ("p99.9", |r| latency_at(r, 99.9)),
+    ("p99.99", |r| latency_at(r, 99.99)),
+    ("max", |r| ms(r.totals.latency_summary().max_us)),
+    ("Latency samples", |r| {
+        thousands(r.totals.latency_us().len())
+    }),
+];
+
+fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    out.push_str("<h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th></th>");
+    for (i, run) in runs.iter().enumerate() {
+        write!(
+            out,
+            "<th style=\"--c:{}\"><i class=\"sw\"></i>{}</th>",
+            colour(i),
+            esc(&run.name)
+        )?;
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for (label, cell) in SUMMARY_ROWS {
+        // Latency rows after the first are indented under it.
+        let class = match label {
+            "Latency min" => " class=\"group\"",
+            "mean" | "stdev" | "p50" | "p90" | "p99" | "p99.9" | "p99.99" | "max" => {
+                " class=\"sub\""
+            }
+            _ => "",
+        };
+        write!(out, "<tr{class}><th>{label}</th>")?;
+        for run in runs {
+            write!(out, "<td>{}</td>", esc(&cell(run.report)))?;
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str(
+        "</tbody></table>\n<p class=\"note\">Latency covers complete responses only \
+                  (any status), in milliseconds with microsecond resolution.</p>\n",
+    );
+    Ok(())
+}
+
+fn write_errors(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    out.push_str("<h2>Errors</h2>\n");
+    let kinds: Vec<ErrorKind> = ErrorKind::ALL
+        .into_iter()
+        .filter(|&k| runs.iter().any(|r| r.report.totals.errors_of(k) > 0))
+        .collect();
+    if kinds.is_empty() {
+        out.push_str("<p>No errors: every request got a complete response.</p>\n");
+        return Ok(());
+    }
+    out.push_str("<table class=\"errors\"><thead><tr><th>kind</th>");
+    for (i, run) in runs.iter().enumerate() {
+        write!(
+            out,
+            "<th style=\"--c:{}\"><i class=\"sw\"></i>{}</th>",
+            colour(i),
+            esc(&run.name)
+        )?;
+    }
+    out.push_str("<th class=\"example\">example</th></tr></thead><tbody>\n");
+    for kind in kinds {
+        write!(
+            out,
+            "<tr><th>{}<br><code>{}</code></th>",
+            kind.description(),
+            kind.name()
+        )?;
+        for run in runs {
+            let t = run.report.totals;
+            let n = t.errors_of(kind);
+            let share = n as f64 / t.requests().max(1) as f64 * 100.0;
+            write!(
+                out,
+                "<td>{}<br><small>{share:.2} %</small></td>",
+                thousands(n)
+            )?;
+        }
+        out.push_str("<td class=\"example\">");
+        for (i, run) in runs.iter().enumerate() {
+            if let Some(example) = run.report.totals.error_example(kind) {
+                write!(
+                    out,
+                    "<div style=\"--c:{}\"><i class=\"sw\"></i>{}</div>",
+                    colour(i),
+                    esc(example)
+                )?;
+            }
+        }
+        out.push_str("</td></tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+    Ok(())
+}

@@ -1,0 +1,270 @@
+use std::time::Duration;
+
+use belier_stats::{ErrorKind, Point, Recorder, Series};
+
+use super::*;
+use crate::{fixtures, RunInfo};
+
+fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Report<'a> {
+    Report {
+        info,
+        totals,
+        series,
+        elapsed: Duration::from_millis(1_500),
+        interrupted: false,
+        warnings: vec![],
+        host: None,
+    }
+}
+
+fn run<'a>(name: &str, report: &'a Report<'a>) -> HtmlRun<'a> {
+    HtmlRun {
+        name: name.into(),
+        report,
+    }
+}
+
+/// The `<svg>` elements of `html`.
+fn svgs(html: &str) -> Vec<&str> {
+    html.match_indices("<svg")
+        .map(|(i, _)| &html[i..i + html[i..].find("</svg>").expect("closed svg") + 6])
+        .collect()
+}
+
+/// Every numeric attribute and path in the charts parses as a finite number.
+fn assert_finite_geometry(html: &str) {
+    assert!(!html.contains("NaN"), "NaN in output");
+    assert!(!html.contains("inf\""), "infinity in output");
+    for svg in svgs(html) {
+        for attr in [
+            " x=\"",
+            " y=\"",
+            " cx=\"",
+            " cy=\"",
+            " r=\"",
+            " width=\"",
+            " height=\"",
+            " x1=\"",
+            " x2=\"",
+            " y1=\"",
+            " y2=\"",
+        ] {
+            for (i, _) in svg.match_indices(attr) {
+                let rest = &svg[i + attr.len()..];
+                let value = &rest[..rest.find('"').unwrap()];
+                let v: f64 = value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{attr}{value}\" is not a number"));
+                assert!(v.is_finite() && v > -1.0, "{attr}{value}");
+            }
+        }
+        for (i, _) in svg.match_indices(" d=\"") {
+            let rest = &svg[i + 4..];
+            let d = &rest[..rest.find('"').unwrap()];
+            assert!(
+                d.chars()
+                    .all(|c| c.is_ascii_digit() || " .-MLHV".contains(c)),
+                "bad path {d}"
+            );
+        }
+    }
+}
+
+/// A one-second point at second `i`. Built from a fixture point so that fields the HTML report
+/// does not draw keep whatever values the stats crate gives them.
+fn point(i: u64, requests: u64, errors: u64, p50_us: u64) -> Point {
+    let mut p = fixtures::results().1.points()[0].clone();
+    p.offset = Duration::from_secs(i);
+    p.width = Duration::from_secs(1);
+    p.requests = requests;
+    p.succeeded = requests - errors;
+    p.errors = errors;
+    p.p50_us = p50_us;
+    p.p90_us = p50_us * 2;
+    p.p99_us = p50_us * 4;
+    p.max_us = p50_us * 10;
+    p.coarsened = false;
+    p
+}
+
+#[test]
+fn one_svg_per_chart_and_every_legend_names_every_run() {
+    let info = fixtures::info();
+    let (totals, series) = fixtures::results();
+    let a = report(&info, &totals, &series);
+    let html = render_html(&[run("baseline", &a), run("candidate", &a)]);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.ends_with("</html>\n"));
+    let charts = svgs(&html);
+    assert_eq!(charts.len(), 4);
+    assert!(charts
+        .iter()
+        .all(|s| s.starts_with("<svg class=\"chart\"") && s.contains("width=\"960\"")));
+    let legends: Vec<&str> = html
+        .match_indices("<div class=\"legend\">")
+        .map(|(i, _)| &html[i..i + html[i..].find("</div>").unwrap()])
+        .collect();
+    assert_eq!(legends.len(), 4);
+    for legend in legends {
+        assert!(legend.contains("baseline") && legend.contains("candidate"));
+    }
+    for (what, n) in [
+        ("<th>Requests</th><td>1,000</td><td>1,000</td>", 1),
+        ("connection reset by peer", 1),
+        ("Connection reset by peer (os error 104)", 2),
+        ("<text x=\"", 20),
+    ] {
+        assert!(html.matches(what).count() >= n, "{what}");
+    }
+    // Self-contained: nothing is fetched and nothing runs.
+    for banned in [
+        "<script", "<link", "src=", "http://", "https://", "@import", "url(",
+    ] {
+        let outside_data = html.replace("http://127.0.0.1:8080/", "");
+        let outside_data = outside_data.replace("http://www.w3.org/2000/svg", "");
+        assert!(!outside_data.contains(banned), "{banned}");
+    }
+    assert_finite_geometry(&html);
+}
+
+#[test]
+fn golden_html_report() {
+    let info = fixtures::info();
+    let (totals, series) = fixtures::results();
+    let a = report(&info, &totals, &series);
+    crate::golden::check("report.html", &render_html(&[run("fixture", &a)]));
+}
+
+#[test]
+fn hostile_strings_are_escaped() {
+    const EVIL: &str = "<script>alert(1)</script>\"onload=alert(2) '<img src=x onerror=alert(3)>&";
+    let mut info = fixtures::info();
+    info.url = format!("http://127.0.0.1/{EVIL}");
+    info.method = EVIL.into();
+    info.started_at = EVIL.into();
+    let mut totals = Recorder::new();
+    totals.record_errors(ErrorKind::MalformedResponse, 1);
+    totals.note_error_example(ErrorKind::MalformedResponse, || EVIL.into());
+    let mut series = Series::new();
+    series.push(point(0, 3, 1, 100));
+    let mut r = report(&info, &totals, &series);
+    r.warnings.push(EVIL.into());
+    let html = render_html(&[run(EVIL, &r)]);
+    assert!(!html.contains("<script"), "unescaped script tag");
+    assert!(!html.contains("<img"), "unescaped img tag");
+    assert!(!html.contains("\"onload"), "attribute break-out");
+    assert!(!html.contains("'<"), "single-quote break-out");
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;onload=alert(2) &#39;&lt;img src=x \
+                   onerror=alert(3)&gt;&amp;";
+    // Name (title, run card, summary, errors table, 4 legends, chart tooltips), method, URL,
+    // start time, warning and error example all show, escaped.
+    assert!(html.matches(escaped).count() >= 12, "{html}");
+    assert_finite_geometry(&html);
+}
+
+#[test]
+fn empty_and_degenerate_runs_render_without_nan() {
+    let info = fixtures::info();
+    let empty_totals = Recorder::new();
+    let empty_series = Series::new();
+    let mut empty = report(&info, &empty_totals, &empty_series);
+    empty.elapsed = Duration::ZERO;
+    empty.interrupted = true;
+
+    // One point of zero width, no responses.
+    let mut zero_width = Series::new();
+    let mut p = point(0, 0, 0, 0);
+    p.width = Duration::ZERO;
+    zero_width.push(p);
+    let zero = report(&info, &empty_totals, &zero_width);
+
+    // Every request failed.
+    let mut all_errors = Recorder::new();
+    all_errors.record_errors(ErrorKind::ConnectRefused, 50);
+    let mut error_series = Series::new();
+    error_series.push(point(0, 50, 50, 0));
+    let failed = report(&info, &all_errors, &error_series);
+
+    // A single interval with responses.
+    let (totals, _) = fixtures::results();
+    let mut single = Series::new();
+    single.push(point(0, 1000, 10, 700));
+    let one = report(&info, &totals, &single);
+
+    let cases: Vec<Vec<HtmlRun>> = vec![
+        vec![],
+        vec![run("empty", &empty)],
+        vec![run("zero", &zero)],
+        vec![run("failed", &failed)],
+        vec![run("one", &one)],
+        vec![
+            run("empty", &empty),
+            run("zero", &zero),
+            run("failed", &failed),
+            run("one", &one),
+        ],
+    ];
+    for runs in &cases {
+        let html = render_html(runs);
+        assert_finite_geometry(&html);
+        assert_eq!(svgs(&html).len(), if runs.is_empty() { 0 } else { 4 });
+    }
+    let html = render_html(&[run("empty", &empty)]);
+    assert!(html.contains("<span class=\"badge\">interrupted</span>"));
+    assert!(html.contains("no responses: no latency to show"));
+    assert!(html.contains("no intervals recorded"));
+    assert!(html.contains("No errors"));
+    let html = render_html(&[run("failed", &failed)]);
+    assert!(html.contains("<td>0.00 %</td>"), "success share");
+    assert!(html.contains("connect_refused"));
+    // The lone interval shows as dots rather than vanishing.
+    let html = render_html(&[run("one", &one)]);
+    assert!(svgs(&html)[0].matches("<circle").count() >= 4);
+    assert!(render_html(&[]).contains("No runs to show."));
+}
+
+#[test]
+fn long_series_are_bucketed_keeping_spikes() {
+    let info = fixtures::info();
+    let (totals, _) = fixtures::results();
+    let template = point(0, 0, 0, 0);
+    let at = |i: u64, requests: u64, errors: u64, p50_us: u64| {
+        let mut p = template.clone();
+        p.offset = Duration::from_secs(i);
+        (p.requests, p.succeeded, p.errors) = (requests, requests - errors, errors);
+        (p.p50_us, p.p90_us, p.p99_us, p.max_us) = (p50_us, p50_us * 2, p50_us * 4, p50_us * 10);
+        p
+    };
+    let series: Vec<Series> = (0..3u64)
+        .map(|r| {
+            let mut s = Series::new();
+            for i in 0..3_600 {
+                // A single one-second spike per run must survive bucketing.
+                let p50 = if i == 1_234 + r {
+                    900_000
+                } else {
+                    1_000 + (i * 7 + r) % 500
+                };
+                s.push(at(i, 1_000 + i % 50, i % 3, p50));
+            }
+            s
+        })
+        .collect();
+    let reports: Vec<Report> = series.iter().map(|s| report(&info, &totals, s)).collect();
+    let runs: Vec<HtmlRun> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| run(&format!("run {i}"), r))
+        .collect();
+    let html = render_html(&runs);
+    assert_finite_geometry(&html);
+    let charts = svgs(&html);
+    assert_eq!(charts.len(), 4);
+    // At most 300 hover columns, and the spike's maximum (9,000 ms) is in one of them.
+    let bands = charts[0].split("<g class=\"hover\">").nth(1).unwrap();
+    let columns = bands.matches("<rect").count();
+    assert!((100..=301).contains(&columns), "{columns} columns");
+    assert!(bands.contains("max 9,000.000 ms"));
+    assert!(html.contains("Each drawn point covers 12 s"));
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+}

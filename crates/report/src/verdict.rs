@@ -1,0 +1,205 @@
+//! Whether the generator kept up, judged from recorded results only.
+//!
+//! A load test measures the server only while the generator is not itself the limit. The
+//! verdict checks what would make the numbers describe belier instead: an open-loop rate that
+//! was not reached, requests leaving late, a saturated worker thread, or a machine running out
+//! of file descriptors or ephemeral ports.
+
+use serde::Serialize;
+
+use crate::format::{ms, rate};
+use crate::Report;
+
+/// Share of the target rate that must have been sent (open loop).
+pub const RATE_TOLERANCE: f64 = 0.01;
+/// Scheduling lag p99 beyond which requests are considered to have left late, µs.
+pub const LAG_LIMIT_US: u64 = 1_000;
+/// Share of a core above which a worker thread counts as saturated.
+pub const CPU_LIMIT: f64 = 0.90;
+/// Share of open files or ephemeral ports above which the machine is close to running out.
+const RESOURCE_LIMIT: f64 = 0.90;
+
+/// The verdict: kept up, or what went wrong and by how much.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    /// True when nothing below was found.
+    pub kept_up: bool,
+    /// One sentence per problem, with figures.
+    pub findings: Vec<String>,
+    /// One sentence with the figures that were checked.
+    pub summary: String,
+}
+
+/// Judges `report`.
+pub fn verdict(report: &Report) -> Verdict {
+    let t = report.totals;
+    let mut findings = Vec::new();
+    let mut checked = Vec::new();
+
+    if report.is_open_loop() {
+        let (scheduled, sent) = (t.scheduled(), t.requests());
+        checked.push(format!(
+            "{}/s of {}/s sent",
+            rate(report.attempted_rate()),
+            rate(report.target_rate())
+        ));
+        if scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE) {
+            findings.push(format!(
+                "the target rate was not reached: {}/s of {}/s ({} of {} arrivals sent, {} dropped)",
+                rate(report.attempted_rate()),
+                rate(report.target_rate()),
+                sent,
+                scheduled,
+                t.dropped()
+            ));
+        }
+        let lag = t.lag_us();
+        let lag_p99 = if lag.is_empty() {
+            0
+        } else {
+            lag.value_at_quantile(0.99)
+        };
+        checked.push(format!("lag p99 {}", ms(lag_p99)));
+        if lag_p99 >= LAG_LIMIT_US {
+            findings.push(format!(
+                "requests left late: scheduling lag p99 {} (limit {}); the generator was busy \
+                 or requests waited for a free connection",
+                ms(lag_p99),
+                ms(LAG_LIMIT_US)
+            ));
+        }
+    }
+
+    let points = report.series.points();
+    let busy: Vec<_> = points.iter().filter(|p| p.cpu >= CPU_LIMIT).collect();
+    let cpu_max = points.iter().map(|p| p.cpu).fold(0.0, f64::max);
+    checked.push(format!("busiest worker CPU max {:.0} %", cpu_max * 100.0));
+    if !busy.is_empty() {
+        let secs: f64 = busy.iter().map(|p| p.width.as_secs_f64()).sum();
+        findings.push(format!(
+            "belier used over {:.0} % of a core (busiest worker thread, max {:.0} %) for {:.0} s: \
+             the generator may have limited the results; add threads (-t) or machines",
+            CPU_LIMIT * 100.0,
+            cpu_max * 100.0,
+            secs
+        ));
+    }
+
+    if let Some(host) = report.host {
+        if host.fd_limit > 0 && host.open_fds_peak as f64 >= host.fd_limit as f64 * RESOURCE_LIMIT {
+            findings.push(format!(
+                "open files peaked at {} of the limit {}: raise 'ulimit -n'",
+                host.open_fds_peak, host.fd_limit
+            ));
+        }
+        if let (Some(peak), Some(total)) = (host.ephemeral_ports_peak, host.ephemeral_ports_total) {
+            if total > 0 && peak as f64 >= total as f64 * RESOURCE_LIMIT {
+                findings.push(format!(
+                    "ephemeral ports peaked at {peak} of {total}: connections will start failing; \
+                     use keep-alive or widen net.ipv4.ip_local_port_range"
+                ));
+            }
+        }
+    }
+
+    Verdict {
+        kept_up: findings.is_empty(),
+        findings,
+        summary: checked.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use belier_stats::{Collector, Gauges, Outcome, Recorder, Sample};
+
+    use super::*;
+    use crate::{fixtures, HostUsage, Model};
+
+    fn open_report(
+        sent: u64,
+        scheduled: u64,
+        lag_us: u64,
+        cpu: f64,
+        host: Option<HostUsage>,
+    ) -> Verdict {
+        let mut info = fixtures::info();
+        info.model = Model::Open;
+        let mut r = Recorder::new();
+        let t = Instant::now();
+        for _ in 0..scheduled {
+            r.record_scheduled();
+        }
+        for _ in sent..scheduled {
+            r.record_dropped();
+        }
+        for _ in 0..sent {
+            r.record(&Sample {
+                intended: t,
+                dispatched: t + Duration::from_micros(lag_us),
+                sent: t + Duration::from_micros(lag_us),
+                first_byte: None,
+                done: t + Duration::from_micros(lag_us + 500),
+                outcome: Outcome::Response { status: 200 },
+                bytes_in: 1,
+                bytes_out: 1,
+            });
+        }
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        c.add(0, 0, &r, Gauges { in_flight: 0, cpu });
+        c.finish_worker(0, Duration::from_secs(1));
+        let (totals, series) = c.finish();
+        verdict(&Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_secs(1),
+            interrupted: false,
+            warnings: vec![],
+            host,
+        })
+    }
+
+    #[test]
+    fn kept_up() {
+        let v = open_report(1000, 1000, 50, 0.3, None);
+        assert!(v.kept_up, "{v:?}");
+        assert!(
+            v.summary.contains("1,000.0/s of 1,000.0/s"),
+            "{}",
+            v.summary
+        );
+    }
+
+    #[test]
+    fn names_each_problem_with_figures() {
+        let v = open_report(891, 1000, 37_000, 0.99, None);
+        assert!(!v.kept_up);
+        let all = v.findings.join("\n");
+        assert!(all.contains("891.0/s of 1,000.0/s"), "{all}");
+        assert!(all.contains("109 dropped"), "{all}");
+        assert!(all.contains("lag p99 37."), "{all}");
+        assert!(all.contains("max 99 %"), "{all}");
+        assert_eq!(v.findings.len(), 3);
+    }
+
+    #[test]
+    fn within_tolerance_is_kept_up() {
+        assert!(open_report(995, 1000, 100, 0.5, None).kept_up);
+        assert!(!open_report(985, 1000, 100, 0.5, None).kept_up);
+    }
+
+    #[test]
+    fn host_limits() {
+        let host = HostUsage {
+            open_fds_peak: 950,
+            fd_limit: 1024,
+            ephemeral_ports_peak: Some(27_000),
+            ephemeral_ports_total: Some(28_232),
+        };
+        let v = open_report(100, 100, 10, 0.1, Some(host));
+        assert_eq!(v.findings.len(), 2, "{v:?}");
+    }
+}

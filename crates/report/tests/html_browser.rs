@@ -1,0 +1,296 @@
+//! Opens the HTML report in a real browser (headless Chromium): the page must load with no
+//! console error, lay out every chart at a real size, show every run in the legends, and render
+//! to a non-trivial screenshot, kept at `<target dir>/html-report-screenshot.png` to look at.
+//!
+//! Chromium is Debian's `chromium` package (`.ci/install-chromium`). Without it the test says
+//! it skipped, except under CI (`CI=true`), where a missing browser is a failure.
+
+use std::io::{Read, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use belier_report::{render_html, HtmlRun, Model, Report, RunInfo};
+use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Chromium starts in about a second here; a hung browser fails the test instead of CI.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
+const CHARTS: usize = 4;
+
+fn info(url: &str) -> RunInfo {
+    RunInfo {
+        belier_version: "0.1.0".into(),
+        url: url.into(),
+        address: "127.0.0.1:8080".into(),
+        method: "GET".into(),
+        connections: 50,
+        threads: 2,
+        keepalive: true,
+        requests: None,
+        duration_s: Some(60.0),
+        timeout_s: 2.0,
+        host_cores: 2,
+        started_at: "2026-11-22T10:00:00Z".into(),
+        model: Model::Closed,
+        rate: None,
+        stages: vec![],
+        ramp_up_s: None,
+        arrivals: None,
+        seed: None,
+        max_connections: None,
+        max_in_flight: None,
+    }
+}
+
+/// 60 one-second intervals of seeded pseudo-random latencies around `base_us`, with a few
+/// 404s, 503s, timeouts and resets, and (if `spike_at`) one slow second.
+fn results(seed: u64, base_us: u64, spike_at: Option<u64>) -> (Recorder, Series) {
+    let mut c = Collector::new(1, Duration::from_secs(1));
+    let t = Instant::now();
+    let mut state = seed;
+    let mut next = move || {
+        // xorshift64: deterministic, no dependency.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for second in 0..60u64 {
+        let mut r = Recorder::new();
+        let requests = 800 + next() % 200;
+        for _ in 0..requests {
+            let roll = next() % 1000;
+            let outcome = match roll {
+                0..=2 => Outcome::Error(ErrorKind::Timeout),
+                3 => Outcome::Error(ErrorKind::ConnectionReset),
+                4..=9 => Outcome::Response { status: 503 },
+                10..=14 => Outcome::Response { status: 404 },
+                _ => Outcome::Response { status: 200 },
+            };
+            // A long tail: mostly near the base, sometimes 10x, rarely 100x.
+            let tail = match next() % 1000 {
+                0 => 100,
+                1..=20 => 10,
+                _ => 1,
+            };
+            let mut latency = base_us / 2 + next() % base_us;
+            latency *= tail;
+            if spike_at == Some(second) {
+                latency *= 30;
+            }
+            r.record(&Sample {
+                intended: t,
+                dispatched: t,
+                sent: t,
+                first_byte: None,
+                done: t + Duration::from_micros(latency),
+                outcome,
+                bytes_in: 512,
+                bytes_out: 80,
+            });
+            if let Outcome::Error(kind) = outcome {
+                r.note_error_example(kind, || match kind {
+                    ErrorKind::Timeout => "no response within 2 s".into(),
+                    _ => "Connection reset by peer (os error 104)".into(),
+                });
+            }
+        }
+        if second == 0 {
+            for _ in 0..50 {
+                r.record_connection();
+            }
+        }
+        c.add(0, second, &r, Gauges::default());
+    }
+    c.finish_worker(0, Duration::from_millis(60_000));
+    c.finish()
+}
+
+fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> {
+    Report {
+        info,
+        totals: &results.0,
+        series: &results.1,
+        elapsed: Duration::from_secs(60),
+        interrupted: false,
+        warnings: vec![],
+        host: None,
+    }
+}
+
+/// A fresh directory under cargo's temporary directory for integration tests.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("html-browser-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs headless Chromium on `page` with `extra` flags and a fresh profile; returns (stdout,
+/// stderr).
+fn chromium(page: &Path, extra: &[String], profile: &Path) -> (String, String) {
+    let mut child = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    // Read both pipes on threads so a chatty browser cannot block on a full pipe.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > BROWSER_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {BROWSER_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(status.success(), "chromium failed: {status}\n{err}");
+    (out, err)
+}
+
+/// Value of attribute `name` in the tag starting `tag`.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let len = tag[start..].find('"')?;
+    Some(&tag[start..start + len])
+}
+
+/// Console messages that mean the page is broken: script errors, or a resource the Content
+/// Security Policy refused (the page would have tried to fetch something).
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| {
+            l.contains("Uncaught")
+                || l.contains("Content Security Policy")
+                || (l.contains("CONSOLE") && l.contains("rror"))
+        })
+        .collect()
+}
+
+#[test]
+fn report_opens_in_a_headless_browser() {
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{CHROMIUM} is missing: CI must run .ci/install-chromium before the tests");
+        }
+        // Written straight to stderr so the harness does not swallow it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "html_browser: skipped: chromium not installed (run .ci/install-chromium)"
+        );
+        return;
+    }
+
+    let base_info = info("http://127.0.0.1:8080/api?size=512");
+    let next_info = info("http://127.0.0.1:8080/api?size=512&cache=1");
+    let base = results(0x5eed_0001, 2_000, None);
+    let next = results(0x5eed_0002, 1_200, Some(30));
+    let (a, b) = (report(&base_info, &base), report(&next_info, &next));
+    let html = render_html(&[
+        HtmlRun {
+            name: "baseline".into(),
+            report: &a,
+        },
+        HtmlRun {
+            name: "candidate".into(),
+            report: &b,
+        },
+    ]);
+
+    let dir = temp_dir("page");
+    let page = dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+
+    // The DOM after layout and any script: the charts are there with real sizes.
+    let (dom, stderr) = chromium(&page, &["--dump-dom".into()], &temp_dir("profile-dom"));
+    let svgs: Vec<&str> = dom
+        .match_indices("<svg")
+        .map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap()])
+        .filter(|tag| attribute(tag, "class") == Some("chart"))
+        .collect();
+    assert_eq!(svgs.len(), CHARTS, "chart elements in the DOM");
+    for tag in &svgs {
+        for dimension in ["width", "height"] {
+            let v: f64 = attribute(tag, dimension)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{dimension} of {tag}"));
+            assert!(v > 0.0, "{dimension} of {tag}");
+        }
+    }
+    let legends = dom.matches("<div class=\"legend\">").count();
+    assert_eq!(legends, CHARTS);
+    for name in ["baseline", "candidate"] {
+        assert!(
+            dom.matches(&format!("</i>{name}</span>")).count() >= CHARTS,
+            "legend entries for {name}"
+        );
+    }
+    assert!(dom.contains("Latency by percentile") && dom.contains("99.999%"));
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+
+    // What a person sees.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let screenshot = target.join("html-report-screenshot.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let (_, stderr) = chromium(
+        &page,
+        &[
+            format!("--screenshot={}", screenshot.display()),
+            "--window-size=1280,2000".into(),
+        ],
+        &temp_dir("profile-shot"),
+    );
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let png = std::fs::read(&screenshot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let (width, height) = (
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        u32::from_be_bytes(png[20..24].try_into().unwrap()),
+    );
+    assert_eq!((width, height), (1280, 2000));
+    // A blank or error page compresses to a few kilobytes; charts and tables do not.
+    assert!(png.len() > 40_000, "screenshot is only {} bytes", png.len());
+
+    for d in ["page", "profile-dom", "profile-shot"] {
+        let _ = std::fs::remove_dir_all(temp_dir(d));
+    }
+}
