@@ -16,6 +16,8 @@ pub const RATE_TOLERANCE: f64 = 0.01;
 pub const LAG_LIMIT_US: u64 = 1_000;
 /// Share of a core above which a worker thread counts as saturated.
 pub const CPU_LIMIT: f64 = 0.90;
+/// Below this CPU share a worker had time to spare, so lateness was not its own doing.
+const IDLE_WORKER: f64 = 0.5;
 /// Share of open files or ephemeral ports above which the machine is close to running out.
 const RESOURCE_LIMIT: f64 = 0.90;
 
@@ -61,9 +63,24 @@ pub fn verdict(report: &Report) -> Verdict {
         };
         checked.push(format!("lag p99 {}", ms(lag_p99)));
         if lag_p99 >= LAG_LIMIT_US {
+            let cpu_max = report
+                .series
+                .points()
+                .iter()
+                .map(|p| p.cpu)
+                .fold(0.0, f64::max);
+            let cause = if cpu_max < IDLE_WORKER {
+                format!(
+                    "the busiest worker used only {:.0} % of a core, so the delay came from \
+                     waiting for a free connection (see --max-connections) or from wake-up \
+                     jitter of this machine's timers and scheduler (common on virtual machines)",
+                    cpu_max * 100.0
+                )
+            } else {
+                "the generator was busy or requests waited for a free connection".to_string()
+            };
             findings.push(format!(
-                "requests left late: scheduling lag p99 {} (limit {}); the generator was busy \
-                 or requests waited for a free connection",
+                "requests left late: scheduling lag p99 {} (limit {}); {cause}",
                 ms(lag_p99),
                 ms(LAG_LIMIT_US)
             ));
@@ -181,8 +198,17 @@ mod tests {
         assert!(all.contains("891.0/s of 1,000.0/s"), "{all}");
         assert!(all.contains("109 dropped"), "{all}");
         assert!(all.contains("lag p99 37."), "{all}");
+        assert!(all.contains("the generator was busy"), "{all}");
         assert!(all.contains("max 99 %"), "{all}");
         assert_eq!(v.findings.len(), 3);
+    }
+
+    #[test]
+    fn late_requests_with_an_idle_worker_point_at_the_machine() {
+        let v = open_report(1000, 1000, 3_000, 0.2, None);
+        assert_eq!(v.findings.len(), 1);
+        assert!(v.findings[0].contains("used only 20 %"), "{v:?}");
+        assert!(v.findings[0].contains("jitter"), "{v:?}");
     }
 
     #[test]
