@@ -193,5 +193,6 @@ fn load_info(settings: &Settings) -> RunInfo {
         seed,
         max_connections,
         max_in_flight,
+        shards: 1,
     }
 }

@@ -9,6 +9,7 @@
 mod format;
 mod html;
 mod json;
+pub mod results;
 mod text;
 mod verdict;
 
@@ -65,6 +66,13 @@ pub struct RunInfo {
     pub max_connections: Option<usize>,
     /// Open loop: the in-flight cap beyond which arrivals are dropped.
     pub max_in_flight: Option<u64>,
+    /// Number of belier processes (shards) whose results were merged; 1 for a single run.
+    #[serde(default = "one")]
+    pub shards: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Load model.
@@ -206,6 +214,7 @@ pub(crate) mod fixtures {
             seed: None,
             max_connections: None,
             max_in_flight: None,
+            shards: 1,
         }
     }
 

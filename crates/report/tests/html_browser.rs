@@ -40,6 +40,7 @@ fn info(url: &str) -> RunInfo {
         seed: None,
         max_connections: None,
         max_in_flight: None,
+        shards: 1,
     }
 }
 

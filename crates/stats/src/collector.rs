@@ -18,6 +18,21 @@ pub struct Collector {
     total: Recorder,
     series: Series,
     elapsed: Duration,
+    /// Settled intervals kept for the caller (results files), when asked for.
+    settled: Option<Vec<Settled>>,
+}
+
+/// An interval once every worker has reported it: what was recorded and the gauges.
+#[derive(Clone, Debug)]
+pub struct Settled {
+    /// Interval number.
+    pub index: u64,
+    /// Start of the interval from the start of the run.
+    pub offset: Duration,
+    /// Everything recorded in it, all workers merged.
+    pub recorder: Recorder,
+    /// The workers' gauges, combined.
+    pub gauges: Gauges,
 }
 
 impl Collector {
@@ -31,7 +46,26 @@ impl Collector {
             total: Recorder::new(),
             series: Series::new(),
             elapsed: Duration::ZERO,
+            settled: None,
         }
+    }
+
+    /// Keeps every settled interval until [`Collector::drain_settled`] takes it.
+    pub fn keep_settled(&mut self) {
+        self.settled.get_or_insert_with(Vec::new);
+    }
+
+    /// The intervals settled since the last call, oldest first.
+    pub fn drain_settled(&mut self) -> Vec<Settled> {
+        self.settled
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Time from the start of the run to the end of the last worker that finished.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
     }
 
     /// Adds what `worker` recorded during interval `index`, and its gauges at the end of it.
@@ -71,14 +105,18 @@ impl Collector {
         self.series.points().last()
     }
 
-    /// Ends collection: settles every pending interval, whatever was reported, and returns the
-    /// total and the series. Called after all workers are gone, even if some ended abnormally,
-    /// so nothing recorded is lost.
-    pub fn finish(mut self) -> (Recorder, Series) {
+    /// Settles every pending interval, whatever was reported: called once all workers are
+    /// gone, even if some ended abnormally, so nothing recorded is lost.
+    pub fn settle_all(&mut self) {
         for done in self.workers.iter_mut() {
             done.1 = true;
         }
         self.settle();
+    }
+
+    /// Ends collection ([`Collector::settle_all`] first) and returns the total and the series.
+    pub fn finish(mut self) -> (Recorder, Series) {
+        self.settle_all();
         let end = self.elapsed.max(
             self.series
                 .points()
@@ -103,6 +141,14 @@ impl Collector {
             self.series
                 .push(Point::of(&recorded, gauges, offset, self.interval));
             self.total += &recorded;
+            if let Some(settled) = &mut self.settled {
+                settled.push(Settled {
+                    index,
+                    offset,
+                    recorder: recorded,
+                    gauges,
+                });
+            }
         }
     }
 }
@@ -171,6 +217,18 @@ mod tests {
         assert_eq!(total.requests(), 5);
         assert_eq!(series.points().len(), 2);
         assert_eq!(series.points()[1].width, Duration::from_millis(700));
+    }
+
+    #[test]
+    fn settled_intervals_are_handed_out_once() {
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        c.keep_settled();
+        c.add(0, 0, &recorder(&[5]), Gauges::default());
+        c.add(0, 1, &recorder(&[6, 7]), Gauges::default());
+        let first = c.drain_settled();
+        assert_eq!(first.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(first[1].recorder.requests(), 2);
+        assert!(c.drain_settled().is_empty());
     }
 
     #[test]

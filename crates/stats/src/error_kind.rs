@@ -66,6 +66,11 @@ impl ErrorKind {
         }
     }
 
+    /// The kind with this [`ErrorKind::name`].
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// A short human description, as used in the text report.
     pub fn description(self) -> &'static str {
         match self {
@@ -99,5 +104,9 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ErrorKind::COUNT);
+        for kind in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(ErrorKind::from_name("nope"), None);
     }
 }

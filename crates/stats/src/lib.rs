@@ -19,9 +19,11 @@ mod recorder;
 mod sample;
 pub mod series;
 
-pub use collector::Collector;
+pub use collector::{Collector, Settled};
 pub use error_kind::ErrorKind;
 pub use latency::{LatencySummary, REPORTED_PERCENTILES};
-pub use recorder::{Recorder, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
+pub use recorder::{
+    Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
+};
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};

@@ -1,19 +1,25 @@
+use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use crate::{ErrorKind, LatencySummary, Outcome, Sample};
 
 /// Highest latency the histograms track, in microseconds (one hour). Larger values are clamped.
 pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
-/// Significant decimal digits the histograms keep (0.1 % relative error).
+/// Significant decimal digits the latency histogram keeps (0.1 % relative error).
 pub const HISTOGRAM_SIGFIG: u8 = 3;
+/// Significant digits of the diagnostic histograms (uncorrected latency, scheduling lag):
+/// 1 % is plenty to show coordinated omission or a late generator, and it keeps them, and
+/// the results files that store them every second, ten times smaller.
+pub const DIAGNOSTIC_SIGFIG: u8 = 2;
 /// Status codes are counted in a flat array indexed by code; anything outside is clamped to 0.
 const STATUS_SLOTS: usize = 1000;
 
 /// Counts everything about a set of finished requests; merges with `+=`.
 ///
-/// A recorder has a fixed size (about 600 KiB, most of it three histograms), whatever it
+/// A recorder has a fixed size (about 220 KiB, most of it the latency histogram), whatever it
 /// records.
 #[derive(Clone, Debug)]
 pub struct Recorder {
@@ -40,9 +46,9 @@ impl Recorder {
     /// An empty recorder.
     pub fn new() -> Self {
         Recorder {
-            latency_us: new_histogram(),
-            uncorrected_us: new_histogram(),
-            lag_us: new_histogram(),
+            latency_us: new_histogram(HISTOGRAM_SIGFIG),
+            uncorrected_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            lag_us: new_histogram(DIAGNOSTIC_SIGFIG),
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
@@ -210,6 +216,146 @@ impl Recorder {
     }
 }
 
+/// A recorder's histograms, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// Latency from the intended start.
+    Latency,
+    /// Latency from dispatch.
+    Uncorrected,
+    /// Scheduling lag.
+    Lag,
+}
+
+impl Metric {
+    /// Every histogram a recorder keeps.
+    pub const ALL: [Metric; 3] = [Metric::Latency, Metric::Uncorrected, Metric::Lag];
+
+    /// Stable name, as used in results files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Latency => "latency",
+            Metric::Uncorrected => "uncorrected",
+            Metric::Lag => "lag",
+        }
+    }
+}
+
+/// Everything a recorder counts besides its histograms, in a form that stores and restores
+/// exactly (results files).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Responses by status code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status: BTreeMap<u16, u64>,
+    /// Failed requests by error kind name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
+    /// An example message per error kind name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub examples: BTreeMap<String, String>,
+    /// Wire bytes read.
+    pub bytes_in: u64,
+    /// Wire bytes written.
+    pub bytes_out: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Open-loop arrivals due.
+    #[serde(default)]
+    pub scheduled: u64,
+    /// Open-loop arrivals dropped.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// Why stored counters or histograms could not be restored.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RestoreError(pub String);
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
+impl Recorder {
+    /// The counters, for storing.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            status: self.status_counts().collect(),
+            errors: ErrorKind::ALL
+                .iter()
+                .filter(|k| self.errors_of(**k) > 0)
+                .map(|k| (k.name().to_string(), self.errors_of(*k)))
+                .collect(),
+            examples: ErrorKind::ALL
+                .iter()
+                .filter_map(|k| Some((k.name().to_string(), self.error_example(*k)?.to_string())))
+                .collect(),
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            connections: self.connections_opened,
+            scheduled: self.scheduled,
+            dropped: self.dropped,
+        }
+    }
+
+    /// The histogram of `metric`.
+    pub fn histogram(&self, metric: Metric) -> &Histogram<u64> {
+        match metric {
+            Metric::Latency => &self.latency_us,
+            Metric::Uncorrected => &self.uncorrected_us,
+            Metric::Lag => &self.lag_us,
+        }
+    }
+
+    /// Rebuilds a recorder from stored counters; histograms are added with
+    /// [`Recorder::add_histogram`].
+    pub fn from_counters(c: &Counters) -> Result<Recorder, RestoreError> {
+        let mut r = Recorder::new();
+        for (&code, &n) in &c.status {
+            let slot = usize::from(code);
+            if slot >= STATUS_SLOTS {
+                return Err(RestoreError(format!("status code {code} out of range")));
+            }
+            r.status[slot] = n;
+        }
+        for (name, &n) in &c.errors {
+            let kind = ErrorKind::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
+            r.errors[kind.index()] = n;
+        }
+        for (name, example) in &c.examples {
+            let kind = ErrorKind::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
+            r.error_examples[kind.index()] = Some(example.clone());
+        }
+        r.bytes_in = c.bytes_in;
+        r.bytes_out = c.bytes_out;
+        r.connections_opened = c.connections;
+        r.scheduled = c.scheduled;
+        r.dropped = c.dropped;
+        Ok(r)
+    }
+
+    /// Adds the values of a stored histogram to `metric`'s.
+    pub fn add_histogram(
+        &mut self,
+        metric: Metric,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        let mine = match metric {
+            Metric::Latency => &mut self.latency_us,
+            Metric::Uncorrected => &mut self.uncorrected_us,
+            Metric::Lag => &mut self.lag_us,
+        };
+        mine.add(h)
+            .map_err(|e| RestoreError(format!("{} histogram does not fit: {e:?}", metric.name())))
+    }
+}
+
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {
         // Same bounds on both sides by construction, so `add` cannot fail.
@@ -239,8 +385,8 @@ impl AddAssign<&Recorder> for Recorder {
     }
 }
 
-fn new_histogram() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG)
+fn new_histogram(sigfig: u8) -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, sigfig)
         .expect("constant histogram bounds are valid");
     // A fixed-size histogram never reallocates on the hot path.
     h.auto(false);
@@ -327,6 +473,27 @@ mod tests {
         assert_eq!(r.responses(), 1);
         assert_eq!(r.status_counts().collect::<Vec<_>>(), [(0, 1)]);
         assert!(r.latency_us().max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
+    }
+
+    #[test]
+    fn counters_and_histograms_restore_exactly() {
+        let mut r = Recorder::new();
+        r.record(&sample(1_234, Outcome::Response { status: 201 }));
+        r.record(&sample(99, Outcome::Error(ErrorKind::Timeout)));
+        r.note_error_example(ErrorKind::Timeout, || "slow".into());
+        r.record_connection();
+        r.record_scheduled();
+        r.record_dropped();
+        let mut back = Recorder::from_counters(&r.counters()).unwrap();
+        for m in Metric::ALL {
+            back.add_histogram(m, r.histogram(m)).unwrap();
+        }
+        assert_eq!(back.counters(), r.counters());
+        assert_eq!(back.latency_summary(), r.latency_summary());
+        assert_eq!(back.lag_us().len(), r.lag_us().len());
+        let mut bad = r.counters();
+        bad.errors.insert("gremlins".into(), 1);
+        assert!(Recorder::from_counters(&bad).is_err());
     }
 
     proptest! {
