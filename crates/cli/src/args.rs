@@ -10,7 +10,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    the run completed (failed requests are results, shown in the report)
   1    belier could not run (name resolution, output file, crashed worker)
-  2    invalid input (flag, URL, header, body file, connection limit)
+  2    invalid input (flag, URL, header, body file, connection limit, results file)
+  3    belier compare: a --fail-if condition held
   130  interrupted by Ctrl-C (the report is still printed)";
 
 /// An HTTP load tester that measures honestly and never loses its statistics.
@@ -37,6 +38,46 @@ pub enum Command {
     Target(TargetArgs),
     /// Start the built-in target on loopback, load it for a few seconds and print the report.
     Demo(DemoArgs),
+    /// Report on results files: files with the same run name merge, others are shown side by
+    /// side.
+    Report(ReportArgs),
+}
+
+/// Options of `belier report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results files ('-' for standard input).
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub files: Vec<PathBuf>,
+    /// Output type.
+    #[arg(long = "type", value_name = "TYPE", value_enum, default_value_t = ReportType::Text)]
+    pub kind: ReportType,
+    /// Only intervals starting at or after this time into the run (e.g. skip a warm-up: 30s).
+    #[arg(long = "from", value_name = "D", value_parser = parse_duration)]
+    pub from: Option<Duration>,
+    /// Only intervals starting before this time into the run.
+    #[arg(long = "to", value_name = "D", value_parser = parse_duration)]
+    pub to: Option<Duration>,
+    /// Write to this file instead of standard output.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Output types of `belier report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportType {
+    /// Human-readable text.
+    Text,
+    /// JSON: one report, or an array of reports for several runs.
+    Json,
+    /// The per-interval series, one row per run and interval.
+    Csv,
+    /// A summary table with one column per run.
+    Markdown,
+    /// An HdrHistogram interval log of the latency histograms.
+    Hdr,
+    /// A self-contained HTML page with charts.
+    Html,
 }
 
 /// Options of a load test.
@@ -145,6 +186,30 @@ pub struct LoadArgs {
     /// Write the report to this file instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+
+    /// Save everything recorded to a results file as the run goes, one record per interval
+    /// ('-' for standard output, the report then going to standard error). Re-report it with
+    /// 'belier report FILE'.
+    #[arg(long = "save", value_name = "FILE", help_heading = "Results")]
+    pub save: Option<PathBuf>,
+
+    /// Run name in the results file: files with the same name are shards of one run and
+    /// merge [default: the results file's name]
+    #[arg(long = "name", value_name = "NAME", help_heading = "Results")]
+    pub name: Option<String>,
+
+    /// Length of the recorded intervals (the series, results file records).
+    #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
+    pub interval: Duration,
+
+    /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
+    /// times in µs from the start, latency, status, error kind, bytes). Off by default.
+    #[arg(long = "raw", value_name = "FILE", help_heading = "Results")]
+    pub raw: Option<PathBuf>,
+
+    /// Also write a self-contained HTML report with charts to FILE at the end.
+    #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
+    pub html: Option<PathBuf>,
 }
 
 /// Spacing of open-loop arrivals.

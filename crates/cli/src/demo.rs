@@ -30,6 +30,11 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         no_keepalive: false,
         output: Format::Text,
         out: None,
+        save: None,
+        name: None,
+        interval: belier_engine::DEFAULT_INTERVAL,
+        html: None,
+        raw: None,
     };
     eprintln!(
         "belier demo: loading the built-in target at {} with {} connections for {}",

@@ -1,17 +1,19 @@
 //! Runs a load test: starts the engine, collects its intervals, watches for Ctrl-C, draws
 //! progress, and returns what was recorded, whatever happened on the way.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use belier_engine::{host, Load, Next, Profile, Spacing};
+use belier_engine::{host, Event, Load, Next, Profile, Spacing};
+use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_report::{render_json, render_text, HostUsage, Model, Report, RunInfo, StageInfo};
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
 use crate::progress::Progress;
-use crate::settings::Settings;
+use crate::raw::RawWriter;
+use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
 
 /// How often the loop wakes to check signals and redraw progress.
@@ -28,12 +30,13 @@ pub struct Finished {
     pub interrupted: bool,
     pub warnings: Vec<String>,
     pub host: Option<HostUsage>,
+    pub name: String,
 }
 
 impl Finished {
-    /// Renders the report in `format`.
-    pub fn render(&self, format: Format) -> String {
-        let report = Report {
+    /// The report on this run.
+    pub fn report(&self) -> Report<'_> {
+        Report {
             info: &self.info,
             totals: &self.totals,
             series: &self.series,
@@ -41,18 +44,38 @@ impl Finished {
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
             host: self.host,
-        };
+        }
+    }
+
+    /// Renders the report in `format`.
+    pub fn render(&self, format: Format) -> String {
+        let report = self.report();
         match format {
             Format::Text => render_text(&report),
             Format::Json => render_json(&report),
         }
+    }
+
+    /// Renders the HTML report.
+    pub fn render_html(&self) -> String {
+        let report = self.report();
+        belier_report::render_html(&[belier_report::HtmlRun {
+            name: self.name.clone(),
+            report: &report,
+        }])
     }
 }
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow::Result<Finished> {
     let config = &settings.engine;
+    // Opened before the run starts, so an unwritable path stops nothing that was sent.
+    let save_to = settings.save.as_deref().map(open_results).transpose()?;
     let run = belier_engine::start(config).context("cannot start the run")?;
+    let mut raw = match &settings.raw {
+        Some(path) => Some(RawWriter::create(path, run.start_instant())?),
+        None => None,
+    };
     let info = RunInfo {
         belier_version: env!("CARGO_PKG_VERSION").to_string(),
         url: settings.url.clone(),
@@ -78,6 +101,27 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
     let mut next_reading = Instant::now();
 
     let mut collector = Collector::new(run.workers(), config.interval);
+    let mut warnings = Vec::new();
+    let mut saver = match save_to {
+        Some(out) => {
+            collector.keep_settled();
+            let header = Header {
+                format: FORMAT.into(),
+                version: VERSION,
+                name: settings.name.clone(),
+                interval_s: config.interval.as_secs_f64(),
+                run: info.clone(),
+            };
+            match ResultsWriter::new(out, &header) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    warnings.push(format!("results file not written: {e}"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let mut progress = Progress::new(
         std::io::stderr().is_terminal(),
         config.stop.requests,
@@ -86,10 +130,19 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
     let mut interrupted = false;
     let elapsed = loop {
         match run.next_event(POLL) {
+            Next::Event(Event::Samples { samples, .. }) => {
+                if let Some(w) = &mut raw {
+                    if let Err(e) = w.write(&samples) {
+                        warnings.push(format!("raw file: writing stopped: {e}"));
+                        raw = None;
+                    }
+                }
+            }
             Next::Event(event) => event.collect_into(&mut collector),
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }
+        save(&mut saver, &mut collector, &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
             let reading = host::read(ports);
@@ -111,12 +164,29 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
     };
     progress.clear();
 
-    let mut warnings = Vec::new();
     let crashed = run.join();
     if crashed > 0 {
         warnings.push(format!(
             "{crashed} worker thread(s) crashed; the figures cover what they recorded before"
         ));
+    }
+    if let Some(Err(e)) = raw.map(RawWriter::finish) {
+        warnings.push(format!("raw file: the last rows could not be written: {e}"));
+    }
+    collector.settle_all();
+    save(&mut saver, &mut collector, &mut warnings);
+    if let Some(w) = saver {
+        let end = End {
+            elapsed_s: elapsed.as_secs_f64(),
+            interrupted,
+            warnings: warnings.clone(),
+            host: Some(usage),
+        };
+        if let Err(e) = w.end(&end) {
+            warnings.push(format!(
+                "results file: the end line could not be written: {e}"
+            ));
+        }
     }
     let (totals, series) = collector.finish();
     Ok(Finished {
@@ -127,7 +197,43 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         interrupted,
         warnings,
         host: Some(usage),
+        name: settings.name.clone(),
     })
+}
+
+type Saver = Option<ResultsWriter<Box<dyn Write>>>;
+
+/// Writes the intervals settled since the last call. A write failure (disk full, closed
+/// pipe) stops the saving with a warning; the run and its report go on.
+fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>) {
+    let settled = collector.drain_settled();
+    let Some(w) = saver else { return };
+    for s in &settled {
+        if let Err(e) = w.interval(s) {
+            warnings.push(format!(
+                "results file: writing stopped at interval {}: {e}; this report is complete",
+                s.index
+            ));
+            *saver = None;
+            return;
+        }
+    }
+}
+
+/// Opens the results file (`-`: standard output).
+fn open_results(path: &std::path::Path) -> anyhow::Result<Box<dyn Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    let file = std::fs::File::create(path).map_err(|e| {
+        InputError::new(
+            "--save <FILE>",
+            path.display(),
+            format!("cannot create it: {e}"),
+        )
+    })?;
+    // Each interval is flushed by the writer; the buffer only batches one line's pieces.
+    Ok(Box::new(std::io::BufWriter::new(file)))
 }
 
 /// The load fields of the run information, with placeholders for the rest.

@@ -7,6 +7,8 @@ mod demo;
 mod limits;
 mod load;
 mod progress;
+mod raw;
+mod results;
 mod settings;
 mod signals;
 mod target;
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         .and_then(|signals| match cli.command {
             Some(Command::Target(a)) => target::run(a, &signals),
             Some(Command::Demo(a)) => demo::run(a, &signals),
+            Some(Command::Report(a)) => results::report(a),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
@@ -61,7 +64,24 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     } else {
         0
     };
+    if let Some(path) = &settings.html {
+        if let Err(e) = std::fs::write(path, finished.render_html()) {
+            eprintln!(
+                "error: cannot write the HTML report to {}: {e}",
+                path.display()
+            );
+        }
+    }
+    let results_on_stdout = settings
+        .save
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
     match &settings.out {
+        // Standard output carries the results file: the report goes to standard error.
+        None if results_on_stdout => {
+            eprint!("{report}");
+            Ok(code)
+        }
         None => {
             let mut out = std::io::stdout().lock();
             // If standard output is gone (a closed pipe) there is nowhere left to report to.

@@ -37,7 +37,18 @@ pub struct Settings {
     pub max_connections_given: bool,
     /// The closed-loop ramp-up, if any.
     pub ramp_up: Option<Duration>,
+    /// Results file, `-` for standard output.
+    pub save: Option<PathBuf>,
+    /// Run name for the results file.
+    pub name: String,
+    /// HTML report file.
+    pub html: Option<PathBuf>,
+    /// Raw per-request CSV file.
+    pub raw: Option<PathBuf>,
 }
+
+/// Smallest interval accepted: shorter ones would cost more than they tell.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Input that cannot be used, with the flag and value it came from.
 #[derive(Debug, PartialEq, Eq)]
@@ -130,6 +141,15 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         (requests, duration) => StopWhen { requests, duration },
     };
     engine.load = load;
+    if args.interval < MIN_INTERVAL {
+        return Err(InputError::new(
+            "--interval <D>",
+            humantime::format_duration(args.interval),
+            "must be at least 100ms",
+        ));
+    }
+    engine.interval = args.interval;
+    engine.keep_samples = args.raw.is_some();
     Ok(Settings {
         engine,
         url,
@@ -137,6 +157,10 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         out: args.out,
         max_connections_given: args.max_connections.is_some(),
         ramp_up: args.ramp_up,
+        name: run_name(args.name.as_deref(), args.save.as_deref())?,
+        save: args.save,
+        html: args.html,
+        raw: args.raw,
     })
 }
 
@@ -236,6 +260,24 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
         max_connections,
         max_in_flight: args.max_in_flight,
     })
+}
+
+/// The run name: as given, else the results file's stem, else `run`.
+fn run_name(name: Option<&str>, save: Option<&std::path::Path>) -> Result<String, InputError> {
+    if let Some(n) = name {
+        if n.trim().is_empty() || n.chars().any(char::is_control) {
+            return Err(InputError::new(
+                "--name <NAME>",
+                n,
+                "must be non-empty and printable",
+            ));
+        }
+        return Ok(n.to_string());
+    }
+    Ok(save
+        .filter(|p| p.as_os_str() != "-")
+        .and_then(|p| p.file_stem())
+        .map_or_else(|| "run".to_string(), |s| s.to_string_lossy().into_owned()))
 }
 
 /// Parses `30s:500,1m:500,10s:0`.

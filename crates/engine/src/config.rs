@@ -104,6 +104,9 @@ pub struct Config {
     pub grace: Duration,
     /// Interval at which workers hand over what they recorded.
     pub interval: Duration,
+    /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
+    /// per-request stream. Off by default: it costs a copy per request.
+    pub keep_samples: bool,
 }
 
 impl Config {
@@ -123,6 +126,7 @@ impl Config {
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,
+            keep_samples: false,
         }
     }
 }

@@ -53,6 +53,14 @@ pub enum Event {
         /// The worker's readings at the end of the interval.
         gauges: belier_stats::Gauges,
     },
+    /// Every sample of a batch of requests `worker` finished (only with
+    /// [`Config::keep_samples`]); batches come before the interval that counts them ends.
+    Samples {
+        /// Worker number.
+        worker: usize,
+        /// The samples, in completion order.
+        samples: Vec<belier_stats::Sample>,
+    },
     /// `worker` has stopped; everything it recorded was sent before this.
     Finished {
         /// Worker number.
@@ -73,6 +81,7 @@ impl Event {
                 gauges,
             } => collector.add(worker, index, &recorder, gauges),
             Event::Finished { worker, elapsed } => collector.finish_worker(worker, elapsed),
+            Event::Samples { .. } => {}
         }
     }
 }
@@ -172,6 +181,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         load: config.load.clone(),
         workers: threads,
         requests: config.stop.requests,
+        keep_samples: config.keep_samples,
     });
     let requests = config.stop.requests.map(|n| split(n, threads));
     let (open_connections, in_flight) = match &config.load {
@@ -227,6 +237,11 @@ impl Run {
     /// The address connections go to.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The instant the run started; sample instants are relative to it.
+    pub fn start_instant(&self) -> Instant {
+        self.started
     }
 
     /// Wall-clock time the run started.

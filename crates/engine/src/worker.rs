@@ -42,7 +42,12 @@ pub(crate) struct Plan {
     pub workers: usize,
     /// Request budget across all workers.
     pub requests: Option<u64>,
+    /// Hand every sample over in batches.
+    pub keep_samples: bool,
 }
+
+/// Samples per batch handed over; batches also go at every interval and at the end.
+const SAMPLE_BATCH: usize = 4096;
 
 /// One worker's share of the load.
 #[derive(Clone, Copy)]
@@ -82,6 +87,10 @@ struct Local {
     arrivals_done: Cell<bool>,
     /// Open loop: connection tasks alive.
     connections: Cell<usize>,
+    /// Samples not yet handed over (raw stream), when kept.
+    samples: Option<RefCell<Vec<Sample>>>,
+    events: Sender<Event>,
+    id: usize,
 }
 
 impl Local {
@@ -98,6 +107,20 @@ impl Local {
 
     fn in_flight(&self) -> u64 {
         self.active.get() + self.queue.borrow().len() as u64
+    }
+
+    /// Hands the kept samples over.
+    fn flush_samples(&self) {
+        if let Some(samples) = &self.samples {
+            let batch =
+                std::mem::replace(&mut *samples.borrow_mut(), Vec::with_capacity(SAMPLE_BATCH));
+            if !batch.is_empty() {
+                let _ = self.events.send(Event::Samples {
+                    worker: self.id,
+                    samples: batch,
+                });
+            }
+        }
     }
 }
 
@@ -129,6 +152,11 @@ async fn drive(
         wake: Notify::new(),
         arrivals_done: Cell::new(false),
         connections: Cell::new(0),
+        samples: plan
+            .keep_samples
+            .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
+        events: events.clone(),
+        id: share.id,
     });
     let ticker = tokio::task::spawn_local(hand_over_intervals(
         Rc::clone(&local),
@@ -193,6 +221,7 @@ async fn drive(
     tasks.abort_all();
     ticker.abort();
 
+    local.flush_samples();
     let mut recorder = local.recorder.borrow_mut();
     recorder.record_errors(ErrorKind::Cancelled, local.active.get());
     // Arrivals still queued were never sent: they count as dropped, not as errors.
@@ -247,6 +276,7 @@ async fn hand_over_intervals(
             },
         };
         last = now;
+        local.flush_samples();
         let recorder = {
             let mut r = local.recorder.borrow_mut();
             let snapshot = r.clone();
@@ -402,6 +432,16 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
             }
             if let Err(f) = &result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
+            }
+        }
+        if let Some(samples) = &local.samples {
+            let full = {
+                let mut samples = samples.borrow_mut();
+                samples.push(sample);
+                samples.len() >= SAMPLE_BATCH
+            };
+            if full {
+                local.flush_samples();
             }
         }
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));

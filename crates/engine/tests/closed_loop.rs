@@ -240,3 +240,78 @@ fn intervals_tile_the_run() {
         out.totals.requests()
     );
 }
+
+#[test]
+fn kept_samples_cover_every_request_in_time_order() {
+    let s = server();
+    let mut c = requests(3_000, 6, config(s.addr(), "/?fault=reset&status=200"));
+    c.request.path_and_query = "/".into();
+    c.keep_samples = true;
+    let run = belier_engine::start(&c).unwrap();
+    let mut collector = belier_stats::Collector::new(run.workers(), c.interval);
+    let mut samples = Vec::new();
+    loop {
+        match run.next_event(Duration::from_millis(20)) {
+            belier_engine::Next::Event(belier_engine::Event::Samples {
+                samples: batch, ..
+            }) => samples.extend(batch),
+            belier_engine::Next::Event(e) => e.collect_into(&mut collector),
+            belier_engine::Next::Idle => {}
+            belier_engine::Next::Ended => break,
+        }
+    }
+    run.join();
+    let (totals, _) = collector.finish();
+    assert_eq!(samples.len() as u64, totals.requests());
+    assert_eq!(samples.len(), 3_000);
+    for x in &samples {
+        assert!(x.intended <= x.dispatched && x.dispatched <= x.sent && x.sent <= x.done);
+        assert!(x.first_byte.is_some_and(|f| f >= x.sent && f <= x.done));
+    }
+}
+
+#[test]
+fn connection_stages_ramp_users_up_and_down() {
+    use belier_engine::{Load, Profile, Stage};
+    // 0 → 4 connections over 1 s, hold 4 for 1 s, 4 → 0 over 1 s; 5 ms responses.
+    let s = server();
+    let mut c = config(s.addr(), "/?delay=5ms");
+    c.stop = StopWhen {
+        requests: None,
+        duration: None,
+    };
+    c.interval = Duration::from_millis(250);
+    c.load = Load::Closed {
+        connections: Profile::staged(
+            0.0,
+            vec![
+                Stage {
+                    duration: Duration::from_secs(1),
+                    target: 4.0,
+                },
+                Stage {
+                    duration: Duration::from_secs(1),
+                    target: 4.0,
+                },
+                Stage {
+                    duration: Duration::from_secs(1),
+                    target: 0.0,
+                },
+            ],
+        ),
+    };
+    let out = run(&c);
+    assert!(out.elapsed < Duration::from_secs(6), "{:?}", out.elapsed);
+    // Each user opened one connection and closed it when it left.
+    assert_eq!(out.totals.connections_opened(), 4);
+    assert_eq!(s.counts().connections, 4);
+    assert_eq!(s.counts().requests, out.totals.requests());
+    let per: Vec<u64> = out.series.points().iter().map(|p| p.requests).collect();
+    // Quarter-second intervals: 1 user, then 2, 3, 4 during the ramp; 4 while holding.
+    let hold = per[4..8].iter().sum::<u64>() as f64 / 4.0;
+    let first = per[0] as f64;
+    assert!(first < hold * 0.4, "first {first} vs hold {hold}: {per:?}");
+    assert!(per[1] < per[3], "{per:?}");
+    let last = *per.last().unwrap() as f64;
+    assert!(last < hold * 0.5, "{per:?}");
+}

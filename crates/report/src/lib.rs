@@ -6,20 +6,30 @@
 //! The HTML page ([`render_html`]) compares one or more runs and needs no network to open.
 #![deny(missing_docs)]
 
+pub mod compare;
+mod csv;
 mod format;
+mod hdrlog;
 mod html;
 mod json;
+mod markdown;
 pub mod results;
 mod text;
 mod verdict;
+
+#[cfg(test)]
+mod seeded;
 
 use std::time::Duration;
 
 use belier_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 
+pub use csv::render_csv;
+pub use hdrlog::render_hdr_log;
 pub use html::{render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
+pub use markdown::render_markdown;
 pub use text::render_text;
 pub use verdict::{verdict, Verdict, CPU_LIMIT, LAG_LIMIT_US, RATE_TOLERANCE};
 
@@ -124,6 +134,15 @@ pub struct Report<'a> {
     pub warnings: Vec<String>,
     /// What belier used of its machine, when it was measured.
     pub host: Option<HostUsage>,
+}
+
+/// A report with the name of its run, for renderers that show several runs side by side.
+#[derive(Clone, Copy, Debug)]
+pub struct NamedReport<'a> {
+    /// The run's name (e.g. `baseline`), as given by the user.
+    pub name: &'a str,
+    /// The run's results.
+    pub report: &'a Report<'a>,
 }
 
 impl Report<'_> {

@@ -1,0 +1,159 @@
+//! `belier report`: results files read back, shards merged, runs rendered side by side.
+
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use belier_report::results::{read_results, Results, Summary};
+use belier_report::{render_html, render_json, render_text, HtmlRun, Report};
+
+use crate::args::{ReportArgs, ReportType};
+use crate::settings::InputError;
+
+/// One run, read back: its results (shards merged) and their summary.
+pub struct Run {
+    /// Run name from the results files.
+    pub name: String,
+    /// The results, shards merged.
+    pub results: Results,
+    /// Totals and series over the chosen window.
+    pub summary: Summary,
+    /// Warnings the report shows: the run's own and what the reader tolerated.
+    pub warnings: Vec<String>,
+}
+
+impl Run {
+    /// The report on this run.
+    pub fn report(&self) -> Report<'_> {
+        let end = self.results.end.as_ref();
+        Report {
+            info: &self.results.header.run,
+            totals: &self.summary.totals,
+            series: &self.summary.series,
+            elapsed: self.summary.elapsed,
+            interrupted: end.is_some_and(|e| e.interrupted),
+            warnings: self.warnings.clone(),
+            host: end.and_then(|e| e.host),
+        }
+    }
+}
+
+/// Reads `files` (`-`: standard input), merges files that share a run name, and summarises
+/// each run over `[from, to)`. Runs keep the order their first file was given in.
+pub fn load(
+    files: &[PathBuf],
+    from: Option<Duration>,
+    to: Option<Duration>,
+) -> anyhow::Result<Vec<Run>> {
+    let mut groups: Vec<(String, Vec<Results>)> = Vec::new();
+    for path in files {
+        let results = read_file(path)?;
+        let name = results.header.name.clone();
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, shards)) => shards.push(results),
+            None => groups.push((name, vec![results])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(name, shards)| {
+            let results = Results::merge(shards)
+                .map_err(|e| InputError::new("<FILE>", &name, e.to_string()))?;
+            let summary = results.summarise(from, to);
+            let mut warnings = results
+                .end
+                .as_ref()
+                .map(|e| e.warnings.clone())
+                .unwrap_or_default();
+            warnings.extend(results.notes.iter().cloned());
+            if summary.totals.requests() == 0 && (from.is_some() || to.is_some()) {
+                warnings.push("no interval falls in the --from/--to window".into());
+            }
+            Ok(Run {
+                name,
+                results,
+                summary,
+                warnings,
+            })
+        })
+        .collect()
+}
+
+fn read_file(path: &Path) -> anyhow::Result<Results> {
+    let source = path.display().to_string();
+    let input: Box<dyn Read> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(path)
+                .map_err(|e| InputError::new("<FILE>", &source, format!("cannot open it: {e}")))?,
+        )
+    };
+    read_results(BufReader::new(input), &source)
+        .map_err(|e| InputError::new("<FILE>", &source, e.to_string()).into())
+}
+
+/// `belier report`.
+pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
+    let runs = load(&args.files, args.from, args.to)?;
+    let reports: Vec<Report> = runs.iter().map(Run::report).collect();
+    let named: Vec<belier_report::NamedReport> = runs
+        .iter()
+        .zip(&reports)
+        .map(|(run, report)| belier_report::NamedReport {
+            name: &run.name,
+            report,
+        })
+        .collect();
+    let out = match args.kind {
+        ReportType::Text => reports
+            .iter()
+            .zip(&runs)
+            .map(|(r, run)| {
+                let text = render_text(r);
+                if runs.len() > 1 {
+                    format!("== {} ==\n{text}", run.name)
+                } else {
+                    text
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ReportType::Json if reports.len() == 1 => render_json(&reports[0]),
+        ReportType::Json => {
+            let docs: Vec<String> = reports.iter().map(render_json).collect();
+            format!("[\n{}]\n", docs.join(",\n"))
+        }
+        ReportType::Csv => belier_report::render_csv(&named),
+        ReportType::Markdown => belier_report::render_markdown(&named),
+        ReportType::Hdr => {
+            let pairs: Vec<(&str, &Results)> =
+                runs.iter().map(|r| (r.name.as_str(), &r.results)).collect();
+            belier_report::render_hdr_log(&pairs)
+        }
+        ReportType::Html => {
+            let html_runs: Vec<HtmlRun> = runs
+                .iter()
+                .zip(&reports)
+                .map(|(run, report)| HtmlRun {
+                    name: run.name.clone(),
+                    report,
+                })
+                .collect();
+            render_html(&html_runs)
+        }
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))?
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush());
+        }
+    }
+    Ok(0)
+}

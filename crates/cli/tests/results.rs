@@ -1,0 +1,333 @@
+//! Results files through the real binary: saved as the run goes, re-reported, merged, and
+//! surviving SIGKILL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use belier_testserver::{Config, Server};
+use serde_json::Value;
+
+fn belier() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_belier"))
+}
+
+fn run(args: &[&str]) -> Output {
+    belier().args(args).output().expect("belier runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("results-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn server() -> Server {
+    Server::start(Config {
+        threads: 2,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_saved_run_reports_the_same_figures_again() {
+    let s = server();
+    let dir = temp_dir("same");
+    let file = dir.join("run.jsonl");
+    let live = run(&[
+        "-n",
+        "2000",
+        "-c",
+        "8",
+        "--output",
+        "json",
+        "--save",
+        file.to_str().unwrap(),
+        &s.url("/?status=201"),
+    ]);
+    assert_eq!(
+        live.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    let again = run(&["report", "--type", "json", file.to_str().unwrap()]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let (a, b) = (json(&live), json(&again));
+    for key in [
+        "requests",
+        "responses",
+        "succeeded",
+        "errors",
+        "bytes_in",
+        "bytes_out",
+        "connections_opened",
+    ] {
+        assert_eq!(a["summary"][key], b["summary"][key], "{key}");
+    }
+    assert_eq!(a["latency_us"], b["latency_us"]);
+    assert_eq!(a["status_codes"], b["status_codes"]);
+    assert_eq!(b["run"]["url"], s.url("/?status=201"));
+    assert_eq!(b["summary"]["requests"], 2000);
+}
+
+#[test]
+fn shards_with_one_name_merge_and_other_names_stand_apart() {
+    let s = server();
+    let dir = temp_dir("shards");
+    let shard = |i: usize, name: &str| {
+        let file = dir.join(format!("{name}-{i}.jsonl"));
+        let out = run(&[
+            "-n",
+            "300",
+            "-c",
+            "3",
+            "--name",
+            name,
+            "--save",
+            file.to_str().unwrap(),
+            &s.url("/"),
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+        file
+    };
+    let files = [
+        shard(0, "api"),
+        shard(1, "api"),
+        shard(2, "api"),
+        shard(0, "other"),
+    ];
+    let args: Vec<&str> = ["report", "--type", "json"]
+        .into_iter()
+        .chain(files.iter().map(|f| f.to_str().unwrap()))
+        .collect();
+    let doc = json(&run(&args));
+    let runs = doc.as_array().expect("two runs: an array");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["summary"]["requests"], 900);
+    assert_eq!(runs[0]["run"]["shards"], 3);
+    assert_eq!(runs[0]["run"]["connections"], 9);
+    assert_eq!(runs[1]["summary"]["requests"], 300);
+    assert_eq!(s.counts().requests, 1200);
+}
+
+#[test]
+fn results_can_be_piped_into_report() {
+    let s = server();
+    let mut attack = belier()
+        .args(["-n", "500", "-c", "5", "--save", "-", &s.url("/")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let piped = attack.stdout.take().unwrap();
+    let report = belier()
+        .args(["report", "--type", "json"])
+        .stdin(piped)
+        .output()
+        .unwrap();
+    let attack = attack.wait_with_output().unwrap();
+    assert_eq!(attack.status.code(), Some(0));
+    // With the results on standard output, the report goes to standard error.
+    assert!(String::from_utf8_lossy(&attack.stderr).contains("Latency"));
+    assert_eq!(json(&report)["summary"]["requests"], 500);
+}
+
+#[test]
+fn sigkill_loses_at_most_the_interval_in_progress() {
+    let s = server();
+    let dir = temp_dir("kill");
+    let file = dir.join("killed.jsonl");
+    let mut child = belier()
+        .args([
+            "-z",
+            "60s",
+            "-c",
+            "4",
+            "--save",
+            file.to_str().unwrap(),
+            &s.url("/?delay=2ms"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3_300));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let seen_at_kill = s.counts().requests;
+    let out = run(&["report", "--type", "json", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    let series = doc["series"].as_array().unwrap();
+    assert!(series.len() >= 2, "{} intervals", series.len());
+    let full: Vec<&Value> = series
+        .iter()
+        .filter(|p| p["width_s"].as_f64().unwrap() >= 0.999)
+        .collect();
+    assert!(full.len() >= 2, "full intervals: {}", full.len());
+    // Everything in the file was seen by the server, and the file holds all but the
+    // interval in progress (at 4 connections × 2 ms, well under one interval's worth).
+    let saved = doc["summary"]["requests"].as_u64().unwrap();
+    assert!(saved <= seen_at_kill, "{saved} > {seen_at_kill}");
+    let per_interval = full
+        .iter()
+        .map(|p| p["requests"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        seen_at_kill - saved <= per_interval + per_interval / 2,
+        "lost {} of {seen_at_kill}",
+        seen_at_kill - saved
+    );
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no end line")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn report_types_render_and_windows_select() {
+    let s = server();
+    let dir = temp_dir("types");
+    let file = dir.join("t.jsonl");
+    let out = run(&[
+        "-z",
+        "2500ms",
+        "-c",
+        "2",
+        "--interval",
+        "500ms",
+        "--save",
+        file.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let f = file.to_str().unwrap();
+    let text = String::from_utf8(run(&["report", f]).stdout).unwrap();
+    assert!(
+        text.contains("Latency") && text.contains("Verdict"),
+        "{text}"
+    );
+    let csv = String::from_utf8(run(&["report", "--type", "csv", f]).stdout).unwrap();
+    assert!(csv.lines().count() >= 5, "{csv}");
+    let md = String::from_utf8(run(&["report", "--type", "markdown", f]).stdout).unwrap();
+    assert!(md.contains('|'), "{md}");
+    let hdr = String::from_utf8(run(&["report", "--type", "hdr", f]).stdout).unwrap();
+    assert!(hdr.contains("HIST"), "{hdr}");
+    let html = String::from_utf8(run(&["report", "--type", "html", f]).stdout).unwrap();
+    assert!(html.contains("<svg"), "html");
+    let all = json(&run(&["report", "--type", "json", f]));
+    let window = json(&run(&[
+        "report", "--type", "json", "--from", "1s", "--to", "2s", f,
+    ]));
+    assert_eq!(window["series"].as_array().unwrap().len(), 2);
+    assert!(window["summary"]["requests"].as_u64() < all["summary"]["requests"].as_u64());
+}
+
+#[test]
+fn html_shortcut_writes_the_page() {
+    let s = server();
+    let dir = temp_dir("html");
+    let page = dir.join("r.html");
+    let out = run(&[
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--html",
+        page.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+}
+
+#[test]
+fn bad_results_files_name_file_and_line() {
+    let dir = temp_dir("bad");
+    let file = dir.join("bad.jsonl");
+    std::fs::write(&file, "{\"header\": 3}\n").unwrap();
+    let out = run(&["report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl:1:"), "{err}");
+    let out = run(&["report", dir.join("missing.jsonl").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "-n",
+        "1",
+        "--save",
+        "/nonexistent-dir/x.jsonl",
+        "http://127.0.0.1:1/",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--save"));
+}
+
+#[test]
+fn raw_stream_has_one_row_per_request() {
+    let s = server();
+    let dir = temp_dir("raw");
+    let file = dir.join("raw.csv");
+    let out = run(&[
+        "-n",
+        "1500",
+        "-c",
+        "5",
+        "--raw",
+        file.to_str().unwrap(),
+        &s.url("/?status=404"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&file).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("intended_us,dispatched_us,sent_us,first_byte_us,done_us,latency_us,status,error,bytes_in,bytes_out")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 1500);
+    for r in &rows {
+        let n = |i: usize| r[i].parse::<u64>().unwrap();
+        assert!(
+            n(0) <= n(1) && n(1) <= n(2) && n(2) <= n(3) && n(3) <= n(4),
+            "{r:?}"
+        );
+        assert_eq!(r[6], "404");
+        assert_eq!(r[7], "");
+    }
+    assert_eq!(s.counts().requests, 1500);
+}

@@ -1,0 +1,463 @@
+//! Comparing two runs, and the conditions a CI regression gate fails on.
+//!
+//! [`compare`] gives the [`Delta`] of each headline metric from a base run to a new one;
+//! [`parse_fail_if`] reads conditions such as `p99>+10%,errors>0.5%`, and [`failed`] says, with
+//! figures, which of them hold. Conditions are strict (`>` is "above", never "at"), and a value
+//! equal to its limit within float rounding does not fail a gate.
+
+use std::fmt::{self, Write as _};
+
+use belier_stats::LatencySummary;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::format::rate;
+use crate::Report;
+
+/// The metrics [`compare`] reports and conditions may name, in report order.
+pub const METRICS: [&str; 8] = [
+    "rate",
+    "throughput",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "errors",
+];
+
+/// One metric of the base and the new run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Delta {
+    /// One of [`METRICS`].
+    pub metric: &'static str,
+    /// Value in the base run, in `unit`.
+    pub base: f64,
+    /// Value in the new run, in `unit`.
+    pub new: f64,
+    /// Relative change from base to new (`0.1` is +10 %); `None` when the base is 0.
+    pub change: Option<f64>,
+    /// `req/s` for rates, `ms` for latencies, `%` for the error ratio.
+    pub unit: &'static str,
+}
+
+/// The deltas of every metric in [`METRICS`] from `base` to `new`.
+///
+/// `rate` counts every request issued, `throughput` only successes (status below 400);
+/// latencies are from the intended start, responses only; `errors` is the share of requests
+/// that did not succeed (errors and statuses from 400 on), as a percentage.
+pub fn compare(base: &Report, new: &Report) -> Vec<Delta> {
+    let (b, n) = (Figures::of(base), Figures::of(new));
+    METRICS
+        .iter()
+        .map(|&metric| {
+            let (base, new) = (b.get(metric), n.get(metric));
+            Delta {
+                metric,
+                base,
+                new,
+                change: (base != 0.0).then(|| (new - base) / base),
+                unit: unit(metric),
+            }
+        })
+        .collect()
+}
+
+struct Figures {
+    rate: f64,
+    throughput: f64,
+    latency: LatencySummary,
+    errors_percent: f64,
+}
+
+impl Figures {
+    fn of(r: &Report) -> Figures {
+        let (requests, succeeded) = (r.totals.requests(), r.totals.succeeded());
+        Figures {
+            rate: r.attempted_rate(),
+            throughput: r.throughput(),
+            latency: r.totals.latency_summary(),
+            errors_percent: if requests == 0 {
+                0.0
+            } else {
+                (requests - succeeded) as f64 * 100.0 / requests as f64
+            },
+        }
+    }
+
+    fn get(&self, metric: &str) -> f64 {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let at = |p: f64| ms(self.latency.at(p).unwrap_or(0));
+        match metric {
+            "rate" => self.rate,
+            "throughput" => self.throughput,
+            "p50" => at(50.0),
+            "p90" => at(90.0),
+            "p99" => at(99.0),
+            "p99.9" => at(99.9),
+            "max" => ms(self.latency.max_us),
+            _ => self.errors_percent,
+        }
+    }
+}
+
+fn unit(metric: &str) -> &'static str {
+    match metric {
+        "rate" | "throughput" => "req/s",
+        "errors" => "%",
+        _ => "ms",
+    }
+}
+
+/// A value in its unit, as the reports print it: `12.000 ms`, `1,000.0/s`, `0.500 %`.
+fn show(v: f64, unit: &str) -> String {
+    match unit {
+        "req/s" => format!("{}/s", rate(v)),
+        "ms" => format!("{v:.3} ms"),
+        _ => format!("{v:.3} %"),
+    }
+}
+
+/// A condition of a regression gate, such as `p99>+10%`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Condition {
+    /// One of [`METRICS`].
+    pub metric: &'static str,
+    /// Whether the condition holds above or below the limit.
+    pub op: Op,
+    /// The limit.
+    pub limit: Limit,
+}
+
+/// The comparison of a [`Condition`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `>`: holds when the figure is strictly above the limit.
+    Above,
+    /// `<`: holds when the figure is strictly below the limit.
+    Below,
+}
+
+/// What a [`Condition`] compares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    /// The change from base to new, in percent (`+10%` is `10.0`, `-5%` is `-5.0`).
+    ChangePercent(f64),
+    /// The new run's value, in the metric's unit (ms, req/s or %).
+    Value(f64),
+}
+
+impl fmt::Display for Condition {
+    /// The condition as it would be written: `p99>+10%`, `p99>250ms`, `rate<900`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = if self.op == Op::Above { '>' } else { '<' };
+        let limit = match (self.limit, unit(self.metric)) {
+            (Limit::ChangePercent(p), _) => format!("{}%", signed(p)),
+            (Limit::Value(v), "ms") => format!("{}ms", trim(v)),
+            (Limit::Value(v), "%") => format!("{}%", trim(v)),
+            (Limit::Value(v), _) => trim(v),
+        };
+        write!(f, "{}{op}{limit}", self.metric)
+    }
+}
+
+/// `10.0` → `10`, `2.5` → `2.5`.
+fn trim(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// `10.0` → `+10`, `-5.0` → `-5`.
+fn signed(v: f64) -> String {
+    if v < 0.0 {
+        trim(v)
+    } else {
+        format!("+{}", trim(v))
+    }
+}
+
+/// Parses a comma-separated list of conditions, such as `p99>+10%,rate<-5%,errors>0.5%`.
+///
+/// Each condition is a metric of [`METRICS`], `>` or `<`, and a limit: either a signed
+/// relative change from base to new (`+10%`, `-5%`), or a bound on the new run's value — a
+/// duration for latencies (`250ms`, `1.5s`, `800us`), a percentage for `errors` (`0.5%`), a
+/// number of requests per second for `rate` and `throughput` (`900`, `900/s`). Spaces are
+/// ignored. The error names the offending condition and what was expected.
+pub fn parse_fail_if(expr: &str) -> Result<Vec<Condition>, String> {
+    if expr.trim().is_empty() {
+        return Err("no condition given: expected e.g. 'p99>+10%,errors>0.5%'".into());
+    }
+    expr.split(',')
+        .map(|part| parse_condition(part, expr))
+        .collect()
+}
+
+fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
+    let s: String = part.chars().filter(|c| !c.is_whitespace()).collect();
+    if s.is_empty() {
+        return Err(format!(
+            "empty condition in '{expr}': conditions are separated by single commas"
+        ));
+    }
+    let at = s
+        .find(['>', '<'])
+        .ok_or_else(|| format!("'{s}': expected METRIC>LIMIT or METRIC<LIMIT, e.g. 'p99>+10%'"))?;
+    let (name, rest) = s.split_at(at);
+    let metric = METRICS
+        .iter()
+        .copied()
+        .find(|&m| m == name)
+        .ok_or_else(|| {
+            format!(
+                "'{s}': unknown metric '{name}', expected one of {}",
+                METRICS.join(", ")
+            )
+        })?;
+    let op = if rest.starts_with('>') {
+        Op::Above
+    } else {
+        Op::Below
+    };
+    let limit = &rest[1..];
+    if limit.starts_with(['=', '<', '>']) {
+        return Err(format!(
+            "'{s}': only '>' (above) and '<' (below) are supported"
+        ));
+    }
+    if limit.is_empty() {
+        return Err(format!("'{s}': missing limit after '{}'", &rest[..1]));
+    }
+    let number = |text: &str| -> Result<f64, String> {
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() && !text.starts_with(['+', '-']) => Ok(v),
+            _ => Err(format!("'{s}': '{text}' is not a number")),
+        }
+    };
+    let limit = if let Some(signed) = limit.strip_prefix(['+', '-']) {
+        let magnitude = signed.strip_suffix('%').ok_or_else(|| {
+            format!("'{s}': a signed limit is a relative change and ends in '%', like '+10%'")
+        })?;
+        let v = number(magnitude)?;
+        Limit::ChangePercent(if limit.starts_with('-') { -v } else { v })
+    } else {
+        match unit(metric) {
+            "ms" => Limit::Value(duration_ms(limit).ok_or_else(|| {
+                format!(
+                    "'{s}': {metric} takes a duration like '250ms', '1.5s' or '800us', \
+                     or a signed change like '+10%'"
+                )
+            })?),
+            "%" => {
+                let percent = limit.strip_suffix('%').ok_or_else(|| {
+                    format!(
+                        "'{s}': errors takes a percentage like '0.5%', or a signed change \
+                         like '+10%'"
+                    )
+                })?;
+                let v = number(percent)?;
+                if v > 100.0 {
+                    return Err(format!("'{s}': an error percentage is between 0 and 100"));
+                }
+                Limit::Value(v)
+            }
+            _ => {
+                if limit.ends_with('%') {
+                    return Err(format!(
+                        "'{s}': {metric} takes requests per second like '900', or a signed \
+                         change like '-5%'"
+                    ));
+                }
+                Limit::Value(number(limit.strip_suffix("/s").unwrap_or(limit))?)
+            }
+        }
+    };
+    Ok(Condition { metric, op, limit })
+}
+
+/// `250ms`, `1.5s`, `800us` or `800µs` in milliseconds.
+fn duration_ms(text: &str) -> Option<f64> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit {
+        "s" => 1000.0,
+        "ms" => 1.0,
+        "us" | "µs" => 0.001,
+        _ => return None,
+    };
+    let v: f64 = number.parse().ok()?;
+    v.is_finite().then_some(v * scale)
+}
+
+/// Whether `x` is strictly beyond `limit` in the direction of `op`, ignoring float rounding
+/// (a p99 of exactly 250 ms does not fail `p99>250ms`).
+fn beyond(x: f64, op: Op, limit: f64) -> bool {
+    let close = x.is_finite() && (x - limit).abs() <= 1e-9 * x.abs().max(limit.abs()).max(1.0);
+    !close
+        && match op {
+            Op::Above => x > limit,
+            Op::Below => x < limit,
+        }
+}
+
+/// One sentence, with figures, for each condition that holds; empty when the gate passes.
+///
+/// A relative condition on a metric whose base is 0 treats any rise as unbounded: errors going
+/// from none to some fail `errors>+50%`, rather than passing because the change is undefined.
+pub fn failed(deltas: &[Delta], conditions: &[Condition]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in conditions {
+        let Some(d) = deltas.iter().find(|d| d.metric == c.metric) else {
+            continue;
+        };
+        let from_to = format!("{} → {}", show(d.base, d.unit), show(d.new, d.unit));
+        match c.limit {
+            Limit::ChangePercent(limit) => {
+                let change = match d.change {
+                    Some(x) => x * 100.0,
+                    None if d.new > d.base => f64::INFINITY,
+                    None if d.new < d.base => f64::NEG_INFINITY,
+                    None => 0.0,
+                };
+                if !beyond(change, c.op, limit) {
+                    continue;
+                }
+                let moved = match d.change {
+                    None => "rose from zero".to_string(),
+                    Some(x) if x > 0.0 => format!("rose {:.1} %", x * 100.0),
+                    Some(x) if x < 0.0 => format!("fell {:.1} %", -x * 100.0),
+                    Some(_) => "did not change".to_string(),
+                };
+                out.push(format!(
+                    "{} {moved} ({from_to}), limit {} %",
+                    c.metric,
+                    signed(limit)
+                ));
+            }
+            Limit::Value(limit) => {
+                if !beyond(d.new, c.op, limit) {
+                    continue;
+                }
+                let side = if c.op == Op::Above { "above" } else { "below" };
+                out.push(format!(
+                    "{} is {}, {side} the limit {} (base {})",
+                    c.metric,
+                    show(d.new, d.unit),
+                    show(limit, d.unit),
+                    show(d.base, d.unit)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A relative change as a percentage with one decimal and a sign: `+23.4 %`; `n/a` when the
+/// base was 0 and the new value is not.
+fn change_cell(d: &Delta) -> String {
+    match d.change {
+        // Rounded first so a tiny fall does not print as "-0.0 %".
+        Some(x) => format!("{:+.1} %", ((x * 1000.0).round() / 10.0) + 0.0),
+        None if d.new == d.base => "+0.0 %".into(),
+        None => "n/a".into(),
+    }
+}
+
+/// `s` with control characters escaped, so a name cannot move the terminal's cursor.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// The comparison as an aligned table (metric, base, new, change), followed by the failed
+/// conditions, if any.
+pub fn render_comparison_text(
+    base_name: &str,
+    new_name: &str,
+    deltas: &[Delta],
+    failures: &[String],
+) -> String {
+    let mut rows = vec![[
+        "metric".to_string(),
+        "base".to_string(),
+        "new".to_string(),
+        "change".to_string(),
+    ]];
+    rows.extend(deltas.iter().map(|d| {
+        [
+            d.metric.to_string(),
+            show(d.base, d.unit),
+            show(d.new, d.unit),
+            change_cell(d),
+        ]
+    }));
+    let width = |col: usize| rows.iter().map(|r| r[col].chars().count()).max();
+    let widths: Vec<usize> = (0..4).map(|c| width(c).unwrap_or(0)).collect();
+
+    let mut out = String::with_capacity(1024);
+    // Writing into a String cannot fail; the `let _` discard that impossible error.
+    let _ = writeln!(
+        out,
+        "Comparing new '{}' with base '{}'\n",
+        printable(new_name),
+        printable(base_name)
+    );
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "  {:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        );
+    }
+    if !failures.is_empty() {
+        let n = failures.len();
+        let _ = writeln!(
+            out,
+            "\nFAILED: {n} condition{} held",
+            if n == 1 { "" } else { "s" }
+        );
+        for f in failures {
+            let _ = writeln!(out, "  - {f}");
+        }
+    }
+    out
+}
+
+/// The comparison as JSON: `base` and `new` names, `metrics` (the deltas; `change` is
+/// relative, `0.1` for +10 %, `null` when the base is 0), `failures` and `failed`.
+pub fn render_comparison_json(
+    base_name: &str,
+    new_name: &str,
+    deltas: &[Delta],
+    failures: &[String],
+) -> String {
+    let doc = json!({
+        "base": base_name,
+        "new": new_name,
+        "metrics": deltas,
+        "failures": failures,
+        "failed": !failures.is_empty(),
+    });
+    let mut s = serde_json::to_string_pretty(&doc).expect("JSON values always serialise");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests;

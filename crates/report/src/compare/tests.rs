@@ -1,0 +1,303 @@
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::*;
+use crate::seeded;
+
+fn c(metric: &'static str, op: Op, limit: Limit) -> Condition {
+    Condition { metric, op, limit }
+}
+
+#[test]
+fn parses_valid_conditions() {
+    use Limit::{ChangePercent as Change, Value as At};
+    use Op::{Above, Below};
+    let table: &[(&str, &[Condition])] = &[
+        ("p99>+10%", &[c("p99", Above, Change(10.0))]),
+        ("p50>+5%", &[c("p50", Above, Change(5.0))]),
+        ("rate<-5%", &[c("rate", Below, Change(-5.0))]),
+        ("errors>0.5%", &[c("errors", Above, At(0.5))]),
+        ("errors>+50%", &[c("errors", Above, Change(50.0))]),
+        ("p99>250ms", &[c("p99", Above, At(250.0))]),
+        ("max>1s", &[c("max", Above, At(1000.0))]),
+        ("p99.9>1.5s", &[c("p99.9", Above, At(1500.0))]),
+        ("p90>800us", &[c("p90", Above, At(0.8))]),
+        ("p90>800µs", &[c("p90", Above, At(0.8))]),
+        ("throughput<900", &[c("throughput", Below, At(900.0))]),
+        ("rate<1200.5/s", &[c("rate", Below, At(1200.5))]),
+        ("p99>+2.5%", &[c("p99", Above, Change(2.5))]),
+        ("p99>-0%", &[c("p99", Above, Change(-0.0))]),
+        (
+            " p99 > +10 % , errors > 0.5% ",
+            &[c("p99", Above, Change(10.0)), c("errors", Above, At(0.5))],
+        ),
+        (
+            "p99>+10%,p50>+5%,rate<-5%,errors>0.5%,p99>250ms,max>1s",
+            &[
+                c("p99", Above, Change(10.0)),
+                c("p50", Above, Change(5.0)),
+                c("rate", Below, Change(-5.0)),
+                c("errors", Above, At(0.5)),
+                c("p99", Above, At(250.0)),
+                c("max", Above, At(1000.0)),
+            ],
+        ),
+    ];
+    for (expr, want) in table {
+        assert_eq!(parse_fail_if(expr).as_deref(), Ok(*want), "{expr}");
+    }
+}
+
+#[test]
+fn rejects_invalid_conditions_naming_them() {
+    let table = [
+        ("", "no condition given"),
+        ("  ", "no condition given"),
+        ("p99>+10%,", "empty condition in 'p99>+10%,'"),
+        ("p99>+10%,,p50>+5%", "empty condition"),
+        ("p99", "'p99': expected METRIC>LIMIT or METRIC<LIMIT"),
+        (
+            "p95>+10%",
+            "'p95>+10%': unknown metric 'p95', expected one of rate, throughput",
+        ),
+        (">+10%", "unknown metric ''"),
+        ("P99>+10%", "unknown metric 'P99'"),
+        ("p99>=+10%", "'p99>=+10%': only '>' (above) and '<' (below)"),
+        ("p99<>1s", "only '>' (above) and '<' (below)"),
+        ("p99>", "'p99>': missing limit after '>'"),
+        ("rate<", "missing limit after '<'"),
+        (
+            "p99>+10",
+            "'p99>+10': a signed limit is a relative change and ends in '%'",
+        ),
+        ("p99>+ten%", "'p99>+ten%': 'ten' is not a number"),
+        ("p99>++10%", "'+10' is not a number"),
+        ("p99>+inf%", "'inf' is not a number"),
+        ("p99>250", "'p99>250': p99 takes a duration like '250ms'"),
+        ("p99>10%", "p99 takes a duration"),
+        ("max>1m", "max takes a duration"),
+        ("p50>ms", "p50 takes a duration"),
+        (
+            "errors>0.5",
+            "'errors>0.5': errors takes a percentage like '0.5%'",
+        ),
+        ("errors>150%", "an error percentage is between 0 and 100"),
+        ("errors>nan%", "'nan' is not a number"),
+        (
+            "rate<5%",
+            "'rate<5%': rate takes requests per second like '900'",
+        ),
+        ("throughput<fast", "'fast' is not a number"),
+        ("rate<1e999", "is not a number"),
+    ];
+    for (expr, want) in table {
+        let err = parse_fail_if(expr).expect_err(expr);
+        assert!(err.contains(want), "{expr}: {err}");
+    }
+}
+
+#[test]
+fn conditions_print_as_written() {
+    let parsed =
+        parse_fail_if("p99>+10%,rate<-5%,errors>0.5%,p99>250ms,max>1.5s,rate<900/s").unwrap();
+    let shown: Vec<String> = parsed.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "p99>+10%",
+            "rate<-5%",
+            "errors>0.5%",
+            "p99>250ms",
+            "max>1500ms",
+            "rate<900"
+        ]
+    );
+    for s in &shown {
+        assert_eq!(parse_fail_if(s).unwrap().len(), 1, "{s}");
+    }
+}
+
+fn seeded_deltas() -> Vec<Delta> {
+    let (a, b) = (seeded::base(), seeded::new());
+    compare(&a.report(), &b.report())
+}
+
+#[test]
+fn deltas_on_seeded_runs() {
+    let d = seeded_deltas();
+    let names: Vec<&str> = d.iter().map(|d| d.metric).collect();
+    assert_eq!(names, METRICS);
+    let get = |m: &str| d.iter().find(|d| d.metric == m).unwrap().clone();
+
+    // Base: 1,000 requests in 1.5 s, 980 succeeded; new: 1,036 in 1.5 s.
+    let rate = get("rate");
+    assert_eq!(rate.unit, "req/s");
+    assert!((rate.base - 1000.0 / 1.5).abs() < 1e-9, "{rate:?}");
+    assert!((rate.new - 1036.0 / 1.5).abs() < 1e-9, "{rate:?}");
+    assert!((rate.change.unwrap() - 0.036).abs() < 1e-12, "{rate:?}");
+
+    // Base errors: 10 resets and 10 503s of 1,000, so 2 %.
+    let errors = get("errors");
+    assert_eq!(errors.unit, "%");
+    assert!((errors.base - 2.0).abs() < 1e-12, "{errors:?}");
+    let b = seeded::new();
+    let bad = (b.totals.requests() - b.totals.succeeded()) as f64;
+    assert!(
+        (errors.new - bad * 100.0 / 1036.0).abs() < 1e-12,
+        "{errors:?}"
+    );
+
+    // Latencies are the histogram's, in ms.
+    let a = seeded::base();
+    let p99 = get("p99");
+    assert_eq!(p99.unit, "ms");
+    assert_eq!(
+        p99.base,
+        a.totals.latency_us().value_at_percentile(99.0) as f64 / 1000.0
+    );
+    assert_eq!(get("max").new, b.totals.latency_us().max() as f64 / 1000.0);
+    for d in &d {
+        assert_eq!(d.change, Some((d.new - d.base) / d.base), "{d:?}");
+    }
+}
+
+#[test]
+fn a_zero_base_has_no_relative_change() {
+    let a = seeded::base();
+    let empty = belier_stats::Recorder::new();
+    let series = belier_stats::Series::new();
+    let mut zero = a.report();
+    zero.totals = &empty;
+    zero.series = &series;
+    zero.elapsed = Duration::ZERO;
+    let d = compare(&zero, &a.report());
+    assert!(
+        d.iter().all(|d| d.base == 0.0 && d.change.is_none()),
+        "{d:?}"
+    );
+    let same = compare(&zero, &zero);
+    assert!(same.iter().all(|d| d.change.is_none() && d.new == 0.0));
+    assert_eq!(change_cell(&same[0]), "+0.0 %");
+    assert_eq!(change_cell(&d[0]), "n/a");
+}
+
+fn delta(metric: &'static str, base: f64, new: f64) -> Delta {
+    Delta {
+        metric,
+        base,
+        new,
+        change: (base != 0.0).then(|| (new - base) / base),
+        unit: unit(metric),
+    }
+}
+
+#[test]
+fn failures_name_the_figures() {
+    let deltas = [
+        delta("rate", 1000.0, 928.0),
+        delta("p50", 4.0, 4.1),
+        delta("p99", 12.0, 14.808),
+        delta("max", 250.0, 250.0),
+        delta("errors", 0.0, 1.2),
+    ];
+    let table: &[(&str, &[&str])] = &[
+        (
+            "p99>+10%",
+            &["p99 rose 23.4 % (12.000 ms → 14.808 ms), limit +10 %"],
+        ),
+        ("p50>+5%", &[]),
+        // 4.1 / 4.0 − 1 is +2.5 % to float rounding: at the limit, so not above it.
+        ("p50>+2.5%", &[]),
+        (
+            "p50>+2%",
+            &["p50 rose 2.5 % (4.000 ms → 4.100 ms), limit +2 %"],
+        ),
+        (
+            "rate<-5%",
+            &["rate fell 7.2 % (1,000.0/s → 928.0/s), limit -5 %"],
+        ),
+        ("rate<-10%", &[]),
+        (
+            "rate<950",
+            &["rate is 928.0/s, below the limit 950.0/s (base 1,000.0/s)"],
+        ),
+        (
+            "p99>14ms",
+            &["p99 is 14.808 ms, above the limit 14.000 ms (base 12.000 ms)"],
+        ),
+        // Equal to the limit is not above it, nor is an unchanged value a rise.
+        ("max>250ms,max>+0%", &[]),
+        (
+            "errors>0.5%",
+            &["errors is 1.200 %, above the limit 0.500 % (base 0.000 %)"],
+        ),
+        // From no errors to some: an unbounded rise, so any relative limit fails.
+        (
+            "errors>+1000%",
+            &["errors rose from zero (0.000 % → 1.200 %), limit +1000 %"],
+        ),
+        ("errors<-10%", &[]),
+        (
+            "p99<+30%",
+            &["p99 rose 23.4 % (12.000 ms → 14.808 ms), limit +30 %"],
+        ),
+    ];
+    for (expr, want) in table {
+        let got = failed(&deltas, &parse_fail_if(expr).unwrap());
+        assert_eq!(got, *want, "{expr}");
+    }
+}
+
+#[test]
+fn float_rounding_does_not_fail_a_gate_at_its_limit() {
+    // 11 / 10 − 1 is 0.10000000000000009 in binary: still exactly +10 %.
+    let d = [delta("p99", 10.0, 11.0)];
+    assert!(failed(&d, &parse_fail_if("p99>+10%").unwrap()).is_empty());
+    assert_eq!(failed(&d, &parse_fail_if("p99>+9.99%").unwrap()).len(), 1);
+}
+
+#[test]
+fn golden_comparison_text() {
+    let deltas = seeded_deltas();
+    let conditions = parse_fail_if("p99>+10%,rate<-5%,errors>0.5%,max>1s").unwrap();
+    let failures = failed(&deltas, &conditions);
+    let got = render_comparison_text(seeded::BASE, seeded::NEW, &deltas, &failures);
+    crate::golden::check("compare.txt", &got);
+}
+
+#[test]
+fn text_without_failures_is_just_the_table() {
+    let deltas = seeded_deltas();
+    let got = render_comparison_text("a\u{1b}[2J", "b", &deltas, &[]);
+    assert!(!got.contains("FAILED"), "{got}");
+    assert!(got.contains("'a\\u{1b}[2J'"), "{got}");
+    assert_eq!(got.lines().count(), 2 + 1 + METRICS.len());
+    // Columns line up: every table line has the same width.
+    let widths: Vec<usize> = got.lines().skip(2).map(|l| l.chars().count()).collect();
+    assert!(widths.windows(2).all(|w| w[0] == w[1]), "{got}");
+}
+
+#[test]
+fn json_carries_every_delta_and_the_failures() {
+    let deltas = seeded_deltas();
+    let failures = failed(&deltas, &parse_fail_if("p99>+1%").unwrap());
+    let doc: Value =
+        serde_json::from_str(&render_comparison_json("base", "new", &deltas, &failures)).unwrap();
+    assert_eq!(doc["base"], "base");
+    assert_eq!(doc["new"], "new");
+    assert_eq!(doc["failed"], true);
+    assert_eq!(doc["failures"].as_array().unwrap().len(), 1);
+    let metrics = doc["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), METRICS.len());
+    let p99 = &metrics[4];
+    assert_eq!(p99["metric"], "p99");
+    assert_eq!(p99["unit"], "ms");
+    assert_eq!(p99["base"].as_f64(), Some(deltas[4].base));
+    assert_eq!(p99["change"].as_f64(), deltas[4].change);
+
+    let zero = [delta("errors", 0.0, 0.0)];
+    let doc: Value = serde_json::from_str(&render_comparison_json("a", "b", &zero, &[])).unwrap();
+    assert_eq!(doc["metrics"][0]["change"], Value::Null);
+    assert_eq!(doc["failed"], false);
+}

@@ -1,0 +1,180 @@
+//! The per-interval series as CSV, for spreadsheets and plotting tools.
+//!
+//! One row per run per interval, runs one after the other, in the order given. Fields are
+//! quoted as RFC 4180 says (a run name may hold commas, quotes or line breaks); records end in
+//! `\n` rather than RFC 4180's `\r\n`, which every CSV reader accepts and line tools (`awk`,
+//! `cut`, `grep`) handle without a stray `\r` in the last column.
+
+use std::fmt::Write as _;
+
+use belier_stats::Point;
+
+use crate::NamedReport;
+
+/// The header row of [`render_csv`].
+const HEADER: &str = "run,offset_s,width_s,requests,succeeded,errors,rate_per_s,\
+                      target_rate_per_s,p50_ms,p90_ms,p99_ms,max_ms,dropped,lag_p99_ms,\
+                      in_flight,cpu_percent";
+
+/// Renders each run's per-interval series as CSV with a header row.
+///
+/// Latencies are milliseconds with three decimals, so microsecond resolution shows. The
+/// open-loop columns (`target_rate_per_s`, `dropped`, `lag_p99_ms`) are empty for closed-loop
+/// runs, where no arrival rate was set. Once a long run's series has coarsened (a point spans
+/// several intervals, see `width_s`), its percentiles are the largest of the merged intervals'.
+pub fn render_csv(runs: &[NamedReport]) -> String {
+    let points: usize = runs.iter().map(|r| r.report.series.points().len()).sum();
+    let mut out = String::with_capacity(HEADER.len() + 1 + points * 120);
+    out.push_str(HEADER);
+    out.push('\n');
+    for run in runs {
+        let name = field(run.name);
+        let open = run.report.is_open_loop();
+        for p in run.report.series.points() {
+            // Writing into a String cannot fail.
+            let _ = row(&mut out, &name, open, p);
+        }
+    }
+    out
+}
+
+fn row(out: &mut String, name: &str, open: bool, p: &Point) -> std::fmt::Result {
+    write!(
+        out,
+        "{name},{:.3},{:.3},{},{},{},{:.3},",
+        p.offset.as_secs_f64(),
+        p.width.as_secs_f64(),
+        p.requests,
+        p.succeeded,
+        p.errors,
+        p.rate(),
+    )?;
+    if open {
+        write!(out, "{:.3}", p.target_rate())?;
+    }
+    write!(
+        out,
+        ",{},{},{},{},",
+        ms(p.p50_us),
+        ms(p.p90_us),
+        ms(p.p99_us),
+        ms(p.max_us)
+    )?;
+    if open {
+        write!(out, "{},{}", p.dropped, ms(p.lag_p99_us))?;
+    } else {
+        out.push(',');
+    }
+    writeln!(out, ",{},{:.1}", p.in_flight, p.cpu * 100.0)
+}
+
+/// Microseconds as milliseconds with three decimals and no separators: `1234567` → `1234.567`.
+fn ms(us: u64) -> String {
+    format!("{}.{:03}", us / 1000, us % 1000)
+}
+
+/// `s` as one CSV field: quoted when it holds a comma, a quote or a line break, with inner
+/// quotes doubled (RFC 4180, section 2, rules 6 and 7).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded;
+
+    #[test]
+    fn golden_csv() {
+        let (a, b) = (seeded::base(), seeded::new());
+        let reports = [a.report(), b.report()];
+        let got = render_csv(&seeded::named(&reports));
+        crate::golden::check("series.csv", &got);
+    }
+
+    #[test]
+    fn fields_are_quoted_only_when_needed() {
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field(""), "");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(field("cr\r"), "\"cr\r\"");
+        assert_eq!(ms(0), "0.000");
+        assert_eq!(ms(1), "0.001");
+        assert_eq!(ms(1_234_567), "1234.567");
+    }
+
+    /// A minimal RFC 4180 reader, to check that what we write parses back to what we meant.
+    fn parse(text: &str) -> Vec<Vec<String>> {
+        let mut rows = vec![];
+        let mut row = vec![];
+        let mut cell = String::new();
+        let mut chars = text.chars().peekable();
+        let mut quoted = false;
+        while let Some(c) = chars.next() {
+            match (quoted, c) {
+                (true, '"') if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    cell.push('"');
+                }
+                (true, '"') => quoted = false,
+                (true, c) => cell.push(c),
+                (false, '"') => quoted = true,
+                (false, ',') => row.push(std::mem::take(&mut cell)),
+                (false, '\n') => {
+                    row.push(std::mem::take(&mut cell));
+                    rows.push(std::mem::take(&mut row));
+                }
+                (false, c) => cell.push(c),
+            }
+        }
+        assert!(!quoted && cell.is_empty() && row.is_empty(), "unterminated");
+        rows
+    }
+
+    #[test]
+    fn every_row_parses_back_with_the_run_name_intact() {
+        let (a, b) = (seeded::base(), seeded::new());
+        let reports = [a.report(), b.report()];
+        let mut runs = seeded::named(&reports);
+        let awkward = "multi\nline, \"quoted\"";
+        runs[0].name = awkward;
+        let rows = parse(&render_csv(&runs));
+        let columns = HEADER.split(',').count();
+        assert_eq!(columns, 16);
+        assert!(rows.iter().all(|r| r.len() == columns), "{rows:?}");
+        assert_eq!(rows[0].join(","), HEADER);
+        let names: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(names, [awkward, awkward, seeded::NEW, seeded::NEW]);
+        // Counts are exact: the rows add up to the totals.
+        for (run, name) in [(&a, awkward), (&b, seeded::NEW)] {
+            let sum = |col: usize| -> u64 {
+                rows[1..]
+                    .iter()
+                    .filter(|r| r[0] == name)
+                    .map(|r| r[col].parse::<u64>().unwrap())
+                    .sum()
+            };
+            assert_eq!(sum(3), run.totals.requests());
+            assert_eq!(sum(4), run.totals.succeeded());
+            assert_eq!(sum(5), run.totals.errors());
+        }
+        // Closed loop: the open-loop columns are empty; open loop: filled.
+        assert_eq!(
+            (&rows[1][7], &rows[1][12], &rows[1][13]),
+            (&"".into(), &"".into(), &"".into())
+        );
+        assert_eq!(rows[3][7], "700.000");
+        assert_eq!(rows[3][12], "10");
+    }
+
+    #[test]
+    fn no_runs_is_just_the_header() {
+        assert_eq!(render_csv(&[]), format!("{HEADER}\n"));
+    }
+}

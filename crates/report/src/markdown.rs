@@ -1,0 +1,314 @@
+//! A GitHub-flavoured markdown summary, to paste into a pull request, an issue or a wiki.
+//!
+//! Everything that came from the user or the network (run names, the URL, error messages,
+//! warnings) goes through [`md`], so it shows as typed: it cannot end a table cell, start a
+//! new line, or turn into a link, emphasis or raw HTML.
+
+use std::fmt::Write as _;
+
+use belier_stats::{ErrorKind, LatencySummary};
+
+use crate::format::{bytes, ms, ms_f, rate, thousands};
+use crate::{verdict, Model, NamedReport, Report};
+
+/// Renders `runs` as markdown: a summary table with one column per run, then for each run its
+/// status codes, error kinds and verdict.
+pub fn render_markdown(runs: &[NamedReport]) -> String {
+    let mut out = String::with_capacity(2048 + runs.len() * 1024);
+    // Writing into a String cannot fail; `let _` discards that impossible error.
+    let _ = write_markdown(&mut out, runs);
+    out
+}
+
+fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
+    writeln!(out, "## belier results\n")?;
+    if runs.is_empty() {
+        return writeln!(out, "No runs.");
+    }
+    write!(out, "| |")?;
+    for run in runs {
+        write!(out, " {} |", md(run.name))?;
+    }
+    write!(out, "\n| :-- |")?;
+    for _ in runs {
+        write!(out, " --: |")?;
+    }
+    writeln!(out)?;
+
+    let reports: Vec<&Report> = runs.iter().map(|r| r.report).collect();
+    let latency: Vec<LatencySummary> = reports.iter().map(|r| r.totals.latency_summary()).collect();
+    let row = |out: &mut String, label: &str, cell: &dyn Fn(usize, &Report) -> String| {
+        write!(out, "| {label} |")?;
+        for (i, r) in reports.iter().enumerate() {
+            write!(out, " {} |", cell(i, r))?;
+        }
+        writeln!(out)
+    };
+    row(out, "Requests", &|_, r| thousands(r.totals.requests()))?;
+    row(out, "Succeeded", &|_, r| thousands(r.totals.succeeded()))?;
+    row(out, "Success", &|_, r| {
+        format!("{:.2} %", r.success_ratio() * 100.0)
+    })?;
+    row(out, "Errors (no response)", &|_, r| {
+        thousands(r.totals.errors())
+    })?;
+    row(out, "Duration", &|_, r| {
+        format!("{:.3} s", r.elapsed.as_secs_f64())
+    })?;
+    row(out, "Attempted rate", &|_, r| {
+        format!("{}/s", rate(r.attempted_rate()))
+    })?;
+    row(out, "Throughput", &|_, r| {
+        format!("{}/s", rate(r.throughput()))
+    })?;
+    row(out, "Latency min", &|i, _| ms(latency[i].min_us))?;
+    row(out, "Latency mean", &|i, _| ms_f(latency[i].mean_us))?;
+    for p in [50.0, 90.0, 99.0, 99.9] {
+        row(out, &format!("Latency p{p}"), &|i, _| {
+            ms(latency[i].at(p).unwrap_or(0))
+        })?;
+    }
+    row(out, "Latency max", &|i, _| ms(latency[i].max_us))?;
+    row(out, "Bytes in", &|_, r| bytes(r.totals.bytes_in() as f64))?;
+    row(out, "Bytes out", &|_, r| bytes(r.totals.bytes_out() as f64))?;
+    row(out, "Connections", &|_, r| {
+        thousands(r.totals.connections_opened())
+    })?;
+    if reports.iter().any(|r| r.is_open_loop()) {
+        row(out, "Target rate", &|_, r| {
+            open_loop(r, |r| format!("{}/s", rate(r.target_rate())))
+        })?;
+        row(out, "Dropped", &|_, r| {
+            open_loop(r, |r| thousands(r.totals.dropped()))
+        })?;
+        row(out, "Lag p99", &|_, r| {
+            open_loop(r, |r| {
+                let lag = r.totals.lag_us();
+                ms(if lag.is_empty() {
+                    0
+                } else {
+                    lag.value_at_quantile(0.99)
+                })
+            })
+        })?;
+    }
+    writeln!(
+        out,
+        "\nLatency is measured from the intended start of each request to its last byte, \
+         responses only."
+    )?;
+
+    for run in runs {
+        write_run(out, run)?;
+    }
+    Ok(())
+}
+
+/// `cell(r)` for an open-loop run; a dash for a closed-loop run, which had no arrival rate (a
+/// zero would read as a measurement).
+fn open_loop(r: &Report, cell: impl Fn(&Report) -> String) -> String {
+    if r.is_open_loop() {
+        cell(r)
+    } else {
+        "–".to_string()
+    }
+}
+
+fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
+    let r = run.report;
+    let info = r.info;
+    writeln!(out, "\n### {}\n", md(run.name))?;
+    let load = match info.model {
+        Model::Closed => format!(
+            "closed loop, {} connections on {} threads",
+            info.connections, info.threads
+        ),
+        Model::Open => format!(
+            "open loop at {}/s, up to {} connections on {} threads",
+            rate(info.rate.unwrap_or(0.0)),
+            info.max_connections.unwrap_or(info.connections),
+            info.threads
+        ),
+    };
+    let shards = if info.shards > 1 {
+        format!(", {} shards merged", info.shards)
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{} {} — {load}{shards}; started {}, ran {:.3} s",
+        md(&info.method),
+        md(&info.url),
+        md(&info.started_at),
+        r.elapsed.as_secs_f64()
+    )?;
+    if r.interrupted {
+        writeln!(
+            out,
+            "\n**Interrupted:** stopped early by the user; the figures cover the run so far."
+        )?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "\n**Warning:** {}", md(w))?;
+    }
+
+    let t = r.totals;
+    if t.responses() == 0 {
+        writeln!(out, "\nNo responses.")?;
+    } else {
+        writeln!(out, "\n| Status | Responses |\n| --: | --: |")?;
+        for (code, n) in t.status_counts() {
+            let code = if code == 0 {
+                "other".to_string()
+            } else {
+                code.to_string()
+            };
+            writeln!(out, "| {code} | {} |", thousands(n))?;
+        }
+    }
+    if t.errors() == 0 {
+        writeln!(out, "\nNo errors.")?;
+    } else {
+        writeln!(out, "\n| Error | Count | Example |\n| :-- | --: | :-- |")?;
+        for kind in ErrorKind::ALL {
+            let n = t.errors_of(kind);
+            if n > 0 {
+                writeln!(
+                    out,
+                    "| {} | {} | {} |",
+                    kind.description(),
+                    thousands(n),
+                    md(t.error_example(kind).unwrap_or(""))
+                )?;
+            }
+        }
+    }
+
+    let v = verdict(r);
+    if v.kept_up {
+        writeln!(out, "\n**Verdict:** belier kept up ({}).", md(&v.summary))
+    } else {
+        writeln!(
+            out,
+            "\n**Verdict: WARNING**, the generator may have shaped these results ({}):",
+            md(&v.summary)
+        )?;
+        for f in &v.findings {
+            writeln!(out, "- {}", md(f))?;
+        }
+        Ok(())
+    }
+}
+
+/// `s` as literal inline markdown, safe inside a table cell: characters that markdown or a
+/// table would act on are backslash-escaped (CommonMark lets any ASCII punctuation be), and a
+/// line break becomes a space, since a cell or a line of text cannot hold one.
+fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' | '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded;
+
+    #[test]
+    fn golden_markdown() {
+        let (a, b) = (seeded::base(), seeded::new());
+        let reports = [a.report(), b.report()];
+        let got = render_markdown(&seeded::named(&reports));
+        crate::golden::check("report.md", &got);
+    }
+
+    #[test]
+    fn escapes_what_would_break_a_table_or_render() {
+        assert_eq!(md("plain text 1.5"), "plain text 1.5");
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(md("a\\|b"), "a\\\\\\|b");
+        assert_eq!(md("two\nlines\r\nthree\rfour"), "two lines three four");
+        assert_eq!(md("<img src=x>"), "\\<img src=x\\>");
+        assert_eq!(
+            md("*bold* _it_ `code` [link]"),
+            "\\*bold\\* \\_it\\_ \\`code\\` \\[link\\]"
+        );
+    }
+
+    #[test]
+    fn every_table_row_has_one_cell_per_column() {
+        let (a, b) = (seeded::base(), seeded::new());
+        let mut b_report = b.report();
+        b_report.warnings = vec!["a | b\nc".into()];
+        b_report.interrupted = true;
+        let reports = [a.report(), b_report];
+        let got = render_markdown(&seeded::named(&reports));
+        // Unescaped pipes per table line: every line of a table has the same number.
+        let cells = |line: &str| {
+            line.replace("\\\\", "")
+                .replace("\\|", "")
+                .matches('|')
+                .count()
+        };
+        let mut table: Option<usize> = None;
+        for line in got.lines() {
+            if line.starts_with('|') {
+                let n = cells(line);
+                assert_eq!(*table.get_or_insert(n), n, "{line}\n{got}");
+            } else {
+                table = None;
+            }
+        }
+        assert!(got.contains("**Interrupted:**"), "{got}");
+        assert!(got.contains("**Warning:** a \\| b c"), "{got}");
+    }
+
+    #[test]
+    fn closed_loop_only_has_no_open_loop_rows() {
+        let a = seeded::base();
+        let report = a.report();
+        let got = render_markdown(&[NamedReport {
+            name: "only",
+            report: &report,
+        }]);
+        assert!(!got.contains("Target rate"), "{got}");
+        assert!(got.contains("| Requests | 1,000 |"), "{got}");
+        assert!(got.contains("**Verdict:** belier kept up"), "{got}");
+    }
+
+    #[test]
+    fn empty_run_renders_without_tables_of_nothing() {
+        let info = crate::fixtures::info();
+        let totals = belier_stats::Recorder::new();
+        let series = belier_stats::Series::new();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: std::time::Duration::ZERO,
+            interrupted: false,
+            warnings: vec![],
+            host: None,
+        };
+        let got = render_markdown(&[NamedReport {
+            name: "empty",
+            report: &report,
+        }]);
+        assert!(got.contains("No responses."), "{got}");
+        assert!(got.contains("No errors."), "{got}");
+        assert!(!got.contains("NaN"), "{got}");
+        assert_eq!(render_markdown(&[]), "## belier results\n\nNo runs.\n");
+    }
+}
