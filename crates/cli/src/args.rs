@@ -41,6 +41,8 @@ pub enum Command {
     /// Report on results files: files with the same run name merge, others are shown side by
     /// side.
     Report(ReportArgs),
+    /// Compare two runs' results files metric by metric, failing on regressions (exit 3).
+    Compare(CompareArgs),
 }
 
 /// Options of `belier report`.
@@ -61,6 +63,31 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// Options of `belier compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results file of the baseline run.
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// Results file of the run to judge.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Conditions that fail the comparison (exit 3), comma-separated:
+    /// relative ('p99>+10%', 'rate<-5%') or absolute on the new run ('errors>0.5%',
+    /// 'p99>250ms').
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Option<String>,
+    /// Output format.
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+    /// Only intervals starting at or after this time into each run.
+    #[arg(long = "from", value_name = "D", value_parser = parse_duration)]
+    pub from: Option<Duration>,
+    /// Only intervals starting before this time into each run.
+    #[arg(long = "to", value_name = "D", value_parser = parse_duration)]
+    pub to: Option<Duration>,
 }
 
 /// Output types of `belier report`.

@@ -38,6 +38,7 @@ fn main() -> ExitCode {
             Some(Command::Target(a)) => target::run(a, &signals),
             Some(Command::Demo(a)) => demo::run(a, &signals),
             Some(Command::Report(a)) => results::report(a),
+            Some(Command::Compare(a)) => results::compare(a),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use belier_report::results::{read_results, Results, Summary};
 use belier_report::{render_html, render_json, render_text, HtmlRun, Report};
 
-use crate::args::{ReportArgs, ReportType};
+use crate::args::{CompareArgs, Format, ReportArgs, ReportType};
 use crate::settings::InputError;
 
 /// One run, read back: its results (shards merged) and their summary.
@@ -156,4 +156,42 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// Exit code of `belier compare` when a `--fail-if` condition held.
+pub const EXIT_REGRESSION: u8 = 3;
+
+/// `belier compare BASE NEW`.
+pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
+    use belier_report::compare;
+    let conditions = match &args.fail_if {
+        Some(expr) => compare::parse_fail_if(expr)
+            .map_err(|e| InputError::new("--fail-if <EXPR>", expr, e))?,
+        None => Vec::new(),
+    };
+    let mut runs = Vec::with_capacity(2);
+    for path in [&args.base, &args.new] {
+        let mut loaded = load(std::slice::from_ref(path), args.from, args.to)?;
+        runs.push(loaded.remove(0));
+    }
+    let (base, new) = (runs[0].report(), runs[1].report());
+    let deltas = compare::compare(&base, &new);
+    let failures = compare::failed(&deltas, &conditions);
+    let out = match args.output {
+        Format::Text => {
+            compare::render_comparison_text(&runs[0].name, &runs[1].name, &deltas, &failures)
+        }
+        Format::Json => {
+            compare::render_comparison_json(&runs[0].name, &runs[1].name, &deltas, &failures)
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+    Ok(if failures.is_empty() {
+        0
+    } else {
+        EXIT_REGRESSION
+    })
 }

@@ -331,3 +331,59 @@ fn raw_stream_has_one_row_per_request() {
     }
     assert_eq!(s.counts().requests, 1500);
 }
+
+#[test]
+fn compare_exit_codes_gate_regressions() {
+    let s = server();
+    let dir = temp_dir("compare");
+    let save = |name: &str, path: &str| {
+        let file = dir.join(format!("{name}.jsonl"));
+        let out = run(&[
+            "-n",
+            "400",
+            "-c",
+            "4",
+            "--save",
+            file.to_str().unwrap(),
+            &s.url(path),
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+        file
+    };
+    let fast = save("fast", "/");
+    let slow = save("slow", "/?delay=20ms");
+    let (f, sl) = (fast.to_str().unwrap(), slow.to_str().unwrap());
+    // No conditions: a table, exit 0.
+    let out = run(&["compare", f, sl]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("p99") && text.contains("fast") && text.contains("slow"),
+        "{text}"
+    );
+    // The slow run's p99 rose far more than 10 %: exit 3 with the figures.
+    let out = run(&["compare", f, sl, "--fail-if", "p99>+10%"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAILED"));
+    // Against itself nothing regresses.
+    let out = run(&[
+        "compare",
+        f,
+        f,
+        "--fail-if",
+        "p99>+10%,errors>0.5%",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["failed"], false);
+    // A malformed condition is bad input.
+    let out = run(&["compare", f, sl, "--fail-if", "p99>>3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-if"));
+}
