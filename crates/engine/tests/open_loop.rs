@@ -16,8 +16,18 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
+/// Tests that measure timing on the server side run one at a time: on a 2-core machine,
+/// the other tests of this file running alongside would otherwise shift the arrival times
+/// they measure.
+static TIMING: Mutex<()> = Mutex::new(());
+
+fn timing() -> std::sync::MutexGuard<'static, ()> {
+    TIMING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn constant_rate_sends_exactly_rate_times_duration_evenly() {
+    let _serial = timing();
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/"), secs(2.0));
     c.load = open(Profile::constant(100.0), 100, None);
@@ -45,6 +55,7 @@ fn fractional_rate_gives_the_floor_of_rate_times_duration() {
 
 #[test]
 fn slow_responses_do_not_bunch_the_arrivals() {
+    let _serial = timing();
     // Every response takes 30 ms: a closed loop would wait; the open loop keeps its pace by
     // opening more connections.
     let s = recording_server(1_000);
@@ -69,6 +80,7 @@ fn slow_responses_do_not_bunch_the_arrivals() {
 
 #[test]
 fn stages_shape_the_per_second_counts() {
+    let _serial = timing();
     // 0 → 200/s over 2 s, then 200/s for 1 s: 50, 150, 200 arrivals in the three seconds.
     let s = recording_server(0);
     let mut c = config(s.addr(), "/");
@@ -104,6 +116,7 @@ fn stages_shape_the_per_second_counts() {
 
 #[test]
 fn an_unreachable_rate_drops_at_the_in_flight_cap_and_ends_on_time() {
+    let _serial = timing();
     let s = recording_server(0);
     let mut c = lasting(config(s.addr(), "/?delay=100ms"), secs(1.0));
     c.threads = 1;
@@ -120,6 +133,7 @@ fn an_unreachable_rate_drops_at_the_in_flight_cap_and_ends_on_time() {
 
 #[test]
 fn queued_requests_wait_for_a_connection_and_their_latency_counts() {
+    let _serial = timing();
     // One connection, 20 ms responses, 100/s: the queue grows and latency from the intended
     // start grows with it, while latency from dispatch stays near 20 ms.
     let s = recording_server(0);
@@ -218,6 +232,7 @@ fn stalling_server() -> StallingServer {
 
 #[test]
 fn a_stall_shows_in_the_high_percentiles() {
+    let _serial = timing();
     let s = stalling_server();
     let mut c = lasting(config(s.addr, "/"), secs(3.0));
     c.load = open(Profile::constant(200.0), 1_000, None);
@@ -238,6 +253,7 @@ fn a_stall_shows_in_the_high_percentiles() {
 
 #[test]
 fn with_few_connections_the_uncorrected_latency_hides_the_stall() {
+    let _serial = timing();
     // Four connections: during the stall arrivals queue behind them. Measured from dispatch
     // (as a closed-loop tool does) most of the wait disappears; from the intended start it
     // does not.

@@ -42,7 +42,7 @@ impl LatencySummary {
             max_us: h.max(),
             percentiles_us: REPORTED_PERCENTILES
                 .iter()
-                .map(|&p| (p, h.value_at_percentile(p)))
+                .map(|&p| (p, value_at_percentile(h, p)))
                 .collect(),
         }
     }
@@ -54,6 +54,19 @@ impl LatencySummary {
             .find(|(q, _)| *q == p)
             .map(|&(_, v)| v)
     }
+}
+
+/// The value at percentile `p`, ranked as HdrHistogram's Java and Python implementations rank
+/// it: `p` is lowered by one ulp first, so that `99.9 / 100`, which is a hair above 0.999 in
+/// binary, does not round the rank up by one (p99.9 of 20,000 values is the 19,980th, not the
+/// 19,981st).
+pub fn value_at_percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    let lowered = if p > 0.0 {
+        f64::from_bits(p.to_bits() - 1)
+    } else {
+        p
+    };
+    h.value_at_percentile(lowered)
 }
 
 #[cfg(test)]
@@ -77,6 +90,19 @@ mod tests {
         let p99 = s.at(99.0).unwrap() as f64;
         assert!((p99 - 9_900.0).abs() <= 10.0, "p99 {p99}");
         assert!((s.mean_us - 5_000.5).abs() < 5.0);
+    }
+
+    #[test]
+    fn percentile_ranks_match_the_reference_implementations() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in 1..=20_000u64 {
+            h.record(v).unwrap();
+        }
+        // Rank ⌈0.999 × 20,000⌉ = 19,980, as Java's and Python's HdrHistogram give.
+        assert_eq!(value_at_percentile(&h, 99.9), h.highest_equivalent(19_980));
+        assert_eq!(value_at_percentile(&h, 50.0), h.highest_equivalent(10_000));
+        assert_eq!(value_at_percentile(&h, 100.0), h.max());
+        assert_eq!(value_at_percentile(&h, 0.0), h.min().max(1));
     }
 
     #[test]

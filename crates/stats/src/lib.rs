@@ -21,7 +21,7 @@ pub mod series;
 
 pub use collector::{Collector, Settled};
 pub use error_kind::ErrorKind;
-pub use latency::{LatencySummary, REPORTED_PERCENTILES};
+pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use recorder::{
     Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
 };
