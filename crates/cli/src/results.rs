@@ -1,24 +1,22 @@
 //! `belier report`: results files read back, shards merged, runs rendered side by side.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_report::results::{read_results, Results, Summary};
+use belier_report::results::{self, Reader};
 use belier_report::{render_html, render_json, render_text, HtmlRun, Report};
 
 use crate::args::{CompareArgs, Format, ReportArgs, ReportType};
 use crate::settings::InputError;
 
-/// One run, read back: its results (shards merged) and their summary.
+/// One run, read back: its results (shards merged) over the chosen window.
 pub struct Run {
     /// Run name from the results files.
     pub name: String,
-    /// The results, shards merged.
-    pub results: Results,
-    /// Totals and series over the chosen window.
-    pub summary: Summary,
+    /// Totals, series and run information.
+    pub data: results::Run,
     /// Warnings the report shows: the run's own and what the reader tolerated.
     pub warnings: Vec<String>,
 }
@@ -26,12 +24,12 @@ pub struct Run {
 impl Run {
     /// The report on this run.
     pub fn report(&self) -> Report<'_> {
-        let end = self.results.end.as_ref();
+        let end = self.data.end.as_ref();
         Report {
-            info: &self.results.header.run,
-            totals: &self.summary.totals,
-            series: &self.summary.series,
-            elapsed: self.summary.elapsed,
+            info: &self.data.header.run,
+            totals: &self.data.totals,
+            series: &self.data.series,
+            elapsed: self.data.elapsed,
             interrupted: end.is_some_and(|e| e.interrupted),
             warnings: self.warnings.clone(),
             host: end.and_then(|e| e.host),
@@ -39,64 +37,68 @@ impl Run {
     }
 }
 
-/// Reads `files` (`-`: standard input), merges files that share a run name, and summarises
-/// each run over `[from, to)`. Runs keep the order their first file was given in.
+/// Opens `files` (`-`: standard input), groups them by run name (files with one name are
+/// shards of one run) and reads each run over `[from, to)`, streaming: memory does not grow
+/// with the length of the runs. Runs keep the order their first file was given in.
 pub fn load(
     files: &[PathBuf],
     from: Option<Duration>,
     to: Option<Duration>,
+    keep_latency_log: bool,
 ) -> anyhow::Result<Vec<Run>> {
-    let mut groups: Vec<(String, Vec<Results>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<Reader>)> = Vec::new();
     for path in files {
-        let results = read_file(path)?;
-        let name = results.header.name.clone();
+        let reader = open(path)?;
+        let name = reader.header().name.clone();
         match groups.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, shards)) => shards.push(results),
-            None => groups.push((name, vec![results])),
+            Some((_, shards)) => shards.push(reader),
+            None => groups.push((name, vec![reader])),
         }
     }
     groups
         .into_iter()
         .map(|(name, shards)| {
-            let results = Results::merge(shards)
+            let data = results::read_run(shards, from, to, keep_latency_log)
                 .map_err(|e| InputError::new("<FILE>", &name, e.to_string()))?;
-            let summary = results.summarise(from, to);
-            let mut warnings = results
+            let mut warnings = data
                 .end
                 .as_ref()
                 .map(|e| e.warnings.clone())
                 .unwrap_or_default();
-            warnings.extend(results.notes.iter().cloned());
-            if summary.totals.requests() == 0 && (from.is_some() || to.is_some()) {
+            warnings.extend(data.notes.iter().cloned());
+            if data.totals.requests() == 0 && (from.is_some() || to.is_some()) {
                 warnings.push("no interval falls in the --from/--to window".into());
             }
             Ok(Run {
                 name,
-                results,
-                summary,
+                data,
                 warnings,
             })
         })
         .collect()
 }
 
-fn read_file(path: &Path) -> anyhow::Result<Results> {
+fn open(path: &Path) -> anyhow::Result<Reader> {
     let source = path.display().to_string();
-    let input: Box<dyn Read> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin())
+    let input: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
     } else {
-        Box::new(
-            std::fs::File::open(path)
-                .map_err(|e| InputError::new("<FILE>", &source, format!("cannot open it: {e}")))?,
-        )
+        Box::new(BufReader::new(std::fs::File::open(path).map_err(|e| {
+            InputError::new("<FILE>", &source, format!("cannot open it: {e}"))
+        })?))
     };
-    read_results(BufReader::new(input), &source)
+    Reader::open(input, &source)
         .map_err(|e| InputError::new("<FILE>", &source, e.to_string()).into())
 }
 
 /// `belier report`.
 pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
-    let runs = load(&args.files, args.from, args.to)?;
+    let runs = load(
+        &args.files,
+        args.from,
+        args.to,
+        args.kind == ReportType::Hdr,
+    )?;
     let reports: Vec<Report> = runs.iter().map(Run::report).collect();
     let named: Vec<belier_report::NamedReport> = runs
         .iter()
@@ -128,8 +130,8 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
         ReportType::Csv => belier_report::render_csv(&named),
         ReportType::Markdown => belier_report::render_markdown(&named),
         ReportType::Hdr => {
-            let pairs: Vec<(&str, &Results)> =
-                runs.iter().map(|r| (r.name.as_str(), &r.results)).collect();
+            let pairs: Vec<(&str, &results::Run)> =
+                runs.iter().map(|r| (r.name.as_str(), &r.data)).collect();
             belier_report::render_hdr_log(&pairs)
         }
         ReportType::Html => {
@@ -171,7 +173,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
     };
     let mut runs = Vec::with_capacity(2);
     for path in [&args.base, &args.new] {
-        let mut loaded = load(std::slice::from_ref(path), args.from, args.to)?;
+        let mut loaded = load(std::slice::from_ref(path), args.from, args.to, false)?;
         runs.push(loaded.remove(0));
     }
     let (base, new) = (runs[0].report(), runs[1].report());

@@ -8,10 +8,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::results::Results;
+use crate::results::Run;
 
 /// What the log's interval-max column is divided by: values are microseconds, so maxima show
 /// in milliseconds. That is the unit HdrHistogram's own writers give that column: Java's
@@ -29,7 +29,8 @@ const MAX_VALUE_DIVISOR: f64 = 1000.0;
 /// them so); a run whose start cannot be read is placed as if it started then. Tags are the run
 /// names with the characters the format forbids (comma, space, line breaks) replaced by `_`,
 /// and made unique with `-2`, `-3`… if two names collide.
-pub fn render_hdr_log(runs: &[(&str, &Results)]) -> String {
+pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
+    use std::fmt::Write as _;
     let starts: Vec<Option<SystemTime>> = runs
         .iter()
         .map(|(_, r)| parse_rfc3339(&r.header.run.started_at))
@@ -37,28 +38,18 @@ pub fn render_hdr_log(runs: &[(&str, &Results)]) -> String {
     let log_start = starts.iter().flatten().min().copied();
     let tags = unique_tags(runs.iter().map(|(name, _)| *name));
 
-    // (start from the log start, width, run, interval)
+    // (start from the log start, run, interval)
     let mut lines = Vec::new();
-    for (run, (_, results)) in runs.iter().enumerate() {
+    for (run, (_, r)) in runs.iter().enumerate() {
         let lead = match (starts[run], log_start) {
             (Some(s), Some(l)) => s.duration_since(l).unwrap_or_default(),
             _ => Duration::ZERO,
         };
-        let interval = Duration::from_secs_f64(results.header.interval_s);
-        let end = results
-            .end
-            .as_ref()
-            .map(|e| Duration::from_secs_f64(e.elapsed_s));
-        for (i, s) in results.intervals.iter().enumerate() {
-            // The last interval of a finished run is as long as the run lasted into it.
-            let width = match end {
-                Some(end) if end > s.offset => interval.min(end - s.offset),
-                _ => interval,
-            };
-            lines.push((lead + s.offset, width, run, i));
+        for (i, logged) in r.latency_log.iter().enumerate() {
+            lines.push((lead + logged.offset, run, i));
         }
     }
-    lines.sort_by_key(|&(start, _, run, _)| (start, run));
+    lines.sort_by_key(|&(start, run, _)| (start, run));
 
     let version = runs.first().map_or(env!("CARGO_PKG_VERSION"), |(_, r)| {
         r.header.run.belier_version.as_str()
@@ -75,20 +66,28 @@ pub fn render_hdr_log(runs: &[(&str, &Results)]) -> String {
     if let Some(start) = log_start {
         builder.with_start_time(start);
     }
-    let mut out = Vec::with_capacity(lines.len() * 512 + 512);
+    let mut head = Vec::new();
     let mut serializer = V2DeflateSerializer::new();
-    {
-        let mut log = builder
-            .begin_log_with(&mut out, &mut serializer)
-            .expect("writing to memory cannot fail");
-        for (start, width, run, i) in lines {
-            let histogram = runs[run].1.intervals[i].recorder.latency_us();
-            // Tags are sanitised above; counts fit the encoding (below 2^63).
-            log.write_histogram(histogram, start, width, Tag::new(&tags[run]))
-                .expect("a sanitised tag and an in-memory log cannot fail");
-        }
+    builder
+        .begin_log_with(&mut head, &mut serializer)
+        .expect("writing to memory cannot fail");
+    let mut out = String::from_utf8(head).expect("the log header is UTF-8 text");
+    out.reserve(lines.len() * 1024);
+    // The intervals are already encoded (V2 compressed, base64): each line is written in the
+    // same form the crate's IntervalLogWriter uses, without decoding them again.
+    for (start, run, i) in lines {
+        let logged = &runs[run].1.latency_log[i];
+        let _ = writeln!(
+            out,
+            "Tag={},{:.3},{:.3},{:.3},{}",
+            tags[run],
+            start.as_secs_f64(),
+            logged.width.as_secs_f64(),
+            logged.max_us as f64 / MAX_VALUE_DIVISOR,
+            logged.encoded
+        );
     }
-    String::from_utf8(out).expect("the log is built from UTF-8 text and base64")
+    out
 }
 
 /// One tag per name: forbidden characters replaced, empty names named, duplicates numbered.

@@ -128,19 +128,6 @@ fn write_line<W: Write>(out: &mut W, line: &Line) -> io::Result<()> {
     out.flush()
 }
 
-/// A results file read back.
-#[derive(Clone, Debug)]
-pub struct Results {
-    /// Its header.
-    pub header: Header,
-    /// Its intervals, in index order.
-    pub intervals: Vec<Settled>,
-    /// Its end line; absent when the run was killed before writing it.
-    pub end: Option<End>,
-    /// What the reader had to tolerate (a truncated last line, a missing end).
-    pub notes: Vec<String>,
-}
-
 /// Why a results file cannot be read; the message names the source and line.
 #[derive(Debug)]
 pub struct ResultsError(pub String);
@@ -153,231 +140,331 @@ impl std::fmt::Display for ResultsError {
 
 impl std::error::Error for ResultsError {}
 
-/// Reads a results file; `source` names it in messages (a path, or `-` for standard input).
-pub fn read_results(mut input: impl BufRead, source: &str) -> Result<Results, ResultsError> {
-    let fail = |line: usize, what: String| ResultsError(format!("{source}:{line}: {what}"));
-    let mut raw = Vec::new();
-    let mut lines: Vec<(Vec<u8>, bool)> = Vec::new();
-    loop {
-        raw.clear();
-        let n = input
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| ResultsError(format!("{source}: cannot read: {e}")))?;
-        if n == 0 {
-            break;
-        }
-        let complete = raw.last() == Some(&b'\n');
-        lines.push((raw.clone(), complete));
-    }
-    let mut header = None;
-    let mut intervals = Vec::new();
-    let mut end = None;
-    let mut notes = Vec::new();
-    let mut deserializer = Deserializer::new();
-    let count = lines.len();
-    for (i, (bytes, complete)) in lines.iter().enumerate() {
-        let number = i + 1;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let line: Line = match serde_json::from_slice(bytes) {
-            Ok(line) => line,
-            Err(_) if number == count && !complete && header.is_some() => {
-                notes.push(format!(
-                    "{source}:{number}: truncated last line ignored (the run was stopped while writing it)"
-                ));
-                break;
-            }
-            Err(e) => return Err(fail(number, format!("not a belier results line: {e}"))),
-        };
-        match (line, &header) {
-            (Line::Header(h), None) => {
-                if h.format != FORMAT {
-                    return Err(fail(
-                        number,
-                        format!("format '{}' is not {FORMAT}", h.format),
-                    ));
-                }
-                if h.version != VERSION {
-                    return Err(fail(
-                        number,
-                        format!(
-                            "version {} is not supported (this belier reads {VERSION})",
-                            h.version
-                        ),
-                    ));
-                }
-                if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
-                    return Err(fail(number, "interval_s must be positive".into()));
-                }
-                header = Some(h);
-            }
-            (_, None) => return Err(fail(number, "the first line must be the header".into())),
-            (Line::Header(_), Some(_)) => return Err(fail(number, "a second header".into())),
-            (Line::Interval(l), Some(h)) => {
-                let mut recorder = Recorder::from_counters(&l.counters)
-                    .map_err(|e| fail(number, e.to_string()))?;
-                let mut add = |metric: Metric, encoded: &str| -> Result<(), ResultsError> {
-                    let bytes = BASE64.decode(encoded).map_err(|e| {
-                        fail(
-                            number,
-                            format!("{} histogram is not base64: {e}", metric.name()),
-                        )
-                    })?;
-                    let hist: Histogram<u64> = deserializer
-                        .deserialize(&mut bytes.as_slice())
-                        .map_err(|e| {
-                            fail(
-                                number,
-                                format!("{} histogram cannot be decoded: {e:?}", metric.name()),
-                            )
-                        })?;
-                    recorder
-                        .add_histogram(metric, &hist)
-                        .map_err(|e| fail(number, e.to_string()))
-                };
-                add(Metric::Latency, &l.latency)?;
-                add(Metric::Uncorrected, &l.uncorrected)?;
-                add(Metric::Lag, &l.lag)?;
-                let interval = Duration::from_secs_f64(h.interval_s);
-                intervals.push(Settled {
-                    index: l.index,
-                    offset: interval * u32::try_from(l.index).unwrap_or(u32::MAX),
-                    recorder,
-                    gauges: Gauges {
-                        in_flight: l.in_flight,
-                        cpu: l.cpu,
-                    },
-                });
-            }
-            (Line::End(e), Some(_)) => end = Some(e),
-        }
-    }
-    let header = header
-        .ok_or_else(|| ResultsError(format!("{source}: empty, not a belier results file")))?;
-    if end.is_none() {
-        notes.push(format!(
-            "{source}: no end line (the run was killed); the report covers the {} intervals written",
-            intervals.len()
-        ));
-    }
-    intervals.sort_by_key(|s| s.index);
-    Ok(Results {
-        header,
-        intervals,
-        end,
-        notes,
-    })
+/// Reads a results file line by line: the header at once, then one interval at a time, so
+/// reading an hour-long run holds one interval in memory, not 3,600.
+pub struct Reader {
+    input: Box<dyn BufRead>,
+    source: String,
+    line: usize,
+    header: Header,
+    /// The end line, once read.
+    pub end: Option<End>,
+    /// What the reader had to tolerate so far.
+    pub notes: Vec<String>,
+    exhausted: bool,
+    deserializer: Deserializer,
+    buf: Vec<u8>,
 }
 
-impl Results {
-    /// Merges shards of one run (files with the same name): intervals with the same index add
-    /// up exactly; the run information sums what the shards shared out.
-    pub fn merge(mut shards: Vec<Results>) -> Result<Results, ResultsError> {
-        let mut merged = shards.remove(0);
-        for shard in shards {
-            if shard.header.interval_s != merged.header.interval_s {
+impl Reader {
+    /// Opens a results file and reads its header; `source` names it in messages (a path,
+    /// or `-` for standard input).
+    pub fn open(mut input: Box<dyn BufRead>, source: &str) -> Result<Reader, ResultsError> {
+        let mut buf = Vec::new();
+        let mut line = 0;
+        let header = loop {
+            buf.clear();
+            let n = input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| ResultsError(format!("{source}: cannot read: {e}")))?;
+            if n == 0 {
                 return Err(ResultsError(format!(
-                    "cannot merge '{}': intervals of {} s and {} s",
-                    merged.header.name, merged.header.interval_s, shard.header.interval_s
+                    "{source}: empty, not a belier results file"
                 )));
             }
-            let (a, b) = (&mut merged.header.run, &shard.header.run);
-            a.connections += b.connections;
-            a.threads += b.threads;
-            a.host_cores += b.host_cores;
-            a.shards += b.shards;
-            a.requests = sum(a.requests, b.requests);
-            a.rate = a.rate.zip(b.rate).map(|(x, y)| x + y);
-            a.max_connections = sum(a.max_connections, b.max_connections);
-            a.max_in_flight = sum(a.max_in_flight, b.max_in_flight);
-            if a.stages.len() == b.stages.len() {
-                for (x, y) in a.stages.iter_mut().zip(&b.stages) {
-                    x.target += y.target;
-                }
+            line += 1;
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
-            if b.started_at < a.started_at {
-                a.started_at.clone_from(&b.started_at);
-            }
-            for s in shard.intervals {
-                match merged.intervals.binary_search_by_key(&s.index, |m| m.index) {
-                    Ok(i) => {
-                        let m = &mut merged.intervals[i];
-                        m.recorder += &s.recorder;
-                        m.gauges = m.gauges.combine(s.gauges);
+            let fail = |what: String| ResultsError(format!("{source}:{line}: {what}"));
+            match serde_json::from_slice::<Line>(&buf) {
+                Ok(Line::Header(h)) => {
+                    if h.format != FORMAT {
+                        return Err(fail(format!("format '{}' is not {FORMAT}", h.format)));
                     }
-                    Err(i) => merged.intervals.insert(i, s),
+                    if h.version != VERSION {
+                        return Err(fail(format!(
+                            "version {} is not supported (this belier reads {VERSION})",
+                            h.version
+                        )));
+                    }
+                    if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
+                        return Err(fail("interval_s must be positive".into()));
+                    }
+                    break h;
                 }
+                Ok(_) => return Err(fail("the first line must be the header".into())),
+                Err(e) => return Err(fail(format!("not a belier results file: {e}"))),
             }
-            merged.end = match (merged.end.take(), shard.end) {
-                (Some(x), Some(y)) => Some(End {
-                    elapsed_s: x.elapsed_s.max(y.elapsed_s),
-                    interrupted: x.interrupted || y.interrupted,
-                    warnings: x.warnings.into_iter().chain(y.warnings).collect(),
-                    host: match (x.host, y.host) {
-                        (Some(p), Some(q)) => Some(HostUsage {
-                            open_fds_peak: p.open_fds_peak.max(q.open_fds_peak),
-                            fd_limit: p.fd_limit.min(q.fd_limit),
-                            ephemeral_ports_peak: p
-                                .ephemeral_ports_peak
-                                .max(q.ephemeral_ports_peak),
-                            ephemeral_ports_total: p
-                                .ephemeral_ports_total
-                                .min(q.ephemeral_ports_total),
-                        }),
-                        (p, q) => p.or(q),
-                    },
-                }),
-                (x, y) => x.or(y),
-            };
-            merged.notes.extend(shard.notes);
-        }
-        Ok(merged)
+        };
+        Ok(Reader {
+            input,
+            source: source.to_string(),
+            line,
+            header,
+            end: None,
+            notes: Vec::new(),
+            exhausted: false,
+            deserializer: Deserializer::new(),
+            buf,
+        })
     }
 
-    /// Totals, series and length of the run, limited to intervals starting in
-    /// `[from, to)` when given.
-    pub fn summarise(&self, from: Option<Duration>, to: Option<Duration>) -> Summary {
-        let interval = Duration::from_secs_f64(self.header.interval_s);
-        let end = match &self.end {
-            Some(e) => Duration::from_secs_f64(e.elapsed_s),
-            None => self
-                .intervals
-                .last()
-                .map_or(Duration::ZERO, |s| s.offset + interval),
-        };
-        let chosen: Vec<&Settled> = self
-            .intervals
-            .iter()
-            .filter(|s| from.is_none_or(|f| s.offset >= f) && to.is_none_or(|t| s.offset < t))
-            .collect();
-        let mut collector = Collector::new(1, interval);
-        for s in &chosen {
-            collector.add(0, s.index, &s.recorder, s.gauges);
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The next interval, or `None` at the end of the file. A last line cut short (the
+    /// writer was killed while writing it) ends the file with a note; anything else that is
+    /// not a results line is an error naming the line.
+    pub fn next_interval(&mut self) -> Result<Option<Settled>, ResultsError> {
+        while !self.exhausted {
+            self.buf.clear();
+            let n = self
+                .input
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| ResultsError(format!("{}: cannot read: {e}", self.source)))?;
+            if n == 0 {
+                self.exhausted = true;
+                if self.end.is_none() {
+                    self.notes.push(format!(
+                        "{}: no end line (the run was killed); the report covers the intervals written",
+                        self.source
+                    ));
+                }
+                break;
+            }
+            self.line += 1;
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let complete = self.buf.last() == Some(&b'\n');
+            let (source, number) = (self.source.clone(), self.line);
+            let fail = |what: String| ResultsError(format!("{source}:{number}: {what}"));
+            let line: Line = match serde_json::from_slice(&self.buf) {
+                Ok(line) => line,
+                Err(_) if !complete => {
+                    self.notes.push(format!(
+                        "{source}:{number}: truncated last line ignored (the run was stopped while writing it)"
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(fail(format!("not a belier results line: {e}"))),
+            };
+            match line {
+                Line::Header(_) => return Err(fail("a second header".into())),
+                Line::End(e) => self.end = Some(e),
+                Line::Interval(l) => {
+                    let mut recorder =
+                        Recorder::from_counters(&l.counters).map_err(|e| fail(e.to_string()))?;
+                    for (metric, encoded) in [
+                        (Metric::Latency, &l.latency),
+                        (Metric::Uncorrected, &l.uncorrected),
+                        (Metric::Lag, &l.lag),
+                    ] {
+                        let bytes = BASE64.decode(encoded).map_err(|e| {
+                            fail(format!("{} histogram is not base64: {e}", metric.name()))
+                        })?;
+                        let hist: Histogram<u64> = self
+                            .deserializer
+                            .deserialize(&mut bytes.as_slice())
+                            .map_err(|e| {
+                                fail(format!(
+                                    "{} histogram cannot be decoded: {e:?}",
+                                    metric.name()
+                                ))
+                            })?;
+                        recorder
+                            .add_histogram(metric, &hist)
+                            .map_err(|e| fail(e.to_string()))?;
+                    }
+                    let interval = Duration::from_secs_f64(self.header.interval_s);
+                    return Ok(Some(Settled {
+                        index: l.index,
+                        offset: interval * u32::try_from(l.index).unwrap_or(u32::MAX),
+                        recorder,
+                        gauges: Gauges {
+                            in_flight: l.in_flight,
+                            cpu: l.cpu,
+                        },
+                    }));
+                }
+            }
         }
-        let start = chosen.first().map_or(Duration::ZERO, |s| s.offset);
-        let stop = chosen
-            .last()
-            .map_or(start, |s| (s.offset + interval).min(end.max(s.offset)));
-        collector.finish_worker(0, stop);
-        let (totals, series) = collector.finish();
-        Summary {
-            totals,
-            series,
-            elapsed: stop.saturating_sub(start),
-        }
+        Ok(None)
     }
 }
 
-/// What a report needs from results: totals, series, and the time they cover.
+/// One interval's latency histogram, kept encoded for an HdrHistogram interval log.
+#[derive(Clone, Debug)]
+pub struct LoggedInterval {
+    /// Start from the start of the run.
+    pub offset: Duration,
+    /// Length.
+    pub width: Duration,
+    /// Largest latency in it, µs.
+    pub max_us: u64,
+    /// V2 compressed encoding, base64.
+    pub encoded: String,
+}
+
+/// A run read back from its results files: shards merged, summarised over a time window.
 #[derive(Debug)]
-pub struct Summary {
+pub struct Run {
+    /// The header; for merged shards, the run information sums what the shards shared out.
+    pub header: Header,
+    /// The end line (merged), absent when a run was killed before writing it.
+    pub end: Option<End>,
+    /// What the readers had to tolerate (truncated last lines, missing ends).
+    pub notes: Vec<String>,
     /// Everything recorded in the chosen intervals.
     pub totals: Recorder,
     /// One point per chosen interval.
     pub series: Series,
     /// Time the chosen intervals cover.
     pub elapsed: Duration,
+    /// The chosen intervals' latency histograms, when asked for.
+    pub latency_log: Vec<LoggedInterval>,
+}
+
+/// Reads the shards of one run together, interval by interval in index order, merging
+/// intervals with the same index exactly and keeping those starting in `[from, to)`.
+/// Memory holds only intervals some shard has not reached yet, whatever the run's length.
+pub fn read_run(
+    mut shards: Vec<Reader>,
+    from: Option<Duration>,
+    to: Option<Duration>,
+    keep_latency_log: bool,
+) -> Result<Run, ResultsError> {
+    let mut header = shards
+        .first()
+        .map(|r| r.header.clone())
+        .ok_or_else(|| ResultsError("no results file".into()))?;
+    for other in &shards[1..] {
+        if other.header.interval_s != header.interval_s {
+            return Err(ResultsError(format!(
+                "cannot merge '{}': intervals of {} s and {} s",
+                header.name, header.interval_s, other.header.interval_s
+            )));
+        }
+        merge_info(&mut header.run, &other.header.run);
+    }
+    let interval = Duration::from_secs_f64(header.interval_s);
+    let in_window =
+        |offset: Duration| from.is_none_or(|f| offset >= f) && to.is_none_or(|t| offset < t);
+
+    let mut collector = Collector::new(shards.len(), interval);
+    collector.keep_settled();
+    let mut next: Vec<Option<Settled>> = Vec::with_capacity(shards.len());
+    for shard in shards.iter_mut() {
+        next.push(shard.next_interval()?);
+    }
+    let mut latency_log = Vec::new();
+    let mut serializer = V2DeflateSerializer::new();
+    let mut encoded = Vec::new();
+    let (mut first, mut last) = (None::<Duration>, None::<Duration>);
+    // Always the shard whose next interval comes first, so shards advance together.
+    while let Some(i) = (0..next.len())
+        .filter(|&i| next[i].is_some())
+        .min_by_key(|&i| next[i].as_ref().map(|s| s.index))
+    {
+        let s = next[i].take().expect("chosen because present");
+        if in_window(s.offset) {
+            first = Some(first.map_or(s.offset, |f| f.min(s.offset)));
+            last = Some(last.map_or(s.offset, |l| l.max(s.offset)));
+            collector.add(i, s.index, &s.recorder, s.gauges);
+        } else {
+            collector.skip(i, s.index);
+        }
+        next[i] = shards[i].next_interval()?;
+        if next[i].is_none() {
+            collector.finish_worker(i, Duration::ZERO);
+        }
+        for settled in collector.drain_settled() {
+            if keep_latency_log {
+                let h = settled.recorder.histogram(Metric::Latency);
+                encoded.clear();
+                serializer
+                    .serialize(h, &mut encoded)
+                    .map_err(|e| ResultsError(format!("cannot encode a histogram: {e:?}")))?;
+                latency_log.push(LoggedInterval {
+                    offset: settled.offset,
+                    width: interval,
+                    max_us: if h.is_empty() { 0 } else { h.max() },
+                    encoded: BASE64.encode(&encoded),
+                });
+            }
+        }
+    }
+
+    let mut end: Option<End> = None;
+    let mut notes = Vec::new();
+    for shard in shards {
+        notes.extend(shard.notes);
+        end = match (end, shard.end) {
+            (Some(x), Some(y)) => Some(merge_end(x, y)),
+            (x, y) => x.or(y),
+        };
+    }
+    // The run ends where its end line says, or with the last interval written.
+    let run_end = match &end {
+        Some(e) => Duration::from_secs_f64(e.elapsed_s),
+        None => last.map_or(Duration::ZERO, |l| l + interval),
+    };
+    let start = first.unwrap_or_default();
+    let stop = last.map_or(start, |l| (l + interval).min(run_end.max(l)));
+    if let Some(logged) = latency_log.last_mut() {
+        logged.width = stop.saturating_sub(logged.offset);
+    }
+    collector.finish_worker(0, stop);
+    let (totals, series) = collector.finish();
+    Ok(Run {
+        header,
+        end,
+        notes,
+        totals,
+        series,
+        elapsed: stop.saturating_sub(start),
+        latency_log,
+    })
+}
+
+/// Adds a shard's run information to the merged one.
+fn merge_info(a: &mut RunInfo, b: &RunInfo) {
+    a.connections += b.connections;
+    a.threads += b.threads;
+    a.host_cores += b.host_cores;
+    a.shards += b.shards;
+    a.requests = sum(a.requests, b.requests);
+    a.rate = a.rate.zip(b.rate).map(|(x, y)| x + y);
+    a.max_connections = sum(a.max_connections, b.max_connections);
+    a.max_in_flight = sum(a.max_in_flight, b.max_in_flight);
+    if a.stages.len() == b.stages.len() {
+        for (x, y) in a.stages.iter_mut().zip(&b.stages) {
+            x.target += y.target;
+        }
+    }
+    if b.started_at < a.started_at {
+        a.started_at.clone_from(&b.started_at);
+    }
+}
+
+fn merge_end(x: End, y: End) -> End {
+    End {
+        elapsed_s: x.elapsed_s.max(y.elapsed_s),
+        interrupted: x.interrupted || y.interrupted,
+        warnings: x.warnings.into_iter().chain(y.warnings).collect(),
+        host: match (x.host, y.host) {
+            (Some(p), Some(q)) => Some(HostUsage {
+                open_fds_peak: p.open_fds_peak.max(q.open_fds_peak),
+                fd_limit: p.fd_limit.min(q.fd_limit),
+                ephemeral_ports_peak: p.ephemeral_ports_peak.max(q.ephemeral_ports_peak),
+                ephemeral_ports_total: p.ephemeral_ports_total.min(q.ephemeral_ports_total),
+            }),
+            (p, q) => p.or(q),
+        },
+    }
 }
 
 fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use belier_report::results::{read_results, End, Header, ResultsWriter, FORMAT, VERSION};
+use belier_report::results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
 use belier_report::{render_hdr_log, Model, RunInfo};
 use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
 use hdrhistogram::Histogram;
@@ -239,7 +239,8 @@ fn hdrhistogram_py_reads_belier_histograms() {
             ..End::default()
         })
         .unwrap();
-    let results = read_results(file.as_slice(), "memory").unwrap();
+    let reader = Reader::open(Box::new(std::io::Cursor::new(file.clone())), "memory").unwrap();
+    let results = read_run(vec![reader], None, None, true).unwrap();
     let log = render_hdr_log(&[(&header.name, &results)]);
 
     let dir = temp_dir();

@@ -78,6 +78,14 @@ impl Collector {
         self.settle();
     }
 
+    /// Records that `worker` has moved past interval `index` without anything to add (a
+    /// reader skipping intervals outside a time window), so other intervals can settle.
+    pub fn skip(&mut self, worker: usize, index: u64) {
+        let last = &mut self.workers[worker].0;
+        *last = Some(last.map_or(index, |l| l.max(index)));
+        self.settle();
+    }
+
     /// Marks `worker` as finished after `elapsed` from the start of the run.
     pub fn finish_worker(&mut self, worker: usize, elapsed: Duration) {
         self.workers[worker].1 = true;

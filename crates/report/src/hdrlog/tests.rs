@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 
 use super::*;
 use crate::fixtures;
-use crate::results::{End, Header, FORMAT, VERSION};
+use crate::results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
 
 fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
     let mut r = Recorder::new();
@@ -29,7 +29,8 @@ fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
     r
 }
 
-fn results(name: &str, started_at: &str, scale: u64) -> Results {
+/// A run written to a results file and read back, with the intervals that went in.
+fn results(name: &str, started_at: &str, scale: u64) -> (Run, Vec<Settled>) {
     let mut run = fixtures::info();
     run.started_at = started_at.into();
     let intervals = (0..2u64)
@@ -40,21 +41,25 @@ fn results(name: &str, started_at: &str, scale: u64) -> Results {
             gauges: Gauges::default(),
         })
         .collect();
-    Results {
-        header: Header {
-            format: FORMAT.into(),
-            version: VERSION,
-            name: name.into(),
-            interval_s: 1.0,
-            run,
-        },
-        intervals,
-        end: Some(End {
-            elapsed_s: 1.5,
-            ..End::default()
-        }),
-        notes: vec![],
+    let header = Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        name: name.into(),
+        interval_s: 1.0,
+        run,
+    };
+    let mut bytes = Vec::new();
+    let mut w = ResultsWriter::new(&mut bytes, &header).unwrap();
+    for s in &intervals {
+        w.interval(s).unwrap();
     }
+    w.end(&End {
+        elapsed_s: 1.5,
+        ..End::default()
+    })
+    .unwrap();
+    let reader = Reader::open(Box::new(std::io::Cursor::new(bytes)), "memory").unwrap();
+    (read_run(vec![reader], None, None, true).unwrap(), intervals)
 }
 
 struct Line {
@@ -91,8 +96,8 @@ fn read(log: &str) -> (Option<Duration>, Vec<Line>) {
 
 #[test]
 fn two_runs_read_back_exactly_in_time_order() {
-    let a = results("base", "2026-11-22T10:00:00Z", 7);
-    let b = results("new, v2", "2026-11-22T10:00:30.5Z", 9);
+    let (a, a_in) = results("base", "2026-11-22T10:00:00Z", 7);
+    let (b, b_in) = results("new, v2", "2026-11-22T10:00:30.5Z", 9);
     // Given newest first: the log still starts with the oldest run.
     let log = render_hdr_log(&[("new, v2", &b), ("base", &a)]);
     assert!(log.starts_with("#[Logged with belier 0.1.0]\n"), "{log}");
@@ -123,12 +128,7 @@ fn two_runs_read_back_exactly_in_time_order() {
             (Some("new__v2"), 31.5, 0.5),
         ]
     );
-    let originals = [
-        &a.intervals[0],
-        &a.intervals[1],
-        &b.intervals[0],
-        &b.intervals[1],
-    ];
+    let originals = [&a_in[0], &a_in[1], &b_in[0], &b_in[1]];
     for (line, original) in lines.iter().zip(originals) {
         let want = original.recorder.latency_us();
         assert_eq!(&line.histogram, want);
@@ -143,7 +143,7 @@ fn two_runs_read_back_exactly_in_time_order() {
 
 #[test]
 fn an_unreadable_start_leaves_offsets_from_the_run_start() {
-    let a = results("a", "yesterday", 3);
+    let (a, _) = results("a", "yesterday", 3);
     let log = render_hdr_log(&[("a", &a)]);
     assert!(!log.contains("StartTime"), "{log}");
     let (start, lines) = read(&log);
@@ -167,7 +167,10 @@ fn tags_are_sanitised_and_unique() {
         ["a_b", "a_b-2", "a_b-3", "untitled", "x_y__z", "base", "base-2"]
     );
     for tag in unique_tags(names.into_iter()) {
-        assert!(Tag::new(&tag).is_some(), "{tag}");
+        assert!(
+            hdrhistogram::serialization::interval_log::Tag::new(&tag).is_some(),
+            "{tag}"
+        );
     }
 }
 

@@ -54,6 +54,33 @@ fn write(h: &Header, intervals: &[Settled], end: Option<&End>) -> Vec<u8> {
     out
 }
 
+fn reader(bytes: Vec<u8>, source: &str) -> Result<Reader, ResultsError> {
+    Reader::open(Box::new(std::io::Cursor::new(bytes)), source)
+}
+
+/// Reads files as the shards of one run.
+fn read(
+    files: Vec<Vec<u8>>,
+    from: Option<Duration>,
+    to: Option<Duration>,
+) -> Result<Run, ResultsError> {
+    let readers = files
+        .into_iter()
+        .map(|f| reader(f, "mem"))
+        .collect::<Result<Vec<_>, _>>()?;
+    read_run(readers, from, to, false)
+}
+
+/// Every interval of a file, read one by one.
+fn intervals_of(bytes: Vec<u8>, source: &str) -> Result<(Reader, Vec<Settled>), ResultsError> {
+    let mut r = reader(bytes, source)?;
+    let mut all = Vec::new();
+    while let Some(s) = r.next_interval()? {
+        all.push(s);
+    }
+    Ok((r, all))
+}
+
 fn end(elapsed_s: f64) -> End {
     End {
         elapsed_s,
@@ -77,26 +104,27 @@ fn round_trip_is_exact() {
     r.record_scheduled();
     let intervals = vec![settled(0, r.clone()), settled(1, recorder_with(&[(9, 0)]))];
     let bytes = write(&header("a"), &intervals, Some(&end(1.5)));
-    let back = read_results(bytes.as_slice(), "mem").unwrap();
-    assert!(back.notes.is_empty(), "{:?}", back.notes);
-    assert_eq!(back.header, header("a"));
-    assert_eq!(back.end, Some(end(1.5)));
-    assert_eq!(back.intervals.len(), 2);
-    let got = &back.intervals[0].recorder;
+    let (r_back, back) = intervals_of(bytes.clone(), "mem").unwrap();
+    assert!(r_back.notes.is_empty(), "{:?}", r_back.notes);
+    assert_eq!(r_back.header(), &header("a"));
+    assert_eq!(r_back.end, Some(end(1.5)));
+    assert_eq!(back.len(), 2);
+    let got = &back[0].recorder;
     assert_eq!(got.counters(), r.counters());
     for m in Metric::ALL {
         assert_eq!(got.histogram(m), r.histogram(m), "{m:?}");
     }
     assert_eq!(
-        back.intervals[1].gauges,
+        back[1].gauges,
         Gauges {
             in_flight: 1,
             cpu: 0.5
         }
     );
-    let s = back.summarise(None, None);
-    assert_eq!(s.totals.requests(), 5);
-    assert_eq!(s.elapsed, Duration::from_millis(1_500));
+    let run = read(vec![bytes], None, None).unwrap();
+    assert_eq!(run.totals.requests(), 5);
+    assert_eq!(run.elapsed, Duration::from_millis(1_500));
+    assert_eq!(run.end, Some(end(1.5)));
 }
 
 #[test]
@@ -107,19 +135,19 @@ fn a_truncated_last_line_is_ignored_with_a_note() {
     ];
     let mut bytes = write(&header("a"), &intervals, None);
     bytes.truncate(bytes.len() - 40);
-    let back = read_results(bytes.as_slice(), "run.jsonl").unwrap();
-    assert_eq!(back.intervals.len(), 1);
+    let (r, back) = intervals_of(bytes, "run.jsonl").unwrap();
+    assert_eq!(back.len(), 1);
     assert!(
-        back.notes
+        r.notes
             .iter()
             .any(|n| n.contains("run.jsonl:3: truncated last line")),
         "{:?}",
-        back.notes
+        r.notes
     );
     assert!(
-        back.notes.iter().any(|n| n.contains("no end line")),
+        r.notes.iter().any(|n| n.contains("no end line")),
         "{:?}",
-        back.notes
+        r.notes
     );
 }
 
@@ -134,19 +162,18 @@ fn bad_files_name_the_line() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.insert(1, "{\"interval\": 42}");
     let broken = lines.join("\n") + "\n";
-    let err = read_results(broken.as_bytes(), "x.jsonl")
-        .unwrap_err()
+    let err = intervals_of(broken.into_bytes(), "x.jsonl")
+        .err()
+        .unwrap()
         .to_string();
     assert!(err.starts_with("x.jsonl:2:"), "{err}");
 
-    let err = read_results(&b"hello\n"[..], "y").unwrap_err().to_string();
+    let err = reader(b"hello\n".to_vec(), "y").err().unwrap().to_string();
     assert!(err.starts_with("y:1:"), "{err}");
-    let err = read_results(&b""[..], "z").unwrap_err().to_string();
+    let err = reader(Vec::new(), "z").err().unwrap().to_string();
     assert!(err.contains("empty"), "{err}");
     let second = text.lines().nth(1).unwrap().to_string() + "\n";
-    let err = read_results(second.as_bytes(), "w")
-        .unwrap_err()
-        .to_string();
+    let err = reader(second.into_bytes(), "w").err().unwrap().to_string();
     assert!(
         err.contains("w:1: the first line must be the header"),
         "{err}"
@@ -158,16 +185,40 @@ fn a_window_keeps_the_intervals_it_covers() {
     let intervals: Vec<Settled> = (0..10)
         .map(|i| settled(i, recorder_with(&[(100 * (i + 1), 0)])))
         .collect();
-    let back = read_results(
-        write(&header("a"), &intervals, Some(&end(10.0))).as_slice(),
-        "m",
+    let bytes = write(&header("a"), &intervals, Some(&end(10.0)));
+    let s = read(
+        vec![bytes],
+        Some(Duration::from_secs(2)),
+        Some(Duration::from_secs(5)),
     )
     .unwrap();
-    let s = back.summarise(Some(Duration::from_secs(2)), Some(Duration::from_secs(5)));
     assert_eq!(s.totals.requests(), 3);
     assert_eq!(s.elapsed, Duration::from_secs(3));
     assert_eq!(s.totals.latency_us().min(), 300);
     assert_eq!(s.series.points().len(), 3);
+}
+
+#[test]
+fn shards_interleave_and_sum_per_interval() {
+    // Two shards of one run, one of them missing its first 10 intervals: merging sums per
+    // index, and a window skips what it must.
+    let a: Vec<Settled> = (0..50)
+        .map(|i| settled(i, recorder_with(&[(1_000, 0)])))
+        .collect();
+    let b: Vec<Settled> = (10..50)
+        .map(|i| settled(i, recorder_with(&[(2_000, 0), (3_000, 0)])))
+        .collect();
+    let files = vec![
+        write(&header("s"), &a, Some(&end(50.0))),
+        write(&header("s"), &b, Some(&end(50.0))),
+    ];
+    let run = read(files.clone(), None, None).unwrap();
+    assert_eq!(run.totals.requests(), 50 + 80);
+    assert_eq!(run.series.points().len(), 50);
+    assert_eq!(run.series.points()[5].requests, 1);
+    assert_eq!(run.series.points()[15].requests, 3);
+    let window = read(files, Some(Duration::from_secs(40)), None).unwrap();
+    assert_eq!(window.totals.requests(), 30);
 }
 
 /// Bytes an hour of one-second intervals takes at `rate` requests a second, latencies from
@@ -231,16 +282,15 @@ proptest! {
             all.record(&s);
             shards[shard][interval as usize].record(&s);
         }
-        let files: Vec<Results> = shards
+        let files: Vec<Vec<u8>> = shards
             .into_iter()
             .map(|intervals| {
                 let settled: Vec<Settled> = intervals.into_iter().enumerate().map(|(i, r)| settled(i as u64, r)).collect();
-                read_results(write(&header("same"), &settled, Some(&end(4.0))).as_slice(), "shard").unwrap()
+                write(&header("same"), &settled, Some(&end(4.0)))
             })
             .collect();
-        let merged = Results::merge(files).unwrap();
-        prop_assert_eq!(merged.header.run.shards, 3);
-        let s = merged.summarise(None, None);
+        let s = read(files, None, None).unwrap();
+        prop_assert_eq!(s.header.run.shards, 3);
         prop_assert_eq!(s.totals.counters(), all.counters());
         prop_assert_eq!(s.totals.latency_summary(), all.latency_summary());
         for m in Metric::ALL {

@@ -1,0 +1,102 @@
+//! Writes a synthetic one-hour results file (3,600 one-second intervals, 1,000 requests a
+//! second with log-normal latencies, open loop) for the report benchmarks in `bench/`:
+//!
+//! ```sh
+//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl
+//! /usr/bin/time -v target/release/belier report --type html /tmp/hour.jsonl > /tmp/hour.html
+//! ```
+#![allow(clippy::print_stderr)]
+
+use std::io::BufWriter;
+use std::time::{Duration, Instant};
+
+use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
+use belier_report::{Model, RunInfo};
+use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
+
+fn main() -> std::io::Result<()> {
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "hour.jsonl".into());
+    let out = BufWriter::new(std::fs::File::create(&path)?);
+    let run = RunInfo {
+        belier_version: env!("CARGO_PKG_VERSION").into(),
+        url: "http://127.0.0.1:8080/".into(),
+        address: "127.0.0.1:8080".into(),
+        method: "GET".into(),
+        connections: 100,
+        threads: 2,
+        keepalive: true,
+        requests: None,
+        duration_s: Some(3_600.0),
+        timeout_s: 30.0,
+        host_cores: 2,
+        started_at: "2026-11-22T00:00:00Z".into(),
+        model: Model::Open,
+        rate: Some(1_000.0),
+        stages: vec![],
+        ramp_up_s: None,
+        arrivals: Some("even".into()),
+        seed: None,
+        max_connections: Some(100),
+        max_in_flight: None,
+        shards: 1,
+    };
+    let header = Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        name: "hour".into(),
+        interval_s: 1.0,
+        run,
+    };
+    let mut w = ResultsWriter::new(out, &header)?;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut uniform = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let t = Instant::now();
+    let mut r = Recorder::new();
+    for i in 0..3_600u64 {
+        r.reset();
+        for _ in 0..1_000 {
+            let (a, b) = (uniform(), uniform());
+            let normal = (-2.0 * a.max(1e-12).ln()).sqrt() * (std::f64::consts::TAU * b).cos();
+            // A slow patch every ten minutes so the charts have something to show.
+            let slow = if i % 600 < 20 { 8.0 } else { 1.0 };
+            let latency = (2_000.0 * slow * (0.8 * normal).exp()) as u64;
+            let lag = (uniform() * 150.0) as u64;
+            r.record_scheduled();
+            r.record(&Sample {
+                intended: t,
+                dispatched: t + Duration::from_micros(lag),
+                sent: t + Duration::from_micros(lag),
+                first_byte: None,
+                done: t + Duration::from_micros(lag + latency),
+                outcome: Outcome::Response {
+                    status: if uniform() < 0.001 { 503 } else { 200 },
+                },
+                bytes_in: 120,
+                bytes_out: 80,
+            });
+        }
+        let gauges = Gauges {
+            in_flight: 3,
+            cpu: 0.2,
+        };
+        w.interval(&Settled {
+            index: i,
+            offset: Duration::from_secs(i),
+            recorder: r.clone(),
+            gauges,
+        })?;
+    }
+    w.end(&End {
+        elapsed_s: 3_600.0,
+        ..End::default()
+    })?;
+    eprintln!("wrote {path}");
+    Ok(())
+}
