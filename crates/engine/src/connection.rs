@@ -18,7 +18,10 @@ const READ_BUFFER: usize = 16 * 1024;
 #[derive(Debug, Default)]
 pub(crate) struct Progress {
     pub phase: Phase,
-    pub connected: bool,
+    /// When this exchange's own TCP connect completed (it opened the connection).
+    pub connected: Option<Instant>,
+    /// When this exchange's own TLS handshake completed.
+    pub handshaken: Option<Instant>,
     pub sent: Option<Instant>,
     pub first_byte: Option<Instant>,
     pub bytes_in: u64,

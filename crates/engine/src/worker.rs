@@ -417,6 +417,8 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
         let sample = Sample {
             intended,
             dispatched,
+            connected: progress.connected,
+            handshaken: progress.handshaken,
             sent: progress.sent.unwrap_or(done),
             first_byte: progress.first_byte,
             done,
@@ -427,7 +429,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
         {
             let mut recorder = local.recorder.borrow_mut();
             recorder.record(&sample);
-            if progress.connected {
+            if progress.connected.is_some() {
                 recorder.record_connection();
             }
             if let Err(f) = &result {
@@ -464,7 +466,7 @@ async fn attempt(
         None => {
             p.phase = Phase::Connecting;
             let conn = Connection::open(plan.addr).await?;
-            p.connected = true;
+            p.connected = Some(Instant::now());
             slot.insert(conn)
         }
     };

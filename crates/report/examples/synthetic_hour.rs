@@ -72,6 +72,8 @@ fn main() -> std::io::Result<()> {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag),
+                connected: None,
+                handshaken: None,
                 sent: t + Duration::from_micros(lag),
                 first_byte: None,
                 done: t + Duration::from_micros(lag + latency),

@@ -1,6 +1,6 @@
 //! The machine-readable report.
 
-use belier_stats::{ErrorKind, LatencySummary};
+use belier_stats::{ErrorKind, LatencySummary, Metric};
 use serde_json::{json, Map, Value};
 
 use crate::format::percentile_label;
@@ -35,6 +35,16 @@ fn latency(l: &LatencySummary, measured_from: &str) -> Value {
         "max": l.max_us,
         "percentiles": percentiles,
     })
+}
+
+/// A phase's summary, or null when no request went through it (no TLS, or no new connection).
+fn phase(t: &belier_stats::Recorder, m: Metric) -> Value {
+    let h = t.histogram(m);
+    if h.is_empty() {
+        Value::Null
+    } else {
+        latency(&LatencySummary::of(h), m.name())
+    }
 }
 
 fn to_value(r: &Report) -> Value {
@@ -86,6 +96,12 @@ fn to_value(r: &Report) -> Value {
         },
         "latency_us": latency(&l, "intended_start"),
         "latency_uncorrected_us": latency(&LatencySummary::of(t.uncorrected_us()), "dispatch"),
+        "phases_us": {
+            "connect": phase(t, Metric::Connect),
+            "tls": phase(t, Metric::Tls),
+            "ttfb": phase(t, Metric::Ttfb),
+            "transfer": phase(t, Metric::Transfer),
+        },
         "open_loop": r.is_open_loop().then(|| json!({
             "scheduled": t.scheduled(),
             "dropped": t.dropped(),

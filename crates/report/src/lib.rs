@@ -253,6 +253,8 @@ pub(crate) mod fixtures {
                 r.record(&Sample {
                     intended: t,
                     dispatched: t,
+                    connected: None,
+                    handshaken: None,
                     sent: t,
                     first_byte: None,
                     done: t + Duration::from_micros(100 + n * 7),

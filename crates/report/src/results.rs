@@ -71,7 +71,13 @@ struct IntervalLine {
     latency: String,
     uncorrected: String,
     lag: String,
+    /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    phases: std::collections::BTreeMap<String, String>,
 }
+
+/// Histograms written under `phases`, only when they hold values.
+const PHASES: [Metric; 4] = [Metric::Connect, Metric::Tls, Metric::Ttfb, Metric::Transfer];
 
 /// Writes a results file as the run goes.
 pub struct ResultsWriter<W: Write> {
@@ -96,6 +102,13 @@ impl<W: Write> ResultsWriter<W> {
         let latency = self.encode(s.recorder.histogram(Metric::Latency))?;
         let uncorrected = self.encode(s.recorder.histogram(Metric::Uncorrected))?;
         let lag = self.encode(s.recorder.histogram(Metric::Lag))?;
+        let mut phases = std::collections::BTreeMap::new();
+        for m in PHASES {
+            let h = s.recorder.histogram(m);
+            if !h.is_empty() {
+                phases.insert(m.name().to_string(), self.encode(h)?);
+            }
+        }
         let line = Line::Interval(IntervalLine {
             index: s.index,
             in_flight: s.gauges.in_flight,
@@ -104,6 +117,7 @@ impl<W: Write> ResultsWriter<W> {
             latency,
             uncorrected,
             lag,
+            phases,
         });
         write_line(&mut self.out, &line)
     }
@@ -258,11 +272,18 @@ impl Reader {
                 Line::Interval(l) => {
                     let mut recorder =
                         Recorder::from_counters(&l.counters).map_err(|e| fail(e.to_string()))?;
-                    for (metric, encoded) in [
+                    let mut stored = vec![
                         (Metric::Latency, &l.latency),
                         (Metric::Uncorrected, &l.uncorrected),
                         (Metric::Lag, &l.lag),
-                    ] {
+                    ];
+                    for (name, encoded) in &l.phases {
+                        let metric = Metric::from_name(name)
+                            .filter(|m| PHASES.contains(m))
+                            .ok_or_else(|| fail(format!("unknown phase '{name}'")))?;
+                        stored.push((metric, encoded));
+                    }
+                    for (metric, encoded) in stored {
                         let bytes = BASE64.decode(encoded).map_err(|e| {
                             fail(format!("{} histogram is not base64: {e}", metric.name()))
                         })?;

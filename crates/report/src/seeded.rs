@@ -80,6 +80,8 @@ pub fn new() -> Run {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag),
+                connected: None,
+                handshaken: None,
                 sent: t + Duration::from_micros(lag),
                 first_byte: None,
                 done: t + Duration::from_micros(lag + 115 + n * 8),

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use belier_stats::ErrorKind;
 
-use belier_stats::LatencySummary;
+use belier_stats::{LatencySummary, Metric};
 
 use crate::format::{bytes, ms, ms_f, percentile_label, rate, thousands};
 use crate::{verdict, Model, Report, RunInfo};
@@ -152,6 +152,8 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         }
     }
 
+    write_phases(out, t)?;
+
     writeln!(out, "\nStatus codes")?;
     let mut any = false;
     for (code, n) in t.status_counts() {
@@ -214,6 +216,50 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         }
     }
     Ok(())
+}
+
+/// ab's "Connection Times" table: one row per phase that happened.
+fn write_phases(out: &mut String, t: &belier_stats::Recorder) -> std::fmt::Result {
+    let phases = [
+        (Metric::Connect, "connect", "TCP connect, new connections"),
+        (Metric::Tls, "tls", "TLS handshake, new connections"),
+        (Metric::Ttfb, "ttfb", "request sent to first response byte"),
+        (Metric::Transfer, "transfer", "first to last response byte"),
+    ];
+    writeln!(out, "\nPhases  (ms)")?;
+    writeln!(
+        out,
+        "  {:<10}{:>10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>12}{:>11}",
+        "", "count", "min", "mean", "stdev", "p50", "p95", "p99", "max"
+    )?;
+    let row = |out: &mut String, label: &str, l: &LatencySummary| {
+        let at = |p: f64| ms_short(l.at(p).unwrap_or(0));
+        writeln!(
+            out,
+            "  {label:<10}{:>10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>12}{:>11}",
+            thousands(l.count),
+            ms_short(l.min_us),
+            ms_short(l.mean_us.round() as u64),
+            ms_short(l.stdev_us.round() as u64),
+            at(50.0),
+            at(95.0),
+            at(99.0),
+            ms_short(l.max_us)
+        )
+    };
+    for (metric, label, _) in phases {
+        let h = t.histogram(metric);
+        if !h.is_empty() {
+            row(out, label, &LatencySummary::of(h))?;
+        }
+    }
+    row(out, "total", &t.latency_summary())?;
+    Ok(())
+}
+
+/// Microseconds as milliseconds with three decimals, without the unit.
+fn ms_short(us: u64) -> String {
+    format!("{}.{:03}", thousands(us / 1000), us % 1000)
 }
 
 /// How the load was generated, in one phrase.

@@ -156,6 +156,8 @@ mod tests {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag_us),
+                connected: None,
+                handshaken: None,
                 sent: t + Duration::from_micros(lag_us),
                 first_byte: None,
                 done: t + Duration::from_micros(lag_us + 500),

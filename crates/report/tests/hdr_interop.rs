@@ -125,6 +125,8 @@ fn intervals() -> Vec<Settled> {
                 r.record(&Sample {
                     intended: t,
                     dispatched: t + Duration::from_micros(lag),
+                    connected: None,
+                    handshaken: None,
                     sent: t + Duration::from_micros(lag),
                     first_byte: None,
                     done: t + Duration::from_micros(lag + latency),

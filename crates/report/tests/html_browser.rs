@@ -83,6 +83,8 @@ fn results(seed: u64, base_us: u64, spike_at: Option<u64>) -> (Recorder, Series)
             r.record(&Sample {
                 intended: t,
                 dispatched: t,
+                connected: None,
+                handshaken: None,
                 sent: t,
                 first_byte: None,
                 done: t + Duration::from_micros(latency),

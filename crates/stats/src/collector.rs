@@ -175,6 +175,8 @@ mod tests {
             r.record(&Sample {
                 intended: t,
                 dispatched: t,
+                connected: None,
+                handshaken: None,
                 sent: t,
                 first_byte: None,
                 done: t + Duration::from_micros(l),

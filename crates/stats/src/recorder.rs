@@ -26,6 +26,10 @@ pub struct Recorder {
     latency_us: Histogram<u64>,
     uncorrected_us: Histogram<u64>,
     lag_us: Histogram<u64>,
+    connect_us: Histogram<u64>,
+    tls_us: Histogram<u64>,
+    ttfb_us: Histogram<u64>,
+    transfer_us: Histogram<u64>,
     scheduled: u64,
     dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
@@ -49,6 +53,10 @@ impl Recorder {
             latency_us: new_histogram(HISTOGRAM_SIGFIG),
             uncorrected_us: new_histogram(DIAGNOSTIC_SIGFIG),
             lag_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            connect_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            tls_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            ttfb_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            transfer_us: new_histogram(DIAGNOSTIC_SIGFIG),
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
@@ -70,11 +78,22 @@ impl Recorder {
         self.bytes_in += sample.bytes_in;
         self.bytes_out += sample.bytes_out;
         self.lag_us.saturating_record(sample.lag_us());
+        // Connection phases count whenever they happened, even if the request then failed.
+        if let Some(c) = sample.connect_us() {
+            self.connect_us.saturating_record(c);
+        }
+        if let Some(t) = sample.tls_us() {
+            self.tls_us.saturating_record(t);
+        }
         match sample.outcome {
             Outcome::Response { status } => {
                 self.latency_us.saturating_record(sample.latency_us());
                 self.uncorrected_us
                     .saturating_record(sample.uncorrected_latency_us());
+                if let (Some(ttfb), Some(transfer)) = (sample.ttfb_us(), sample.transfer_us()) {
+                    self.ttfb_us.saturating_record(ttfb);
+                    self.transfer_us.saturating_record(transfer);
+                }
                 let slot = usize::from(status);
                 self.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
             }
@@ -117,9 +136,9 @@ impl Recorder {
 
     /// Forgets everything, keeping the allocations.
     pub fn reset(&mut self) {
-        self.latency_us.reset();
-        self.uncorrected_us.reset();
-        self.lag_us.reset();
+        for m in Metric::ALL {
+            self.histogram_mut(m).reset();
+        }
         self.scheduled = 0;
         self.dropped = 0;
         self.status.fill(0);
@@ -219,17 +238,33 @@ impl Recorder {
 /// A recorder's histograms, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Metric {
-    /// Latency from the intended start.
+    /// Latency from the intended start (responses).
     Latency,
-    /// Latency from dispatch.
+    /// Latency from dispatch (responses).
     Uncorrected,
-    /// Scheduling lag.
+    /// Scheduling lag (every dispatched request).
     Lag,
+    /// TCP connect (requests that opened a connection).
+    Connect,
+    /// TLS handshake (requests that opened a TLS connection).
+    Tls,
+    /// Request sent to first response byte (responses).
+    Ttfb,
+    /// First to last response byte (responses).
+    Transfer,
 }
 
 impl Metric {
     /// Every histogram a recorder keeps.
-    pub const ALL: [Metric; 3] = [Metric::Latency, Metric::Uncorrected, Metric::Lag];
+    pub const ALL: [Metric; 7] = [
+        Metric::Latency,
+        Metric::Uncorrected,
+        Metric::Lag,
+        Metric::Connect,
+        Metric::Tls,
+        Metric::Ttfb,
+        Metric::Transfer,
+    ];
 
     /// Stable name, as used in results files.
     pub fn name(self) -> &'static str {
@@ -237,7 +272,16 @@ impl Metric {
             Metric::Latency => "latency",
             Metric::Uncorrected => "uncorrected",
             Metric::Lag => "lag",
+            Metric::Connect => "connect",
+            Metric::Tls => "tls",
+            Metric::Ttfb => "ttfb",
+            Metric::Transfer => "transfer",
         }
+    }
+
+    /// The metric with this [`Metric::name`].
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
     }
 }
 
@@ -308,6 +352,22 @@ impl Recorder {
             Metric::Latency => &self.latency_us,
             Metric::Uncorrected => &self.uncorrected_us,
             Metric::Lag => &self.lag_us,
+            Metric::Connect => &self.connect_us,
+            Metric::Tls => &self.tls_us,
+            Metric::Ttfb => &self.ttfb_us,
+            Metric::Transfer => &self.transfer_us,
+        }
+    }
+
+    fn histogram_mut(&mut self, metric: Metric) -> &mut Histogram<u64> {
+        match metric {
+            Metric::Latency => &mut self.latency_us,
+            Metric::Uncorrected => &mut self.uncorrected_us,
+            Metric::Lag => &mut self.lag_us,
+            Metric::Connect => &mut self.connect_us,
+            Metric::Tls => &mut self.tls_us,
+            Metric::Ttfb => &mut self.ttfb_us,
+            Metric::Transfer => &mut self.transfer_us,
         }
     }
 
@@ -346,11 +406,7 @@ impl Recorder {
         metric: Metric,
         h: &Histogram<u64>,
     ) -> Result<(), RestoreError> {
-        let mine = match metric {
-            Metric::Latency => &mut self.latency_us,
-            Metric::Uncorrected => &mut self.uncorrected_us,
-            Metric::Lag => &mut self.lag_us,
-        };
+        let mine = self.histogram_mut(metric);
         mine.add(h)
             .map_err(|e| RestoreError(format!("{} histogram does not fit: {e:?}", metric.name())))
     }
@@ -359,12 +415,10 @@ impl Recorder {
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {
         // Same bounds on both sides by construction, so `add` cannot fail.
-        for (mine, theirs) in [
-            (&mut self.latency_us, &other.latency_us),
-            (&mut self.uncorrected_us, &other.uncorrected_us),
-            (&mut self.lag_us, &other.lag_us),
-        ] {
-            mine.add(theirs).expect("recorders share histogram bounds");
+        for m in Metric::ALL {
+            self.histogram_mut(m)
+                .add(other.histogram(m))
+                .expect("recorders share histogram bounds");
         }
         self.scheduled += other.scheduled;
         self.dropped += other.dropped;
@@ -407,6 +461,8 @@ mod tests {
         Sample {
             intended,
             dispatched: intended,
+            connected: None,
+            handshaken: None,
             sent: intended,
             first_byte: Some(done),
             done,

@@ -27,6 +27,10 @@ pub struct Sample {
     pub intended: Instant,
     /// When a connection took it up (before connecting, if it had to).
     pub dispatched: Instant,
+    /// When the TCP connect completed, if this request opened a connection.
+    pub connected: Option<Instant>,
+    /// When the TLS handshake completed, if this request opened a TLS connection.
+    pub handshaken: Option<Instant>,
     /// When its first byte was written (after any connect).
     pub sent: Instant,
     /// When the first response byte arrived, if any did.
@@ -50,6 +54,32 @@ impl Sample {
     /// Latency from dispatch to completion: what a tool that ignores its schedule reports.
     pub fn uncorrected_latency_us(&self) -> u64 {
         micros(self.done.saturating_duration_since(self.dispatched))
+    }
+
+    /// TCP connect time, if this request opened a connection.
+    pub fn connect_us(&self) -> Option<u64> {
+        self.connected
+            .map(|c| micros(c.saturating_duration_since(self.dispatched)))
+    }
+
+    /// TLS handshake time, if this request opened a TLS connection.
+    pub fn tls_us(&self) -> Option<u64> {
+        self.handshaken
+            .zip(self.connected)
+            .map(|(h, c)| micros(h.saturating_duration_since(c)))
+    }
+
+    /// Time from the request's first byte written to the response's first byte read: the
+    /// server's processing time plus a round trip.
+    pub fn ttfb_us(&self) -> Option<u64> {
+        self.first_byte
+            .map(|f| micros(f.saturating_duration_since(self.sent)))
+    }
+
+    /// Time from the response's first byte to its last.
+    pub fn transfer_us(&self) -> Option<u64> {
+        self.first_byte
+            .map(|f| micros(self.done.saturating_duration_since(f)))
     }
 
     /// Scheduling lag: how long the request waited past its intended start before a

@@ -18,6 +18,8 @@ fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
         r.record(&Sample {
             intended: t,
             dispatched: t,
+            connected: None,
+            handshaken: None,
             sent: t,
             first_byte: None,
             done: t + Duration::from_micros(l),

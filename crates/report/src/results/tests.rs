@@ -21,6 +21,8 @@ fn sample(latency_us: u64, lag_us: u64, outcome: Outcome) -> Sample {
     Sample {
         intended: t,
         dispatched: t + Duration::from_micros(lag_us),
+        connected: None,
+        handshaken: None,
         sent: t + Duration::from_micros(lag_us),
         first_byte: None,
         done: t + Duration::from_micros(latency_us.max(lag_us)),
