@@ -202,9 +202,47 @@ pub struct LoadArgs {
     #[arg(long = "timeout", value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
 
-    /// Open a new connection for every request (sends 'Connection: close').
+    /// Open a new connection for every request (sends 'Connection: close'). Over https every
+    /// request then pays a full TLS handshake: that is what this mode measures.
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
+
+    /// https: do not verify the server's certificate (self-signed test servers). The
+    /// handshake still runs in full, so its cost is measured.
+    #[arg(long = "insecure", short = 'k', help_heading = "TLS")]
+    pub insecure: bool,
+
+    /// https: trust the CA certificates in this PEM file instead of the system's.
+    #[arg(long = "cacert", value_name = "FILE", help_heading = "TLS")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: client certificate chain (PEM), with --key.
+    #[arg(
+        long = "cert",
+        value_name = "FILE",
+        requires = "key",
+        help_heading = "TLS"
+    )]
+    pub cert: Option<PathBuf>,
+
+    /// https: client private key (PEM), with --cert.
+    #[arg(
+        long = "key",
+        value_name = "FILE",
+        requires = "cert",
+        help_heading = "TLS"
+    )]
+    pub key: Option<PathBuf>,
+
+    /// https: the TLS server name (SNI, and the certificate's expected name) when it is not
+    /// the URL's host.
+    #[arg(long = "sni", value_name = "NAME", help_heading = "TLS")]
+    pub sni: Option<String>,
+
+    /// Connect to this address instead of resolving the URL's host; the Host header and the
+    /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
+    #[arg(long = "connect-to", value_name = "ADDR")]
+    pub connect_to: Option<std::net::SocketAddr>,
 
     /// Report format.
     #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use belier_engine::{
-    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, DEFAULT_DURATION,
+    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions, DEFAULT_DURATION,
     DEFAULT_MAX_CONNECTIONS,
 };
 
@@ -89,7 +89,8 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     let url = args.url.clone().ok_or_else(|| {
         InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
     })?;
-    let (host, port, path_and_query) = parse_url(&url)?;
+    let (host, port, path_and_query, https) = parse_url(&url)?;
+    let tls = tls_options(&args, https)?;
 
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
@@ -150,6 +151,8 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     }
     engine.interval = args.interval;
     engine.keep_samples = args.raw.is_some();
+    engine.tls = tls;
+    engine.connect_to = args.connect_to;
     Ok(Settings {
         engine,
         url,
@@ -262,6 +265,43 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
     })
 }
 
+/// TLS settings for an https URL; TLS flags on an http URL are a mistake worth naming.
+fn tls_options(args: &LoadArgs, https: bool) -> Result<Option<TlsOptions>, InputError> {
+    if !https {
+        for (given, flag) in [
+            (args.insecure, "--insecure"),
+            (args.cacert.is_some(), "--cacert"),
+            (args.cert.is_some(), "--cert"),
+            (args.sni.is_some(), "--sni"),
+        ] {
+            if given {
+                return Err(InputError::new(flag, "", "only applies to https:// URLs"));
+            }
+        }
+        return Ok(None);
+    }
+    let read = |flag: &'static str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| InputError::new(flag, path.display(), format!("cannot read it: {e}")))
+    };
+    let ca_pem = args
+        .cacert
+        .as_deref()
+        .map(|p| read("--cacert <FILE>", p))
+        .transpose()?;
+    let client_cert_pem = match (&args.cert, &args.key) {
+        (Some(c), Some(k)) => Some((read("--cert <FILE>", c)?, read("--key <FILE>", k)?)),
+        _ => None,
+    };
+    Ok(Some(TlsOptions {
+        insecure: args.insecure,
+        ca_pem,
+        client_cert_pem,
+        server_name: args.sni.clone(),
+        alpn: vec![b"http/1.1".to_vec()],
+    }))
+}
+
 /// The run name: as given, else the results file's stem, else `run`.
 fn run_name(name: Option<&str>, save: Option<&std::path::Path>) -> Result<String, InputError> {
     if let Some(n) = name {
@@ -311,7 +351,7 @@ fn random_seed() -> u64 {
         .finish()
 }
 
-fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
+fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {
     const FLAG: &str = "<URL>";
     let url = url::Url::parse(raw).map_err(|e| {
         let hint = if raw.contains("://") {
@@ -321,23 +361,17 @@ fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
         };
         InputError::new(FLAG, raw, format!("{e}{hint}"))
     })?;
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(InputError::new(
-                FLAG,
-                raw,
-                "https is not supported yet (TLS arrives with the HTTP/2 work); use http://",
-            ))
-        }
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
         other => {
             return Err(InputError::new(
                 FLAG,
                 raw,
-                format!("unsupported scheme '{other}', use http://"),
+                format!("unsupported scheme '{other}', use http:// or https://"),
             ))
         }
-    }
+    };
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
         Some(url::Host::Ipv4(a)) => a.to_string(),
@@ -350,7 +384,7 @@ fn parse_url(raw: &str) -> Result<(String, u16, String), InputError> {
         path.push('?');
         path.push_str(q);
     }
-    Ok((host, port, path))
+    Ok((host, port, path, https))
 }
 
 fn check_range(flag: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
@@ -553,7 +587,14 @@ mod tests {
                 "invalid value 'localhost:8080' for '<URL>'",
             ),
             (&["ftp://x/"], "unsupported scheme 'ftp'"),
-            (&["https://x/"], "https is not supported yet"),
+            (
+                &["http://x/", "--insecure"],
+                "--insecure only applies to https://",
+            ),
+            (
+                &["https://x/", "--cacert", "/no/ca.pem"],
+                "'--cacert <FILE>': cannot read it",
+            ),
             (
                 &["http://x/", "-n", "0"],
                 "'--requests <N>': must be at least 1",

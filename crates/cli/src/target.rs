@@ -33,6 +33,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         threads: args.threads,
         defaults,
         record_requests: 0,
+        tls: None,
     })
     .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!("belier target listening on {}", server.url("/"));

@@ -104,6 +104,11 @@ pub struct Config {
     pub grace: Duration,
     /// Interval at which workers hand over what they recorded.
     pub interval: Duration,
+    /// TLS settings; `Some` for https.
+    pub tls: Option<crate::TlsOptions>,
+    /// Connect here instead of resolving the host (the Host header and TLS name stay the
+    /// URL's), like curl's --connect-to.
+    pub connect_to: Option<std::net::SocketAddr>,
     /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
     /// per-request stream. Off by default: it costs a copy per request.
     pub keep_samples: bool,
@@ -127,6 +132,8 @@ impl Config {
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,
             keep_samples: false,
+            tls: None,
+            connect_to: None,
         }
     }
 }

@@ -2,13 +2,16 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use belier_stats::ErrorKind;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::http1::{parse_head, Framing, Malformed};
+use crate::tls::{handshake_error_kind, Tls};
 
 /// Read buffer size; a typical response fits in one read.
 const READ_BUFFER: usize = 16 * 1024;
@@ -33,6 +36,7 @@ pub(crate) struct Progress {
 pub(crate) enum Phase {
     #[default]
     Connecting,
+    Handshaking,
     Exchanging,
 }
 
@@ -90,6 +94,10 @@ impl Failure {
                 ErrorKind::ConnectTimeout,
                 "connect did not complete within the timeout",
             ),
+            Phase::Handshaking => Failure::protocol(
+                ErrorKind::ConnectTimeout,
+                "TLS handshake did not complete within the timeout",
+            ),
             Phase::Exchanging => Failure::protocol(
                 ErrorKind::Timeout,
                 "no complete response within the timeout",
@@ -112,24 +120,105 @@ pub(crate) struct Response {
     pub reusable: bool,
 }
 
+/// The byte stream under HTTP: plain TCP or TLS over TCP. An enum rather than a trait
+/// object keeps the plain path free of dynamic dispatch.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// An open connection with its read buffer.
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
 }
 
 impl Connection {
-    /// Opens a TCP connection to `addr`.
-    pub(crate) async fn open(addr: SocketAddr) -> Result<Connection, Failure> {
-        let stream = TcpStream::connect(addr)
+    /// Opens a TCP connection to `addr`, then a TLS session over it when `tls` is given,
+    /// noting when each step completed in `p`.
+    pub(crate) async fn open(
+        addr: SocketAddr,
+        tls: Option<&Tls>,
+        p: &mut Progress,
+    ) -> Result<Connection, Failure> {
+        p.phase = Phase::Connecting;
+        let tcp = TcpStream::connect(addr)
             .await
             .map_err(|e| Failure::io(e, true))?;
         // Requests are written in one piece; Nagle would only delay them.
-        stream.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+        tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+        p.connected = Some(Instant::now());
+        let stream = match tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => {
+                p.phase = Phase::Handshaking;
+                let session = tls
+                    .connector
+                    .connect(tls.server_name.clone(), tcp)
+                    .await
+                    .map_err(|e| match handshake_error_kind(&e) {
+                        Some(kind) => Failure {
+                            kind,
+                            cause: Cause::Io(e),
+                        },
+                        None => Failure::io(e, false),
+                    })?;
+                p.handshaken = Some(Instant::now());
+                Stream::Tls(Box::new(session))
+            }
+        };
         Ok(Connection {
             stream,
             buf: Vec::with_capacity(READ_BUFFER),
         })
+    }
+
+    /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.
+    pub(crate) fn tls_session(&self) -> Option<String> {
+        match &self.stream {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1)),
+        }
     }
 
     /// Writes `request` and reads one response, recording progress into `p` as it goes.
@@ -143,6 +232,13 @@ impl Connection {
             .write_all(request)
             .await
             .map_err(|e| Failure::io(e, false))?;
+        if let Stream::Tls(_) = self.stream {
+            // TLS may hold records back until flushed; plain TCP has nothing to flush.
+            self.stream
+                .flush()
+                .await
+                .map_err(|e| Failure::io(e, false))?;
+        }
         p.bytes_out += request.len() as u64;
 
         self.buf.clear();
@@ -206,11 +302,13 @@ impl Connection {
             if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
                 self.buf.reserve(READ_BUFFER);
             }
-            let n = self
-                .stream
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(|e| Failure::io(e, false))?;
+            let n = match self.stream.read_buf(&mut self.buf).await {
+                Ok(n) => n,
+                // A TLS peer that closes without close_notify (a crash, a proxy cutting the
+                // connection) shows up as UnexpectedEof: it is a close, judged like one.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+                Err(e) => return Err(Failure::io(e, false)),
+            };
             if n == 0 {
                 return match (status, &framing) {
                     (Some(code), Framing::UntilClose) => Ok(Response {

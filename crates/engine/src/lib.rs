@@ -20,6 +20,7 @@ mod http1;
 mod profile;
 pub mod request;
 mod timer;
+mod tls;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -35,6 +36,7 @@ pub use config::{
     DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT,
 };
 pub use profile::{Profile, Stage};
+pub use tls::{TlsOptions, TlsSetupError};
 use tokio::sync::watch;
 
 /// What a running test reports to its caller.
@@ -103,6 +105,9 @@ pub enum StartError {
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Invalid(&'static str),
+    /// The TLS settings cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
     /// A worker thread or its runtime could not be created.
     #[error("cannot start worker: {0}")]
     Worker(std::io::Error),
@@ -125,6 +130,7 @@ pub struct Run {
     stop: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
     addr: SocketAddr,
+    dns: Duration,
     started_at: SystemTime,
     started: Instant,
 }
@@ -141,14 +147,24 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         return Err(StartError::Invalid("interval must be positive"));
     }
     let spec = &config.request;
-    let addr = (spec.host.as_str(), spec.port)
-        .to_socket_addrs()
-        .map_err(|source| StartError::Resolve {
-            host: spec.host.clone(),
-            source,
-        })?
-        .next()
-        .ok_or_else(|| StartError::NoAddress(spec.host.clone()))?;
+    let dns_started = Instant::now();
+    let addr = match config.connect_to {
+        Some(addr) => addr,
+        None => (spec.host.as_str(), spec.port)
+            .to_socket_addrs()
+            .map_err(|source| StartError::Resolve {
+                host: spec.host.clone(),
+                source,
+            })?
+            .next()
+            .ok_or_else(|| StartError::NoAddress(spec.host.clone()))?,
+    };
+    let dns = dns_started.elapsed();
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|options| tls::Tls::new(options, &spec.host))
+        .transpose()?;
 
     let threads = config.threads.min(max_connections);
     // Runtimes are built here so a failure is reported before any request is sent.
@@ -170,6 +186,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     };
     let plan = Arc::new(worker::Plan {
         addr,
+        tls,
         request: request::encode(spec, config.keepalive),
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
@@ -223,6 +240,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         stop,
         threads: handles,
         addr,
+        dns,
         started_at,
         started: start,
     })
@@ -232,6 +250,11 @@ impl Run {
     /// Number of workers; [`Event`]s name workers `0..workers()`.
     pub fn workers(&self) -> usize {
         self.threads.len()
+    }
+
+    /// How long resolving the host took (once, at the start; zero with `connect_to`).
+    pub fn dns(&self) -> Duration {
+        self.dns
     }
 
     /// The address connections go to.

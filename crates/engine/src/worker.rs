@@ -30,6 +30,7 @@ use crate::{Arrivals, Event, Load, Profile};
 /// What every worker of a run shares, read-only.
 pub(crate) struct Plan {
     pub addr: SocketAddr,
+    pub tls: Option<crate::tls::Tls>,
     pub request: Vec<u8>,
     pub head_request: bool,
     pub keepalive: bool,
@@ -432,6 +433,9 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
             if progress.connected.is_some() {
                 recorder.record_connection();
             }
+            if let (Some(_), Some(c)) = (progress.handshaken, &conn) {
+                recorder.note_tls_session(|| c.tls_session().unwrap_or_default());
+            }
             if let Err(f) = &result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
             }
@@ -463,12 +467,7 @@ async fn attempt(
 ) -> Result<Response, Failure> {
     let conn = match slot {
         Some(conn) => conn,
-        None => {
-            p.phase = Phase::Connecting;
-            let conn = Connection::open(plan.addr).await?;
-            p.connected = Some(Instant::now());
-            slot.insert(conn)
-        }
+        None => slot.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
     };
     p.phase = Phase::Exchanging;
     p.sent = Some(Instant::now());

@@ -67,7 +67,7 @@ fn slow_responses_do_not_bunch_the_arrivals() {
     let gaps = arrival_gaps(&s);
     let regular = gaps
         .iter()
-        .filter(|g| (secs(0.008)..=secs(0.012)).contains(g))
+        .filter(|g| (secs(0.008)..=secs(0.012)).contains(*g))
         .count();
     assert!(
         regular * 10 >= gaps.len() * 9,

@@ -93,6 +93,8 @@ fn to_value(r: &Report) -> Value {
             "bytes_in_per_request": per_request(t.bytes_in()),
             "bytes_out_per_request": per_request(t.bytes_out()),
             "connections_opened": t.connections_opened(),
+            "tls_handshakes": t.histogram(Metric::Tls).len(),
+            "tls_session": t.tls_session(),
         },
         "latency_us": latency(&l, "intended_start"),
         "latency_uncorrected_us": latency(&LatencySummary::of(t.uncorrected_us()), "dispatch"),

@@ -12,6 +12,14 @@ pub enum ErrorKind {
     ConnectRefused,
     /// The TCP connect did not complete within the request timeout.
     ConnectTimeout,
+    /// The TLS handshake failed on the server's certificate (unknown issuer, wrong name,
+    /// expired) or because the server wanted a client certificate.
+    TlsCertificate,
+    /// The TLS handshake failed on the protocol (a server that does not speak TLS, no common
+    /// version or cipher suite, a malformed message).
+    TlsProtocol,
+    /// The server ended the TLS handshake with a fatal alert.
+    TlsAlert,
     /// The peer reset the connection (RST) while the request was being sent or answered.
     ConnectionReset,
     /// The peer closed the connection before a complete response head arrived.
@@ -31,12 +39,15 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Number of kinds; recorders keep one counter per kind.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 12;
 
     /// Every kind, in report order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
+        ErrorKind::TlsCertificate,
+        ErrorKind::TlsProtocol,
+        ErrorKind::TlsAlert,
         ErrorKind::ConnectionReset,
         ErrorKind::ClosedBeforeResponse,
         ErrorKind::ClosedMidBody,
@@ -56,6 +67,9 @@ impl ErrorKind {
         match self {
             ErrorKind::ConnectRefused => "connect_refused",
             ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::TlsCertificate => "tls_certificate",
+            ErrorKind::TlsProtocol => "tls_protocol",
+            ErrorKind::TlsAlert => "tls_alert",
             ErrorKind::ConnectionReset => "connection_reset",
             ErrorKind::ClosedBeforeResponse => "closed_before_response",
             ErrorKind::ClosedMidBody => "closed_mid_body",
@@ -76,6 +90,9 @@ impl ErrorKind {
         match self {
             ErrorKind::ConnectRefused => "connection refused",
             ErrorKind::ConnectTimeout => "connect timeout",
+            ErrorKind::TlsCertificate => "TLS certificate rejected",
+            ErrorKind::TlsProtocol => "TLS protocol failure",
+            ErrorKind::TlsAlert => "TLS alert from server",
             ErrorKind::ConnectionReset => "connection reset by peer",
             ErrorKind::ClosedBeforeResponse => "closed before response",
             ErrorKind::ClosedMidBody => "closed mid-body",

@@ -35,6 +35,7 @@ pub struct Recorder {
     status: Box<[u64; STATUS_SLOTS]>,
     errors: [u64; ErrorKind::COUNT],
     error_examples: [Option<String>; ErrorKind::COUNT],
+    tls_session: Option<String>,
     bytes_in: u64,
     bytes_out: u64,
     connections_opened: u64,
@@ -62,6 +63,7 @@ impl Recorder {
             status: Box::new([0; STATUS_SLOTS]),
             errors: [0; ErrorKind::COUNT],
             error_examples: Default::default(),
+            tls_session: None,
             bytes_in: 0,
             bytes_out: 0,
             connections_opened: 0,
@@ -128,6 +130,18 @@ impl Recorder {
         self.dropped += 1;
     }
 
+    /// Keeps a description of a TLS session (version, cipher, ALPN) unless one is kept.
+    pub fn note_tls_session(&mut self, describe: impl FnOnce() -> String) {
+        if self.tls_session.is_none() {
+            self.tls_session = Some(describe());
+        }
+    }
+
+    /// The first TLS session's description, if any connection used TLS.
+    pub fn tls_session(&self) -> Option<&str> {
+        self.tls_session.as_deref()
+    }
+
     /// Counts one TCP connection opened.
     #[inline]
     pub fn record_connection(&mut self) {
@@ -144,6 +158,7 @@ impl Recorder {
         self.status.fill(0);
         self.errors = [0; ErrorKind::COUNT];
         self.error_examples = Default::default();
+        self.tls_session = None;
         self.bytes_in = 0;
         self.bytes_out = 0;
         self.connections_opened = 0;
@@ -310,6 +325,9 @@ pub struct Counters {
     /// Open-loop arrivals dropped.
     #[serde(default)]
     pub dropped: u64,
+    /// The first TLS session's version, cipher and ALPN protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_session: Option<String>,
 }
 
 /// Why stored counters or histograms could not be restored.
@@ -343,6 +361,7 @@ impl Recorder {
             connections: self.connections_opened,
             scheduled: self.scheduled,
             dropped: self.dropped,
+            tls_session: self.tls_session.clone(),
         }
     }
 
@@ -397,6 +416,7 @@ impl Recorder {
         r.connections_opened = c.connections;
         r.scheduled = c.scheduled;
         r.dropped = c.dropped;
+        r.tls_session.clone_from(&c.tls_session);
         Ok(r)
     }
 
@@ -432,6 +452,9 @@ impl AddAssign<&Recorder> for Recorder {
             if mine.is_none() {
                 mine.clone_from(theirs);
             }
+        }
+        if self.tls_session.is_none() {
+            self.tls_session.clone_from(&other.tls_session);
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;

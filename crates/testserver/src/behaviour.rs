@@ -151,9 +151,9 @@ impl fmt::Display for Behaviour {
         if self.delay != base.delay {
             // One unit, because humantime's own format puts spaces between units.
             let d = self.delay;
-            if d.subsec_nanos() % 1_000_000 == 0 {
+            if d.subsec_nanos().is_multiple_of(1_000_000) {
                 knob(f, format_args!("delay={}ms", d.as_millis()))?;
-            } else if d.subsec_nanos() % 1_000 == 0 {
+            } else if d.subsec_nanos().is_multiple_of(1_000) {
                 knob(f, format_args!("delay={}us", d.as_micros()))?;
             } else {
                 knob(f, format_args!("delay={}ns", d.as_nanos()))?;
@@ -197,11 +197,16 @@ impl KnobError {
 }
 
 /// A misbehaviour injected after the request has been read (and counted).
+///
+/// Over TLS, the faults that close act on the TCP socket under the TLS layer, as a crashing
+/// server would: `Reset` sends RST and the two `Close…` faults send FIN without TLS
+/// `close_notify`, which a rustls client reports as an `UnexpectedEof` error rather than a clean
+/// end of stream. `Malformed` closes gracefully, `close_notify` included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// Close with `SO_LINGER` 0 without writing anything: the client sees `ECONNRESET`.
     Reset,
-    /// Close cleanly (FIN) without writing anything: the client sees end of stream.
+    /// Close (FIN) without writing anything: the client sees end of stream.
     CloseBeforeHeaders,
     /// Send the head with a `Content-Length`, then half of the body, then close (FIN).
     CloseMidBody,

@@ -4,29 +4,28 @@
 //! and written when no further complete request is waiting, so a pipelined burst gets one
 //! write. Anything that ends the connection (client gone, `Connection: close`, a fault, a bad
 //! request) is a [`Finish`], which says how the socket is to be closed.
+//!
+//! The same code serves plain TCP and TLS: a connection is generic over its [`Transport`], and
+//! faults that are about TCP itself (reset, abrupt close) reach under the TLS layer.
 
 use std::convert::Infallible;
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
+use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
+use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
-use crate::server::{SeenRequest, Shared};
+use crate::server::Shared;
 
-/// Largest request head accepted; longer ones get `400` and the connection is closed.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-
-/// Request body bytes kept per [`SeenRequest`]; the rest is counted but not stored.
+/// Request body bytes kept per [`SeenRequest`](crate::SeenRequest); the rest is counted but not
+/// stored.
 pub const RECORDED_BODY_BYTES: usize = 64 * 1024;
-
-/// Headers per request; more is a `400`. Generous, as no client sends that many.
-const MAX_HEADERS: usize = 100;
 
 /// Longest chunk-size or trailer line in a chunked request body.
 const MAX_LINE_BYTES: usize = 4 * 1024;
@@ -42,15 +41,31 @@ const FLUSH_AT_BYTES: usize = 64 * 1024;
 /// queue is not empty makes the kernel send RST instead of FIN, and an RST can make the client
 /// lose the response it has not read yet; draining first avoids that (the "lingering close" of
 /// Apache and nginx). Bounded so an unresponsive client cannot pin the task.
-const LINGER: Duration = Duration::from_secs(1);
+pub(crate) const LINGER: Duration = Duration::from_secs(1);
+
+/// A connection's byte stream: a TCP socket, or TLS over one.
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// The TCP socket underneath any TLS layer, for faults that act on TCP itself.
+    fn tcp(&mut self) -> &mut TcpStream;
+}
+
+impl Transport for TcpStream {
+    fn tcp(&mut self) -> &mut TcpStream {
+        self
+    }
+}
 
 /// How a connection ends.
 #[derive(Debug)]
 enum Finish {
     /// The client went away or the socket failed: just drop it.
     Drop,
-    /// Write what is pending, send FIN, drain, drop.
+    /// Write what is pending, send FIN, drain, drop. Over TLS, `close_notify` precedes the FIN.
     Close,
+    /// [`Finish::Close`] without `close_notify` over TLS: the FIN goes straight onto the TCP
+    /// socket, so a TLS client sees the connection end as if the server had crashed (rustls
+    /// reports `UnexpectedEof`). Over plain TCP, the same as [`Finish::Close`].
+    Cut,
     /// The request could not be parsed: answer `400` with this reason, then [`Finish::Close`].
     BadRequest(&'static str),
     /// Write what is pending, then abort with RST.
@@ -66,33 +81,9 @@ impl From<io::Error> for Finish {
     }
 }
 
-/// How the request body is delimited.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum BodyFraming {
-    Empty,
-    Length(u64),
-    Chunked,
-}
-
-/// What the connection needs from a parsed request head, copied out of the read buffer so the
-/// buffer can be reused for the body.
-#[derive(Debug)]
-struct Request {
-    head_len: usize,
-    is_head: bool,
-    http10: bool,
-    keep_alive: bool,
-    body: BodyFraming,
-    expect_continue: bool,
-    /// `Ok(None)`: no query string, so the server defaults apply (and their pre-built head).
-    knobs: Result<Option<Behaviour>, crate::KnobError>,
-    /// Only when requests are being recorded.
-    seen: Option<SeenRequest>,
-}
-
 /// The socket and its buffers.
-struct Io {
-    stream: TcpStream,
+struct Io<S> {
+    stream: S,
     /// Unconsumed input is `buf[start..end]`.
     buf: Vec<u8>,
     start: usize,
@@ -100,9 +91,16 @@ struct Io {
     out: Vec<u8>,
 }
 
-/// Decrements the open-connection gauge. A field of its own, declared last in [`Connection`],
-/// so that it runs after the socket has been closed.
-struct OpenGuard(Arc<Shared>);
+/// Counts a connection as open until dropped. A field of its own, declared last in
+/// [`Connection`], so that it drops after the socket has been closed.
+pub(crate) struct OpenGuard(Arc<Shared>);
+
+impl OpenGuard {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        shared.counters.open.fetch_add(1, Relaxed);
+        OpenGuard(Arc::clone(shared))
+    }
+}
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
@@ -111,16 +109,16 @@ impl Drop for OpenGuard {
 }
 
 /// A connection task's state.
-pub(crate) struct Connection {
-    io: Io,
+pub(crate) struct Connection<S> {
+    io: Io<S>,
     shared: Arc<Shared>,
     seq: u64,
     _open: OpenGuard,
 }
 
-impl Connection {
-    /// Takes over an accepted socket; the caller has already counted it as open.
-    pub(crate) fn new(stream: TcpStream, shared: Arc<Shared>, seq: u64) -> Self {
+impl<S: Transport> Connection<S> {
+    /// Takes over an accepted (and, for TLS, handshaken) socket, counted as open by `open`.
+    pub(crate) fn new(stream: S, shared: Arc<Shared>, seq: u64, open: OpenGuard) -> Self {
         Connection {
             io: Io {
                 stream,
@@ -129,7 +127,7 @@ impl Connection {
                 end: 0,
                 out: Vec::with_capacity(READ_BUFFER_BYTES),
             },
-            _open: OpenGuard(Arc::clone(&shared)),
+            _open: open,
             shared,
             seq,
         }
@@ -145,10 +143,11 @@ impl Connection {
         let io = &mut self.io;
         match finish {
             Finish::Drop => {}
-            Finish::Close => io.close_gracefully().await,
+            Finish::Close => io.close(true).await,
+            Finish::Cut => io.close(false).await,
             Finish::BadRequest(why) => {
                 response::write_text(&mut io.out, 400, ConnectionHeader::Close, why);
-                io.close_gracefully().await;
+                io.close(true).await;
             }
             Finish::Reset => {
                 let _ = io.flush().await;
@@ -156,7 +155,7 @@ impl Connection {
                 // is why tokio's deprecation of `set_linger` does not apply; `set_zero_linger`
                 // would say the same but needs tokio 1.50, newer than the workspace minimum.
                 #[allow(deprecated)]
-                let _ = io.stream.set_linger(Some(Duration::ZERO));
+                let _ = io.stream.tcp().set_linger(Some(Duration::ZERO));
             }
             Finish::Stall => {
                 if io.flush().await.is_ok() {
@@ -169,7 +168,8 @@ impl Connection {
     /// Handles requests until one of them ends the connection.
     async fn requests(&mut self) -> Result<Infallible, Finish> {
         loop {
-            let request = match self.parse_request() {
+            let input = &self.io.buf[self.io.start..self.io.end];
+            let request = match Request::parse(input, &self.shared, self.seq) {
                 Ok(Some(request)) => request,
                 Ok(None) => {
                     if self.io.end - self.io.start >= MAX_HEAD_BYTES {
@@ -190,102 +190,6 @@ impl Connection {
             self.shared.counters.requests.fetch_add(1, Relaxed);
             self.handle(request).await?;
         }
-    }
-
-    /// Parses the head at the start of the buffered input, if it is complete.
-    fn parse_request(&self) -> Result<Option<Request>, &'static str> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut parsed = httparse::Request::new(&mut headers);
-        let head_len = match parsed.parse(&self.io.buf[self.io.start..self.io.end]) {
-            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD_BYTES => {
-                return Err("request head too large")
-            }
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(httparse::Error::TooManyHeaders) => return Err("too many headers"),
-            Err(_) => return Err("malformed request head"),
-        };
-        let method = parsed.method.unwrap_or_default();
-        let target = parsed.path.unwrap_or_default();
-        let http10 = parsed.version == Some(0);
-
-        let mut close = false;
-        let mut keep_alive = false;
-        let mut length = None;
-        let mut chunked = false;
-        let mut expect_continue = false;
-        for header in parsed.headers.iter() {
-            let name = header.name;
-            if name.eq_ignore_ascii_case("connection") {
-                for token in header.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
-            } else if name.eq_ignore_ascii_case("content-length") {
-                let n = parse_decimal(header.value).ok_or("invalid content-length")?;
-                if length.is_some_and(|prev| prev != n) {
-                    return Err("conflicting content-length headers");
-                }
-                length = Some(n);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = header
-                    .value
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .unwrap_or_default();
-                if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                    return Err("unsupported transfer-encoding");
-                }
-                chunked = true;
-            } else if name.eq_ignore_ascii_case("expect") {
-                expect_continue |= header
-                    .value
-                    .trim_ascii()
-                    .eq_ignore_ascii_case(b"100-continue");
-            }
-        }
-        let body = match (chunked, length) {
-            (true, _) => BodyFraming::Chunked,
-            (false, Some(n)) if n > 0 => BodyFraming::Length(n),
-            (false, _) => BodyFraming::Empty,
-        };
-        // RFC 9112 §6.3: with both framings, chunked wins and the connection must not be
-        // reused, as an intermediary may have read it the other way.
-        let smuggling = chunked && length.is_some();
-        let keep_alive = !close && !smuggling && (!http10 || keep_alive);
-
-        let knobs = match target.split_once('?') {
-            Some((_, query)) if !query.is_empty() => {
-                let mut behaviour = self.shared.defaults.clone();
-                behaviour.apply_query(query).map(|()| Some(behaviour))
-            }
-            _ => Ok(None),
-        };
-        let seen = self.shared.recorder.as_ref().map(|_| SeenRequest {
-            method: method.to_owned(),
-            target: target.to_owned(),
-            headers: parsed
-                .headers
-                .iter()
-                .map(|h| {
-                    let value = String::from_utf8_lossy(h.value).into_owned();
-                    (h.name.to_owned(), value)
-                })
-                .collect(),
-            body: Vec::new(),
-            connection: self.seq,
-            arrived: Instant::now(),
-        });
-        Ok(Some(Request {
-            head_len,
-            is_head: method == "HEAD",
-            http10,
-            keep_alive,
-            body,
-            expect_continue,
-            knobs,
-            seen,
-        }))
     }
 
     /// Reads the body, then answers (or misbehaves) as the request's behaviour says.
@@ -333,7 +237,7 @@ impl Connection {
         match behaviour.fault {
             None => {}
             Some(Fault::Reset) => return Err(Finish::Reset),
-            Some(Fault::CloseBeforeHeaders) => return Err(Finish::Close),
+            Some(Fault::CloseBeforeHeaders) => return Err(Finish::Cut),
             Some(Fault::Stall) => return Err(Finish::Stall),
             Some(Fault::Malformed) => {
                 self.io.out.extend_from_slice(MALFORMED);
@@ -347,7 +251,7 @@ impl Connection {
                 let head = Framing::Length(len);
                 response::write_head(&mut self.io.out, behaviour.status, head, connection);
                 self.io.push_body(false, 0..len / 2).await?;
-                return Err(Finish::Close);
+                return Err(Finish::Cut);
             }
         }
 
@@ -399,7 +303,7 @@ impl Connection {
     }
 }
 
-impl Io {
+impl<S: Transport> Io<S> {
     /// Reads more input after what is buffered. Returns 0 at end of stream.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {
@@ -422,6 +326,8 @@ impl Io {
     async fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out).await?;
+            // A no-op for TCP; TLS may still hold records that `write_all` could not send.
+            self.stream.flush().await?;
             self.out.clear();
         }
         Ok(())
@@ -514,89 +420,34 @@ impl Io {
         }
     }
 
-    async fn close_gracefully(&mut self) {
-        if self.flush().await.is_err() || self.stream.shutdown().await.is_err() {
+    /// Writes what is pending, sends FIN (after `close_notify` over TLS, if `notify`), then
+    /// drains for at most [`LINGER`].
+    async fn close(&mut self, notify: bool) {
+        if self.flush().await.is_err() {
             return;
         }
-        let _ = tokio::time::timeout(LINGER, self.discard_until_eof()).await;
+        let shutdown = if notify {
+            self.stream.shutdown().await
+        } else {
+            self.stream.tcp().shutdown().await
+        };
+        if shutdown.is_ok() {
+            let _ = tokio::time::timeout(LINGER, self.discard_until_eof()).await;
+        }
     }
 
+    /// Reads and drops input until the client closes. Reads the TCP socket directly: nothing
+    /// read is used, so there is no point in decrypting it.
     async fn discard_until_eof(&mut self) {
-        while let Ok(n) = self.stream.read(&mut self.buf).await {
-            if n == 0 {
-                break;
-            }
-        }
+        discard_until_eof(self.stream.tcp(), &mut self.buf).await;
     }
 }
 
-/// An unsigned decimal with no sign, spaces or other decoration, as `Content-Length` requires.
-fn parse_decimal(text: &[u8]) -> Option<u64> {
-    if text.is_empty() {
-        return None;
-    }
-    text.iter().try_fold(0u64, |n, &b| {
-        let digit = (b as char).to_digit(10)?;
-        n.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
-
-/// The hex size at the start of a chunk-size line, ignoring chunk extensions.
-fn parse_chunk_size(line: &[u8]) -> Option<u64> {
-    let end = line.iter().position(|&b| b == b';').unwrap_or(line.len());
-    let digits = line[..end].trim_ascii();
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &b| {
-        let digit = (b as char).to_digit(16)?;
-        Some((n << 4) | u64::from(digit))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals() {
-        let cases: &[(&[u8], Option<u64>)] = &[
-            (b"0", Some(0)),
-            (b"1234", Some(1234)),
-            (b"", None),
-            (b"+1", None),
-            (b"1 2", None),
-            (b"-1", None),
-            (b"18446744073709551616", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(
-                parse_decimal(text),
-                *want,
-                "{:?}",
-                String::from_utf8_lossy(text)
-            );
-        }
-    }
-
-    #[test]
-    fn chunk_sizes() {
-        let cases: &[(&[u8], Option<u64>)] = &[
-            (b"0", Some(0)),
-            (b"1a", Some(26)),
-            (b"FF;name=value", Some(255)),
-            (b"10 ", Some(16)),
-            (b"", None),
-            (b"g", None),
-            (b"11111111111111111", None),
-        ];
-        for (line, want) in cases {
-            assert_eq!(
-                parse_chunk_size(line),
-                *want,
-                "{:?}",
-                String::from_utf8_lossy(line)
-            );
+/// Reads and drops input from `stream` until it ends or fails.
+pub(crate) async fn discard_until_eof(stream: &mut TcpStream, buf: &mut [u8]) {
+    while let Ok(n) = stream.read(buf).await {
+        if n == 0 {
+            break;
         }
     }
 }

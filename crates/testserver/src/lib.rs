@@ -8,6 +8,9 @@
 //! `delay=20ms`, `status=503`, `size=1024`, `close=1`, `chunked=1` and
 //! `fault=reset|close-before-headers|close-mid-body|malformed|stall` (see [`Fault`]).
 //!
+//! With [`Config::tls`] it serves HTTPS instead: the same HTTP/1.1 handling after a rustls
+//! handshake, with [`TlsConfig::self_signed`] to make certificates for tests.
+//!
 //! # Why not hyper
 //! The server is written directly on tokio and httparse because fault injection needs
 //! byte-level control of the socket: resetting a connection after reading a request, closing it
@@ -35,11 +38,15 @@
 
 mod behaviour;
 mod connection;
+mod request;
 mod response;
 mod server;
+mod tls;
 
 pub use behaviour::{
     Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, KNOBS,
 };
-pub use connection::{MAX_HEAD_BYTES, RECORDED_BODY_BYTES};
+pub use connection::RECORDED_BODY_BYTES;
+pub use request::MAX_HEAD_BYTES;
 pub use server::{Config, Counts, SeenRequest, Server};
+pub use tls::TlsConfig;

@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
 
 use crate::behaviour::Behaviour;
-use crate::connection::Connection;
+use crate::connection::{Connection, OpenGuard};
 use crate::response::{self, ConnectionHeader};
+use crate::tls::{self, TlsConfig};
 
 /// Pause after a failed `accept` (typically out of file descriptors) so that the accept loop
 /// does not spin while the condition lasts.
@@ -36,16 +38,21 @@ pub struct Config {
     /// Keep the last this many requests for [`Server::recent_requests`]; 0 keeps none and takes
     /// no lock per request.
     pub record_requests: usize,
+    /// Serve HTTPS: every connection starts with a TLS handshake, then gets the same HTTP/1.1
+    /// handling, knobs and faults as without. `None` serves plain HTTP. See
+    /// [`TlsConfig::self_signed`] for a configuration to test with.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for Config {
-    /// `127.0.0.1:0`, one thread, default behaviour, no recording.
+    /// `127.0.0.1:0`, one thread, default behaviour, no recording, plain HTTP.
     fn default() -> Self {
         Config {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             threads: 1,
             defaults: Behaviour::default(),
             record_requests: 0,
+            tls: None,
         }
     }
 }
@@ -56,7 +63,7 @@ pub struct Counts {
     /// Request heads parsed, counted before the body is read and before any delay or fault.
     /// Unparsable heads are not requests.
     pub requests: u64,
-    /// Connections accepted.
+    /// TCP connections accepted, whether or not their TLS handshake succeeded.
     pub connections: u64,
     /// Complete responses to counted requests, including `400` for a bad knob value but not
     /// interim `100 Continue` nor the `400` that precedes closing on an unparsable request.
@@ -65,6 +72,13 @@ pub struct Counts {
     pub responses: u64,
     /// Request body bytes read, after chunked decoding.
     pub body_bytes_received: u64,
+    /// TLS handshakes completed by the server. Like [`Counts::connections`], this can lag the
+    /// client: a TLS 1.3 client is done with its handshake before the server is.
+    pub tls_handshakes: u64,
+    /// TLS handshakes that failed: the client rejected the certificate, sent no acceptable
+    /// client certificate or ALPN protocol, spoke something else than TLS (plain HTTP, say), or
+    /// closed before the handshake was done.
+    pub tls_failures: u64,
 }
 
 /// A request as the server saw it, kept when [`Config::record_requests`] is non-zero.
@@ -111,6 +125,8 @@ pub(crate) struct Counters {
     pub(crate) connections: AtomicU64,
     pub(crate) responses: AtomicU64,
     pub(crate) body_bytes_received: AtomicU64,
+    pub(crate) tls_handshakes: AtomicU64,
+    pub(crate) tls_failures: AtomicU64,
     /// A gauge, unlike the others: connections accepted and not yet closed.
     pub(crate) open: AtomicU64,
 }
@@ -164,6 +180,7 @@ impl Shared {
 /// A running test server. Stops (closing every connection) on [`Server::stop`] or drop.
 pub struct Server {
     addr: SocketAddr,
+    tls: bool,
     shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -186,8 +203,9 @@ impl Server {
     /// synchronous tests and from inside another runtime alike.
     ///
     /// # Errors
-    /// Binding errors (address in use, permission denied), `InvalidInput` for zero threads, and
-    /// failures to create the runtime or its threads.
+    /// Binding errors (address in use, permission denied), `InvalidInput` for zero threads or
+    /// an unusable [`TlsConfig`] (the message says what is wrong with it), and failures to
+    /// create the runtime or its threads.
     pub fn start(config: Config) -> io::Result<Server> {
         if config.threads == 0 {
             return Err(io::Error::new(
@@ -195,6 +213,7 @@ impl Server {
                 "the test server needs at least one thread",
             ));
         }
+        let acceptor = config.tls.as_ref().map(TlsConfig::acceptor).transpose()?;
         let listener = std::net::TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -206,7 +225,8 @@ impl Server {
             .spawn({
                 let shared = Arc::clone(&shared);
                 let threads = config.threads;
-                move || serve(listener, threads, shared, stop_rx, ready_tx)
+                let acceptor = acceptor.clone();
+                move || serve(listener, threads, acceptor, shared, stop_rx, ready_tx)
             })?;
         let ready = ready_rx.recv().unwrap_or_else(|_| {
             Err(io::Error::other(
@@ -216,6 +236,7 @@ impl Server {
         match ready {
             Ok(()) => Ok(Server {
                 addr,
+                tls: acceptor.is_some(),
                 shared,
                 stop: Some(stop_tx),
                 thread: Some(thread),
@@ -232,14 +253,16 @@ impl Server {
         self.addr
     }
 
-    /// `http://{addr}` followed by `path_and_query` (a `/` is inserted if missing).
+    /// `http://{addr}`, or `https://{addr}` with TLS, followed by `path_and_query` (a `/` is
+    /// inserted if missing).
     pub fn url(&self, path_and_query: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
         let slash = if path_and_query.starts_with('/') {
             ""
         } else {
             "/"
         };
-        format!("http://{}{slash}{path_and_query}", self.addr)
+        format!("{scheme}://{}{slash}{path_and_query}", self.addr)
     }
 
     /// The behaviour applied when a request's query string does not override it.
@@ -256,6 +279,8 @@ impl Server {
             connections: c.connections.load(Relaxed),
             responses: c.responses.load(Relaxed),
             body_bytes_received: c.body_bytes_received.load(Relaxed),
+            tls_handshakes: c.tls_handshakes.load(Relaxed),
+            tls_failures: c.tls_failures.load(Relaxed),
         }
     }
 
@@ -330,6 +355,7 @@ impl Drop for Server {
 fn serve(
     listener: std::net::TcpListener,
     threads: usize,
+    acceptor: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     stop: oneshot::Receiver<()>,
     ready: mpsc::SyncSender<io::Result<()>>,
@@ -357,7 +383,7 @@ fn serve(
         match TcpListener::from_std(listener) {
             Ok(listener) => {
                 let _ = ready.send(Ok(()));
-                accept(listener, shared, stop).await;
+                accept(listener, acceptor, shared, stop).await;
             }
             Err(err) => {
                 let _ = ready.send(Err(err));
@@ -370,7 +396,12 @@ fn serve(
     drop(runtime);
 }
 
-async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+async fn accept(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut stop: oneshot::Receiver<()>,
+) {
     loop {
         let accepted = tokio::select! {
             biased;
@@ -380,10 +411,17 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::R
         match accepted {
             Ok((stream, _peer)) => {
                 let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
-                shared.counters.open.fetch_add(1, Relaxed);
+                let open = OpenGuard::new(&shared);
                 // Responses are small and written whole; Nagle would only delay them.
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(Connection::new(stream, Arc::clone(&shared), seq).run());
+                let shared = Arc::clone(&shared);
+                // The handshake runs on the connection's task, never on the accept loop.
+                match &acceptor {
+                    None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
+                    Some(acceptor) => {
+                        tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open))
+                    }
+                };
             }
             Err(_) => {
                 tokio::select! {

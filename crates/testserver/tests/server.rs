@@ -126,6 +126,8 @@ fn keep_alive_serves_many_requests_on_one_connection() {
         connections: 1,
         responses: 3,
         body_bytes_received: 0,
+        tls_handshakes: 0,
+        tls_failures: 0,
     };
     assert_eq!(server.counts(), want);
 }

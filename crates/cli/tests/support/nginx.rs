@@ -1,0 +1,438 @@
+//! A private nginx for one test: its own temp dir, config, certificate and access log, listening
+//! on free loopback ports, so belier's numbers can be checked against a server belier did not write.
+//!
+//! nginx runs in the foreground as a single process (`daemon off; master_process off`) with every
+//! path inside the temp dir, so it runs as root or not without touching /var, and killing the one
+//! child process stops it. The access log is the independent witness: one line per request,
+//! written unbuffered by nginx, with the connection serial number so connections can be counted.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+/// Where nginx is looked for when it is not on `PATH` (root's `PATH` has /usr/sbin, a user's
+/// often does not).
+const NGINX_CANDIDATES: &[&str] = &["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"];
+
+/// How long nginx gets to start listening; it takes a few milliseconds, a loaded CI machine more.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Tries at starting nginx: the free port we pick is released before nginx binds it, so another
+/// test may take it in between.
+const START_ATTEMPTS: u32 = 3;
+
+/// nginx logs a request after its response has gone out, so a client can finish before the last
+/// line is written. The log counts as complete once it has not grown for this long...
+const LOG_QUIET: Duration = Duration::from_millis(200);
+/// ...or, for a log that keeps growing, after this long.
+const LOG_SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
+/// One access log line, in the format the generated config asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub method: String,
+    pub uri: String,
+    pub status: u16,
+    pub bytes_sent: u64,
+    /// `TLSv1.3`, `TLSv1.2`, or `-` on the plain port.
+    pub ssl_protocol: String,
+    /// `HTTP/1.1`, `HTTP/1.0` or `HTTP/2.0`.
+    pub server_protocol: String,
+    /// nginx's serial number of the connection the request came on.
+    pub connection: u64,
+    /// How many requests that connection had carried, this one included.
+    pub connection_requests: u64,
+}
+
+impl LogLine {
+    fn parse(line: &str) -> Option<LogLine> {
+        let f: Vec<&str> = line.split(' ').collect();
+        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests] =
+            f[..]
+        else {
+            return None;
+        };
+        Some(LogLine {
+            method: method.to_owned(),
+            uri: uri.to_owned(),
+            status: status.parse().ok()?,
+            bytes_sent: bytes_sent.parse().ok()?,
+            ssl_protocol: ssl_protocol.to_owned(),
+            server_protocol: server_protocol.to_owned(),
+            connection: connection.parse().ok()?,
+            connection_requests: connection_requests.parse().ok()?,
+        })
+    }
+}
+
+/// nginx's own counters from `stub_status`, which count independently of the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StubStatus {
+    pub active: u64,
+    pub accepts: u64,
+    pub handled: u64,
+    pub requests: u64,
+}
+
+/// A running private nginx; stopped and its temp dir removed on drop.
+pub struct Nginx {
+    child: Option<Child>,
+    dir: PathBuf,
+    http_port: u16,
+    https_port: Option<u16>,
+}
+
+impl Nginx {
+    /// Starts nginx with a plain HTTP port and, when `with_tls`, an HTTPS port that also offers
+    /// HTTP/2 through ALPN. Returns `None` when nginx is not installed (after saying so on
+    /// stderr); under CI (`CI=true`) a missing nginx is a failure instead, so the interop tests
+    /// cannot pass by silently running nothing.
+    #[allow(
+        clippy::print_stderr,
+        reason = "a skipped test must say so where cargo test shows it"
+    )]
+    pub fn start(with_tls: bool) -> Option<Nginx> {
+        let Some(binary) = find_nginx() else {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!(
+                    "nginx is not installed, and CI must run the nginx interop tests: \
+                     install it in .ci/run (apt-get install -y nginx-light)"
+                );
+            }
+            // Straight to the process's stderr: libtest captures eprintln! of a passing test,
+            // and a skip must stay visible.
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipped: nginx not installed (apt-get install -y nginx-light)"
+            );
+            return None;
+        };
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            match Nginx::try_start(&binary, with_tls) {
+                Ok(nginx) => return Some(nginx),
+                Err(e) if e.contains("Address already in use") => last_error = e,
+                Err(e) => panic!("nginx did not start: {e}"),
+            }
+        }
+        panic!("nginx did not start after {START_ATTEMPTS} tries: {last_error}");
+    }
+
+    fn try_start(binary: &Path, with_tls: bool) -> Result<Nginx, String> {
+        let dir = make_temp_dir();
+        let http_port = free_port();
+        let https_port = with_tls.then(free_port);
+        // Built before the child exists, so a failure here still removes the dir through Drop.
+        let mut nginx = Nginx {
+            child: None,
+            dir,
+            http_port,
+            https_port,
+        };
+        if with_tls {
+            nginx.write_certificates();
+        }
+        std::fs::write(nginx.dir.join("nginx.conf"), nginx.config()).unwrap();
+        let child = Command::new(binary)
+            .arg("-p")
+            .arg(&nginx.dir)
+            .arg("-c")
+            .arg(nginx.dir.join("nginx.conf"))
+            // Before it reads the config nginx opens its built-in error log path; point that
+            // at the temp dir too.
+            .arg("-e")
+            .arg(nginx.dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(nginx.dir.join("stderr.log")).unwrap())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", binary.display()))?;
+        nginx.child = Some(child);
+        nginx.wait_listening()?;
+        Ok(nginx)
+    }
+
+    fn config(&self) -> String {
+        let d = self.dir.display();
+        let mut tls = String::new();
+        if let Some(port) = self.https_port {
+            // nginx 1.22 turns HTTP/2 on per listen socket; the `http2 on;` directive only
+            // arrived in 1.25.1.
+            write!(
+                tls,
+                "        listen 127.0.0.1:{port} ssl http2;\n\
+                 \x20       ssl_certificate {d}/server.pem;\n\
+                 \x20       ssl_certificate_key {d}/server.key;\n\
+                 \x20       ssl_protocols TLSv1.2 TLSv1.3;\n"
+            )
+            .unwrap();
+        }
+        format!(
+            "daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+
+events {{
+    worker_connections 4096;
+}}
+
+http {{
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+
+    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests';
+    access_log {d}/access.log belier;
+
+    # A keep-alive connection must carry a whole test run; nginx's default closes it after 1000.
+    keepalive_requests 100000;
+    keepalive_timeout 60s;
+
+    server {{
+        listen 127.0.0.1:{http_port};
+{tls}        server_name localhost;
+
+        location / {{
+            return 200 \"hello\\n\";
+        }}
+
+        location = /status {{
+            stub_status;
+            access_log off;
+        }}
+    }}
+}}
+",
+            http_port = self.http_port,
+        )
+    }
+
+    /// A test CA, and a server certificate it signed for `localhost` and 127.0.0.1 (a client
+    /// that verifies properly refuses a CA certificate used as the server's own).
+    fn write_certificates(&self) {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name
+            .push(DnType::CommonName, "belier nginx test CA");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca, ca_key);
+
+        let key = KeyPair::generate().unwrap();
+        let mut server =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+        server
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        server.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        server.use_authority_key_identifier_extension = true;
+        let server_cert = server.signed_by(&key, &issuer).unwrap();
+
+        std::fs::write(self.ca_pem_path(), ca_cert.pem()).unwrap();
+        // The chain nginx sends: the server certificate, then the CA that signed it.
+        std::fs::write(
+            self.dir.join("server.pem"),
+            server_cert.pem() + &ca_cert.pem(),
+        )
+        .unwrap();
+        std::fs::write(self.dir.join("server.key"), key.serialize_pem()).unwrap();
+    }
+
+    fn wait_listening(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let ports: Vec<u16> = std::iter::once(self.http_port)
+            .chain(self.https_port)
+            .collect();
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                return Err(format!("nginx exited with {status}: {}", self.errors()));
+            }
+            // These probes are connections without a request: they appear in stub_status's
+            // `accepts` but never in the access log.
+            if ports
+                .iter()
+                .all(|&p| TcpStream::connect((Ipv4Addr::LOCALHOST, p)).is_ok())
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "nginx not listening after {START_TIMEOUT:?}: {}",
+                    self.errors()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What nginx said on stderr and in its error log.
+    fn errors(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        format!("{}{}", read("stderr.log"), read("error.log"))
+    }
+
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.http_port)
+    }
+
+    /// `https://127.0.0.1:PORT{path}`; the certificate is also valid for `localhost`.
+    pub fn https_url(&self, path: &str) -> String {
+        let port = self
+            .https_port
+            .expect("nginx was started without TLS: use Nginx::start(true)");
+        format!("https://127.0.0.1:{port}{path}")
+    }
+
+    /// The test CA's certificate (PEM), for belier's `--cacert`.
+    pub fn ca_pem_path(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Every access log line so far, once nginx has finished writing them.
+    pub fn access_log_lines(&self) -> Vec<String> {
+        let path = self.dir.join("access.log");
+        let read = || std::fs::read_to_string(&path).unwrap_or_default();
+        let started = Instant::now();
+        let mut text = read();
+        let mut unchanged_since = Instant::now();
+        while unchanged_since.elapsed() < LOG_QUIET && started.elapsed() < LOG_SETTLE_LIMIT {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = read();
+            if now.len() != text.len() {
+                text = now;
+                unchanged_since = Instant::now();
+            }
+        }
+        // A line still being written has no newline yet; it belongs to a later read.
+        text.lines()
+            .take(text.matches('\n').count())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The access log, parsed; panics on a line the configured format cannot have produced.
+    pub fn requests(&self) -> Vec<LogLine> {
+        self.access_log_lines()
+            .iter()
+            .map(|l| LogLine::parse(l).unwrap_or_else(|| panic!("unexpected log line {l:?}")))
+            .collect()
+    }
+
+    /// How many distinct connections carried the logged requests.
+    pub fn connections_seen(&self) -> usize {
+        let mut ids: Vec<u64> = self.requests().iter().map(|r| r.connection).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+
+    /// nginx's `stub_status` counters, read over a connection of our own: that connection and
+    /// its request are included in the figures (and the start-up probes in `accepts`), but the
+    /// request is kept out of the access log.
+    pub fn stub_status(&self) -> StubStatus {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, self.http_port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+            .write_all(b"GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let body = response
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, body)| body)
+            .to_owned();
+        // Active connections: 1
+        // server accepts handled requests
+        //  3 3 1
+        let numbers: Vec<u64> = body
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let [active, accepts, handled, requests, ..] = numbers[..] else {
+            panic!("unexpected stub_status response: {response:?}");
+        };
+        StubStatus {
+            active,
+            accepts,
+            handled,
+            requests,
+        }
+    }
+
+    /// Stops nginx and removes its temp dir; dropping does the same.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    #[allow(
+        clippy::print_stderr,
+        reason = "nginx's own errors explain a failed test"
+    )]
+    fn shutdown(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // A single process with no workers: killing it leaves nothing behind.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("nginx log of the failed test:\n{}", self.errors());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn find_nginx() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.join("nginx"));
+    on_path
+        .chain(NGINX_CANDIDATES.iter().map(PathBuf::from))
+        .find(|p| p.is_file())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn make_temp_dir() -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "belier-nginx-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    // Left over from an earlier process that had our pid and was killed before cleaning up.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,202 @@
+//! TLS for connections: the client configuration built once per run, and how handshake
+//! failures are classified.
+
+use std::sync::Arc;
+
+use belier_stats::ErrorKind;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+/// TLS settings of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Skip certificate verification (self-signed test servers). The handshake still runs in
+    /// full, so its cost is measured.
+    pub insecure: bool,
+    /// PEM certificates to trust instead of the system's roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate chain and private key, PEM.
+    pub client_cert_pem: Option<(Vec<u8>, Vec<u8>)>,
+    /// Name to send in SNI and verify the certificate against, if not the URL's host.
+    pub server_name: Option<String>,
+    /// ALPN protocols to offer, in order of preference.
+    pub alpn: Vec<Vec<u8>>,
+}
+
+/// Why the TLS settings cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    /// A PEM input holds no usable item.
+    #[error("{what}: {why}")]
+    Pem {
+        /// Which input.
+        what: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// The name is not a valid DNS name or IP address.
+    #[error("invalid TLS server name '{0}'")]
+    ServerName(String),
+    /// rustls refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+/// What a connection needs to start TLS.
+#[derive(Clone)]
+pub(crate) struct Tls {
+    pub connector: tokio_rustls::TlsConnector,
+    pub server_name: ServerName<'static>,
+}
+
+impl Tls {
+    /// Builds the client configuration for connections to `host`.
+    pub(crate) fn new(options: &TlsOptions, host: &str) -> Result<Tls, TlsSetupError> {
+        let provider = Arc::new(ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()?;
+        let builder = if options.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+        } else {
+            builder.with_root_certificates(roots(options.ca_pem.as_deref())?)
+        };
+        let mut config = match &options.client_cert_pem {
+            Some((cert, key)) => {
+                let chain = certificates(cert, "client certificate")?;
+                let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsSetupError::Pem {
+                    what: "client key",
+                    why: e.to_string(),
+                })?;
+                builder.with_client_auth_cert(chain, key)?
+            }
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols.clone_from(&options.alpn);
+        let name = options.server_name.as_deref().unwrap_or(host);
+        let server_name = ServerName::try_from(name.to_string())
+            .map_err(|_| TlsSetupError::ServerName(name.to_string()))?;
+        Ok(Tls {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            server_name,
+        })
+    }
+}
+
+fn roots(ca_pem: Option<&[u8]>) -> Result<RootCertStore, TlsSetupError> {
+    let mut roots = RootCertStore::empty();
+    match ca_pem {
+        Some(pem) => {
+            for cert in certificates(pem, "CA certificates")? {
+                roots.add(cert)?;
+            }
+        }
+        None => {
+            // System roots; unreadable ones are skipped, as every TLS client does.
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+        }
+    }
+    Ok(roots)
+}
+
+fn certificates(
+    pem: &[u8],
+    what: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsSetupError::Pem {
+            what,
+            why: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TlsSetupError::Pem {
+            what,
+            why: "no PEM certificate found".into(),
+        });
+    }
+    Ok(certs)
+}
+
+/// `--insecure`: accepts any certificate but still checks the handshake signatures, so the
+/// connection is encrypted and its cost is the real one.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The error kind of a failed handshake, if `e` carries a TLS error.
+pub(crate) fn handshake_error_kind(e: &std::io::Error) -> Option<ErrorKind> {
+    let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(match tls {
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+            ErrorKind::TlsCertificate
+        }
+        rustls::Error::AlertReceived(_) => ErrorKind::TlsAlert,
+        _ => ErrorKind::TlsProtocol,
+    })
+}
+
+/// A description of the session: version, cipher suite and negotiated ALPN protocol.
+pub(crate) fn describe(conn: &rustls::ClientConnection) -> String {
+    let version = conn
+        .protocol_version()
+        .map_or("unknown version".to_string(), |v| {
+            format!("{v:?}").replace("TLSv1_", "TLSv1.")
+        });
+    let cipher = conn
+        .negotiated_cipher_suite()
+        .map_or("unknown cipher".to_string(), |c| format!("{:?}", c.suite()));
+    let alpn = conn.alpn_protocol().map_or("none".to_string(), |p| {
+        String::from_utf8_lossy(p).into_owned()
+    });
+    format!("{version}, {cipher}, ALPN {alpn}")
+}

@@ -1,0 +1,157 @@
+//! TLS connections against belier's test server with a certificate made in the test:
+//! handshake counts, phase timings, faults and handshake failures.
+
+mod common;
+
+use belier_engine::{Config, TlsOptions};
+use belier_stats::{ErrorKind, Metric};
+use belier_testserver::{Config as ServerConfig, Server, TlsConfig};
+use common::{config, requests, run};
+
+fn tls_server() -> (Server, String) {
+    let (tls, ca) = TlsConfig::self_signed(&["localhost", "127.0.0.1"]);
+    let server = Server::start(ServerConfig {
+        tls: Some(tls),
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    (server, ca)
+}
+
+fn tls_config(server: &Server, ca: &str, path: &str) -> Config {
+    let mut c = config(server.addr(), path);
+    c.request.host = "localhost".into();
+    c.connect_to = Some(server.addr());
+    c.tls = Some(TlsOptions {
+        ca_pem: Some(ca.as_bytes().to_vec()),
+        alpn: vec![b"http/1.1".to_vec()],
+        ..TlsOptions::default()
+    });
+    c
+}
+
+#[test]
+fn keepalive_does_one_handshake_per_connection() {
+    let (s, ca) = tls_server();
+    let out = run(&requests(600, 6, tls_config(&s, &ca, "/")));
+    assert_eq!(out.totals.succeeded(), 600);
+    assert_eq!(s.counts().requests, 600);
+    assert_eq!(s.counts().tls_handshakes, 6);
+    assert_eq!(out.totals.histogram(Metric::Tls).len(), 6);
+    assert_eq!(out.totals.connections_opened(), 6);
+    let session = out.totals.tls_session().expect("a session description");
+    assert!(
+        session.contains("TLSv1.3") && session.contains("ALPN http/1.1"),
+        "{session}"
+    );
+}
+
+#[test]
+fn without_keepalive_every_request_pays_a_handshake() {
+    let (s, ca) = tls_server();
+    let mut c = requests(200, 4, tls_config(&s, &ca, "/"));
+    c.keepalive = false;
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 200);
+    assert_eq!(s.counts().tls_handshakes, 200);
+    assert_eq!(out.totals.histogram(Metric::Tls).len(), 200);
+}
+
+#[test]
+fn a_server_delay_shows_in_ttfb_and_phases_add_up() {
+    let (s, ca) = tls_server();
+    let mut c = requests(40, 2, tls_config(&s, &ca, "/?delay=20ms"));
+    c.keepalive = false;
+    let out = run(&c);
+    let t = &out.totals;
+    let p50 = |m: Metric| t.histogram(m).value_at_quantile(0.5);
+    assert!(p50(Metric::Ttfb) >= 20_000, "ttfb {}", p50(Metric::Ttfb));
+    assert!(
+        p50(Metric::Connect) < 20_000,
+        "connect {}",
+        p50(Metric::Connect)
+    );
+    assert!(p50(Metric::Tls) < 20_000, "tls {}", p50(Metric::Tls));
+    // connect + TLS + TTFB + transfer make up the total (each histogram at 1 %, plus the gaps
+    // between phases in belier itself).
+    let parts = t.histogram(Metric::Connect).mean()
+        + t.histogram(Metric::Tls).mean()
+        + t.histogram(Metric::Ttfb).mean()
+        + t.histogram(Metric::Transfer).mean();
+    let total = t.latency_us().mean();
+    assert!(
+        (parts - total).abs() / total < 0.05,
+        "parts {parts} vs total {total}"
+    );
+}
+
+#[test]
+fn faults_over_tls_keep_their_kinds() {
+    let (s, ca) = tls_server();
+    for (fault, kind) in [
+        ("reset", ErrorKind::ConnectionReset),
+        ("close-before-headers", ErrorKind::ClosedBeforeResponse),
+        ("close-mid-body", ErrorKind::ClosedMidBody),
+        ("malformed", ErrorKind::MalformedResponse),
+    ] {
+        let out = run(&requests(
+            50,
+            2,
+            tls_config(&s, &ca, &format!("/?fault={fault}")),
+        ));
+        assert_eq!(
+            out.totals.errors_of(kind),
+            50,
+            "{fault}: {:?}",
+            out.totals.counters()
+        );
+    }
+}
+
+#[test]
+fn handshake_failures_have_their_own_kinds() {
+    // An untrusted certificate.
+    let (s, _) = tls_server();
+    let (_, other_ca) = TlsConfig::self_signed(&["localhost"]);
+    let out = run(&requests(10, 2, tls_config(&s, &other_ca, "/")));
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::TlsCertificate),
+        10,
+        "{:?}",
+        out.totals.counters()
+    );
+    assert_eq!(s.counts().requests, 0);
+
+    // The wrong name.
+    let (s, ca) = tls_server();
+    let mut c = requests(5, 1, tls_config(&s, &ca, "/"));
+    c.tls.as_mut().unwrap().server_name = Some("elsewhere.test".into());
+    let out = run(&c);
+    assert_eq!(out.totals.errors_of(ErrorKind::TlsCertificate), 5);
+
+    // A plain HTTP server behind an https URL.
+    let plain = Server::start(ServerConfig::default()).unwrap();
+    let mut c = requests(5, 1, tls_config(&plain, &ca, "/"));
+    c.connect_to = Some(plain.addr());
+    let out = run(&c);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::TlsProtocol),
+        5,
+        "{:?}",
+        out.totals.counters()
+    );
+    assert!(out.totals.error_example(ErrorKind::TlsProtocol).is_some());
+}
+
+#[test]
+fn insecure_skips_verification_but_still_handshakes() {
+    let (s, _) = tls_server();
+    let mut c = requests(20, 2, config(s.addr(), "/"));
+    c.tls = Some(TlsOptions {
+        insecure: true,
+        ..TlsOptions::default()
+    });
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 20);
+    assert_eq!(s.counts().tls_handshakes, 2);
+}
