@@ -43,6 +43,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two runs' results files metric by metric, failing on regressions (exit 3).
     Compare(CompareArgs),
+    /// Send one request on a new connection and show its phases, TLS session, status and
+    /// response head (curl's --write-out use case).
+    Probe(RequestArgs),
 }
 
 /// Options of `belier report`.
@@ -110,9 +113,9 @@ pub enum ReportType {
 /// Options of a load test.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/path?query
-    #[arg(value_name = "URL")]
-    pub url: Option<String>,
+    /// What to request.
+    #[command(flatten)]
+    pub request: RequestArgs,
 
     /// Total requests to send. With --duration too, the run stops at whichever comes first.
     /// With neither, the run lasts 10 s.
@@ -172,6 +175,51 @@ pub struct LoadArgs {
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
+    /// Open a new connection for every request (sends 'Connection: close'). Over https every
+    /// request then pays a full TLS handshake: that is what this mode measures.
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Report format.
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Save everything recorded to a results file as the run goes, one record per interval
+    /// ('-' for standard output, the report then going to standard error). Re-report it with
+    /// 'belier report FILE'.
+    #[arg(long = "save", value_name = "FILE", help_heading = "Results")]
+    pub save: Option<PathBuf>,
+
+    /// Run name in the results file: files with the same name are shards of one run and
+    /// merge [default: the results file's name]
+    #[arg(long = "name", value_name = "NAME", help_heading = "Results")]
+    pub name: Option<String>,
+
+    /// Length of the recorded intervals (the series, results file records).
+    #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
+    pub interval: Duration,
+
+    /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
+    /// times in µs from the start, latency, status, error kind, bytes). Off by default.
+    #[arg(long = "raw", value_name = "FILE", help_heading = "Results")]
+    pub raw: Option<PathBuf>,
+
+    /// Also write a self-contained HTML report with charts to FILE at the end.
+    #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
+    pub html: Option<PathBuf>,
+}
+
+/// What to request and how to reach it: shared by load tests and `belier probe`.
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/path?query
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
     /// HTTP method.
     #[arg(
         short = 'm',
@@ -201,11 +249,6 @@ pub struct LoadArgs {
     /// Per-request timeout, connect included.
     #[arg(long = "timeout", value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
-
-    /// Open a new connection for every request (sends 'Connection: close'). Over https every
-    /// request then pays a full TLS handshake: that is what this mode measures.
-    #[arg(long = "no-keepalive")]
-    pub no_keepalive: bool,
 
     /// https: do not verify the server's certificate (self-signed test servers). The
     /// handshake still runs in full, so its cost is measured.
@@ -243,38 +286,6 @@ pub struct LoadArgs {
     /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,
-
-    /// Report format.
-    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
-    pub output: Format,
-
-    /// Write the report to this file instead of standard output.
-    #[arg(long = "out", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-
-    /// Save everything recorded to a results file as the run goes, one record per interval
-    /// ('-' for standard output, the report then going to standard error). Re-report it with
-    /// 'belier report FILE'.
-    #[arg(long = "save", value_name = "FILE", help_heading = "Results")]
-    pub save: Option<PathBuf>,
-
-    /// Run name in the results file: files with the same name are shards of one run and
-    /// merge [default: the results file's name]
-    #[arg(long = "name", value_name = "NAME", help_heading = "Results")]
-    pub name: Option<String>,
-
-    /// Length of the recorded intervals (the series, results file records).
-    #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
-    pub interval: Duration,
-
-    /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
-    /// times in µs from the start, latency, status, error kind, bytes). Off by default.
-    #[arg(long = "raw", value_name = "FILE", help_heading = "Results")]
-    pub raw: Option<PathBuf>,
-
-    /// Also write a self-contained HTML report with charts to FILE at the end.
-    #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
-    pub html: Option<PathBuf>,
 }
 
 /// Spacing of open-loop arrivals.

@@ -3,45 +3,26 @@
 use anyhow::Context;
 use belier_testserver::{Config, Server};
 
-use crate::args::{DemoArgs, Format, LoadArgs};
+use clap::Parser;
+
+use crate::args::DemoArgs;
 use crate::signals::Signals;
 
 /// Starts the target, loads it, prints the report and the server's own count.
 pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
     let server = Server::start(Config::default()).context("cannot start the built-in target")?;
-    let load = LoadArgs {
-        url: Some(server.url("/")),
-        requests: None,
-        duration: Some(args.duration),
-        connections: args.connections,
-        rate: None,
-        stages: None,
-        ramp_up: None,
-        arrivals: None,
-        seed: None,
-        max_connections: None,
-        max_in_flight: None,
-        threads: None,
-        method: "GET".into(),
-        headers: vec![],
-        body: None,
-        body_file: None,
-        timeout: belier_engine::DEFAULT_TIMEOUT,
-        no_keepalive: false,
-        insecure: false,
-        cacert: None,
-        cert: None,
-        key: None,
-        sni: None,
-        connect_to: None,
-        output: Format::Text,
-        out: None,
-        save: None,
-        name: None,
-        interval: belier_engine::DEFAULT_INTERVAL,
-        html: None,
-        raw: None,
-    };
+    // Built as the command line a user would type, so the demo runs exactly that.
+    let argv = [
+        "belier".to_string(),
+        server.url("/"),
+        "-z".into(),
+        humantime::format_duration(args.duration).to_string(),
+        "-c".into(),
+        args.connections.to_string(),
+    ];
+    let load = crate::args::Cli::try_parse_from(argv)
+        .context("demo arguments")?
+        .load;
     eprintln!(
         "belier demo: loading the built-in target at {} with {} connections for {}",
         server.url("/"),

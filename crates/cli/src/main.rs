@@ -6,6 +6,7 @@ mod args;
 mod demo;
 mod limits;
 mod load;
+mod probe;
 mod progress;
 mod raw;
 mod results;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
             Some(Command::Demo(a)) => demo::run(a, &signals),
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
+            Some(Command::Probe(a)) => probe::run(a),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {

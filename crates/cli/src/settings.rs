@@ -10,7 +10,7 @@ use belier_engine::{
     DEFAULT_MAX_CONNECTIONS,
 };
 
-use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs};
+use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, RequestArgs};
 
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
@@ -84,14 +84,48 @@ impl std::fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Validates `args`. `cores` is the default thread count.
-pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
-    let url = args.url.clone().ok_or_else(|| {
+/// Validates what to request and how to reach it: an engine configuration with the
+/// request, TLS, timeout and address set (load settings at their defaults), and the URL.
+pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
+    let url = r.url.clone().ok_or_else(|| {
         InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
     })?;
     let (host, port, path_and_query, https) = parse_url(&url)?;
-    let tls = tls_options(&args, https)?;
+    let tls = tls_options(r, https)?;
+    check_token("--method <METHOD>", &r.method)?;
+    let headers = r
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let body = match (&r.body, &r.body_file) {
+        (Some(s), _) => s.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path).map_err(|e| {
+            InputError::new(
+                "--body-file <PATH>",
+                path.display(),
+                format!("cannot read it: {e}"),
+            )
+        })?,
+        (None, None) => Vec::new(),
+    };
+    let mut engine = Config::new(RequestSpec {
+        method: r.method.clone(),
+        host,
+        port,
+        path_and_query,
+        headers,
+        body,
+    });
+    engine.timeout = r.timeout;
+    engine.tls = tls;
+    engine.connect_to = r.connect_to;
+    Ok((engine, url))
+}
 
+/// Validates `args`. `cores` is the default thread count.
+pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
+    let (mut engine, url) = request_config(&args.request)?;
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -104,35 +138,8 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     let load = load_model(&args)?;
     let threads = args.threads.unwrap_or(cores.max(1));
     check_range("--threads <N>", threads as u64, 1, MAX_THREADS as u64)?;
-    check_token("--method <METHOD>", &args.method)?;
-    let headers = args
-        .headers
-        .iter()
-        .map(|h| parse_header(h))
-        .collect::<Result<Vec<_>, _>>()?;
-    let body = match (args.body, args.body_file) {
-        (Some(s), _) => s.into_bytes(),
-        (None, Some(path)) => std::fs::read(&path).map_err(|e| {
-            InputError::new(
-                "--body-file <PATH>",
-                path.display(),
-                format!("cannot read it: {e}"),
-            )
-        })?,
-        (None, None) => Vec::new(),
-    };
-
-    let mut engine = Config::new(RequestSpec {
-        method: args.method,
-        host,
-        port,
-        path_and_query,
-        headers,
-        body,
-    });
     engine.threads = threads.min(load.max_connections().max(1));
     engine.keepalive = !args.no_keepalive;
-    engine.timeout = args.timeout;
     engine.stop = match (args.requests, args.duration) {
         // Stages bound the run themselves; otherwise the documented default applies.
         (None, None) if load.end().is_none() => StopWhen {
@@ -151,8 +158,6 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     }
     engine.interval = args.interval;
     engine.keep_samples = args.raw.is_some();
-    engine.tls = tls;
-    engine.connect_to = args.connect_to;
     Ok(Settings {
         engine,
         url,
@@ -266,7 +271,7 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
 }
 
 /// TLS settings for an https URL; TLS flags on an http URL are a mistake worth naming.
-fn tls_options(args: &LoadArgs, https: bool) -> Result<Option<TlsOptions>, InputError> {
+fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, InputError> {
     if !https {
         for (given, flag) in [
             (args.insecure, "--insecure"),

@@ -439,3 +439,39 @@ fn demo_runs_a_real_load_test() {
         "{report} / {seen}"
     );
 }
+
+#[test]
+fn probe_shows_phases_status_and_head() {
+    let s = server();
+    let out = run(&["probe", &s.url("/?delay=20ms&status=201")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "dns",
+        "connect",
+        "ttfb",
+        "total",
+        "status   201",
+        "HTTP/1.1 201",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    let ttfb_ms: f64 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("ttfb"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ttfb_ms >= 20.0, "{text}");
+    assert_eq!(s.counts().requests, 1);
+    // No response: exit 1 with the error kind.
+    let out = run(&["probe", &s.url("/?fault=reset")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("connection reset"));
+}

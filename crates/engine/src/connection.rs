@@ -29,6 +29,8 @@ pub(crate) struct Progress {
     pub first_byte: Option<Instant>,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// When set (a probe), receives the raw response head.
+    pub head: Option<Vec<u8>>,
 }
 
 /// Where an exchange is.
@@ -257,6 +259,9 @@ impl Connection {
                             pos += head.len;
                         }
                         Some(head) => {
+                            if let Some(keep) = &mut p.head {
+                                keep.extend_from_slice(&self.buf[pos..pos + head.len]);
+                            }
                             pos += head.len;
                             status = Some(head.status);
                             keep_alive = head.keep_alive;

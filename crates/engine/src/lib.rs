@@ -17,6 +17,7 @@ mod config;
 mod connection;
 pub mod host;
 mod http1;
+mod probe;
 mod profile;
 pub mod request;
 mod timer;
@@ -35,6 +36,7 @@ pub use config::{
     Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
     DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT,
 };
+pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
 pub use tls::{TlsOptions, TlsSetupError};
 use tokio::sync::watch;
@@ -148,17 +150,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     }
     let spec = &config.request;
     let dns_started = Instant::now();
-    let addr = match config.connect_to {
-        Some(addr) => addr,
-        None => (spec.host.as_str(), spec.port)
-            .to_socket_addrs()
-            .map_err(|source| StartError::Resolve {
-                host: spec.host.clone(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| StartError::NoAddress(spec.host.clone()))?,
-    };
+    let addr = resolve(config)?;
     let dns = dns_started.elapsed();
     let tls = config
         .tls
@@ -300,6 +292,22 @@ impl Run {
             .map(JoinHandle::join)
             .filter(Result::is_err)
             .count()
+    }
+}
+
+/// The address to connect to: `connect_to`, or the host resolved once.
+fn resolve(config: &Config) -> Result<SocketAddr, StartError> {
+    let spec = &config.request;
+    match config.connect_to {
+        Some(addr) => Ok(addr),
+        None => (spec.host.as_str(), spec.port)
+            .to_socket_addrs()
+            .map_err(|source| StartError::Resolve {
+                host: spec.host.clone(),
+                source,
+            })?
+            .next()
+            .ok_or_else(|| StartError::NoAddress(spec.host.clone())),
     }
 }
 

@@ -1,0 +1,100 @@
+//! One request, taken apart: what `belier probe` shows (curl's --write-out use case).
+
+use std::time::{Duration, Instant};
+
+use belier_stats::ErrorKind;
+
+use crate::connection::{Connection, Progress};
+use crate::{request, tls, Config, StartError};
+
+/// Everything one request showed.
+#[derive(Debug)]
+pub struct Probe {
+    /// The address connected to.
+    pub addr: std::net::SocketAddr,
+    /// Name resolution.
+    pub dns: Duration,
+    /// TCP connect, if it completed.
+    pub connect: Option<Duration>,
+    /// TLS handshake, for https.
+    pub tls: Option<Duration>,
+    /// Request written to first response byte.
+    pub ttfb: Option<Duration>,
+    /// First to last response byte.
+    pub transfer: Option<Duration>,
+    /// From the start of the connect to the last byte.
+    pub total: Duration,
+    /// TLS version, cipher and ALPN protocol, for https.
+    pub tls_session: Option<String>,
+    /// The status code, if a complete response arrived.
+    pub status: Option<u16>,
+    /// The response head as received (status line and headers).
+    pub head: String,
+    /// Wire bytes written and read.
+    pub bytes_out: u64,
+    /// Wire bytes read.
+    pub bytes_in: u64,
+    /// How the request failed, if it did.
+    pub error: Option<(ErrorKind, String)>,
+}
+
+/// Sends `config.request` once on a new connection and reports each phase.
+pub fn probe(config: &Config) -> Result<Probe, StartError> {
+    let spec = &config.request;
+    let dns_started = Instant::now();
+    let addr = crate::resolve(config)?;
+    let dns = dns_started.elapsed();
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|options| tls::Tls::new(options, &spec.host))
+        .transpose()?;
+    let bytes = request::encode(spec, false);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(StartError::Worker)?;
+    Ok(runtime.block_on(async {
+        let mut p = Progress {
+            head: Some(Vec::new()),
+            ..Progress::default()
+        };
+        let start = Instant::now();
+        let exchange = async {
+            let mut conn = Connection::open(addr, tls.as_ref(), &mut p).await?;
+            let session = conn.tls_session();
+            p.sent = Some(Instant::now());
+            let response = conn
+                .exchange(&bytes, request::is_head(&spec.method), &mut p)
+                .await?;
+            Ok::<_, crate::connection::Failure>((response, session))
+        };
+        let result = match tokio::time::timeout(config.timeout, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(crate::connection::Failure::timeout(p.phase)),
+        };
+        let done = Instant::now();
+        let between = |a: Option<Instant>, b: Option<Instant>| {
+            a.zip(b).map(|(a, b)| b.saturating_duration_since(a))
+        };
+        let (status, tls_session, error) = match result {
+            Ok((response, session)) => (Some(response.status), session, None),
+            Err(f) => (None, None, Some((f.kind, f.cause.to_string()))),
+        };
+        Probe {
+            addr,
+            dns,
+            connect: p.connected.map(|c| c - start),
+            tls: between(p.connected, p.handshaken),
+            ttfb: between(p.sent, p.first_byte),
+            transfer: p.first_byte.map(|f| done - f),
+            total: done - start,
+            tls_session,
+            status,
+            head: String::from_utf8_lossy(p.head.as_deref().unwrap_or_default()).into_owned(),
+            bytes_out: p.bytes_out,
+            bytes_in: p.bytes_in,
+            error,
+        }
+    }))
+}
