@@ -17,6 +17,7 @@ mod config;
 mod connection;
 pub mod host;
 mod http1;
+mod http2;
 mod profile;
 pub mod request;
 mod timer;
@@ -33,8 +34,9 @@ pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
     Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
-    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT,
+    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
 };
+pub use http2::TemplateError;
 pub use profile::{Profile, Stage};
 pub use tls::{TlsOptions, TlsSetupError};
 use tokio::sync::watch;
@@ -108,6 +110,9 @@ pub enum StartError {
     /// The TLS settings cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    /// The request cannot be expressed in HTTP/2.
+    #[error(transparent)]
+    Http2(#[from] TemplateError),
     /// A worker thread or its runtime could not be created.
     #[error("cannot start worker: {0}")]
     Worker(std::io::Error),
@@ -146,6 +151,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     if config.interval.is_zero() {
         return Err(StartError::Invalid("interval must be positive"));
     }
+    if config.http2 && config.max_streams == 0 {
+        return Err(StartError::Invalid("max_streams must be at least 1"));
+    }
     let spec = &config.request;
     let dns_started = Instant::now();
     let addr = match config.connect_to {
@@ -163,10 +171,33 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     let tls = config
         .tls
         .as_ref()
-        .map(|options| tls::Tls::new(options, &spec.host))
+        .map(|options| {
+            if config.http2 {
+                // HTTP/2 or nothing: offering http/1.1 too would let the server pick it.
+                let mut options = options.clone();
+                options.alpn = vec![b"h2".to_vec()];
+                tls::Tls::new(&options, &spec.host)
+            } else {
+                tls::Tls::new(options, &spec.host)
+            }
+        })
         .transpose()?;
+    let http2 = if config.http2 {
+        Some(worker::Http2 {
+            request: http2::Template::new(spec, tls.is_some())?,
+            max_streams: config.max_streams,
+        })
+    } else {
+        None
+    };
 
-    let threads = config.threads.min(max_connections);
+    // A closed loop over HTTP/2 needs a connection per `max_streams` users: no more workers
+    // than that, or each would open its own.
+    let connections_needed = match (&config.load, config.http2) {
+        (Load::Closed { .. }, true) => max_connections.div_ceil(config.max_streams),
+        _ => max_connections,
+    };
+    let threads = config.threads.min(connections_needed);
     // Runtimes are built here so a failure is reported before any request is sent.
     let runtimes = (0..threads)
         .map(|_| {
@@ -199,6 +230,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         workers: threads,
         requests: config.stop.requests,
         keep_samples: config.keep_samples,
+        http2,
     });
     let requests = config.stop.requests.map(|n| split(n, threads));
     let (open_connections, in_flight) = match &config.load {
