@@ -116,9 +116,9 @@ pub struct Config {
     /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
     pub http2: bool,
     /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
-    /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests on
-    /// `ceil(C / max_streams)` connections (per worker), and the open loop opens a new
-    /// connection only when every stream of the existing ones is busy.
+    /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
+    /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
+    /// every stream of the worker's existing ones is busy, up to its `max_connections`.
     pub max_streams: usize,
     /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
     /// per-request stream. Off by default: it costs a copy per request.
@@ -126,6 +126,16 @@ pub struct Config {
 }
 
 impl Config {
+    /// Most connections the run may hold open at once: the load's, or with HTTP/2 in a
+    /// closed loop one per `max_streams` users.
+    pub fn max_connections(&self) -> usize {
+        let most = self.load.max_connections();
+        match (&self.load, self.http2) {
+            (Load::Closed { .. }, true) => most.div_ceil(self.max_streams.max(1)),
+            _ => most,
+        }
+    }
+
     /// A configuration with the documented defaults for `request`.
     pub fn new(request: RequestSpec) -> Self {
         Config {

@@ -10,6 +10,11 @@
 //! the engine needs only to write prebuilt request bytes and find where each response ends,
 //! and doing that in place keeps the per-request cost at the level of wrk (the benchmark in
 //! `bench/` measures it against wrk, and against hyper's client in `bench/hyper`).
+//!
+//! HTTP/2 ([`Config::http2`]) goes through the `h2` crate instead: framing, HPACK and flow
+//! control are too much to redo, and a stream costs far less than the connection it shares.
+//! The connection loop is the same; each of its tasks drives a stream slot rather than a
+//! connection (see the `http2` module).
 #![deny(missing_docs)]
 
 mod arrivals;
@@ -192,12 +197,8 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     };
 
     // A closed loop over HTTP/2 needs a connection per `max_streams` users: no more workers
-    // than that, or each would open its own.
-    let connections_needed = match (&config.load, config.http2) {
-        (Load::Closed { .. }, true) => max_connections.div_ceil(config.max_streams),
-        _ => max_connections,
-    };
-    let threads = config.threads.min(connections_needed);
+    // than that, or a worker would have no connection of its own.
+    let threads = config.threads.min(config.max_connections());
     // Runtimes are built here so a failure is reported before any request is sent.
     let runtimes = (0..threads)
         .map(|_| {

@@ -100,7 +100,7 @@ struct Local {
     connections: Cell<usize>,
     /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
     spawned: Cell<usize>,
-    /// HTTP/2: the connection groups, group `k` shared by slots `k·max_streams..`.
+    /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
     groups: RefCell<Vec<Rc<Group>>>,
     /// Samples not yet handed over (raw stream), when kept.
     samples: Option<RefCell<Vec<Sample>>>,
@@ -120,13 +120,12 @@ impl Local {
         }
     }
 
-    /// The HTTP/2 connection group of stream slot `slot` (per worker, from 0), when the run
-    /// speaks HTTP/2.
-    fn link(&self, plan: &Plan, slot: usize) -> Link {
-        let Some(http2) = &plan.http2 else {
+    /// A new task's link: with HTTP/2 a stream slot on the worker's connection group `k`
+    /// (from 0), else a connection of its own.
+    fn link(&self, plan: &Plan, k: usize) -> Link {
+        if plan.http2.is_none() {
             return Link::Http1(None);
-        };
-        let k = slot / http2.max_streams;
+        }
         let mut groups = self.groups.borrow_mut();
         while groups.len() <= k {
             groups.push(Rc::new(Group::default()));
@@ -199,14 +198,18 @@ async fn drive(
     let mut tasks = JoinSet::new();
     match &plan.load {
         Load::Closed { connections } => {
-            // Connection j belongs to worker j mod W, so a ramp activates workers in turn.
             let peak = connections.peak().ceil() as u64;
+            // User j belongs to group j / N (N = streams per connection; 1 for HTTP/1.1, where
+            // a group is a connection of its own) and group g to worker g mod W, so a ramp
+            // fills one connection before it opens the next, and workers take turns.
+            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams) as u64;
             let workers = plan.workers as u64;
-            // With HTTP/2 the worker's slots fill connection groups in order, so a ramp fills
-            // one connection before it opens the next.
-            for (slot, index) in (share.id as u64..peak).step_by(plan.workers).enumerate() {
-                debug_assert_eq!(index % workers, share.id as u64);
-                let link = local.link(&plan, slot);
+            for index in 0..peak {
+                let group = index / per_group;
+                if group % workers != share.id as u64 {
+                    continue;
+                }
+                let link = local.link(&plan, (group / workers) as usize);
                 tasks.spawn_local(connection(
                     Rc::clone(&local),
                     Arc::clone(&plan),
@@ -371,7 +374,8 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
             // Slots are numbered in the order they start, so with HTTP/2 a new connection is
             // opened only once every stream of the existing ones is busy.
             local.connections.set(local.connections.get() + 1);
-            let link = local.link(&plan, local.spawned.get());
+            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+            let link = local.link(&plan, local.spawned.get() / per_group);
             local.spawned.set(local.spawned.get() + 1);
             tokio::task::spawn_local(connection(
                 Rc::clone(&local),

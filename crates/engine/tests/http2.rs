@@ -1,5 +1,5 @@
-//! HTTP/2 against a prior-knowledge (h2c) server written here with h2's server API, counting
-//! connections and requests on its own side.
+//! HTTP/2 against a server written here with h2's server API, over prior-knowledge h2c and
+//! over TLS (ALPN h2), counting connections and requests on its own side.
 
 mod common;
 
@@ -35,6 +35,32 @@ struct H2Server {
 
 impl H2Server {
     fn start(mode: Mode) -> H2Server {
+        Self::start_with(mode, None)
+    }
+
+    /// A server over TLS with a fresh certificate for `localhost`; returns it and its CA (PEM).
+    fn start_tls(mode: Mode) -> (H2Server, String) {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let (tls, ca) = belier_testserver::TlsConfig::self_signed(&["localhost"]);
+        let chain = CertificateDer::pem_slice_iter(tls.cert_chain_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        (Self::start_with(mode, Some(acceptor)), ca)
+    }
+
+    fn start_with(mode: Mode, tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -52,7 +78,19 @@ impl H2Server {
                     return;
                 };
                 c.connections.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(serve(tcp, mode, Arc::clone(&c)));
+                let c = Arc::clone(&c);
+                match tls.clone() {
+                    None => {
+                        tokio::spawn(serve(tcp, mode, c));
+                    }
+                    Some(acceptor) => {
+                        tokio::spawn(async move {
+                            if let Ok(stream) = acceptor.accept(tcp).await {
+                                serve(stream, mode, c).await;
+                            }
+                        });
+                    }
+                }
             }
         });
         H2Server {
@@ -71,8 +109,11 @@ impl H2Server {
     }
 }
 
-async fn serve(tcp: tokio::net::TcpStream, mode: Mode, counts: Arc<Counts>) {
-    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+async fn serve<T>(io: T, mode: Mode, counts: Arc<Counts>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
         return;
     };
     while let Some(Ok((request, mut respond))) = conn.accept().await {
@@ -112,6 +153,18 @@ fn requests_share_connections_by_max_streams() {
     assert_eq!(s.connections(), 2);
     assert_eq!(out.totals.connections_opened(), 2);
     assert_eq!(out.totals.bytes_in(), 1000 * 1024);
+}
+
+#[test]
+fn users_fill_connections_of_max_streams_each() {
+    let s = H2Server::start(Mode::Ok);
+    let mut c = requests(2000, 100, h2_config(&s, 10));
+    c.threads = 4;
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 2000, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 2000);
+    assert_eq!(s.connections(), 10);
+    assert_eq!(out.totals.connections_opened(), 10);
 }
 
 #[test]
@@ -171,4 +224,26 @@ fn a_server_that_is_gone_counts_connect_errors() {
         "{:?}",
         out.totals.counters()
     );
+}
+
+#[test]
+fn over_tls_with_alpn_h2() {
+    let (s, ca) = H2Server::start_tls(Mode::Ok);
+    let mut c = requests(500, 20, h2_config(&s, 10));
+    c.request.host = "localhost".into();
+    c.connect_to = Some(s.addr);
+    c.tls = Some(belier_engine::TlsOptions {
+        ca_pem: Some(ca.into_bytes()),
+        // The engine offers h2 alone whatever the options say.
+        alpn: vec![b"http/1.1".to_vec()],
+        ..belier_engine::TlsOptions::default()
+    });
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 500, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 500);
+    assert_eq!(s.connections(), 2);
+    assert_eq!(out.totals.connections_opened(), 2);
+    assert_eq!(out.totals.histogram(belier_stats::Metric::Tls).len(), 2);
+    let session = out.totals.tls_session().unwrap();
+    assert!(session.contains("ALPN h2"), "{session}");
 }
