@@ -28,6 +28,8 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         body_file: None,
         timeout: belier_engine::DEFAULT_TIMEOUT,
         no_keepalive: false,
+        http2: false,
+        max_streams: None,
         insecure: false,
         cacert: None,
         cert: None,
