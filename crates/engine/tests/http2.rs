@@ -19,6 +19,12 @@ enum Mode {
     Ok,
     /// RST_STREAM(REFUSED_STREAM) for every request.
     Refuse,
+    /// Answers 10 requests per connection, then sends GOAWAY and closes it once they are done.
+    GoAwayAfter10,
+    /// Never answers.
+    Stall,
+    /// Drops the connection (no GOAWAY) at the first request.
+    Drop,
 }
 
 #[derive(Default)]
@@ -116,8 +122,15 @@ where
     let Ok(mut conn) = h2::server::handshake(io).await else {
         return;
     };
+    let mut served = 0;
     while let Some(Ok((request, mut respond))) = conn.accept().await {
         counts.requests.fetch_add(1, Ordering::SeqCst);
+        served += 1;
+        match mode {
+            Mode::GoAwayAfter10 if served == 10 => conn.graceful_shutdown(),
+            Mode::Drop => return,
+            _ => {}
+        }
         tokio::spawn(async move {
             // Drain the request body, if any.
             let mut body = request.into_body();
@@ -125,13 +138,17 @@ where
                 let _ = body.flow_control().release_capacity(chunk.len());
             }
             match mode {
-                Mode::Ok => {
+                Mode::Ok | Mode::GoAwayAfter10 | Mode::Drop => {
                     let response = http::Response::builder().status(200).body(()).unwrap();
                     if let Ok(mut send) = respond.send_response(response, false) {
                         let _ = send.send_data(Bytes::from(vec![b'x'; 1024]), true);
                     }
                 }
                 Mode::Refuse => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                Mode::Stall => {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    drop(respond);
+                }
             }
         });
     }
@@ -246,4 +263,50 @@ fn over_tls_with_alpn_h2() {
     assert_eq!(out.totals.histogram(belier_stats::Metric::Tls).len(), 2);
     let session = out.totals.tls_session().unwrap();
     assert!(session.contains("ALPN h2"), "{session}");
+}
+
+#[test]
+fn goaway_makes_new_connections_and_every_request_is_accounted_for() {
+    let s = H2Server::start(Mode::GoAwayAfter10);
+    let out = run(&requests(300, 8, h2_config(&s, 4)));
+    let t = &out.totals;
+    // Streams the server took are answered; those beyond its GOAWAY never reached it and
+    // fail (never retried) or were sent on a new connection.
+    assert_eq!(t.requests(), 300, "{:?}", t.counters());
+    assert_eq!(t.succeeded() + t.errors(), 300, "{:?}", t.counters());
+    assert_eq!(t.succeeded(), s.requests(), "{:?}", t.counters());
+    assert_eq!(t.connections_opened(), s.connections());
+    // A graceful GOAWAY lets the streams already on their way finish, so a connection may
+    // carry a few more than 10.
+    assert!(s.connections() > 10, "{}", s.connections());
+}
+
+#[test]
+fn a_stalled_server_gives_timeouts() {
+    let s = H2Server::start(Mode::Stall);
+    let mut c = requests(10, 10, h2_config(&s, 100));
+    c.timeout = Duration::from_millis(300);
+    let out = run(&c);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::Timeout),
+        10,
+        "{:?}",
+        out.totals.counters()
+    );
+    assert_eq!(s.connections(), 1);
+}
+
+#[test]
+fn a_dropped_connection_closes_its_streams_before_the_response() {
+    let s = H2Server::start(Mode::Drop);
+    let out = run(&requests(50, 5, h2_config(&s, 5)));
+    let t = &out.totals;
+    assert_eq!(t.requests(), 50, "{:?}", t.counters());
+    assert_eq!(t.succeeded(), 0, "{:?}", t.counters());
+    assert_eq!(
+        t.errors_of(ErrorKind::ClosedBeforeResponse) + t.errors_of(ErrorKind::ConnectionReset),
+        50,
+        "{:?}",
+        t.counters()
+    );
 }
