@@ -58,6 +58,7 @@ fn keepalive_run_matches_nginx_access_log() {
     assert_eq!(lines.len(), 1000);
     assert_all_ok(&lines);
     assert!(lines.iter().all(|l| l.server_protocol == "HTTP/1.1"));
+    assert_eq!(doc["run"]["protocol"], "HTTP/1.1", "{}", doc["run"]);
     assert_eq!(nginx.connections_seen(), 10);
     // nginx's counters agree with its log (plus the status request itself).
     assert_eq!(nginx.stub_status().requests, 1000 + 1);
@@ -161,6 +162,7 @@ fn http2_run_matches_nginx_access_log() {
         "{}",
         doc["summary"]
     );
+    assert_eq!(doc["run"]["protocol"], "HTTP/2", "{}", doc["run"]);
     let session = doc["summary"]["tls_session"].as_str().unwrap_or_default();
     assert!(session.contains("ALPN h2"), "{session}");
 
