@@ -100,6 +100,7 @@ pub struct Config {
     /// When to stop.
     pub stop: StopWhen,
     /// Reuse connections (HTTP/1.1 keep-alive); otherwise one connection per request.
+    /// HTTP/2 connections are always reused: their streams share them.
     pub keepalive: bool,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
