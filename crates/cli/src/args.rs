@@ -180,6 +180,18 @@ pub struct LoadArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
 
+    /// Speak HTTP/2: over https offered with ALPN h2 (a server that picks another protocol
+    /// fails each request as tls_protocol), over http with prior knowledge (h2c). -c stays the
+    /// number of concurrent requests; --max-streams of them share a connection.
+    #[arg(long = "http2", help_heading = "HTTP/2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent requests (streams) per connection, so '-c 100 --max-streams 10'
+    /// opens 10 connections of 10 streams each. Open loop: a new connection opens when every
+    /// stream of the existing ones is busy, up to --max-connections. [default: 100]
+    #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
+    pub max_streams: Option<usize>,
+
     /// Report format.
     #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
     pub output: Format,

@@ -17,7 +17,7 @@ pub fn fit_connections(settings: &mut Settings) -> Result<u64, InputError> {
         .get()
         .unwrap_or((u64::MAX, u64::MAX));
     let available = soft.saturating_sub(RESERVED_FDS);
-    let wanted = settings.engine.load.max_connections() as u64;
+    let wanted = settings.engine.max_connections() as u64;
     if wanted <= available {
         return Ok(soft);
     }

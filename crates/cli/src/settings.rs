@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use belier_engine::{
     Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions, DEFAULT_DURATION,
-    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS,
 };
 
 use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, RequestArgs};
 
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
+/// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
+const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
@@ -158,6 +160,33 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     }
     engine.interval = args.interval;
     engine.keep_samples = args.raw.is_some();
+    if !args.http2 && args.max_streams.is_some() {
+        return Err(InputError::new(
+            "--max-streams",
+            "",
+            "only applies to HTTP/2: add --http2",
+        ));
+    }
+    if args.http2 {
+        let max_streams = args.max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
+        check_range(
+            "--max-streams <N>",
+            max_streams as u64,
+            1,
+            MAX_STREAMS as u64,
+        )?;
+        if args.no_keepalive {
+            return Err(InputError::new(
+                "--no-keepalive",
+                "",
+                "does not apply to --http2: streams share their connections",
+            ));
+        }
+        engine.http2 = true;
+        engine.max_streams = max_streams;
+        // Threads beyond the connections would sit idle (the engine lowers them too).
+        engine.threads = engine.threads.min(engine.max_connections().max(1));
+    }
     Ok(Settings {
         engine,
         url,
@@ -525,6 +554,28 @@ mod tests {
     }
 
     #[test]
+    fn http2_flags() {
+        let s = settings(&["http://x/", "-c", "20", "-t", "8"]).unwrap();
+        assert!(!s.engine.http2);
+        assert_eq!(s.engine.max_streams, belier_engine::DEFAULT_MAX_STREAMS);
+        let s = settings(&[
+            "http://x/",
+            "--http2",
+            "-c",
+            "20",
+            "--max-streams",
+            "10",
+            "-t",
+            "8",
+        ])
+        .unwrap();
+        assert!(s.engine.http2);
+        assert_eq!(s.engine.max_streams, 10);
+        assert_eq!(s.engine.max_connections(), 2);
+        assert_eq!(s.engine.threads, 2, "never more threads than connections");
+    }
+
+    #[test]
     fn load_models() {
         let open = settings(&[
             "http://x/",
@@ -622,6 +673,18 @@ mod tests {
             (
                 &["http://x/", "-D", "/definitely/not/here"],
                 "for '--body-file <PATH>': cannot read it",
+            ),
+            (
+                &["http://x/", "--http2", "--max-streams", "0"],
+                "'--max-streams <N>': must be at least 1",
+            ),
+            (
+                &["http://x/", "--max-streams", "8"],
+                "--max-streams only applies to HTTP/2",
+            ),
+            (
+                &["http://x/", "--http2", "--no-keepalive"],
+                "--no-keepalive does not apply to --http2",
             ),
         ];
         for (argv, want) in cases {

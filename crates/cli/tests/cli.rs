@@ -361,6 +361,14 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
             "--body",
         ),
         (&["http://127.0.0.1:1/", "--output", "xml"], "--output"),
+        (
+            &["http://127.0.0.1:1/", "--http2", "--max-streams", "0"],
+            "--max-streams",
+        ),
+        (
+            &["http://127.0.0.1:1/", "--max-streams", "5"],
+            "--max-streams",
+        ),
         (&["http://127.0.0.1:1/", "--frobnicate"], "--frobnicate"),
     ];
     for (argv, flag) in cases {

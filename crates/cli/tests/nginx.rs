@@ -58,6 +58,7 @@ fn keepalive_run_matches_nginx_access_log() {
     assert_eq!(lines.len(), 1000);
     assert_all_ok(&lines);
     assert!(lines.iter().all(|l| l.server_protocol == "HTTP/1.1"));
+    assert_eq!(doc["run"]["protocol"], "HTTP/1.1", "{}", doc["run"]);
     assert_eq!(nginx.connections_seen(), 10);
     // nginx's counters agree with its log (plus the status request itself).
     assert_eq!(nginx.stub_status().requests, 1000 + 1);
@@ -136,17 +137,19 @@ fn tls_run_matches_nginx_access_log() {
 }
 
 #[test]
-#[ignore = "needs HTTP/2 support in belier (issue 4)"]
 fn http2_run_matches_nginx_access_log() {
     let Some(nginx) = Nginx::start(true) else {
         return;
     };
     let ca = nginx.ca_pem_path();
+    // 20 concurrent requests, 5 streams per connection: 4 connections at nginx.
     let doc = belier_json(&[
         "--http2",
         "-n",
         "500",
         "-c",
+        "20",
+        "--max-streams",
         "5",
         "--cacert",
         ca.to_str().unwrap(),
@@ -154,6 +157,14 @@ fn http2_run_matches_nginx_access_log() {
     ]);
     assert_eq!(doc["summary"]["requests"], 500, "{}", doc["summary"]);
     assert_eq!(doc["status_codes"]["200"], 500, "{}", doc["status_codes"]);
+    assert_eq!(
+        doc["summary"]["connections_opened"], 4,
+        "{}",
+        doc["summary"]
+    );
+    assert_eq!(doc["run"]["protocol"], "HTTP/2", "{}", doc["run"]);
+    let session = doc["summary"]["tls_session"].as_str().unwrap_or_default();
+    assert!(session.contains("ALPN h2"), "{session}");
 
     let lines = nginx.requests();
     assert_eq!(lines.len(), 500);
@@ -163,9 +174,29 @@ fn http2_run_matches_nginx_access_log() {
         .filter(|l| l.server_protocol != "HTTP/2.0" || l.ssl_protocol == "-")
         .collect();
     assert!(odd.is_empty(), "not HTTP/2 over TLS: {odd:?}");
-    // However belier maps -c onto HTTP/2 connections, it must count the ones nginx saw.
+    assert_eq!(nginx.connections_seen(), 4);
+    // Every request went on one of the four connections belier counted.
+    let mut per_connection = std::collections::BTreeMap::<u64, u64>::new();
+    for l in &lines {
+        *per_connection.entry(l.connection).or_default() += 1;
+    }
+    assert_eq!(per_connection.len(), 4, "{per_connection:?}");
+}
+
+#[test]
+fn http2_prior_knowledge_to_an_http1_server_fails_every_request() {
+    // The plain port speaks HTTP/1.1 only: prior-knowledge h2c gets no HTTP/2 answer.
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let doc = belier_json(&["--http2", "-n", "20", "-c", "2", &nginx.http_url("/")]);
+    assert_eq!(doc["summary"]["requests"], 20, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["succeeded"], 0, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["errors"], 20, "{}", doc["summary"]);
+    // nginx answers the connection preface with an HTTP/1.1 400, which is no HTTP/2 frame.
     assert_eq!(
-        doc["summary"]["connections_opened"],
-        nginx.connections_seen() as u64
+        doc["errors"][0]["kind"], "malformed_response",
+        "{}",
+        doc["errors"]
     );
 }

@@ -12,6 +12,9 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(1);
 /// Default cap on connections in the open-loop model.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// Default number of concurrent streams one HTTP/2 connection carries (Nighthawk's
+/// `max_concurrent_streams`; also the least a server should allow, RFC 9113 §6.5.2).
+pub const DEFAULT_MAX_STREAMS: usize = 100;
 /// Interval of the recorded series.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -97,6 +100,7 @@ pub struct Config {
     /// When to stop.
     pub stop: StopWhen,
     /// Reuse connections (HTTP/1.1 keep-alive); otherwise one connection per request.
+    /// HTTP/2 connections are always reused: their streams share them.
     pub keepalive: bool,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
@@ -109,12 +113,30 @@ pub struct Config {
     /// Connect here instead of resolving the host (the Host header and TLS name stay the
     /// URL's), like curl's --connect-to.
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Speak HTTP/2: over TLS offered with ALPN `h2` (a server that picks anything else
+    /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
+    pub http2: bool,
+    /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
+    /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
+    /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
+    /// every stream of the worker's existing ones is busy, up to its `max_connections`.
+    pub max_streams: usize,
     /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
     /// per-request stream. Off by default: it costs a copy per request.
     pub keep_samples: bool,
 }
 
 impl Config {
+    /// Most connections the run may hold open at once: the load's, or with HTTP/2 in a
+    /// closed loop one per `max_streams` users.
+    pub fn max_connections(&self) -> usize {
+        let most = self.load.max_connections();
+        match (&self.load, self.http2) {
+            (Load::Closed { .. }, true) => most.div_ceil(self.max_streams.max(1)),
+            _ => most,
+        }
+    }
+
     /// A configuration with the documented defaults for `request`.
     pub fn new(request: RequestSpec) -> Self {
         Config {
@@ -132,6 +154,8 @@ impl Config {
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,
             keep_samples: false,
+            http2: false,
+            max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,
         }

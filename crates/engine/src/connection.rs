@@ -1,4 +1,5 @@
-//! One HTTP/1.1 connection: connect, write the prebuilt request, read one response.
+//! One HTTP/1.1 connection: connect, write the prebuilt request, read one response. The
+//! connect and TLS steps ([`open_stream`]) and the failure vocabulary serve HTTP/2 too.
 
 use std::io;
 use std::net::SocketAddr;
@@ -53,6 +54,9 @@ pub(crate) struct Failure {
 pub(crate) enum Cause {
     Io(io::Error),
     Protocol(&'static str),
+    /// A message made on a failure path (never per successful request).
+    Message(String),
+    Http2(h2::Error),
 }
 
 impl std::fmt::Display for Cause {
@@ -60,31 +64,37 @@ impl std::fmt::Display for Cause {
         match self {
             Cause::Io(e) => e.fmt(f),
             Cause::Protocol(s) => f.write_str(s),
+            Cause::Message(s) => f.write_str(s),
+            Cause::Http2(e) => write!(f, "HTTP/2: {e}"),
         }
     }
 }
 
 impl Failure {
-    fn protocol(kind: ErrorKind, what: &'static str) -> Self {
+    pub(crate) fn protocol(kind: ErrorKind, what: &'static str) -> Self {
         Failure {
             kind,
             cause: Cause::Protocol(what),
         }
     }
 
-    fn io(e: io::Error, connecting: bool) -> Self {
-        use io::ErrorKind as E;
-        let kind = match e.kind() {
-            E::ConnectionRefused => ErrorKind::ConnectRefused,
-            E::ConnectionReset | E::ConnectionAborted | E::BrokenPipe => ErrorKind::ConnectionReset,
-            E::TimedOut if connecting => ErrorKind::ConnectTimeout,
-            E::TimedOut => ErrorKind::Timeout,
-            _ => ErrorKind::OtherIo,
-        };
+    pub(crate) fn io(e: io::Error, connecting: bool) -> Self {
         Failure {
-            kind,
+            kind: io_kind(e.kind(), connecting),
             cause: Cause::Io(e),
         }
+    }
+}
+
+/// The error kind of an I/O error.
+pub(crate) fn io_kind(kind: io::ErrorKind, connecting: bool) -> ErrorKind {
+    use io::ErrorKind as E;
+    match kind {
+        E::ConnectionRefused => ErrorKind::ConnectRefused,
+        E::ConnectionReset | E::ConnectionAborted | E::BrokenPipe => ErrorKind::ConnectionReset,
+        E::TimedOut if connecting => ErrorKind::ConnectTimeout,
+        E::TimedOut => ErrorKind::Timeout,
+        _ => ErrorKind::OtherIo,
     }
 }
 
@@ -124,7 +134,7 @@ pub(crate) struct Response {
 
 /// The byte stream under HTTP: plain TCP or TLS over TCP. An enum rather than a trait
 /// object keeps the plain path free of dynamic dispatch.
-enum Stream {
+pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
@@ -175,52 +185,76 @@ pub(crate) struct Connection {
     buf: Vec<u8>,
 }
 
+/// Opens a TCP connection to `addr`, then a TLS session over it when `tls` is given, noting
+/// when each step completed in `p`.
+pub(crate) async fn open_stream(
+    addr: SocketAddr,
+    tls: Option<&Tls>,
+    p: &mut Progress,
+) -> Result<Stream, Failure> {
+    p.phase = Phase::Connecting;
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| Failure::io(e, true))?;
+    // Requests are written in one piece; Nagle would only delay them.
+    tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+    p.connected = Some(Instant::now());
+    let stream = match tls {
+        None => Stream::Plain(tcp),
+        Some(tls) => {
+            p.phase = Phase::Handshaking;
+            let session = tls
+                .connector
+                .connect(tls.server_name.clone(), tcp)
+                .await
+                .map_err(|e| match handshake_error_kind(&e) {
+                    Some(kind) => Failure {
+                        kind,
+                        cause: Cause::Io(e),
+                    },
+                    None => Failure::io(e, false),
+                })?;
+            p.handshaken = Some(Instant::now());
+            Stream::Tls(Box::new(session))
+        }
+    };
+    Ok(stream)
+}
+
+impl Stream {
+    /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.
+    pub(crate) fn tls_session(&self) -> Option<String> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1)),
+        }
+    }
+
+    /// The ALPN protocol the server chose, for a TLS connection.
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => s.get_ref().1.alpn_protocol(),
+        }
+    }
+}
+
 impl Connection {
-    /// Opens a TCP connection to `addr`, then a TLS session over it when `tls` is given,
-    /// noting when each step completed in `p`.
+    /// Opens a connection (see [`open_stream`]).
     pub(crate) async fn open(
         addr: SocketAddr,
         tls: Option<&Tls>,
         p: &mut Progress,
     ) -> Result<Connection, Failure> {
-        p.phase = Phase::Connecting;
-        let tcp = TcpStream::connect(addr)
-            .await
-            .map_err(|e| Failure::io(e, true))?;
-        // Requests are written in one piece; Nagle would only delay them.
-        tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
-        p.connected = Some(Instant::now());
-        let stream = match tls {
-            None => Stream::Plain(tcp),
-            Some(tls) => {
-                p.phase = Phase::Handshaking;
-                let session = tls
-                    .connector
-                    .connect(tls.server_name.clone(), tcp)
-                    .await
-                    .map_err(|e| match handshake_error_kind(&e) {
-                        Some(kind) => Failure {
-                            kind,
-                            cause: Cause::Io(e),
-                        },
-                        None => Failure::io(e, false),
-                    })?;
-                p.handshaken = Some(Instant::now());
-                Stream::Tls(Box::new(session))
-            }
-        };
         Ok(Connection {
-            stream,
+            stream: open_stream(addr, tls, p).await?,
             buf: Vec::with_capacity(READ_BUFFER),
         })
     }
 
     /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.
     pub(crate) fn tls_session(&self) -> Option<String> {
-        match &self.stream {
-            Stream::Plain(_) => None,
-            Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1)),
-        }
+        self.stream.tls_session()
     }
 
     /// Writes `request` and reads one response, recording progress into `p` as it goes.

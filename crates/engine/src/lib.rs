@@ -10,6 +10,11 @@
 //! the engine needs only to write prebuilt request bytes and find where each response ends,
 //! and doing that in place keeps the per-request cost at the level of wrk (the benchmark in
 //! `bench/` measures it against wrk, and against hyper's client in `bench/hyper`).
+//!
+//! HTTP/2 ([`Config::http2`]) goes through the `h2` crate instead: framing, HPACK and flow
+//! control are too much to redo, and a stream costs far less than the connection it shares.
+//! The connection loop is the same; each of its tasks drives a stream slot rather than a
+//! connection (see the `http2` module).
 #![deny(missing_docs)]
 
 mod arrivals;
@@ -17,6 +22,7 @@ mod config;
 mod connection;
 pub mod host;
 mod http1;
+mod http2;
 mod probe;
 mod profile;
 pub mod request;
@@ -34,8 +40,9 @@ pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
     Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
-    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT,
+    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
 };
+pub use http2::TemplateError;
 pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
 pub use tls::{TlsOptions, TlsSetupError};
@@ -110,6 +117,9 @@ pub enum StartError {
     /// The TLS settings cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsSetupError),
+    /// The request cannot be expressed in HTTP/2.
+    #[error(transparent)]
+    Http2(#[from] TemplateError),
     /// A worker thread or its runtime could not be created.
     #[error("cannot start worker: {0}")]
     Worker(std::io::Error),
@@ -148,6 +158,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     if config.interval.is_zero() {
         return Err(StartError::Invalid("interval must be positive"));
     }
+    if config.http2 && config.max_streams == 0 {
+        return Err(StartError::Invalid("max_streams must be at least 1"));
+    }
     let spec = &config.request;
     let dns_started = Instant::now();
     let addr = resolve(config)?;
@@ -155,10 +168,29 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     let tls = config
         .tls
         .as_ref()
-        .map(|options| tls::Tls::new(options, &spec.host))
+        .map(|options| {
+            if config.http2 {
+                // HTTP/2 or nothing: offering http/1.1 too would let the server pick it.
+                let mut options = options.clone();
+                options.alpn = vec![b"h2".to_vec()];
+                tls::Tls::new(&options, &spec.host)
+            } else {
+                tls::Tls::new(options, &spec.host)
+            }
+        })
         .transpose()?;
+    let http2 = if config.http2 {
+        Some(worker::Http2 {
+            request: http2::Template::new(spec, tls.is_some())?,
+            max_streams: config.max_streams,
+        })
+    } else {
+        None
+    };
 
-    let threads = config.threads.min(max_connections);
+    // A closed loop over HTTP/2 needs a connection per `max_streams` users: no more workers
+    // than that, or a worker would have no connection of its own.
+    let threads = config.threads.min(config.max_connections());
     // Runtimes are built here so a failure is reported before any request is sent.
     let runtimes = (0..threads)
         .map(|_| {
@@ -191,6 +223,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         workers: threads,
         requests: config.stop.requests,
         keep_samples: config.keep_samples,
+        http2,
     });
     let requests = config.stop.requests.map(|n| split(n, threads));
     let (open_connections, in_flight) = match &config.load {

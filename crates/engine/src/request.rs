@@ -44,7 +44,7 @@ pub fn is_head(method: &str) -> bool {
     method.eq_ignore_ascii_case("HEAD")
 }
 
-fn host_header(host: &str, port: u16) -> String {
+pub(crate) fn host_header(host: &str, port: u16) -> String {
     let host = if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]")
     } else {

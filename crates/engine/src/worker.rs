@@ -24,6 +24,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::{JoinSet, LocalSet};
 
 use crate::connection::{Connection, Failure, Phase, Progress, Response};
+use crate::http2::{Group, Target};
 use crate::timer::{thread_cpu_time, Timer};
 use crate::{Arrivals, Event, Load, Profile};
 
@@ -45,6 +46,15 @@ pub(crate) struct Plan {
     pub requests: Option<u64>,
     /// Hand every sample over in batches.
     pub keep_samples: bool,
+    /// `Some` to speak HTTP/2.
+    pub http2: Option<Http2>,
+}
+
+/// What HTTP/2 runs add to the plan.
+pub(crate) struct Http2 {
+    pub request: crate::http2::Template,
+    /// Stream slots per connection.
+    pub max_streams: usize,
 }
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
@@ -86,8 +96,12 @@ struct Local {
     idle: Cell<usize>,
     wake: Notify,
     arrivals_done: Cell<bool>,
-    /// Open loop: connection tasks alive.
+    /// Open loop: connection tasks alive (stream slots with HTTP/2).
     connections: Cell<usize>,
+    /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
+    spawned: Cell<usize>,
+    /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
+    groups: RefCell<Vec<Rc<Group>>>,
     /// Samples not yet handed over (raw stream), when kept.
     samples: Option<RefCell<Vec<Sample>>>,
     events: Sender<Event>,
@@ -104,6 +118,19 @@ impl Local {
                 true
             }
         }
+    }
+
+    /// A new task's link: with HTTP/2 a stream slot on the worker's connection group `k`
+    /// (from 0), else a connection of its own.
+    fn link(&self, plan: &Plan, k: usize) -> Link {
+        if plan.http2.is_none() {
+            return Link::Http1(None);
+        }
+        let mut groups = self.groups.borrow_mut();
+        while groups.len() <= k {
+            groups.push(Rc::new(Group::default()));
+        }
+        Link::Http2(Rc::clone(&groups[k]))
     }
 
     fn in_flight(&self) -> u64 {
@@ -153,6 +180,8 @@ async fn drive(
         wake: Notify::new(),
         arrivals_done: Cell::new(false),
         connections: Cell::new(0),
+        spawned: Cell::new(0),
+        groups: RefCell::new(Vec::new()),
         samples: plan
             .keep_samples
             .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
@@ -169,15 +198,23 @@ async fn drive(
     let mut tasks = JoinSet::new();
     match &plan.load {
         Load::Closed { connections } => {
-            // Connection j belongs to worker j mod W, so a ramp activates workers in turn.
             let peak = connections.peak().ceil() as u64;
+            // User j belongs to group j / N (N = streams per connection; 1 for HTTP/1.1, where
+            // a group is a connection of its own) and group g to worker g mod W, so a ramp
+            // fills one connection before it opens the next, and workers take turns.
+            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams) as u64;
             let workers = plan.workers as u64;
-            for index in (share.id as u64..peak).step_by(plan.workers) {
-                debug_assert_eq!(index % workers, share.id as u64);
+            for index in 0..peak {
+                let group = index / per_group;
+                if group % workers != share.id as u64 {
+                    continue;
+                }
+                let link = local.link(&plan, (group / workers) as usize);
                 tasks.spawn_local(connection(
                     Rc::clone(&local),
                     Arc::clone(&plan),
                     Source::Closed { index },
+                    link,
                 ));
             }
         }
@@ -303,6 +340,10 @@ fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
 /// Open loop: makes each arrival due on time and hands it to an idle connection, opening a
 /// new one when none is idle and the cap allows, or leaving it queued (its latency counting).
 async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
+    let slots = match &plan.http2 {
+        Some(http2) => share.max_connections.saturating_mul(http2.max_streams),
+        None => share.max_connections,
+    };
     let mut timer = Timer::new();
     for offset in arrivals {
         let due = plan.start + offset;
@@ -329,12 +370,18 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
             // one connection each instead of piling onto the first.
             local.idle.set(local.idle.get() - 1);
             local.wake.notify_one();
-        } else if local.connections.get() < share.max_connections {
+        } else if local.connections.get() < slots {
+            // Slots are numbered in the order they start, so with HTTP/2 a new connection is
+            // opened only once every stream of the existing ones is busy.
             local.connections.set(local.connections.get() + 1);
+            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+            let link = local.link(&plan, local.spawned.get() / per_group);
+            local.spawned.set(local.spawned.get() + 1);
             tokio::task::spawn_local(connection(
                 Rc::clone(&local),
                 Arc::clone(&plan),
                 Source::Open,
+                link,
             ));
         }
     }
@@ -347,7 +394,7 @@ async fn next_request(
     local: &Local,
     plan: &Plan,
     source: Source,
-    conn: &mut Option<Connection>,
+    link: &mut Link,
 ) -> Option<Instant> {
     match source {
         Source::Closed { index } => loop {
@@ -360,8 +407,9 @@ async fn next_request(
             }
             if let Load::Closed { connections } = &plan.load {
                 if let Some(wake) = inactive_until(connections, index, now - plan.start) {
-                    // Ramped down (or not yet up): a user that leaves closes its connection.
-                    *conn = None;
+                    // Ramped down (or not yet up): a user that leaves closes its connection
+                    // (HTTP/2: frees its stream slot; the connection stays for the others).
+                    link.release();
                     tokio::time::sleep_until((plan.start + wake?).into()).await;
                     continue;
                 }
@@ -392,20 +440,44 @@ fn inactive_until(connections: &Profile, index: u64, t: Duration) -> Option<Opti
     }
 }
 
-/// One connection: take the next request, send it, wait for the response, record, repeat.
-async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
-    let mut conn: Option<Connection> = None;
+/// What a connection task sends its requests on.
+enum Link {
+    /// Its own HTTP/1.1 connection, while one is open.
+    Http1(Option<Connection>),
+    /// A stream slot on a connection the group's slots share.
+    Http2(Rc<Group>),
+}
+
+impl Link {
+    /// Lets go of the connection (HTTP/1.1) when the task stops sending for a while.
+    fn release(&mut self) {
+        if let Link::Http1(conn) = self {
+            *conn = None;
+        }
+    }
+
+    fn tls_session(&self) -> Option<String> {
+        match self {
+            Link::Http1(conn) => conn.as_ref()?.tls_session(),
+            Link::Http2(group) => group.tls_session(),
+        }
+    }
+}
+
+/// One connection (HTTP/2: one stream slot): take the next request, send it, wait for the
+/// response, record, repeat.
+async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link: Link) {
     // One timer per connection, re-armed per request: cheaper than a new timer each time.
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
-    while let Some(intended) = next_request(&local, &plan, source, &mut conn).await {
+    while let Some(intended) = next_request(&local, &plan, source, &mut link).await {
         let dispatched = Instant::now();
         local.active.set(local.active.get() + 1);
         timer.as_mut().reset((dispatched + plan.timeout).into());
         let mut progress = Progress::default();
         let result = tokio::select! {
             biased;
-            r = attempt(&mut conn, &plan, &mut progress) => r,
+            r = attempt(&mut link, &plan, &mut progress) => r,
             _ = &mut timer => Err(Failure::timeout(progress.phase)),
         };
         let done = Instant::now();
@@ -433,8 +505,8 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
             if progress.connected.is_some() {
                 recorder.record_connection();
             }
-            if let (Some(_), Some(c)) = (progress.handshaken, &conn) {
-                recorder.note_tls_session(|| c.tls_session().unwrap_or_default());
+            if progress.handshaken.is_some() {
+                recorder.note_tls_session(|| link.tls_session().unwrap_or_default());
             }
             if let Err(f) = &result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
@@ -452,7 +524,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
         }
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
         if !reuse {
-            conn = None;
+            link.release();
         }
     }
     if let Source::Open = source {
@@ -460,11 +532,21 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source) {
     }
 }
 
-async fn attempt(
-    slot: &mut Option<Connection>,
-    plan: &Plan,
-    p: &mut Progress,
-) -> Result<Response, Failure> {
+async fn attempt(link: &mut Link, plan: &Plan, p: &mut Progress) -> Result<Response, Failure> {
+    let slot = match link {
+        Link::Http1(slot) => slot,
+        Link::Http2(group) => {
+            let http2 = plan
+                .http2
+                .as_ref()
+                .expect("an HTTP/2 link in an HTTP/2 run");
+            let target = Target {
+                addr: plan.addr,
+                tls: plan.tls.as_ref(),
+            };
+            return group.exchange(&target, &http2.request, p).await;
+        }
+    };
     let conn = match slot {
         Some(conn) => conn,
         None => slot.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),

@@ -155,3 +155,45 @@ fn insecure_skips_verification_but_still_handshakes() {
     assert_eq!(out.totals.succeeded(), 20);
     assert_eq!(s.counts().tls_handshakes, 2);
 }
+
+#[test]
+fn http2_needs_the_server_to_agree_in_alpn() {
+    // A server that ignores ALPN: the handshake succeeds, HTTP/2 was never agreed.
+    let (mut tls, ca) = TlsConfig::self_signed(&["localhost", "127.0.0.1"]);
+    tls.alpn.clear();
+    let s = Server::start(ServerConfig {
+        tls: Some(tls),
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    let mut c = requests(10, 2, tls_config(&s, &ca, "/"));
+    c.http2 = true;
+    let out = run(&c);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::TlsProtocol),
+        10,
+        "{:?}",
+        out.totals.counters()
+    );
+    let example = out.totals.error_example(ErrorKind::TlsProtocol).unwrap();
+    assert!(
+        example.contains("server did not agree to HTTP/2 (ALPN"),
+        "{example}"
+    );
+    assert_eq!(s.counts().requests, 0);
+}
+
+#[test]
+fn http2_to_an_http1_only_server_fails_the_handshake() {
+    // belier's test server accepts ALPN http/1.1 only and refuses a client offering just h2.
+    let (s, ca) = tls_server();
+    let mut c = requests(10, 2, tls_config(&s, &ca, "/"));
+    c.http2 = true;
+    let out = run(&c);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::TlsAlert),
+        10,
+        "{:?}",
+        out.totals.counters()
+    );
+}

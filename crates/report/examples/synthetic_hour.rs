@@ -27,6 +27,7 @@ fn main() -> std::io::Result<()> {
         connections: 100,
         threads: 2,
         keepalive: true,
+        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(3_600.0),
         timeout_s: 30.0,

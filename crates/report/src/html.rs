@@ -177,6 +177,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         let facts = [
             ("connections", info.connections.to_string()),
             ("threads", info.threads.to_string()),
+            ("protocol", info.protocol.clone()),
             (
                 "keep-alive",
                 if info.keepalive { "on" } else { "off" }.into(),

@@ -50,6 +50,9 @@ pub struct RunInfo {
     pub threads: usize,
     /// Whether connections were reused.
     pub keepalive: bool,
+    /// HTTP version spoken: `HTTP/1.1` or `HTTP/2` (results files from before HTTP/2 lack it).
+    #[serde(default = "http1")]
+    pub protocol: String,
     /// Request budget, if one was set.
     pub requests: Option<u64>,
     /// Duration bound in seconds, if one was set.
@@ -79,6 +82,10 @@ pub struct RunInfo {
     /// Number of belier processes (shards) whose results were merged; 1 for a single run.
     #[serde(default = "one")]
     pub shards: usize,
+}
+
+fn http1() -> String {
+    "HTTP/1.1".into()
 }
 
 fn one() -> usize {
@@ -204,6 +211,17 @@ pub(crate) mod golden {
 }
 
 #[cfg(test)]
+mod tests {
+    #[test]
+    fn run_info_from_before_http2_reads_as_http1() {
+        let mut v = serde_json::to_value(super::fixtures::info()).unwrap();
+        v.as_object_mut().unwrap().remove("protocol");
+        let info: super::RunInfo = serde_json::from_value(v).unwrap();
+        assert_eq!(info.protocol, "HTTP/1.1");
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod fixtures {
     use std::time::{Duration, Instant};
 
@@ -220,6 +238,7 @@ pub(crate) mod fixtures {
             connections: 10,
             threads: 2,
             keepalive: true,
+            protocol: "HTTP/1.1".into(),
             requests: Some(1000),
             duration_s: None,
             timeout_s: 30.0,

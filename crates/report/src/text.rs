@@ -33,8 +33,9 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     };
     writeln!(
         out,
-        "  {}, keep-alive {}, timeout {} s, stop after {stop}",
+        "  {}, {}, keep-alive {}, timeout {} s, stop after {stop}",
         load_line(info),
+        info.protocol,
         if info.keepalive { "on" } else { "off" },
         info.timeout_s,
     )?;

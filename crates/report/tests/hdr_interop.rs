@@ -84,6 +84,7 @@ fn info() -> RunInfo {
         connections: 50,
         threads: 2,
         keepalive: true,
+        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(3.0),
         timeout_s: 30.0,

@@ -27,6 +27,7 @@ fn info(url: &str) -> RunInfo {
         connections: 50,
         threads: 2,
         keepalive: true,
+        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(60.0),
         timeout_s: 2.0,

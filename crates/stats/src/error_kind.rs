@@ -22,11 +22,15 @@ pub enum ErrorKind {
     TlsAlert,
     /// The peer reset the connection (RST) while the request was being sent or answered.
     ConnectionReset,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM, e.g. REFUSED_STREAM) while
+    /// the connection itself stayed up.
+    StreamReset,
     /// The peer closed the connection before a complete response head arrived.
     ClosedBeforeResponse,
     /// The peer closed the connection after the response head, before the body was complete.
     ClosedMidBody,
-    /// The response could not be parsed as HTTP/1.x (bad status line, header or framing).
+    /// The response could not be parsed (HTTP/1.x: bad status line, header or framing; HTTP/2: a
+    /// protocol error).
     MalformedResponse,
     /// The response did not complete within the request timeout.
     Timeout,
@@ -39,7 +43,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Number of kinds; recorders keep one counter per kind.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
 
     /// Every kind, in report order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
@@ -49,6 +53,7 @@ impl ErrorKind {
         ErrorKind::TlsProtocol,
         ErrorKind::TlsAlert,
         ErrorKind::ConnectionReset,
+        ErrorKind::StreamReset,
         ErrorKind::ClosedBeforeResponse,
         ErrorKind::ClosedMidBody,
         ErrorKind::MalformedResponse,
@@ -71,6 +76,7 @@ impl ErrorKind {
             ErrorKind::TlsProtocol => "tls_protocol",
             ErrorKind::TlsAlert => "tls_alert",
             ErrorKind::ConnectionReset => "connection_reset",
+            ErrorKind::StreamReset => "stream_reset",
             ErrorKind::ClosedBeforeResponse => "closed_before_response",
             ErrorKind::ClosedMidBody => "closed_mid_body",
             ErrorKind::MalformedResponse => "malformed_response",
@@ -94,6 +100,7 @@ impl ErrorKind {
             ErrorKind::TlsProtocol => "TLS protocol failure",
             ErrorKind::TlsAlert => "TLS alert from server",
             ErrorKind::ConnectionReset => "connection reset by peer",
+            ErrorKind::StreamReset => "HTTP/2 stream reset by the server",
             ErrorKind::ClosedBeforeResponse => "closed before response",
             ErrorKind::ClosedMidBody => "closed mid-body",
             ErrorKind::MalformedResponse => "malformed response",

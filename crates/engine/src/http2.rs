@@ -1,0 +1,296 @@
+//! HTTP/2 connections shared by groups of stream slots.
+//!
+//! With HTTP/2 a worker's connection loop (`worker::connection`) drives one *stream slot*
+//! instead of one connection: it still takes a request, waits for its response and records
+//! it, but the exchange runs as a stream on a [`Group`]'s connection, which up to
+//! `max_streams` slots share. The connection is opened lazily by the first slot that needs it
+//! (that request records the connect and TLS phases and counts the connection), its driver
+//! runs as a local task, and once it dies (GOAWAY, reset, EOF) the next slot that needs it
+//! opens a new one. Streams in flight on a dead connection fail with their own error kind and
+//! are never retried; a request that could not even start a stream on a connection found dead
+//! goes to a new connection instead, since nothing of it reached the server.
+//!
+//! Request heads are built once per run ([`Template`]) and cloned per request; response bodies
+//! are read frame by frame and their flow-control capacity released as they go, so no body is
+//! ever buffered whole.
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::time::Instant;
+
+use belier_stats::ErrorKind;
+use bytes::Bytes;
+use h2::client::SendRequest;
+
+use crate::connection::{io_kind, open_stream, Cause, Failure, Phase, Progress, Response};
+use crate::request::{host_header, USER_AGENT};
+use crate::tls::Tls;
+use crate::RequestSpec;
+
+/// Per-stream receive window: large enough that a response of a few hundred KiB flows
+/// without waiting for WINDOW_UPDATEs, the way browsers configure it.
+const STREAM_WINDOW: u32 = 1 << 20;
+/// Connection receive window, shared by all streams of a connection.
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a user's `-H` with one of them is left out
+/// rather than making every request malformed. `Host` becomes the `:authority`.
+const CONNECTION_HEADERS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+/// The request every stream sends, built once per run.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    head: http::Request<()>,
+    body: Bytes,
+    head_request: bool,
+}
+
+/// Why a request cannot be sent over HTTP/2.
+#[derive(Debug, thiserror::Error)]
+#[error("the request cannot be sent over HTTP/2: {0}")]
+pub struct TemplateError(String);
+
+impl Template {
+    /// Builds the request head of `spec` for an `https` (or `http`) connection.
+    pub(crate) fn new(spec: &RequestSpec, https: bool) -> Result<Template, TemplateError> {
+        let invalid = |e: &dyn std::fmt::Display| TemplateError(e.to_string());
+        let authority = spec
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map_or_else(|| host_header(&spec.host, spec.port), |(_, v)| v.clone());
+        let uri = http::Uri::builder()
+            .scheme(if https { "https" } else { "http" })
+            .authority(authority)
+            .path_and_query(spec.path_and_query.as_str())
+            .build()
+            .map_err(|e| invalid(&e))?;
+        let mut builder = http::Request::builder()
+            .method(spec.method.as_str())
+            .uri(uri)
+            .version(http::Version::HTTP_2);
+        let has = |name: &str| {
+            spec.headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        if !has("user-agent") {
+            builder = builder.header("user-agent", USER_AGENT);
+        }
+        for (name, value) in &spec.headers {
+            if CONNECTION_HEADERS
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+            {
+                continue;
+            }
+            // HTTP/2 field names are lower case; `http` lowercases them as it parses.
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if !spec.body.is_empty() && !has("content-length") {
+            builder = builder.header("content-length", spec.body.len());
+        }
+        let head = builder.body(()).map_err(|e| invalid(&e))?;
+        Ok(Template {
+            head,
+            body: Bytes::from(spec.body.clone()),
+            head_request: crate::request::is_head(&spec.method),
+        })
+    }
+}
+
+/// Where a group's connections go.
+pub(crate) struct Target<'a> {
+    pub addr: SocketAddr,
+    pub tls: Option<&'a Tls>,
+}
+
+/// An open connection: the handle that starts streams on it, and what is known about it.
+struct Open {
+    send: SendRequest<Bytes>,
+    generation: u64,
+    tls_session: Option<String>,
+}
+
+/// One HTTP/2 connection at a time, shared by the stream slots of a group.
+#[derive(Default)]
+pub(crate) struct Group {
+    open: RefCell<Option<Open>>,
+    /// Held while a slot opens the connection, so the group's other slots wait for it
+    /// instead of opening connections of their own.
+    opening: tokio::sync::Mutex<()>,
+    generations: Cell<u64>,
+}
+
+impl Group {
+    fn current(&self) -> Option<(SendRequest<Bytes>, u64)> {
+        self.open
+            .borrow()
+            .as_ref()
+            .map(|o| (o.send.clone(), o.generation))
+    }
+
+    /// Forgets connection `generation` (dead); a newer one stays.
+    fn closed(&self, generation: u64) {
+        let mut open = self.open.borrow_mut();
+        if open.as_ref().is_some_and(|o| o.generation == generation) {
+            *open = None;
+        }
+    }
+
+    /// The TLS description of the current connection, if it is a TLS one.
+    pub(crate) fn tls_session(&self) -> Option<String> {
+        self.open.borrow().as_ref()?.tls_session.clone()
+    }
+
+    /// Opens the group's connection unless another slot did while this one waited.
+    async fn connect(
+        self: &Rc<Self>,
+        target: &Target<'_>,
+        p: &mut Progress,
+    ) -> Result<(), Failure> {
+        let _opening = self.opening.lock().await;
+        if self.open.borrow().is_some() {
+            return Ok(());
+        }
+        let stream = open_stream(target.addr, target.tls, p).await?;
+        if target.tls.is_some() && stream.alpn() != Some(b"h2") {
+            let chosen = stream
+                .alpn()
+                .map_or("none".into(), |a| String::from_utf8_lossy(a).into_owned());
+            return Err(Failure {
+                kind: ErrorKind::TlsProtocol,
+                cause: Cause::Message(format!("server did not agree to HTTP/2 (ALPN {chosen})")),
+            });
+        }
+        let tls_session = stream.tls_session();
+        p.phase = Phase::Exchanging;
+        let (send, connection) = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .enable_push(false)
+            .handshake::<_, Bytes>(stream)
+            .await
+            .map_err(|e| h2_failure(e, false))?;
+        let generation = self.generations.get() + 1;
+        self.generations.set(generation);
+        let group: Weak<Group> = Rc::downgrade(self);
+        tokio::task::spawn_local(async move {
+            // The driver ends when the connection does, whatever the reason: the streams on it
+            // see the error themselves; the group only needs to know to open a new one.
+            let _ = connection.await;
+            if let Some(group) = group.upgrade() {
+                group.closed(generation);
+            }
+        });
+        *self.open.borrow_mut() = Some(Open {
+            send,
+            generation,
+            tls_session,
+        });
+        Ok(())
+    }
+
+    /// Sends `request` as a stream on the group's connection (opening it if needed) and reads
+    /// the response, recording progress into `p`.
+    ///
+    /// Counted in `p`: `bytes_out` is the request body, `bytes_in` the response's DATA
+    /// payloads. h2 does not expose the size of HEADERS frames (HPACK-compressed) nor of the
+    /// 9-byte frame headers, so HTTP/2 byte counts are body bytes, not wire bytes.
+    pub(crate) async fn exchange(
+        self: &Rc<Self>,
+        target: &Target<'_>,
+        request: &Template,
+        p: &mut Progress,
+    ) -> Result<Response, Failure> {
+        let mut found_dead = false;
+        let response = loop {
+            let Some((send, generation)) = self.current() else {
+                self.connect(target, p).await?;
+                continue;
+            };
+            p.phase = Phase::Exchanging;
+            // Waits for a free stream if the server's SETTINGS_MAX_CONCURRENT_STREAMS is lower
+            // than the group's slots.
+            let started = async {
+                let mut send = send.ready().await?;
+                let end_of_stream = request.body.is_empty();
+                let (response, mut body) =
+                    send.send_request(request.head.clone(), end_of_stream)?;
+                if !end_of_stream {
+                    // h2 queues what the peer's window does not take yet.
+                    body.send_data(request.body.clone(), true)?;
+                }
+                Ok::<_, h2::Error>(response)
+            };
+            match started.await {
+                Ok(response) => break response,
+                Err(e) => {
+                    // A connection that could not even start the stream is dead: nothing was
+                    // sent, so the request may go to a new one, once.
+                    self.closed(generation);
+                    if found_dead || !(e.is_io() || e.is_go_away()) {
+                        return Err(h2_failure(e, false));
+                    }
+                    found_dead = true;
+                }
+            }
+        };
+        p.sent = Some(Instant::now());
+        p.bytes_out += request.body.len() as u64;
+        let response = response.await.map_err(|e| h2_failure(e, false))?;
+        p.first_byte = Some(Instant::now());
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        if !request.head_request {
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk.map_err(|e| h2_failure(e, true))?;
+                p.bytes_in += chunk.len() as u64;
+                // Returning the window at once keeps the server sending.
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+        }
+        Ok(Response {
+            status,
+            reusable: true,
+        })
+    }
+}
+
+/// The error kind of an HTTP/2 failure; `head_seen` says whether the response head had come.
+fn h2_failure(e: h2::Error, head_seen: bool) -> Failure {
+    let closed = if head_seen {
+        ErrorKind::ClosedMidBody
+    } else {
+        ErrorKind::ClosedBeforeResponse
+    };
+    let kind = if let Some(io) = e.get_io() {
+        match io.kind() {
+            // h2 reports a connection that reached EOF (no GOAWAY) as a broken pipe.
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::UnexpectedEof => closed,
+            other => io_kind(other, false),
+        }
+    } else if e.is_reset() && e.is_remote() {
+        ErrorKind::StreamReset
+    } else if e.is_go_away() && e.is_remote() {
+        // The server closed the connection (gracefully or not) before this stream ended.
+        closed
+    } else if e.is_library() || e.is_reset() || e.is_go_away() {
+        // h2 found the server's frames invalid and reset the stream or the connection.
+        ErrorKind::MalformedResponse
+    } else {
+        ErrorKind::OtherIo
+    };
+    Failure {
+        kind,
+        cause: Cause::Http2(e),
+    }
+}

@@ -1,0 +1,312 @@
+//! HTTP/2 against a server written here with h2's server API, over prior-knowledge h2c and
+//! over TLS (ALPN h2), counting connections and requests on its own side.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use belier_engine::Profile;
+use belier_stats::ErrorKind;
+use bytes::Bytes;
+use common::{config, lasting, open, requests, run};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// 200 with a 1 KiB body.
+    Ok,
+    /// RST_STREAM(REFUSED_STREAM) for every request.
+    Refuse,
+    /// Answers 10 requests per connection, then sends GOAWAY and closes it once they are done.
+    GoAwayAfter10,
+    /// Never answers.
+    Stall,
+    /// Drops the connection (no GOAWAY) at the first request.
+    Drop,
+}
+
+#[derive(Default)]
+struct Counts {
+    connections: AtomicU64,
+    requests: AtomicU64,
+}
+
+struct H2Server {
+    addr: SocketAddr,
+    counts: Arc<Counts>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl H2Server {
+    fn start(mode: Mode) -> H2Server {
+        Self::start_with(mode, None)
+    }
+
+    /// A server over TLS with a fresh certificate for `localhost`; returns it and its CA (PEM).
+    fn start_tls(mode: Mode) -> (H2Server, String) {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let (tls, ca) = belier_testserver::TlsConfig::self_signed(&["localhost"]);
+        let chain = CertificateDer::pem_slice_iter(tls.cert_chain_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        (Self::start_with(mode, Some(acceptor)), ca)
+    }
+
+    fn start_with(mode: Mode, tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let counts = Arc::new(Counts::default());
+        let c = Arc::clone(&counts);
+        runtime.spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                c.connections.fetch_add(1, Ordering::SeqCst);
+                let c = Arc::clone(&c);
+                match tls.clone() {
+                    None => {
+                        tokio::spawn(serve(tcp, mode, c));
+                    }
+                    Some(acceptor) => {
+                        tokio::spawn(async move {
+                            if let Ok(stream) = acceptor.accept(tcp).await {
+                                serve(stream, mode, c).await;
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        H2Server {
+            addr,
+            counts,
+            _runtime: runtime,
+        }
+    }
+
+    fn connections(&self) -> u64 {
+        self.counts.connections.load(Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> u64 {
+        self.counts.requests.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve<T>(io: T, mode: Mode, counts: Arc<Counts>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    let mut served = 0;
+    while let Some(Ok((request, mut respond))) = conn.accept().await {
+        counts.requests.fetch_add(1, Ordering::SeqCst);
+        served += 1;
+        match mode {
+            Mode::GoAwayAfter10 if served == 10 => conn.graceful_shutdown(),
+            Mode::Drop => return,
+            _ => {}
+        }
+        tokio::spawn(async move {
+            // Drain the request body, if any.
+            let mut body = request.into_body();
+            while let Some(Ok(chunk)) = body.data().await {
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            match mode {
+                Mode::Ok | Mode::GoAwayAfter10 | Mode::Drop => {
+                    let response = http::Response::builder().status(200).body(()).unwrap();
+                    if let Ok(mut send) = respond.send_response(response, false) {
+                        let _ = send.send_data(Bytes::from(vec![b'x'; 1024]), true);
+                    }
+                }
+                Mode::Refuse => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                Mode::Stall => {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    drop(respond);
+                }
+            }
+        });
+    }
+}
+
+fn h2_config(server: &H2Server, max_streams: usize) -> belier_engine::Config {
+    let mut c = config(server.addr, "/");
+    c.http2 = true;
+    c.max_streams = max_streams;
+    c
+}
+
+#[test]
+fn requests_share_connections_by_max_streams() {
+    let s = H2Server::start(Mode::Ok);
+    let out = run(&requests(1000, 20, h2_config(&s, 10)));
+    assert_eq!(out.totals.succeeded(), 1000, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 1000);
+    assert_eq!(s.connections(), 2);
+    assert_eq!(out.totals.connections_opened(), 2);
+    assert_eq!(out.totals.bytes_in(), 1000 * 1024);
+}
+
+#[test]
+fn users_fill_connections_of_max_streams_each() {
+    let s = H2Server::start(Mode::Ok);
+    let mut c = requests(2000, 100, h2_config(&s, 10));
+    c.threads = 4;
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 2000, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 2000);
+    assert_eq!(s.connections(), 10);
+    assert_eq!(out.totals.connections_opened(), 10);
+}
+
+#[test]
+fn a_post_body_goes_out_on_each_stream() {
+    let s = H2Server::start(Mode::Ok);
+    let mut c = requests(100, 4, h2_config(&s, 100));
+    c.request.method = "POST".into();
+    c.request.body = b"hello".to_vec();
+    c.request.headers = vec![("Connection".into(), "keep-alive".into())];
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 100, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 100);
+    // Four users fit in one connection: a single worker runs them.
+    assert_eq!(s.connections(), 1);
+}
+
+#[test]
+fn refused_streams_are_counted_as_stream_resets() {
+    let s = H2Server::start(Mode::Refuse);
+    let out = run(&requests(200, 10, h2_config(&s, 5)));
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::StreamReset),
+        200,
+        "{:?}",
+        out.totals.counters()
+    );
+    assert_eq!(s.requests(), 200);
+    assert_eq!(s.connections(), 2);
+    let example = out.totals.error_example(ErrorKind::StreamReset).unwrap();
+    assert!(example.contains("refused"), "{example}");
+}
+
+#[test]
+fn open_loop_sends_exactly_rate_times_duration() {
+    let s = H2Server::start(Mode::Ok);
+    let mut c = lasting(h2_config(&s, 100), Duration::from_secs(1));
+    c.load = open(Profile::constant(200.0), 100, None);
+    let out = run(&c);
+    assert_eq!(out.totals.requests(), 200, "{:?}", out.totals.counters());
+    assert_eq!(out.totals.succeeded(), 200);
+    assert_eq!(s.requests(), 200);
+    // Light load: each worker's first connection has free streams for every request.
+    assert!(s.connections() <= 2, "{}", s.connections());
+}
+
+#[test]
+fn a_server_that_is_gone_counts_connect_errors() {
+    let s = H2Server::start(Mode::Ok);
+    let addr = s.addr;
+    drop(s);
+    let mut c = config(addr, "/");
+    c.http2 = true;
+    let out = run(&requests(20, 4, c));
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::ConnectRefused),
+        20,
+        "{:?}",
+        out.totals.counters()
+    );
+}
+
+#[test]
+fn over_tls_with_alpn_h2() {
+    let (s, ca) = H2Server::start_tls(Mode::Ok);
+    let mut c = requests(500, 20, h2_config(&s, 10));
+    c.request.host = "localhost".into();
+    c.connect_to = Some(s.addr);
+    c.tls = Some(belier_engine::TlsOptions {
+        ca_pem: Some(ca.into_bytes()),
+        // The engine offers h2 alone whatever the options say.
+        alpn: vec![b"http/1.1".to_vec()],
+        ..belier_engine::TlsOptions::default()
+    });
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 500, "{:?}", out.totals.counters());
+    assert_eq!(s.requests(), 500);
+    assert_eq!(s.connections(), 2);
+    assert_eq!(out.totals.connections_opened(), 2);
+    assert_eq!(out.totals.histogram(belier_stats::Metric::Tls).len(), 2);
+    let session = out.totals.tls_session().unwrap();
+    assert!(session.contains("ALPN h2"), "{session}");
+}
+
+#[test]
+fn goaway_makes_new_connections_and_every_request_is_accounted_for() {
+    let s = H2Server::start(Mode::GoAwayAfter10);
+    let out = run(&requests(300, 8, h2_config(&s, 4)));
+    let t = &out.totals;
+    // Streams the server took are answered; those beyond its GOAWAY never reached it and
+    // fail (never retried) or were sent on a new connection.
+    assert_eq!(t.requests(), 300, "{:?}", t.counters());
+    assert_eq!(t.succeeded() + t.errors(), 300, "{:?}", t.counters());
+    assert_eq!(t.succeeded(), s.requests(), "{:?}", t.counters());
+    assert_eq!(t.connections_opened(), s.connections());
+    // A graceful GOAWAY lets the streams already on their way finish, so a connection may
+    // carry a few more than 10.
+    assert!(s.connections() > 10, "{}", s.connections());
+}
+
+#[test]
+fn a_stalled_server_gives_timeouts() {
+    let s = H2Server::start(Mode::Stall);
+    let mut c = requests(10, 10, h2_config(&s, 100));
+    c.timeout = Duration::from_millis(300);
+    let out = run(&c);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::Timeout),
+        10,
+        "{:?}",
+        out.totals.counters()
+    );
+    assert_eq!(s.connections(), 1);
+}
+
+#[test]
+fn a_dropped_connection_closes_its_streams_before_the_response() {
+    let s = H2Server::start(Mode::Drop);
+    let out = run(&requests(50, 5, h2_config(&s, 5)));
+    let t = &out.totals;
+    assert_eq!(t.requests(), 50, "{:?}", t.counters());
+    assert_eq!(t.succeeded(), 0, "{:?}", t.counters());
+    assert_eq!(
+        t.errors_of(ErrorKind::ClosedBeforeResponse) + t.errors_of(ErrorKind::ConnectionReset),
+        50,
+        "{:?}",
+        t.counters()
+    );
+}
