@@ -79,9 +79,13 @@ async fn precise_sleep(
     loop {
         let mut guard = fd.readable().await?;
         let mut expirations = [0u8; 8];
-        match rustix::io::read(fd.get_ref(), &mut expirations) {
+        let result = rustix::io::read(fd.get_ref(), &mut expirations);
+        // The timerfd is drained either way: forget the readiness, or the next wait would
+        // return at once and cost a read that finds nothing.
+        guard.clear_ready();
+        match result {
             Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::AGAIN) => guard.clear_ready(),
+            Err(rustix::io::Errno::AGAIN) => {}
             Err(e) => return Err(e.into()),
         }
     }
