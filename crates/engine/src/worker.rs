@@ -88,6 +88,9 @@ enum Source {
 /// State the tasks of one worker share.
 struct Local {
     recorder: RefCell<Recorder>,
+    /// HTTP/1.1 connections open now, and the most at once since the last interval.
+    open_now: Cell<u64>,
+    open_peak: Cell<u64>,
     /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
     budget: Cell<u64>,
     /// Requests a connection has taken up and not finished.
@@ -140,6 +143,19 @@ impl Local {
         self.active.get() + self.queue.borrow().len() as u64
     }
 
+    /// Keeps the open-connection count in step with one task's link: `counted` says whether
+    /// that task's connection is counted now.
+    fn track_open(&self, link_open: bool, counted: &mut bool) {
+        if link_open && !*counted {
+            let now = self.open_now.get() + 1;
+            self.open_now.set(now);
+            self.open_peak.set(self.open_peak.get().max(now));
+        } else if !link_open && *counted {
+            self.open_now.set(self.open_now.get() - 1);
+        }
+        *counted = link_open;
+    }
+
     /// Hands the kept samples over.
     fn flush_samples(&self) {
         if let Some(samples) = &self.samples {
@@ -175,6 +191,8 @@ async fn drive(
 ) {
     let local = Rc::new(Local {
         recorder: RefCell::new(Recorder::new()),
+        open_now: Cell::new(0),
+        open_peak: Cell::new(0),
         budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
         active: Cell::new(0),
         stopping: Cell::new(false),
@@ -276,7 +294,10 @@ async fn drive(
         worker: share.id,
         index,
         recorder: Box::new(std::mem::take(&mut *recorder)),
-        gauges: Gauges::default(),
+        gauges: Gauges {
+            connections_peak: local.open_peak.get(),
+            ..Gauges::default()
+        },
     });
     let _ = events.send(Event::Finished {
         worker: share.id,
@@ -315,7 +336,9 @@ async fn hand_over_intervals(
             } else {
                 0.0
             },
+            connections_peak: local.open_peak.get(),
         };
+        local.open_peak.set(local.open_now.get());
         last = now;
         local.flush_samples();
         let recorder = {
@@ -460,6 +483,12 @@ enum Link {
 }
 
 impl Link {
+    /// Whether this link holds its own open HTTP/1.1 connection (HTTP/2 connections are
+    /// shared by stream slots and not counted here).
+    fn is_open(&self) -> bool {
+        matches!(self, Link::Http1(Some(_)))
+    }
+
     /// Lets go of the connection (HTTP/1.1) when the task stops sending for a while.
     fn release(&mut self) {
         if let Link::Http1(conn) = self {
@@ -481,7 +510,10 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
     // One timer per connection, re-armed per request: cheaper than a new timer each time.
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
+    let mut counted = false;
     while let Some(intended) = next_request(&local, &plan, source, &mut link).await {
+        local.track_open(link.is_open(), &mut counted);
+        let reused = link.is_open();
         let dispatched = Instant::now();
         local.active.set(local.active.get() + 1);
         timer.as_mut().reset((dispatched + plan.timeout).into());
@@ -493,6 +525,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         };
         let done = Instant::now();
         local.active.set(local.active.get() - 1);
+        local.track_open(link.is_open(), &mut counted);
 
         let outcome = match &result {
             Ok(r) => Outcome::Response { status: r.status },
@@ -534,10 +567,29 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
             }
         }
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
+        // The server ended a connection belier meant to keep: it asked to close, or closed or
+        // reset it under a request.
+        let server_ended = match &result {
+            Ok(r) => !r.reusable,
+            Err(f) => {
+                (reused || progress.connected.is_some())
+                    && matches!(
+                        f.kind,
+                        ErrorKind::ClosedBeforeResponse
+                            | ErrorKind::ClosedMidBody
+                            | ErrorKind::ConnectionReset
+                    )
+            }
+        };
+        if plan.keepalive && server_ended && matches!(link, Link::Http1(_)) {
+            local.recorder.borrow_mut().record_server_close();
+        }
         if !reuse {
             link.release();
         }
+        local.track_open(link.is_open(), &mut counted);
     }
+    local.track_open(false, &mut counted);
     if let Source::Open = source {
         local.connections.set(local.connections.get() - 1);
     }

@@ -315,3 +315,39 @@ fn connection_stages_ramp_users_up_and_down() {
     let last = *per.last().unwrap() as f64;
     assert!(last < hold * 0.5, "{per:?}");
 }
+
+#[test]
+fn connection_metrics_count_peaks_and_server_closes() {
+    // Ten connections kept busy: ten open at once, none ended by the server.
+    let s = server();
+    let mut c = requests(2_000, 10, config(s.addr(), "/?delay=1ms"));
+    c.threads = 1;
+    let out = run(&c);
+    assert_eq!(out.totals.server_closes(), 0);
+    let peak = out
+        .series
+        .points()
+        .iter()
+        .map(|p| p.connections_peak)
+        .max()
+        .unwrap();
+    assert_eq!(peak, 10);
+    assert_eq!(
+        out.series
+            .points()
+            .iter()
+            .map(|p| p.connections_opened)
+            .sum::<u64>(),
+        10
+    );
+
+    // The server closes after every response: each is counted, and a new connection follows.
+    let out = run(&requests(300, 3, config(s.addr(), "/?close=1")));
+    assert_eq!(out.totals.server_closes(), 300);
+    assert_eq!(out.totals.connections_opened(), 300);
+
+    // Without keep-alive belier closes by its own choice: nothing is the server's doing.
+    let mut c = requests(100, 2, config(s.addr(), "/"));
+    c.keepalive = false;
+    assert_eq!(run(&c).totals.server_closes(), 0);
+}

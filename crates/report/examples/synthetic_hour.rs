@@ -88,6 +88,7 @@ fn main() -> std::io::Result<()> {
         let gauges = Gauges {
             in_flight: 3,
             cpu: 0.2,
+            connections_peak: 0,
         };
         w.interval(&Settled {
             index: i,

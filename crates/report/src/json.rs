@@ -93,6 +93,8 @@ fn to_value(r: &Report) -> Value {
             "bytes_in_per_request": per_request(t.bytes_in()),
             "bytes_out_per_request": per_request(t.bytes_out()),
             "connections_opened": t.connections_opened(),
+            "connections_peak": r.connections_peak(),
+            "server_closes": t.server_closes(),
             "tls_handshakes": t.histogram(Metric::Tls).len(),
             "tls_session": t.tls_session(),
         },

@@ -173,6 +173,16 @@ impl Report<'_> {
         per_second(self.totals.scheduled(), self.elapsed)
     }
 
+    /// Most connections open at once in any interval (an upper bound: workers' peaks add up).
+    pub fn connections_peak(&self) -> u64 {
+        self.series
+            .points()
+            .iter()
+            .map(|p| p.connections_peak)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether the load was an arrival rate.
     pub fn is_open_loop(&self) -> bool {
         self.info.model == Model::Open

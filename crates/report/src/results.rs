@@ -67,6 +67,8 @@ struct IntervalLine {
     index: u64,
     in_flight: u64,
     cpu: f64,
+    #[serde(default)]
+    connections_peak: u64,
     counters: Counters,
     latency: String,
     uncorrected: String,
@@ -113,6 +115,7 @@ impl<W: Write> ResultsWriter<W> {
             index: s.index,
             in_flight: s.gauges.in_flight,
             cpu: s.gauges.cpu,
+            connections_peak: s.gauges.connections_peak,
             counters: s.recorder.counters(),
             latency,
             uncorrected,
@@ -308,6 +311,7 @@ impl Reader {
                         gauges: Gauges {
                             in_flight: l.in_flight,
                             cpu: l.cpu,
+                            connections_peak: l.connections_peak,
                         },
                     }));
                 }

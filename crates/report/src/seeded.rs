@@ -99,6 +99,7 @@ pub fn new() -> Run {
         let gauges = Gauges {
             in_flight: 3 + interval as u64,
             cpu: 0.42,
+            connections_peak: 0,
         };
         c.add(0, interval as u64, &r, gauges);
     }

@@ -101,8 +101,10 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     )?;
     writeln!(
         out,
-        "  Connections   {:>12}   opened",
-        thousands(t.connections_opened())
+        "  Connections   {:>12}   opened, at most {} open at once, {} ended by the server",
+        thousands(t.connections_opened()),
+        thousands(r.connections_peak()),
+        thousands(t.server_closes())
     )?;
 
     let l = t.latency_summary();

@@ -167,7 +167,16 @@ mod tests {
             });
         }
         let mut c = Collector::new(1, Duration::from_secs(1));
-        c.add(0, 0, &r, Gauges { in_flight: 0, cpu });
+        c.add(
+            0,
+            0,
+            &r,
+            Gauges {
+                in_flight: 0,
+                cpu,
+                connections_peak: 0,
+            },
+        );
         c.finish_worker(0, Duration::from_secs(1));
         let (totals, series) = c.finish();
         verdict(&Report {

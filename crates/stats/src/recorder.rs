@@ -39,6 +39,7 @@ pub struct Recorder {
     bytes_in: u64,
     bytes_out: u64,
     connections_opened: u64,
+    server_closes: u64,
 }
 
 impl Default for Recorder {
@@ -67,6 +68,7 @@ impl Recorder {
             bytes_in: 0,
             bytes_out: 0,
             connections_opened: 0,
+            server_closes: 0,
         }
     }
 
@@ -142,6 +144,18 @@ impl Recorder {
         self.tls_session.as_deref()
     }
 
+    /// Counts one connection the server ended (asked to close, closed or reset it) while
+    /// belier meant to keep it.
+    #[inline]
+    pub fn record_server_close(&mut self) {
+        self.server_closes += 1;
+    }
+
+    /// Connections the server ended while belier meant to keep them.
+    pub fn server_closes(&self) -> u64 {
+        self.server_closes
+    }
+
     /// Counts one TCP connection opened.
     #[inline]
     pub fn record_connection(&mut self) {
@@ -162,6 +176,7 @@ impl Recorder {
         self.bytes_in = 0;
         self.bytes_out = 0;
         self.connections_opened = 0;
+        self.server_closes = 0;
     }
 
     /// Requests recorded: complete responses plus every error kind.
@@ -328,6 +343,9 @@ pub struct Counters {
     /// The first TLS session's version, cipher and ALPN protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_session: Option<String>,
+    /// Connections the server ended while belier meant to keep them.
+    #[serde(default)]
+    pub server_closes: u64,
 }
 
 /// Why stored counters or histograms could not be restored.
@@ -362,6 +380,7 @@ impl Recorder {
             scheduled: self.scheduled,
             dropped: self.dropped,
             tls_session: self.tls_session.clone(),
+            server_closes: self.server_closes,
         }
     }
 
@@ -417,6 +436,7 @@ impl Recorder {
         r.scheduled = c.scheduled;
         r.dropped = c.dropped;
         r.tls_session.clone_from(&c.tls_session);
+        r.server_closes = c.server_closes;
         Ok(r)
     }
 
@@ -459,6 +479,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
         self.connections_opened += other.connections_opened;
+        self.server_closes += other.server_closes;
     }
 }
 

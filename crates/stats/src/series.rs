@@ -13,6 +13,8 @@ pub struct Gauges {
     pub in_flight: u64,
     /// Share of one core the worker thread used during the interval (0..=1).
     pub cpu: f64,
+    /// Most connections the worker had open at once during the interval.
+    pub connections_peak: u64,
 }
 
 impl Gauges {
@@ -22,6 +24,8 @@ impl Gauges {
         Gauges {
             in_flight: self.in_flight + other.in_flight,
             cpu: self.cpu.max(other.cpu),
+            // Workers peak at different instants: the sum is an upper bound of the run's peak.
+            connections_peak: self.connections_peak + other.connections_peak,
         }
     }
 }
@@ -65,6 +69,10 @@ pub struct Point {
     pub in_flight: u64,
     /// CPU share of one core used by the busiest worker thread (0..=1).
     pub cpu: f64,
+    /// Connections opened in the interval.
+    pub connections_opened: u64,
+    /// Most connections open at once in the interval (summed over workers).
+    pub connections_peak: u64,
     /// True once this point merges several intervals; its percentiles are then the largest of
     /// the merged intervals' (an upper bound), while counts and max stay exact.
     pub coarsened: bool,
@@ -102,6 +110,8 @@ impl Point {
             },
             in_flight: gauges.in_flight,
             cpu: gauges.cpu,
+            connections_opened: r.connections_opened(),
+            connections_peak: gauges.connections_peak,
             coarsened: false,
         }
     }
@@ -131,6 +141,8 @@ impl Point {
         self.lag_p99_us = self.lag_p99_us.max(next.lag_p99_us);
         self.in_flight = self.in_flight.max(next.in_flight);
         self.cpu = self.cpu.max(next.cpu);
+        self.connections_opened += next.connections_opened;
+        self.connections_peak = self.connections_peak.max(next.connections_peak);
         self.coarsened = true;
     }
 }
@@ -239,6 +251,8 @@ mod tests {
             lag_p99_us: 0,
             in_flight: 0,
             cpu: 0.0,
+            connections_opened: 0,
+            connections_peak: 0,
             coarsened: false,
         }
     }

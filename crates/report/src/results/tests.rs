@@ -40,6 +40,7 @@ fn settled(index: u64, recorder: Recorder) -> Settled {
         gauges: Gauges {
             in_flight: index,
             cpu: 0.5,
+            connections_peak: 0,
         },
     }
 }
@@ -120,7 +121,8 @@ fn round_trip_is_exact() {
         back[1].gauges,
         Gauges {
             in_flight: 1,
-            cpu: 0.5
+            cpu: 0.5,
+            connections_peak: 0,
         }
     );
     let run = read(vec![bytes], None, None).unwrap();
