@@ -1,6 +1,7 @@
 //! Opens the HTML report in a real browser (headless Chromium): the page must load with no
 //! console error, lay out every chart at a real size, show every run in the legends, and render
-//! to a non-trivial screenshot, kept at `<target dir>/html-report-screenshot.png` to look at.
+//! to a non-trivial screenshot. The page and its screenshot are kept to look at:
+//! `<target dir>/html-report.html` and `<target dir>/html-report-screenshot.png`.
 //!
 //! Chromium is Debian's `chromium` package (`.ci/install-chromium`). Without it the test says
 //! it skipped, except under CI (`CI=true`), where a missing browser is a failure.
@@ -235,8 +236,11 @@ fn report_opens_in_a_headless_browser() {
         },
     ]);
 
-    let dir = temp_dir("page");
-    let page = dir.join("report.html");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let page = target.join("html-report.html");
     std::fs::write(&page, &html).unwrap();
 
     // The DOM after layout and any script: the charts are there with real sizes.
@@ -268,10 +272,6 @@ fn report_opens_in_a_headless_browser() {
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
 
     // What a person sees.
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target dir")
-        .to_path_buf();
     let screenshot = target.join("html-report-screenshot.png");
     let _ = std::fs::remove_file(&screenshot);
     let (_, stderr) = chromium(
@@ -294,7 +294,7 @@ fn report_opens_in_a_headless_browser() {
     // A blank or error page compresses to a few kilobytes; charts and tables do not.
     assert!(png.len() > 40_000, "screenshot is only {} bytes", png.len());
 
-    for d in ["page", "profile-dom", "profile-shot"] {
+    for d in ["profile-dom", "profile-shot"] {
         let _ = std::fs::remove_dir_all(temp_dir(d));
     }
 }

@@ -15,7 +15,8 @@ pub(super) const WIDTH: f64 = 960.0;
 /// Outer height of every chart.
 pub(super) const HEIGHT: f64 = 340.0;
 const LEFT: f64 = 74.0;
-const RIGHT: f64 = 18.0;
+// Room for a centred last tick label such as `99.999%`.
+const RIGHT: f64 = 36.0;
 const TOP: f64 = 14.0;
 const BOTTOM: f64 = 50.0;
 
@@ -108,8 +109,8 @@ impl Axis {
         }
     }
 
-    /// Whole decades around `min..=max` (both positive), with 2 and 5 ticks when the range is
-    /// narrow enough to have room for them.
+    /// A log scale a little wider than `min..=max` (both positive), so lines clear the frame,
+    /// with ticks at 1, 2 and 5 times powers of ten (only powers of ten past three decades).
     pub(super) fn log(min: f64, max: f64, title: &str) -> Axis {
         let min = if min.is_finite() && min > 0.0 {
             min
@@ -121,30 +122,32 @@ impl Axis {
         } else {
             min
         };
-        let lo = min.log10().floor() as i32;
-        let hi = (max.log10().ceil() as i32).max(lo + 1);
-        let minor = hi - lo <= 2;
+        // At least one decade, centred on the data when it is narrower; then a margin of 6 % of
+        // the span (at least a factor 1.25) at each end.
+        let widen = (10.0 * min / max).max(1.0).sqrt();
+        let (min, max) = (min / widen, max * widen);
+        let pad = (max / min).powf(0.06).max(1.25);
+        let (lo, hi) = (min / pad, max * pad);
         let mut ticks = Vec::new();
-        for e in lo..=hi {
+        let multiples: &[f64] = if hi / lo > 2_000.0 {
+            &[1.0]
+        } else {
+            &[1.0, 2.0, 5.0]
+        };
+        for e in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
             let decade = 10f64.powi(e);
-            ticks.push(Tick {
-                at: decade,
-                label: number(decade, decimals_for(decade)),
-            });
-            if minor && e < hi {
-                for m in [2.0, 5.0] {
+            for m in multiples {
+                let at = m * decade;
+                if (lo..=hi).contains(&at) {
                     ticks.push(Tick {
-                        at: m * decade,
-                        label: number(m * decade, decimals_for(decade)),
+                        at,
+                        label: number(at, decimals_for(decade)),
                     });
                 }
             }
         }
         Axis {
-            scale: Scale::Log {
-                lo: 10f64.powi(lo),
-                hi: 10f64.powi(hi),
-            },
+            scale: Scale::Log { lo, hi },
             ticks,
             title: title.into(),
             grid: true,
@@ -439,23 +442,31 @@ mod tests {
     }
 
     #[test]
-    fn log_axis_spans_whole_decades() {
+    fn log_axis_pads_the_data_and_ticks_round_values() {
         let a = Axis::log(0.0042, 37.0, "ms");
-        assert_eq!(
-            a.scale,
-            Scale::Log {
-                lo: 0.001,
-                hi: 100.0
-            }
+        let Scale::Log { lo, hi } = a.scale else {
+            panic!("{:?}", a.scale)
+        };
+        assert!(
+            lo < 0.0042 && lo > 0.002 && hi > 37.0 && hi < 80.0,
+            "{lo} {hi}"
         );
         let labels: Vec<_> = a.ticks.iter().map(|t| t.label.as_str()).collect();
-        assert_eq!(labels, ["0.001", "0.01", "0.1", "1", "10", "100"]);
-        // A single value still gets a decade, with minor ticks.
+        assert_eq!(labels, ["0.01", "0.1", "1", "10"]);
+        let narrow = Axis::log(1.2, 3.0, "ms");
+        let labels: Vec<_> = narrow.ticks.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, ["0.5", "1", "2", "5"]);
+        // A single value still gets a decade around it.
         let one = Axis::log(5.0, 5.0, "ms");
-        assert_eq!(one.scale, Scale::Log { lo: 1.0, hi: 10.0 });
-        assert_eq!(one.ticks.len(), 4);
-        let bad = Axis::log(0.0, f64::NAN, "ms");
-        assert_eq!(bad.scale, Scale::Log { lo: 1.0, hi: 10.0 });
+        let Scale::Log { lo, hi } = one.scale else {
+            panic!()
+        };
+        assert!(hi / lo >= 10.0 && lo < 5.0 && hi > 5.0);
+        for (min, max) in [(0.0, f64::NAN), (-1.0, -2.0), (f64::INFINITY, 1.0)] {
+            let bad = Axis::log(min, max, "ms");
+            assert!(!bad.ticks.is_empty());
+            assert!(bad.ticks.iter().all(|t| t.at.is_finite()));
+        }
     }
 
     #[test]
