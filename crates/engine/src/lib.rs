@@ -28,6 +28,7 @@ mod profile;
 pub mod request;
 mod timer;
 mod tls;
+pub mod user;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};

@@ -1,0 +1,157 @@
+//! Scripted virtual users: the engine's side of multi-step scenarios.
+//!
+//! A plan (the `belier-scenario` crate) becomes a [`Users`] factory, which the engine asks for
+//! one [`User`] per virtual user, on the worker thread that runs it. A user is a synchronous
+//! state machine: the engine asks it what to do next ([`User::next`]: send a request, pause, end
+//! the iteration, stop) and tells it how each request ended ([`User::reply`] or
+//! [`User::failed`]). The engine owns everything that touches time and sockets: the user's
+//! connection, pauses, pacing, timing, and recording under the step's statistics row. The
+//! user owns everything that touches content: templates, variables, cookies, extraction and
+//! checks. Users therefore do no I/O and can be table-tested without a server.
+
+use std::time::Duration;
+
+pub use belier_stats::ErrorKind;
+
+/// Most response-body bytes kept for a user to inspect; the rest is read and counted but not
+/// kept ([`Reply::body_truncated`]).
+pub const MAX_KEPT_BODY_BYTES: usize = 1 << 20;
+
+/// One request a user wants sent, on its own connection to the run's target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    /// Statistics row: an index into [`Users::steps`].
+    pub step: usize,
+    /// Method, e.g. `GET`.
+    pub method: String,
+    /// Origin-form request target: path and query, starting with `/`.
+    pub path_and_query: String,
+    /// Header lines, in order. `Host` and `User-Agent` given here replace belier's own;
+    /// `Content-Length` is added for a non-empty body.
+    pub headers: Vec<(String, String)>,
+    /// Request body.
+    pub body: Vec<u8>,
+    /// Keep the response body (up to [`MAX_KEPT_BODY_BYTES`]) for [`User::reply`]; without it
+    /// the reply's body is empty and the engine only counts the bytes.
+    pub keep_body: bool,
+    /// Timeout of this request, connect included, instead of the run's.
+    pub timeout: Option<Duration>,
+}
+
+/// A complete response, as [`User::reply`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Reply<'a> {
+    /// Status code.
+    pub status: u16,
+    /// The raw response head: status line and header lines, each ending in CRLF.
+    pub head: &'a [u8],
+    /// The body, de-chunked, when [`Outgoing::keep_body`] asked for it.
+    pub body: &'a [u8],
+    /// Whether the body was longer than [`MAX_KEPT_BODY_BYTES`] and cut there.
+    pub body_truncated: bool,
+    /// From when the request was due to start to its last byte (the recorded latency).
+    pub latency: Duration,
+}
+
+impl<'a> Reply<'a> {
+    /// The header fields of the head, in order, names as the server wrote them and values
+    /// without surrounding whitespace.
+    pub fn headers(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + 'a {
+        let head: &'a [u8] = self.head;
+        head.split(|&b| b == b'\n').skip(1).filter_map(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let colon = line.iter().position(|&b| b == b':')?;
+            let name = std::str::from_utf8(&line[..colon]).ok()?.trim();
+            if name.is_empty() {
+                return None;
+            }
+            Some((name, line[colon + 1..].trim_ascii()))
+        })
+    }
+
+    /// The first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'a [u8]> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+}
+
+/// What a user wants to do now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send this request and report its end through [`User::reply`] or [`User::failed`].
+    Send(Outgoing),
+    /// Wait this long (think time). A pausing user costs no thread and no connection activity.
+    Pause(Duration),
+    /// The iteration is complete. In a closed loop the next [`User::next`] call starts the next
+    /// iteration (after the pacing interval, if one is set); in an open loop the user waits
+    /// for the next due arrival.
+    EndIteration,
+    /// This user is finished for the rest of the run (its data ran out, or a failed step had
+    /// `abort_on_fail` and the plan says to stop).
+    Stop,
+}
+
+/// What a user concluded from how its request ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The step failed: no response, an unexpected status, or a failed check. Counted in the
+    /// step's row of the statistics.
+    pub failed: bool,
+}
+
+/// A virtual user: one state machine, driven by one task on one worker thread.
+pub trait User {
+    /// What to do now. Called at the start, after every pause, and after every
+    /// [`User::reply`] or [`User::failed`].
+    fn next(&mut self) -> Action;
+
+    /// The request of the last [`Action::Send`] got a complete response. `tally(check, passed)`
+    /// counts each check evaluated, `check` indexing [`Users::checks`].
+    fn reply(&mut self, reply: &Reply<'_>, tally: &mut dyn FnMut(usize, bool)) -> Verdict;
+
+    /// The request of the last [`Action::Send`] got no complete response; `kind` says why
+    /// (it is counted among the run's errors). The step has failed.
+    fn failed(&mut self, kind: ErrorKind) -> Verdict;
+}
+
+/// Makes the virtual users of a run; shared by all worker threads.
+pub trait Users: Send + Sync {
+    /// Names of the statistics rows ([`Outgoing::step`] indexes them), one per request step.
+    fn steps(&self) -> &[String];
+
+    /// Names of the checks ([`User::reply`]'s `tally` indexes them).
+    fn checks(&self) -> &[String];
+
+    /// A new user; `vu` numbers the run's users from 0, across workers.
+    fn user(&self, vu: u64) -> Box<dyn User>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_headers_walk_the_head() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nSet-Cookie: a=1\r\nset-cookie:  b=2 \r\n\r\n";
+        let reply = Reply {
+            status: 200,
+            head,
+            body: b"",
+            body_truncated: false,
+            latency: Duration::ZERO,
+        };
+        let all: Vec<_> = reply.headers().collect();
+        assert_eq!(
+            all,
+            vec![
+                ("Content-Type", &b"application/json"[..]),
+                ("Set-Cookie", &b"a=1"[..]),
+                ("set-cookie", &b"b=2"[..]),
+            ]
+        );
+        assert_eq!(reply.header("content-type"), Some(&b"application/json"[..]));
+        assert_eq!(reply.header("x-missing"), None);
+    }
+}
