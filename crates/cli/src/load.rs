@@ -301,6 +301,8 @@ fn load_info(settings: &Settings) -> RunInfo {
         seed,
         max_connections,
         max_in_flight,
+        timer_slack_us: (model == Model::Open)
+            .then_some(settings.engine.timer_slack.as_micros() as u64),
         shards: 1,
     }
 }

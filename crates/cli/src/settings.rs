@@ -49,6 +49,9 @@ pub struct Settings {
     pub raw: Option<PathBuf>,
 }
 
+/// Largest open-loop timer slack accepted.
+const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
+
 /// Smallest interval accepted: shorter ones would cost more than they tell.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -160,6 +163,16 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     }
     engine.interval = args.interval;
     engine.keep_samples = args.raw.is_some();
+    if let Some(slack) = args.timer_slack {
+        if slack > MAX_TIMER_SLACK {
+            return Err(InputError::new(
+                "--timer-slack <D>",
+                humantime::format_duration(slack),
+                "must be at most 10ms: beyond, batching would distort the schedule itself",
+            ));
+        }
+        engine.timer_slack = slack;
+    }
     if !args.http2 && args.max_streams.is_some() {
         return Err(InputError::new(
             "--max-streams",
@@ -210,6 +223,7 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             (args.max_in_flight.is_some(), "--max-in-flight"),
             (args.arrivals.is_some(), "--arrivals"),
             (args.seed.is_some(), "--seed"),
+            (args.timer_slack.is_some(), "--timer-slack"),
         ] {
             if given {
                 return Err(InputError::new(
@@ -599,6 +613,9 @@ mod tests {
             }
         );
         assert_eq!(open.engine.stop.duration, Some(DEFAULT_DURATION));
+        assert_eq!(open.engine.timer_slack, belier_engine::DEFAULT_TIMER_SLACK);
+        let slack = settings(&["http://x/", "--rate", "10", "--timer-slack", "2ms"]).unwrap();
+        assert_eq!(slack.engine.timer_slack, Duration::from_millis(2));
 
         let ramp = settings(&[
             "http://x/",
@@ -681,6 +698,14 @@ mod tests {
             (
                 &["http://x/", "--max-streams", "8"],
                 "--max-streams only applies to HTTP/2",
+            ),
+            (
+                &["http://x/", "--timer-slack", "1ms"],
+                "--timer-slack only applies to the open loop",
+            ),
+            (
+                &["http://x/", "--rate", "10", "--timer-slack", "50ms"],
+                "invalid value '50ms' for '--timer-slack <D>': must be at most 10ms",
             ),
             (
                 &["http://x/", "--http2", "--no-keepalive"],

@@ -42,6 +42,7 @@ pub use belier_stats::Recorder;
 pub use config::{
     Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
     DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
+    DEFAULT_TIMER_SLACK,
 };
 pub use http2::TemplateError;
 pub use probe::{probe, Probe};
@@ -224,6 +225,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         workers: threads,
         requests: config.stop.requests,
         keep_samples: config.keep_samples,
+        timer_slack: config.timer_slack,
         http2,
     });
     let requests = config.stop.requests.map(|n| split(n, threads));

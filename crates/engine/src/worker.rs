@@ -46,6 +46,8 @@ pub(crate) struct Plan {
     pub requests: Option<u64>,
     /// Hand every sample over in batches.
     pub keep_samples: bool,
+    /// Open loop: shortest time between two dispatcher wake-ups.
+    pub timer_slack: Duration,
     /// `Some` to speak HTTP/2.
     pub http2: Option<Http2>,
 }
@@ -56,9 +58,6 @@ pub(crate) struct Http2 {
     /// Stream slots per connection.
     pub max_streams: usize,
 }
-
-/// Shortest time between two wake-ups of the open-loop dispatcher.
-const DISPATCH_GAP: Duration = Duration::from_micros(250);
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
 const SAMPLE_BATCH: usize = 4096;
@@ -377,12 +376,14 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         if plan.deadline.is_some_and(|d| due >= d) {
             break;
         }
-        // At most one wake-up per DISPATCH_GAP: arrivals due in between leave together at the
+        // At most one wake-up per timer slack: arrivals due in between leave together at the
         // next wake. Each sleep and wake of the worker costs far more than the request it
         // sends (a blocking epoll_wait, a context switch, on a VM often a halt and resume);
-        // the price is up to DISPATCH_GAP of scheduling lag, which is measured and reported.
+        // the price is up to the slack of scheduling lag, which is measured and reported.
         if due > Instant::now() {
-            timer.sleep_until(due.max(last_wake + DISPATCH_GAP)).await;
+            timer
+                .sleep_until(due.max(last_wake + plan.timer_slack))
+                .await;
             last_wake = Instant::now();
         }
         if local.stopping.get() {

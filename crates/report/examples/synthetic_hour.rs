@@ -41,6 +41,7 @@ fn main() -> std::io::Result<()> {
         seed: None,
         max_connections: Some(100),
         max_in_flight: None,
+        timer_slack_us: None,
         shards: 1,
     };
     let header = Header {

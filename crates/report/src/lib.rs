@@ -79,6 +79,10 @@ pub struct RunInfo {
     pub max_connections: Option<usize>,
     /// Open loop: the in-flight cap beyond which arrivals are dropped.
     pub max_in_flight: Option<u64>,
+    /// Open loop: shortest time between two wake-ups of a worker, microseconds (absent from
+    /// results files written before it could be set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_slack_us: Option<u64>,
     /// Number of belier processes (shards) whose results were merged; 1 for a single run.
     #[serde(default = "one")]
     pub shards: usize,
@@ -262,6 +266,7 @@ pub(crate) mod fixtures {
             seed: None,
             max_connections: None,
             max_in_flight: None,
+            timer_slack_us: None,
             shards: 1,
         }
     }

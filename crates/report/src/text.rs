@@ -309,10 +309,13 @@ fn load_line(info: &RunInfo) -> String {
                 (Some(a), _) => format!("{a} arrivals"),
                 (None, _) => "even arrivals".into(),
             };
-            let cap = info
+            let mut cap = info
                 .max_in_flight
                 .map(|c| format!(", at most {c} in flight"))
                 .unwrap_or_default();
+            if let Some(slack) = info.timer_slack_us {
+                let _ = write!(cap, ", timer slack {}", ms(slack));
+            }
             format!(
                 "open loop at {shape} ({arrivals}), up to {} connections{cap}, on {} threads",
                 info.max_connections.unwrap_or(info.connections),

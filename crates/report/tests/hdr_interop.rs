@@ -98,6 +98,7 @@ fn info() -> RunInfo {
         seed: Some(7),
         max_connections: None,
         max_in_flight: None,
+        timer_slack_us: None,
         shards: 1,
     }
 }

@@ -42,6 +42,7 @@ fn info(url: &str) -> RunInfo {
         seed: None,
         max_connections: None,
         max_in_flight: None,
+        timer_slack_us: None,
         shards: 1,
     }
 }
