@@ -174,7 +174,7 @@ pub struct LoadArgs {
     /// Open loop: shortest time between two wake-ups of a worker. Arrivals due closer together
     /// leave together, up to D late (the lag is measured and counted in the latency); fewer
     /// wake-ups cost less CPU, from 0 (every arrival on time) to 10ms [default: 250us]
-    #[arg(long = "timer-slack", value_name = "D", value_parser = parse_duration, help_heading = "Open loop")]
+    #[arg(long = "timer-slack", value_name = "D", value_parser = parse_duration_or_zero, help_heading = "Open loop")]
     pub timer_slack: Option<Duration>,
 
     /// Worker threads [default: number of cores]
@@ -361,6 +361,15 @@ pub struct DemoArgs {
 
 /// Parses `30s`, `2m`, `1h30m`, `250ms`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration_or_zero(s)?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
+}
+
+/// As [`parse_duration`], zero included (for settings where zero means "none").
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let d = match s.parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => {
@@ -371,9 +380,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s, 2m or 250ms)"))?
         }
     };
-    if d.is_zero() {
-        return Err("must be longer than zero".into());
-    }
     Ok(d)
 }
 
@@ -391,6 +397,9 @@ mod tests {
         for bad in ["", "0", "0s", "-1", "abc", "10 parsecs", "NaN"] {
             assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
+        assert!(parse_duration_or_zero("-1").is_err());
     }
 
     #[test]
