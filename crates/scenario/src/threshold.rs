@@ -156,11 +156,13 @@ impl Threshold {
             _ => Comparison::Greater,
         };
         let metric_text = expr[..op_at].trim();
-        let value_at = expr_at + op_at + op.len();
-        let value = expr[op_at + op.len()..].trim();
+        let metric_at = expr_at + (op_at - expr[..op_at].trim_start().len());
+        let after = &expr[op_at + op.len()..];
+        let value_at = expr_at + op_at + op.len() + (after.len() - after.trim_start().len());
+        let value = after.trim();
         let metric = metric(metric_text).ok_or_else(|| {
             (
-                expr_at,
+                metric_at,
                 format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks or requests)"),
             )
         })?;
@@ -365,9 +367,9 @@ mod tests {
 
     #[test]
     fn rejects_with_offsets() {
-        assert_eq!(Threshold::parse("p99 < 200").unwrap_err().0, 5);
+        assert_eq!(Threshold::parse("p99 < 200").unwrap_err().0, 6);
         assert_eq!(Threshold::parse("p101 < 1s").unwrap_err().0, 0);
-        assert_eq!(Threshold::parse("x: q99 < 1s").unwrap_err().0, 2);
+        assert_eq!(Threshold::parse("x: q99 < 1s").unwrap_err().0, 3);
         assert!(Threshold::parse("error_rate < 1").is_err());
         assert!(Threshold::parse("error_rate < 101%").is_err());
         assert!(Threshold::parse("rate > fast").is_err());
