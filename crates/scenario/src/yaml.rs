@@ -212,7 +212,19 @@ impl Builder {
     }
 
     fn close(&mut self) {
-        if let Some(open) = self.stack.pop() {
+        if let Some(mut open) = self.stack.pop() {
+            // A block collection's start event is marked where its first entry's token ends;
+            // its first entry is where a reader sees it start.
+            let first = match &open.node.kind {
+                Kind::Map(entries) => entries.first().map(|(k, _)| k.pos),
+                Kind::Seq(items) => items.first().map(|i| i.pos),
+                Kind::Scalar { .. } => None,
+            };
+            if let Some(first) = first {
+                if (first.line, first.col) < (open.node.pos.line, open.node.pos.col) {
+                    open.node.pos = first;
+                }
+            }
             self.attach(open.node, open.anchor);
         }
     }
