@@ -49,7 +49,7 @@ impl Jar {
         // Max-Age wins over Expires (RFC 6265 §5.3 step 3).
         let expires = match max_age {
             Some(secs) if secs <= 0 => Some(UNIX_EPOCH),
-            Some(secs) => Some(now + Duration::from_secs(secs.unsigned_abs())),
+            Some(secs) => now.checked_add(Duration::from_secs(secs.unsigned_abs())),
             None => expires,
         };
         let path = path.unwrap_or_else(|| default_path(request_path));
@@ -115,10 +115,7 @@ fn path_matches(cookie_path: &str, request_path: &str) -> bool {
 /// An HTTP date (`Thu, 01 Jan 1970 00:00:00 GMT`, dashes accepted between the date parts).
 fn http_date(text: &str) -> Option<SystemTime> {
     let text = text.split_once(',').map_or(text, |(_, rest)| rest);
-    let parts: Vec<&str> = text
-        .split(|c: char| c == ' ' || c == '-')
-        .filter(|p| !p.is_empty())
-        .collect();
+    let parts: Vec<&str> = text.split([' ', '-']).filter(|p| !p.is_empty()).collect();
     let [day, month, year, time, ..] = parts.as_slice() else {
         return None;
     };
@@ -140,7 +137,7 @@ fn http_date(text: &str) -> Option<SystemTime> {
     let [h, m, s] = hms.as_slice() else {
         return None;
     };
-    if !(1..=31).contains(&day) || *h > 23 || *m > 59 || *s > 60 {
+    if !(1601..=9999).contains(&year) || !(1..=31).contains(&day) || *h > 23 || *m > 59 || *s > 60 {
         return None;
     }
     let days = days_from_civil(year, month, day);
@@ -206,6 +203,14 @@ mod tests {
         assert_eq!(jar.get("c", now()), None);
         jar.store("d=4; Expires=Wed, 21 Oct 2099 07:28:00 GMT", "/", now());
         assert_eq!(jar.get("d", now()), Some("4"));
+        // Absurd lifetimes neither overflow nor expire.
+        jar.store("e=5; Max-Age=9223372036854775807", "/", now());
+        jar.store(
+            "f=6; Expires=Wed, 21 Oct 99999999999 07:28:00 GMT",
+            "/",
+            now(),
+        );
+        assert_eq!(jar.get("f", now()), Some("6"));
     }
 
     #[test]

@@ -66,13 +66,13 @@ pub(crate) fn show_us(us: f64) -> String {
 /// A duration as a plan would write it (`1m30s`, `250ms`).
 pub(crate) fn show(d: Duration) -> String {
     let ms = d.as_millis();
-    if d.as_nanos() % 1_000_000 != 0 {
+    if !d.as_nanos().is_multiple_of(1_000_000) {
         return format!("{}us", d.as_micros());
     }
     if ms == 0 {
         return "0s".into();
     }
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;

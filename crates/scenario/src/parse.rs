@@ -263,17 +263,18 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
     if let Some(node) = top.get("variables") {
         for (name, key, value) in rd.map(node, "variables", &[])?.iter() {
             check_name(rd, key, name, "a variable")?;
-            let value =
-                match &value.kind {
-                    Kind::Scalar { text, .. } if !value.is_null() => text.clone(),
-                    _ => return Err(rd.err(
+            let value = match &value.kind {
+                Kind::Scalar { text, .. } if !value.is_null() => text.clone(),
+                _ => {
+                    return Err(rd.err(
                         value,
                         format!(
                             "expected a value for variable `{name}` (a string or number), found {}",
                             value.describe()
                         ),
-                    )),
-                };
+                    ))
+                }
+            };
             let slot = c.slot(name);
             c.initial[slot] = Some(value.clone());
             variables.push((name.to_string(), value));
@@ -480,12 +481,14 @@ fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
                     "sequential" => Order::Sequential,
                     "random" => Order::Random,
                     "unique" => Order::Unique,
-                    other => return Err(rd.err(
-                        n,
-                        format!(
+                    other => {
+                        return Err(rd.err(
+                            n,
+                            format!(
                             "expected order `sequential`, `random` or `unique`, found `{other}`"
                         ),
-                    )),
+                        ))
+                    }
                 },
             };
             (file_node, order)

@@ -4,8 +4,8 @@ mod common;
 
 use std::time::Duration;
 
-use belier_engine::{Profile, Spacing, Stage};
 use belier_engine::user::Users;
+use belier_engine::{Profile, Spacing, Stage};
 use belier_scenario::{LoadModel, Metric, Order, Scheme};
 
 const FULL: &str = r#"
@@ -87,7 +87,10 @@ thresholds:
 fn full_files() -> Vec<(&'static str, &'static str)> {
     vec![
         ("users.csv", "email,password\nann@x.test,a\nbob@x.test,b\n"),
-        ("terms.jsonl", "{\"term\": \"shoes\"}\n{\"term\": \"hats\"}\n"),
+        (
+            "terms.jsonl",
+            "{\"term\": \"shoes\"}\n{\"term\": \"hats\"}\n",
+        ),
     ]
 }
 
@@ -107,26 +110,59 @@ fn every_option_and_step_kind_parses() {
     assert!(o.cert.as_ref().unwrap().ends_with("client.pem"));
     assert!(o.key.as_ref().unwrap().ends_with("client.key"));
     assert_eq!(o.headers[0], ("Accept".into(), "application/json".into()));
-    assert_eq!(plan.variables, [("run".into(), "r42".into()), ("password".into(), "secret".into())]);
+    assert_eq!(
+        plan.variables,
+        [
+            ("run".into(), "r42".into()),
+            ("password".into(), "secret".into())
+        ]
+    );
     let feeders = plan.feeders();
-    assert_eq!((feeders[0].name.as_str(), feeders[0].order, feeders[0].len()), ("users", Order::Unique, 2));
-    assert_eq!((feeders[1].name.as_str(), feeders[1].order, feeders[1].len()), ("terms", Order::Sequential, 2));
+    assert_eq!(
+        (feeders[0].name.as_str(), feeders[0].order, feeders[0].len()),
+        ("users", Order::Unique, 2)
+    );
+    assert_eq!(
+        (feeders[1].name.as_str(), feeders[1].order, feeders[1].len()),
+        ("terms", Order::Sequential, 2)
+    );
 
     let stages = vec![
-        Stage { duration: Duration::from_secs(30), target: 50.0 },
-        Stage { duration: Duration::from_secs(60), target: 50.0 },
-        Stage { duration: Duration::from_secs(10), target: 0.0 },
+        Stage {
+            duration: Duration::from_secs(30),
+            target: 50.0,
+        },
+        Stage {
+            duration: Duration::from_secs(60),
+            target: 50.0,
+        },
+        Stage {
+            duration: Duration::from_secs(10),
+            target: 0.0,
+        },
     ];
     assert_eq!(
         plan.load.model,
-        LoadModel::Closed { vus: Profile::staged(5.0, stages), pacing: Some(Duration::from_secs(2)) }
+        LoadModel::Closed {
+            vus: Profile::staged(5.0, stages),
+            pacing: Some(Duration::from_secs(2))
+        }
     );
     assert_eq!(plan.load.duration, Some(Duration::from_secs(120)));
     assert_eq!(plan.load.iterations, Some(1000));
     assert_eq!(plan.load.seed, 9);
     assert_eq!(plan.load.pacing(), Some(Duration::from_secs(2)));
 
-    assert_eq!(plan.steps(), ["login", "GET /items?q={{ terms.term }}", "PUT /v1/items/{{ random_int(1, 9) }}", "cleanup", "GET /items"]);
+    assert_eq!(
+        plan.steps(),
+        [
+            "login",
+            "GET /items?q={{ terms.term }}",
+            "PUT /v1/items/{{ random_int(1, 9) }}",
+            "cleanup",
+            "GET /items"
+        ]
+    );
     let checks = plan.checks();
     for name in [
         "login: status in [200, 201]",
@@ -141,17 +177,40 @@ fn every_option_and_step_kind_parses() {
         "GET /items?q={{ terms.term }}: variables set",
         "cleanup: variables set",
     ] {
-        assert!(checks.iter().any(|c| c == name), "missing check {name:?} in {checks:?}");
+        assert!(
+            checks.iter().any(|c| c == name),
+            "missing check {name:?} in {checks:?}"
+        );
     }
     let users = plan.users();
     assert_eq!(users.steps(), plan.steps());
     let metrics: Vec<Metric> = plan.thresholds.iter().map(|t| t.metric).collect();
-    assert_eq!(metrics, [Metric::Percentile(99.0), Metric::Percentile(95.0), Metric::ErrorRate, Metric::Rate, Metric::Checks, Metric::Max]);
+    assert_eq!(
+        metrics,
+        [
+            Metric::Percentile(99.0),
+            Metric::Percentile(95.0),
+            Metric::ErrorRate,
+            Metric::Rate,
+            Metric::Checks,
+            Metric::Max
+        ]
+    );
     assert_eq!(plan.thresholds[1].scope.as_deref(), Some("login"));
     assert_eq!(plan.thresholds[5].scope.as_deref(), Some("GET /items"));
 
     let text = plan.describe();
-    for part in ["target: https://api.example.test:8443/v1", "shopper (weight 3, 75.0 %)", "pause 1s..3s", "group browse:", "loop 3 times:", "extract token ← json $.token", "closed loop", "users: ", "p99 < 200ms"] {
+    for part in [
+        "target: https://api.example.test:8443/v1",
+        "shopper (weight 3, 75.0 %)",
+        "pause 1s..3s",
+        "group browse:",
+        "loop 3 times:",
+        "extract token ← json $.token",
+        "closed loop",
+        "users: ",
+        "p99 < 200ms",
+    ] {
         assert!(text.contains(part), "describe lacks {part:?}:\n{text}");
     }
 }
@@ -167,21 +226,61 @@ fn open_loop_and_defaults() {
     assert_eq!(
         plan.load.model,
         LoadModel::Open {
-            rate: Profile::staged(20.0, vec![Stage { duration: Duration::from_secs(10), target: 100.0 }]),
+            rate: Profile::staged(
+                20.0,
+                vec![Stage {
+                    duration: Duration::from_secs(10),
+                    target: 100.0
+                }]
+            ),
             max_vus: 300,
             spacing: Spacing::Poisson { seed: 4 },
         }
     );
-    assert!(matches!(plan.load.engine_load(), belier_engine::Load::Open { max_connections: 300, .. }));
+    assert!(matches!(
+        plan.load.engine_load(),
+        belier_engine::Load::Open {
+            max_connections: 300,
+            ..
+        }
+    ));
     assert_eq!(plan.target.url(), "http://127.0.0.1:8080");
     assert!(plan.options.keepalive && plan.options.cookies && !plan.options.http2);
 
-    let plan = common::load("defaults", "target: http://h\nscenarios: [{ steps: [{ path: / }] }]\n", &[]).unwrap();
-    assert_eq!(plan.load.model, LoadModel::Closed { vus: Profile::constant(1.0), pacing: None });
+    let plan = common::load(
+        "defaults",
+        "target: http://h\nscenarios: [{ steps: [{ path: / }] }]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Closed {
+            vus: Profile::constant(1.0),
+            pacing: None
+        }
+    );
     assert_eq!(plan.target.port, 80);
     assert_eq!(plan.steps(), ["GET /"]);
-    let plan = common::load("ramp", "target: http://h\nload: { stages: ['10s:10'] }\nscenarios: [{ steps: [{ path: / }] }]\n", &[]).unwrap();
-    assert_eq!(plan.load.model, LoadModel::Closed { vus: Profile::staged(0.0, vec![Stage { duration: Duration::from_secs(10), target: 10.0 }]), pacing: None });
+    let plan = common::load(
+        "ramp",
+        "target: http://h\nload: { stages: ['10s:10'] }\nscenarios: [{ steps: [{ path: / }] }]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Closed {
+            vus: Profile::staged(
+                0.0,
+                vec![Stage {
+                    duration: Duration::from_secs(10),
+                    target: 10.0
+                }]
+            ),
+            pacing: None
+        }
+    );
 }
 
 /// Each malformed plan gives `plan.yaml:LINE:COL: message`.
@@ -230,11 +329,22 @@ fn malformed_plans_are_located() {
         };
         assert!(err.contains("plan.yaml:"), "{name}: {err}");
         let after = err.split_once("plan.yaml:").map(|(_, r)| r).unwrap_or("");
-        assert!(after.starts_with(want) || (want.starts_with("YAML") && after.contains(want)), "{name}: got `{err}`, want `{want}`");
+        assert!(
+            after.starts_with(want) || (want.starts_with("YAML") && after.contains(want)),
+            "{name}: got `{err}`, want `{want}`"
+        );
         // Every message starts with line:col.
         let mut parts = after.splitn(3, ':');
-        let line: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("{name}: {err}"));
-        let col: usize = parts.next().unwrap().parse().unwrap_or_else(|_| panic!("{name}: {err}"));
+        let line: usize = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
+        let col: usize = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
         assert!(line >= 1 && col >= 1, "{name}: {err}");
     }
 }
@@ -242,32 +352,65 @@ fn malformed_plans_are_located() {
 #[test]
 fn bad_targets() {
     for (target, want) in [
-        ("ftp://h", "1:9: expected an http or https URL, found scheme `ftp`"),
-        ("http://h/?q=1", "1:9: the target URL is a base: no query or fragment"),
+        (
+            "ftp://h",
+            "1:9: expected an http or https URL, found scheme `ftp`",
+        ),
+        (
+            "http://h/?q=1",
+            "1:9: the target URL is a base: no query or fragment",
+        ),
         ("not a url", "1:9: expected a base URL"),
     ] {
         let text = format!("target: {target}\nscenarios: [{{ steps: [{{ get: / }}] }}]\n");
-        let err = common::load("bad-target", &text, &[]).unwrap_err().to_string();
-        assert!(err.split_once("plan.yaml:").unwrap().1.starts_with(want), "{err}");
+        let err = common::load("bad-target", &text, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.split_once("plan.yaml:").unwrap().1.starts_with(want),
+            "{err}"
+        );
     }
-    let err = common::load("no-target", "scenarios: []\n", &[]).unwrap_err().to_string();
-    assert!(err.ends_with("plan.yaml:1:1: expected `target: URL` (e.g. `target: http://127.0.0.1:8080`)"), "{err}");
+    let err = common::load("no-target", "scenarios: []\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with(
+            "plan.yaml:1:1: expected `target: URL` (e.g. `target: http://127.0.0.1:8080`)"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn data_file_errors_name_the_data_file_and_line() {
-    let plan = "target: http://h\ndata: { users: users.csv }\nscenarios: [{ steps: [{ get: / }] }]\n";
-    let err = common::load("bad-csv", plan, &[("users.csv", "email,pass\na,b\nc\n")]).unwrap_err().to_string();
+    let plan =
+        "target: http://h\ndata: { users: users.csv }\nscenarios: [{ steps: [{ get: / }] }]\n";
+    let err = common::load("bad-csv", plan, &[("users.csv", "email,pass\na,b\nc\n")])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("users.csv:3:1: expected 2 fields"), "{err}");
     let plan = "target: http://h\ndata: { t: t.jsonl }\nscenarios: [{ steps: [{ get: / }] }]\n";
-    let err = common::load("bad-jsonl", plan, &[("t.jsonl", "{\"a\": 1}\nnope\n")]).unwrap_err().to_string();
+    let err = common::load("bad-jsonl", plan, &[("t.jsonl", "{\"a\": 1}\nnope\n")])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("t.jsonl:2:"), "{err}");
-    let err = common::load("no-rows", "target: http://h\ndata: { t: t.csv }\nscenarios: [{ steps: [{ get: / }] }]\n", &[("t.csv", "a,b\n")]).unwrap_err().to_string();
+    let err = common::load(
+        "no-rows",
+        "target: http://h\ndata: { t: t.csv }\nscenarios: [{ steps: [{ get: / }] }]\n",
+        &[("t.csv", "a,b\n")],
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("t.csv:1:1: data `t` has no rows"), "{err}");
 }
 
 #[test]
 fn unreadable_plan_is_an_error() {
     let err = belier_scenario::load(std::path::Path::new("/nonexistent/plan.yaml")).unwrap_err();
-    assert!(err.to_string().starts_with("/nonexistent/plan.yaml:1:1: cannot read the plan"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/plan.yaml:1:1: cannot read the plan"),
+        "{err}"
+    );
 }

@@ -15,7 +15,11 @@ pub fn dir(test: &str) -> PathBuf {
 }
 
 /// Writes `files` into a fresh directory, then loads `plan.yaml` from it.
-pub fn load(test: &str, plan: &str, files: &[(&str, &str)]) -> Result<belier_scenario::Plan, belier_scenario::PlanError> {
+pub fn load(
+    test: &str,
+    plan: &str,
+    files: &[(&str, &str)],
+) -> Result<belier_scenario::Plan, belier_scenario::PlanError> {
     let dir = dir(test);
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
