@@ -132,7 +132,7 @@ impl Plan {
                             Body::None => "",
                             Body::Text(_) => " [body]",
                             Body::Json(_) => " [json]",
-                            Body::Bytes(_) => " [body file]",
+                            Body::Bytes(_, label) => label,
                         };
                         let _ = writeln!(
                             out,

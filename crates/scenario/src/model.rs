@@ -150,8 +150,9 @@ pub(crate) enum Body {
     None,
     Text(Template),
     Json(JsonTemplate),
-    /// From `body_file`, sent as is.
-    Bytes(Arc<[u8]>),
+    /// Bytes fixed at load time: a `body_file` (sent as is), or a `json` body without
+    /// templates (serialised once); the label says which, for `describe`.
+    Bytes(Arc<[u8]>, &'static str),
 }
 
 /// A JSON body whose strings are templates.

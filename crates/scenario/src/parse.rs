@@ -307,9 +307,7 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
-            let text = rd.str(item, "a threshold such as `p99 < 200ms`")?;
-            let t =
-                Threshold::parse(text).map_err(|(offset, m)| rd.err_at(pos_in(item, offset), m))?;
+            let t = threshold(rd, item)?;
             if let Some(step) = &t.scope {
                 if !c.steps.contains(step) {
                     let names: Vec<&str> = c.steps.iter().map(String::as_str).collect();
@@ -344,6 +342,28 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
         variables,
         program: Arc::new(program),
     })
+}
+
+/// A threshold: `"p99 < 200ms"`, `"login: p99 < 300ms"`, or, as YAML reads an unquoted
+/// `- login: p99 < 300ms`, a one-entry mapping from step to expression.
+fn threshold(rd: Reader<'_>, item: &Node) -> Result<Threshold> {
+    if let Kind::Map(entries) = &item.kind {
+        if let [(step, expr)] = entries.as_slice() {
+            let step_text = rd.str(step, "a step name")?;
+            let expr_text = rd.str(expr, "a threshold such as `p99 < 200ms`")?;
+            let text = format!("{step_text}: {expr_text}");
+            let prefix = step_text.len() + 2;
+            return Threshold::parse(&text).map_err(|(offset, m)| {
+                let pos = match offset.checked_sub(prefix) {
+                    Some(o) => pos_in(expr, o),
+                    None => pos_in(step, offset),
+                };
+                rd.err_at(pos, m)
+            });
+        }
+    }
+    let text = rd.str(item, "a threshold such as `p99 < 200ms`")?;
+    Threshold::parse(text).map_err(|(offset, m)| rd.err_at(pos_in(item, offset), m))
 }
 
 fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> {

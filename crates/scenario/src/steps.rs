@@ -364,7 +364,12 @@ fn request(
         {
             headers.push(("Content-Type".into(), Template::literal("application/json")));
         }
-        Body::Json(json_template(c, n, defined, feeders)?)
+        let json = json_template(c, n, defined, feeders)?;
+        match fixed_json(&json) {
+            // No template inside: serialise once rather than per request.
+            Some(value) => Body::Bytes(Arc::from(value.to_string().into_bytes()), " [json]"),
+            None => Body::Json(json),
+        }
     } else if let Some(n) = f.get("body_file") {
         let path = c.relative(rd.str(n, "a body file path")?);
         let bytes = std::fs::read(&path).map_err(|e| {
@@ -373,7 +378,7 @@ fn request(
                 format!("cannot read body file `{}`: {e}", path.display()),
             )
         })?;
-        Body::Bytes(Arc::from(bytes))
+        Body::Bytes(Arc::from(bytes), " [body file]")
     } else {
         Body::None
     };
@@ -386,7 +391,7 @@ fn request(
         match &body {
             Body::Text(t) => slots.extend(t.vars()),
             Body::Json(j) => json_vars(j, &mut slots),
-            Body::None | Body::Bytes(_) => {}
+            Body::None | Body::Bytes(..) => {}
         }
         slots
             .iter()
@@ -457,6 +462,24 @@ fn request(
         keep_body,
     });
     Ok(c.requests.len() - 1)
+}
+
+/// The value of a JSON body with no template inside.
+fn fixed_json(j: &JsonTemplate) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    Some(match j {
+        JsonTemplate::Fixed(v) => v.clone(),
+        JsonTemplate::Text(_) => return None,
+        JsonTemplate::Array(items) => {
+            Value::Array(items.iter().map(fixed_json).collect::<Option<_>>()?)
+        }
+        JsonTemplate::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| Some((k.clone(), fixed_json(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
 }
 
 fn json_vars(j: &JsonTemplate, out: &mut Vec<usize>) {

@@ -201,7 +201,7 @@ impl VirtualUser {
         }
         let body = match &request.body {
             Body::None => Vec::new(),
-            Body::Bytes(bytes) => bytes.to_vec(),
+            Body::Bytes(bytes, _) => bytes.to_vec(),
             Body::Text(t) => {
                 let mut text = String::new();
                 missing |= t.render(&mut env, &mut text).is_err();

@@ -82,6 +82,7 @@ thresholds:
   - rate > 900/s
   - checks > 99%
   - "GET /items: max < 2s"
+  - login: requests >= 1
 "#;
 
 fn full_files() -> Vec<(&'static str, &'static str)> {
@@ -193,11 +194,13 @@ fn every_option_and_step_kind_parses() {
             Metric::ErrorRate,
             Metric::Rate,
             Metric::Checks,
-            Metric::Max
+            Metric::Max,
+            Metric::Requests
         ]
     );
     assert_eq!(plan.thresholds[1].scope.as_deref(), Some("login"));
     assert_eq!(plan.thresholds[5].scope.as_deref(), Some("GET /items"));
+    assert_eq!(plan.thresholds[6].expression, "login: requests >= 1");
 
     let text = plan.describe();
     for part in [
@@ -296,6 +299,7 @@ fn malformed_plans_are_located() {
         ("bad-duration", "timeout: 5 parsecs\nscenarios: [{ steps: [{ get: / }] }]\n", "2:10: expected timeout (a duration such as `250ms`, `2s`, `1m30s`), found `5 parsecs`: unknown unit `parsecs` (use us, ms, s, m or h)"),
         ("bad-pause", "scenarios:\n  - steps:\n      - pause: 3s..1s\n", "4:16: pause range `3s..1s`: the low end is above the high end"),
         ("bad-threshold", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - p99 < 200\n", "4:11: `200`: a latency needs a unit, e.g. `200ms` or `1s`"),
+        ("bad-scoped-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds:\n  - login: p99 < 1x\n", "4:18: expected a latency such as `200ms`, found `1x`"),
         ("bad-metric", "scenarios: [{ steps: [{ get: / }] }]\nthresholds: [\"q99 < 1s\"]\n", "3:15: unknown metric `q99`"),
         ("unknown-step-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds: ['logn: p99 < 1s']\n", "3:14: unknown step `logn` in threshold; did you mean `login`?"),
         ("undefined-var", "scenarios:\n  - steps:\n      - get: /a/{{ tokn }}\n", "4:17: undefined variable `tokn`: not in `variables`, not extracted by an earlier step"),
