@@ -418,3 +418,61 @@ fn unreadable_plan_is_an_error() {
         "{err}"
     );
 }
+
+/// The complete example at the top of PLAN.md parses, and means what the text says.
+#[test]
+fn the_documented_example_parses() {
+    let doc = include_str!("../PLAN.md");
+    let example = doc
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("PLAN.md starts with a yaml example");
+    let plan = common::load(
+        "doc",
+        example,
+        &[("users.csv", "email,name\nann@x.test,Ann\n")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps(), ["login", "item", "GET /items"]);
+    assert_eq!(plan.target.base_path, "/api");
+    assert_eq!(plan.thresholds.len(), 3);
+    assert_eq!(plan.load.duration, Some(Duration::from_secs(60)));
+}
+
+/// The `load:` and `data:` examples of PLAN.md parse too.
+#[test]
+fn the_documented_fragments_parse() {
+    let doc = include_str!("../PLAN.md");
+    let mut seen = 0;
+    for block in doc
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+    {
+        if !(block.starts_with("load:")
+            || block.starts_with("data:")
+            || block.starts_with("thresholds:"))
+        {
+            continue;
+        }
+        let steps = "scenarios: [{ steps: [{ get: '/{{ users.email }}', name: login }, { get: '/{{ terms.term }}' }] }]\n";
+        let data = if block.starts_with("data:") {
+            ""
+        } else {
+            "data: { users: users.csv, terms: terms.jsonl }\n"
+        };
+        let text = format!("target: http://127.0.0.1:8080\n{data}{block}{steps}");
+        common::load(
+            "fragments",
+            &text,
+            &[
+                ("users.csv", "email\na\n"),
+                ("terms.jsonl", "{\"term\": \"x\"}\n"),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        seen += 1;
+    }
+    assert_eq!(seen, 4, "closed and open load, data, thresholds");
+}
