@@ -435,20 +435,13 @@ fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
             .map(|n| rd.str(n, "a file path").map(|p| c.relative(p)))
             .transpose()
     };
-    let headers = c
-        .default_headers
-        .iter()
-        .zip(top.get("headers").map_or(Vec::new(), |n| {
-            rd.map(n, "headers", &[])
-                .map(|f| {
-                    f.iter()
-                        .map(|(_, _, v)| v.scalar().unwrap_or("").to_string())
-                        .collect()
-                })
-                .unwrap_or_default()
-        }))
-        .map(|((name, _), raw)| (name.clone(), raw))
-        .collect();
+    // The headers as written (their templates were compiled, and checked, before).
+    let mut headers = Vec::new();
+    if let Some(n) = top.get("headers") {
+        for (name, _, value) in rd.map(n, "headers", &[])?.iter() {
+            headers.push((name.to_string(), value.scalar().unwrap_or("").to_string()));
+        }
+    }
     let cert = file("cert")?;
     let key = file("key")?;
     if cert.is_some() != key.is_some() {
