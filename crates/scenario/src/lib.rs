@@ -55,8 +55,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan, PlanError> {
 }
 
 impl Plan {
-    /// A fresh set of virtual users for one run (feeders' shared cursors start over).
+    /// A fresh set of virtual users for one run (feeders' shared cursors start over). The
+    /// users follow [`Options::cookies`] and [`LoadPlan::seed`] as they are now, so a caller
+    /// may override them first.
     pub fn users(&self) -> Arc<PlanUsers> {
-        Arc::new(PlanUsers::new(Arc::clone(&self.program)))
+        Arc::new(PlanUsers::new(
+            Arc::clone(&self.program),
+            self.options.cookies,
+            self.load.seed,
+        ))
     }
 }

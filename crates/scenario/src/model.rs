@@ -219,7 +219,7 @@ pub(crate) struct Scenario {
 }
 
 /// Everything users need, shared by all of them.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Program {
     pub steps: Vec<String>,
     pub checks: Vec<String>,
@@ -228,8 +228,6 @@ pub(crate) struct Program {
     /// Initial values of the variable slots (plan variables; extracted ones start unset).
     pub initial: Vec<Option<String>>,
     pub feeders: Vec<Feeder>,
-    pub cookies: bool,
-    pub seed: u64,
 }
 
 /// A loaded plan.
@@ -264,5 +262,25 @@ impl Plan {
     /// Check names.
     pub fn checks(&self) -> &[String] {
         &self.program.checks
+    }
+
+    /// Sends header `name: value` (a literal) with every request, replacing any header of the
+    /// same name the plan sets: for a command line's `-H` given on top of a plan.
+    pub fn set_header(&mut self, name: &str, value: &str) {
+        self.options
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.options
+            .headers
+            .push((name.to_string(), value.to_string()));
+        let program = Arc::make_mut(&mut self.program);
+        for request in &mut program.requests {
+            request
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            request
+                .headers
+                .push((name.to_string(), Template::literal(value)));
+        }
     }
 }

@@ -330,8 +330,6 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
         scenarios,
         initial: c.initial,
         feeders: c.feeders,
-        cookies: options.cookies,
-        seed: load.seed,
     };
     Ok(Plan {
         file: file.to_path_buf(),

@@ -35,6 +35,10 @@ struct Shared {
     cursors: Vec<AtomicUsize>,
     /// Users stopped for lack of rows, by feeder.
     stopped: Vec<AtomicU64>,
+    /// Keep a cookie jar per user.
+    cookies: bool,
+    /// Seed of the users' generators.
+    seed: u64,
 }
 
 /// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
@@ -44,13 +48,15 @@ pub struct PlanUsers {
 }
 
 impl PlanUsers {
-    pub(crate) fn new(program: Arc<Program>) -> Self {
+    pub(crate) fn new(program: Arc<Program>, cookies: bool, seed: u64) -> Self {
         let n = program.feeders.len();
         PlanUsers {
             shared: Arc::new(Shared {
                 program,
                 cursors: (0..n).map(|_| AtomicUsize::new(0)).collect(),
                 stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
+                cookies,
+                seed,
             }),
         }
     }
@@ -88,7 +94,7 @@ impl Users for PlanUsers {
     fn user(&self, vu: u64) -> Box<dyn User> {
         let program = &self.shared.program;
         // Seeds spread by a large odd constant so neighbouring users' sequences differ.
-        let seed = program.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let seed = self.shared.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Box::new(VirtualUser {
             shared: Arc::clone(&self.shared),
             vu,
@@ -212,7 +218,7 @@ impl VirtualUser {
                 serde_json::to_vec(&value).unwrap_or_default()
             }
         };
-        if program.cookies {
+        if shared.cookies {
             if let Some(cookies) = self.jar.header(&path, SystemTime::now()) {
                 match headers
                     .iter_mut()
@@ -353,7 +359,7 @@ impl User for VirtualUser {
         let shared = Arc::clone(&self.shared);
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
-        if shared.program.cookies {
+        if shared.cookies {
             for (name, value) in reply.headers() {
                 if name.eq_ignore_ascii_case("set-cookie") {
                     self.jar

@@ -222,6 +222,20 @@ fn weights_split_three_to_one() {
             .collect::<Vec<_>>()
     };
     assert_eq!(picks(5), picks(5));
+    // Another seed, other choices.
+    let mut reseeded = plan.clone();
+    reseeded.load.seed = 99;
+    let other = reseeded.users();
+    let mut user = other.user(5);
+    let again: Vec<String> = (0..20)
+        .map(|_| {
+            let p = send(user.as_mut()).path_and_query;
+            ok(user.as_mut());
+            user.next();
+            p
+        })
+        .collect();
+    assert_ne!(again, picks(5));
 }
 
 const FEEDERS: &str = r#"
@@ -488,4 +502,25 @@ scenarios:
     let file = send(user.as_mut());
     assert_eq!(file.body, b"raw {{ not a template }}");
     assert_eq!(file.timeout, None);
+
+    // A command line's header replaces the plan's, on every step.
+    let mut plan = plan;
+    plan.set_header("x-vu", "fixed");
+    plan.set_header("User-Agent", "cli");
+    let users = plan.users();
+    let mut user = users.user(4);
+    let out = send(user.as_mut());
+    assert_eq!(header(&out, "X-Vu"), Some("fixed"));
+    assert_eq!(header(&out, "User-Agent"), Some("cli"));
+    assert_eq!(
+        out.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("user-agent"))
+            .count(),
+        1
+    );
+    assert!(plan
+        .options
+        .headers
+        .contains(&("x-vu".to_string(), "fixed".to_string())));
 }
