@@ -101,14 +101,15 @@ impl<'p> Compiler<'p> {
         feeders_used: &mut Vec<usize>,
     ) -> Result<Template> {
         let text = self.rd.str(node, what)?;
-        self.template_text(node, text, defined, feeders_used)
+        self.template_text(node, text, 0, defined, feeders_used)
     }
 
-    /// [`Compiler::template`] on a part of a node's text.
+    /// [`Compiler::template`] on the part of a node's text that starts at byte `start`.
     pub fn template_text(
         &self,
         node: &Node,
         text: &str,
+        start: usize,
         defined: &HashSet<usize>,
         feeders_used: &mut Vec<usize>,
     ) -> Result<Template> {
@@ -158,7 +159,7 @@ impl<'p> Compiler<'p> {
             }
         };
         let compiled = Template::compile(text, &mut resolve)
-            .map_err(|(offset, m)| self.rd.err_at(pos_in(node, offset), m))?;
+            .map_err(|(offset, m)| self.rd.err_at(pos_in(node, start + offset), m))?;
         for f in compiled.feeders() {
             if !feeders_used.contains(&f) {
                 feeders_used.push(f);

@@ -12,7 +12,7 @@ use serde_json_path::JsonPath;
 use crate::check::{self, Check};
 use crate::error::Result;
 use crate::extract::{Extraction, Source};
-use crate::model::{Body, JsonTemplate, Op, Request, Scenario};
+use crate::model::{Body, JsonTemplate, Op, Request, Scenario, Scheme};
 use crate::parse::{is_token_byte, Compiler};
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
@@ -277,12 +277,11 @@ fn url_path<'t>(c: &Compiler<'_>, node: &Node, text: &'t str) -> Result<&'t str>
     }
     let parsed = url::Url::parse(&format!("{origin}/"))
         .map_err(|e| rd.err(node, format!("bad URL `{origin}`: {e}")))?;
-    let same = parsed.scheme()
-        == if c.target.url().starts_with("https") {
-            "https"
-        } else {
-            "http"
-        }
+    let scheme = match c.target.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let same = parsed.scheme() == scheme
         && parsed
             .host_str()
             .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
@@ -322,16 +321,9 @@ fn request(
         (raw, c.target.base_path.as_str())
     };
     let offset = raw.len() - path_text.len();
-    let path = if path_text == "/" && raw.len() == offset {
-        Template::literal("/")
-    } else {
-        c.template_text(path_node, path_text, defined, feeders)
-            .map_err(|mut e| {
-                e.pos.col += offset;
-                e
-            })?
-    };
-    let path = path.with_prefix(prefix);
+    let path = c
+        .template_text(path_node, path_text, offset, defined, feeders)?
+        .with_prefix(prefix);
     let name = match f.get("name") {
         Some(n) => rd.str(n, "a step name")?.to_string(),
         None => format!("{method} {path_text}"),

@@ -460,3 +460,41 @@ pub(crate) fn shown(node: &Node) -> String {
         None => node.describe().to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_are_close_keys_only() {
+        let keys = ["pause", "path", "thresholds", "timeout"];
+        assert_eq!(closest("pauze", &keys), Some("pause"));
+        assert_eq!(closest("threshold", &keys), Some("thresholds"));
+        assert_eq!(closest("timout", &keys), Some("timeout"));
+        assert_eq!(closest("zebra", &keys), None);
+    }
+
+    #[test]
+    fn nodes_know_where_they_start() {
+        let root = parse("a: 1\nb:\n  - x\n  - { c: 'q' }\n", Path::new("p.yaml")).unwrap();
+        let Kind::Map(entries) = &root.kind else {
+            panic!("{root:?}")
+        };
+        assert_eq!((root.pos.line, root.pos.col), (1, 1));
+        let (b, list) = &entries[1];
+        assert_eq!((b.pos.line, b.pos.col), (2, 1));
+        let Kind::Seq(items) = &list.kind else {
+            panic!("{list:?}")
+        };
+        assert_eq!((items[0].pos.line, items[0].pos.col), (3, 5));
+        assert_eq!((items[1].pos.line, items[1].pos.col), (4, 5));
+        assert_eq!(items[1].to_json(), serde_json::json!({"c": "q"}));
+        let err = parse("a: [1\n", Path::new("p.yaml")).unwrap_err();
+        assert!(
+            err.to_string().starts_with("p.yaml:2:1: YAML syntax"),
+            "{err}"
+        );
+        let err = parse("a: 1\n---\nb: 2\n", Path::new("p.yaml")).unwrap_err();
+        assert!(err.to_string().contains("one YAML document"), "{err}");
+    }
+}

@@ -310,6 +310,8 @@ fn malformed_plans_are_located() {
         ("unknown-column", "data: { users: users.csv }\nscenarios: [{ steps: [{ get: '/{{ users.mail }}' }] }]\n", "3:32: data `users` has no column `mail` (its columns: email, password)"),
         ("bad-template", "scenarios: [{ steps: [{ get: '/{{ random_int(5, 1) }}' }] }]\n", "2:32: random_int(5, 1): the low bound is above the high one"),
         ("unclosed-template", "scenarios: [{ steps: [{ get: '/{{ x' }] }]\n", "2:32: `{{` without a closing `}}`"),
+        ("url-template", "scenarios: [{ steps: [{ url: 'http://127.0.0.1:8080/a/{{ nope }}' }] }]\n", "2:55: undefined variable `nope`"),
+        ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
         ("other-origin", "scenarios: [{ steps: [{ url: 'http://evil.test/x' }] }]\n", "2:30: `http://evil.test` is not the target's origin"),
         ("no-path", "scenarios: [{ steps: [{ name: x }] }]\n", "2:23: expected a step: a request"),
         ("relative-path", "scenarios: [{ steps: [{ get: items }] }]\n", "2:30: expected a path starting with `/`"),
