@@ -97,15 +97,17 @@ impl Users for PlanUsers {
         let seed = self.shared.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Box::new(VirtualUser {
             shared: Arc::clone(&self.shared),
-            vu,
-            rng: fastrand::Rng::with_seed(seed),
-            vars: program.initial.clone(),
-            jar: Jar::default(),
-            rows: vec![None; program.feeders.len()],
-            draws: vec![0; program.feeders.len()],
-            iteration: 0,
-            state: State::Idle,
-            pending: None,
+            local: Local {
+                vu,
+                rng: fastrand::Rng::with_seed(seed),
+                vars: program.initial.clone(),
+                jar: Jar::default(),
+                rows: vec![None; program.feeders.len()],
+                draws: vec![0; program.feeders.len()],
+                iteration: 0,
+                state: State::Idle,
+                pending: None,
+            },
         })
     }
 }
@@ -134,8 +136,16 @@ struct Pending {
     missing_var: bool,
 }
 
+/// A virtual user: the run's shared plan, and its own state.
 struct VirtualUser {
+    /// Read-only during the run; borrowed (never cloned) per call, so the reference count's
+    /// cache line is not bounced between worker threads on every request.
     shared: Arc<Shared>,
+    local: Local,
+}
+
+/// What belongs to one user.
+struct Local {
     vu: u64,
     rng: fastrand::Rng,
     vars: Vec<Option<String>>,
@@ -148,10 +158,9 @@ struct VirtualUser {
     pending: Option<Pending>,
 }
 
-impl VirtualUser {
+impl Local {
     /// Starts an iteration: picks a scenario by weight and draws its data rows.
-    fn start_iteration(&mut self) -> Option<usize> {
-        let shared = Arc::clone(&self.shared);
+    fn start_iteration(&mut self, shared: &Shared) -> Option<usize> {
         let program = &shared.program;
         let total: u64 = program.scenarios.iter().map(|s| s.weight).sum();
         let mut pick = self.rng.u64(0..total.max(1));
@@ -179,8 +188,7 @@ impl VirtualUser {
         Some(scenario)
     }
 
-    fn render(&mut self, index: usize) -> Outgoing {
-        let shared = Arc::clone(&self.shared);
+    fn render(&mut self, shared: &Shared, index: usize) -> Outgoing {
         let program = &shared.program;
         let request = &program.requests[index];
         let mut env = Env {
@@ -249,8 +257,8 @@ impl VirtualUser {
     }
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
-    fn conclude(&mut self, request: usize, failed: bool) -> Verdict {
-        if failed && self.shared.program.requests[request].abort_on_fail {
+    fn conclude(&mut self, shared: &Shared, request: usize, failed: bool) -> Verdict {
+        if failed && shared.program.requests[request].abort_on_fail {
             if let State::Running { abort, .. } = &mut self.state {
                 *abort = true;
             }
@@ -282,12 +290,25 @@ fn render_json(j: &JsonTemplate, env: &mut Env<'_>, missing: &mut bool) -> serde
 
 impl User for VirtualUser {
     fn next(&mut self) -> Action {
-        let shared = Arc::clone(&self.shared);
+        self.local.next(&self.shared)
+    }
+
+    fn reply(&mut self, reply: &Reply<'_>, tally: &mut dyn FnMut(usize, bool)) -> Verdict {
+        self.local.reply(&self.shared, reply, tally)
+    }
+
+    fn failed(&mut self, _kind: ErrorKind) -> Verdict {
+        self.local.failed(&self.shared)
+    }
+}
+
+impl Local {
+    fn next(&mut self, shared: &Shared) -> Action {
         let program = &shared.program;
         for _ in 0..MAX_OPS_PER_ACTION {
             match &mut self.state {
                 State::Stopped => return Action::Stop,
-                State::Idle => match self.start_iteration() {
+                State::Idle => match self.start_iteration(shared) {
                     Some(scenario) => {
                         self.state = State::Running {
                             scenario,
@@ -315,7 +336,7 @@ impl User for VirtualUser {
                     };
                     *pc += 1;
                     match op {
-                        Op::Request(index) => return Action::Send(self.render(*index)),
+                        Op::Request(index) => return Action::Send(self.render(shared, *index)),
                         Op::Pause(min, max) => {
                             let d = if min == max {
                                 *min
@@ -352,11 +373,15 @@ impl User for VirtualUser {
         Action::EndIteration
     }
 
-    fn reply(&mut self, reply: &Reply<'_>, tally: &mut dyn FnMut(usize, bool)) -> Verdict {
+    fn reply(
+        &mut self,
+        shared: &Shared,
+        reply: &Reply<'_>,
+        tally: &mut dyn FnMut(usize, bool),
+    ) -> Verdict {
         let Some(pending) = self.pending.take() else {
             return Verdict { failed: true };
         };
-        let shared = Arc::clone(&self.shared);
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
         if shared.cookies {
@@ -386,12 +411,12 @@ impl User for VirtualUser {
                 None => failed = true,
             }
         }
-        self.conclude(pending.request, failed)
+        self.conclude(shared, pending.request, failed)
     }
 
-    fn failed(&mut self, _kind: ErrorKind) -> Verdict {
+    fn failed(&mut self, shared: &Shared) -> Verdict {
         match self.pending.take() {
-            Some(pending) => self.conclude(pending.request, true),
+            Some(pending) => self.conclude(shared, pending.request, true),
             None => Verdict { failed: true },
         }
     }
