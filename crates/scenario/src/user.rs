@@ -119,8 +119,8 @@ enum State {
     Running {
         scenario: usize,
         pc: usize,
-        /// Open loops: (their `LoopStart` op, passes left).
-        loops: Vec<(usize, u64)>,
+        /// Passes left of each loop being run, innermost last.
+        loops: Vec<u64>,
         /// A failed step with `abort_on_fail`: end the iteration at the next `next`.
         abort: bool,
     },
@@ -350,11 +350,11 @@ impl Local {
                             if *count == 0 {
                                 *pc = end + 1;
                             } else {
-                                loops.push((*pc - 1, *count));
+                                loops.push(*count);
                             }
                         }
                         Op::LoopEnd { start } => {
-                            if let Some((_, left)) = loops.last_mut() {
+                            if let Some(left) = loops.last_mut() {
                                 *left -= 1;
                                 if *left > 0 {
                                     *pc = start + 1;
