@@ -183,8 +183,9 @@ fn every_option_and_step_kind_parses() {
             "missing check {name:?} in {checks:?}"
         );
     }
-    let users = plan.users();
+    let users: std::sync::Arc<dyn Users> = plan.users();
     assert_eq!(users.steps(), plan.steps());
+    assert_eq!(users.checks(), plan.checks());
     let metrics: Vec<Metric> = plan.thresholds.iter().map(|t| t.metric).collect();
     assert_eq!(
         metrics,
