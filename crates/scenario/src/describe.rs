@@ -1,0 +1,198 @@
+//! The resolved plan as indented text, for `belier check`.
+
+use std::fmt::Write;
+
+use crate::duration::show;
+use crate::model::{Body, LoadModel, Op, Plan};
+use belier_engine::Spacing;
+
+fn profile(p: &belier_engine::Profile, unit: &str) -> String {
+    if p.stages().is_empty() {
+        return format!("{} {unit}", p.start());
+    }
+    let stages: Vec<String> = p
+        .stages()
+        .iter()
+        .map(|s| format!("{} → {}", show(s.duration), s.target))
+        .collect();
+    format!("from {} {unit}: {}", p.start(), stages.join(", "))
+}
+
+impl Plan {
+    /// The plan as resolved: target, options, data, load, scenarios with their steps,
+    /// checks and extractions, statistics rows and thresholds.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let p = &self.program;
+        let o = &self.options;
+        let _ = writeln!(out, "plan: {}", self.file.display());
+        let _ = writeln!(out, "target: {}", self.target.url());
+        let on = |b: bool| if b { "on" } else { "off" };
+        let _ = writeln!(
+            out,
+            "options: timeout {}, keepalive {}, cookies {}, http2 {}{}",
+            o.timeout.map_or("default".into(), show),
+            on(o.keepalive),
+            on(o.cookies),
+            on(o.http2),
+            o.max_streams
+                .map_or(String::new(), |m| format!(" ({m} streams)")),
+        );
+        if o.insecure || o.cacert.is_some() || o.cert.is_some() || o.sni.is_some() {
+            let _ = writeln!(
+                out,
+                "tls: insecure {}, cacert {}, cert {}, key {}, sni {}",
+                on(o.insecure),
+                o.cacert
+                    .as_ref()
+                    .map_or("-".into(), |p| p.display().to_string()),
+                o.cert
+                    .as_ref()
+                    .map_or("-".into(), |p| p.display().to_string()),
+                o.key
+                    .as_ref()
+                    .map_or("-".into(), |p| p.display().to_string()),
+                o.sni.as_deref().unwrap_or("-"),
+            );
+        }
+        if !o.headers.is_empty() {
+            let _ = writeln!(out, "headers:");
+            for (n, v) in &o.headers {
+                let _ = writeln!(out, "  {n}: {v}");
+            }
+        }
+        if !self.variables.is_empty() {
+            let _ = writeln!(out, "variables:");
+            for (n, v) in &self.variables {
+                let _ = writeln!(out, "  {n}: {v}");
+            }
+        }
+        if !p.feeders.is_empty() {
+            let _ = writeln!(out, "data:");
+            for f in &p.feeders {
+                let _ = writeln!(
+                    out,
+                    "  {}: {} ({} rows; columns {}; order {})",
+                    f.name,
+                    f.file.display(),
+                    f.len(),
+                    f.columns().join(", "),
+                    f.order.name()
+                );
+            }
+        }
+        let l = &self.load;
+        let model = match &l.model {
+            LoadModel::Closed { vus, pacing } => format!(
+                "closed loop, {}{}",
+                profile(vus, "users"),
+                pacing.map_or(String::new(), |d| format!(
+                    ", one iteration every {} per user",
+                    show(d)
+                ))
+            ),
+            LoadModel::Open {
+                rate,
+                max_vus,
+                spacing,
+            } => format!(
+                "open loop, {}, at most {max_vus} users, {} arrivals",
+                profile(rate, "iterations/s"),
+                match spacing {
+                    Spacing::Even => "even".to_string(),
+                    Spacing::Poisson { seed } => format!("poisson (seed {seed})"),
+                }
+            ),
+        };
+        let _ = writeln!(out, "load: {model}");
+        if let Some(d) = l.duration {
+            let _ = writeln!(out, "  duration: {}", show(d));
+        }
+        if let Some(n) = l.iterations {
+            let _ = writeln!(out, "  iterations: {n}");
+        }
+        let _ = writeln!(out, "  seed: {}", l.seed);
+        let total: u64 = p.scenarios.iter().map(|s| s.weight).sum();
+        let _ = writeln!(out, "scenarios:");
+        for s in &p.scenarios {
+            let _ = writeln!(
+                out,
+                "  {} (weight {}, {:.1} %):",
+                s.name,
+                s.weight,
+                100.0 * s.weight as f64 / total.max(1) as f64
+            );
+            let mut depth = 2;
+            for op in &s.ops {
+                let pad = "  ".repeat(depth);
+                match op {
+                    Op::Request(i) => {
+                        let r = &p.requests[*i];
+                        let body = match &r.body {
+                            Body::None => "",
+                            Body::Text(_) => " [body]",
+                            Body::Json(_) => " [json]",
+                            Body::Bytes(_, label) => label,
+                        };
+                        let _ = writeln!(
+                            out,
+                            "{pad}- {} {}  → row `{}`{body}",
+                            r.method, r.path_text, r.name
+                        );
+                        for (n, _) in r.headers.iter() {
+                            if !o.headers.iter().any(|(d, _)| d == n) {
+                                let _ = writeln!(out, "{pad}    header {n}");
+                            }
+                        }
+                        for e in &r.extract {
+                            let _ = writeln!(
+                                out,
+                                "{pad}    extract {} ← {}",
+                                e.name,
+                                e.source.describe()
+                            );
+                        }
+                        for c in &r.checks {
+                            let _ = writeln!(out, "{pad}    check {}", p.checks[c.index]);
+                        }
+                        if !r.status_checked {
+                            let _ = writeln!(out, "{pad}    fails on status ≥ 400");
+                        }
+                        if let Some(t) = r.timeout {
+                            let _ = writeln!(out, "{pad}    timeout {}", show(t));
+                        }
+                        if r.abort_on_fail {
+                            let _ = writeln!(
+                                out,
+                                "{pad}    abort_on_fail: a failure ends the iteration"
+                            );
+                        }
+                    }
+                    Op::Pause(a, b) if a == b => {
+                        let _ = writeln!(out, "{pad}- pause {}", show(*a));
+                    }
+                    Op::Pause(a, b) => {
+                        let _ = writeln!(out, "{pad}- pause {}..{} (uniform)", show(*a), show(*b));
+                    }
+                    Op::LoopStart { count, .. } => {
+                        let _ = writeln!(out, "{pad}- loop {count} times:");
+                        depth += 1;
+                    }
+                    Op::Group(name) => {
+                        let _ = writeln!(out, "{pad}- group {name}:");
+                        depth += 1;
+                    }
+                    Op::LoopEnd { .. } | Op::GroupEnd => depth = depth.saturating_sub(1).max(2),
+                }
+            }
+        }
+        let _ = writeln!(out, "statistics rows: {}", p.steps.join(" | "));
+        if !self.thresholds.is_empty() {
+            let _ = writeln!(out, "thresholds:");
+            for t in &self.thresholds {
+                let _ = writeln!(out, "  {}", t.expression);
+            }
+        }
+        out
+    }
+}

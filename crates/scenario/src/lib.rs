@@ -1,0 +1,68 @@
+//! belier's plan files: a YAML plan of weighted scenarios becomes the engine's virtual users.
+//!
+//! [`load`] (or [`parse`]) reads a plan (format in `PLAN.md`) into a [`Plan`]: the
+//! [`Target`], run-wide [`Options`], the [`LoadPlan`] in the engine's own types, the
+//! [`Threshold`]s, and compiled scenarios. [`Plan::users`] makes the [`PlanUsers`] factory the
+//! engine drives (`belier_engine::user::Users`); each user picks a scenario by weight per
+//! iteration, renders templates, keeps its variables and cookies, extracts values and runs
+//! checks. Every plan error names the file, line and column ([`PlanError`]).
+//!
+//! The crate reads the plan and the data and body files it names, when asked to load it, and
+//! does no other I/O.
+#![deny(missing_docs)]
+
+mod check;
+mod cookie;
+mod describe;
+mod duration;
+mod error;
+mod extract;
+mod feeder;
+mod model;
+mod parse;
+mod steps;
+mod template;
+mod threshold;
+mod user;
+mod yaml;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use error::{PlanError, Pos};
+pub use feeder::{Feeder, Order};
+pub use model::{LoadModel, LoadPlan, Options, Plan, Scheme, Target};
+pub use parse::DEFAULT_SEED;
+pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
+pub use user::{Exhaustion, PlanUsers};
+
+/// Reads and parses the plan at `path`, and the data and body files it names (relative to
+/// the plan's directory).
+pub fn load(path: &Path) -> Result<Plan, PlanError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        PlanError::new(
+            path,
+            Pos { line: 1, col: 1 },
+            format!("cannot read the plan: {e}"),
+        )
+    })?;
+    parse(&text, path)
+}
+
+/// Parses plan text; `path` names the plan in errors and locates the files it names.
+pub fn parse(text: &str, path: &Path) -> Result<Plan, PlanError> {
+    parse::plan(text, path)
+}
+
+impl Plan {
+    /// A fresh set of virtual users for one run (feeders' shared cursors start over). The
+    /// users follow [`Options::cookies`] and [`LoadPlan::seed`] as they are now, so a caller
+    /// may override them first.
+    pub fn users(&self) -> Arc<PlanUsers> {
+        Arc::new(PlanUsers::new(
+            Arc::clone(&self.program),
+            self.options.cookies,
+            self.load.seed,
+        ))
+    }
+}

@@ -1,0 +1,286 @@
+//! What a loaded plan is: its public settings, and the compiled scenarios its users run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use belier_engine::{Load, Profile, Spacing};
+
+use crate::check::Check;
+use crate::extract::Extraction;
+use crate::feeder::Feeder;
+use crate::template::Template;
+use crate::threshold::Threshold;
+
+/// `http` or `https`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+/// Where every request of the plan goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `http` or `https`.
+    pub scheme: Scheme,
+    /// Host name or address literal (IPv6 without brackets).
+    pub host: String,
+    /// TCP port (the scheme's default when the URL has none).
+    pub port: u16,
+    /// Path prefix of every `path` step, without a trailing `/` (empty for none).
+    pub base_path: String,
+}
+
+impl Target {
+    /// The base URL, e.g. `https://api.example:8443/v1`.
+    pub fn url(&self) -> String {
+        let scheme = match self.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("{scheme}://{host}:{}{}", self.port, self.base_path)
+    }
+}
+
+/// Run-wide options, with the meanings of the CLI flags of the same names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Headers sent with every request (a step's header of the same name replaces one).
+    pub headers: Vec<(String, String)>,
+    /// Per-request timeout, connect included; `None`: the CLI's default.
+    pub timeout: Option<Duration>,
+    /// https: do not verify the certificate.
+    pub insecure: bool,
+    /// https: PEM CA certificates to trust instead of the system's (resolved from the plan's
+    /// directory).
+    pub cacert: Option<PathBuf>,
+    /// https: client certificate (PEM).
+    pub cert: Option<PathBuf>,
+    /// https: client key (PEM).
+    pub key: Option<PathBuf>,
+    /// https: server name for SNI and certificate checks.
+    pub sni: Option<String>,
+    /// Speak HTTP/2.
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection; `None`: the CLI's default.
+    pub max_streams: Option<usize>,
+    /// Reuse connections (default true).
+    pub keepalive: bool,
+    /// Keep a cookie jar per virtual user (default true).
+    pub cookies: bool,
+}
+
+/// The shape of the load.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoadModel {
+    /// Closed loop: a number of virtual users over time, each running iterations back to back
+    /// (or one every `pacing`).
+    Closed {
+        /// Active virtual users over time.
+        vus: Profile,
+        /// One iteration starts every this long per user; an iteration that takes longer is
+        /// followed by the next at once.
+        pacing: Option<Duration>,
+    },
+    /// Open loop: iterations start at a rate, each on an idle user.
+    Open {
+        /// Iterations per second over time.
+        rate: Profile,
+        /// Most virtual users at once.
+        max_vus: usize,
+        /// Even or Poisson arrivals.
+        spacing: Spacing,
+    },
+}
+
+/// The plan's `load` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadPlan {
+    /// Closed or open loop, and its profile.
+    pub model: LoadModel,
+    /// Run length; `None`: until the profile or iteration budget ends (or the CLI's default).
+    pub duration: Option<Duration>,
+    /// Total iterations across all users.
+    pub iterations: Option<u64>,
+    /// Seed of the users' random choices (scenario weights, random data, pauses, templates)
+    /// and of Poisson arrivals.
+    pub seed: u64,
+}
+
+impl LoadPlan {
+    /// The engine's [`Load`] for this plan.
+    pub fn engine_load(&self) -> Load {
+        match &self.model {
+            LoadModel::Closed { vus, .. } => Load::Closed {
+                connections: vus.clone(),
+            },
+            LoadModel::Open {
+                rate,
+                max_vus,
+                spacing,
+            } => Load::Open {
+                rate: rate.clone(),
+                spacing: *spacing,
+                max_connections: *max_vus,
+                max_in_flight: None,
+            },
+        }
+    }
+
+    /// The iteration pacing, for closed loops.
+    pub fn pacing(&self) -> Option<Duration> {
+        match &self.model {
+            LoadModel::Closed { pacing, .. } => *pacing,
+            LoadModel::Open { .. } => None,
+        }
+    }
+}
+
+/// A request body.
+#[derive(Clone, Debug)]
+pub(crate) enum Body {
+    None,
+    Text(Template),
+    Json(JsonTemplate),
+    /// Bytes fixed at load time: a `body_file` (sent as is), or a `json` body without
+    /// templates (serialised once); the label says which, for `describe`.
+    Bytes(Arc<[u8]>, &'static str),
+}
+
+/// A JSON body whose strings are templates.
+#[derive(Clone, Debug)]
+pub(crate) enum JsonTemplate {
+    Fixed(serde_json::Value),
+    Text(Template),
+    Array(Vec<JsonTemplate>),
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+/// A compiled request step.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    /// Statistics row.
+    pub step: usize,
+    pub name: String,
+    pub method: String,
+    /// Path and query, the target's base path included.
+    pub path: Template,
+    /// The path as written, for `describe`.
+    pub path_text: String,
+    /// Default headers merged with the step's.
+    pub headers: Vec<(String, Template)>,
+    pub body: Body,
+    pub extract: Vec<Extraction>,
+    pub checks: Vec<Check>,
+    /// Whether a `status` check replaces the default rule (status < 400).
+    pub status_checked: bool,
+    /// Check row counting whether every extracted variable the request uses had a value.
+    pub vars_check: Option<usize>,
+    pub abort_on_fail: bool,
+    pub timeout: Option<Duration>,
+    pub keep_body: bool,
+}
+
+/// One instruction of a scenario, flattened (groups inlined, loops as jumps).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Op {
+    Request(usize),
+    /// A pause uniformly drawn from `[min, max]`.
+    Pause(Duration, Duration),
+    /// Runs the ops up to the matching `LoopEnd` (at `end`) `count` times.
+    LoopStart {
+        count: u64,
+        end: usize,
+    },
+    LoopEnd {
+        start: usize,
+    },
+    /// Marks a group, for `describe` only.
+    Group(String),
+    GroupEnd,
+}
+
+/// A compiled scenario.
+#[derive(Clone, Debug)]
+pub(crate) struct Scenario {
+    pub name: String,
+    pub weight: u64,
+    pub ops: Vec<Op>,
+    /// Feeders its templates read: one row is drawn from each per iteration.
+    pub feeders: Vec<usize>,
+}
+
+/// Everything users need, shared by all of them.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    pub steps: Vec<String>,
+    pub checks: Vec<String>,
+    pub requests: Vec<Request>,
+    pub scenarios: Vec<Scenario>,
+    /// Initial values of the variable slots (plan variables; extracted ones start unset).
+    pub initial: Vec<Option<String>>,
+    pub feeders: Vec<Feeder>,
+}
+
+/// A loaded plan.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The plan file.
+    pub file: PathBuf,
+    /// Where requests go.
+    pub target: Target,
+    /// Run-wide options.
+    pub options: Options,
+    /// The load.
+    pub load: LoadPlan,
+    /// Thresholds, in plan order.
+    pub thresholds: Vec<Threshold>,
+    /// Plan variables, in plan order.
+    pub variables: Vec<(String, String)>,
+    pub(crate) program: Arc<Program>,
+}
+
+impl Plan {
+    /// The data feeders.
+    pub fn feeders(&self) -> &[Feeder] {
+        &self.program.feeders
+    }
+
+    /// Statistics row names, one per distinct request step name.
+    pub fn steps(&self) -> &[String] {
+        &self.program.steps
+    }
+
+    /// Check names.
+    pub fn checks(&self) -> &[String] {
+        &self.program.checks
+    }
+
+    /// Sends header `name: value` (a literal) with every request, replacing any header of the
+    /// same name the plan sets: for a command line's `-H` given on top of a plan.
+    pub fn set_header(&mut self, name: &str, value: &str) {
+        self.options
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.options
+            .headers
+            .push((name.to_string(), value.to_string()));
+        let program = Arc::make_mut(&mut self.program);
+        for request in &mut program.requests {
+            request
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            request
+                .headers
+                .push((name.to_string(), Template::literal(value)));
+        }
+    }
+}

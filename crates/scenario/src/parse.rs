@@ -1,0 +1,670 @@
+//! Plan text → [`Plan`]: the top level (target, options, variables, data, load,
+//! thresholds). Scenarios and their steps are compiled in `steps`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use belier_engine::{Profile, Spacing, Stage, DEFAULT_MAX_CONNECTIONS};
+
+use crate::error::{Pos, Result};
+use crate::feeder::{Feeder, Order};
+use crate::model::{LoadModel, LoadPlan, Options, Plan, Program, Scheme, Target};
+use crate::template::{self, Reference, Segment, Template};
+use crate::threshold::Threshold;
+use crate::yaml::{self, closest, Kind, Node, Reader};
+
+/// Keys of the plan's top level.
+const TOP_KEYS: &[&str] = &[
+    "target",
+    "headers",
+    "timeout",
+    "insecure",
+    "cacert",
+    "cert",
+    "key",
+    "sni",
+    "http2",
+    "max_streams",
+    "keepalive",
+    "cookies",
+    "variables",
+    "data",
+    "scenarios",
+    "load",
+    "thresholds",
+];
+
+const LOAD_KEYS: &[&str] = &[
+    "vus",
+    "stages",
+    "pacing",
+    "duration",
+    "iterations",
+    "rate",
+    "max_vus",
+    "arrivals",
+    "seed",
+];
+
+/// Seed of the users' generators when the plan sets none: runs repeat by default.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// Names the built-ins take; no variable may shadow them.
+const BUILTINS: &[&str] = &["vu", "iteration", "uuid", "random_int", "random_string"];
+
+/// State of one plan's compilation.
+pub(crate) struct Compiler<'p> {
+    pub rd: Reader<'p>,
+    pub dir: PathBuf,
+    pub target: Target,
+    /// Variable slots by name.
+    pub slots: HashMap<String, usize>,
+    pub var_names: Vec<String>,
+    pub initial: Vec<Option<String>>,
+    pub feeders: Vec<Feeder>,
+    pub steps: Vec<String>,
+    pub checks: Vec<String>,
+    pub requests: Vec<crate::model::Request>,
+    pub default_headers: Vec<(String, Template)>,
+    pub default_header_feeders: Vec<usize>,
+}
+
+/// Where a template's fault at byte `offset` is: inside a one-line plain or quoted scalar the
+/// column moves to the fault; otherwise the scalar's start.
+pub(crate) fn pos_in(node: &Node, offset: usize) -> Pos {
+    match &node.kind {
+        Kind::Scalar { text, .. } if !text.contains('\n') => {
+            let chars = text.get(..offset).map_or(0, |t| t.chars().count());
+            let quote = match &node.kind {
+                Kind::Scalar { plain: false, .. } => 1,
+                _ => 0,
+            };
+            Pos {
+                line: node.pos.line,
+                col: node.pos.col + quote + chars,
+            }
+        }
+        _ => node.pos,
+    }
+}
+
+impl<'p> Compiler<'p> {
+    /// Compiles a template from a scalar node; variables must be in `defined`, and feeders
+    /// read are added to `feeders_used`.
+    pub fn template(
+        &self,
+        node: &Node,
+        what: &str,
+        defined: &HashSet<usize>,
+        feeders_used: &mut Vec<usize>,
+    ) -> Result<Template> {
+        let text = self.rd.str(node, what)?;
+        self.template_text(node, text, 0, defined, feeders_used)
+    }
+
+    /// [`Compiler::template`] on the part of a node's text that starts at byte `start`.
+    pub fn template_text(
+        &self,
+        node: &Node,
+        text: &str,
+        start: usize,
+        defined: &HashSet<usize>,
+        feeders_used: &mut Vec<usize>,
+    ) -> Result<Template> {
+        let mut resolve = |r: Reference<'_>| -> std::result::Result<Segment, String> {
+            match r {
+                Reference::Builtin(s) => Ok(s),
+                Reference::Variable(name) => match self.slots.get(name) {
+                    Some(slot) if defined.contains(slot) => Ok(Segment::Var(*slot)),
+                    _ => {
+                        let known: Vec<&str> = self
+                            .slots
+                            .iter()
+                            .filter(|(_, s)| defined.contains(s))
+                            .map(|(n, _)| n.as_str())
+                            .collect();
+                        let mut m = format!(
+                            "undefined variable `{name}`: not in `variables`, not extracted by an earlier step"
+                        );
+                        if let Some(near) = closest(name, &known) {
+                            m.push_str(&format!("; did you mean `{near}`?"));
+                        }
+                        Err(m)
+                    }
+                },
+                Reference::Column(data, column) => {
+                    let Some(f) = self.feeders.iter().position(|f| f.name == data) else {
+                        let names: Vec<&str> =
+                            self.feeders.iter().map(|f| f.name.as_str()).collect();
+                        let mut m = format!("unknown data `{data}` in `{{{{ {data}.{column} }}}}`");
+                        if let Some(near) = closest(data, &names) {
+                            m.push_str(&format!("; did you mean `{near}`?"));
+                        }
+                        return Err(m);
+                    };
+                    let feeder = &self.feeders[f];
+                    let Some(c) = feeder.column(column) else {
+                        return Err(format!(
+                            "data `{data}` has no column `{column}` (its columns: {})",
+                            feeder.columns().join(", ")
+                        ));
+                    };
+                    Ok(Segment::Column {
+                        feeder: f,
+                        column: c,
+                    })
+                }
+            }
+        };
+        let compiled = Template::compile(text, &mut resolve)
+            .map_err(|(offset, m)| self.rd.err_at(pos_in(node, start + offset), m))?;
+        for f in compiled.feeders() {
+            if !feeders_used.contains(&f) {
+                feeders_used.push(f);
+            }
+        }
+        Ok(compiled)
+    }
+
+    /// The slot of variable `name`, created unset if new.
+    pub fn slot(&mut self, name: &str) -> usize {
+        if let Some(slot) = self.slots.get(name) {
+            return *slot;
+        }
+        let slot = self.var_names.len();
+        self.var_names.push(name.to_string());
+        self.initial.push(None);
+        self.slots.insert(name.to_string(), slot);
+        slot
+    }
+
+    /// The statistics row of a step name (shared by steps of the same name).
+    pub fn step_row(&mut self, name: &str) -> usize {
+        row(&mut self.steps, name)
+    }
+
+    /// The row of a check name.
+    pub fn check_row(&mut self, name: &str) -> usize {
+        row(&mut self.checks, name)
+    }
+
+    /// A path relative to the plan's directory.
+    pub fn relative(&self, path: &str) -> PathBuf {
+        self.dir.join(path)
+    }
+
+    /// Header name → template mappings.
+    pub fn headers(
+        &self,
+        node: &Node,
+        defined: &HashSet<usize>,
+        feeders_used: &mut Vec<usize>,
+    ) -> Result<Vec<(String, Template)>> {
+        let fields = self.rd.map(node, "headers", &[])?;
+        let mut out = Vec::new();
+        for (name, key, value) in fields.iter() {
+            if name.is_empty() || !name.bytes().all(is_token_byte) {
+                return Err(self
+                    .rd
+                    .err(key, format!("`{name}` is not a valid header name")));
+            }
+            let t = self.template(value, "a header value", defined, feeders_used)?;
+            out.push((name.to_string(), t));
+        }
+        Ok(out)
+    }
+}
+
+fn row(rows: &mut Vec<String>, name: &str) -> usize {
+    match rows.iter().position(|r| r == name) {
+        Some(i) => i,
+        None => {
+            rows.push(name.to_string());
+            rows.len() - 1
+        }
+    }
+}
+
+/// A byte allowed in a header name or method (RFC 9110 `tchar`).
+pub(crate) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses a whole plan.
+pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
+    let root = yaml::parse(text, file)?;
+    let rd = Reader { file };
+    let top = rd.map(&root, "the plan", TOP_KEYS)?;
+    let Some(target_node) = top.get("target") else {
+        return Err(rd.err(
+            &root,
+            "expected `target: URL` (e.g. `target: http://127.0.0.1:8080`)",
+        ));
+    };
+    let target = target(rd, target_node)?;
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut c = Compiler {
+        rd,
+        dir,
+        target,
+        slots: HashMap::new(),
+        var_names: Vec::new(),
+        initial: Vec::new(),
+        feeders: Vec::new(),
+        steps: Vec::new(),
+        checks: Vec::new(),
+        requests: Vec::new(),
+        default_headers: Vec::new(),
+        default_header_feeders: Vec::new(),
+    };
+
+    let mut variables = Vec::new();
+    if let Some(node) = top.get("variables") {
+        for (name, key, value) in rd.map(node, "variables", &[])?.iter() {
+            check_name(rd, key, name, "a variable")?;
+            let value = match &value.kind {
+                Kind::Scalar { text, .. } if !value.is_null() => text.clone(),
+                _ => {
+                    return Err(rd.err(
+                        value,
+                        format!(
+                            "expected a value for variable `{name}` (a string or number), found {}",
+                            value.describe()
+                        ),
+                    ))
+                }
+            };
+            let slot = c.slot(name);
+            c.initial[slot] = Some(value.clone());
+            variables.push((name.to_string(), value));
+        }
+    }
+    if let Some(node) = top.get("data") {
+        for (name, key, value) in rd.map(node, "data", &[])?.iter() {
+            check_name(rd, key, name, "a data source")?;
+            let feeder = data(&c, name, value)?;
+            c.feeders.push(feeder);
+        }
+    }
+    let constants: HashSet<usize> = (0..c.var_names.len()).collect();
+    if let Some(node) = top.get("headers") {
+        let mut used = Vec::new();
+        c.default_headers = c.headers(node, &constants, &mut used)?;
+        c.default_header_feeders = used;
+    }
+    let options = options(&c, &top)?;
+    let load = load(rd, top.get("load"))?;
+
+    let Some(scenarios_node) = top.get("scenarios") else {
+        return Err(rd.err(
+            &root,
+            "expected `scenarios:`, a list of scenarios with `name` and `steps`",
+        ));
+    };
+    let scenarios = crate::steps::scenarios(&mut c, scenarios_node, &constants)?;
+
+    let mut thresholds = Vec::new();
+    if let Some(node) = top.get("thresholds") {
+        for item in rd.seq(node, "thresholds")? {
+            let t = threshold(rd, item)?;
+            if let Some(step) = &t.scope {
+                if !c.steps.contains(step) {
+                    let names: Vec<&str> = c.steps.iter().map(String::as_str).collect();
+                    let mut m = format!("unknown step `{step}` in threshold");
+                    match closest(step, &names) {
+                        Some(near) => m.push_str(&format!("; did you mean `{near}`?")),
+                        None => m.push_str(&format!("; steps are: {}", names.join(", "))),
+                    }
+                    return Err(rd.err(item, m));
+                }
+            }
+            thresholds.push(t);
+        }
+    }
+
+    let program = Program {
+        steps: c.steps,
+        checks: c.checks,
+        requests: c.requests,
+        scenarios,
+        initial: c.initial,
+        feeders: c.feeders,
+    };
+    Ok(Plan {
+        file: file.to_path_buf(),
+        target: c.target,
+        options,
+        load,
+        thresholds,
+        variables,
+        program: Arc::new(program),
+    })
+}
+
+/// A threshold: `"p99 < 200ms"`, `"login: p99 < 300ms"`, or, as YAML reads an unquoted
+/// `- login: p99 < 300ms`, a one-entry mapping from step to expression.
+fn threshold(rd: Reader<'_>, item: &Node) -> Result<Threshold> {
+    if let Kind::Map(entries) = &item.kind {
+        if let [(step, expr)] = entries.as_slice() {
+            let step_text = rd.str(step, "a step name")?;
+            let expr_text = rd.str(expr, "a threshold such as `p99 < 200ms`")?;
+            let text = format!("{step_text}: {expr_text}");
+            let prefix = step_text.len() + 2;
+            return Threshold::parse(&text).map_err(|(offset, m)| {
+                let pos = match offset.checked_sub(prefix) {
+                    Some(o) => pos_in(expr, o),
+                    None => pos_in(step, offset),
+                };
+                rd.err_at(pos, m)
+            });
+        }
+    }
+    let text = rd.str(item, "a threshold such as `p99 < 200ms`")?;
+    Threshold::parse(text).map_err(|(offset, m)| rd.err_at(pos_in(item, offset), m))
+}
+
+fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> {
+    if !template::is_name(name) {
+        return Err(rd.err(
+            key,
+            format!("`{name}` is not a valid name for {what} (letters, digits, `_` and `-`, starting with a letter or `_`)"),
+        ));
+    }
+    if BUILTINS.contains(&name) {
+        return Err(rd.err(
+            key,
+            format!("`{name}` is a built-in and cannot name {what}"),
+        ));
+    }
+    Ok(())
+}
+
+fn target(rd: Reader<'_>, node: &Node) -> Result<Target> {
+    let text = rd.str(node, "the target URL")?;
+    let url = url::Url::parse(text.trim()).map_err(|e| {
+        rd.err(
+            node,
+            format!("expected a base URL such as `http://127.0.0.1:8080/api`: {e}"),
+        )
+    })?;
+    let scheme = match url.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => {
+            return Err(rd.err(
+                node,
+                format!("expected an http or https URL, found scheme `{other}`"),
+            ))
+        }
+    };
+    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+        return Err(rd.err(node, "the target URL needs a host"));
+    };
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(rd.err(node, "the target URL is a base: no query or fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(rd.err(
+            node,
+            "the target URL cannot carry credentials; use an Authorization header",
+        ));
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    Ok(Target {
+        scheme,
+        host,
+        port,
+        base_path: url.path().trim_end_matches('/').to_string(),
+    })
+}
+
+fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
+    let rd = c.rd;
+    let flag = |key: &str, default: bool| -> Result<bool> {
+        top.get(key).map_or(Ok(default), |n| rd.bool(n, key))
+    };
+    let file = |key: &str| -> Result<Option<PathBuf>> {
+        top.get(key)
+            .map(|n| rd.str(n, "a file path").map(|p| c.relative(p)))
+            .transpose()
+    };
+    // The headers as written (their templates were compiled, and checked, before).
+    let mut headers = Vec::new();
+    if let Some(n) = top.get("headers") {
+        for (name, _, value) in rd.map(n, "headers", &[])?.iter() {
+            headers.push((name.to_string(), value.scalar().unwrap_or("").to_string()));
+        }
+    }
+    let cert = file("cert")?;
+    let key = file("key")?;
+    if cert.is_some() != key.is_some() {
+        let at = top.get("cert").or(top.get("key")).unwrap_or(top.node);
+        return Err(rd.err(at, "`cert` and `key` go together: give both or neither"));
+    }
+    let max_streams = match top.get("max_streams") {
+        Some(n) => match rd.u64(n, "max_streams")? {
+            0 => return Err(rd.err(n, "expected max_streams ≥ 1")),
+            v => Some(usize::try_from(v).unwrap_or(usize::MAX)),
+        },
+        None => None,
+    };
+    Ok(Options {
+        headers,
+        timeout: top
+            .get("timeout")
+            .map(|n| rd.duration(n, "timeout"))
+            .transpose()?,
+        insecure: flag("insecure", false)?,
+        cacert: file("cacert")?,
+        cert,
+        key,
+        sni: top
+            .get("sni")
+            .map(|n| rd.str(n, "sni").map(str::to_string))
+            .transpose()?,
+        http2: flag("http2", false)?,
+        max_streams,
+        keepalive: flag("keepalive", true)?,
+        cookies: flag("cookies", true)?,
+    })
+}
+
+fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
+    let rd = c.rd;
+    let (file_node, order) = match &node.kind {
+        Kind::Scalar { .. } => (node, Order::Sequential),
+        _ => {
+            let f = rd.map(node, "a data source", &["file", "order"])?;
+            let Some(file_node) = f.get("file") else {
+                return Err(rd.err(
+                    node,
+                    format!("data `{name}` needs `file:` (a CSV or JSON lines file)"),
+                ));
+            };
+            let order = match f.get("order") {
+                None => Order::Sequential,
+                Some(n) => match rd.str(n, "order")? {
+                    "sequential" => Order::Sequential,
+                    "random" => Order::Random,
+                    "unique" => Order::Unique,
+                    other => {
+                        return Err(rd.err(
+                            n,
+                            format!(
+                            "expected order `sequential`, `random` or `unique`, found `{other}`"
+                        ),
+                        ))
+                    }
+                },
+            };
+            (file_node, order)
+        }
+    };
+    let path = c.relative(rd.str(file_node, "a data file path")?);
+    if let Err(e) = std::fs::metadata(&path) {
+        return Err(rd.err(
+            file_node,
+            format!("cannot read data file `{}`: {e}", path.display()),
+        ));
+    }
+    Feeder::read(name, &path, order)
+}
+
+fn stages(rd: Reader<'_>, node: &Node) -> Result<Vec<Stage>> {
+    let mut out = Vec::new();
+    for item in rd.seq(node, "stages")? {
+        let (duration, target) = match &item.kind {
+            Kind::Scalar { .. } => {
+                let text = rd.str(item, "a stage")?;
+                let Some((d, t)) = text.rsplit_once(':') else {
+                    return Err(rd.err(
+                        item,
+                        format!(
+                            "expected a stage `DURATION:TARGET` such as `30s:100`, found `{text}`"
+                        ),
+                    ));
+                };
+                let duration = crate::duration::parse(d)
+                    .map_err(|why| rd.err(item, format!("bad stage duration `{d}`: {why}")))?;
+                let target: f64 = t
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| {
+                        rd.err(
+                            item,
+                            format!("bad stage target `{t}`: expected a number ≥ 0"),
+                        )
+                    })?;
+                (duration, target)
+            }
+            _ => {
+                let f = rd.map(item, "a stage", &["duration", "target"])?;
+                let (Some(d), Some(t)) = (f.get("duration"), f.get("target")) else {
+                    return Err(rd.err(item, "a stage needs `duration` and `target`"));
+                };
+                let target = rd.f64(t, "a stage target")?;
+                if target < 0.0 {
+                    return Err(rd.err(t, "expected a stage target ≥ 0"));
+                }
+                (rd.duration(d, "a stage duration")?, target)
+            }
+        };
+        out.push(Stage { duration, target });
+    }
+    if out.is_empty() {
+        return Err(rd.err(node, "expected at least one stage"));
+    }
+    Ok(out)
+}
+
+fn load(rd: Reader<'_>, node: Option<&Node>) -> Result<LoadPlan> {
+    let Some(node) = node else {
+        return Ok(LoadPlan {
+            model: LoadModel::Closed {
+                vus: Profile::constant(1.0),
+                pacing: None,
+            },
+            duration: None,
+            iterations: None,
+            seed: DEFAULT_SEED,
+        });
+    };
+    let f = rd.map(node, "load", LOAD_KEYS)?;
+    let stages = f.get("stages").map(|n| stages(rd, n)).transpose()?;
+    let duration = f
+        .get("duration")
+        .map(|n| rd.duration(n, "duration"))
+        .transpose()?;
+    let iterations = f
+        .get("iterations")
+        .map(|n| rd.u64(n, "iterations"))
+        .transpose()?;
+    let seed = f
+        .get("seed")
+        .map(|n| rd.u64(n, "seed"))
+        .transpose()?
+        .unwrap_or(DEFAULT_SEED);
+    let only = |keys: &[&str], model: &str| -> Result<()> {
+        for k in keys {
+            if let Some(key) = f.key_node(k) {
+                return Err(rd.err(key, format!("`{k}` does not apply to {model}")));
+            }
+        }
+        Ok(())
+    };
+    let model = match f.get("rate") {
+        Some(rate_node) => {
+            only(&["vus", "pacing"], "an open loop (`rate`); use `max_vus`")?;
+            let rate = rd.f64(rate_node, "rate (iterations per second)")?;
+            if rate < 0.0 {
+                return Err(rd.err(rate_node, "expected a rate ≥ 0"));
+            }
+            let profile = match stages {
+                Some(s) => Profile::staged(rate, s),
+                None => Profile::constant(rate),
+            };
+            let max_vus = match f.get("max_vus") {
+                Some(n) => match rd.u64(n, "max_vus")? {
+                    0 => return Err(rd.err(n, "expected max_vus ≥ 1")),
+                    v => usize::try_from(v).unwrap_or(usize::MAX),
+                },
+                None => DEFAULT_MAX_CONNECTIONS,
+            };
+            let spacing = match f.get("arrivals") {
+                None => Spacing::Even,
+                Some(n) => match rd.str(n, "arrivals")? {
+                    "even" => Spacing::Even,
+                    "poisson" => Spacing::Poisson { seed },
+                    other => {
+                        return Err(rd.err(
+                            n,
+                            format!("expected arrivals `even` or `poisson`, found `{other}`"),
+                        ))
+                    }
+                },
+            };
+            LoadModel::Open {
+                rate: profile,
+                max_vus,
+                spacing,
+            }
+        }
+        None => {
+            only(
+                &["max_vus", "arrivals"],
+                "a closed loop (`vus`); set `rate` for an open loop",
+            )?;
+            let vus = f.get("vus").map(|n| rd.u64(n, "vus")).transpose()?;
+            let profile = match (vus, stages) {
+                (vus, Some(s)) => Profile::staged(vus.unwrap_or(0) as f64, s),
+                (Some(v), None) => Profile::constant(v as f64),
+                (None, None) => Profile::constant(1.0),
+            };
+            let pacing = f
+                .get("pacing")
+                .map(|n| rd.duration(n, "pacing"))
+                .transpose()?;
+            if pacing == Some(Duration::ZERO) {
+                return Err(rd.err(f.get("pacing").unwrap_or(node), "expected a pacing above 0"));
+            }
+            LoadModel::Closed {
+                vus: profile,
+                pacing,
+            }
+        }
+    };
+    Ok(LoadPlan {
+        model,
+        duration,
+        iterations,
+        seed,
+    })
+}

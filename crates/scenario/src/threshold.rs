@@ -1,0 +1,427 @@
+//! Thresholds: pass/fail expressions over a run's figures (`p99 < 200ms`, `error_rate < 1%`,
+//! `rate > 900/s`, `login: checks > 99%`), parsed at load time and evaluated by a pure function
+//! against figures the caller fills in from its statistics.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::duration;
+
+/// What a threshold measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Metric {
+    /// A latency percentile, e.g. 99.0 for `p99`, 99.9 for `p99.9`.
+    Percentile(f64),
+    /// Mean latency.
+    Mean,
+    /// Lowest latency.
+    Min,
+    /// Highest latency.
+    Max,
+    /// Failed requests (steps) over all requests, as a fraction.
+    ErrorRate,
+    /// Requests per second over the run.
+    Rate,
+    /// Passed checks over all checks evaluated, as a fraction.
+    Checks,
+    /// Number of requests.
+    Requests,
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// `<`
+    Less,
+    /// `<=`
+    LessOrEqual,
+    /// `>`
+    Greater,
+    /// `>=`
+    GreaterOrEqual,
+}
+
+impl Comparison {
+    fn holds(self, actual: f64, bound: f64) -> bool {
+        match self {
+            Comparison::Less => actual < bound,
+            Comparison::LessOrEqual => actual <= bound,
+            Comparison::Greater => actual > bound,
+            Comparison::GreaterOrEqual => actual >= bound,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Comparison::Less => "<",
+            Comparison::LessOrEqual => "<=",
+            Comparison::Greater => ">",
+            Comparison::GreaterOrEqual => ">=",
+        }
+    }
+}
+
+/// One threshold of a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// The expression as written in the plan.
+    pub expression: String,
+    /// `None`: the whole run; `Some(step)`: one step's statistics row.
+    pub scope: Option<String>,
+    /// What is measured.
+    pub metric: Metric,
+    /// How it is compared.
+    pub comparison: Comparison,
+    /// The bound, in the metric's unit: microseconds for latencies, a fraction for
+    /// `error_rate` and `checks`, per second for `rate`, a count for `requests`.
+    pub bound: f64,
+}
+
+/// A run's (or one step's) figures, as the caller's statistics give them.
+pub struct Figures<'a> {
+    /// Requests completed (or failed).
+    pub requests: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Length of the run.
+    pub elapsed: Duration,
+    /// Checks passed.
+    pub checks_passed: u64,
+    /// Checks failed.
+    pub checks_failed: u64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Lowest latency, µs.
+    pub min_us: u64,
+    /// Highest latency, µs.
+    pub max_us: u64,
+    /// Latency at a percentile (0–100), µs.
+    pub percentile_us: &'a dyn Fn(f64) -> Option<u64>,
+}
+
+/// A threshold's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// Whether it held.
+    pub passed: bool,
+    /// The measured value, e.g. `p99 = 231.4 ms`.
+    pub actual: String,
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Percentile(p) => write!(f, "p{p}"),
+            Metric::Mean => f.write_str("mean"),
+            Metric::Min => f.write_str("min"),
+            Metric::Max => f.write_str("max"),
+            Metric::ErrorRate => f.write_str("error_rate"),
+            Metric::Rate => f.write_str("rate"),
+            Metric::Checks => f.write_str("checks"),
+            Metric::Requests => f.write_str("requests"),
+        }
+    }
+}
+
+impl Threshold {
+    /// Parses an expression: `[STEP:] METRIC OP VALUE`. The error carries the byte offset of
+    /// the fault in `text`.
+    pub fn parse(text: &str) -> Result<Threshold, (usize, String)> {
+        // A step name may itself contain `:`, so the scope is everything before the last one.
+        let (scope, expr, expr_at) = match text.rfind(':') {
+            Some(i) => {
+                let name = text[..i].trim();
+                if name.is_empty() {
+                    return Err((0, "expected a step name before `:`".into()));
+                }
+                (Some(name.to_string()), &text[i + 1..], i + 1)
+            }
+            None => (None, text, 0),
+        };
+        let ops = ["<=", ">=", "<", ">"];
+        let Some((op_at, op)) = ops
+            .iter()
+            .filter_map(|op| expr.find(op).map(|i| (i, *op)))
+            .min_by_key(|(i, op)| (*i, std::cmp::Reverse(op.len())))
+        else {
+            return Err((
+                expr_at,
+                "expected METRIC OP VALUE, e.g. `p99 < 200ms` (OP is <, <=, > or >=)".into(),
+            ));
+        };
+        let comparison = match op {
+            "<=" => Comparison::LessOrEqual,
+            ">=" => Comparison::GreaterOrEqual,
+            "<" => Comparison::Less,
+            _ => Comparison::Greater,
+        };
+        let metric_text = expr[..op_at].trim();
+        let metric_at = expr_at + (op_at - expr[..op_at].trim_start().len());
+        let after = &expr[op_at + op.len()..];
+        let value_at = expr_at + op_at + op.len() + (after.len() - after.trim_start().len());
+        let value = after.trim();
+        let metric = metric(metric_text).ok_or_else(|| {
+            (
+                metric_at,
+                format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks or requests)"),
+            )
+        })?;
+        let bound = bound(metric, value).map_err(|m| (value_at, m))?;
+        Ok(Threshold {
+            expression: text.trim().to_string(),
+            scope,
+            metric,
+            comparison,
+            bound,
+        })
+    }
+
+    /// Evaluates the threshold; `figures_for(None)` gives the whole run's figures,
+    /// `figures_for(Some(step))` one step's. Missing figures (or no requests, for a latency)
+    /// fail the threshold: it cannot be shown to hold.
+    pub fn evaluate<'f>(
+        &self,
+        figures_for: impl Fn(Option<&str>) -> Option<Figures<'f>>,
+    ) -> Outcome {
+        let fail = |why: &str| Outcome {
+            passed: false,
+            actual: format!("{} = {why}", self.metric),
+        };
+        let Some(f) = figures_for(self.scope.as_deref()) else {
+            return fail("no data");
+        };
+        let latency = |us: Option<f64>| -> Option<(f64, String)> {
+            let us = us?;
+            Some((us, duration::show_us(us)))
+        };
+        let measured = match self.metric {
+            Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max if f.requests == 0 => {
+                None
+            }
+            Metric::Percentile(p) => latency((f.percentile_us)(p).map(|v| v as f64)),
+            Metric::Mean => latency(Some(f.mean_us)),
+            Metric::Min => latency(Some(f.min_us as f64)),
+            Metric::Max => latency(Some(f.max_us as f64)),
+            Metric::ErrorRate => (f.requests > 0).then(|| {
+                let r = f.failures as f64 / f.requests as f64;
+                (r, format!("{:.2} %", r * 100.0))
+            }),
+            Metric::Checks => {
+                let total = f.checks_passed + f.checks_failed;
+                (total > 0).then(|| {
+                    let r = f.checks_passed as f64 / total as f64;
+                    (r, format!("{:.2} %", r * 100.0))
+                })
+            }
+            Metric::Rate => {
+                let secs = f.elapsed.as_secs_f64();
+                (secs > 0.0).then(|| {
+                    let r = f.requests as f64 / secs;
+                    (r, format!("{r:.1}/s"))
+                })
+            }
+            Metric::Requests => Some((f.requests as f64, f.requests.to_string())),
+        };
+        match measured {
+            None => fail("no data"),
+            Some((value, shown)) => Outcome {
+                passed: self.comparison.holds(value, self.bound),
+                actual: format!("{} = {shown}", self.metric),
+            },
+        }
+    }
+
+    /// The threshold in canonical form, e.g. `login: p99 < 300ms`.
+    pub fn canonical(&self) -> String {
+        let bound = match self.metric {
+            Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max => {
+                duration::show_us(self.bound).replace(' ', "")
+            }
+            Metric::ErrorRate | Metric::Checks => format!("{}%", self.bound * 100.0),
+            Metric::Rate => format!("{}/s", self.bound),
+            Metric::Requests => format!("{}", self.bound),
+        };
+        let expr = format!("{} {} {bound}", self.metric, self.comparison.symbol());
+        match &self.scope {
+            Some(step) => format!("{step}: {expr}"),
+            None => expr,
+        }
+    }
+}
+
+fn metric(text: &str) -> Option<Metric> {
+    Some(match text {
+        "mean" | "avg" => Metric::Mean,
+        "min" => Metric::Min,
+        "max" => Metric::Max,
+        "median" => Metric::Percentile(50.0),
+        "error_rate" | "errors" => Metric::ErrorRate,
+        "rate" => Metric::Rate,
+        "checks" => Metric::Checks,
+        "requests" => Metric::Requests,
+        _ => {
+            let p: f64 = text.strip_prefix('p')?.parse().ok()?;
+            if !(0.0..=100.0).contains(&p) {
+                return None;
+            }
+            Metric::Percentile(p)
+        }
+    })
+}
+
+fn bound(metric: Metric, value: &str) -> Result<f64, String> {
+    match metric {
+        Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max => {
+            if value.parse::<f64>().is_ok() {
+                return Err(format!(
+                    "`{value}`: a latency needs a unit, e.g. `200ms` or `1s`"
+                ));
+            }
+            duration::parse(value)
+                .map(|d| d.as_secs_f64() * 1e6)
+                .map_err(|why| {
+                    format!("expected a latency such as `200ms`, found `{value}`: {why}")
+                })
+        }
+        Metric::ErrorRate | Metric::Checks => {
+            let Some(pct) = value.strip_suffix('%') else {
+                return Err(format!(
+                    "expected a percentage such as `1%`, found `{value}`"
+                ));
+            };
+            match pct.trim().parse::<f64>() {
+                Ok(p) if (0.0..=100.0).contains(&p) => Ok(p / 100.0),
+                _ => Err(format!(
+                    "expected a percentage from 0% to 100%, found `{value}`"
+                )),
+            }
+        }
+        Metric::Rate => {
+            let number = value.strip_suffix("/s").unwrap_or(value).trim();
+            match number.parse::<f64>() {
+                Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+                _ => Err(format!("expected a rate such as `900/s`, found `{value}`")),
+            }
+        }
+        Metric::Requests => value
+            .parse::<u64>()
+            .map(|n| n as f64)
+            .map_err(|_| format!("expected a count of requests, found `{value}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(p: &dyn Fn(f64) -> Option<u64>) -> Figures<'_> {
+        Figures {
+            requests: 1000,
+            failures: 5,
+            elapsed: Duration::from_secs(2),
+            checks_passed: 990,
+            checks_failed: 10,
+            mean_us: 120_000.0,
+            min_us: 800,
+            max_us: 1_500_000,
+            percentile_us: p,
+        }
+    }
+
+    #[test]
+    fn parses_every_form() {
+        let t = Threshold::parse("p99 < 200ms").unwrap();
+        assert_eq!(
+            (t.metric, t.comparison, t.bound, t.scope),
+            (Metric::Percentile(99.0), Comparison::Less, 200_000.0, None)
+        );
+        let t = Threshold::parse("login: p99.9 <= 1s").unwrap();
+        assert_eq!(
+            (t.metric, t.comparison, t.bound, t.scope.as_deref()),
+            (
+                Metric::Percentile(99.9),
+                Comparison::LessOrEqual,
+                1e6,
+                Some("login")
+            )
+        );
+        assert_eq!(Threshold::parse("error_rate < 1%").unwrap().bound, 0.01);
+        assert_eq!(Threshold::parse("rate > 900/s").unwrap().bound, 900.0);
+        assert_eq!(
+            Threshold::parse("checks >= 99%").unwrap().comparison,
+            Comparison::GreaterOrEqual
+        );
+        assert_eq!(Threshold::parse("max < 2s").unwrap().metric, Metric::Max);
+        assert_eq!(
+            Threshold::parse("GET /a:b: mean < 5ms")
+                .unwrap()
+                .scope
+                .as_deref(),
+            Some("GET /a:b")
+        );
+        assert_eq!(
+            Threshold::parse("login: p99 < 300ms").unwrap().canonical(),
+            "login: p99 < 300.0ms"
+        );
+    }
+
+    #[test]
+    fn rejects_with_offsets() {
+        assert_eq!(Threshold::parse("p99 < 200").unwrap_err().0, 6);
+        assert_eq!(Threshold::parse("p101 < 1s").unwrap_err().0, 0);
+        assert_eq!(Threshold::parse("x: q99 < 1s").unwrap_err().0, 3);
+        assert!(Threshold::parse("error_rate < 1").is_err());
+        assert!(Threshold::parse("error_rate < 101%").is_err());
+        assert!(Threshold::parse("rate > fast").is_err());
+        assert!(Threshold::parse("p99 = 1s").is_err());
+        assert!(Threshold::parse(": p99 < 1s").is_err());
+        assert!(Threshold::parse("").is_err());
+    }
+
+    #[test]
+    fn evaluates_against_figures() {
+        let p = |q: f64| Some(if q >= 99.0 { 231_400 } else { 100_000 });
+        let eval = |text: &str| {
+            Threshold::parse(text)
+                .unwrap()
+                .evaluate(|_| Some(figures(&p)))
+        };
+        let o = eval("p99 < 200ms");
+        assert_eq!(
+            o,
+            Outcome {
+                passed: false,
+                actual: "p99 = 231.4 ms".into()
+            }
+        );
+        assert!(eval("p99 < 300ms").passed);
+        assert!(eval("p50 <= 100ms").passed);
+        assert_eq!(eval("error_rate < 1%").actual, "error_rate = 0.50 %");
+        assert!(eval("error_rate < 1%").passed);
+        assert!(!eval("error_rate < 0.1%").passed);
+        assert_eq!(eval("rate > 400/s").actual, "rate = 500.0/s");
+        assert!(eval("rate > 400/s").passed);
+        assert!(!eval("checks > 99%").passed);
+        assert!(eval("checks >= 99%").passed);
+        assert!(!eval("max < 1s").passed);
+        assert!(eval("min < 1ms").passed);
+        assert!(eval("requests >= 1000").passed);
+        let none = Threshold::parse("login: p99 < 1s")
+            .unwrap()
+            .evaluate(|_| None);
+        assert_eq!(
+            none,
+            Outcome {
+                passed: false,
+                actual: "p99 = no data".into()
+            }
+        );
+        let scoped = Threshold::parse("login: requests > 1")
+            .unwrap()
+            .evaluate(|scope| {
+                assert_eq!(scope, Some("login"));
+                Some(figures(&p))
+            });
+        assert!(scoped.passed);
+    }
+}

@@ -1,0 +1,423 @@
+//! Virtual users: the plan's [`Users`] factory and the state machine each user runs.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
+
+use crate::cookie::Jar;
+use crate::extract::BodyJson;
+use crate::model::{Body, JsonTemplate, Op, Program};
+use crate::template::{escape_header, escape_path, Env};
+
+/// Most ops a user walks through in one [`User::next`] call without reaching a request or a
+/// pause (loops of nothing but zero-count loops); past it the iteration ends, so `next` always
+/// returns.
+const MAX_OPS_PER_ACTION: usize = 100_000;
+
+/// A feeder that ran out during a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exhaustion {
+    /// The data source's name.
+    pub data: String,
+    /// Its number of rows (all used).
+    pub rows: usize,
+    /// Users that stopped because it had no row left for them.
+    pub users_stopped: u64,
+}
+
+/// State shared by all users of a run.
+#[derive(Debug)]
+struct Shared {
+    program: Arc<Program>,
+    /// Unique feeders' cursors, by feeder.
+    cursors: Vec<AtomicUsize>,
+    /// Users stopped for lack of rows, by feeder.
+    stopped: Vec<AtomicU64>,
+    /// Keep a cookie jar per user.
+    cookies: bool,
+    /// Seed of the users' generators.
+    seed: u64,
+}
+
+/// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
+#[derive(Debug)]
+pub struct PlanUsers {
+    shared: Arc<Shared>,
+}
+
+impl PlanUsers {
+    pub(crate) fn new(program: Arc<Program>, cookies: bool, seed: u64) -> Self {
+        let n = program.feeders.len();
+        PlanUsers {
+            shared: Arc::new(Shared {
+                program,
+                cursors: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+                stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
+                cookies,
+                seed,
+            }),
+        }
+    }
+
+    /// Feeders that ran out so far, with how many users stopped for it, for a message such as
+    /// "data `users` ran out after 500 rows; 12 users stopped".
+    pub fn exhausted(&self) -> Vec<Exhaustion> {
+        let shared = &self.shared;
+        shared
+            .program
+            .feeders
+            .iter()
+            .zip(&shared.stopped)
+            .filter_map(|(f, stopped)| {
+                let users_stopped = stopped.load(Ordering::Relaxed);
+                (users_stopped > 0).then(|| Exhaustion {
+                    data: f.name.clone(),
+                    rows: f.len(),
+                    users_stopped,
+                })
+            })
+            .collect()
+    }
+}
+
+impl Users for PlanUsers {
+    fn steps(&self) -> &[String] {
+        &self.shared.program.steps
+    }
+
+    fn checks(&self) -> &[String] {
+        &self.shared.program.checks
+    }
+
+    fn user(&self, vu: u64) -> Box<dyn User> {
+        let program = &self.shared.program;
+        // Seeds spread by a large odd constant so neighbouring users' sequences differ.
+        let seed = self.shared.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Box::new(VirtualUser {
+            shared: Arc::clone(&self.shared),
+            local: Local {
+                vu,
+                rng: fastrand::Rng::with_seed(seed),
+                vars: program.initial.clone(),
+                jar: Jar::default(),
+                rows: vec![None; program.feeders.len()],
+                draws: vec![0; program.feeders.len()],
+                iteration: 0,
+                state: State::Idle,
+                pending: None,
+            },
+        })
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Between iterations.
+    Idle,
+    Running {
+        scenario: usize,
+        pc: usize,
+        /// Passes left of each loop being run, innermost last.
+        loops: Vec<u64>,
+        /// A failed step with `abort_on_fail`: end the iteration at the next `next`.
+        abort: bool,
+    },
+    Stopped,
+}
+
+/// The request awaiting its reply.
+#[derive(Debug)]
+struct Pending {
+    request: usize,
+    path: String,
+    /// Some variable the request uses had no value when it was rendered.
+    missing_var: bool,
+}
+
+/// A virtual user: the run's shared plan, and its own state.
+struct VirtualUser {
+    /// Read-only during the run; borrowed (never cloned) per call, so the reference count's
+    /// cache line is not bounced between worker threads on every request.
+    shared: Arc<Shared>,
+    local: Local,
+}
+
+/// What belongs to one user.
+struct Local {
+    vu: u64,
+    rng: fastrand::Rng,
+    vars: Vec<Option<String>>,
+    jar: Jar,
+    rows: Vec<Option<usize>>,
+    /// Rows drawn so far from each feeder (sequential order walks on with it).
+    draws: Vec<u64>,
+    iteration: u64,
+    state: State,
+    pending: Option<Pending>,
+}
+
+impl Local {
+    /// Starts an iteration: picks a scenario by weight and draws its data rows.
+    fn start_iteration(&mut self, shared: &Shared) -> Option<usize> {
+        let program = &shared.program;
+        let total: u64 = program.scenarios.iter().map(|s| s.weight).sum();
+        let mut pick = self.rng.u64(0..total.max(1));
+        let mut scenario = 0;
+        for (i, s) in program.scenarios.iter().enumerate() {
+            if pick < s.weight {
+                scenario = i;
+                break;
+            }
+            pick -= s.weight;
+        }
+        for &f in &program.scenarios[scenario].feeders {
+            let feeder = &program.feeders[f];
+            match feeder.draw(self.vu, self.draws[f], &mut self.rng, &shared.cursors[f]) {
+                Some(row) => {
+                    self.rows[f] = Some(row);
+                    self.draws[f] += 1;
+                }
+                None => {
+                    shared.stopped[f].fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
+        }
+        Some(scenario)
+    }
+
+    fn render(&mut self, shared: &Shared, index: usize) -> Outgoing {
+        let program = &shared.program;
+        let request = &program.requests[index];
+        let mut env = Env {
+            vars: &self.vars,
+            feeders: &program.feeders,
+            rows: &self.rows,
+            vu: self.vu,
+            iteration: self.iteration,
+            rng: &mut self.rng,
+        };
+        let mut missing = false;
+        let mut path = String::new();
+        missing |= request
+            .path
+            .render_with(&mut env, &mut path, escape_path)
+            .is_err();
+        let mut headers = Vec::with_capacity(request.headers.len() + 1);
+        for (name, template) in &request.headers {
+            let mut value = String::new();
+            missing |= template
+                .render_with(&mut env, &mut value, escape_header)
+                .is_err();
+            headers.push((name.clone(), value));
+        }
+        let body = match &request.body {
+            Body::None => Vec::new(),
+            Body::Bytes(bytes, _) => bytes.to_vec(),
+            Body::Text(t) => {
+                let mut text = String::new();
+                missing |= t.render(&mut env, &mut text).is_err();
+                text.into_bytes()
+            }
+            Body::Json(j) => {
+                let value = render_json(j, &mut env, &mut missing);
+                serde_json::to_vec(&value).unwrap_or_default()
+            }
+        };
+        if shared.cookies {
+            if let Some(cookies) = self.jar.header(&path, SystemTime::now()) {
+                match headers
+                    .iter_mut()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
+                {
+                    Some((_, existing)) => {
+                        existing.push_str("; ");
+                        existing.push_str(&cookies);
+                    }
+                    None => headers.push(("Cookie".to_string(), cookies)),
+                }
+            }
+        }
+        self.pending = Some(Pending {
+            request: index,
+            path: path.clone(),
+            missing_var: missing,
+        });
+        Outgoing {
+            step: request.step,
+            method: request.method.clone(),
+            path_and_query: path,
+            headers,
+            body,
+            keep_body: request.keep_body,
+            timeout: request.timeout,
+        }
+    }
+
+    /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
+    fn conclude(&mut self, shared: &Shared, request: usize, failed: bool) -> Verdict {
+        if failed && shared.program.requests[request].abort_on_fail {
+            if let State::Running { abort, .. } = &mut self.state {
+                *abort = true;
+            }
+        }
+        Verdict { failed }
+    }
+}
+
+fn render_json(j: &JsonTemplate, env: &mut Env<'_>, missing: &mut bool) -> serde_json::Value {
+    use serde_json::Value;
+    match j {
+        JsonTemplate::Fixed(v) => v.clone(),
+        JsonTemplate::Text(t) => {
+            let mut s = String::new();
+            *missing |= t.render(env, &mut s).is_err();
+            Value::String(s)
+        }
+        JsonTemplate::Array(items) => {
+            Value::Array(items.iter().map(|i| render_json(i, env, missing)).collect())
+        }
+        JsonTemplate::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), render_json(v, env, missing)))
+                .collect(),
+        ),
+    }
+}
+
+impl User for VirtualUser {
+    fn next(&mut self) -> Action {
+        self.local.next(&self.shared)
+    }
+
+    fn reply(&mut self, reply: &Reply<'_>, tally: &mut dyn FnMut(usize, bool)) -> Verdict {
+        self.local.reply(&self.shared, reply, tally)
+    }
+
+    fn failed(&mut self, _kind: ErrorKind) -> Verdict {
+        self.local.failed(&self.shared)
+    }
+}
+
+impl Local {
+    fn next(&mut self, shared: &Shared) -> Action {
+        let program = &shared.program;
+        for _ in 0..MAX_OPS_PER_ACTION {
+            match &mut self.state {
+                State::Stopped => return Action::Stop,
+                State::Idle => match self.start_iteration(shared) {
+                    Some(scenario) => {
+                        self.state = State::Running {
+                            scenario,
+                            pc: 0,
+                            loops: Vec::new(),
+                            abort: false,
+                        }
+                    }
+                    None => {
+                        self.state = State::Stopped;
+                        return Action::Stop;
+                    }
+                },
+                State::Running {
+                    scenario,
+                    pc,
+                    loops,
+                    abort,
+                } => {
+                    let ops = &program.scenarios[*scenario].ops;
+                    let Some(op) = ops.get(*pc).filter(|_| !*abort) else {
+                        self.state = State::Idle;
+                        self.iteration += 1;
+                        return Action::EndIteration;
+                    };
+                    *pc += 1;
+                    match op {
+                        Op::Request(index) => return Action::Send(self.render(shared, *index)),
+                        Op::Pause(min, max) => {
+                            let d = if min == max {
+                                *min
+                            } else {
+                                let span = (*max - *min).as_nanos().min(u64::MAX as u128) as u64;
+                                *min + Duration::from_nanos(self.rng.u64(0..=span))
+                            };
+                            return Action::Pause(d);
+                        }
+                        Op::LoopStart { count, end } => {
+                            if *count == 0 {
+                                *pc = end + 1;
+                            } else {
+                                loops.push(*count);
+                            }
+                        }
+                        Op::LoopEnd { start } => {
+                            if let Some(left) = loops.last_mut() {
+                                *left -= 1;
+                                if *left > 0 {
+                                    *pc = start + 1;
+                                } else {
+                                    loops.pop();
+                                }
+                            }
+                        }
+                        Op::Group(_) | Op::GroupEnd => {}
+                    }
+                }
+            }
+        }
+        self.state = State::Idle;
+        self.iteration += 1;
+        Action::EndIteration
+    }
+
+    fn reply(
+        &mut self,
+        shared: &Shared,
+        reply: &Reply<'_>,
+        tally: &mut dyn FnMut(usize, bool),
+    ) -> Verdict {
+        let Some(pending) = self.pending.take() else {
+            return Verdict { failed: true };
+        };
+        let request = &shared.program.requests[pending.request];
+        let now = SystemTime::now();
+        if shared.cookies {
+            for (name, value) in reply.headers() {
+                if name.eq_ignore_ascii_case("set-cookie") {
+                    self.jar
+                        .store(&String::from_utf8_lossy(value), &pending.path, now);
+                }
+            }
+        }
+        let mut failed = !request.status_checked && reply.status >= 400;
+        if let Some(check) = request.vars_check {
+            tally(check, !pending.missing_var);
+            failed |= pending.missing_var;
+        }
+        let mut json = BodyJson::default();
+        for check in &request.checks {
+            let passed = check.kind.passes(reply, &mut json);
+            tally(check.index, passed);
+            failed |= !passed;
+        }
+        for extraction in &request.extract {
+            let value = extraction.source.extract(reply, &mut json, &self.jar, now);
+            tally(extraction.check, value.is_some());
+            match value {
+                Some(v) => self.vars[extraction.slot] = Some(v),
+                None => failed = true,
+            }
+        }
+        self.conclude(shared, pending.request, failed)
+    }
+
+    fn failed(&mut self, shared: &Shared) -> Verdict {
+        match self.pending.take() {
+            Some(pending) => self.conclude(shared, pending.request, true),
+            None => Verdict { failed: true },
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! Parsing plans: every step kind and option, and every malformed plan's error.
+
+mod common;
+
+use std::time::Duration;
+
+use belier_engine::user::Users;
+use belier_engine::{Profile, Spacing, Stage};
+use belier_scenario::{LoadModel, Metric, Order, Scheme};
+
+const FULL: &str = r#"
+target: https://api.example.test:8443/v1/
+headers:
+  Accept: application/json
+  X-Run: "{{ run }}"
+timeout: 5s
+insecure: true
+cacert: ca.pem
+cert: client.pem
+key: client.key
+sni: api.internal
+http2: true
+max_streams: 10
+keepalive: false
+cookies: false
+variables:
+  run: r42
+  password: secret
+data:
+  users: { file: users.csv, order: unique }
+  terms: terms.jsonl
+load:
+  vus: 5
+  stages: [{ duration: 30s, target: 50 }, "1m:50", { duration: 10s, target: 0 }]
+  pacing: 2s
+  duration: 2m
+  iterations: 1000
+  seed: 9
+scenarios:
+  - name: shopper
+    weight: 3
+    steps:
+      - name: login
+        post: /login
+        json: { user: "{{ users.email }}", password: "{{ password }}", remember: true, n: 3 }
+        extract:
+          token: { json: $.token }
+          csrf: { regex: 'csrf=(\w+)' }
+          where: { header: Location }
+          session: { cookie: SID }
+        check:
+          status: [200, 201]
+          body_contains: token
+          body_matches: '"token":'
+          json: { $.ok: true }
+          header: { Content-Type: application/json }
+          max_latency: 200ms
+        abort_on_fail: true
+        timeout: 2s
+      - pause: 1s..3s
+      - group: browse
+        steps:
+          - get: /items?q={{ terms.term }}
+            headers: { Authorization: "Bearer {{ token }}" }
+            check: { header: [ETag, Date] }
+          - loop: 3
+            steps:
+              - method: put
+                url: https://api.example.test:8443/v1/items/{{ random_int(1, 9) }}
+                body: "id={{ uuid }}&s={{ random_string(4) }}&vu={{ vu }}&i={{ iteration }}"
+              - pause: 250ms
+      - loop: { count: 2, steps: [{ delete: "/items/{{ where }}", name: cleanup }] }
+  - name: reader
+    steps:
+      - path: /items
+      - name: login
+        path: /login
+thresholds:
+  - p99 < 200ms
+  - "login: p95 <= 1s"
+  - error_rate < 1%
+  - rate > 900/s
+  - checks > 99%
+  - "GET /items: max < 2s"
+  - login: requests >= 1
+"#;
+
+fn full_files() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("users.csv", "email,password\nann@x.test,a\nbob@x.test,b\n"),
+        (
+            "terms.jsonl",
+            "{\"term\": \"shoes\"}\n{\"term\": \"hats\"}\n",
+        ),
+    ]
+}
+
+#[test]
+fn every_option_and_step_kind_parses() {
+    let plan = common::load("full", FULL, &full_files()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.target.scheme, Scheme::Https);
+    assert_eq!(plan.target.host, "api.example.test");
+    assert_eq!(plan.target.port, 8443);
+    assert_eq!(plan.target.base_path, "/v1");
+    let o = &plan.options;
+    assert_eq!(o.timeout, Some(Duration::from_secs(5)));
+    assert!(o.insecure && o.http2 && !o.keepalive && !o.cookies);
+    assert_eq!(o.max_streams, Some(10));
+    assert_eq!(o.sni.as_deref(), Some("api.internal"));
+    assert!(o.cacert.as_ref().unwrap().ends_with("ca.pem"));
+    assert!(o.cert.as_ref().unwrap().ends_with("client.pem"));
+    assert!(o.key.as_ref().unwrap().ends_with("client.key"));
+    assert_eq!(o.headers[0], ("Accept".into(), "application/json".into()));
+    assert_eq!(
+        plan.variables,
+        [
+            ("run".into(), "r42".into()),
+            ("password".into(), "secret".into())
+        ]
+    );
+    let feeders = plan.feeders();
+    assert_eq!(
+        (feeders[0].name.as_str(), feeders[0].order, feeders[0].len()),
+        ("users", Order::Unique, 2)
+    );
+    assert_eq!(
+        (feeders[1].name.as_str(), feeders[1].order, feeders[1].len()),
+        ("terms", Order::Sequential, 2)
+    );
+
+    let stages = vec![
+        Stage {
+            duration: Duration::from_secs(30),
+            target: 50.0,
+        },
+        Stage {
+            duration: Duration::from_secs(60),
+            target: 50.0,
+        },
+        Stage {
+            duration: Duration::from_secs(10),
+            target: 0.0,
+        },
+    ];
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Closed {
+            vus: Profile::staged(5.0, stages),
+            pacing: Some(Duration::from_secs(2))
+        }
+    );
+    assert_eq!(plan.load.duration, Some(Duration::from_secs(120)));
+    assert_eq!(plan.load.iterations, Some(1000));
+    assert_eq!(plan.load.seed, 9);
+    assert_eq!(plan.load.pacing(), Some(Duration::from_secs(2)));
+
+    assert_eq!(
+        plan.steps(),
+        [
+            "login",
+            "GET /items?q={{ terms.term }}",
+            "PUT /v1/items/{{ random_int(1, 9) }}",
+            "cleanup",
+            "GET /items"
+        ]
+    );
+    let checks = plan.checks();
+    for name in [
+        "login: status in [200, 201]",
+        "login: body contains \"token\"",
+        "login: body matches /\"token\":/",
+        "login: json $.ok == true",
+        "login: header Content-Type == \"application/json\"",
+        "login: latency <= 200ms",
+        "login: extract token",
+        "login: extract session",
+        "GET /items?q={{ terms.term }}: header ETag present",
+        "GET /items?q={{ terms.term }}: variables set",
+        "cleanup: variables set",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == name),
+            "missing check {name:?} in {checks:?}"
+        );
+    }
+    let users: std::sync::Arc<dyn Users> = plan.users();
+    assert_eq!(users.steps(), plan.steps());
+    assert_eq!(users.checks(), plan.checks());
+    let metrics: Vec<Metric> = plan.thresholds.iter().map(|t| t.metric).collect();
+    assert_eq!(
+        metrics,
+        [
+            Metric::Percentile(99.0),
+            Metric::Percentile(95.0),
+            Metric::ErrorRate,
+            Metric::Rate,
+            Metric::Checks,
+            Metric::Max,
+            Metric::Requests
+        ]
+    );
+    assert_eq!(plan.thresholds[1].scope.as_deref(), Some("login"));
+    assert_eq!(plan.thresholds[5].scope.as_deref(), Some("GET /items"));
+    assert_eq!(plan.thresholds[6].expression, "login: requests >= 1");
+
+    let text = plan.describe();
+    for part in [
+        "target: https://api.example.test:8443/v1",
+        "shopper (weight 3, 75.0 %)",
+        "pause 1s..3s",
+        "group browse:",
+        "loop 3 times:",
+        "extract token ← json $.token",
+        "closed loop",
+        "users: ",
+        "p99 < 200ms",
+    ] {
+        assert!(text.contains(part), "describe lacks {part:?}:\n{text}");
+    }
+}
+
+#[test]
+fn open_loop_and_defaults() {
+    let plan = common::load(
+        "open",
+        "target: http://127.0.0.1:8080\nload: { rate: 20, stages: ['10s:100'], max_vus: 300, arrivals: poisson, seed: 4 }\nscenarios: [{ steps: [{ get: / }] }]\n",
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Open {
+            rate: Profile::staged(
+                20.0,
+                vec![Stage {
+                    duration: Duration::from_secs(10),
+                    target: 100.0
+                }]
+            ),
+            max_vus: 300,
+            spacing: Spacing::Poisson { seed: 4 },
+        }
+    );
+    assert!(matches!(
+        plan.load.engine_load(),
+        belier_engine::Load::Open {
+            max_connections: 300,
+            ..
+        }
+    ));
+    assert_eq!(plan.target.url(), "http://127.0.0.1:8080");
+    assert!(plan.options.keepalive && plan.options.cookies && !plan.options.http2);
+
+    let plan = common::load(
+        "defaults",
+        "target: http://h\nscenarios: [{ steps: [{ path: / }] }]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Closed {
+            vus: Profile::constant(1.0),
+            pacing: None
+        }
+    );
+    assert_eq!(plan.target.port, 80);
+    assert_eq!(plan.steps(), ["GET /"]);
+    let plan = common::load(
+        "ramp",
+        "target: http://h\nload: { stages: ['10s:10'] }\nscenarios: [{ steps: [{ path: / }] }]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        plan.load.model,
+        LoadModel::Closed {
+            vus: Profile::staged(
+                0.0,
+                vec![Stage {
+                    duration: Duration::from_secs(10),
+                    target: 10.0
+                }]
+            ),
+            pacing: None
+        }
+    );
+}
+
+/// Each malformed plan gives `plan.yaml:LINE:COL: message`.
+#[test]
+fn malformed_plans_are_located() {
+    let head = "target: http://127.0.0.1:8080\n";
+    let cases: &[(&str, &str, &str)] = &[
+        ("unknown-top", "scenarios: []\nthreshold: []\n", "3:1: unknown key `threshold` in the plan; did you mean `thresholds`?"),
+        ("unknown-step", "scenarios:\n  - steps:\n      - pauze: 1s\n", "4:9: unknown key `pauze` in a request step; did you mean `pause`?"),
+        ("unknown-check", "scenarios:\n  - steps:\n      - get: /\n        check: { stauts: 200 }\n", "5:18: unknown key `stauts` in check; did you mean `status`?"),
+        ("wrong-type", "scenarios:\n  - steps: 3\n", "3:12: expected steps (a list), found a scalar"),
+        ("wrong-type-map", "scenarios: { a: 1 }\n", "2:12: expected scenarios (a list), found a mapping"),
+        ("bad-duration", "timeout: 5 parsecs\nscenarios: [{ steps: [{ get: / }] }]\n", "2:10: expected timeout (a duration such as `250ms`, `2s`, `1m30s`), found `5 parsecs`: unknown unit `parsecs` (use us, ms, s, m or h)"),
+        ("bad-pause", "scenarios:\n  - steps:\n      - pause: 3s..1s\n", "4:16: pause range `3s..1s`: the low end is above the high end"),
+        ("bad-threshold", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - p99 < 200\n", "4:11: `200`: a latency needs a unit, e.g. `200ms` or `1s`"),
+        ("bad-scoped-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds:\n  - login: p99 < 1x\n", "4:18: expected a latency such as `200ms`, found `1x`"),
+        ("bad-metric", "scenarios: [{ steps: [{ get: / }] }]\nthresholds: [\"q99 < 1s\"]\n", "3:15: unknown metric `q99`"),
+        ("unknown-step-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds: ['logn: p99 < 1s']\n", "3:14: unknown step `logn` in threshold; did you mean `login`?"),
+        ("undefined-var", "scenarios:\n  - steps:\n      - get: /a/{{ tokn }}\n", "4:17: undefined variable `tokn`: not in `variables`, not extracted by an earlier step"),
+        ("var-before-extract", "scenarios:\n  - steps:\n      - get: /a\n        headers: { A: 'x {{ token }}' }\n        extract: { token: { header: X } }\n", "5:26: undefined variable `token`"),
+        ("bad-regex", "scenarios:\n  - steps:\n      - get: /\n        extract: { a: { regex: 'x(' } }\n", "5:32: bad regex `x(`"),
+        ("bad-jsonpath", "scenarios:\n  - steps:\n      - get: /\n        extract: { a: { json: 'token' } }\n", "5:31: bad JSONPath `token`"),
+        ("missing-data", "data: { users: nothere.csv }\nscenarios: [{ steps: [{ get: / }] }]\n", "2:16: cannot read data file"),
+        ("unknown-column", "data: { users: users.csv }\nscenarios: [{ steps: [{ get: '/{{ users.mail }}' }] }]\n", "3:32: data `users` has no column `mail` (its columns: email, password)"),
+        ("bad-template", "scenarios: [{ steps: [{ get: '/{{ random_int(5, 1) }}' }] }]\n", "2:32: random_int(5, 1): the low bound is above the high one"),
+        ("unclosed-template", "scenarios: [{ steps: [{ get: '/{{ x' }] }]\n", "2:32: `{{` without a closing `}}`"),
+        ("url-template", "scenarios: [{ steps: [{ url: 'http://127.0.0.1:8080/a/{{ nope }}' }] }]\n", "2:55: undefined variable `nope`"),
+        ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
+        ("other-origin", "scenarios: [{ steps: [{ url: 'http://evil.test/x' }] }]\n", "2:30: `http://evil.test` is not the target's origin"),
+        ("no-path", "scenarios: [{ steps: [{ name: x }] }]\n", "2:23: expected a step: a request"),
+        ("relative-path", "scenarios: [{ steps: [{ get: items }] }]\n", "2:30: expected a path starting with `/`"),
+        ("bad-status", "scenarios: [{ steps: [{ get: /, check: { status: 99 } }] }]\n", "2:50: expected a status code from 100 to 599, found 99"),
+        ("bad-bool", "keepalive: maybe\nscenarios: [{ steps: [{ get: / }] }]\n", "2:12: expected keepalive (true or false), found `maybe`"),
+        ("bad-order", "data: { users: { file: users.csv, order: shuffled } }\nscenarios: [{ steps: [{ get: / }] }]\n", "2:42: expected order `sequential`, `random` or `unique`, found `shuffled`"),
+        ("bad-load", "load: { vus: 3, arrivals: poisson }\nscenarios: [{ steps: [{ get: / }] }]\n", "2:17: `arrivals` does not apply to a closed loop"),
+        ("bad-stage", "load: { stages: ['10s-5'] }\nscenarios: [{ steps: [{ get: / }] }]\n", "2:18: expected a stage `DURATION:TARGET`"),
+        ("yaml-syntax", "scenarios: [{ steps: [\n", "YAML syntax"),
+        ("dup-key", "scenarios: []\nscenarios: []\n", "3:1: duplicate key `scenarios` in the plan"),
+        ("empty-steps", "scenarios: [{ steps: [] }]\n", "2:22: expected at least one step"),
+        ("zero-weight", "scenarios: [{ weight: 0, steps: [{ get: / }] }]\n", "2:23: expected a weight ≥ 1"),
+        ("two-bodies", "scenarios: [{ steps: [{ post: /, body: a, json: 1 }] }]\n", "2:43: give one of `body`, `json` or `body_file`"),
+        ("missing-body-file", "scenarios: [{ steps: [{ post: /, body_file: no.json }] }]\n", "2:45: cannot read body file"),
+    ];
+    for (name, body, want) in cases {
+        let text = format!("{head}{body}");
+        let err = match common::load(name, &text, &[("users.csv", "email,password\na,b\n")]) {
+            Ok(_) => panic!("{name}: parsed:\n{text}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("plan.yaml:"), "{name}: {err}");
+        let after = err.split_once("plan.yaml:").map(|(_, r)| r).unwrap_or("");
+        assert!(
+            after.starts_with(want) || (want.starts_with("YAML") && after.contains(want)),
+            "{name}: got `{err}`, want `{want}`"
+        );
+        // Every message starts with line:col.
+        let mut parts = after.splitn(3, ':');
+        let line: usize = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
+        let col: usize = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
+        assert!(line >= 1 && col >= 1, "{name}: {err}");
+    }
+}
+
+#[test]
+fn bad_targets() {
+    for (target, want) in [
+        (
+            "ftp://h",
+            "1:9: expected an http or https URL, found scheme `ftp`",
+        ),
+        (
+            "http://h/?q=1",
+            "1:9: the target URL is a base: no query or fragment",
+        ),
+        ("not a url", "1:9: expected a base URL"),
+    ] {
+        let text = format!("target: {target}\nscenarios: [{{ steps: [{{ get: / }}] }}]\n");
+        let err = common::load("bad-target", &text, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.split_once("plan.yaml:").unwrap().1.starts_with(want),
+            "{err}"
+        );
+    }
+    let err = common::load("no-target", "scenarios: []\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with(
+            "plan.yaml:1:1: expected `target: URL` (e.g. `target: http://127.0.0.1:8080`)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn data_file_errors_name_the_data_file_and_line() {
+    let plan =
+        "target: http://h\ndata: { users: users.csv }\nscenarios: [{ steps: [{ get: / }] }]\n";
+    let err = common::load("bad-csv", plan, &[("users.csv", "email,pass\na,b\nc\n")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("users.csv:3:1: expected 2 fields"), "{err}");
+    let plan = "target: http://h\ndata: { t: t.jsonl }\nscenarios: [{ steps: [{ get: / }] }]\n";
+    let err = common::load("bad-jsonl", plan, &[("t.jsonl", "{\"a\": 1}\nnope\n")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("t.jsonl:2:"), "{err}");
+    let err = common::load(
+        "no-rows",
+        "target: http://h\ndata: { t: t.csv }\nscenarios: [{ steps: [{ get: / }] }]\n",
+        &[("t.csv", "a,b\n")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("t.csv:1:1: data `t` has no rows"), "{err}");
+}
+
+#[test]
+fn unreadable_plan_is_an_error() {
+    let err = belier_scenario::load(std::path::Path::new("/nonexistent/plan.yaml")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/plan.yaml:1:1: cannot read the plan"),
+        "{err}"
+    );
+}
+
+/// The complete example at the top of PLAN.md parses, and means what the text says.
+#[test]
+fn the_documented_example_parses() {
+    let doc = include_str!("../PLAN.md");
+    let example = doc
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("PLAN.md starts with a yaml example");
+    let plan = common::load(
+        "doc",
+        example,
+        &[("users.csv", "email,name\nann@x.test,Ann\n")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.steps(), ["login", "item", "GET /items"]);
+    assert_eq!(plan.target.base_path, "/api");
+    assert_eq!(plan.thresholds.len(), 3);
+    assert_eq!(plan.load.duration, Some(Duration::from_secs(60)));
+}
+
+/// The `load:` and `data:` examples of PLAN.md parse too.
+#[test]
+fn the_documented_fragments_parse() {
+    let doc = include_str!("../PLAN.md");
+    let mut seen = 0;
+    for block in doc
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+    {
+        if !(block.starts_with("load:")
+            || block.starts_with("data:")
+            || block.starts_with("thresholds:"))
+        {
+            continue;
+        }
+        let steps = "scenarios: [{ steps: [{ get: '/{{ users.email }}', name: login }, { get: '/{{ terms.term }}' }] }]\n";
+        let data = if block.starts_with("data:") {
+            ""
+        } else {
+            "data: { users: users.csv, terms: terms.jsonl }\n"
+        };
+        let text = format!("target: http://127.0.0.1:8080\n{data}{block}{steps}");
+        common::load(
+            "fragments",
+            &text,
+            &[
+                ("users.csv", "email\na\n"),
+                ("terms.jsonl", "{\"term\": \"x\"}\n"),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        seen += 1;
+    }
+    assert_eq!(seen, 4, "closed and open load, data, thresholds");
+}
