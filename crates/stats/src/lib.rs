@@ -17,6 +17,7 @@ mod error_kind;
 mod latency;
 mod recorder;
 mod sample;
+mod step;
 pub mod series;
 
 pub use collector::{Collector, Settled};
@@ -27,3 +28,4 @@ pub use recorder::{
 };
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};
+pub use step::{CheckCounts, StepCounts, StepRow};
