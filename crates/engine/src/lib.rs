@@ -161,9 +161,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         return Err(StartError::Invalid("interval must be positive"));
     }
     if config.users.is_some() && config.http2 {
-        return Err(StartError::Invalid(
-            "plans run over HTTP/1.1 only for now",
-        ));
+        return Err(StartError::Invalid("plans run over HTTP/1.1 only for now"));
     }
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));

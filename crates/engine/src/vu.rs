@@ -206,8 +206,7 @@ impl Vu {
             is_head(&outgoing.method),
             &mut progress,
         );
-        let result = match tokio::time::timeout_at((dispatched + timeout).into(), exchange).await
-        {
+        let result = match tokio::time::timeout_at((dispatched + timeout).into(), exchange).await {
             Ok(result) => result,
             Err(_) => Err(Failure::timeout(progress.phase)),
         };

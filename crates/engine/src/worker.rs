@@ -592,7 +592,11 @@ async fn next_request(
 
 /// `None` if connection `index` is active at `t`; otherwise when it next becomes active
 /// (`Some(None)`: never again).
-pub(crate) fn inactive_until(connections: &Profile, index: u64, t: Duration) -> Option<Option<Duration>> {
+pub(crate) fn inactive_until(
+    connections: &Profile,
+    index: u64,
+    t: Duration,
+) -> Option<Option<Duration>> {
     let level = index as f64;
     if connections.level_at(t) > level {
         None
@@ -672,7 +676,9 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         };
         local.record(sample, &progress, &result, || link.tls_session());
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        if plan.keepalive && server_ended(&result, reused, &progress) && matches!(link, Link::Http1(_))
+        if plan.keepalive
+            && server_ended(&result, reused, &progress)
+            && matches!(link, Link::Http1(_))
         {
             local.recorder.borrow_mut().record_server_close();
         }

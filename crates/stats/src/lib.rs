@@ -17,8 +17,8 @@ mod error_kind;
 mod latency;
 mod recorder;
 mod sample;
-mod step;
 pub mod series;
+mod step;
 
 pub use collector::{Collector, Settled};
 pub use error_kind::ErrorKind;

@@ -690,7 +690,11 @@ mod tests {
         r.record_scheduled();
         r.record_dropped();
         r.record_step(1, &sample(500, Outcome::Response { status: 200 }), false);
-        r.record_step(1, &sample(7, Outcome::Error(ErrorKind::ConnectRefused)), true);
+        r.record_step(
+            1,
+            &sample(7, Outcome::Error(ErrorKind::ConnectRefused)),
+            true,
+        );
         r.record_check(2, false);
         r.record_iteration();
         let mut back = Recorder::from_counters(&r.counters()).unwrap();
