@@ -43,6 +43,7 @@ impl Finished {
             elapsed: self.elapsed,
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
+            thresholds: vec![],
             host: self.host,
         }
     }
@@ -302,5 +303,10 @@ fn load_info(settings: &Settings) -> RunInfo {
         max_connections,
         max_in_flight,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }

@@ -42,6 +42,11 @@ fn main() -> std::io::Result<()> {
         max_connections: Some(100),
         max_in_flight: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     };
     let header = Header {
         format: FORMAT.into(),

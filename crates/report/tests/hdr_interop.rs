@@ -99,6 +99,11 @@ fn info() -> RunInfo {
         max_connections: None,
         max_in_flight: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }
 

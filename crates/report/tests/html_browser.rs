@@ -43,6 +43,11 @@ fn info(url: &str) -> RunInfo {
         max_connections: None,
         max_in_flight: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }
 
@@ -120,6 +125,7 @@ fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> 
         elapsed: Duration::from_secs(60),
         interrupted: false,
         warnings: vec![],
+        thresholds: vec![],
         host: None,
     }
 }

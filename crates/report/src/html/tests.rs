@@ -13,6 +13,7 @@ fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Re
         elapsed: Duration::from_millis(1_500),
         interrupted: false,
         warnings: vec![],
+        thresholds: vec![],
         host: None,
     }
 }
