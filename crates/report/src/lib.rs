@@ -261,6 +261,16 @@ mod tests {
         let info: super::RunInfo = serde_json::from_value(v).unwrap();
         assert_eq!(info.protocol, "HTTP/1.1");
     }
+
+    #[test]
+    fn run_info_from_before_scripted_users_reads_without_them() {
+        let mut v = serde_json::to_value(super::fixtures::info()).unwrap();
+        for key in ["plan", "virtual_users", "pacing_s", "steps", "checks"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        let info: super::RunInfo = serde_json::from_value(v).unwrap();
+        assert_eq!(info, super::fixtures::info());
+    }
 }
 
 #[cfg(test)]
