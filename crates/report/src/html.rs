@@ -294,9 +294,9 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         if !steps::has_steps(r) && r.thresholds.is_empty() {
             continue;
         }
-        write!(
+        writeln!(
             out,
-            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Steps of {}</h2>\n",
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Steps of {}</h2>",
             colour(i),
             esc(&run.name)
         )?;
