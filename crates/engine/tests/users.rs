@@ -571,3 +571,72 @@ fn two_thousand_pausing_users_finish_and_stay_small() {
         assert!(grown < 200 << 20, "grew by {} MiB", grown >> 20);
     }
 }
+
+#[test]
+fn users_speak_tls_with_one_handshake_each() {
+    use belier_engine::TlsOptions;
+    use belier_testserver::{Config as ServerConfig, Server, TlsConfig};
+    let (tls, ca) = TlsConfig::self_signed(&["localhost"]);
+    let s = Server::start(ServerConfig {
+        tls: Some(tls),
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    let script = Arc::new(Script::new(vec![
+        Op::Get {
+            step: 0,
+            path: "/a",
+        },
+        Op::Get {
+            step: 1,
+            path: "/b",
+        },
+    ]));
+    let mut c = with_users(config(s.addr(), "/"), &script);
+    c.request.host = "localhost".into();
+    c.connect_to = Some(s.addr());
+    c.tls = Some(TlsOptions {
+        ca_pem: Some(ca.into_bytes()),
+        alpn: vec![b"http/1.1".to_vec()],
+        ..TlsOptions::default()
+    });
+    c.load = users(3.0);
+    c.stop = bounded(Some(30), Duration::from_secs(30));
+    let out = run(&c);
+    assert_eq!(step_requests(&out), [30, 30]);
+    assert_eq!(out.totals.succeeded(), 60);
+    assert_eq!(s.counts().tls_handshakes, 3);
+    assert!(out.totals.tls_session().is_some());
+}
+
+#[test]
+fn a_connection_the_server_closes_is_reopened_and_keepalive_off_opens_one_per_request() {
+    let s = server();
+    let script = Arc::new(Script::new(vec![
+        Op::Get {
+            step: 0,
+            path: "/?close",
+        },
+        Op::Get { step: 1, path: "/" },
+    ]));
+    let mut c = with_users(config(s.addr(), "/"), &script);
+    c.load = users(2.0);
+    c.stop = bounded(Some(10), Duration::from_secs(30));
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 20);
+    assert!(out.totals.steps().iter().all(|r| r.counts.failures == 0));
+    // The server closes after every /?close, so the / after it opens a connection, which the
+    // next iteration's /?close reuses: one per iteration, plus each user's first.
+    assert_eq!(s.counts().connections, 10 + 2);
+    assert_eq!(out.totals.server_closes(), 10);
+
+    let s = server();
+    let mut c = with_users(config(s.addr(), "/"), &script);
+    c.keepalive = false;
+    c.load = users(2.0);
+    c.stop = bounded(Some(10), Duration::from_secs(30));
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 20);
+    assert_eq!(s.counts().connections, 20);
+    assert_eq!(out.totals.connections_opened(), 20);
+}
