@@ -15,6 +15,11 @@
 //! control are too much to redo, and a stream costs far less than the connection it shares.
 //! The connection loop is the same; each of its tasks drives a stream slot rather than a
 //! connection (see the `http2` module).
+//!
+//! With [`Config::users`] the run drives scripted virtual users ([`user`]) instead of one
+//! prebuilt request: each user is a task on its worker with its own HTTP/1.1 connection,
+//! sending the requests its [`user::User`] asks for, pausing without holding a thread, and
+//! recording each request in the totals and under its step (see the `vu` module).
 #![deny(missing_docs)]
 
 mod arrivals;

@@ -199,6 +199,7 @@ impl Vu {
         };
         let dispatched = Instant::now();
         local.active.set(local.active.get() + 1);
+        step_active(local, outgoing.step, true);
         let exchange = exchange(
             &mut self.conn,
             plan,
@@ -212,6 +213,7 @@ impl Vu {
         };
         let done = Instant::now();
         local.active.set(local.active.get() - 1);
+        step_active(local, outgoing.step, false);
         local.track_open(self.conn.is_some(), &mut self.counted);
 
         let sample = Sample {
@@ -270,6 +272,19 @@ impl Vu {
         if self.head.capacity() > KEPT_BODY_RETAINED {
             self.head = Vec::new();
         }
+    }
+}
+
+/// Counts a request of `step` in flight (`started`) or no longer.
+fn step_active(local: &Local, step: usize, started: bool) {
+    let mut active = local.active_steps.borrow_mut();
+    if active.len() <= step {
+        active.resize(step + 1, 0);
+    }
+    if started {
+        active[step] += 1;
+    } else {
+        active[step] -= 1;
     }
 }
 

@@ -111,6 +111,9 @@ pub(crate) struct Local {
     pub(crate) stopped: Cell<usize>,
     /// Requests a connection has taken up and not finished.
     pub(crate) active: Cell<u64>,
+    /// Scripted users: of `active`, how many per step, so that requests abandoned when the
+    /// run stops are counted under their steps as well.
+    pub(crate) active_steps: RefCell<Vec<u64>>,
     pub(crate) stopping: Cell<bool>,
     /// Open loop: due arrivals no connection has taken yet, by intended start.
     queue: RefCell<VecDeque<Instant>>,
@@ -257,6 +260,7 @@ async fn drive(
         iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
         stopped: Cell::new(0),
         active: Cell::new(0),
+        active_steps: RefCell::new(Vec::new()),
         stopping: Cell::new(false),
         queue: RefCell::new(VecDeque::new()),
         idle: Cell::new(0),
@@ -361,6 +365,11 @@ async fn drive(
     local.flush_samples();
     let mut recorder = local.recorder.borrow_mut();
     recorder.record_errors(ErrorKind::Cancelled, local.active.get());
+    for (step, &n) in local.active_steps.borrow().iter().enumerate() {
+        if n > 0 {
+            recorder.record_step_errors(step, n);
+        }
+    }
     // Arrivals still queued were never sent: they count as dropped, not as errors.
     for _ in local.queue.borrow_mut().drain(..) {
         recorder.record_dropped();

@@ -640,3 +640,28 @@ fn a_connection_the_server_closes_is_reopened_and_keepalive_off_opens_one_per_re
     assert_eq!(s.counts().connections, 20);
     assert_eq!(out.totals.connections_opened(), 20);
 }
+
+#[test]
+fn requests_abandoned_at_the_end_count_under_their_steps() {
+    let s = server();
+    let script = Arc::new(Script::new(vec![
+        Op::Get { step: 0, path: "/" },
+        Op::Get {
+            step: 1,
+            path: "/?delay=5s",
+        },
+    ]));
+    let mut c = with_users(config(s.addr(), "/"), &script);
+    c.load = users(3.0);
+    c.grace = Duration::from_millis(100);
+    c.stop = bounded(None, Duration::from_millis(400));
+    let out = run(&c);
+    assert_eq!(out.totals.errors_of(ErrorKind::Cancelled), 3);
+    assert_eq!(step_requests(&out), [3, 3]);
+    assert_eq!(out.totals.steps()[1].counts.failures, 3);
+    assert_eq!(
+        step_requests(&out).iter().sum::<u64>(),
+        out.totals.requests()
+    );
+    assert_eq!(s.counts().requests, out.totals.requests());
+}

@@ -199,6 +199,14 @@ impl Recorder {
         row_mut(&mut self.steps, step).record(sample, failed);
     }
 
+    /// Counts `count` requests of step `step` that ended without a sample each (abandoned in
+    /// flight when the run stopped): they are the step's requests and its failures.
+    pub fn record_step_errors(&mut self, step: usize, count: u64) {
+        let row = row_mut(&mut self.steps, step);
+        row.counts.requests += count;
+        row.counts.failures += count;
+    }
+
     /// Counts one evaluation of check `check`.
     pub fn record_check(&mut self, check: usize, passed: bool) {
         let counts = row_mut(&mut self.checks, check);
