@@ -43,6 +43,7 @@ impl Finished {
             elapsed: self.elapsed,
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
+            thresholds: vec![],
             host: self.host,
         }
     }
@@ -304,5 +305,10 @@ fn load_info(settings: &Settings) -> RunInfo {
         timer_slack_us: (model == Model::Open)
             .then_some(settings.engine.timer_slack.as_micros() as u64),
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }

@@ -32,6 +32,7 @@ impl Run {
             elapsed: self.data.elapsed,
             interrupted: end.is_some_and(|e| e.interrupted),
             warnings: self.warnings.clone(),
+            thresholds: vec![],
             host: end.and_then(|e| e.host),
         }
     }

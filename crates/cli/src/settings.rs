@@ -150,8 +150,13 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         (None, None) if load.end().is_none() => StopWhen {
             requests: None,
             duration: Some(DEFAULT_DURATION),
+            iterations: None,
         },
-        (requests, duration) => StopWhen { requests, duration },
+        (requests, duration) => StopWhen {
+            requests,
+            duration,
+            iterations: None,
+        },
     };
     engine.load = load;
     if args.interval < MIN_INTERVAL {
@@ -519,7 +524,8 @@ mod tests {
             e.stop,
             StopWhen {
                 requests: None,
-                duration: Some(DEFAULT_DURATION)
+                duration: Some(DEFAULT_DURATION),
+                iterations: None,
             }
         );
     }
@@ -636,7 +642,8 @@ mod tests {
             ramp.engine.stop,
             StopWhen {
                 requests: None,
-                duration: None
+                duration: None,
+                iterations: None,
             }
         );
 

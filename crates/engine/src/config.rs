@@ -1,5 +1,7 @@
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::user::Users;
 use crate::{Profile, Spacing};
 
 /// Default number of concurrent connections.
@@ -46,6 +48,9 @@ pub struct StopWhen {
     pub requests: Option<u64>,
     /// Wall-clock length of the run.
     pub duration: Option<Duration>,
+    /// Scripted users: total iterations to complete across all workers (each worker takes
+    /// an even share). Ignored without [`Config::users`].
+    pub iterations: Option<u64>,
 }
 
 /// How load is generated.
@@ -93,7 +98,7 @@ impl Load {
 }
 
 /// Everything the engine needs to run a test.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     /// The request to send.
     pub request: RequestSpec,
@@ -132,6 +137,39 @@ pub struct Config {
     /// ([`DEFAULT_TIMER_SLACK`]). Larger values trade scheduling lag (measured, and counted in
     /// the latency) for fewer wake-ups, which is most of the CPU an open loop costs at low rates.
     pub timer_slack: Duration,
+    /// Scripted virtual users instead of the one [`Config::request`] (whose host, port and
+    /// TLS settings still say where to connect). The load's level then counts users:
+    /// `Load::Closed`'s profile is the number of users over time, `Load::Open`'s rate is the
+    /// rate at which iterations start, each on an idle user, with up to `max_connections`
+    /// users.
+    pub users: Option<Arc<dyn Users>>,
+    /// Scripted users in a closed loop: each user starts an iteration at most this often
+    /// (one that runs longer is followed at once by the next). `None`: back to back.
+    pub pacing: Option<Duration>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Written out because `dyn Users` has no Debug: users show as their step names.
+        f.debug_struct("Config")
+            .field("request", &self.request)
+            .field("load", &self.load)
+            .field("threads", &self.threads)
+            .field("stop", &self.stop)
+            .field("keepalive", &self.keepalive)
+            .field("timeout", &self.timeout)
+            .field("grace", &self.grace)
+            .field("interval", &self.interval)
+            .field("tls", &self.tls)
+            .field("connect_to", &self.connect_to)
+            .field("http2", &self.http2)
+            .field("max_streams", &self.max_streams)
+            .field("keep_samples", &self.keep_samples)
+            .field("timer_slack", &self.timer_slack)
+            .field("users", &self.users.as_ref().map(|u| u.steps()))
+            .field("pacing", &self.pacing)
+            .finish()
+    }
 }
 
 impl Config {
@@ -156,6 +194,7 @@ impl Config {
             stop: StopWhen {
                 requests: None,
                 duration: Some(DEFAULT_DURATION),
+                iterations: None,
             },
             keepalive: true,
             timeout: DEFAULT_TIMEOUT,
@@ -167,6 +206,8 @@ impl Config {
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,
+            users: None,
+            pacing: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 
 use crate::http1::{parse_head, Framing, Malformed};
 use crate::tls::{handshake_error_kind, Tls};
+use crate::user::MAX_KEPT_BODY_BYTES;
 
 /// Read buffer size; a typical response fits in one read.
 const READ_BUFFER: usize = 16 * 1024;
@@ -30,8 +31,22 @@ pub(crate) struct Progress {
     pub first_byte: Option<Instant>,
     pub bytes_in: u64,
     pub bytes_out: u64,
-    /// When set (a probe), receives the raw response head.
+    /// When set (a probe, a scripted user), receives the raw response head.
     pub head: Option<Vec<u8>>,
+    /// When set (a scripted user that asked for it), receives the de-chunked body, up to
+    /// [`MAX_KEPT_BODY_BYTES`].
+    pub body: Option<Vec<u8>>,
+    /// Whether the body was longer than what `body` kept.
+    pub body_truncated: bool,
+}
+
+/// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
+fn keep_body(body: &mut Vec<u8>, truncated: &mut bool, data: &[u8]) {
+    let room = MAX_KEPT_BODY_BYTES.saturating_sub(body.len());
+    if data.len() > room {
+        *truncated = true;
+    }
+    body.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// Where an exchange is.
@@ -308,16 +323,28 @@ impl Connection {
                     Framing::Empty => true,
                     Framing::Length(remaining) => {
                         let take = (*remaining).min((self.buf.len() - pos) as u64);
+                        if let Some(body) = &mut p.body {
+                            let data = &self.buf[pos..pos + take as usize];
+                            keep_body(body, &mut p.body_truncated, data);
+                        }
                         pos += take as usize;
                         *remaining -= take;
                         *remaining == 0
                     }
                     Framing::Chunked(decoder) => {
-                        let (used, done) = decoder.feed(&self.buf[pos..])?;
+                        let (used, done) = match &mut p.body {
+                            None => decoder.feed(&self.buf[pos..])?,
+                            Some(body) => decoder.feed_with(&self.buf[pos..], |data| {
+                                keep_body(body, &mut p.body_truncated, data)
+                            })?,
+                        };
                         pos += used;
                         done
                     }
                     Framing::UntilClose => {
+                        if let Some(body) = &mut p.body {
+                            keep_body(body, &mut p.body_truncated, &self.buf[pos..]);
+                        }
                         pos = self.buf.len();
                         false
                     }

@@ -150,6 +150,16 @@ impl ChunkedDecoder {
     /// Consumes bytes from `input`; returns how many were used and whether the body is complete.
     /// Bytes after the end of the body are left unconsumed.
     pub(crate) fn feed(&mut self, input: &[u8]) -> Result<(usize, bool), Malformed> {
+        self.feed_with(input, |_| {})
+    }
+
+    /// Like [`ChunkedDecoder::feed`], handing each piece of chunk data to `on_data` as it
+    /// passes (the de-chunked body, in order).
+    pub(crate) fn feed_with(
+        &mut self,
+        input: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> Result<(usize, bool), Malformed> {
         use ChunkState::*;
         let mut i = 0;
         while i < input.len() {
@@ -158,6 +168,7 @@ impl ChunkedDecoder {
             }
             if let Data { remaining } = self.state {
                 let take = remaining.min((input.len() - i) as u64);
+                on_data(&input[i..i + take as usize]);
                 i += take as usize;
                 let remaining = remaining - take;
                 self.state = if remaining == 0 {
@@ -351,6 +362,19 @@ mod tests {
         assert_eq!(d.feed(b"100000\r\n"), Ok((8, false)));
         assert_eq!(d.feed(&vec![b'x'; 0x100000]), Ok((0x100000, false)));
         assert_eq!(d.feed(b"\r\n0\r\n\r\n"), Ok((7, true)));
+    }
+
+    #[test]
+    fn chunked_data_is_handed_over_in_order() {
+        let body = b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n";
+        for piece in [1, 3, body.len()] {
+            let mut d = ChunkedDecoder::default();
+            let mut data = Vec::new();
+            for chunk in body.chunks(piece) {
+                d.feed_with(chunk, |b| data.extend_from_slice(b)).unwrap();
+            }
+            assert_eq!(data, b"hello world", "pieces of {piece}");
+        }
     }
 
     #[test]

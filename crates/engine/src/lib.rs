@@ -15,6 +15,11 @@
 //! control are too much to redo, and a stream costs far less than the connection it shares.
 //! The connection loop is the same; each of its tasks drives a stream slot rather than a
 //! connection (see the `http2` module).
+//!
+//! With [`Config::users`] the run drives scripted virtual users ([`user`]) instead of one
+//! prebuilt request: each user is a task on its worker with its own HTTP/1.1 connection,
+//! sending the requests its [`user::User`] asks for, pausing without holding a thread, and
+//! recording each request in the totals and under its step (see the `vu` module).
 #![deny(missing_docs)]
 
 mod arrivals;
@@ -29,6 +34,7 @@ pub mod request;
 mod timer;
 mod tls;
 pub mod user;
+mod vu;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -160,6 +166,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     if config.interval.is_zero() {
         return Err(StartError::Invalid("interval must be positive"));
     }
+    if config.users.is_some() && config.http2 {
+        return Err(StartError::Invalid("plans run over HTTP/1.1 only for now"));
+    }
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));
     }
@@ -227,7 +236,12 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         keep_samples: config.keep_samples,
         timer_slack: config.timer_slack,
         http2,
+        users: config.users.clone(),
+        pacing: config.pacing,
+        iterations: config.stop.iterations,
+        host_header: request::host_header(&spec.host, spec.port),
     });
+    let iterations = config.stop.iterations.map(|n| split(n, threads));
     let requests = config.stop.requests.map(|n| split(n, threads));
     let (open_connections, in_flight) = match &config.load {
         Load::Open {
@@ -250,6 +264,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             max_connections: open_connections[id] as usize,
             // A worker's share of the cap is at least one, or it could never send.
             max_in_flight: in_flight.as_ref().map(|c| c[id].max(1)),
+            iterations: iterations.as_ref().map(|c| c[id]),
         };
         let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());
         let handle = std::thread::Builder::new()

@@ -1,7 +1,8 @@
 //! Request bytes, built once per run and written as they are for every request.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
+use crate::user::Outgoing;
 use crate::RequestSpec;
 
 /// The `User-Agent` belier sends unless the user gives one.
@@ -10,33 +11,67 @@ pub const USER_AGENT: &str = concat!("belier/", env!("CARGO_PKG_VERSION"));
 /// Encodes `spec` as an HTTP/1.1 request. Without keep-alive the request asks the server to
 /// close (`Connection: close`) so both sides agree the connection carries one exchange.
 pub fn encode(spec: &RequestSpec, keepalive: bool) -> Vec<u8> {
-    let has = |name: &str| {
-        spec.headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
-    let mut head = String::with_capacity(256);
-    // Writing to a String cannot fail.
-    let _ = write!(head, "{} {} HTTP/1.1\r\n", spec.method, spec.path_and_query);
+    let mut bytes = Vec::with_capacity(256 + spec.body.len());
+    write_request(
+        &mut bytes,
+        Parts {
+            method: &spec.method,
+            path_and_query: &spec.path_and_query,
+            headers: &spec.headers,
+            body: &spec.body,
+        },
+        &host_header(&spec.host, spec.port),
+        keepalive,
+    );
+    bytes
+}
+
+/// Encodes a scripted user's request into `out` (cleared first, its allocation reused), with
+/// the same rules as [`encode`]; `host` is the `Host` header used unless the user gives one.
+pub(crate) fn encode_outgoing(out: &mut Vec<u8>, request: &Outgoing, host: &str, keepalive: bool) {
+    out.clear();
+    write_request(
+        out,
+        Parts {
+            method: &request.method,
+            path_and_query: &request.path_and_query,
+            headers: &request.headers,
+            body: &request.body,
+        },
+        host,
+        keepalive,
+    );
+}
+
+/// What a request is made of, whoever describes it.
+struct Parts<'a> {
+    method: &'a str,
+    path_and_query: &'a str,
+    headers: &'a [(String, String)],
+    body: &'a [u8],
+}
+
+fn write_request(out: &mut Vec<u8>, r: Parts<'_>, host: &str, keepalive: bool) {
+    let has = |name: &str| r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{} {} HTTP/1.1\r\n", r.method, r.path_and_query);
     if !has("host") {
-        let _ = write!(head, "Host: {}\r\n", host_header(&spec.host, spec.port));
+        let _ = write!(out, "Host: {host}\r\n");
     }
     if !has("user-agent") {
-        let _ = write!(head, "User-Agent: {USER_AGENT}\r\n");
+        let _ = write!(out, "User-Agent: {USER_AGENT}\r\n");
     }
-    for (name, value) in &spec.headers {
-        let _ = write!(head, "{name}: {value}\r\n");
+    for (name, value) in r.headers {
+        let _ = write!(out, "{name}: {value}\r\n");
     }
-    if !spec.body.is_empty() && !has("content-length") && !has("transfer-encoding") {
-        let _ = write!(head, "Content-Length: {}\r\n", spec.body.len());
+    if !r.body.is_empty() && !has("content-length") && !has("transfer-encoding") {
+        let _ = write!(out, "Content-Length: {}\r\n", r.body.len());
     }
     if !keepalive && !has("connection") {
-        head.push_str("Connection: close\r\n");
+        out.extend_from_slice(b"Connection: close\r\n");
     }
-    head.push_str("\r\n");
-    let mut bytes = head.into_bytes();
-    bytes.extend_from_slice(&spec.body);
-    bytes
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(r.body);
 }
 
 /// Whether the response to `method` never has a body, whatever its headers say.
@@ -112,5 +147,25 @@ mod tests {
         let got = String::from_utf8(encode(&s, true)).unwrap();
         assert!(got.contains("Host: example.test\r\n"));
         assert_eq!(got.matches("Host:").count(), 1);
+    }
+
+    #[test]
+    fn outgoing_reuses_the_buffer_and_matches_encode() {
+        let mut s = spec();
+        s.method = "POST".into();
+        s.headers = vec![("X-Token".into(), "abc".into())];
+        s.body = b"hi".to_vec();
+        let outgoing = Outgoing {
+            step: 0,
+            method: s.method.clone(),
+            path_and_query: s.path_and_query.clone(),
+            headers: s.headers.clone(),
+            body: s.body.clone(),
+            keep_body: false,
+            timeout: None,
+        };
+        let mut buf = b"stale bytes".to_vec();
+        encode_outgoing(&mut buf, &outgoing, "127.0.0.1:8080", false);
+        assert_eq!(buf, encode(&s, false));
     }
 }

@@ -26,6 +26,7 @@ use tokio::task::{JoinSet, LocalSet};
 use crate::connection::{Connection, Failure, Phase, Progress, Response};
 use crate::http2::{Group, Target};
 use crate::timer::{thread_cpu_time, Timer};
+use crate::user::Users;
 use crate::{Arrivals, Event, Load, Profile};
 
 /// What every worker of a run shares, read-only.
@@ -50,6 +51,14 @@ pub(crate) struct Plan {
     pub timer_slack: Duration,
     /// `Some` to speak HTTP/2.
     pub http2: Option<Http2>,
+    /// Scripted users, when the run has them (HTTP/1.1 only).
+    pub users: Option<Arc<dyn Users>>,
+    /// Scripted users in a closed loop: least time between the starts of a user's iterations.
+    pub pacing: Option<Duration>,
+    /// Iteration budget across all workers (scripted users).
+    pub iterations: Option<u64>,
+    /// The `Host` header scripted users' requests carry unless they give their own.
+    pub host_header: String,
 }
 
 /// What HTTP/2 runs add to the plan.
@@ -72,6 +81,8 @@ pub(crate) struct Share {
     pub max_connections: usize,
     /// Open loop: in-flight cap of this worker.
     pub max_in_flight: Option<u64>,
+    /// Scripted users in a closed loop: iterations this worker may start.
+    pub iterations: Option<u64>,
 }
 
 /// Where a connection's next request comes from.
@@ -85,24 +96,32 @@ enum Source {
 }
 
 /// State the tasks of one worker share.
-struct Local {
-    recorder: RefCell<Recorder>,
+pub(crate) struct Local {
+    pub(crate) recorder: RefCell<Recorder>,
     /// HTTP/1.1 connections open now, and the most at once since the last interval.
     open_now: Cell<u64>,
     open_peak: Cell<u64>,
     /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
     budget: Cell<u64>,
+    /// Scripted users in a closed loop: iterations left to start; `u64::MAX`: unlimited.
+    iterations: Cell<u64>,
+    /// Open loop with scripted users: users that stopped for the rest of the run (they keep
+    /// their place among the `max_connections` users).
+    pub(crate) stopped: Cell<usize>,
     /// Requests a connection has taken up and not finished.
-    active: Cell<u64>,
-    stopping: Cell<bool>,
+    pub(crate) active: Cell<u64>,
+    /// Scripted users: of `active`, how many per step, so that requests abandoned when the
+    /// run stops are counted under their steps as well.
+    pub(crate) active_steps: RefCell<Vec<u64>>,
+    pub(crate) stopping: Cell<bool>,
     /// Open loop: due arrivals no connection has taken yet, by intended start.
     queue: RefCell<VecDeque<Instant>>,
     /// Open loop: connections waiting for an arrival.
     idle: Cell<usize>,
     wake: Notify,
     arrivals_done: Cell<bool>,
-    /// Open loop: connection tasks alive (stream slots with HTTP/2).
-    connections: Cell<usize>,
+    /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
+    pub(crate) connections: Cell<usize>,
     /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
     spawned: Cell<usize>,
     /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
@@ -114,15 +133,13 @@ struct Local {
 }
 
 impl Local {
-    fn claim(&self) -> bool {
-        match self.budget.get() {
-            0 => false,
-            u64::MAX => true,
-            n => {
-                self.budget.set(n - 1);
-                true
-            }
-        }
+    pub(crate) fn claim(&self) -> bool {
+        take_one(&self.budget)
+    }
+
+    /// Takes one iteration from the worker's budget (scripted users, closed loop).
+    pub(crate) fn claim_iteration(&self) -> bool {
+        take_one(&self.iterations)
     }
 
     /// A new task's link: with HTTP/2 a stream slot on the worker's connection group `k`
@@ -144,7 +161,7 @@ impl Local {
 
     /// Keeps the open-connection count in step with one task's link: `counted` says whether
     /// that task's connection is counted now.
-    fn track_open(&self, link_open: bool, counted: &mut bool) {
+    pub(crate) fn track_open(&self, link_open: bool, counted: &mut bool) {
         if link_open && !*counted {
             let now = self.open_now.get() + 1;
             self.open_now.set(now);
@@ -153,6 +170,40 @@ impl Local {
             self.open_now.set(self.open_now.get() - 1);
         }
         *counted = link_open;
+    }
+
+    /// Records one finished request in the run's totals (and the raw stream, when kept).
+    #[inline]
+    pub(crate) fn record(
+        &self,
+        sample: Sample,
+        progress: &Progress,
+        result: &Result<Response, Failure>,
+        tls_session: impl FnOnce() -> Option<String>,
+    ) {
+        {
+            let mut recorder = self.recorder.borrow_mut();
+            recorder.record(&sample);
+            if progress.connected.is_some() {
+                recorder.record_connection();
+            }
+            if progress.handshaken.is_some() {
+                recorder.note_tls_session(|| tls_session().unwrap_or_default());
+            }
+            if let Err(f) = result {
+                recorder.note_error_example(f.kind, || f.cause.to_string());
+            }
+        }
+        if let Some(samples) = &self.samples {
+            let full = {
+                let mut samples = samples.borrow_mut();
+                samples.push(sample);
+                samples.len() >= SAMPLE_BATCH
+            };
+            if full {
+                self.flush_samples();
+            }
+        }
     }
 
     /// Hands the kept samples over.
@@ -166,6 +217,18 @@ impl Local {
                     samples: batch,
                 });
             }
+        }
+    }
+}
+
+/// Takes one from a budget where `u64::MAX` means unlimited; false once it is spent.
+fn take_one(budget: &Cell<u64>) -> bool {
+    match budget.get() {
+        0 => false,
+        u64::MAX => true,
+        n => {
+            budget.set(n - 1);
+            true
         }
     }
 }
@@ -193,7 +256,10 @@ async fn drive(
         open_now: Cell::new(0),
         open_peak: Cell::new(0),
         budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
+        iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
+        stopped: Cell::new(0),
         active: Cell::new(0),
+        active_steps: RefCell::new(Vec::new()),
         stopping: Cell::new(false),
         queue: RefCell::new(VecDeque::new()),
         idle: Cell::new(0),
@@ -229,6 +295,15 @@ async fn drive(
                 if group % workers != share.id as u64 {
                     continue;
                 }
+                if let Some(users) = &plan.users {
+                    tasks.spawn_local(crate::vu::closed(
+                        Rc::clone(&local),
+                        Arc::clone(&plan),
+                        Arc::clone(users),
+                        index,
+                    ));
+                    continue;
+                }
                 let link = local.link(&plan, (group / workers) as usize);
                 tasks.spawn_local(connection(
                     Rc::clone(&local),
@@ -243,7 +318,12 @@ async fn drive(
                 rate.clone(),
                 *spacing,
                 plan.deadline.map(|d| d - plan.start),
-                plan.requests,
+                // With scripted users an arrival is an iteration.
+                if plan.users.is_some() {
+                    plan.iterations
+                } else {
+                    plan.requests
+                },
                 share.id,
                 plan.workers,
             );
@@ -258,8 +338,10 @@ async fn drive(
 
     let finished = async {
         while tasks.join_next().await.is_some() {}
-        // Open loop: the dispatcher is done; wait for the requests it handed out.
-        until(|| local.in_flight() == 0).await;
+        // Open loop: the dispatcher is done; wait for the requests it handed out (and, with
+        // scripted users, for the iterations under way, pauses included).
+        let users = plan.users.is_some();
+        until(|| local.in_flight() == 0 && !(users && local.connections.get() > 0)).await;
     };
     let deadline = async {
         match plan.deadline {
@@ -282,6 +364,11 @@ async fn drive(
     local.flush_samples();
     let mut recorder = local.recorder.borrow_mut();
     recorder.record_errors(ErrorKind::Cancelled, local.active.get());
+    for (step, &n) in local.active_steps.borrow().iter().enumerate() {
+        if n > 0 {
+            recorder.record_step_errors(step, n);
+        }
+    }
     // Arrivals still queued were never sent: they count as dropped, not as errors.
     for _ in local.queue.borrow_mut().drain(..) {
         recorder.record_dropped();
@@ -389,6 +476,12 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         if local.stopping.get() {
             break;
         }
+        if let Some(users) = &plan.users {
+            if !dispatch_iteration(&local, &plan, users, due, slots, share) {
+                break;
+            }
+            continue;
+        }
         let mut recorder = local.recorder.borrow_mut();
         recorder.record_scheduled();
         if share
@@ -424,6 +517,58 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
     local.wake.notify_waiters();
 }
 
+/// Open loop with scripted users: starts the iteration due at `due` on an idle user, or on a
+/// new one while fewer than `slots` exist; drops it when neither can be had. False when no
+/// more iterations can run (every user stopped, or the request budget is spent).
+fn dispatch_iteration(
+    local: &Rc<Local>,
+    plan: &Arc<Plan>,
+    users: &Arc<dyn Users>,
+    due: Instant,
+    slots: usize,
+    share: Share,
+) -> bool {
+    if local.stopped.get() >= slots || local.budget.get() == 0 {
+        return false;
+    }
+    local.recorder.borrow_mut().record_scheduled();
+    if local.idle.get() > 0 {
+        local.idle.set(local.idle.get() - 1);
+        local.queue.borrow_mut().push_back(due);
+        local.wake.notify_one();
+    } else if local.connections.get() + local.stopped.get() < slots {
+        local.queue.borrow_mut().push_back(due);
+        local.connections.set(local.connections.get() + 1);
+        // Users are numbered across workers: worker w's k-th user is k·W + w.
+        let vu = (local.spawned.get() * plan.workers + share.id) as u64;
+        local.spawned.set(local.spawned.get() + 1);
+        tokio::task::spawn_local(crate::vu::open(
+            Rc::clone(local),
+            Arc::clone(plan),
+            Arc::clone(users),
+            vu,
+        ));
+    } else {
+        local.recorder.borrow_mut().record_dropped();
+    }
+    true
+}
+
+/// Open loop: the intended start of the next due arrival for this task, or `None` once
+/// arrivals are over (or the run stops).
+pub(crate) async fn next_arrival(local: &Local) -> Option<Instant> {
+    loop {
+        if let Some(intended) = local.queue.borrow_mut().pop_front() {
+            return Some(intended);
+        }
+        if local.arrivals_done.get() || local.stopping.get() {
+            return None;
+        }
+        local.idle.set(local.idle.get() + 1);
+        local.wake.notified().await;
+    }
+}
+
 /// The intended start of this connection's next request, or `None` when it has no more.
 async fn next_request(
     local: &Local,
@@ -451,22 +596,17 @@ async fn next_request(
             }
             return local.claim().then_some(now);
         },
-        Source::Open => loop {
-            if let Some(intended) = local.queue.borrow_mut().pop_front() {
-                return Some(intended);
-            }
-            if local.arrivals_done.get() || local.stopping.get() {
-                return None;
-            }
-            local.idle.set(local.idle.get() + 1);
-            local.wake.notified().await;
-        },
+        Source::Open => next_arrival(local).await,
     }
 }
 
 /// `None` if connection `index` is active at `t`; otherwise when it next becomes active
 /// (`Some(None)`: never again).
-fn inactive_until(connections: &Profile, index: u64, t: Duration) -> Option<Option<Duration>> {
+pub(crate) fn inactive_until(
+    connections: &Profile,
+    index: u64,
+    t: Duration,
+) -> Option<Option<Duration>> {
     let level = index as f64;
     if connections.level_at(t) > level {
         None
@@ -544,45 +684,12 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
             bytes_in: progress.bytes_in,
             bytes_out: progress.bytes_out,
         };
-        {
-            let mut recorder = local.recorder.borrow_mut();
-            recorder.record(&sample);
-            if progress.connected.is_some() {
-                recorder.record_connection();
-            }
-            if progress.handshaken.is_some() {
-                recorder.note_tls_session(|| link.tls_session().unwrap_or_default());
-            }
-            if let Err(f) = &result {
-                recorder.note_error_example(f.kind, || f.cause.to_string());
-            }
-        }
-        if let Some(samples) = &local.samples {
-            let full = {
-                let mut samples = samples.borrow_mut();
-                samples.push(sample);
-                samples.len() >= SAMPLE_BATCH
-            };
-            if full {
-                local.flush_samples();
-            }
-        }
+        local.record(sample, &progress, &result, || link.tls_session());
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        // The server ended a connection belier meant to keep: it asked to close, or closed or
-        // reset it under a request.
-        let server_ended = match &result {
-            Ok(r) => !r.reusable,
-            Err(f) => {
-                (reused || progress.connected.is_some())
-                    && matches!(
-                        f.kind,
-                        ErrorKind::ClosedBeforeResponse
-                            | ErrorKind::ClosedMidBody
-                            | ErrorKind::ConnectionReset
-                    )
-            }
-        };
-        if plan.keepalive && server_ended && matches!(link, Link::Http1(_)) {
+        if plan.keepalive
+            && server_ended(&result, reused, &progress)
+            && matches!(link, Link::Http1(_))
+        {
             local.recorder.borrow_mut().record_server_close();
         }
         if !reuse {
@@ -593,6 +700,27 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
     local.track_open(false, &mut counted);
     if let Source::Open = source {
         local.connections.set(local.connections.get() - 1);
+    }
+}
+
+/// Whether the server ended a connection belier meant to keep: it asked to close, or closed
+/// or reset it under a request (`reused`: the request went on an existing connection).
+pub(crate) fn server_ended(
+    result: &Result<Response, Failure>,
+    reused: bool,
+    progress: &Progress,
+) -> bool {
+    match result {
+        Ok(r) => !r.reusable,
+        Err(f) => {
+            (reused || progress.connected.is_some())
+                && matches!(
+                    f.kind,
+                    ErrorKind::ClosedBeforeResponse
+                        | ErrorKind::ClosedMidBody
+                        | ErrorKind::ConnectionReset
+                )
+        }
     }
 }
 

@@ -138,6 +138,7 @@ fn a_stalled_server_gives_timeouts_and_the_run_ends_on_time() {
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_millis(900)),
+        iterations: None,
     };
     let out = run(&c);
     let timeouts = out.totals.errors_of(ErrorKind::Timeout);
@@ -173,6 +174,7 @@ fn a_server_dying_mid_run_loses_no_statistics() {
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_millis(1_500)),
+        iterations: None,
     };
     let cell = std::sync::Mutex::new(Some(s));
     let kill = |_: &belier_engine::Run| {
@@ -206,6 +208,7 @@ fn stop_ends_the_run_and_keeps_everything() {
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_secs(30)),
+        iterations: None,
     };
     let out = run_with(
         &c,
@@ -228,6 +231,7 @@ fn intervals_tile_the_run() {
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_millis(550)),
+        iterations: None,
     };
     let out = run(&c);
     let points = out.series.points();
@@ -279,6 +283,7 @@ fn connection_stages_ramp_users_up_and_down() {
     c.stop = StopWhen {
         requests: None,
         duration: None,
+        iterations: None,
     };
     c.interval = Duration::from_millis(250);
     c.load = Load::Closed {

@@ -43,6 +43,11 @@ fn main() -> std::io::Result<()> {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     };
     let header = Header {
         format: FORMAT.into(),

@@ -16,7 +16,7 @@ use std::fmt::{self, Display, Write as _};
 use belier_stats::ErrorKind;
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::Report;
+use crate::{steps, Report};
 
 /// One run shown in an HTML report.
 #[derive(Debug)]
@@ -137,6 +137,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     }
     write_runs(out, runs)?;
     write_summary(out, runs)?;
+    write_steps(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
@@ -283,6 +284,93 @@ fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         "</tbody></table>\n<p class=\"note\">Latency covers complete responses only \
                   (any status), in milliseconds with microsecond resolution.</p>\n",
     );
+    Ok(())
+}
+
+/// Per-step tables (Locust's), one per run of scripted users, with its thresholds.
+fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let r = run.report;
+        if !steps::has_steps(r) && r.thresholds.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Steps of {}</h2>",
+            colour(i),
+            esc(&run.name)
+        )?;
+        if steps::has_steps(r) {
+            out.push_str(
+                "<table class=\"steps\"><thead><tr><th>step</th><th>requests</th>\
+                 <th>failures</th><th>fail %</th><th>rate/s</th><th>min</th><th>p50</th>\
+                 <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
+            );
+            for l in steps::step_lines(r) {
+                let latency = |us: u64| {
+                    if l.responses == 0 {
+                        "–".to_string()
+                    } else {
+                        ms(us)
+                    }
+                };
+                let [p50, p90, p99] = l.percentiles_us;
+                writeln!(
+                    out,
+                    "<tr><th>{}</th><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td>\
+                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&l.name),
+                    thousands(l.requests),
+                    thousands(l.failures),
+                    l.failure_ratio * 100.0,
+                    rate(l.rate),
+                    latency(l.min_us),
+                    latency(p50),
+                    latency(p90),
+                    latency(p99),
+                    latency(l.max_us),
+                )?;
+            }
+            out.push_str("</tbody></table>\n");
+            let checks = steps::check_lines(r);
+            if !checks.is_empty() {
+                out.push_str(
+                    "<table class=\"steps\"><thead><tr><th>check</th><th>passed</th>\
+                     <th>failed</th><th>pass %</th></tr></thead><tbody>\n",
+                );
+                for c in checks {
+                    writeln!(
+                        out,
+                        "<tr><th>{}</th><td>{}</td><td>{}</td><td>{:.2} %</td></tr>",
+                        esc(&c.name),
+                        thousands(c.passed),
+                        thousands(c.failed),
+                        c.pass_ratio * 100.0
+                    )?;
+                }
+                out.push_str("</tbody></table>\n");
+            }
+            writeln!(
+                out,
+                "<p>Iterations completed: {} ({}/s).</p>",
+                thousands(r.totals.iterations()),
+                rate(steps::iteration_rate(r))
+            )?;
+        }
+        if !r.thresholds.is_empty() {
+            out.push_str("<ul class=\"thresholds\">\n");
+            for t in &r.thresholds {
+                writeln!(
+                    out,
+                    "<li>{} <code>{}</code> actual {}</li>",
+                    if t.passed { "✓" } else { "✗" },
+                    esc(&t.expression),
+                    esc(&t.actual)
+                )?;
+            }
+            out.push_str("</ul>\n");
+        }
+    }
     Ok(())
 }
 

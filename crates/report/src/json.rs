@@ -4,7 +4,7 @@ use belier_stats::{ErrorKind, LatencySummary, Metric};
 use serde_json::{json, Map, Value};
 
 use crate::format::percentile_label;
-use crate::{verdict, Report};
+use crate::{steps, verdict, Report};
 
 /// Version of the JSON shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -117,8 +117,56 @@ fn to_value(r: &Report) -> Value {
         "verdict": verdict(r),
         "status_codes": status,
         "errors": errors,
+        "steps": step_rows(r),
+        "checks": check_rows(r),
+        "iterations": steps::has_steps(r).then(|| json!({
+            "count": t.iterations(),
+            "rate_per_s": steps::iteration_rate(r),
+        })),
+        "thresholds": r.thresholds,
         "series": r.series,
     })
+}
+
+/// Locust's table as JSON: one object per request step.
+fn step_rows(r: &Report) -> Vec<Value> {
+    steps::step_lines(r)
+        .into_iter()
+        .map(|l| {
+            let [p50, p90, p99] = l.percentiles_us;
+            json!({
+                "name": l.name,
+                "requests": l.requests,
+                "failures": l.failures,
+                "failure_ratio": l.failure_ratio,
+                "rate_per_s": l.rate,
+                "bytes_in": l.bytes_in,
+                "bytes_out": l.bytes_out,
+                "latency_us": (l.responses > 0).then(|| json!({
+                    "count": l.responses,
+                    "min": l.min_us,
+                    "p50": p50,
+                    "p90": p90,
+                    "p99": p99,
+                    "max": l.max_us,
+                })),
+            })
+        })
+        .collect()
+}
+
+fn check_rows(r: &Report) -> Vec<Value> {
+    steps::check_lines(r)
+        .into_iter()
+        .map(|c| {
+            json!({
+                "name": c.name,
+                "passed": c.passed,
+                "failed": c.failed,
+                "pass_ratio": c.pass_ratio,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -138,6 +186,7 @@ mod tests {
             elapsed: Duration::from_millis(1_500),
             interrupted: false,
             warnings: vec![],
+            thresholds: vec![],
             host: Some(crate::HostUsage {
                 open_fds_peak: 60,
                 fd_limit: 1024,
@@ -155,6 +204,32 @@ mod tests {
         let doc = sample_report_json();
         let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn a_run_with_steps_validates_and_adds_up() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let run = crate::seeded::with_steps();
+        let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let steps = doc["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 3);
+        let sum: u64 = steps.iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+        assert_eq!(sum, doc["summary"]["requests"].as_u64().unwrap());
+        assert!(steps[2]["latency_us"].is_null());
+        assert_eq!(doc["iterations"]["count"], 200);
+        assert_eq!(doc["thresholds"][1]["passed"], false);
+        assert_eq!(doc["run"]["steps"][0], "login");
+        crate::golden::check("report-steps.json", &render_json(&run.report()));
+        // A step row missing a field is not a belier report.
+        let mut broken = doc.clone();
+        broken["steps"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("failures");
+        assert!(!validator.is_valid(&broken));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod html;
 mod json;
 mod markdown;
 pub mod results;
+mod steps;
 mod text;
 mod verdict;
 
@@ -86,6 +87,23 @@ pub struct RunInfo {
     /// Number of belier processes (shards) whose results were merged; 1 for a single run.
     #[serde(default = "one")]
     pub shards: usize,
+    /// The plan file the run followed, as given (runs of scripted users).
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// Scripted users: most virtual users at once (the closed loop's peak level, the open
+    /// loop's cap on users). `None` for runs of a single request.
+    #[serde(default)]
+    pub virtual_users: Option<u64>,
+    /// Scripted users in a closed loop: each user starts an iteration at most this often,
+    /// seconds.
+    #[serde(default)]
+    pub pacing_s: Option<f64>,
+    /// Names of the plan's request steps, by step number (the per-step table's rows).
+    #[serde(default)]
+    pub steps: Vec<String>,
+    /// Names of the plan's checks, by check number.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 fn http1() -> String {
@@ -145,6 +163,20 @@ pub struct Report<'a> {
     pub warnings: Vec<String>,
     /// What belier used of its machine, when it was measured.
     pub host: Option<HostUsage>,
+    /// The plan's thresholds and whether each held (filled by the caller that evaluated
+    /// them; empty otherwise).
+    pub thresholds: Vec<ThresholdOutcome>,
+}
+
+/// One threshold of a plan and how the run fared against it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThresholdOutcome {
+    /// The threshold as written, e.g. `p99 < 200ms` or `login: error_rate < 1%`.
+    pub expression: String,
+    /// Whether the run met it.
+    pub passed: bool,
+    /// The value the run reached, formatted with its unit, e.g. `182.4 ms`.
+    pub actual: String,
 }
 
 /// A report with the name of its run, for renderers that show several runs side by side.
@@ -233,6 +265,16 @@ mod tests {
         let info: super::RunInfo = serde_json::from_value(v).unwrap();
         assert_eq!(info.protocol, "HTTP/1.1");
     }
+
+    #[test]
+    fn run_info_from_before_scripted_users_reads_without_them() {
+        let mut v = serde_json::to_value(super::fixtures::info()).unwrap();
+        for key in ["plan", "virtual_users", "pacing_s", "steps", "checks"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        let info: super::RunInfo = serde_json::from_value(v).unwrap();
+        assert_eq!(info, super::fixtures::info());
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +310,11 @@ pub(crate) mod fixtures {
             max_in_flight: None,
             timer_slack_us: None,
             shards: 1,
+            plan: None,
+            virtual_users: None,
+            pacing_s: None,
+            steps: vec![],
+            checks: vec![],
         }
     }
 

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::{verdict, Model, NamedReport, Report};
+use crate::{steps, verdict, Model, NamedReport, Report};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
 /// status codes, error kinds and verdict.
@@ -143,6 +143,9 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
         md(&info.started_at),
         r.elapsed.as_secs_f64()
     )?;
+    if let Some(line) = crate::text::plan_line(info) {
+        writeln!(out, "\n{}", md(&line))?;
+    }
     if r.interrupted {
         writeln!(
             out,
@@ -185,6 +188,8 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
         }
     }
 
+    write_steps(out, r)?;
+
     let v = verdict(r);
     if v.kept_up {
         writeln!(out, "\n**Verdict:** belier kept up ({}).", md(&v.summary))
@@ -199,6 +204,80 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
         }
         Ok(())
     }
+}
+
+/// The per-step table, checks, iterations and thresholds of a run of scripted users.
+fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
+    if steps::has_steps(r) {
+        writeln!(
+            out,
+            "\n| Step | Requests | Failures | Fail % | Rate | Min | p50 | p90 | p99 | Max |\n\
+             | :-- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
+        )?;
+        for l in steps::step_lines(r) {
+            let latency = |us: u64| {
+                if l.responses == 0 {
+                    "–".to_string()
+                } else {
+                    ms(us)
+                }
+            };
+            let [p50, p90, p99] = l.percentiles_us;
+            writeln!(
+                out,
+                "| {} | {} | {} | {:.2} % | {}/s | {} | {} | {} | {} | {} |",
+                md(&l.name),
+                thousands(l.requests),
+                thousands(l.failures),
+                l.failure_ratio * 100.0,
+                rate(l.rate),
+                latency(l.min_us),
+                latency(p50),
+                latency(p90),
+                latency(p99),
+                latency(l.max_us),
+            )?;
+        }
+        let checks = steps::check_lines(r);
+        if !checks.is_empty() {
+            writeln!(
+                out,
+                "\n| Check | Passed | Failed | Pass % |\n| :-- | --: | --: | --: |"
+            )?;
+            for c in checks {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {:.2} % |",
+                    md(&c.name),
+                    thousands(c.passed),
+                    thousands(c.failed),
+                    c.pass_ratio * 100.0
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "\nIterations completed: {} ({}/s).",
+            thousands(r.totals.iterations()),
+            rate(steps::iteration_rate(r))
+        )?;
+    }
+    if !r.thresholds.is_empty() {
+        writeln!(
+            out,
+            "\n| Threshold | Result | Actual |\n| :-- | :-: | --: |"
+        )?;
+        for t in &r.thresholds {
+            writeln!(
+                out,
+                "| {} | {} | {} |",
+                md(&t.expression),
+                if t.passed { "✓ pass" } else { "✗ fail" },
+                md(&t.actual)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `s` as literal inline markdown, safe inside a table cell: characters that markdown or a
@@ -232,6 +311,17 @@ mod tests {
         let reports = [a.report(), b.report()];
         let got = render_markdown(&seeded::named(&reports));
         crate::golden::check("report.md", &got);
+    }
+
+    #[test]
+    fn golden_markdown_with_steps() {
+        let run = seeded::with_steps();
+        let report = run.report();
+        let got = render_markdown(&[NamedReport {
+            name: "shop",
+            report: &report,
+        }]);
+        crate::golden::check("report-steps.md", &got);
     }
 
     #[test]
@@ -300,6 +390,7 @@ mod tests {
             elapsed: std::time::Duration::ZERO,
             interrupted: false,
             warnings: vec![],
+            thresholds: vec![],
             host: None,
         };
         let got = render_markdown(&[NamedReport {

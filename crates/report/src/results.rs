@@ -76,6 +76,10 @@ struct IntervalLine {
     /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     phases: std::collections::BTreeMap<String, String>,
+    /// Scripted users: each step's latency histogram, by step number (the steps' counters,
+    /// the checks and the iterations are in `counters`). Absent for single-request runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps_latency: Vec<String>,
 }
 
 /// Histograms written under `phases`, only when they hold values.
@@ -121,6 +125,7 @@ impl<W: Write> ResultsWriter<W> {
             uncorrected,
             lag,
             phases,
+            steps_latency: self.encode_steps(&s.recorder)?,
         });
         write_line(&mut self.out, &line)
     }
@@ -128,6 +133,14 @@ impl<W: Write> ResultsWriter<W> {
     /// Writes the end line and flushes it.
     pub fn end(mut self, end: &End) -> io::Result<()> {
         write_line(&mut self.out, &Line::End(end.clone()))
+    }
+
+    /// Every step's latency histogram, encoded like the others.
+    fn encode_steps(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
+        r.steps()
+            .iter()
+            .map(|row| self.encode(row.latency_us()))
+            .collect()
     }
 
     fn encode(&mut self, h: &Histogram<u64>) -> io::Result<String> {
@@ -303,6 +316,8 @@ impl Reader {
                             .add_histogram(metric, &hist)
                             .map_err(|e| fail(e.to_string()))?;
                     }
+                    restore_steps(&mut self.deserializer, &mut recorder, &l.steps_latency)
+                        .map_err(fail)?;
                     let interval = Duration::from_secs_f64(self.header.interval_s);
                     return Ok(Some(Settled {
                         index: l.index,
@@ -319,6 +334,26 @@ impl Reader {
         }
         Ok(None)
     }
+}
+
+/// Adds the stored step latency histograms to `recorder`, whose step counters are restored.
+fn restore_steps(
+    deserializer: &mut Deserializer,
+    recorder: &mut Recorder,
+    encoded: &[String],
+) -> Result<(), String> {
+    for (step, encoded) in encoded.iter().enumerate() {
+        let bytes = BASE64
+            .decode(encoded)
+            .map_err(|e| format!("step {step} histogram is not base64: {e}"))?;
+        let hist: Histogram<u64> = deserializer
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("step {step} histogram cannot be decoded: {e:?}"))?;
+        recorder
+            .add_step_histogram(step, &hist)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// One interval's latency histogram, kept encoded for an HdrHistogram interval log.
@@ -465,6 +500,7 @@ fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     a.rate = a.rate.zip(b.rate).map(|(x, y)| x + y);
     a.max_connections = sum(a.max_connections, b.max_connections);
     a.max_in_flight = sum(a.max_in_flight, b.max_in_flight);
+    a.virtual_users = sum(a.virtual_users, b.virtual_users);
     if a.stages.len() == b.stages.len() {
         for (x, y) in a.stages.iter_mut().zip(&b.stages) {
             x.target += y.target;

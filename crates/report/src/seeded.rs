@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
-use crate::{fixtures, Model, NamedReport, Report, RunInfo};
+use crate::{fixtures, Model, NamedReport, Report, RunInfo, ThresholdOutcome};
 
 /// Name of the fixture run.
 pub const BASE: &str = "base";
@@ -18,6 +18,7 @@ pub struct Run {
     pub totals: Recorder,
     pub series: Series,
     pub elapsed: Duration,
+    pub thresholds: Vec<ThresholdOutcome>,
 }
 
 impl Run {
@@ -29,6 +30,7 @@ impl Run {
             elapsed: self.elapsed,
             interrupted: false,
             warnings: vec![],
+            thresholds: self.thresholds.clone(),
             host: None,
         }
     }
@@ -42,6 +44,7 @@ pub fn base() -> Run {
         totals,
         series,
         elapsed: Duration::from_millis(1_500),
+        thresholds: vec![],
     }
 }
 
@@ -110,6 +113,7 @@ pub fn new() -> Run {
         totals,
         series,
         elapsed: Duration::from_millis(1_500),
+        thresholds: vec![],
     }
 }
 
@@ -125,4 +129,81 @@ pub fn named<'a>(reports: &'a [Report<'a>; 2]) -> [NamedReport<'a>; 2] {
             report: &reports[1],
         },
     ]
+}
+
+/// A run of scripted users: 20 users of a three-step plan (the last step never reached),
+/// two checks, iterations, and two thresholds, one failed.
+pub fn with_steps() -> Run {
+    let mut info = fixtures::info();
+    info.plan = Some("plans/shop.yaml".into());
+    info.virtual_users = Some(20);
+    info.connections = 20;
+    info.pacing_s = Some(2.0);
+    info.requests = None;
+    info.duration_s = Some(1.5);
+    info.steps = vec!["login".into(), "browse".into(), "checkout".into()];
+    info.checks = vec!["status is 2xx".into(), "token | present".into()];
+
+    let mut c = Collector::new(1, Duration::from_secs(1));
+    let t = Instant::now();
+    let mut n = 0u64;
+    for interval in 0..2u64 {
+        let mut r = Recorder::new();
+        for _ in 0..300 {
+            // Each iteration: login, then two pages.
+            let step = [0, 1, 1][(n % 3) as usize];
+            let outcome = match n % 50 {
+                7 => Outcome::Error(ErrorKind::Timeout),
+                13 => Outcome::Response { status: 500 },
+                _ => Outcome::Response { status: 200 },
+            };
+            let sample = Sample {
+                intended: t,
+                dispatched: t,
+                connected: None,
+                handshaken: None,
+                sent: t,
+                first_byte: None,
+                done: t + Duration::from_micros(200 + (step as u64 + 1) * 900 + n * 3),
+                outcome,
+                bytes_in: 300,
+                bytes_out: 80,
+            };
+            r.record(&sample);
+            let failed = !matches!(outcome, Outcome::Response { status: 200 });
+            r.record_step(step, &sample, failed);
+            if let Outcome::Response { status } = outcome {
+                r.record_check(0, status < 300);
+                if step == 0 {
+                    r.record_check(1, !n.is_multiple_of(30));
+                }
+            }
+            if n % 3 == 2 {
+                r.record_iteration();
+            }
+            n += 1;
+        }
+        r.record_connection();
+        c.add(0, interval, &r, Gauges::default());
+    }
+    c.finish_worker(0, Duration::from_millis(1_500));
+    let (totals, series) = c.finish();
+    Run {
+        info,
+        totals,
+        series,
+        elapsed: Duration::from_millis(1_500),
+        thresholds: vec![
+            ThresholdOutcome {
+                expression: "p99 < 200ms".into(),
+                passed: true,
+                actual: "3.7 ms".into(),
+            },
+            ThresholdOutcome {
+                expression: "login: error_rate < 1%".into(),
+                passed: false,
+                actual: "4.00 %".into(),
+            },
+        ],
+    }
 }

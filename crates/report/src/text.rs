@@ -7,7 +7,7 @@ use belier_stats::ErrorKind;
 use belier_stats::{LatencySummary, Metric};
 
 use crate::format::{bytes, ms, ms_f, percentile_label, rate, thousands};
-use crate::{verdict, Model, Report, RunInfo};
+use crate::{steps, verdict, Model, Report, RunInfo};
 
 /// Renders `report` as plain text, one section per heading.
 pub fn render_text(report: &Report) -> String {
@@ -44,6 +44,9 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         "  started {} on a {}-core host, target address {}",
         info.started_at, info.host_cores, info.address
     )?;
+    if let Some(line) = plan_line(info) {
+        writeln!(out, "  {line}")?;
+    }
     if r.interrupted {
         writeln!(
             out,
@@ -193,6 +196,9 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         }
     }
 
+    write_steps(out, r)?;
+    write_thresholds(out, r)?;
+
     if let Some(h) = r.host {
         writeln!(out, "\nGenerator")?;
         writeln!(
@@ -268,6 +274,131 @@ fn write_phases(out: &mut String, t: &belier_stats::Recorder) -> std::fmt::Resul
 /// Microseconds as milliseconds with three decimals, without the unit.
 fn ms_short(us: u64) -> String {
     format!("{}.{:03}", thousands(us / 1000), us % 1000)
+}
+
+/// The plan and its users, for runs of scripted users.
+pub(crate) fn plan_line(info: &RunInfo) -> Option<String> {
+    if info.plan.is_none() && info.virtual_users.is_none() {
+        return None;
+    }
+    let mut line = match &info.plan {
+        Some(plan) => format!("plan {plan}"),
+        None => "scripted users".to_string(),
+    };
+    if let Some(users) = info.virtual_users {
+        line.push_str(&format!(": up to {} virtual users", thousands(users)));
+    }
+    if let Some(pacing) = info.pacing_s {
+        line.push_str(&format!(
+            ", one iteration per user every {} s",
+            trim(pacing)
+        ));
+    }
+    Some(line)
+}
+
+/// Locust's statistics table, the checks and the iterations, for runs of scripted users.
+fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
+    if !steps::has_steps(r) {
+        return Ok(());
+    }
+    let lines = steps::step_lines(r);
+    let width = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(4);
+    writeln!(
+        out,
+        "\nSteps  (latency in ms from intended start to last byte, responses only)"
+    )?;
+    writeln!(
+        out,
+        "  {:<width$}{:>10}{:>10}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "name", "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
+    )?;
+    for l in &lines {
+        // A step without responses has no latency to show, not a latency of zero.
+        let ms_short = |us: u64| {
+            if l.responses == 0 {
+                "-".to_string()
+            } else {
+                ms_short(us)
+            }
+        };
+        let [p50, p90, p99] = l.percentiles_us;
+        writeln!(
+            out,
+            "  {:<width$}{:>10}{:>10}{:>9.2}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            l.name,
+            thousands(l.requests),
+            thousands(l.failures),
+            l.failure_ratio * 100.0,
+            rate(l.rate),
+            ms_short(l.min_us),
+            ms_short(p50),
+            ms_short(p90),
+            ms_short(p99),
+            ms_short(l.max_us),
+        )?;
+    }
+    let checks = steps::check_lines(r);
+    if !checks.is_empty() {
+        let width = checks
+            .iter()
+            .map(|c| c.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        writeln!(out, "\nChecks")?;
+        writeln!(
+            out,
+            "  {:<width$}{:>10}{:>10}{:>9}",
+            "name", "passed", "failed", "pass %"
+        )?;
+        for c in &checks {
+            writeln!(
+                out,
+                "  {:<width$}{:>10}{:>10}{:>9.2}",
+                c.name,
+                thousands(c.passed),
+                thousands(c.failed),
+                c.pass_ratio * 100.0
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "\nIterations    {:>12}   {}/s completed",
+        thousands(r.totals.iterations()),
+        rate(steps::iteration_rate(r))
+    )
+}
+
+/// The plan's thresholds, each with ✓ or ✗ and the value reached.
+fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
+    if r.thresholds.is_empty() {
+        return Ok(());
+    }
+    let failed = r.thresholds.iter().filter(|t| !t.passed).count();
+    writeln!(
+        out,
+        "\nThresholds  ({} of {} met)",
+        r.thresholds.len() - failed,
+        r.thresholds.len()
+    )?;
+    let width = r
+        .thresholds
+        .iter()
+        .map(|t| t.expression.chars().count())
+        .max()
+        .unwrap_or(0);
+    for t in &r.thresholds {
+        writeln!(
+            out,
+            "  {} {:<width$}   actual {}",
+            if t.passed { "✓" } else { "✗" },
+            t.expression,
+            t.actual
+        )?;
+    }
+    Ok(())
 }
 
 /// How the load was generated, in one phrase.
@@ -349,6 +480,7 @@ mod tests {
             elapsed: Duration::from_millis(1_500),
             interrupted: false,
             warnings: vec![],
+            thresholds: vec![],
             host: None,
         };
         let got = render_text(&report);
@@ -367,6 +499,7 @@ mod tests {
             elapsed: Duration::ZERO,
             interrupted: true,
             warnings: vec!["1 worker thread crashed".into()],
+            thresholds: vec![],
             host: None,
         };
         let got = render_text(&report);
@@ -374,5 +507,32 @@ mod tests {
         assert!(got.contains("WARNING: 1 worker thread crashed"));
         assert!(got.contains("(no responses)"));
         assert!(!got.contains("NaN"));
+    }
+
+    #[test]
+    fn golden_text_report_with_steps() {
+        let run = crate::seeded::with_steps();
+        let got = render_text(&run.report());
+        crate::golden::check("report-steps.txt", &got);
+    }
+
+    #[test]
+    fn runs_without_users_show_no_step_tables() {
+        let info = fixtures::info();
+        let (totals, series) = fixtures::results();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_millis(1_500),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            host: None,
+        };
+        let got = render_text(&report);
+        for absent in ["Steps", "Checks", "Iterations", "Thresholds", "plan "] {
+            assert!(!got.contains(absent), "{absent}");
+        }
     }
 }

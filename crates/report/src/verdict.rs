@@ -186,6 +186,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             interrupted: false,
             warnings: vec![],
+            thresholds: vec![],
             host,
         })
     }

@@ -100,6 +100,11 @@ fn info() -> RunInfo {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }
 

@@ -44,6 +44,11 @@ fn info(url: &str) -> RunInfo {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        plan: None,
+        virtual_users: None,
+        pacing_s: None,
+        steps: vec![],
+        checks: vec![],
     }
 }
 
@@ -121,6 +126,7 @@ fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> 
         elapsed: Duration::from_secs(60),
         interrupted: false,
         warnings: vec![],
+        thresholds: vec![],
         host: None,
     }
 }

@@ -18,6 +18,7 @@ mod latency;
 mod recorder;
 mod sample;
 pub mod series;
+mod step;
 
 pub use collector::{Collector, Settled};
 pub use error_kind::ErrorKind;
@@ -27,3 +28,4 @@ pub use recorder::{
 };
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};
+pub use step::{CheckCounts, StepCounts, StepRow};

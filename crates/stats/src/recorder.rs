@@ -4,6 +4,7 @@ use std::ops::AddAssign;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::step::{add_rows, row_mut, CheckCounts, StepCounts, StepRow};
 use crate::{ErrorKind, LatencySummary, Outcome, Sample};
 
 /// Highest latency the histograms track, in microseconds (one hour). Larger values are clamped.
@@ -40,6 +41,12 @@ pub struct Recorder {
     bytes_out: u64,
     connections_opened: u64,
     server_closes: u64,
+    /// Scripted users: one row per request step, by step number (empty without users).
+    steps: Vec<StepRow>,
+    /// Scripted users: pass and fail counts per check, by check number.
+    checks: Vec<CheckCounts>,
+    /// Scripted users: iterations completed.
+    iterations: u64,
 }
 
 impl Default for Recorder {
@@ -69,6 +76,9 @@ impl Recorder {
             bytes_out: 0,
             connections_opened: 0,
             server_closes: 0,
+            steps: Vec::new(),
+            checks: Vec::new(),
+            iterations: 0,
         }
     }
 
@@ -177,6 +187,65 @@ impl Recorder {
         self.bytes_out = 0;
         self.connections_opened = 0;
         self.server_closes = 0;
+        // Rows stay, emptied: their histograms are reused by the next interval.
+        self.steps.iter_mut().for_each(StepRow::reset);
+        self.checks.fill(CheckCounts::default());
+        self.iterations = 0;
+    }
+
+    /// Records one request of step `step` (a scripted user's), besides [`Recorder::record`]
+    /// which counts it in the run's totals; `failed` is the user's verdict on it.
+    pub fn record_step(&mut self, step: usize, sample: &Sample, failed: bool) {
+        row_mut(&mut self.steps, step).record(sample, failed);
+    }
+
+    /// Counts `count` requests of step `step` that ended without a sample each (abandoned in
+    /// flight when the run stopped): they are the step's requests and its failures.
+    pub fn record_step_errors(&mut self, step: usize, count: u64) {
+        let row = row_mut(&mut self.steps, step);
+        row.counts.requests += count;
+        row.counts.failures += count;
+    }
+
+    /// Counts one evaluation of check `check`.
+    pub fn record_check(&mut self, check: usize, passed: bool) {
+        let counts = row_mut(&mut self.checks, check);
+        if passed {
+            counts.passed += 1;
+        } else {
+            counts.failed += 1;
+        }
+    }
+
+    /// Counts one completed iteration of a scripted user.
+    pub fn record_iteration(&mut self) {
+        self.iterations += 1;
+    }
+
+    /// Per-step rows, indexed by step number (empty for runs without scripted users; a step
+    /// that never ran may be missing from the end).
+    pub fn steps(&self) -> &[StepRow] {
+        &self.steps
+    }
+
+    /// Per-check counts, indexed by check number (empty without checks).
+    pub fn checks(&self) -> &[CheckCounts] {
+        &self.checks
+    }
+
+    /// Iterations completed by scripted users.
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+
+    /// Adds the values of a stored latency histogram to step `step`'s (results files; the
+    /// step's counters come with [`Recorder::from_counters`]).
+    pub fn add_step_histogram(
+        &mut self,
+        step: usize,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        row_mut(&mut self.steps, step).add_latency(h)
     }
 
     /// Requests recorded: complete responses plus every error kind.
@@ -346,6 +415,20 @@ pub struct Counters {
     /// Connections the server ended while belier meant to keep them.
     #[serde(default)]
     pub server_closes: u64,
+    /// Scripted users: counters of each step, by step number (their latency histograms are
+    /// stored apart, see [`Recorder::steps`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepCounts>,
+    /// Scripted users: counts of each check, by check number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckCounts>,
+    /// Scripted users: iterations completed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub iterations: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why stored counters or histograms could not be restored.
@@ -381,6 +464,9 @@ impl Recorder {
             dropped: self.dropped,
             tls_session: self.tls_session.clone(),
             server_closes: self.server_closes,
+            steps: self.steps.iter().map(|r| r.counts).collect(),
+            checks: self.checks.clone(),
+            iterations: self.iterations,
         }
     }
 
@@ -437,6 +523,13 @@ impl Recorder {
         r.dropped = c.dropped;
         r.tls_session.clone_from(&c.tls_session);
         r.server_closes = c.server_closes;
+        r.steps = c
+            .steps
+            .iter()
+            .map(|&counts| StepRow::from_counts(counts))
+            .collect();
+        r.checks.clone_from(&c.checks);
+        r.iterations = c.iterations;
         Ok(r)
     }
 
@@ -480,10 +573,13 @@ impl AddAssign<&Recorder> for Recorder {
         self.bytes_out += other.bytes_out;
         self.connections_opened += other.connections_opened;
         self.server_closes += other.server_closes;
+        add_rows(&mut self.steps, &other.steps);
+        add_rows(&mut self.checks, &other.checks);
+        self.iterations += other.iterations;
     }
 }
 
-fn new_histogram(sigfig: u8) -> Histogram<u64> {
+pub(crate) fn new_histogram(sigfig: u8) -> Histogram<u64> {
     let mut h = Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, sigfig)
         .expect("constant histogram bounds are valid");
     // A fixed-size histogram never reallocates on the hot path.
@@ -551,8 +647,21 @@ mod tests {
     }
 
     #[test]
+    fn runs_without_users_keep_no_rows() {
+        let mut r = Recorder::new();
+        r.record(&sample(10, Outcome::Response { status: 200 }));
+        assert!(r.steps().is_empty() && r.checks().is_empty());
+        let stored = r.counters();
+        assert!(stored.steps.is_empty() && stored.checks.is_empty());
+        assert_eq!(stored.iterations, 0);
+    }
+
+    #[test]
     fn reset_forgets_everything() {
         let mut r = Recorder::new();
+        r.record_step(0, &sample(10, Outcome::Response { status: 200 }), true);
+        r.record_check(0, true);
+        r.record_iteration();
         r.record(&sample(10, Outcome::Response { status: 200 }));
         r.note_error_example(ErrorKind::Timeout, || "x".into());
         r.record_connection();
@@ -561,6 +670,10 @@ mod tests {
         assert_eq!(r.connections_opened(), 0);
         assert_eq!(r.error_example(ErrorKind::Timeout), None);
         assert_eq!(r.latency_us().len(), 0);
+        assert_eq!(r.steps()[0].counts.requests, 0);
+        assert_eq!(r.steps()[0].latency_us().len(), 0);
+        assert_eq!(r.checks()[0].passed, 0);
+        assert_eq!(r.iterations(), 0);
     }
 
     #[test]
@@ -584,10 +697,30 @@ mod tests {
         r.record_connection();
         r.record_scheduled();
         r.record_dropped();
+        r.record_step(1, &sample(500, Outcome::Response { status: 200 }), false);
+        r.record_step(
+            1,
+            &sample(7, Outcome::Error(ErrorKind::ConnectRefused)),
+            true,
+        );
+        r.record_check(2, false);
+        r.record_iteration();
         let mut back = Recorder::from_counters(&r.counters()).unwrap();
         for m in Metric::ALL {
             back.add_histogram(m, r.histogram(m)).unwrap();
         }
+        for (i, row) in r.steps().iter().enumerate() {
+            back.add_step_histogram(i, row.latency_us()).unwrap();
+        }
+        assert_eq!(back.steps().len(), 2);
+        assert_eq!(back.steps()[1].counts.requests, 2);
+        assert_eq!(back.steps()[1].counts.failures, 1);
+        assert_eq!(
+            back.steps()[1].latency_summary(),
+            r.steps()[1].latency_summary()
+        );
+        assert_eq!(back.checks()[2].failed, 1);
+        assert_eq!(back.iterations(), 1);
         assert_eq!(back.counters(), r.counters());
         assert_eq!(back.latency_summary(), r.latency_summary());
         assert_eq!(back.lag_us().len(), r.lag_us().len());
@@ -614,6 +747,16 @@ mod tests {
                 let s = sample(latency, outcome);
                 all.record(&s);
                 parts[part].record(&s);
+                // Scripted-user rows: the step, check and verdict follow from the values.
+                let (step, check, failed) = ((latency % 5) as usize, kind % 3, kind >= 2);
+                all.record_step(step, &s, failed);
+                parts[part].record_step(step, &s, failed);
+                all.record_check(check, !failed);
+                parts[part].record_check(check, !failed);
+                if latency % 2 == 0 {
+                    all.record_iteration();
+                    parts[part].record_iteration();
+                }
             }
             let mut merged = Recorder::new();
             for p in &parts {
@@ -624,6 +767,12 @@ mod tests {
             prop_assert_eq!(merged.status_counts().collect::<Vec<_>>(), all.status_counts().collect::<Vec<_>>());
             prop_assert_eq!(merged.bytes_in(), all.bytes_in());
             prop_assert_eq!(merged.latency_summary(), all.latency_summary());
+            prop_assert_eq!(merged.counters(), all.counters());
+            prop_assert_eq!(merged.steps().len(), all.steps().len());
+            for (m, a) in merged.steps().iter().zip(all.steps()) {
+                prop_assert_eq!(m.counts, a.counts);
+                prop_assert_eq!(m.latency_summary(), a.latency_summary());
+            }
         }
     }
 }

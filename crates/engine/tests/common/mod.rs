@@ -41,6 +41,7 @@ pub fn requests(n: u64, connections: usize, mut c: Config) -> Config {
     c.stop = StopWhen {
         requests: Some(n),
         duration: Some(Duration::from_secs(30)),
+        iterations: None,
     };
     c
 }
@@ -110,6 +111,7 @@ pub fn lasting(mut c: Config, d: Duration) -> Config {
     c.stop = StopWhen {
         requests: None,
         duration: Some(d),
+        iterations: None,
     };
     c
 }

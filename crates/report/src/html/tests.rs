@@ -13,6 +13,7 @@ fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Re
         elapsed: Duration::from_millis(1_500),
         interrupted: false,
         warnings: vec![],
+        thresholds: vec![],
         host: None,
     }
 }
@@ -267,4 +268,18 @@ fn long_series_are_bucketed_keeping_spikes() {
     assert!(bands.contains("max 9,000.000 ms"));
     assert!(html.contains("Each drawn point covers 12 s"));
     assert!(html.len() < 1_000_000, "{} bytes", html.len());
+}
+
+#[test]
+fn a_run_with_steps_shows_its_step_table_escaped() {
+    let mut run_with_steps = crate::seeded::with_steps();
+    run_with_steps.info.steps[1] = "<b>browse</b>".into();
+    let r = run_with_steps.report();
+    let html = render_html(&[run("shop", &r)]);
+    assert!(html.contains("<table class=\"steps\">"));
+    assert!(html.contains("<th>login</th><td>200</td><td>8</td><td>4.00 %</td>"));
+    assert!(html.contains("&lt;b&gt;browse&lt;/b&gt;"));
+    assert!(!html.contains("<b>browse"));
+    assert!(html.contains("✗ <code>login: error_rate &lt; 1%</code> actual 4.00 %"));
+    assert_finite_geometry(&html);
 }

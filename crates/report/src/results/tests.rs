@@ -132,6 +132,47 @@ fn round_trip_is_exact() {
 }
 
 #[test]
+fn steps_checks_and_iterations_round_trip() {
+    let mut r = recorder_with(&[(100, 0)]);
+    let ok = sample(1_234, 0, Outcome::Response { status: 200 });
+    r.record_step(2, &ok, false);
+    r.record_step(2, &sample(5, 0, Outcome::Error(ErrorKind::Timeout)), true);
+    r.record_step(0, &ok, true);
+    r.record_check(1, false);
+    r.record_check(1, true);
+    r.record_iteration();
+    let bytes = write(&header("a"), &[settled(0, r.clone())], Some(&end(1.0)));
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains("\"steps_latency\""));
+    let (_, back) = intervals_of(bytes, "mem").unwrap();
+    let got = &back[0].recorder;
+    assert_eq!(got.counters(), r.counters());
+    assert_eq!(got.steps().len(), 3);
+    for (g, w) in got.steps().iter().zip(r.steps()) {
+        assert_eq!(g.counts, w.counts);
+        assert_eq!(g.latency_us(), w.latency_us());
+    }
+    assert_eq!(got.checks(), r.checks());
+    assert_eq!(got.iterations(), 1);
+}
+
+#[test]
+fn files_without_steps_write_and_read_none() {
+    let bytes = write(
+        &header("a"),
+        &[settled(0, recorder_with(&[(100, 0)]))],
+        None,
+    );
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let interval = text.lines().find(|l| l.contains("\"interval\"")).unwrap();
+    for absent in ["steps", "steps_latency", "checks", "iterations"] {
+        assert!(!interval.contains(&format!("\"{absent}\"")), "{absent}");
+    }
+    let (_, back) = intervals_of(bytes, "mem").unwrap();
+    assert!(back[0].recorder.steps().is_empty());
+}
+
+#[test]
 fn a_truncated_last_line_is_ignored_with_a_note() {
     let intervals = vec![
         settled(0, recorder_with(&[(100, 0)])),
@@ -276,7 +317,8 @@ proptest! {
     // one recorder that saw every sample gives.
     #[test]
     fn merged_shards_equal_one_recorder(
-        samples in proptest::collection::vec((1u64..5_000_000, 0u64..5_000, 0usize..3, 0u64..4, any::<bool>()), 1..300)
+        samples in proptest::collection::vec((1u64..5_000_000, 0u64..5_000, 0usize..3, 0u64..4, any::<bool>()), 1..300),
+        users in any::<bool>(),
     ) {
         let mut all = Recorder::new();
         let mut shards: Vec<Vec<Recorder>> = (0..3).map(|_| (0..4).map(|_| Recorder::new()).collect()).collect();
@@ -285,6 +327,17 @@ proptest! {
             let s = sample(latency, lag, outcome);
             all.record(&s);
             shards[shard][interval as usize].record(&s);
+            if users {
+                // Scripted users: the step, check and iteration follow from the values.
+                let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
+                for r in [&mut all, &mut shards[shard][interval as usize]] {
+                    r.record_step(step, &s, !ok);
+                    r.record_check(check, ok);
+                    if latency % 4 == 0 {
+                        r.record_iteration();
+                    }
+                }
+            }
         }
         let files: Vec<Vec<u8>> = shards
             .into_iter()
@@ -299,6 +352,11 @@ proptest! {
         prop_assert_eq!(s.totals.latency_summary(), all.latency_summary());
         for m in Metric::ALL {
             prop_assert_eq!(s.totals.histogram(m), all.histogram(m));
+        }
+        prop_assert_eq!(s.totals.steps().len(), all.steps().len());
+        for (got, want) in s.totals.steps().iter().zip(all.steps()) {
+            prop_assert_eq!(got.counts, want.counts);
+            prop_assert_eq!(got.latency_us(), want.latency_us());
         }
     }
 }

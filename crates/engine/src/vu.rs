@@ -1,0 +1,306 @@
+//! A scripted virtual user: one task on its worker's `LocalSet` that asks its [`User`] what to
+//! do, sends the user's requests on its own HTTP/1.1 connection, sleeps through its pauses and
+//! records every request both in the run's totals and under its step's row.
+//!
+//! A pausing user is a parked task with a timer: no thread, no busy connection. Its memory is
+//! the task itself, the user's state and three reusable buffers (request bytes, response head,
+//! kept body), which is what lets ten thousand users run on one machine.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use belier_stats::{Outcome, Sample};
+
+use crate::connection::{Connection, Failure, Phase, Progress, Response};
+use crate::request::{encode_outgoing, is_head};
+use crate::user::{Action, Outgoing, Reply, User, Users};
+use crate::worker::{inactive_until, next_arrival, server_ended, Local, Plan};
+use crate::Load;
+
+/// A kept body buffer larger than this is given back after the request, so that one large
+/// response does not make a user hold a megabyte for the rest of the run.
+const KEPT_BODY_RETAINED: usize = 64 * 1024;
+
+/// How an iteration ended.
+enum End {
+    /// The user ended it ([`Action::EndIteration`]).
+    Completed,
+    /// The user is finished for the run ([`Action::Stop`]).
+    Stopped,
+    /// The run is over for this user: it stops, ramped down for good, or a budget is spent.
+    Halted,
+}
+
+/// What a virtual user task owns besides its [`User`].
+struct Vu {
+    conn: Option<Connection>,
+    /// Whether `conn` is counted among the worker's open connections.
+    counted: bool,
+    request: Vec<u8>,
+    head: Vec<u8>,
+    body: Vec<u8>,
+}
+
+/// Closed loop: user `index` (numbered across workers) runs iterations back to back, or one
+/// per pacing interval, while the load's level is above `index`.
+pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, index: u64) {
+    let mut vu = Vu::new();
+    // Made when the user first becomes active: a ramp's later users cost nothing before.
+    let mut user: Option<Box<dyn User>> = None;
+    loop {
+        if !vu.wait_active(&local, &plan, index).await || !local.claim_iteration() {
+            break;
+        }
+        let started = Instant::now();
+        let user = user.get_or_insert_with(|| users.user(index));
+        match vu
+            .iteration(&local, &plan, user.as_mut(), None, Some(index))
+            .await
+        {
+            End::Completed => {}
+            End::Stopped | End::Halted => break,
+        }
+        if let Some(pacing) = plan.pacing {
+            // An iteration longer than the pacing is followed at once by the next.
+            tokio::time::sleep_until((started + pacing).into()).await;
+        }
+    }
+    vu.close(&local);
+}
+
+/// Open loop: user number `vu` runs one iteration per due arrival it takes from the worker's
+/// queue, until arrivals end or it stops.
+pub(crate) async fn open(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, vu: u64) {
+    let mut state = Vu::new();
+    let mut user = users.user(vu);
+    while let Some(intended) = next_arrival(&local).await {
+        match state
+            .iteration(&local, &plan, user.as_mut(), Some(intended), None)
+            .await
+        {
+            End::Completed => {}
+            End::Stopped => {
+                local.stopped.set(local.stopped.get() + 1);
+                break;
+            }
+            End::Halted => break,
+        }
+    }
+    state.close(&local);
+    local.connections.set(local.connections.get() - 1);
+}
+
+impl Vu {
+    fn new() -> Vu {
+        Vu {
+            conn: None,
+            counted: false,
+            request: Vec::new(),
+            head: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    fn close(&mut self, local: &Local) {
+        self.conn = None;
+        local.track_open(false, &mut self.counted);
+    }
+
+    /// Waits while a closed loop's ramp has this user inactive (it closes its connection
+    /// meanwhile). False when the user will not be active again or the run stops.
+    async fn wait_active(&mut self, local: &Local, plan: &Plan, index: u64) -> bool {
+        loop {
+            if local.stopping.get() {
+                return false;
+            }
+            let now = Instant::now();
+            if plan.deadline.is_some_and(|d| now >= d) {
+                return false;
+            }
+            let Load::Closed { connections } = &plan.load else {
+                return true;
+            };
+            match inactive_until(connections, index, now - plan.start) {
+                None => return true,
+                Some(None) => return false,
+                Some(Some(wake)) => {
+                    self.close(local);
+                    tokio::time::sleep_until((plan.start + wake).into()).await;
+                }
+            }
+        }
+    }
+
+    /// Runs the user until its iteration ends. `arrival` is the open loop's scheduled start,
+    /// from which the iteration's first request is timed; `ramp` is the closed loop's user
+    /// index, whose activity is checked between actions.
+    async fn iteration(
+        &mut self,
+        local: &Local,
+        plan: &Plan,
+        user: &mut dyn User,
+        mut arrival: Option<Instant>,
+        ramp: Option<u64>,
+    ) -> End {
+        loop {
+            if local.stopping.get() {
+                return End::Halted;
+            }
+            if let Some(index) = ramp {
+                // A user that ramps down finishes its current request or pause, then parks.
+                if !self.wait_active(local, plan, index).await {
+                    return End::Halted;
+                }
+            }
+            match user.next() {
+                Action::Send(outgoing) => {
+                    if !local.claim() {
+                        return End::Halted;
+                    }
+                    // Closed loop (and later requests): due when the user asked for it.
+                    let intended = arrival.take().unwrap_or_else(Instant::now);
+                    self.send(local, plan, user, &outgoing, intended).await;
+                }
+                Action::Pause(pause) => tokio::time::sleep(pause).await,
+                Action::EndIteration => {
+                    local.recorder.borrow_mut().record_iteration();
+                    return End::Completed;
+                }
+                Action::Stop => return End::Stopped,
+            }
+        }
+    }
+
+    /// Sends one request, records it, and tells the user how it ended.
+    async fn send(
+        &mut self,
+        local: &Local,
+        plan: &Plan,
+        user: &mut dyn User,
+        outgoing: &Outgoing,
+        intended: Instant,
+    ) {
+        encode_outgoing(
+            &mut self.request,
+            outgoing,
+            &plan.host_header,
+            plan.keepalive,
+        );
+        let timeout = outgoing.timeout.unwrap_or(plan.timeout);
+        let reused = self.conn.is_some();
+        local.track_open(reused, &mut self.counted);
+        self.head.clear();
+        self.body.clear();
+        let mut progress = Progress {
+            head: Some(std::mem::take(&mut self.head)),
+            body: outgoing.keep_body.then(|| std::mem::take(&mut self.body)),
+            ..Progress::default()
+        };
+        let dispatched = Instant::now();
+        local.active.set(local.active.get() + 1);
+        step_active(local, outgoing.step, true);
+        let exchange = exchange(
+            &mut self.conn,
+            plan,
+            &self.request,
+            is_head(&outgoing.method),
+            &mut progress,
+        );
+        let result = match tokio::time::timeout_at((dispatched + timeout).into(), exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::timeout(progress.phase)),
+        };
+        let done = Instant::now();
+        local.active.set(local.active.get() - 1);
+        step_active(local, outgoing.step, false);
+        local.track_open(self.conn.is_some(), &mut self.counted);
+
+        let sample = Sample {
+            intended,
+            dispatched,
+            connected: progress.connected,
+            handshaken: progress.handshaken,
+            sent: progress.sent.unwrap_or(done),
+            first_byte: progress.first_byte,
+            done,
+            outcome: match &result {
+                Ok(r) => Outcome::Response { status: r.status },
+                Err(f) => Outcome::Error(f.kind),
+            },
+            bytes_in: progress.bytes_in,
+            bytes_out: progress.bytes_out,
+        };
+        let conn = &self.conn;
+        local.record(sample, &progress, &result, || conn.as_ref()?.tls_session());
+        self.head = progress.head.take().unwrap_or_default();
+        if let Some(body) = progress.body.take() {
+            self.body = body;
+        }
+        let verdict = match &result {
+            Ok(response) => {
+                let reply = Reply {
+                    status: response.status,
+                    head: &self.head,
+                    body: if outgoing.keep_body { &self.body } else { &[] },
+                    body_truncated: progress.body_truncated,
+                    latency: done.saturating_duration_since(intended),
+                };
+                let mut tally = |check: usize, passed: bool| {
+                    local.recorder.borrow_mut().record_check(check, passed);
+                };
+                user.reply(&reply, &mut tally)
+            }
+            Err(failure) => user.failed(failure.kind),
+        };
+        local
+            .recorder
+            .borrow_mut()
+            .record_step(outgoing.step, &sample, verdict.failed);
+
+        let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
+        if plan.keepalive && server_ended(&result, reused, &progress) {
+            local.recorder.borrow_mut().record_server_close();
+        }
+        if !reuse {
+            self.conn = None;
+        }
+        local.track_open(self.conn.is_some(), &mut self.counted);
+        if self.body.capacity() > KEPT_BODY_RETAINED {
+            self.body = Vec::new();
+        }
+        if self.head.capacity() > KEPT_BODY_RETAINED {
+            self.head = Vec::new();
+        }
+    }
+}
+
+/// Counts a request of `step` in flight (`started`) or no longer.
+fn step_active(local: &Local, step: usize, started: bool) {
+    let mut active = local.active_steps.borrow_mut();
+    if active.len() <= step {
+        active.resize(step + 1, 0);
+    }
+    if started {
+        active[step] += 1;
+    } else {
+        active[step] -= 1;
+    }
+}
+
+/// Opens the connection if needed, then writes `request` and reads its response.
+async fn exchange(
+    conn: &mut Option<Connection>,
+    plan: &Plan,
+    request: &[u8],
+    head_request: bool,
+    p: &mut Progress,
+) -> Result<Response, Failure> {
+    let conn = match conn {
+        Some(conn) => conn,
+        None => conn.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
+    };
+    p.phase = Phase::Exchanging;
+    p.sent = Some(Instant::now());
+    conn.exchange(request, head_request, p).await
+}

@@ -1,0 +1,133 @@
+//! The rows of the per-step and per-check tables (Locust's statistics table), computed once
+//! from the recorded results for every renderer.
+
+use belier_stats::{value_at_percentile, StepRow};
+
+use crate::{per_second, ratio, Report};
+
+/// Percentiles of the per-step table, in order.
+pub(crate) const STEP_PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
+
+/// One request step's row.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StepLine {
+    pub name: String,
+    pub requests: u64,
+    pub failures: u64,
+    /// Share of requests that failed, 0..=1 (0 when nothing was sent).
+    pub failure_ratio: f64,
+    /// Requests per second over the run.
+    pub rate: f64,
+    /// Latency of complete responses, microseconds: count, min, then [`STEP_PERCENTILES`],
+    /// then max (all 0 without responses).
+    pub responses: u64,
+    pub min_us: u64,
+    pub percentiles_us: [u64; 3],
+    pub max_us: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+/// One check's row.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CheckLine {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
+    /// Share of evaluations that passed, 0..=1 (1 when never evaluated).
+    pub pass_ratio: f64,
+}
+
+/// Whether the run had scripted users, and so step and check tables to show.
+pub(crate) fn has_steps(r: &Report) -> bool {
+    !r.info.steps.is_empty() || !r.totals.steps().is_empty()
+}
+
+/// One row per step the plan names, plus any recorded beyond the names (named by number).
+pub(crate) fn step_lines(r: &Report) -> Vec<StepLine> {
+    let recorded = r.totals.steps();
+    let empty = StepRow::default();
+    (0..r.info.steps.len().max(recorded.len()))
+        .map(|i| {
+            let row = recorded.get(i).unwrap_or(&empty);
+            let h = row.latency_us();
+            let at = |p: f64| {
+                if h.is_empty() {
+                    0
+                } else {
+                    value_at_percentile(h, p)
+                }
+            };
+            StepLine {
+                name: name(&r.info.steps, i, "step"),
+                requests: row.counts.requests,
+                failures: row.counts.failures,
+                failure_ratio: ratio(row.counts.failures, row.counts.requests).unwrap_or(0.0),
+                rate: per_second(row.counts.requests, r.elapsed),
+                responses: h.len(),
+                min_us: if h.is_empty() { 0 } else { h.min() },
+                percentiles_us: STEP_PERCENTILES.map(at),
+                max_us: if h.is_empty() { 0 } else { h.max() },
+                bytes_in: row.counts.bytes_in,
+                bytes_out: row.counts.bytes_out,
+            }
+        })
+        .collect()
+}
+
+/// One row per check the plan names, plus any recorded beyond the names.
+pub(crate) fn check_lines(r: &Report) -> Vec<CheckLine> {
+    let recorded = r.totals.checks();
+    (0..r.info.checks.len().max(recorded.len()))
+        .map(|i| {
+            let c = recorded.get(i).copied().unwrap_or_default();
+            CheckLine {
+                name: name(&r.info.checks, i, "check"),
+                passed: c.passed,
+                failed: c.failed,
+                pass_ratio: ratio(c.passed, c.passed + c.failed).unwrap_or(1.0),
+            }
+        })
+        .collect()
+}
+
+/// Completed iterations per second over the run.
+pub(crate) fn iteration_rate(r: &Report) -> f64 {
+    per_second(r.totals.iterations(), r.elapsed)
+}
+
+fn name(names: &[String], i: usize, what: &str) -> String {
+    names
+        .get(i)
+        .cloned()
+        .unwrap_or_else(|| format!("{what} {i}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded;
+
+    #[test]
+    fn rows_follow_the_names_and_add_up() {
+        let run = seeded::with_steps();
+        let report = run.report();
+        let steps = step_lines(&report);
+        assert_eq!(
+            steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["login", "browse", "checkout"]
+        );
+        // Every request is under some step; the unused step has an all-zero row.
+        assert_eq!(
+            steps.iter().map(|s| s.requests).sum::<u64>(),
+            run.totals.requests()
+        );
+        assert_eq!(steps[2].requests, 0);
+        assert_eq!(steps[2].failure_ratio, 0.0);
+        assert!(steps[0].min_us <= steps[0].percentiles_us[0]);
+        assert!(steps[0].percentiles_us[2] <= steps[0].max_us);
+        let checks = check_lines(&report);
+        assert_eq!(checks.len(), 2);
+        assert!(checks.iter().all(|c| (0.0..=1.0).contains(&c.pass_ratio)));
+    }
+}
