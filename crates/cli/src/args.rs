@@ -12,6 +12,7 @@ Exit codes:
   1    belier could not run (name resolution, output file, crashed worker)
   2    invalid input (flag, URL, header, body file, connection limit, results file)
   3    belier compare: a --fail-if condition held
+  4    belier run: a threshold of the plan failed (the report shows which)
   130  interrupted by Ctrl-C (the report is still printed)";
 
 /// An HTTP load tester that measures honestly and never loses its statistics.
@@ -46,6 +47,84 @@ pub enum Command {
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
     Probe(RequestArgs),
+    /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
+    /// checks, data and thresholds (exit 4 when a threshold fails).
+    Run(RunArgs),
+    /// Validate a plan file without sending anything and print the plan as belier reads it.
+    Check(CheckArgs),
+}
+
+/// Options of `belier run PLAN`: the plan says what to do; these flags override it.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (YAML; its format is in crates/scenario/PLAN.md).
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
+
+    /// Run length, instead of the plan's `load.duration`.
+    #[arg(short = 'z', long = "duration", value_name = "D", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Total iterations across all users, instead of the plan's `load.iterations`.
+    #[arg(short = 'i', long = "iterations", value_name = "N")]
+    pub iterations: Option<u64>,
+
+    /// Run N virtual users in a closed loop, instead of the plan's load (its pacing stays).
+    #[arg(short = 'u', long = "vus", value_name = "N", conflicts_with = "rate")]
+    pub vus: Option<u64>,
+
+    /// Start R iterations per second (open loop), instead of the plan's load.
+    #[arg(long = "rate", value_name = "R")]
+    pub rate: Option<f64>,
+
+    /// Extra header on every request, 'Name: value' (repeatable); replaces the plan's own
+    /// header of that name.
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+
+    /// https: do not verify the server's certificate, whatever the plan says.
+    #[arg(long = "insecure", short = 'k')]
+    pub insecure: bool,
+
+    /// Connect to ADDR instead of resolving the plan's host (Host header and TLS name stay).
+    #[arg(long = "connect-to", value_name = "ADDR")]
+    pub connect_to: Option<std::net::SocketAddr>,
+
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Report format.
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+
+    /// Write the report to this file instead of standard output.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Save everything recorded to a results file as the run goes ('-' for standard output).
+    #[arg(long = "save", value_name = "FILE", help_heading = "Results")]
+    pub save: Option<PathBuf>,
+
+    /// Run name in the results file [default: the results file's name]
+    #[arg(long = "name", value_name = "NAME", help_heading = "Results")]
+    pub name: Option<String>,
+
+    /// Length of the recorded intervals.
+    #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
+    pub interval: Duration,
+
+    /// Also write a self-contained HTML report with charts to FILE at the end.
+    #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
+    pub html: Option<PathBuf>,
+}
+
+/// Options of `belier check PLAN`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The plan file.
+    #[arg(value_name = "PLAN")]
+    pub plan: PathBuf,
 }
 
 /// Options of `belier report`.

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use belier_engine::{host, Event, Load, Next, Profile, Spacing};
 use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{render_json, render_text, HostUsage, Model, Report, RunInfo, StageInfo};
+use belier_report::{
+    render_json, render_text, HostUsage, Model, Report, RunInfo, StageInfo, ThresholdOutcome,
+};
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
@@ -31,6 +33,8 @@ pub struct Finished {
     pub warnings: Vec<String>,
     pub host: Option<HostUsage>,
     pub name: String,
+    /// A plan's thresholds, judged on what was recorded (empty otherwise).
+    pub thresholds: Vec<ThresholdOutcome>,
 }
 
 impl Finished {
@@ -43,7 +47,7 @@ impl Finished {
             elapsed: self.elapsed,
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
-            thresholds: vec![],
+            thresholds: self.thresholds.clone(),
             host: self.host,
         }
     }
@@ -200,6 +204,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         warnings,
         host: Some(usage),
         name: settings.name.clone(),
+        thresholds: Vec::new(),
     })
 }
 
@@ -240,6 +245,7 @@ fn open_results(path: &std::path::Path) -> anyhow::Result<Box<dyn Write>> {
 
 /// The load fields of the run information, with placeholders for the rest.
 fn load_info(settings: &Settings) -> RunInfo {
+    let users = settings.engine.users.as_deref();
     let stage_info = |p: &Profile| {
         p.stages()
             .iter()
@@ -305,10 +311,14 @@ fn load_info(settings: &Settings) -> RunInfo {
         timer_slack_us: (model == Model::Open)
             .then_some(settings.engine.timer_slack.as_micros() as u64),
         shards: 1,
-        plan: None,
-        virtual_users: None,
-        pacing_s: None,
-        steps: vec![],
-        checks: vec![],
+        plan: settings.plan.as_ref().map(|p| p.display().to_string()),
+        virtual_users: settings
+            .engine
+            .users
+            .is_some()
+            .then(|| settings.engine.load.max_connections() as u64),
+        pacing_s: settings.engine.pacing.map(|d| d.as_secs_f64()),
+        steps: users.map(|u| u.steps().to_vec()).unwrap_or_default(),
+        checks: users.map(|u| u.checks().to_vec()).unwrap_or_default(),
     }
 }

@@ -6,6 +6,7 @@ mod args;
 mod demo;
 mod limits;
 mod load;
+mod plan;
 mod probe;
 mod progress;
 mod raw;
@@ -20,7 +21,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command, LoadArgs};
-use settings::InputError;
+use load::Finished;
+use settings::{InputError, Settings};
 use signals::Signals;
 
 /// Exit code when belier could not do what was asked.
@@ -41,11 +43,13 @@ fn main() -> ExitCode {
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
             Some(Command::Probe(a)) => probe::run(a),
+            Some(Command::Run(a)) => plan::run(a, &signals, cores()),
+            Some(Command::Check(a)) => plan::check(a),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
         Ok(code) => code,
-        Err(e) if e.is::<InputError>() => {
+        Err(e) if e.is::<InputError>() || e.is::<belier_scenario::PlanError>() => {
             eprintln!("error: {e}");
             EXIT_USAGE
         }
@@ -61,12 +65,19 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     let mut settings = settings::from_args(args, cores())?;
     let fd_limit = limits::fit_connections(&mut settings)?;
     let finished = load::execute(&settings, signals, fd_limit)?;
-    let report = finished.render(settings.format);
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else {
         0
     };
+    write_report(&settings, &finished, code)
+}
+
+/// Writes the report of a finished run where `settings` say (and the HTML report if asked),
+/// and returns `code`, or an error if the report could not be written where asked (it is
+/// then printed to standard output, so the results are never lost).
+fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyhow::Result<u8> {
+    let report = finished.render(settings.format);
     if let Some(path) = &settings.html {
         if let Err(e) = std::fs::write(path, finished.render_html()) {
             eprintln!(

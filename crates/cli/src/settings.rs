@@ -47,6 +47,8 @@ pub struct Settings {
     pub html: Option<PathBuf>,
     /// Raw per-request CSV file.
     pub raw: Option<PathBuf>,
+    /// The plan file the run follows (`belier run PLAN`), as given.
+    pub plan: Option<PathBuf>,
 }
 
 /// Largest open-loop timer slack accepted.
@@ -216,6 +218,7 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         save: args.save,
         html: args.html,
         raw: args.raw,
+        plan: None,
     })
 }
 
@@ -333,30 +336,46 @@ fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, In
         }
         return Ok(None);
     }
+    tls_from_files(
+        args.insecure,
+        args.cacert.as_deref(),
+        args.cert.as_deref().zip(args.key.as_deref()),
+        args.sni.clone(),
+    )
+    .map(Some)
+}
+
+/// TLS settings from the trust and identity files named by flags or a plan; a file that
+/// cannot be read is named with the flag it came from.
+pub fn tls_from_files(
+    insecure: bool,
+    cacert: Option<&std::path::Path>,
+    cert_and_key: Option<(&std::path::Path, &std::path::Path)>,
+    sni: Option<String>,
+) -> Result<TlsOptions, InputError> {
     let read = |flag: &'static str, path: &std::path::Path| {
         std::fs::read(path)
             .map_err(|e| InputError::new(flag, path.display(), format!("cannot read it: {e}")))
     };
-    let ca_pem = args
-        .cacert
-        .as_deref()
-        .map(|p| read("--cacert <FILE>", p))
-        .transpose()?;
-    let client_cert_pem = match (&args.cert, &args.key) {
-        (Some(c), Some(k)) => Some((read("--cert <FILE>", c)?, read("--key <FILE>", k)?)),
-        _ => None,
+    let ca_pem = cacert.map(|p| read("--cacert <FILE>", p)).transpose()?;
+    let client_cert_pem = match cert_and_key {
+        Some((c, k)) => Some((read("--cert <FILE>", c)?, read("--key <FILE>", k)?)),
+        None => None,
     };
-    Ok(Some(TlsOptions {
-        insecure: args.insecure,
+    Ok(TlsOptions {
+        insecure,
         ca_pem,
         client_cert_pem,
-        server_name: args.sni.clone(),
+        server_name: sni,
         alpn: vec![b"http/1.1".to_vec()],
-    }))
+    })
 }
 
 /// The run name: as given, else the results file's stem, else `run`.
-fn run_name(name: Option<&str>, save: Option<&std::path::Path>) -> Result<String, InputError> {
+pub(crate) fn run_name(
+    name: Option<&str>,
+    save: Option<&std::path::Path>,
+) -> Result<String, InputError> {
     if let Some(n) = name {
         if n.trim().is_empty() || n.chars().any(char::is_control) {
             return Err(InputError::new(
@@ -469,7 +488,7 @@ fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {
     }
 }
 
-fn parse_header(raw: &str) -> Result<(String, String), InputError> {
+pub(crate) fn parse_header(raw: &str) -> Result<(String, String), InputError> {
     const FLAG: &str = "--header <'NAME: VALUE'>";
     let (name, value) = raw
         .split_once(':')

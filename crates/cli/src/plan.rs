@@ -1,0 +1,252 @@
+//! `belier run PLAN` and `belier check PLAN`: a plan file becomes the engine's settings (its
+//! flags overriding the plan), and once the run is over the plan's thresholds are judged on
+//! what was recorded.
+
+use std::sync::Arc;
+
+use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen, DEFAULT_DURATION};
+use belier_report::ThresholdOutcome;
+use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
+use belier_stats::value_at_percentile;
+use hdrhistogram::Histogram;
+
+use crate::args::{CheckArgs, RunArgs};
+use crate::load::Finished;
+use crate::settings::{self, InputError, Settings};
+use crate::signals::{self, Signals};
+use crate::{limits, write_report};
+
+/// Exit code when a threshold of the plan failed.
+pub const EXIT_THRESHOLDS: u8 = 4;
+
+/// Most virtual users `--vus` accepts (each holds a connection).
+const MAX_VUS: u64 = 1_000_000;
+
+/// `belier check PLAN`: reads the plan and its data files, sends nothing, prints the plan as
+/// it was understood.
+pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
+    let plan = belier_scenario::load(&args.plan)?;
+    print!("{}", plan.describe());
+    Ok(0)
+}
+
+/// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
+pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
+    let mut plan = belier_scenario::load(&args.plan)?;
+    apply_overrides(&mut plan, &args)?;
+    let users = plan.users();
+    let mut settings = settings_for(&plan, &args, Arc::clone(&users), cores)?;
+    let fd_limit = limits::fit_connections(&mut settings)?;
+    let mut finished = crate::load::execute(&settings, signals, fd_limit)?;
+    for e in users.exhausted() {
+        finished.warnings.push(format!(
+            "data `{}` ran out after {} rows: {} users stopped for want of a row",
+            e.data, e.rows, e.users_stopped
+        ));
+    }
+    finished.thresholds = judge(&plan, &finished);
+    let code = if finished.interrupted {
+        signals::INTERRUPTED
+    } else if finished.thresholds.iter().any(|t| !t.passed) {
+        EXIT_THRESHOLDS
+    } else {
+        0
+    };
+    write_report(&settings, &finished, code)
+}
+
+/// The flags that change the plan itself before its users are made.
+fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
+    for raw in &args.headers {
+        let (name, value) = settings::parse_header(raw)?;
+        plan.set_header(&name, &value);
+    }
+    if args.insecure {
+        plan.options.insecure = true;
+    }
+    if let Some(n) = args.vus {
+        if !(1..=MAX_VUS).contains(&n) {
+            return Err(InputError::new(
+                "--vus <N>",
+                n,
+                format!("must be between 1 and {MAX_VUS}"),
+            ));
+        }
+        let pacing = plan.load.pacing();
+        plan.load.model = LoadModel::Closed {
+            vus: Profile::constant(n as f64),
+            pacing,
+        };
+    }
+    if let Some(rate) = args.rate {
+        if !rate.is_finite() || rate <= 0.0 {
+            return Err(InputError::new(
+                "--rate <R>",
+                rate,
+                "must be a positive number of iterations per second",
+            ));
+        }
+        let (max_vus, spacing) = match &plan.load.model {
+            LoadModel::Open {
+                max_vus, spacing, ..
+            } => (*max_vus, *spacing),
+            LoadModel::Closed { .. } => (belier_engine::DEFAULT_MAX_CONNECTIONS, Spacing::Even),
+        };
+        plan.load.model = LoadModel::Open {
+            rate: Profile::constant(rate),
+            max_vus,
+            spacing,
+        };
+    }
+    if let Some(d) = args.duration {
+        plan.load.duration = Some(d);
+    }
+    if let Some(n) = args.iterations {
+        if n == 0 {
+            return Err(InputError::new("--iterations <N>", n, "must be at least 1"));
+        }
+        plan.load.iterations = Some(n);
+    }
+    Ok(())
+}
+
+/// The engine settings of a plan run.
+fn settings_for(
+    plan: &Plan,
+    args: &RunArgs,
+    users: Arc<PlanUsers>,
+    cores: usize,
+) -> Result<Settings, InputError> {
+    const FLAG: &str = "<PLAN>";
+    let shown = args.plan.display().to_string();
+    let options = &plan.options;
+    if options.http2 {
+        return Err(InputError::new(
+            FLAG,
+            &shown,
+            "http2: plans run over HTTP/1.1 only for now",
+        ));
+    }
+    let target = &plan.target;
+    let mut engine = Config::new(RequestSpec {
+        method: "GET".into(),
+        host: target.host.clone(),
+        port: target.port,
+        path_and_query: if target.base_path.is_empty() {
+            "/".into()
+        } else {
+            target.base_path.clone()
+        },
+        // The users send their own requests, default headers included; this one only says
+        // where to connect.
+        headers: Vec::new(),
+        body: Vec::new(),
+    });
+    if target.scheme == Scheme::Https {
+        engine.tls = Some(settings::tls_from_files(
+            options.insecure,
+            options.cacert.as_deref(),
+            options.cert.as_deref().zip(options.key.as_deref()),
+            options.sni.clone(),
+        )?);
+    }
+    if let Some(t) = options.timeout {
+        engine.timeout = t;
+    }
+    engine.connect_to = args.connect_to;
+    engine.keepalive = options.keepalive;
+    engine.load = plan.load.engine_load();
+    engine.pacing = plan.load.pacing();
+    engine.users = Some(users);
+    let bounded = plan.load.duration.is_some()
+        || plan.load.iterations.is_some()
+        || engine.load.end().is_some();
+    engine.stop = StopWhen {
+        requests: None,
+        // Neither a duration, an iteration count nor stages: the documented default length.
+        duration: plan
+            .load
+            .duration
+            .or((!bounded).then_some(DEFAULT_DURATION)),
+        iterations: plan.load.iterations,
+    };
+    let threads = args.threads.unwrap_or(cores.max(1));
+    if threads == 0 {
+        return Err(InputError::new("--threads <N>", 0, "must be at least 1"));
+    }
+    engine.threads = threads.min(engine.load.max_connections().max(1));
+    engine.interval = args.interval;
+    Ok(Settings {
+        engine,
+        url: target.url(),
+        format: args.output,
+        out: args.out.clone(),
+        max_connections_given: matches!(plan.load.model, LoadModel::Open { .. }),
+        ramp_up: None,
+        save: args.save.clone(),
+        name: settings::run_name(args.name.as_deref(), args.save.as_deref())?,
+        html: args.html.clone(),
+        raw: None,
+        plan: Some(args.plan.clone()),
+    })
+}
+
+/// Judges every threshold of the plan on the recorded totals.
+fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
+    let totals = &finished.totals;
+    let (checks_passed, checks_failed) = totals
+        .checks()
+        .iter()
+        .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed));
+    // A plan's requests are all steps; their failures (no response, an unexpected status, a
+    // failed check) are what `error_rate` counts.
+    let failures = totals.steps().iter().map(|s| s.counts.failures).sum();
+    let whole = percentiles(totals.latency_us());
+    let rows: Vec<_> = totals
+        .steps()
+        .iter()
+        .map(|row| percentiles(row.latency_us()))
+        .collect();
+    let figures = |scope: Option<&str>| {
+        let (requests, failures, latency, percentile_us) = match scope {
+            None => (totals.requests(), failures, totals.latency_us(), &whole),
+            Some(name) => {
+                let index = plan.steps().iter().position(|s| s == name)?;
+                let row = totals.steps().get(index)?;
+                (
+                    row.counts.requests,
+                    row.counts.failures,
+                    row.latency_us(),
+                    rows.get(index)?,
+                )
+            }
+        };
+        Some(Figures {
+            requests,
+            failures,
+            elapsed: finished.elapsed,
+            checks_passed,
+            checks_failed,
+            mean_us: latency.mean(),
+            min_us: latency.min(),
+            max_us: latency.max(),
+            percentile_us,
+        })
+    };
+    plan.thresholds
+        .iter()
+        .map(|t| {
+            let outcome = t.evaluate(figures);
+            ThresholdOutcome {
+                expression: t.expression.clone(),
+                passed: outcome.passed,
+                actual: outcome.actual,
+            }
+        })
+        .collect()
+}
+
+/// Percentiles of `latency`, ranked as everywhere in belier's reports.
+fn percentiles(latency: &Histogram<u64>) -> impl Fn(f64) -> Option<u64> + '_ {
+    move |p| (!latency.is_empty()).then(|| value_at_percentile(latency, p))
+}
