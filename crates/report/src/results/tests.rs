@@ -75,10 +75,10 @@ fn read(
 }
 
 /// Every interval of a file, read one by one.
-fn intervals_of(bytes: Vec<u8>, source: &str) -> Result<(Reader, Vec<Settled>), ResultsError> {
+fn intervals_of(bytes: Vec<u8>, source: &str) -> Result<(Reader, Vec<Record>), ResultsError> {
     let mut r = reader(bytes, source)?;
     let mut all = Vec::new();
-    while let Some(s) = r.next_interval()? {
+    while let Some(s) = r.next_record()? {
         all.push(s);
     }
     Ok((r, all))
