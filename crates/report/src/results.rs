@@ -125,8 +125,19 @@ struct Pending {
 }
 
 impl<W: Write> ResultsWriter<W> {
-    /// Writes the header and flushes it.
-    pub fn new(mut out: W, header: &Header) -> io::Result<Self> {
+    /// Writes the header and flushes it; records coarsen by the default rule
+    /// ([`Coarsening::new`]).
+    pub fn new(out: W, header: &Header) -> io::Result<Self> {
+        let interval = Duration::from_secs_f64(header.interval_s);
+        Self::with_coarsening(out, header, Coarsening::new(interval))
+    }
+
+    /// Writes the header and flushes it; records coarsen by `coarsening`.
+    pub fn with_coarsening(
+        mut out: W,
+        header: &Header,
+        coarsening: Coarsening,
+    ) -> io::Result<Self> {
         let mut line = Vec::with_capacity(4096);
         write_line(&mut out, &mut line, &Line::Header(header.clone()))?;
         let interval = Duration::from_secs_f64(header.interval_s);
@@ -135,7 +146,7 @@ impl<W: Write> ResultsWriter<W> {
             encoder: Encoder::default(),
             line,
             interval,
-            coarsening: Coarsening::new(interval),
+            coarsening,
             pending: None,
             recorder: Recorder::new(),
         })
@@ -199,7 +210,9 @@ impl<W: Write> ResultsWriter<W> {
         let Some(p) = self.pending.take() else {
             return Ok(());
         };
-        let width = end.map_or(p.width, |e| e.clamp(p.start + 1, p.start + p.width) - p.start);
+        let width = end.map_or(p.width, |e| {
+            e.clamp(p.start + 1, p.start + p.width) - p.start
+        });
         let bytes = write_record(
             &mut self.out,
             &mut self.encoder,
@@ -638,9 +651,7 @@ pub fn read_run(
                 offset,
                 width,
                 max_us: if h.is_empty() { 0 } else { h.max() },
-                encoded: encoder
-                    .encode(h)
-                    .map_err(|e| ResultsError(e.to_string()))?,
+                encoded: encoder.encode(h).map_err(|e| ResultsError(e.to_string()))?,
             });
         }
         Ok(())
@@ -723,7 +734,8 @@ fn intervals_to_time(interval: Duration, n: u64) -> Duration {
 /// `width_s` as a number of `interval_s` intervals, if it is a positive whole number of them.
 fn whole_intervals(width_s: f64, interval_s: f64) -> Option<u64> {
     let n = (width_s / interval_s).round();
-    let whole = n >= 1.0 && n < u64::MAX as f64 && (n * interval_s - width_s).abs() <= 1e-6 * width_s;
+    let whole =
+        n >= 1.0 && n < u64::MAX as f64 && (n * interval_s - width_s).abs() <= 1e-6 * width_s;
     whole.then_some(n as u64)
 }
 

@@ -35,6 +35,8 @@ pub const FULL_RESOLUTION: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug)]
 pub struct Coarsening {
     interval: Duration,
+    budget_bytes_per_hour: u64,
+    full_resolution: Duration,
     /// Intervals per record now, a power of two.
     width: u64,
     /// A record cost more than the budget: widen at the next boundary of the wider grid.
@@ -44,8 +46,20 @@ pub struct Coarsening {
 impl Coarsening {
     /// The rule for a file of `interval`-long intervals: one interval per record to begin with.
     pub fn new(interval: Duration) -> Self {
+        Coarsening::with_budget(interval, BUDGET_BYTES_PER_HOUR, FULL_RESOLUTION)
+    }
+
+    /// The rule with another budget and full-resolution start than the defaults (tests use it
+    /// to coarsen small files).
+    pub fn with_budget(
+        interval: Duration,
+        budget_bytes_per_hour: u64,
+        full_resolution: Duration,
+    ) -> Self {
         Coarsening {
             interval,
+            budget_bytes_per_hour,
+            full_resolution,
             width: 1,
             widen: false,
         }
@@ -73,13 +87,13 @@ impl Coarsening {
     /// intervals and took `bytes`; decides whether the next ones are wider.
     pub fn recorded(&mut self, end: u64, intervals: u64, bytes: usize) {
         let end_at = self.interval.as_secs_f64() * end as f64;
-        if end_at <= FULL_RESOLUTION.as_secs_f64() || intervals < self.width {
+        if end_at <= self.full_resolution.as_secs_f64() || intervals < self.width {
             // The full-resolution start, or a record cut short (a gap, the end of a run):
             // its cost says nothing about a full record's.
             return;
         }
         let covered_s = self.interval.as_secs_f64() * intervals as f64;
-        let allowed = BUDGET_BYTES_PER_HOUR as f64 / 3_600.0 * covered_s;
+        let allowed = self.budget_bytes_per_hour as f64 / 3_600.0 * covered_s;
         if bytes as f64 > allowed {
             self.widen = true;
         }
@@ -121,10 +135,18 @@ mod tests {
         let cost = |w: u64| (5_000.0 * 1.4f64.powf((w as f64).log2())) as usize;
         let records = drive(3_600, cost);
         let first_wide = records.iter().position(|&(_, w)| w > 1).unwrap();
-        assert_eq!(records[first_wide], (62, 2), "widens on a boundary of 2 after 60 s");
+        assert_eq!(
+            records[first_wide],
+            (62, 2),
+            "widens on a boundary of 2 after 60 s"
+        );
         for &(start, width) in &records {
             assert!(width.is_power_of_two());
-            assert_eq!(start % width, 0, "record at {start} off its grid of {width}");
+            assert_eq!(
+                start % width,
+                0,
+                "record at {start} off its grid of {width}"
+            );
         }
         let widths: Vec<u64> = records.iter().map(|&(_, w)| w).collect();
         assert!(widths.windows(2).all(|p| p[0] <= p[1]), "widths only grow");
