@@ -2,12 +2,18 @@
 //! read back later to report, merge, compare or plot.
 //!
 //! The file is JSON Lines. The first line is the header (`{"header": …}`: format, version,
-//! run name, interval, and the run information); then one `{"interval": …}` line per
-//! interval, flushed as soon as the interval is complete, so a process killed with SIGKILL
-//! loses at most the interval in progress; last, an `{"end": …}` line. Each interval carries
-//! its counters and its latency, uncorrected-latency and lag histograms in HdrHistogram's V2
-//! compressed encoding, base64 (the form HdrHistogram interval logs use), so every value
-//! survives: merging files gives exactly the percentiles one recorder would have given.
+//! run name, interval, and the run information); then one `{"interval": …}` line per record,
+//! flushed as soon as the record is complete, so a process killed with SIGKILL loses at most
+//! the record in progress; last, an `{"end": …}` line. Each record carries its first interval
+//! (`index`), its start and length (`offset_s`, `width_s`), its counters and its latency,
+//! uncorrected-latency and lag histograms in HdrHistogram's V2 compressed encoding, base64
+//! (the form HdrHistogram interval logs use), so every value survives: merging files gives
+//! exactly the percentiles one recorder would have given.
+//!
+//! A record covers one interval, except in long costly runs: past the first minute, when a
+//! record costs more bytes than [`BUDGET_BYTES_PER_HOUR`] allows for its span, records
+//! double in width, on a grid aligned with the start of the run ([`Coarsening`] holds the
+//! rule). Totals and whole-run percentiles stay exact; only the series gets coarser.
 
 use std::io::{self, BufRead, Write};
 use std::time::Duration;
@@ -690,7 +696,6 @@ pub fn read_run(
     if let Some(done) = span.take() {
         take(done)?;
     }
-    drop(take);
 
     let mut end: Option<End> = None;
     let mut notes = Vec::new();

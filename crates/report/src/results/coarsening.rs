@@ -5,9 +5,14 @@
 //! distinct latency buckets a second of traffic touches: an hour of one-second records takes
 //! about 6 MB at 1,000 requests a second but 18 MB at 20,000/s. Merging neighbouring seconds
 //! into one record costs far less than the seconds apart, because their histograms share most
-//! buckets. So the writer watches what each record costs and, once one costs more than
-//! [`BUDGET_BYTES_PER_HOUR`] allows for the time it covers, doubles the record width, and so
-//! on until records fit the budget. Rules that keep files readable and mergeable:
+//! buckets. So the writer watches what each record costs and doubles the record width when
+//! both the record and the whole file so far cost more than [`BUDGET_BYTES_PER_HOUR`] allows
+//! for the time they cover, and so on until records fit the budget. The file's pace keeps
+//! noise from coarsening a run that fits (a costly record in a cheap file, a slow patch) and
+//! lets a run spend, at full resolution, what a cheaper start saved; the record's own cost
+//! keeps a costly start from pushing widths further than the current traffic needs. A file
+//! thus stays near the budget: over an hour, the budget plus the first minute and the few
+//! records written while widening. Rules that keep files readable and mergeable:
 //!
 //! - The first [`FULL_RESOLUTION`] of a run is always written at the full interval (short runs
 //!   and warm-ups keep their detail, and a run killed early still has every interval).
@@ -39,6 +44,8 @@ pub struct Coarsening {
     full_resolution: Duration,
     /// Intervals per record now, a power of two.
     width: u64,
+    /// Bytes of the records written so far.
+    bytes: u64,
     /// A record cost more than the budget: widen at the next boundary of the wider grid.
     widen: bool,
 }
@@ -61,6 +68,7 @@ impl Coarsening {
             budget_bytes_per_hour,
             full_resolution,
             width: 1,
+            bytes: 0,
             widen: false,
         }
     }
@@ -74,7 +82,7 @@ impl Coarsening {
     /// called when `index` is the first interval past the previous record, in order.
     pub fn record_for(&mut self, index: u64) -> (u64, u64) {
         let start = index - index % self.width;
-        if self.widen && start % (self.width * 2) == 0 {
+        if self.widen && start.is_multiple_of(self.width * 2) {
             // On the wider grid's boundary: the wider record holds `index` and starts at
             // `start` too, since `start` is a multiple of the new width.
             self.width *= 2;
@@ -86,15 +94,16 @@ impl Coarsening {
     /// Notes that the record ending at interval `end` (exclusive) spanned `intervals`
     /// intervals and took `bytes`; decides whether the next ones are wider.
     pub fn recorded(&mut self, end: u64, intervals: u64, bytes: usize) {
-        let end_at = self.interval.as_secs_f64() * end as f64;
-        if end_at <= self.full_resolution.as_secs_f64() || intervals < self.width {
+        self.bytes += bytes as u64;
+        let end_s = self.interval.as_secs_f64() * end as f64;
+        if end_s <= self.full_resolution.as_secs_f64() || intervals < self.width {
             // The full-resolution start, or a record cut short (a gap, the end of a run):
             // its cost says nothing about a full record's.
             return;
         }
-        let covered_s = self.interval.as_secs_f64() * intervals as f64;
-        let allowed = self.budget_bytes_per_hour as f64 / 3_600.0 * covered_s;
-        if bytes as f64 > allowed {
+        let per_s = self.budget_bytes_per_hour as f64 / 3_600.0;
+        let record_s = self.interval.as_secs_f64() * intervals as f64;
+        if bytes as f64 > per_s * record_s && self.bytes as f64 > per_s * end_s {
             self.widen = true;
         }
     }
@@ -106,7 +115,7 @@ mod tests {
 
     /// Drives the rule over `n` one-second intervals, each record costing `cost(width)`;
     /// returns the records (start, width).
-    fn drive(n: u64, cost: impl Fn(u64) -> usize) -> Vec<(u64, u64)> {
+    fn drive(n: u64, mut cost: impl FnMut(u64) -> usize) -> Vec<(u64, u64)> {
         let mut c = Coarsening::new(Duration::from_secs(1));
         let mut records = Vec::new();
         let mut index = 0;
@@ -153,6 +162,39 @@ mod tests {
         assert_eq!(widths.last(), Some(&8));
         let bytes: usize = records.iter().map(|&(_, w)| cost(w)).sum();
         assert!(bytes < 7_000_000, "{bytes}");
+    }
+
+    #[test]
+    fn costly_records_in_a_file_within_its_pace_do_not_widen() {
+        // One record in ten costs twice the budget (a slow patch): the file as a whole fits.
+        let records = drive(3_600, {
+            let mut n = 0;
+            move |_| {
+                n += 1;
+                if n % 10 == 0 {
+                    4_000
+                } else {
+                    1_500
+                }
+            }
+        });
+        assert!(records.iter().all(|&(_, w)| w == 1));
+    }
+
+    #[test]
+    fn a_cheap_start_is_spent_before_widening() {
+        // Ten minutes at 500 bytes a second, then 5,000: one-second records go on until the
+        // file has spent what the start saved (about 4 ¾ minutes more), then widen.
+        let mut c = Coarsening::new(Duration::from_secs(1));
+        for i in 0..600 {
+            c.recorded(i + 1, 1, 500);
+        }
+        let mut i = 600;
+        while c.record_for(i).1 == 1 {
+            c.recorded(i + 1, 1, 5_000);
+            i += 1;
+        }
+        assert!((880..890).contains(&i), "widened at {i} s");
     }
 
     #[test]
