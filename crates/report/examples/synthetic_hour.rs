@@ -4,7 +4,7 @@
 //! records the writer coarsened the hour into.
 //!
 //! ```sh
-//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl [RATE]
+//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl [RATE [full]]
 //! /usr/bin/time -v target/release/belier report --type html /tmp/hour.jsonl > /tmp/hour.html
 //! ```
 #![allow(clippy::print_stderr)]
@@ -12,7 +12,7 @@
 use std::io::BufWriter;
 use std::time::{Duration, Instant};
 
-use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
+use belier_report::results::{Coarsening, End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_report::{Model, RunInfo};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 
@@ -61,7 +61,13 @@ fn main() -> std::io::Result<()> {
         interval_s: 1.0,
         run,
     };
-    let mut w = ResultsWriter::new(out, &header)?;
+    // `full` as a third argument writes every interval as its own record (no size budget),
+    // to check that a coarsened file reports the same totals.
+    let coarsening = match std::env::args().nth(3).as_deref() {
+        Some("full") => Coarsening::with_budget(Duration::from_secs(1), u64::MAX, Duration::MAX),
+        _ => Coarsening::new(Duration::from_secs(1)),
+    };
+    let mut w = ResultsWriter::with_coarsening(out, &header, coarsening)?;
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut uniform = move || {
         rng ^= rng << 13;
