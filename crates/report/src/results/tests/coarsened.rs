@@ -208,6 +208,134 @@ fn bad_record_timing_names_the_line() {
     );
 }
 
+/// Forty intervals of a scripted run: besides `forty()`'s request, interval `i` records one
+/// request of step `i % 3`, a fourth step only in interval 20 (so a record's rows can be more
+/// than the last one's), an evaluation of check `i % 2` and, every fourth interval, an
+/// iteration.
+fn forty_with_steps() -> Vec<Settled> {
+    let mut intervals = forty();
+    for s in &mut intervals {
+        let i = s.index;
+        let ok = sample(100 * (i + 1), 0, Outcome::Response { status: 200 });
+        s.recorder.record_step((i % 3) as usize, &ok, i % 7 == 0);
+        if i == 20 {
+            let lost = sample(50, 0, Outcome::Error(ErrorKind::Timeout));
+            s.recorder.record_step(3, &lost, true);
+        }
+        s.recorder.record_check((i % 2) as usize, i % 5 != 0);
+        if i % 4 == 0 {
+            s.recorder.record_iteration();
+        }
+    }
+    intervals
+}
+
+/// A recorder's step rows (counters and latency histogram), checks and iterations, without
+/// trailing rows that never counted anything: a recorder reused across intervals keeps the
+/// rows it once had, emptied, and they add nothing.
+fn users_part(
+    r: &Recorder,
+) -> (
+    Vec<(belier_stats::StepCounts, Histogram<u64>)>,
+    Vec<belier_stats::CheckCounts>,
+    u64,
+) {
+    let mut steps: Vec<_> = r
+        .steps()
+        .iter()
+        .map(|row| (row.counts, row.latency_us().clone()))
+        .collect();
+    while steps
+        .last()
+        .is_some_and(|(c, h)| c.requests == 0 && h.is_empty())
+    {
+        steps.pop();
+    }
+    let mut checks = r.checks().to_vec();
+    while checks.last().is_some_and(|c| c.passed + c.failed == 0) {
+        checks.pop();
+    }
+    (steps, checks, r.iterations())
+}
+
+#[test]
+fn coarsened_records_carry_the_steps_of_every_interval_they_cover() {
+    let intervals = forty_with_steps();
+    let bytes = write_with(eager(4), &intervals, 40.0);
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let wide = text
+        .lines()
+        .filter(|l| l.contains("\"width_s\":8.0"))
+        .collect::<Vec<_>>();
+    assert_eq!(wide.len(), 3);
+    assert!(wide.iter().all(|l| l.contains("\"steps_latency\"")));
+
+    let (_, records) = intervals_of(bytes.clone(), "mem").unwrap();
+    let layout: Vec<(u64, u64)> = records.iter().map(|r| (r.index, r.intervals)).collect();
+    assert_eq!(layout, EAGER_4);
+    for rec in &records {
+        let mut covered = Recorder::new();
+        for s in &intervals[rec.index as usize..(rec.index + rec.intervals) as usize] {
+            covered += &s.recorder;
+        }
+        assert_eq!(
+            users_part(&rec.recorder),
+            users_part(&covered),
+            "record at {}",
+            rec.index
+        );
+        assert!(!rec.recorder.steps().is_empty());
+    }
+
+    let mut all = Recorder::new();
+    for s in &intervals {
+        all += &s.recorder;
+    }
+    let run = read(vec![bytes], None, None).unwrap();
+    assert_eq!(spans(&run), EAGER_4);
+    assert_eq!(run.totals.counters(), all.counters());
+    assert_eq!(users_part(&run.totals), users_part(&all));
+    assert_eq!(run.totals.steps().len(), 4);
+    assert_eq!(run.totals.steps()[3].counts.failures, 1);
+    assert_eq!(run.totals.iterations(), 10);
+    assert_eq!(
+        run.totals.checks()[0].passed + run.totals.checks()[1].passed,
+        32
+    );
+}
+
+#[test]
+fn shards_with_steps_that_coarsened_at_different_moments_merge_exactly() {
+    let files = vec![
+        write_with(eager(4), &forty_with_steps(), 40.0),
+        write_with(eager(10), &forty_with_steps(), 40.0),
+        write(&header("c"), &forty_with_steps(), Some(&end(40.0))),
+    ];
+    let mut all = Recorder::new();
+    for _ in 0..3 {
+        for s in forty_with_steps() {
+            all += &s.recorder;
+        }
+    }
+    let run = read(files, None, None).unwrap();
+    assert_eq!(spans(&run), EAGER_4);
+    assert_eq!(run.totals.counters(), all.counters());
+    assert_eq!(users_part(&run.totals), users_part(&all));
+    // A window keeps whole records, steps and all: [8, 12) and [16, 24) for 10 s to 20 s.
+    let files = vec![write_with(eager(4), &forty_with_steps(), 40.0)];
+    let window = read(
+        files,
+        Some(Duration::from_secs(10)),
+        Some(Duration::from_secs(20)),
+    )
+    .unwrap();
+    let mut kept = Recorder::new();
+    for s in &forty_with_steps()[8..24] {
+        kept += &s.recorder;
+    }
+    assert_eq!(users_part(&window.totals), users_part(&kept));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
@@ -221,6 +349,7 @@ proptest! {
             1..300,
         ),
         starts in proptest::collection::vec(proptest::option::of(0u64..30), 3),
+        users in any::<bool>(),
     ) {
         let mut all = Recorder::new();
         let mut shards: Vec<Vec<Recorder>> =
@@ -234,6 +363,17 @@ proptest! {
             let s = sample(latency, lag, outcome);
             all.record(&s);
             shards[shard][interval as usize].record(&s);
+            if users {
+                // Scripted users: the step, check and iteration follow from the values.
+                let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
+                for r in [&mut all, &mut shards[shard][interval as usize]] {
+                    r.record_step(step, &s, !ok);
+                    r.record_check(check, ok);
+                    if latency % 4 == 0 {
+                        r.record_iteration();
+                    }
+                }
+            }
         }
         let files: Vec<Vec<u8>> = shards
             .into_iter()
@@ -257,6 +397,7 @@ proptest! {
         for m in Metric::ALL {
             prop_assert_eq!(run.totals.histogram(m), all.histogram(m));
         }
+        prop_assert_eq!(users_part(&run.totals), users_part(&all));
         let points = run.series.points();
         prop_assert_eq!(points.first().map(|p| p.offset), Some(Duration::ZERO));
         for pair in points.windows(2) {
