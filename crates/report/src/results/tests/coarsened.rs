@@ -230,16 +230,17 @@ fn forty_with_steps() -> Vec<Settled> {
     intervals
 }
 
-/// A recorder's step rows (counters and latency histogram), checks and iterations, without
-/// trailing rows that never counted anything: a recorder reused across intervals keeps the
-/// rows it once had, emptied, and they add nothing.
-fn users_part(
-    r: &Recorder,
-) -> (
+/// Step rows (counters and latency histogram), checks and iterations.
+type UsersPart = (
     Vec<(belier_stats::StepCounts, Histogram<u64>)>,
     Vec<belier_stats::CheckCounts>,
     u64,
-) {
+);
+
+/// A recorder's step rows (counters and latency histogram), checks and iterations, without
+/// trailing rows that never counted anything: a recorder reused across intervals keeps the
+/// rows it once had, emptied, and they add nothing.
+fn users_part(r: &Recorder) -> UsersPart {
     let mut steps: Vec<_> = r
         .steps()
         .iter()
