@@ -1,8 +1,10 @@
-//! Writes a synthetic one-hour results file (3,600 one-second intervals, 1,000 requests a
-//! second with log-normal latencies, open loop) for the report benchmarks in `bench/`:
+//! Writes a synthetic one-hour results file (3,600 one-second intervals, log-normal latencies,
+//! open loop; 1,000 requests a second unless a rate is given) for the report benchmarks in
+//! `bench/` and the file-size figures in the README. It prints the file's size and how many
+//! records the writer coarsened the hour into.
 //!
 //! ```sh
-//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl
+//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl [RATE [full]]
 //! /usr/bin/time -v target/release/belier report --type html /tmp/hour.jsonl > /tmp/hour.html
 //! ```
 #![allow(clippy::print_stderr)]
@@ -10,7 +12,7 @@
 use std::io::BufWriter;
 use std::time::{Duration, Instant};
 
-use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
+use belier_report::results::{Coarsening, End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_report::{Model, RunInfo};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 
@@ -18,6 +20,15 @@ fn main() -> std::io::Result<()> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "hour.jsonl".into());
+    let rate: u64 = match std::env::args().nth(2) {
+        Some(r) => r.parse().map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("RATE '{r}' is not a whole number of requests a second"),
+            )
+        })?,
+        None => 1_000,
+    };
     let out = BufWriter::new(std::fs::File::create(&path)?);
     let run = RunInfo {
         belier_version: env!("CARGO_PKG_VERSION").into(),
@@ -34,7 +45,7 @@ fn main() -> std::io::Result<()> {
         host_cores: 2,
         started_at: "2026-11-22T00:00:00Z".into(),
         model: Model::Open,
-        rate: Some(1_000.0),
+        rate: Some(rate as f64),
         stages: vec![],
         ramp_up_s: None,
         arrivals: Some("even".into()),
@@ -56,7 +67,13 @@ fn main() -> std::io::Result<()> {
         interval_s: 1.0,
         run,
     };
-    let mut w = ResultsWriter::new(out, &header)?;
+    // `full` as a third argument writes every interval as its own record (no size budget),
+    // to check that a coarsened file reports the same totals.
+    let coarsening = match std::env::args().nth(3).as_deref() {
+        Some("full") => Coarsening::with_budget(Duration::from_secs(1), u64::MAX, Duration::MAX),
+        _ => Coarsening::new(Duration::from_secs(1)),
+    };
+    let mut w = ResultsWriter::with_coarsening(out, &header, coarsening)?;
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut uniform = move || {
         rng ^= rng << 13;
@@ -68,7 +85,7 @@ fn main() -> std::io::Result<()> {
     let mut r = Recorder::new();
     for i in 0..3_600u64 {
         r.reset();
-        for _ in 0..1_000 {
+        for _ in 0..rate {
             let (a, b) = (uniform(), uniform());
             let normal = (-2.0 * a.max(1e-12).ln()).sqrt() * (std::f64::consts::TAU * b).cos();
             // A slow patch every ten minutes so the charts have something to show.
@@ -107,6 +124,13 @@ fn main() -> std::io::Result<()> {
         elapsed_s: 3_600.0,
         ..End::default()
     })?;
-    eprintln!("wrote {path}");
+    let bytes = std::fs::metadata(&path)?.len();
+    let records = std::io::BufRead::lines(std::io::BufReader::new(std::fs::File::open(&path)?))
+        .filter(|l| l.as_ref().is_ok_and(|l| l.starts_with("{\"interval\"")))
+        .count();
+    eprintln!(
+        "wrote {path}: {rate} requests/s for an hour, {bytes} bytes in {records} records, {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -6,6 +6,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::fixtures;
 
+mod coarsened;
+
 fn header(name: &str) -> Header {
     Header {
         format: FORMAT.into(),
@@ -75,10 +77,10 @@ fn read(
 }
 
 /// Every interval of a file, read one by one.
-fn intervals_of(bytes: Vec<u8>, source: &str) -> Result<(Reader, Vec<Settled>), ResultsError> {
+fn intervals_of(bytes: Vec<u8>, source: &str) -> Result<(Reader, Vec<Record>), ResultsError> {
     let mut r = reader(bytes, source)?;
     let mut all = Vec::new();
-    while let Some(s) = r.next_interval()? {
+    while let Some(s) = r.next_record()? {
         all.push(s);
     }
     Ok((r, all))
@@ -264,50 +266,6 @@ fn shards_interleave_and_sum_per_interval() {
     assert_eq!(run.series.points()[15].requests, 3);
     let window = read(files, Some(Duration::from_secs(40)), None).unwrap();
     assert_eq!(window.totals.requests(), 30);
-}
-
-/// Bytes an hour of one-second intervals takes at `rate` requests a second, latencies from
-/// `latency_us(uniform, uniform)`, open loop (lag recorded, so all three histograms differ).
-fn hour_size(rate: u64, latency_us: impl Fn(f64, f64) -> u64) -> usize {
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut uniform = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let mut out = Vec::new();
-    let mut w = ResultsWriter::new(&mut out, &header("size")).unwrap();
-    let mut r = Recorder::new();
-    for i in 0..3_600 {
-        r.reset();
-        for _ in 0..rate {
-            let (a, b) = (uniform(), uniform());
-            let lag = (uniform() * 200.0) as u64;
-            r.record(&sample(
-                latency_us(a, b) + lag,
-                lag,
-                Outcome::Response { status: 200 },
-            ));
-        }
-        w.interval(&settled(i, r.clone())).unwrap();
-    }
-    w.end(&end(3_600.0)).unwrap();
-    out.len()
-}
-
-#[test]
-fn an_hour_at_1000_per_second_stays_under_10_mb() {
-    // Log-normal latencies, median 2 ms, p99 about 13 ms: the shape of a real service, at
-    // 1,000 requests a second. Lossless one-second histograms at 3 significant digits cost
-    // about 0.8 base64 bytes per non-empty bucket, near their entropy: an hour measures about
-    // 6 MB at 1,000/s, 11 MB at 5,000/s and 18 MB at 20,000/s. Longer intervals
-    // (--interval 5s) keep long high-rate runs small.
-    let bytes = hour_size(1_000, |a, b| {
-        let normal = (-2.0 * a.max(1e-12).ln()).sqrt() * (std::f64::consts::TAU * b).cos();
-        (2_000.0 * (0.8 * normal).exp()) as u64
-    });
-    assert!(bytes < 10_000_000, "{bytes} bytes for an hour");
 }
 
 proptest! {

@@ -1,0 +1,257 @@
+//! Reading a results file back, one record at a time.
+
+use std::io::BufRead;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use belier_stats::{Gauges, Metric, Recorder};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use super::{
+    intervals_to_time, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, PHASES, VERSION,
+};
+
+/// One record read back: what was recorded over `width` from `offset`, one interval or, in a
+/// coarsened stretch of a run, several.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// First interval it covers.
+    pub index: u64,
+    /// Intervals it covers (1 unless the writer coarsened).
+    pub intervals: u64,
+    /// Start from the start of the run.
+    pub offset: Duration,
+    /// Length: `intervals` × the interval.
+    pub width: Duration,
+    /// Everything recorded in it.
+    pub recorder: Recorder,
+    /// The gauges: peaks over its intervals.
+    pub gauges: Gauges,
+}
+
+/// Reads a results file line by line: the header at once, then one record at a time, so
+/// reading an hour-long run holds one record in memory, not 3,600.
+pub struct Reader {
+    input: Box<dyn BufRead>,
+    source: String,
+    line: usize,
+    header: Header,
+    /// First interval after the records read so far: records must not go back in time.
+    next_index: u64,
+    /// The end line, once read.
+    pub end: Option<End>,
+    /// What the reader had to tolerate so far.
+    pub notes: Vec<String>,
+    exhausted: bool,
+    deserializer: Deserializer,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    /// Opens a results file and reads its header; `source` names it in messages (a path,
+    /// or `-` for standard input).
+    pub fn open(mut input: Box<dyn BufRead>, source: &str) -> Result<Reader, ResultsError> {
+        let mut buf = Vec::new();
+        let mut line = 0;
+        let header = loop {
+            buf.clear();
+            let n = input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| ResultsError(format!("{source}: cannot read: {e}")))?;
+            if n == 0 {
+                return Err(ResultsError(format!(
+                    "{source}: empty, not a belier results file"
+                )));
+            }
+            line += 1;
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let fail = |what: String| ResultsError(format!("{source}:{line}: {what}"));
+            match serde_json::from_slice::<Line>(&buf) {
+                Ok(Line::Header(h)) => {
+                    if h.format != FORMAT {
+                        return Err(fail(format!("format '{}' is not {FORMAT}", h.format)));
+                    }
+                    if !(OLDEST_VERSION..=VERSION).contains(&h.version) {
+                        return Err(fail(format!(
+                            "version {} is not supported (this belier reads {OLDEST_VERSION} to {VERSION})",
+                            h.version
+                        )));
+                    }
+                    if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
+                        return Err(fail("interval_s must be positive".into()));
+                    }
+                    break h;
+                }
+                Ok(_) => return Err(fail("the first line must be the header".into())),
+                Err(e) => return Err(fail(format!("not a belier results file: {e}"))),
+            }
+        };
+        Ok(Reader {
+            input,
+            source: source.to_string(),
+            line,
+            header,
+            next_index: 0,
+            end: None,
+            notes: Vec::new(),
+            exhausted: false,
+            deserializer: Deserializer::new(),
+            buf,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The next record, or `None` at the end of the file. A last line cut short (the writer
+    /// was killed while writing it) ends the file with a note; anything else that is not a
+    /// results line, or a record that starts before the previous one ends, is an error naming
+    /// the line.
+    pub fn next_record(&mut self) -> Result<Option<Record>, ResultsError> {
+        while !self.exhausted {
+            self.buf.clear();
+            let n = self
+                .input
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| ResultsError(format!("{}: cannot read: {e}", self.source)))?;
+            if n == 0 {
+                self.exhausted = true;
+                if self.end.is_none() {
+                    self.notes.push(format!(
+                        "{}: no end line (the run was killed); the report covers the intervals written",
+                        self.source
+                    ));
+                }
+                break;
+            }
+            self.line += 1;
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let complete = self.buf.last() == Some(&b'\n');
+            let (source, number) = (self.source.clone(), self.line);
+            let fail = |what: String| ResultsError(format!("{source}:{number}: {what}"));
+            let line: Line = match serde_json::from_slice(&self.buf) {
+                Ok(line) => line,
+                Err(_) if !complete => {
+                    self.notes.push(format!(
+                        "{source}:{number}: truncated last line ignored (the run was stopped while writing it)"
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(fail(format!("not a belier results line: {e}"))),
+            };
+            match line {
+                Line::Header(_) => return Err(fail("a second header".into())),
+                Line::End(e) => self.end = Some(e),
+                Line::Interval(l) => {
+                    let interval_s = self.header.interval_s;
+                    let intervals = match l.width_s {
+                        None => 1,
+                        Some(w) => whole_intervals(w, interval_s).ok_or_else(|| {
+                            fail(format!(
+                                "width_s {w} is not a whole number of {interval_s} s intervals"
+                            ))
+                        })?,
+                    };
+                    if let Some(o) = l.offset_s {
+                        let expected = l.index as f64 * interval_s;
+                        if (o - expected).abs() > 1e-6 * expected.max(1.0) {
+                            return Err(fail(format!(
+                                "offset_s {o} is not interval {} × {interval_s} s",
+                                l.index
+                            )));
+                        }
+                    }
+                    if l.index < self.next_index {
+                        return Err(fail(format!(
+                            "the record at interval {} starts before the previous one ends (interval {})",
+                            l.index, self.next_index
+                        )));
+                    }
+                    self.next_index = l.index.saturating_add(intervals);
+                    let mut recorder =
+                        Recorder::from_counters(&l.counters).map_err(|e| fail(e.to_string()))?;
+                    let mut stored = vec![
+                        (Metric::Latency, &l.latency),
+                        (Metric::Uncorrected, &l.uncorrected),
+                        (Metric::Lag, &l.lag),
+                    ];
+                    for (name, encoded) in &l.phases {
+                        let metric = Metric::from_name(name)
+                            .filter(|m| PHASES.contains(m))
+                            .ok_or_else(|| fail(format!("unknown phase '{name}'")))?;
+                        stored.push((metric, encoded));
+                    }
+                    for (metric, encoded) in stored {
+                        let bytes = BASE64.decode(encoded).map_err(|e| {
+                            fail(format!("{} histogram is not base64: {e}", metric.name()))
+                        })?;
+                        let hist: Histogram<u64> = self
+                            .deserializer
+                            .deserialize(&mut bytes.as_slice())
+                            .map_err(|e| {
+                                fail(format!(
+                                    "{} histogram cannot be decoded: {e:?}",
+                                    metric.name()
+                                ))
+                            })?;
+                        recorder
+                            .add_histogram(metric, &hist)
+                            .map_err(|e| fail(e.to_string()))?;
+                    }
+                    restore_steps(&mut self.deserializer, &mut recorder, &l.steps_latency)
+                        .map_err(fail)?;
+                    let interval = Duration::from_secs_f64(interval_s);
+                    return Ok(Some(Record {
+                        index: l.index,
+                        intervals,
+                        offset: intervals_to_time(interval, l.index),
+                        width: intervals_to_time(interval, intervals),
+                        recorder,
+                        gauges: Gauges {
+                            in_flight: l.in_flight,
+                            cpu: l.cpu,
+                            connections_peak: l.connections_peak,
+                        },
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Adds the stored step latency histograms to `recorder`, whose step counters are restored.
+fn restore_steps(
+    deserializer: &mut Deserializer,
+    recorder: &mut Recorder,
+    encoded: &[String],
+) -> Result<(), String> {
+    for (step, encoded) in encoded.iter().enumerate() {
+        let bytes = BASE64
+            .decode(encoded)
+            .map_err(|e| format!("step {step} histogram is not base64: {e}"))?;
+        let hist: Histogram<u64> = deserializer
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("step {step} histogram cannot be decoded: {e:?}"))?;
+        recorder
+            .add_step_histogram(step, &hist)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `width_s` as a number of `interval_s` intervals, if it is a positive whole number of them.
+fn whole_intervals(width_s: f64, interval_s: f64) -> Option<u64> {
+    let n = (width_s / interval_s).round();
+    let whole =
+        n >= 1.0 && n < u64::MAX as f64 && (n * interval_s - width_s).abs() <= 1e-6 * width_s;
+    whole.then_some(n as u64)
+}

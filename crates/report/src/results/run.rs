@@ -1,0 +1,240 @@
+//! A run read back from the results files of its shards: records merged into spans, the
+//! totals and series over a time window.
+
+use std::time::Duration;
+
+use belier_stats::{Gauges, Metric, Point, Recorder, Series};
+
+use super::{intervals_to_time, over_time, Encoder, End, Header, Reader, Record, ResultsError};
+use crate::{HostUsage, RunInfo};
+
+/// One interval's latency histogram, kept encoded for an HdrHistogram interval log.
+#[derive(Clone, Debug)]
+pub struct LoggedInterval {
+    /// Start from the start of the run.
+    pub offset: Duration,
+    /// Length.
+    pub width: Duration,
+    /// Largest latency in it, µs.
+    pub max_us: u64,
+    /// V2 compressed encoding, base64.
+    pub encoded: String,
+}
+
+/// A run read back from its results files: shards merged, summarised over a time window.
+#[derive(Debug)]
+pub struct Run {
+    /// The header; for merged shards, the run information sums what the shards shared out.
+    pub header: Header,
+    /// The end line (merged), absent when a run was killed before writing it.
+    pub end: Option<End>,
+    /// What the readers had to tolerate (truncated last lines, missing ends).
+    pub notes: Vec<String>,
+    /// Everything recorded in the chosen records.
+    pub totals: Recorder,
+    /// One point per chosen span (a record, or records of several shards merged).
+    pub series: Series,
+    /// Time the chosen records cover.
+    pub elapsed: Duration,
+    /// The chosen spans' latency histograms, when asked for.
+    pub latency_log: Vec<LoggedInterval>,
+}
+
+/// Records of all shards that overlap in time, merged: one point of the series.
+struct Span {
+    /// First interval.
+    start: u64,
+    /// First interval after it.
+    end: u64,
+    recorder: Recorder,
+    /// Per shard, the peaks of its gauges over the span; shards then combine.
+    gauges: Vec<Option<Gauges>>,
+}
+
+/// Reads the shards of one run together, record by record in time order, and merges records
+/// that overlap in time into one span: each span is one point of the series, and the totals
+/// are every chosen span merged, so they are exact whatever the records' widths.
+///
+/// Records written one interval each (old files, the start of every run) make one span per
+/// interval, all shards summed. Coarsened records are aligned on their width (see
+/// [`Coarsening`](super::Coarsening)), so records of shards that coarsened at different moments nest, and a span
+/// is the widest record among them, holding the narrower ones of the other shards.
+///
+/// The window keeps the spans that overlap `[from, to)`, whole: a span that starts before
+/// `from` or ends after `to` is kept with everything it holds, and the elapsed time is the
+/// time the kept spans cover, so rates stay right. On a coarsened stretch the report may thus
+/// cover up to one record more than the window on each side.
+///
+/// Memory holds one record per shard and the span being merged, whatever the run's length.
+pub fn read_run(
+    mut shards: Vec<Reader>,
+    from: Option<Duration>,
+    to: Option<Duration>,
+    keep_latency_log: bool,
+) -> Result<Run, ResultsError> {
+    let mut header = shards
+        .first()
+        .map(|r| r.header().clone())
+        .ok_or_else(|| ResultsError("no results file".into()))?;
+    for other in &shards[1..] {
+        if other.header().interval_s != header.interval_s {
+            return Err(ResultsError(format!(
+                "cannot merge '{}': intervals of {} s and {} s",
+                header.name,
+                header.interval_s,
+                other.header().interval_s
+            )));
+        }
+        merge_info(&mut header.run, &other.header().run);
+    }
+    let interval = Duration::from_secs_f64(header.interval_s);
+    let at = |index: u64| intervals_to_time(interval, index);
+    let in_window = |span: &Span| {
+        from.is_none_or(|f| at(span.end) > f) && to.is_none_or(|t| at(span.start) < t)
+    };
+
+    let mut next: Vec<Option<Record>> = Vec::with_capacity(shards.len());
+    for shard in shards.iter_mut() {
+        next.push(shard.next_record()?);
+    }
+    let mut totals = Recorder::new();
+    let mut series = Series::new();
+    let mut latency_log = Vec::new();
+    let mut encoder = Encoder::default();
+    let (mut first, mut last) = (None::<u64>, None::<(u64, u64)>);
+    let mut span: Option<Span> = None;
+    let mut take = |s: Span| -> Result<(), ResultsError> {
+        if !in_window(&s) {
+            return Ok(());
+        }
+        let gauges = s
+            .gauges
+            .iter()
+            .flatten()
+            .copied()
+            .reduce(Gauges::combine)
+            .unwrap_or_default();
+        let (offset, width) = (at(s.start), at(s.end) - at(s.start));
+        first.get_or_insert(s.start);
+        last = Some((s.start, s.end));
+        series.push(Point::of(&s.recorder, gauges, offset, width));
+        totals += &s.recorder;
+        if keep_latency_log {
+            let h = s.recorder.histogram(Metric::Latency);
+            latency_log.push(LoggedInterval {
+                offset,
+                width,
+                max_us: if h.is_empty() { 0 } else { h.max() },
+                encoded: encoder.encode(h).map_err(|e| ResultsError(e.to_string()))?,
+            });
+        }
+        Ok(())
+    };
+    // Always the shard whose next record starts first, so shards advance together and a span
+    // is complete once the next record starts at or after its end.
+    while let Some(i) = (0..next.len())
+        .filter(|&i| next[i].is_some())
+        .min_by_key(|&i| next[i].as_ref().map(|r| r.index))
+    {
+        let r = next[i].take().expect("chosen because present");
+        next[i] = shards[i].next_record()?;
+        let r_end = r.index.saturating_add(r.intervals);
+        match &mut span {
+            Some(s) if r.index < s.end => {
+                s.end = s.end.max(r_end);
+                s.recorder += &r.recorder;
+                let g = &mut s.gauges[i];
+                *g = Some(g.map_or(r.gauges, |g| over_time(g, r.gauges)));
+            }
+            _ => {
+                let mut gauges = vec![None; next.len()];
+                gauges[i] = Some(r.gauges);
+                let started = Span {
+                    start: r.index,
+                    end: r_end,
+                    recorder: r.recorder,
+                    gauges,
+                };
+                if let Some(done) = span.replace(started) {
+                    take(done)?;
+                }
+            }
+        }
+    }
+    if let Some(done) = span.take() {
+        take(done)?;
+    }
+
+    let mut end: Option<End> = None;
+    let mut notes = Vec::new();
+    for shard in shards {
+        notes.extend(shard.notes);
+        end = match (end, shard.end) {
+            (Some(x), Some(y)) => Some(merge_end(x, y)),
+            (x, y) => x.or(y),
+        };
+    }
+    // The run ends where its end line says, or with the last record written.
+    let last = last.map(|(s, e)| (at(s), at(e)));
+    let run_end = match &end {
+        Some(e) => Duration::from_secs_f64(e.elapsed_s),
+        None => last.map_or(Duration::ZERO, |(_, e)| e),
+    };
+    let start = first.map(at).unwrap_or_default();
+    let stop = last.map_or(start, |(s, e)| e.min(run_end.max(s)));
+    if let Some(logged) = latency_log.last_mut() {
+        logged.width = stop.saturating_sub(logged.offset);
+    }
+    series.end_at(stop);
+    Ok(Run {
+        header,
+        end,
+        notes,
+        totals,
+        series,
+        elapsed: stop.saturating_sub(start),
+        latency_log,
+    })
+}
+
+/// Adds a shard's run information to the merged one.
+fn merge_info(a: &mut RunInfo, b: &RunInfo) {
+    a.connections += b.connections;
+    a.threads += b.threads;
+    a.host_cores += b.host_cores;
+    a.shards += b.shards;
+    a.requests = sum(a.requests, b.requests);
+    a.rate = a.rate.zip(b.rate).map(|(x, y)| x + y);
+    a.max_connections = sum(a.max_connections, b.max_connections);
+    a.max_in_flight = sum(a.max_in_flight, b.max_in_flight);
+    a.virtual_users = sum(a.virtual_users, b.virtual_users);
+    if a.stages.len() == b.stages.len() {
+        for (x, y) in a.stages.iter_mut().zip(&b.stages) {
+            x.target += y.target;
+        }
+    }
+    if b.started_at < a.started_at {
+        a.started_at.clone_from(&b.started_at);
+    }
+}
+
+fn merge_end(x: End, y: End) -> End {
+    End {
+        elapsed_s: x.elapsed_s.max(y.elapsed_s),
+        interrupted: x.interrupted || y.interrupted,
+        warnings: x.warnings.into_iter().chain(y.warnings).collect(),
+        host: match (x.host, y.host) {
+            (Some(p), Some(q)) => Some(HostUsage {
+                open_fds_peak: p.open_fds_peak.max(q.open_fds_peak),
+                fd_limit: p.fd_limit.min(q.fd_limit),
+                ephemeral_ports_peak: p.ephemeral_ports_peak.max(q.ephemeral_ports_peak),
+                ephemeral_ports_total: p.ephemeral_ports_total.min(q.ephemeral_ports_total),
+            }),
+            (p, q) => p.or(q),
+        },
+    }
+}
+
+fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    a.zip(b).map(|(x, y)| x + y)
+}
