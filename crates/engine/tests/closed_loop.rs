@@ -315,7 +315,9 @@ fn connection_stages_ramp_users_up_and_down() {
     // Quarter-second intervals: 1 user, then 2, 3, 4 during the ramp; 4 while holding.
     let hold = per[4..8].iter().sum::<u64>() as f64 / 4.0;
     let first = per[0] as f64;
-    assert!(first < hold * 0.4, "first {first} vs hold {hold}: {per:?}");
+    // One user against four: a quarter of the hold, or more when a loaded machine, not the
+    // server, caps what four users get done; without a ramp it would be the same.
+    assert!(first < hold * 0.6, "first {first} vs hold {hold}: {per:?}");
     assert!(per[1] < per[3], "{per:?}");
     let last = *per.last().unwrap() as f64;
     assert!(last < hold * 0.5, "{per:?}");
