@@ -540,10 +540,9 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
         ),
         (
             "missing-data.yaml",
-            format!(
-                "target: http://127.0.0.1:8080\ndata:\n  rows: {{ file: nowhere.csv }}\n\
-                 scenarios:\n  - steps:\n      - get: /{{{{ rows.id }}}}\n"
-            ),
+            "target: http://127.0.0.1:8080\ndata:\n  rows: { file: nowhere.csv }\n\
+             scenarios:\n  - steps:\n      - get: /{{ rows.id }}\n"
+                .to_owned(),
             ":3:17:",
             "cannot read data file",
         ),
