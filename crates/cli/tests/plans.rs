@@ -576,3 +576,40 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
     }
     assert_eq!(s.counts().requests, 0, "a bad plan sends nothing");
 }
+
+#[test]
+fn every_request_is_counted_once_under_its_step_whatever_happened_to_it() {
+    let s = server(0);
+    let dir = temp_dir("conservation");
+    let plan = write(
+        &dir,
+        "mixed.yaml",
+        r#"
+target: http://127.0.0.1:8080
+load: { vus: 6, duration: 20s }
+scenarios:
+  - weight: 2
+    steps:
+      - name: fine
+        get: /
+      - name: unavailable
+        get: /?status=503
+      - name: reset
+        get: /?fault=reset
+  - steps:
+      - name: slow
+        get: /?delay=400ms
+"#,
+    );
+    // Stopped by time while slow requests are in flight: those count too.
+    let (doc, out) = json_run(&plan, &s, &["-z", "1s"]);
+    assert_exit(&out, 0);
+    assert_steps_conserved(&doc, &s);
+    let failures = |name| step(&doc, name)["failures"].as_u64().unwrap();
+    let requests = |name| step(&doc, name)["requests"].as_u64().unwrap();
+    assert_eq!(failures("fine"), 0);
+    assert!(requests("unavailable") > 0);
+    assert_eq!(failures("unavailable"), requests("unavailable"));
+    assert_eq!(failures("reset"), requests("reset"));
+    assert!(requests("slow") > 0);
+}
