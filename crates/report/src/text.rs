@@ -20,11 +20,19 @@ pub fn render_text(report: &Report) -> String {
 fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     let info = r.info;
     let t = r.totals;
-    writeln!(
-        out,
-        "belier {}  {} {}",
-        info.belier_version, info.method, info.url
-    )?;
+    match &info.plan {
+        // A plan's requests have many methods and paths: the header names the plan instead.
+        Some(plan) => writeln!(
+            out,
+            "belier {}  plan {plan} → {}",
+            info.belier_version, info.url
+        )?,
+        None => writeln!(
+            out,
+            "belier {}  {} {}",
+            info.belier_version, info.method, info.url
+        )?,
+    }
     let stop = match (info.requests, info.duration_s) {
         (Some(n), Some(d)) => format!("{} requests or {d} s, whichever first", thousands(n)),
         (Some(n), None) => format!("{} requests", thousands(n)),
@@ -44,7 +52,8 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         "  started {} on a {}-core host, target address {}",
         info.started_at, info.host_cores, info.address
     )?;
-    if let Some(line) = plan_line(info) {
+    // A plan run already said all of it in the two lines above.
+    if let Some(line) = plan_line(info).filter(|_| info.plan.is_none()) {
         writeln!(out, "  {line}")?;
     }
     if r.interrupted {
@@ -403,6 +412,9 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
 
 /// How the load was generated, in one phrase.
 fn load_line(info: &RunInfo) -> String {
+    if info.plan.is_some() {
+        return plan_load_line(info);
+    }
     let stages = |unit: &str| {
         info.stages
             .iter()
@@ -450,6 +462,47 @@ fn load_line(info: &RunInfo) -> String {
             format!(
                 "open loop at {shape} ({arrivals}), up to {} connections{cap}, on {} threads",
                 info.max_connections.unwrap_or(info.connections),
+                info.threads
+            )
+        }
+    }
+}
+
+/// The load of a plan run, in virtual users and iterations rather than connections.
+fn plan_load_line(info: &RunInfo) -> String {
+    let users = thousands(info.virtual_users.unwrap_or(info.connections as u64));
+    let stages = |unit: &str| {
+        info.stages
+            .iter()
+            .map(|s| format!(" → {}{unit} over {} s", trim(s.target), trim(s.duration_s)))
+            .collect::<String>()
+    };
+    match info.model {
+        Model::Closed => {
+            let mut line = if info.stages.is_empty() {
+                format!("{users} virtual users on {} threads", info.threads)
+            } else {
+                format!(
+                    "closed loop, virtual users 0{} (peak {users}), on {} threads",
+                    stages(""),
+                    info.threads
+                )
+            };
+            if let Some(pacing) = info.pacing_s {
+                let _ = write!(line, ", one iteration per user every {} s", trim(pacing));
+            }
+            line
+        }
+        Model::Open => {
+            let start = trim(info.rate.unwrap_or(0.0));
+            let arrivals = match (info.arrivals.as_deref(), info.seed) {
+                (Some("poisson"), Some(seed)) => format!("Poisson arrivals, seed {seed}"),
+                (Some(a), _) => format!("{a} arrivals"),
+                (None, _) => "even arrivals".into(),
+            };
+            format!(
+                "iterations at {start}/s{} ({arrivals}), up to {users} virtual users, on {} threads",
+                stages("/s"),
                 info.threads
             )
         }
@@ -534,5 +587,53 @@ mod tests {
         for absent in ["Steps", "Checks", "Iterations", "Thresholds", "plan "] {
             assert!(!got.contains(absent), "{absent}");
         }
+    }
+
+    #[test]
+    fn plan_runs_count_virtual_users_and_iterations() {
+        let mut info = fixtures::info();
+        info.plan = Some("shop.yaml".into());
+        info.virtual_users = Some(30);
+        info.threads = 2;
+        info.stages = vec![
+            crate::StageInfo {
+                duration_s: 10.0,
+                target: 30.0,
+            },
+            crate::StageInfo {
+                duration_s: 5.0,
+                target: 0.0,
+            },
+        ];
+        assert_eq!(
+            load_line(&info),
+            "closed loop, virtual users 0 → 30 over 10 s → 0 over 5 s (peak 30), on 2 threads"
+        );
+        info.model = Model::Open;
+        info.rate = Some(2.5);
+        info.stages.clear();
+        info.arrivals = Some("even".into());
+        assert_eq!(
+            load_line(&info),
+            "iterations at 2.5/s (even arrivals), up to 30 virtual users, on 2 threads"
+        );
+        let (totals, series) = fixtures::results();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_millis(1_500),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            host: None,
+        };
+        let got = render_text(&report);
+        let head = format!(
+            "belier {}  plan shop.yaml → {}\n",
+            info.belier_version, info.url
+        );
+        assert!(got.starts_with(&head), "{got}");
+        assert!(!got.contains("connections on"), "{got}");
     }
 }

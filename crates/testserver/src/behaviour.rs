@@ -37,7 +37,20 @@ pub struct Behaviour {
     ///
     /// Ignored for HTTP/1.0 clients, which cannot decode it.
     pub chunked: bool,
+    /// Answer as a login would: a JSON body `{"token":"t<C>-<K>","user":<K>}` and a
+    /// `Set-Cookie: session=t<C>-<K>; Path=/`, where `C` is the connection's number (as in
+    /// [`SeenRequest::connection`](crate::SeenRequest::connection)) and `K` the request's index
+    /// on that connection, from 0, so a test can recompute every token from the requests it saw.
+    /// Takes precedence over `json` and `size`; never chunked.
+    pub token: bool,
+    /// Answer with the small JSON body [`JSON_BODY`] (`Content-Type: application/json`) so
+    /// that JSON checks and extractions have something to read. Takes precedence over `size`;
+    /// never chunked.
+    pub json: bool,
 }
+
+/// Body sent for the `json` knob.
+pub const JSON_BODY: &str = r#"{"ok":true,"items":[{"id":1},{"id":2}]}"#;
 
 impl Default for Behaviour {
     fn default() -> Self {
@@ -48,19 +61,23 @@ impl Default for Behaviour {
             fault: None,
             close: false,
             chunked: false,
+            token: false,
+            json: false,
         }
     }
 }
 
 /// Names of the query-string knobs, as accepted by [`Behaviour::apply_query`].
-pub const KNOBS: [&str; 6] = ["delay", "status", "size", "fault", "close", "chunked"];
+pub const KNOBS: [&str; 8] = [
+    "delay", "status", "size", "fault", "close", "chunked", "token", "json",
+];
 
 impl Behaviour {
     /// Overrides knobs from a query string such as `delay=20ms&status=503&size=1024`.
     ///
     /// Knobs: `delay` (a humantime duration: `20ms`, `1s`), `status` (`100..=999`), `size`
-    /// (body bytes), `fault` (see [`Fault`]), `close` and `chunked` (`1`/`0`, `true`/`false`,
-    /// or the bare name for true). Unknown keys are ignored so that real-world URLs with their
+    /// (body bytes), `fault` (see [`Fault`]), and the switches `close`, `chunked`, `token` and
+    /// `json` (`1`/`0`, `true`/`false`, or the bare name for true). Unknown keys are ignored so that real-world URLs with their
     /// own parameters (`/search?q=x`) can be load-tested unchanged. Values are not
     /// percent-decoded; none of the knobs needs it.
     ///
@@ -106,17 +123,18 @@ impl Behaviour {
             "fault" => {
                 self.fault = Some(text.parse().map_err(|_| bad(Fault::EXPECTED))?);
             }
-            "close" | "chunked" => {
+            "close" | "chunked" | "token" | "json" => {
                 let on = match value {
                     None => true,
                     Some("1" | "true" | "yes" | "on") => true,
                     Some("0" | "false" | "no" | "off") => false,
                     Some(_) => return Err(bad("1 or 0")),
                 };
-                if knob == "close" {
-                    self.close = on;
-                } else {
-                    self.chunked = on;
+                match knob {
+                    "close" => self.close = on,
+                    "chunked" => self.chunked = on,
+                    "token" => self.token = on,
+                    _ => self.json = on,
                 }
             }
             _ => unreachable!("every name in KNOBS has an arm"),
@@ -173,6 +191,12 @@ impl fmt::Display for Behaviour {
         }
         if self.chunked {
             knob(f, format_args!("chunked=1"))?;
+        }
+        if self.token {
+            knob(f, format_args!("token=1"))?;
+        }
+        if self.json {
+            knob(f, format_args!("json=1"))?;
         }
         Ok(())
     }
@@ -309,6 +333,14 @@ mod tests {
                 },
             ),
             (
+                "token&json=1",
+                Behaviour {
+                    token: true,
+                    json: true,
+                    ..Behaviour::default()
+                },
+            ),
+            (
                 "delay=1s500ms",
                 Behaviour {
                     delay: Duration::from_millis(1500),
@@ -333,6 +365,8 @@ mod tests {
             ("fault=explode", "fault"),
             ("close=maybe", "close"),
             ("chunked=", "chunked"),
+            ("token=2", "token"),
+            ("json=yes please", "json"),
         ];
         for (query, knob) in cases {
             let err = parse(query).expect_err(query);
@@ -360,6 +394,8 @@ mod tests {
                 fault: Some(Fault::Stall),
                 close: true,
                 chunked: true,
+                token: true,
+                json: true,
             },
         ];
         for b in behaviours {

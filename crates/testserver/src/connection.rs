@@ -8,6 +8,7 @@
 //! The same code serves plain TCP and TLS: a connection is generic over its [`Transport`], and
 //! faults that are about TCP itself (reset, abrupt close) reach under the TLS layer.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::io;
 use std::ops::Range;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
+use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
 use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
 use crate::server::Shared;
@@ -113,6 +114,8 @@ pub(crate) struct Connection<S> {
     io: Io<S>,
     shared: Arc<Shared>,
     seq: u64,
+    /// Requests parsed on this connection so far: the next one's index, for the `token` knob.
+    served: u64,
     _open: OpenGuard,
 }
 
@@ -130,6 +133,7 @@ impl<S: Transport> Connection<S> {
             _open: open,
             shared,
             seq,
+            served: 0,
         }
     }
 
@@ -188,12 +192,15 @@ impl<S: Transport> Connection<S> {
             // Counted before the body, the delay and any fault, so that a test can rely on
             // "the server saw exactly N" whatever happened next.
             self.shared.counters.requests.fetch_add(1, Relaxed);
-            self.handle(request).await?;
+            let index = self.served;
+            self.served += 1;
+            self.handle(request, index).await?;
         }
     }
 
-    /// Reads the body, then answers (or misbehaves) as the request's behaviour says.
-    async fn handle(&mut self, mut request: Request) -> Result<(), Finish> {
+    /// Reads the body, then answers (or misbehaves) as the request's behaviour says. `index` is
+    /// the request's position on this connection, from 0.
+    async fn handle(&mut self, mut request: Request, index: u64) -> Result<(), Finish> {
         let received = &self.shared.counters.body_bytes_received;
         if request.body != BodyFraming::Empty {
             if request.expect_continue {
@@ -261,6 +268,25 @@ impl<S: Transport> Connection<S> {
         } else {
             connection
         };
+        if behaviour.token || behaviour.json {
+            let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
+            let body = match &token {
+                Some(token) => Cow::Owned(format!(r#"{{"token":"{token}","user":{index}}}"#)),
+                None => Cow::Borrowed(JSON_BODY),
+            };
+            let json = response::Json {
+                body: body.as_bytes(),
+                session: token.as_deref(),
+            };
+            json.write(
+                &mut self.io.out,
+                behaviour.status,
+                connection,
+                request.is_head,
+            );
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
         let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
         let framing = response::framing(behaviour, request.http10);
         if knobs.is_none() && !request.http10 {

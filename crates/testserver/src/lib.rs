@@ -5,8 +5,10 @@
 //! server's own [`Counts`]), benchmarks, and the `belier target` subcommand.
 //!
 //! Each request may override the server's default [`Behaviour`] through its query string:
-//! `delay=20ms`, `status=503`, `size=1024`, `close=1`, `chunked=1` and
-//! `fault=reset|close-before-headers|close-mid-body|malformed|stall` (see [`Fault`]).
+//! `delay=20ms`, `status=503`, `size=1024`, `close=1`, `chunked=1`,
+//! `fault=reset|close-before-headers|close-mid-body|malformed|stall` (see [`Fault`]), and for
+//! scripted journeys `token=1` (a login answer: a JSON token and a session cookie) and `json=1`
+//! (a small JSON body).
 //!
 //! With [`Config::tls`] it serves HTTPS instead: the same HTTP/1.1 handling after a rustls
 //! handshake, with [`TlsConfig::self_signed`] to make certificates for tests.
@@ -44,7 +46,8 @@ mod server;
 mod tls;
 
 pub use behaviour::{
-    Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, KNOBS,
+    Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY,
+    JSON_BODY, KNOBS,
 };
 pub use connection::RECORDED_BODY_BYTES;
 pub use request::MAX_HEAD_BYTES;

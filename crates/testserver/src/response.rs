@@ -91,6 +91,48 @@ pub(crate) fn write_text(
     out.push(b'\n');
 }
 
+/// A JSON answer (the `token` and `json` knobs): always framed by length, since these bodies
+/// are small and built whole.
+pub(crate) struct Json<'a> {
+    /// The body, sent as is.
+    pub(crate) body: &'a [u8],
+    /// A `session` cookie to set, for the `token` knob.
+    pub(crate) session: Option<&'a str>,
+}
+
+impl Json<'_> {
+    /// Appends the whole response; a `HEAD` request or a bodiless status gets the head only.
+    pub(crate) fn write(
+        &self,
+        out: &mut Vec<u8>,
+        status: u16,
+        connection: ConnectionHeader,
+        is_head: bool,
+    ) {
+        let has_body = status_has_body(status);
+        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+        if has_body {
+            let _ = write!(
+                out,
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                self.body.len()
+            );
+        }
+        if let Some(token) = self.session {
+            let _ = write!(out, "Set-Cookie: session={token}; Path=/\r\n");
+        }
+        match connection {
+            ConnectionHeader::Omit => {}
+            ConnectionHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+            ConnectionHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        }
+        out.extend_from_slice(b"\r\n");
+        if has_body && !is_head {
+            out.extend_from_slice(self.body);
+        }
+    }
+}
+
 /// Appends the line that starts a chunk of `len` bytes.
 pub(crate) fn write_chunk_size(out: &mut Vec<u8>, len: usize) {
     let _ = write!(out, "{len:x}\r\n");
@@ -203,6 +245,49 @@ mod tests {
             (404, true),
         ] {
             assert_eq!(status_has_body(status), body, "{status}");
+        }
+    }
+
+    #[test]
+    fn json_answers() {
+        let cases = [
+            (
+                Json {
+                    body: b"{}",
+                    session: Some("t1-0"),
+                },
+                200,
+                ConnectionHeader::Omit,
+                false,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+                 Set-Cookie: session=t1-0; Path=/\r\n\r\n{}",
+            ),
+            (
+                Json {
+                    body: b"[1]",
+                    session: None,
+                },
+                201,
+                ConnectionHeader::Close,
+                true,
+                "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\
+                 Connection: close\r\n\r\n",
+            ),
+            (
+                Json {
+                    body: b"[1]",
+                    session: None,
+                },
+                204,
+                ConnectionHeader::Omit,
+                false,
+                "HTTP/1.1 204 No Content\r\n\r\n",
+            ),
+        ];
+        for (json, status, connection, is_head, want) in cases {
+            let mut out = Vec::new();
+            json.write(&mut out, status, connection, is_head);
+            assert_eq!(String::from_utf8(out).unwrap(), want);
         }
     }
 

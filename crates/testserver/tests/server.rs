@@ -4,7 +4,7 @@ use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use belier_testserver::{Behaviour, Config, Counts, Fault, Server, MAX_HEAD_BYTES};
+use belier_testserver::{Behaviour, Config, Counts, Fault, Server, JSON_BODY, MAX_HEAD_BYTES};
 
 /// Long enough never to fire on a healthy run; it only turns a hang into a failure.
 const SAFETY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -153,6 +153,61 @@ fn pipelined_requests_in_one_write() {
         ]
     );
     assert_eq!(server.counts().requests, 3);
+}
+
+#[test]
+fn token_knob_numbers_tokens_by_connection_and_request() {
+    let server = Server::start(Config {
+        record_requests: 16,
+        ..Config::default()
+    })
+    .unwrap();
+    for connection in 1..=2 {
+        let mut reader = BufReader::new(connect(&server));
+        // The first request on the connection is not a login: indexes count every request.
+        reader.get_mut().write_all(get("/").as_bytes()).unwrap();
+        read_response(&mut reader, false);
+        for index in 1..=2 {
+            reader
+                .get_mut()
+                .write_all(get("/login?token=1").as_bytes())
+                .unwrap();
+            let r = read_response(&mut reader, false);
+            let token = format!("t{connection}-{index}");
+            assert_eq!(r.status, 200);
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert_eq!(
+                r.header("set-cookie"),
+                Some(format!("session={token}; Path=/").as_str())
+            );
+            assert_eq!(
+                String::from_utf8(r.body).unwrap(),
+                format!(r#"{{"token":"{token}","user":{index}}}"#)
+            );
+        }
+    }
+    // Recomputable from what the server recorded.
+    let seen = server.recent_requests();
+    assert_eq!(seen.len(), 6);
+    assert!(seen[..3].iter().all(|r| r.connection == 1));
+    assert!(seen[3..].iter().all(|r| r.connection == 2));
+}
+
+#[test]
+fn json_knob_sends_a_small_json_body() {
+    let server = start();
+    let r = request(&server, &get("/items?json=1&status=201&size=5"));
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("set-cookie"), None);
+    assert_eq!(r.body, JSON_BODY.as_bytes());
+    // HEAD: the head announces the length, no body follows.
+    let mut socket = connect(&server);
+    socket
+        .write_all(b"HEAD /?json=1 HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let raw = String::from_utf8(read_all(&mut socket)).unwrap();
+    assert!(raw.ends_with("Connection: close\r\n\r\n"), "{raw:?}");
 }
 
 #[test]
