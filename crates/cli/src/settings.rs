@@ -639,6 +639,11 @@ mod tests {
         );
         assert_eq!(open.engine.stop.duration, Some(DEFAULT_DURATION));
         assert_eq!(open.engine.timer_slack, belier_engine::DEFAULT_TIMER_SLACK);
+        // The report's verdict relies on knowing the engine's default.
+        assert_eq!(
+            belier_engine::DEFAULT_TIMER_SLACK.as_micros() as u64,
+            belier_report::DEFAULT_TIMER_SLACK_US
+        );
         let slack = settings(&["http://x/", "--rate", "10", "--timer-slack", "2ms"]).unwrap();
         assert_eq!(slack.engine.timer_slack, Duration::from_millis(2));
 

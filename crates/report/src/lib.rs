@@ -32,7 +32,9 @@ pub use html::{render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use markdown::render_markdown;
 pub use text::render_text;
-pub use verdict::{verdict, Verdict, CPU_LIMIT, LAG_LIMIT_US, RATE_TOLERANCE};
+pub use verdict::{
+    lag_limit_us, verdict, Verdict, CPU_LIMIT, DEFAULT_TIMER_SLACK_US, LAG_LIMIT_US, RATE_TOLERANCE,
+};
 
 /// How the results were obtained: everything needed to read them or repeat the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

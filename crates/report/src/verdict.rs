@@ -12,8 +12,19 @@ use crate::Report;
 
 /// Share of the target rate that must have been sent (open loop).
 pub const RATE_TOLERANCE: f64 = 0.01;
-/// Scheduling lag p99 beyond which requests are considered to have left late, µs.
+/// Scheduling lag p99 beyond which requests are considered to have left late, µs, with the
+/// default timer slack.
 pub const LAG_LIMIT_US: u64 = 1_000;
+/// The engine's default open-loop timer slack (`belier_engine::DEFAULT_TIMER_SLACK`), µs: the
+/// lag it allows is already inside [`LAG_LIMIT_US`].
+pub const DEFAULT_TIMER_SLACK_US: u64 = 250;
+
+/// The lag limit of a run: [`LAG_LIMIT_US`], plus whatever timer slack the run asked for beyond
+/// the default. Arrivals that leave up to the slack late were sent as asked; the verdict looks
+/// for lateness beyond that.
+pub fn lag_limit_us(timer_slack_us: Option<u64>) -> u64 {
+    LAG_LIMIT_US + timer_slack_us.map_or(0, |s| s.saturating_sub(DEFAULT_TIMER_SLACK_US))
+}
 /// Share of a core above which a worker thread counts as saturated.
 pub const CPU_LIMIT: f64 = 0.90;
 /// Below this CPU share a worker had time to spare, so lateness was not its own doing.
@@ -62,7 +73,8 @@ pub fn verdict(report: &Report) -> Verdict {
             lag.value_at_quantile(0.99)
         };
         checked.push(format!("lag p99 {}", ms(lag_p99)));
-        if lag_p99 >= LAG_LIMIT_US {
+        let lag_limit = lag_limit_us(report.info.timer_slack_us);
+        if lag_p99 >= lag_limit {
             let cpu_max = report
                 .series
                 .points()
@@ -82,7 +94,7 @@ pub fn verdict(report: &Report) -> Verdict {
             findings.push(format!(
                 "requests left late: scheduling lag p99 {} (limit {}); {cause}",
                 ms(lag_p99),
-                ms(LAG_LIMIT_US)
+                ms(lag_limit)
             ));
         }
     }
@@ -142,8 +154,20 @@ mod tests {
         cpu: f64,
         host: Option<HostUsage>,
     ) -> Verdict {
+        open_report_with_slack(sent, scheduled, lag_us, cpu, host, None)
+    }
+
+    fn open_report_with_slack(
+        sent: u64,
+        scheduled: u64,
+        lag_us: u64,
+        cpu: f64,
+        host: Option<HostUsage>,
+        timer_slack_us: Option<u64>,
+    ) -> Verdict {
         let mut info = fixtures::info();
         info.model = Model::Open;
+        info.timer_slack_us = timer_slack_us;
         let mut r = Recorder::new();
         let t = Instant::now();
         for _ in 0..scheduled {
@@ -221,6 +245,20 @@ mod tests {
         assert_eq!(v.findings.len(), 1);
         assert!(v.findings[0].contains("used only 20 %"), "{v:?}");
         assert!(v.findings[0].contains("jitter"), "{v:?}");
+    }
+
+    #[test]
+    fn a_larger_timer_slack_raises_the_lag_limit_by_the_difference() {
+        assert_eq!(lag_limit_us(None), LAG_LIMIT_US);
+        assert_eq!(lag_limit_us(Some(0)), LAG_LIMIT_US);
+        assert_eq!(lag_limit_us(Some(250)), LAG_LIMIT_US);
+        assert_eq!(lag_limit_us(Some(1_000)), 1_750);
+        // 1.2 ms of lag: late with the default slack, within what a 1 ms slack allows.
+        assert!(!open_report_with_slack(1000, 1000, 1_200, 0.3, None, Some(250)).kept_up);
+        let v = open_report_with_slack(1000, 1000, 1_200, 0.3, None, Some(1_000));
+        assert!(v.kept_up, "{v:?}");
+        let v = open_report_with_slack(1000, 1000, 1_900, 0.3, None, Some(1_000));
+        assert!(v.findings[0].contains("(limit 1.750 ms)"), "{v:?}");
     }
 
     #[test]
