@@ -24,6 +24,11 @@ pub(crate) fn rate(r: f64) -> String {
     }
 }
 
+/// A check's pass ratio as a percentage, `-` when it was never evaluated.
+pub(crate) fn pass_percent(ratio: Option<f64>) -> String {
+    ratio.map_or_else(|| "-".to_string(), |r| format!("{:.2}", r * 100.0))
+}
+
 /// Microseconds as milliseconds with three decimals, so microsecond resolution shows.
 pub(crate) fn ms(us: u64) -> String {
     format!("{}.{:03} ms", thousands(us / 1000), us % 1000)
@@ -65,6 +70,8 @@ mod tests {
 
     #[test]
     fn formats() {
+        assert_eq!(pass_percent(None), "-");
+        assert_eq!(pass_percent(Some(0.9796)), "97.96");
         assert_eq!(thousands(0), "0");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000), "1,000");

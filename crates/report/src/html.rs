@@ -341,11 +341,11 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 for c in checks {
                     writeln!(
                         out,
-                        "<tr><th>{}</th><td>{}</td><td>{}</td><td>{:.2} %</td></tr>",
+                        "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>",
                         esc(&c.name),
                         thousands(c.passed),
                         thousands(c.failed),
-                        c.pass_ratio * 100.0
+                        crate::format::pass_percent(c.pass_ratio)
                     )?;
                 }
                 out.push_str("</tbody></table>\n");

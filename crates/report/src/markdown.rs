@@ -247,11 +247,11 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
             for c in checks {
                 writeln!(
                     out,
-                    "| {} | {} | {} | {:.2} % |",
+                    "| {} | {} | {} | {} |",
                     md(&c.name),
                     thousands(c.passed),
                     thousands(c.failed),
-                    c.pass_ratio * 100.0
+                    crate::format::pass_percent(c.pass_ratio)
                 )?;
             }
         }

@@ -34,8 +34,9 @@ pub(crate) struct CheckLine {
     pub name: String,
     pub passed: u64,
     pub failed: u64,
-    /// Share of evaluations that passed, 0..=1 (1 when never evaluated).
-    pub pass_ratio: f64,
+    /// Share of evaluations that passed, 0..=1; `None` when the check was never evaluated
+    /// (a run that ended before any user reached it).
+    pub pass_ratio: Option<f64>,
 }
 
 /// Whether the run had scripted users, and so step and check tables to show.
@@ -85,7 +86,7 @@ pub(crate) fn check_lines(r: &Report) -> Vec<CheckLine> {
                 name: name(&r.info.checks, i, "check"),
                 passed: c.passed,
                 failed: c.failed,
-                pass_ratio: ratio(c.passed, c.passed + c.failed).unwrap_or(1.0),
+                pass_ratio: ratio(c.passed, c.passed + c.failed),
             }
         })
         .collect()
@@ -128,6 +129,8 @@ mod tests {
         assert!(steps[0].percentiles_us[2] <= steps[0].max_us);
         let checks = check_lines(&report);
         assert_eq!(checks.len(), 2);
-        assert!(checks.iter().all(|c| (0.0..=1.0).contains(&c.pass_ratio)));
+        assert!(checks
+            .iter()
+            .all(|c| c.pass_ratio.is_some_and(|r| (0.0..=1.0).contains(&r))));
     }
 }

@@ -6,7 +6,7 @@ use belier_stats::ErrorKind;
 
 use belier_stats::{LatencySummary, Metric};
 
-use crate::format::{bytes, ms, ms_f, percentile_label, rate, thousands};
+use crate::format::{bytes, ms, ms_f, pass_percent, percentile_label, rate, thousands};
 use crate::{steps, verdict, Model, Report, RunInfo};
 
 /// Renders `report` as plain text, one section per heading.
@@ -364,11 +364,11 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
         for c in &checks {
             writeln!(
                 out,
-                "  {:<width$}{:>10}{:>10}{:>9.2}",
+                "  {:<width$}{:>10}{:>10}{:>9}",
                 c.name,
                 thousands(c.passed),
                 thousands(c.failed),
-                c.pass_ratio * 100.0
+                pass_percent(c.pass_ratio)
             )?;
         }
     }
