@@ -94,29 +94,9 @@ pub struct RunArgs {
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Report format.
-    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
-    pub output: Format,
-
-    /// Write the report to this file instead of standard output.
-    #[arg(long = "out", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-
-    /// Save everything recorded to a results file as the run goes ('-' for standard output).
-    #[arg(long = "save", value_name = "FILE", help_heading = "Results")]
-    pub save: Option<PathBuf>,
-
-    /// Run name in the results file [default: the results file's name]
-    #[arg(long = "name", value_name = "NAME", help_heading = "Results")]
-    pub name: Option<String>,
-
-    /// Length of the recorded intervals.
-    #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
-    pub interval: Duration,
-
-    /// Also write a self-contained HTML report with charts to FILE at the end.
-    #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
-    pub html: Option<PathBuf>,
+    /// Report and results.
+    #[command(flatten)]
+    pub results: OutputArgs,
 }
 
 /// Options of `belier check PLAN`.
@@ -277,6 +257,19 @@ pub struct LoadArgs {
     #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
     pub max_streams: Option<usize>,
 
+    /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
+    /// times in µs from the start, latency, status, error kind, bytes). Off by default.
+    #[arg(long = "raw", value_name = "FILE", help_heading = "Results")]
+    pub raw: Option<PathBuf>,
+
+    /// Report and results.
+    #[command(flatten)]
+    pub results: OutputArgs,
+}
+
+/// Where the report and the recorded results go: shared by load tests and plan runs.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
     /// Report format.
     #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
     pub output: Format,
@@ -299,11 +292,6 @@ pub struct LoadArgs {
     /// Length of the recorded intervals (the series, results file records).
     #[arg(long = "interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Results")]
     pub interval: Duration,
-
-    /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
-    /// times in µs from the start, latency, status, error kind, bytes). Off by default.
-    #[arg(long = "raw", value_name = "FILE", help_heading = "Results")]
-    pub raw: Option<PathBuf>,
 
     /// Also write a self-contained HTML report with charts to FILE at the end.
     #[arg(long = "html", value_name = "FILE", help_heading = "Results")]

@@ -75,7 +75,12 @@ impl Finished {
 pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     // Opened before the run starts, so an unwritable path stops nothing that was sent.
-    let save_to = settings.save.as_deref().map(open_results).transpose()?;
+    let save_to = settings
+        .output
+        .save
+        .as_deref()
+        .map(open_results)
+        .transpose()?;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -114,7 +119,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
             let header = Header {
                 format: FORMAT.into(),
                 version: VERSION,
-                name: settings.name.clone(),
+                name: settings.output.name.clone(),
                 interval_s: config.interval.as_secs_f64(),
                 run: info.clone(),
             };
@@ -203,7 +208,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         interrupted,
         warnings,
         host: Some(usage),
-        name: settings.name.clone(),
+        name: settings.output.name.clone(),
         thresholds: Vec::new(),
     })
 }

@@ -77,8 +77,8 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
 /// and returns `code`, or an error if the report could not be written where asked (it is
 /// then printed to standard output, so the results are never lost).
 fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyhow::Result<u8> {
-    let report = finished.render(settings.format);
-    if let Some(path) = &settings.html {
+    let report = finished.render(settings.output.format);
+    if let Some(path) = &settings.output.html {
         if let Err(e) = std::fs::write(path, finished.render_html()) {
             eprintln!(
                 "error: cannot write the HTML report to {}: {e}",
@@ -87,10 +87,11 @@ fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyhow::R
         }
     }
     let results_on_stdout = settings
+        .output
         .save
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    match &settings.out {
+    match &settings.output.out {
         // Standard output carries the results file: the report goes to standard error.
         None if results_on_stdout => {
             eprint!("{report}");

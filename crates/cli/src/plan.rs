@@ -35,7 +35,7 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let mut plan = belier_scenario::load(&args.plan)?;
     apply_overrides(&mut plan, &args)?;
     let users = plan.users();
-    let mut settings = settings_for(&plan, &args, Arc::clone(&users), cores)?;
+    let mut settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
     let fd_limit = limits::fit_connections(&mut settings)?;
     let mut finished = crate::load::execute(&settings, signals, fd_limit)?;
     for e in users.exhausted() {
@@ -113,7 +113,7 @@ fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
 /// The engine settings of a plan run.
 fn settings_for(
     plan: &Plan,
-    args: &RunArgs,
+    args: RunArgs,
     users: Arc<PlanUsers>,
     cores: usize,
 ) -> Result<Settings, InputError> {
@@ -175,19 +175,15 @@ fn settings_for(
         return Err(InputError::new("--threads <N>", 0, "must be at least 1"));
     }
     engine.threads = threads.min(engine.load.max_connections().max(1));
-    engine.interval = args.interval;
+    let output = settings::output(args.results, &mut engine)?;
     Ok(Settings {
         engine,
         url: target.url(),
-        format: args.output,
-        out: args.out.clone(),
+        output,
         max_connections_given: matches!(plan.load.model, LoadModel::Open { .. }),
         ramp_up: None,
-        save: args.save.clone(),
-        name: settings::run_name(args.name.as_deref(), args.save.as_deref())?,
-        html: args.html.clone(),
         raw: None,
-        plan: Some(args.plan.clone()),
+        plan: Some(args.plan),
     })
 }
 

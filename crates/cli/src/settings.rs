@@ -10,7 +10,7 @@ use belier_engine::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS,
 };
 
-use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, RequestArgs};
+use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
 
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
@@ -30,25 +30,51 @@ pub struct Settings {
     pub engine: Config,
     /// The URL as the user gave it.
     pub url: String,
-    /// Report format.
-    pub format: Format,
-    /// Report file, if not standard output.
-    pub out: Option<PathBuf>,
+    /// Where the report and the results go.
+    pub output: Output,
     /// The user set the open-loop connection cap (otherwise it may be lowered to fit the
     /// open-file limit).
     pub max_connections_given: bool,
     /// The closed-loop ramp-up, if any.
     pub ramp_up: Option<Duration>,
+    /// Raw per-request CSV file.
+    pub raw: Option<PathBuf>,
+    /// The plan file the run follows (`belier run PLAN`), as given.
+    pub plan: Option<PathBuf>,
+}
+
+/// Where a run's report and results go, validated.
+#[derive(Debug)]
+pub struct Output {
+    /// Report format.
+    pub format: Format,
+    /// Report file, if not standard output.
+    pub out: Option<PathBuf>,
     /// Results file, `-` for standard output.
     pub save: Option<PathBuf>,
     /// Run name for the results file.
     pub name: String,
     /// HTML report file.
     pub html: Option<PathBuf>,
-    /// Raw per-request CSV file.
-    pub raw: Option<PathBuf>,
-    /// The plan file the run follows (`belier run PLAN`), as given.
-    pub plan: Option<PathBuf>,
+}
+
+/// Validates the report and results flags, and sets the engine's interval from them.
+pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> {
+    if o.interval < MIN_INTERVAL {
+        return Err(InputError::new(
+            "--interval <D>",
+            humantime::format_duration(o.interval),
+            "must be at least 100ms",
+        ));
+    }
+    engine.interval = o.interval;
+    Ok(Output {
+        format: o.output,
+        out: o.out,
+        name: run_name(o.name.as_deref(), o.save.as_deref())?,
+        save: o.save,
+        html: o.html,
+    })
 }
 
 /// Largest open-loop timer slack accepted.
@@ -161,14 +187,6 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         },
     };
     engine.load = load;
-    if args.interval < MIN_INTERVAL {
-        return Err(InputError::new(
-            "--interval <D>",
-            humantime::format_duration(args.interval),
-            "must be at least 100ms",
-        ));
-    }
-    engine.interval = args.interval;
     engine.keep_samples = args.raw.is_some();
     if let Some(slack) = args.timer_slack {
         if slack > MAX_TIMER_SLACK {
@@ -207,16 +225,13 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         // Threads beyond the connections would sit idle (the engine lowers them too).
         engine.threads = engine.threads.min(engine.max_connections().max(1));
     }
+    let output = output(args.results, &mut engine)?;
     Ok(Settings {
         engine,
         url,
-        format: args.output,
-        out: args.out,
+        output,
         max_connections_given: args.max_connections.is_some(),
         ramp_up: args.ramp_up,
-        name: run_name(args.name.as_deref(), args.save.as_deref())?,
-        save: args.save,
-        html: args.html,
         raw: args.raw,
         plan: None,
     })
