@@ -6,9 +6,12 @@
 //! the task itself, the user's state and three reusable buffers (request bytes, response head,
 //! kept body), which is what lets ten thousand users run on one machine.
 
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
+
+use tokio::time::Sleep;
 
 use belier_stats::{Outcome, Sample};
 
@@ -40,14 +43,20 @@ struct Vu {
     request: Vec<u8>,
     head: Vec<u8>,
     body: Vec<u8>,
+    /// The request timeout, re-armed for each request: cheaper than a new timer each time.
+    timer: Pin<Box<Sleep>>,
 }
 
 /// Closed loop: user `index` (numbered across workers) runs iterations back to back, or one
 /// per pacing interval, while the load's level is above `index`.
 pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, index: u64) {
-    let mut vu = Vu::new();
+    let mut vu = Vu::new(&plan);
     // Made when the user first becomes active: a ramp's later users cost nothing before.
     let mut user: Option<Box<dyn User>> = None;
+    // Only a ramp can make a user inactive between two actions; a constant level need not be
+    // checked at every request.
+    let ramps =
+        matches!(&plan.load, Load::Closed { connections } if !connections.stages().is_empty());
     loop {
         if !vu.wait_active(&local, &plan, index).await || !local.claim_iteration() {
             break;
@@ -55,7 +64,7 @@ pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Use
         let started = Instant::now();
         let user = user.get_or_insert_with(|| users.user(index));
         match vu
-            .iteration(&local, &plan, user.as_mut(), None, Some(index))
+            .iteration(&local, &plan, user.as_mut(), None, ramps.then_some(index))
             .await
         {
             End::Completed => {}
@@ -72,7 +81,7 @@ pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Use
 /// Open loop: user number `vu` runs one iteration per due arrival it takes from the worker's
 /// queue, until arrivals end or it stops.
 pub(crate) async fn open(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, vu: u64) {
-    let mut state = Vu::new();
+    let mut state = Vu::new(&plan);
     let mut user = users.user(vu);
     while let Some(intended) = next_arrival(&local).await {
         match state
@@ -92,13 +101,14 @@ pub(crate) async fn open(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users
 }
 
 impl Vu {
-    fn new() -> Vu {
+    fn new(plan: &Plan) -> Vu {
         Vu {
             conn: None,
             counted: false,
             request: Vec::new(),
             head: Vec::new(),
             body: Vec::new(),
+            timer: Box::pin(tokio::time::sleep(plan.timeout)),
         }
     }
 
@@ -200,16 +210,17 @@ impl Vu {
         let dispatched = Instant::now();
         local.active.set(local.active.get() + 1);
         step_active(local, outgoing.step, true);
-        let exchange = exchange(
-            &mut self.conn,
-            plan,
-            &self.request,
-            is_head(&outgoing.method),
-            &mut progress,
-        );
-        let result = match tokio::time::timeout_at((dispatched + timeout).into(), exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(Failure::timeout(progress.phase)),
+        self.timer.as_mut().reset((dispatched + timeout).into());
+        let result = tokio::select! {
+            biased;
+            r = exchange(
+                &mut self.conn,
+                plan,
+                &self.request,
+                is_head(&outgoing.method),
+                &mut progress,
+            ) => r,
+            _ = self.timer.as_mut() => Err(Failure::timeout(progress.phase)),
         };
         let done = Instant::now();
         local.active.set(local.active.get() - 1);
