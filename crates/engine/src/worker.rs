@@ -453,9 +453,12 @@ fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
 /// Open loop: makes each arrival due on time and hands it to an idle connection, opening a
 /// new one when none is idle and the cap allows, or leaving it queued (its latency counting).
 async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
-    let slots = match &plan.http2 {
-        Some(http2) => share.max_connections.saturating_mul(http2.max_streams),
-        None => share.max_connections,
+    // Stream slots (HTTP/2) or connections the worker may fill. With scripted users the cap
+    // counts users, as a closed loop's level does (a plan's `max_vus`): over HTTP/2 they fill
+    // the streams of ⌈cap / max_streams⌉ connections.
+    let slots = match (&plan.http2, &plan.users) {
+        (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
+        _ => share.max_connections,
     };
     let mut timer = Timer::new();
     let mut last_wake = Instant::now();

@@ -435,12 +435,13 @@ fn users_over_tls_with_alpn_h2() {
 #[test]
 fn open_loop_opens_a_connection_once_every_stream_has_a_user() {
     let s = H2Server::start();
-    // Iterations of 300 ms arriving every 50 ms: six users are needed at once, which is every
-    // slot of three connections of two streams.
+    // Iterations of 300 ms arriving every 50 ms: the six users allowed are all needed at once;
+    // two streams per connection make them three connections, each opened once the streams of
+    // the previous ones had users.
     let script = Script::new(vec![Op::Get("/a"), Op::Pause(Duration::from_millis(300))]);
     let mut c = h2_users(s.addr, &script, 1.0, 2, 1);
     c.threads = 1;
-    c.load = open(Profile::constant(20.0), 3, None);
+    c.load = open(Profile::constant(20.0), 6, None);
     c.stop = StopWhen {
         requests: None,
         duration: Some(Duration::from_secs(1)),
