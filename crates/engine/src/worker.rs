@@ -63,6 +63,7 @@ pub(crate) struct Plan {
 
 /// What HTTP/2 runs add to the plan.
 pub(crate) struct Http2 {
+    /// The single request of a run without scripted users (these build theirs per request).
     pub request: crate::http2::Template,
     /// Stream slots per connection.
     pub max_streams: usize,
