@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen, DEFAULT_DURATION};
+use belier_engine::{
+    Config, Profile, RequestSpec, Spacing, StopWhen, DEFAULT_DURATION, DEFAULT_MAX_STREAMS,
+};
 use belier_report::ThresholdOutcome;
 use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
 use belier_stats::value_at_percentile;
@@ -120,11 +122,28 @@ fn settings_for(
     const FLAG: &str = "<PLAN>";
     let shown = args.plan.display().to_string();
     let options = &plan.options;
-    if options.http2 {
+    // The plan's `http2` and `max_streams` mean what `--http2` and `--max-streams` do, and are
+    // validated the same way.
+    if !options.http2 && options.max_streams.is_some() {
         return Err(InputError::new(
             FLAG,
             &shown,
-            "http2: plans run over HTTP/1.1 only for now",
+            "max_streams only applies to HTTP/2: add `http2: true`",
+        ));
+    }
+    if options.http2 && !options.keepalive {
+        return Err(InputError::new(
+            FLAG,
+            &shown,
+            "`keepalive: false` does not apply to `http2: true`: streams share their connections",
+        ));
+    }
+    let max_streams = options.max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
+    if max_streams > settings::MAX_STREAMS {
+        return Err(InputError::new(
+            FLAG,
+            &shown,
+            format!("max_streams: must be at most {}", settings::MAX_STREAMS),
         ));
     }
     let target = &plan.target;
@@ -155,6 +174,8 @@ fn settings_for(
     }
     engine.connect_to = args.connect_to;
     engine.keepalive = options.keepalive;
+    engine.http2 = options.http2;
+    engine.max_streams = max_streams;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);
@@ -174,7 +195,9 @@ fn settings_for(
     if threads == 0 {
         return Err(InputError::new("--threads <N>", 0, "must be at least 1"));
     }
-    engine.threads = threads.min(engine.load.max_connections().max(1));
+    // Threads beyond the connections would sit idle (over HTTP/2, a closed loop's users share
+    // one connection per `max_streams`).
+    engine.threads = threads.min(engine.max_connections().max(1));
     let output = settings::output(args.results, &mut engine)?;
     Ok(Settings {
         engine,

@@ -15,7 +15,7 @@ use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, Req
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
 /// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
-const MAX_STREAMS: usize = 1 << 20;
+pub(crate) const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.

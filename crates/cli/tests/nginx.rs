@@ -200,3 +200,83 @@ fn http2_prior_knowledge_to_an_http1_server_fails_every_request() {
         doc["errors"]
     );
 }
+
+#[test]
+fn plan_over_http2_matches_nginx_access_log() {
+    let Some(nginx) = Nginx::start(true) else {
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nginx-h2-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("h2.yaml");
+    // 10 users, 5 streams per connection: 2 connections at nginx. The checks read the status,
+    // a header and the body, which over HTTP/2 come from the stream's HEADERS and DATA.
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {target}\n\
+             cacert: {ca}\n\
+             http2: true\n\
+             max_streams: 5\n\
+             load:\n  vus: 10\n  iterations: 40\n\
+             scenarios:\n\
+             \x20 - steps:\n\
+             \x20     - name: one\n\
+             \x20       get: /one\n\
+             \x20       check: {{ status: 200, header: Content-Type, body_contains: hello }}\n\
+             \x20     - name: two\n\
+             \x20       get: /two\n",
+            target = nginx.https_url(""),
+            ca = nginx.ca_pem_path().display(),
+        ),
+    )
+    .unwrap();
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("run")
+        .arg(&plan)
+        .args(["--output", "json"])
+        .output()
+        .expect("belier runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(doc["iterations"]["count"], 40, "{}", doc["iterations"]);
+    assert_eq!(doc["summary"]["requests"], 80, "{}", doc["summary"]);
+    assert_eq!(doc["status_codes"]["200"], 80, "{}", doc["status_codes"]);
+    assert_eq!(doc["summary"]["connections_opened"], 2);
+    assert_eq!(doc["run"]["protocol"], "HTTP/2", "{}", doc["run"]);
+    let steps = doc["steps"].as_array().unwrap();
+    let rows: Vec<(&str, u64, u64)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["requests"].as_u64().unwrap(),
+                s["failures"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("one", 40, 0), ("two", 40, 0)]);
+    let checks = doc["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{}", doc["checks"]);
+    assert!(
+        checks.iter().all(|c| c["passed"] == 40 && c["failed"] == 0),
+        "{}",
+        doc["checks"]
+    );
+
+    let lines = nginx.requests();
+    assert_eq!(lines.len(), 80);
+    let count = |uri: &str| lines.iter().filter(|l| l.uri == uri).count();
+    assert_eq!((count("/one"), count("/two")), (40, 40));
+    assert!(lines
+        .iter()
+        .all(|l| l.status == 200 && l.server_protocol == "HTTP/2.0" && l.ssl_protocol != "-"));
+    assert_eq!(nginx.connections_seen(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -613,3 +613,42 @@ scenarios:
     assert_eq!(failures("reset"), requests("reset"));
     assert!(requests("slow") > 0);
 }
+
+#[test]
+fn http2_options_that_cannot_apply_exit_2_naming_the_plan() {
+    let dir = temp_dir("http2-options");
+    let steps = "scenarios:\n  - steps:\n      - get: /\n";
+    let cases = [
+        (
+            "streams-without-h2.yaml",
+            "max_streams: 4\n",
+            "max_streams only applies to HTTP/2",
+        ),
+        (
+            "h2-without-keepalive.yaml",
+            "http2: true\nkeepalive: false\n",
+            "`keepalive: false` does not apply to `http2: true`",
+        ),
+        (
+            "too-many-streams.yaml",
+            "http2: true\nmax_streams: 2000000\n",
+            "max_streams: must be at most 1048576",
+        ),
+    ];
+    let s = server(0);
+    for (name, options, words) in cases {
+        let plan = write(
+            &dir,
+            name,
+            &format!("target: http://127.0.0.1:8080\n{options}{steps}"),
+        );
+        let out = run_plan(&plan, &s, &["-i", "1"]);
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&plan.display().to_string()) && err.contains(words),
+            "{name}: {err}"
+        );
+    }
+    assert_eq!(s.counts().requests, 0, "a refused plan sends nothing");
+}

@@ -129,6 +129,8 @@ pub struct Config {
     /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
     /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
     /// every stream of the worker's existing ones is busy, up to its `max_connections`.
+    /// Scripted users ([`Config::users`]) are stream slots the same way, and the load's level
+    /// and `max_connections` count users: `N` users share `ceil(N / max_streams)` connections.
     pub max_streams: usize,
     /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
     /// per-request stream. Off by default: it costs a copy per request.
@@ -141,7 +143,7 @@ pub struct Config {
     /// TLS settings still say where to connect). The load's level then counts users:
     /// `Load::Closed`'s profile is the number of users over time, `Load::Open`'s rate is the
     /// rate at which iterations start, each on an idle user, with up to `max_connections`
-    /// users.
+    /// users (over HTTP/2 too, where they share one connection per `max_streams`).
     pub users: Option<Arc<dyn Users>>,
     /// Scripted users in a closed loop: each user starts an iteration at most this often
     /// (one that runs longer is followed at once by the next). `None`: back to back.
@@ -173,13 +175,15 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Most connections the run may hold open at once: the load's, or with HTTP/2 in a
-    /// closed loop one per `max_streams` users.
+    /// Most connections the run may hold open at once: the load's, or with HTTP/2 one per
+    /// `max_streams` users (a closed loop's, or scripted users in an open loop).
     pub fn max_connections(&self) -> usize {
         let most = self.load.max_connections();
-        match (&self.load, self.http2) {
-            (Load::Closed { .. }, true) => most.div_ceil(self.max_streams.max(1)),
-            _ => most,
+        let users = matches!(self.load, Load::Closed { .. }) || self.users.is_some();
+        if self.http2 && users {
+            most.div_ceil(self.max_streams.max(1))
+        } else {
+            most
         }
     }
 

@@ -41,7 +41,7 @@ pub(crate) struct Progress {
 }
 
 /// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
-fn keep_body(body: &mut Vec<u8>, truncated: &mut bool, data: &[u8]) {
+pub(crate) fn keep_body(body: &mut Vec<u8>, truncated: &mut bool, data: &[u8]) {
     let room = MAX_KEPT_BODY_BYTES.saturating_sub(body.len());
     if data.len() > room {
         *truncated = true;

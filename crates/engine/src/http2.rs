@@ -10,9 +10,14 @@
 //! are never retried; a request that could not even start a stream on a connection found dead
 //! goes to a new connection instead, since nothing of it reached the server.
 //!
-//! Request heads are built once per run ([`Template`]) and cloned per request; response bodies
-//! are read frame by frame and their flow-control capacity released as they go, so no body is
-//! ever buffered whole.
+//! A scripted user (`vu`) is a stream slot too: its group is chosen the same way, and its
+//! requests go through the same [`Group::exchange`].
+//!
+//! Request heads are built once per run ([`Template`]) and cloned per request (a scripted
+//! user's, once per request from what it asks for); response bodies are read frame by frame and
+//! their flow-control capacity released as they go, so no body is ever buffered whole. When the
+//! exchange's [`Progress`] asks for them (a scripted user), the response head is written out in
+//! HTTP/1.1's textual form and the body kept up to its cap.
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -23,9 +28,12 @@ use belier_stats::ErrorKind;
 use bytes::Bytes;
 use h2::client::SendRequest;
 
-use crate::connection::{io_kind, open_stream, Cause, Failure, Phase, Progress, Response};
-use crate::request::{host_header, USER_AGENT};
+use crate::connection::{
+    io_kind, keep_body, open_stream, Cause, Failure, Phase, Progress, Response,
+};
+use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
+use crate::user::Outgoing;
 use crate::RequestSpec;
 
 /// Per-stream receive window: large enough that a response of a few hundred KiB flows
@@ -61,31 +69,47 @@ pub struct TemplateError(String);
 impl Template {
     /// Builds the request head of `spec` for an `https` (or `http`) connection.
     pub(crate) fn new(spec: &RequestSpec, https: bool) -> Result<Template, TemplateError> {
+        Template::build(
+            &Parts::of_spec(spec),
+            &host_header(&spec.host, spec.port),
+            https,
+        )
+    }
+
+    /// Builds a scripted user's request; `host` is the `:authority` unless the user gives a
+    /// `Host` header. Made per request, as the HTTP/1.1 bytes of a user's request are.
+    pub(crate) fn for_outgoing(
+        request: &Outgoing,
+        host: &str,
+        https: bool,
+    ) -> Result<Template, TemplateError> {
+        Template::build(&Parts::of_outgoing(request), host, https)
+    }
+
+    /// The HTTP/2 form of `r`: its `Host` header (else `host`) as the authority, belier's
+    /// `User-Agent` unless one is given, connection-specific headers left out, and a
+    /// `Content-Length` for a non-empty body.
+    fn build(r: &Parts<'_>, host: &str, https: bool) -> Result<Template, TemplateError> {
         let invalid = |e: &dyn std::fmt::Display| TemplateError(e.to_string());
-        let authority = spec
+        let authority = r
             .headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-            .map_or_else(|| host_header(&spec.host, spec.port), |(_, v)| v.clone());
+            .map_or(host, |(_, v)| v.as_str());
         let uri = http::Uri::builder()
             .scheme(if https { "https" } else { "http" })
             .authority(authority)
-            .path_and_query(spec.path_and_query.as_str())
+            .path_and_query(r.path_and_query)
             .build()
             .map_err(|e| invalid(&e))?;
         let mut builder = http::Request::builder()
-            .method(spec.method.as_str())
+            .method(r.method)
             .uri(uri)
             .version(http::Version::HTTP_2);
-        let has = |name: &str| {
-            spec.headers
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-        };
-        if !has("user-agent") {
+        if !r.has("user-agent") {
             builder = builder.header("user-agent", USER_AGENT);
         }
-        for (name, value) in &spec.headers {
+        for (name, value) in r.headers {
             if CONNECTION_HEADERS
                 .iter()
                 .any(|h| name.eq_ignore_ascii_case(h))
@@ -95,15 +119,26 @@ impl Template {
             // HTTP/2 field names are lower case; `http` lowercases them as it parses.
             builder = builder.header(name.as_str(), value.as_str());
         }
-        if !spec.body.is_empty() && !has("content-length") {
-            builder = builder.header("content-length", spec.body.len());
+        if !r.body.is_empty() && !r.has("content-length") {
+            builder = builder.header("content-length", r.body.len());
         }
         let head = builder.body(()).map_err(|e| invalid(&e))?;
         Ok(Template {
             head,
-            body: Bytes::from(spec.body.clone()),
-            head_request: crate::request::is_head(&spec.method),
+            body: Bytes::copy_from_slice(r.body),
+            head_request: crate::request::is_head(r.method),
         })
+    }
+}
+
+impl From<TemplateError> for Failure {
+    /// A user's request HTTP/2 cannot carry (an invalid header name or value, a path that is
+    /// not a valid URI): nothing was sent, and the run goes on with the user's next request.
+    fn from(e: TemplateError) -> Self {
+        Failure {
+            kind: ErrorKind::OtherIo,
+            cause: Cause::Message(e.to_string()),
+        }
     }
 }
 
@@ -248,21 +283,43 @@ impl Group {
         p.bytes_out += request.body.len() as u64;
         let response = response.await.map_err(|e| h2_failure(e, false))?;
         p.first_byte = Some(Instant::now());
-        let status = response.status().as_u16();
-        let mut body = response.into_body();
+        let (head, mut body) = response.into_parts();
+        if let Some(kept) = &mut p.head {
+            write_head(kept, &head);
+        }
         if !request.head_request {
             while let Some(chunk) = body.data().await {
                 let chunk = chunk.map_err(|e| h2_failure(e, true))?;
                 p.bytes_in += chunk.len() as u64;
+                if let Some(kept) = &mut p.body {
+                    keep_body(kept, &mut p.body_truncated, &chunk);
+                }
                 // Returning the window at once keeps the server sending.
                 let _ = body.flow_control().release_capacity(chunk.len());
             }
         }
+        let status = head.status.as_u16();
         Ok(Response {
             status,
             reusable: true,
         })
     }
+}
+
+/// Appends the response head to `out` in HTTP/1.1's textual form (`HTTP/2 200`, then one
+/// `name: value` line per field, then an empty line), so that a scripted user reads the
+/// headers of either protocol the same way.
+fn write_head(out: &mut Vec<u8>, head: &http::response::Parts) {
+    out.extend_from_slice(b"HTTP/2 ");
+    out.extend_from_slice(head.status.as_str().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &head.headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The error kind of an HTTP/2 failure; `head_seen` says whether the response head had come.
@@ -292,5 +349,96 @@ fn h2_failure(e: h2::Error, head_seen: bool) -> Failure {
     Failure {
         kind,
         cause: Cause::Http2(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::user::Reply;
+
+    fn outgoing(headers: &[(&str, &str)], body: &[u8]) -> Outgoing {
+        Outgoing {
+            step: 0,
+            method: "POST".into(),
+            path_and_query: "/items?page=2".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_vec(),
+            keep_body: false,
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn a_users_request_becomes_an_http2_head() {
+        let request = outgoing(
+            &[
+                ("X-Token", "abc"),
+                ("Connection", "keep-alive"),
+                ("Transfer-Encoding", "chunked"),
+            ],
+            b"hello",
+        );
+        let t = Template::for_outgoing(&request, "api.test:8080", true).unwrap();
+        assert_eq!(t.head.method(), "POST");
+        assert_eq!(t.head.uri(), "https://api.test:8080/items?page=2");
+        let h = t.head.headers();
+        assert_eq!(h["x-token"], "abc");
+        assert_eq!(h["user-agent"], USER_AGENT);
+        assert_eq!(h["content-length"], "5");
+        assert!(h.get("connection").is_none() && h.get("transfer-encoding").is_none());
+        assert_eq!(&t.body[..], b"hello");
+        assert!(!t.head_request);
+    }
+
+    #[test]
+    fn a_host_header_is_the_authority_and_a_user_agent_replaces_belier_s() {
+        let request = outgoing(&[("Host", "other.test"), ("User-Agent", "me")], b"");
+        let t = Template::for_outgoing(&request, "api.test:8080", false).unwrap();
+        assert_eq!(t.head.uri(), "http://other.test/items?page=2");
+        assert!(t.head.headers().get("host").is_none());
+        assert_eq!(t.head.headers()["user-agent"], "me");
+        assert!(t.head.headers().get("content-length").is_none());
+    }
+
+    #[test]
+    fn a_request_http2_cannot_carry_is_an_error() {
+        let request = outgoing(&[("Bad Name", "x")], b"");
+        let e = Template::for_outgoing(&request, "api.test", false).unwrap_err();
+        assert!(e.to_string().contains("HTTP/2"), "{e}");
+        assert_eq!(Failure::from(e).kind, ErrorKind::OtherIo);
+    }
+
+    #[test]
+    fn the_response_head_reads_like_http1() {
+        let (head, ()) = http::Response::builder()
+            .status(404)
+            .header("content-type", "text/plain")
+            .header("set-cookie", "a=1")
+            .header("set-cookie", "b=2")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let mut out = Vec::new();
+        write_head(&mut out, &head);
+        assert_eq!(
+            out,
+            b"HTTP/2 404\r\ncontent-type: text/plain\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n\r\n"
+        );
+        let reply = Reply {
+            status: 404,
+            head: &out,
+            body: b"",
+            body_truncated: false,
+            latency: std::time::Duration::ZERO,
+        };
+        assert_eq!(reply.header("Content-Type"), Some(&b"text/plain"[..]));
+        assert_eq!(
+            reply.headers().filter(|(n, _)| *n == "set-cookie").count(),
+            2
+        );
     }
 }

@@ -17,9 +17,10 @@
 //! connection (see the `http2` module).
 //!
 //! With [`Config::users`] the run drives scripted virtual users ([`user`]) instead of one
-//! prebuilt request: each user is a task on its worker with its own HTTP/1.1 connection,
-//! sending the requests its [`user::User`] asks for, pausing without holding a thread, and
-//! recording each request in the totals and under its step (see the `vu` module).
+//! prebuilt request: each user is a task on its worker with its own HTTP/1.1 connection (with
+//! HTTP/2, a stream slot on a connection up to `max_streams` users share), sending the requests
+//! its [`user::User`] asks for, pausing without holding a thread, and recording each request
+//! in the totals and under its step (see the `vu` module).
 #![deny(missing_docs)]
 
 mod arrivals;
@@ -165,9 +166,6 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     }
     if config.interval.is_zero() {
         return Err(StartError::Invalid("interval must be positive"));
-    }
-    if config.users.is_some() && config.http2 {
-        return Err(StartError::Invalid("plans run over HTTP/1.1 only for now"));
     }
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));

@@ -14,12 +14,7 @@ pub fn encode(spec: &RequestSpec, keepalive: bool) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(256 + spec.body.len());
     write_request(
         &mut bytes,
-        Parts {
-            method: &spec.method,
-            path_and_query: &spec.path_and_query,
-            headers: &spec.headers,
-            body: &spec.body,
-        },
+        Parts::of_spec(spec),
         &host_header(&spec.host, spec.port),
         keepalive,
     );
@@ -30,29 +25,47 @@ pub fn encode(spec: &RequestSpec, keepalive: bool) -> Vec<u8> {
 /// the same rules as [`encode`]; `host` is the `Host` header used unless the user gives one.
 pub(crate) fn encode_outgoing(out: &mut Vec<u8>, request: &Outgoing, host: &str, keepalive: bool) {
     out.clear();
-    write_request(
-        out,
+    write_request(out, Parts::of_outgoing(request), host, keepalive);
+}
+
+/// What a request is made of, whoever describes it (a run's [`RequestSpec`], a user's
+/// [`Outgoing`]); the HTTP/1.1 and HTTP/2 encoders both read it.
+pub(crate) struct Parts<'a> {
+    pub method: &'a str,
+    pub path_and_query: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: &'a [u8],
+}
+
+impl<'a> Parts<'a> {
+    pub(crate) fn of_spec(spec: &'a RequestSpec) -> Self {
+        Parts {
+            method: &spec.method,
+            path_and_query: &spec.path_and_query,
+            headers: &spec.headers,
+            body: &spec.body,
+        }
+    }
+
+    pub(crate) fn of_outgoing(request: &'a Outgoing) -> Self {
         Parts {
             method: &request.method,
             path_and_query: &request.path_and_query,
             headers: &request.headers,
             body: &request.body,
-        },
-        host,
-        keepalive,
-    );
-}
+        }
+    }
 
-/// What a request is made of, whoever describes it.
-struct Parts<'a> {
-    method: &'a str,
-    path_and_query: &'a str,
-    headers: &'a [(String, String)],
-    body: &'a [u8],
+    /// Whether a header named `name` (any case) is among the given ones.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
 }
 
 fn write_request(out: &mut Vec<u8>, r: Parts<'_>, host: &str, keepalive: bool) {
-    let has = |name: &str| r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let has = |name: &str| r.has(name);
     // Writing to a Vec cannot fail.
     let _ = write!(out, "{} {} HTTP/1.1\r\n", r.method, r.path_and_query);
     if !has("host") {

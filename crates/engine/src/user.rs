@@ -17,7 +17,8 @@ pub use belier_stats::ErrorKind;
 /// kept ([`Reply::body_truncated`]).
 pub const MAX_KEPT_BODY_BYTES: usize = 1 << 20;
 
-/// One request a user wants sent, on its own connection to the run's target.
+/// One request a user wants sent to the run's target: on the user's own connection over
+/// HTTP/1.1, as a stream on a shared connection over HTTP/2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
     /// Statistics row: an index into [`Users::steps`].
@@ -27,7 +28,9 @@ pub struct Outgoing {
     /// Origin-form request target: path and query, starting with `/`.
     pub path_and_query: String,
     /// Header lines, in order. `Host` and `User-Agent` given here replace belier's own;
-    /// `Content-Length` is added for a non-empty body.
+    /// `Content-Length` is added for a non-empty body. Over HTTP/2, `Host` becomes the
+    /// `:authority` and connection-specific headers (`Connection`, `Keep-Alive`,
+    /// `Transfer-Encoding`, ...) are left out, as HTTP/2 forbids them.
     pub headers: Vec<(String, String)>,
     /// Request body.
     pub body: Vec<u8>,
@@ -43,7 +46,9 @@ pub struct Outgoing {
 pub struct Reply<'a> {
     /// Status code.
     pub status: u16,
-    /// The raw response head: status line and header lines, each ending in CRLF.
+    /// The raw response head: status line and header lines, each ending in CRLF. Over HTTP/2
+    /// the head is written out in the same form: `HTTP/2 200`, then `name: value` lines (names
+    /// in lower case, as HTTP/2 sends them).
     pub head: &'a [u8],
     /// The body, de-chunked, when [`Outgoing::keep_body`] asked for it.
     pub body: &'a [u8],

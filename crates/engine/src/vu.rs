@@ -1,6 +1,8 @@
 //! A scripted virtual user: one task on its worker's `LocalSet` that asks its [`User`] what to
-//! do, sends the user's requests on its own HTTP/1.1 connection, sleeps through its pauses and
-//! records every request both in the run's totals and under its step's row.
+//! do, sends the user's requests on its link (over HTTP/1.1 its own connection, over HTTP/2 a
+//! stream slot on a connection its group shares, as the single-request loop's tasks have),
+//! sleeps through its pauses and records every request both in the run's totals and under its
+//! step's row.
 //!
 //! A pausing user is a parked task with a timer: no thread, no busy connection. Its memory is
 //! the task itself, the user's state and three reusable buffers (request bytes, response head,
@@ -16,9 +18,10 @@ use tokio::time::Sleep;
 use belier_stats::{Outcome, Sample};
 
 use crate::connection::{Connection, Failure, Phase, Progress, Response};
+use crate::http2::{Target, Template};
 use crate::request::{encode_outgoing, is_head};
 use crate::user::{Action, Outgoing, Reply, User, Users};
-use crate::worker::{inactive_until, next_arrival, server_ended, Local, Plan};
+use crate::worker::{inactive_until, next_arrival, server_ended, Link, Local, Plan};
 use crate::Load;
 
 /// A kept body buffer larger than this is given back after the request, so that one large
@@ -37,8 +40,8 @@ enum End {
 
 /// What a virtual user task owns besides its [`User`].
 struct Vu {
-    conn: Option<Connection>,
-    /// Whether `conn` is counted among the worker's open connections.
+    link: Link,
+    /// Whether the link's own connection (HTTP/1.1) is counted among the worker's open ones.
     counted: bool,
     request: Vec<u8>,
     head: Vec<u8>,
@@ -49,8 +52,14 @@ struct Vu {
 
 /// Closed loop: user `index` (numbered across workers) runs iterations back to back, or one
 /// per pacing interval, while the load's level is above `index`.
-pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, index: u64) {
-    let mut vu = Vu::new(&plan);
+pub(crate) async fn closed(
+    local: Rc<Local>,
+    plan: Arc<Plan>,
+    users: Arc<dyn Users>,
+    index: u64,
+    link: Link,
+) {
+    let mut vu = Vu::new(&plan, link);
     // Made when the user first becomes active: a ramp's later users cost nothing before.
     let mut user: Option<Box<dyn User>> = None;
     // Only a ramp can make a user inactive between two actions; a constant level need not be
@@ -80,8 +89,14 @@ pub(crate) async fn closed(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Use
 
 /// Open loop: user number `vu` runs one iteration per due arrival it takes from the worker's
 /// queue, until arrivals end or it stops.
-pub(crate) async fn open(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users>, vu: u64) {
-    let mut state = Vu::new(&plan);
+pub(crate) async fn open(
+    local: Rc<Local>,
+    plan: Arc<Plan>,
+    users: Arc<dyn Users>,
+    vu: u64,
+    link: Link,
+) {
+    let mut state = Vu::new(&plan, link);
     let mut user = users.user(vu);
     while let Some(intended) = next_arrival(&local).await {
         match state
@@ -101,9 +116,9 @@ pub(crate) async fn open(local: Rc<Local>, plan: Arc<Plan>, users: Arc<dyn Users
 }
 
 impl Vu {
-    fn new(plan: &Plan) -> Vu {
+    fn new(plan: &Plan, link: Link) -> Vu {
         Vu {
-            conn: None,
+            link,
             counted: false,
             request: Vec::new(),
             head: Vec::new(),
@@ -113,7 +128,7 @@ impl Vu {
     }
 
     fn close(&mut self, local: &Local) {
-        self.conn = None;
+        self.link.release();
         local.track_open(false, &mut self.counted);
     }
 
@@ -191,14 +206,16 @@ impl Vu {
         outgoing: &Outgoing,
         intended: Instant,
     ) {
-        encode_outgoing(
-            &mut self.request,
-            outgoing,
-            &plan.host_header,
-            plan.keepalive,
-        );
+        if let Link::Http1(_) = self.link {
+            encode_outgoing(
+                &mut self.request,
+                outgoing,
+                &plan.host_header,
+                plan.keepalive,
+            );
+        }
         let timeout = outgoing.timeout.unwrap_or(plan.timeout);
-        let reused = self.conn.is_some();
+        let reused = self.link.is_open();
         local.track_open(reused, &mut self.counted);
         self.head.clear();
         self.body.clear();
@@ -213,19 +230,13 @@ impl Vu {
         self.timer.as_mut().reset((dispatched + timeout).into());
         let result = tokio::select! {
             biased;
-            r = exchange(
-                &mut self.conn,
-                plan,
-                &self.request,
-                is_head(&outgoing.method),
-                &mut progress,
-            ) => r,
+            r = exchange(&mut self.link, plan, &self.request, outgoing, &mut progress) => r,
             _ = self.timer.as_mut() => Err(Failure::timeout(progress.phase)),
         };
         let done = Instant::now();
         local.active.set(local.active.get() - 1);
         step_active(local, outgoing.step, false);
-        local.track_open(self.conn.is_some(), &mut self.counted);
+        local.track_open(self.link.is_open(), &mut self.counted);
 
         let sample = Sample {
             intended,
@@ -242,8 +253,8 @@ impl Vu {
             bytes_in: progress.bytes_in,
             bytes_out: progress.bytes_out,
         };
-        let conn = &self.conn;
-        local.record(sample, &progress, &result, || conn.as_ref()?.tls_session());
+        let link = &self.link;
+        local.record(sample, &progress, &result, || link.tls_session());
         self.head = progress.head.take().unwrap_or_default();
         if let Some(body) = progress.body.take() {
             self.body = body;
@@ -270,13 +281,16 @@ impl Vu {
             .record_step(outgoing.step, &sample, verdict.failed);
 
         let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        if plan.keepalive && server_ended(&result, reused, &progress) {
+        if plan.keepalive
+            && server_ended(&result, reused, &progress)
+            && matches!(self.link, Link::Http1(_))
+        {
             local.recorder.borrow_mut().record_server_close();
         }
         if !reuse {
-            self.conn = None;
+            self.link.release();
         }
-        local.track_open(self.conn.is_some(), &mut self.counted);
+        local.track_open(self.link.is_open(), &mut self.counted);
         if self.body.capacity() > KEPT_BODY_RETAINED {
             self.body = Vec::new();
         }
@@ -299,19 +313,29 @@ fn step_active(local: &Local, step: usize, started: bool) {
     }
 }
 
-/// Opens the connection if needed, then writes `request` and reads its response.
+/// Sends `outgoing` on the link and reads its response. HTTP/1.1: opens the connection if
+/// needed and writes `request`, the bytes already encoded from `outgoing`. HTTP/2: builds the
+/// stream's request head from `outgoing` and sends it on the group's connection.
 async fn exchange(
-    conn: &mut Option<Connection>,
+    link: &mut Link,
     plan: &Plan,
     request: &[u8],
-    head_request: bool,
+    outgoing: &Outgoing,
     p: &mut Progress,
 ) -> Result<Response, Failure> {
-    let conn = match conn {
-        Some(conn) => conn,
-        None => conn.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
+    let conn = match link {
+        Link::Http2(group) => {
+            let template = Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
+            let target = Target {
+                addr: plan.addr,
+                tls: plan.tls.as_ref(),
+            };
+            return group.exchange(&target, &template, p).await;
+        }
+        Link::Http1(Some(conn)) => conn,
+        Link::Http1(slot) => slot.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
     };
     p.phase = Phase::Exchanging;
     p.sent = Some(Instant::now());
-    conn.exchange(request, head_request, p).await
+    conn.exchange(request, is_head(&outgoing.method), p).await
 }

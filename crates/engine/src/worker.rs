@@ -51,7 +51,7 @@ pub(crate) struct Plan {
     pub timer_slack: Duration,
     /// `Some` to speak HTTP/2.
     pub http2: Option<Http2>,
-    /// Scripted users, when the run has them (HTTP/1.1 only).
+    /// Scripted users, when the run has them.
     pub users: Option<Arc<dyn Users>>,
     /// Scripted users in a closed loop: least time between the starts of a user's iterations.
     pub pacing: Option<Duration>,
@@ -63,6 +63,7 @@ pub(crate) struct Plan {
 
 /// What HTTP/2 runs add to the plan.
 pub(crate) struct Http2 {
+    /// The single request of a run without scripted users (these build theirs per request).
     pub request: crate::http2::Template,
     /// Stream slots per connection.
     pub max_streams: usize,
@@ -142,9 +143,9 @@ impl Local {
         take_one(&self.iterations)
     }
 
-    /// A new task's link: with HTTP/2 a stream slot on the worker's connection group `k`
-    /// (from 0), else a connection of its own.
-    fn link(&self, plan: &Plan, k: usize) -> Link {
+    /// A new task's link (a connection task's or a scripted user's): with HTTP/2 a stream
+    /// slot on the worker's connection group `k` (from 0), else a connection of its own.
+    pub(crate) fn link(&self, plan: &Plan, k: usize) -> Link {
         if plan.http2.is_none() {
             return Link::Http1(None);
         }
@@ -295,16 +296,17 @@ async fn drive(
                 if group % workers != share.id as u64 {
                     continue;
                 }
+                let link = local.link(&plan, (group / workers) as usize);
                 if let Some(users) = &plan.users {
                     tasks.spawn_local(crate::vu::closed(
                         Rc::clone(&local),
                         Arc::clone(&plan),
                         Arc::clone(users),
                         index,
+                        link,
                     ));
                     continue;
                 }
-                let link = local.link(&plan, (group / workers) as usize);
                 tasks.spawn_local(connection(
                     Rc::clone(&local),
                     Arc::clone(&plan),
@@ -452,9 +454,12 @@ fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
 /// Open loop: makes each arrival due on time and hands it to an idle connection, opening a
 /// new one when none is idle and the cap allows, or leaving it queued (its latency counting).
 async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
-    let slots = match &plan.http2 {
-        Some(http2) => share.max_connections.saturating_mul(http2.max_streams),
-        None => share.max_connections,
+    // Stream slots (HTTP/2) or connections the worker may fill. With scripted users the cap
+    // counts users, as a closed loop's level does (a plan's `max_vus`): over HTTP/2 they fill
+    // the streams of ⌈cap / max_streams⌉ connections.
+    let slots = match (&plan.http2, &plan.users) {
+        (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
+        _ => share.max_connections,
     };
     let mut timer = Timer::new();
     let mut last_wake = Instant::now();
@@ -539,14 +544,20 @@ fn dispatch_iteration(
     } else if local.connections.get() + local.stopped.get() < slots {
         local.queue.borrow_mut().push_back(due);
         local.connections.set(local.connections.get() + 1);
-        // Users are numbered across workers: worker w's k-th user is k·W + w.
-        let vu = (local.spawned.get() * plan.workers + share.id) as u64;
-        local.spawned.set(local.spawned.get() + 1);
+        // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
+        // the k-th user is a stream slot of the worker's group k / max_streams, so a new
+        // connection opens only once every slot of the existing ones has a user.
+        let k = local.spawned.get();
+        let vu = (k * plan.workers + share.id) as u64;
+        let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+        let link = local.link(plan, k / per_group);
+        local.spawned.set(k + 1);
         tokio::task::spawn_local(crate::vu::open(
             Rc::clone(local),
             Arc::clone(plan),
             Arc::clone(users),
             vu,
+            link,
         ));
     } else {
         local.recorder.borrow_mut().record_dropped();
@@ -615,8 +626,8 @@ pub(crate) fn inactive_until(
     }
 }
 
-/// What a connection task sends its requests on.
-enum Link {
+/// What a connection task (or a scripted user) sends its requests on.
+pub(crate) enum Link {
     /// Its own HTTP/1.1 connection, while one is open.
     Http1(Option<Connection>),
     /// A stream slot on a connection the group's slots share.
@@ -626,18 +637,18 @@ enum Link {
 impl Link {
     /// Whether this link holds its own open HTTP/1.1 connection (HTTP/2 connections are
     /// shared by stream slots and not counted here).
-    fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         matches!(self, Link::Http1(Some(_)))
     }
 
     /// Lets go of the connection (HTTP/1.1) when the task stops sending for a while.
-    fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         if let Link::Http1(conn) = self {
             *conn = None;
         }
     }
 
-    fn tls_session(&self) -> Option<String> {
+    pub(crate) fn tls_session(&self) -> Option<String> {
         match self {
             Link::Http1(conn) => conn.as_ref()?.tls_session(),
             Link::Http2(group) => group.tls_session(),

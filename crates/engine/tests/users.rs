@@ -527,16 +527,6 @@ fn the_request_budget_bounds_users_too() {
     assert_eq!(step_requests(&out).iter().sum::<u64>(), 31);
 }
 
-#[test]
-fn http2_is_refused_for_users() {
-    let s = server();
-    let script = Arc::new(Script::new(vec![Op::Get { step: 0, path: "/" }]));
-    let mut c = with_users(config(s.addr(), "/"), &script);
-    c.http2 = true;
-    let err = belier_engine::start(&c).err().expect("refused");
-    assert!(err.to_string().contains("HTTP/1.1 only"), "{err}");
-}
-
 /// Resident memory of this process, from /proc (Linux only).
 fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
