@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,91 +26,26 @@ enum Mode {
     Drop,
 }
 
+/// Requests the server took, on its own side.
 #[derive(Default)]
 struct Counts {
-    connections: AtomicU64,
     requests: AtomicU64,
 }
 
-struct H2Server {
-    addr: SocketAddr,
-    counts: Arc<Counts>,
-    _runtime: tokio::runtime::Runtime,
-}
+type H2Server = common::h2_server::H2Server<Counts>;
 
 impl H2Server {
     fn start(mode: Mode) -> H2Server {
-        Self::start_with(mode, None)
+        H2Server::listen(move |io, counts| serve(io, mode, counts))
     }
 
     /// A server over TLS with a fresh certificate for `localhost`; returns it and its CA (PEM).
     fn start_tls(mode: Mode) -> (H2Server, String) {
-        use rustls_pki_types::pem::PemObject;
-        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-        let (tls, ca) = belier_testserver::TlsConfig::self_signed(&["localhost"]);
-        let chain = CertificateDer::pem_slice_iter(tls.cert_chain_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap();
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        (Self::start_with(mode, Some(acceptor)), ca)
-    }
-
-    fn start_with(mode: Mode, tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let counts = Arc::new(Counts::default());
-        let c = Arc::clone(&counts);
-        runtime.spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    return;
-                };
-                c.connections.fetch_add(1, Ordering::SeqCst);
-                let c = Arc::clone(&c);
-                match tls.clone() {
-                    None => {
-                        tokio::spawn(serve(tcp, mode, c));
-                    }
-                    Some(acceptor) => {
-                        tokio::spawn(async move {
-                            if let Ok(stream) = acceptor.accept(tcp).await {
-                                serve(stream, mode, c).await;
-                            }
-                        });
-                    }
-                }
-            }
-        });
-        H2Server {
-            addr,
-            counts,
-            _runtime: runtime,
-        }
-    }
-
-    fn connections(&self) -> u64 {
-        self.counts.connections.load(Ordering::SeqCst)
+        H2Server::listen_tls(move |io, counts| serve(io, mode, counts))
     }
 
     fn requests(&self) -> u64 {
-        self.counts.requests.load(Ordering::SeqCst)
+        self.state.requests.load(Ordering::SeqCst)
     }
 }
 

@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
+use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Verdict};
 use belier_engine::{Load, Profile, Stage, StopWhen};
+use common::scripted::Scripted;
 use common::{config, open, recording_server, run, server, Outcome};
 
 /// Tests that measure timing on the server side run one at a time, so that the others do not
@@ -80,24 +81,18 @@ impl Script {
     }
 }
 
-struct Scripted {
-    script: Arc<Script>,
-    checks: Vec<String>,
-}
-
-impl Users for Scripted {
+impl common::scripted::Script for Script {
     fn steps(&self) -> &[String] {
-        &self.script.steps
+        &self.steps
     }
 
-    fn checks(&self) -> &[String] {
-        &self.checks
+    fn made(&self) -> &AtomicU64 {
+        &self.made
     }
 
-    fn user(&self, _vu: u64) -> Box<dyn User> {
-        self.script.made.fetch_add(1, Ordering::Relaxed);
+    fn user(script: &Arc<Script>) -> Box<dyn User> {
         Box::new(ScriptUser {
-            script: Arc::clone(&self.script),
+            script: Arc::clone(script),
             position: 0,
             iterations: 0,
         })
@@ -164,10 +159,7 @@ impl User for ScriptUser {
 }
 
 fn with_users(mut c: belier_engine::Config, script: &Arc<Script>) -> belier_engine::Config {
-    c.users = Some(Arc::new(Scripted {
-        script: Arc::clone(script),
-        checks: CHECKS.iter().map(|s| s.to_string()).collect(),
-    }));
+    c.users = Some(Arc::new(Scripted::new(script, &CHECKS)));
     c
 }
 

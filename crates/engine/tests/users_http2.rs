@@ -12,26 +12,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
+use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Verdict};
 use belier_engine::{Config, Load, Profile, StopWhen};
 use bytes::Bytes;
+use common::scripted::Scripted;
 use common::{config, open, run, Outcome};
 
 /// What the server saw, on its own side.
 #[derive(Default)]
 struct Seen {
-    connections: AtomicU64,
     /// Requests per path.
     paths: Mutex<HashMap<String, u64>>,
     /// Of the last request: its `:authority`, `user-agent` and `x-step`.
     last: Mutex<Option<(String, String, String)>>,
 }
 
-struct H2Server {
-    addr: SocketAddr,
-    seen: Arc<Seen>,
-    _runtime: tokio::runtime::Runtime,
-}
+type H2Server = common::h2_server::H2Server<Seen>;
 
 /// The body the server sends for `path`: long enough to span several DATA frames.
 fn body_for(path: &str) -> Vec<u8> {
@@ -40,77 +36,16 @@ fn body_for(path: &str) -> Vec<u8> {
 
 impl H2Server {
     fn start() -> H2Server {
-        Self::start_with(None)
+        H2Server::listen(serve)
     }
 
     /// A server over TLS with a fresh certificate for `localhost`; returns it and its CA (PEM).
     fn start_tls() -> (H2Server, String) {
-        use rustls_pki_types::pem::PemObject;
-        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-        let (tls, ca) = belier_testserver::TlsConfig::self_signed(&["localhost"]);
-        let chain = CertificateDer::pem_slice_iter(tls.cert_chain_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_slice(tls.key_pem.as_bytes()).unwrap();
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        (Self::start_with(Some(acceptor)), ca)
-    }
-
-    fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> H2Server {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = Arc::new(Seen::default());
-        let s = Arc::clone(&seen);
-        runtime.spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    return;
-                };
-                s.connections.fetch_add(1, Ordering::SeqCst);
-                let s = Arc::clone(&s);
-                match tls.clone() {
-                    None => {
-                        tokio::spawn(serve(tcp, s));
-                    }
-                    Some(acceptor) => {
-                        tokio::spawn(async move {
-                            if let Ok(stream) = acceptor.accept(tcp).await {
-                                serve(stream, s).await;
-                            }
-                        });
-                    }
-                }
-            }
-        });
-        H2Server {
-            addr,
-            seen,
-            _runtime: runtime,
-        }
-    }
-
-    fn connections(&self) -> u64 {
-        self.seen.connections.load(Ordering::SeqCst)
+        H2Server::listen_tls(serve)
     }
 
     fn requests_of(&self, path: &str) -> u64 {
-        self.seen
+        self.state
             .paths
             .lock()
             .unwrap()
@@ -210,24 +145,18 @@ impl Script {
     }
 }
 
-struct Scripted {
-    script: Arc<Script>,
-    checks: Vec<String>,
-}
-
-impl Users for Scripted {
+impl common::scripted::Script for Script {
     fn steps(&self) -> &[String] {
-        &self.script.steps
+        &self.steps
     }
 
-    fn checks(&self) -> &[String] {
-        &self.checks
+    fn made(&self) -> &AtomicU64 {
+        &self.made
     }
 
-    fn user(&self, _vu: u64) -> Box<dyn User> {
-        self.script.made.fetch_add(1, Ordering::Relaxed);
+    fn user(script: &Arc<Script>) -> Box<dyn User> {
         Box::new(ScriptUser {
-            script: Arc::clone(&self.script),
+            script: Arc::clone(script),
             position: 0,
             path: "",
         })
@@ -312,10 +241,7 @@ fn h2_users(
     let mut c = config(addr, "/");
     c.http2 = true;
     c.max_streams = max_streams;
-    c.users = Some(Arc::new(Scripted {
-        script: Arc::clone(script),
-        checks: CHECKS.iter().map(|s| s.to_string()).collect(),
-    }));
+    c.users = Some(Arc::new(Scripted::new(script, &CHECKS)));
     c.load = Load::Closed {
         connections: Profile::constant(vus),
     };
@@ -361,7 +287,7 @@ fn users_over_h2c_see_status_headers_and_body() {
     // Bytes in are the bodies over HTTP/2.
     let bodies = 40 * (body_for("/a").len() + body_for("/b").len()) as u64;
     assert_eq!(t.bytes_in(), bodies);
-    let (authority, agent, step) = s.seen.last.lock().unwrap().clone().unwrap();
+    let (authority, agent, step) = s.state.last.lock().unwrap().clone().unwrap();
     assert_eq!(authority, s.addr.to_string());
     assert!(agent.starts_with("belier/"), "{agent}");
     assert!(step == "0" || step == "1", "{step}");
@@ -427,7 +353,7 @@ fn users_over_tls_with_alpn_h2() {
     assert_eq!(t.histogram(belier_stats::Metric::Tls).len(), 2);
     let session = t.tls_session().unwrap();
     assert!(session.contains("ALPN h2"), "{session}");
-    let (authority, _, _) = s.seen.last.lock().unwrap().clone().unwrap();
+    let (authority, _, _) = s.state.last.lock().unwrap().clone().unwrap();
     assert_eq!(authority, format!("localhost:{}", s.addr.port()));
     assert!(t.checks().iter().all(|c| c.failed == 0 && c.passed == 40));
 }

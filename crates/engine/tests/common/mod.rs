@@ -1,6 +1,10 @@
 //! Test harness shared by the engine's integration tests: a counting server, configurations,
-//! and a loop that runs the engine to the end the way the CLI does.
+//! and a loop that runs the engine to the end the way the CLI does; the frame of the HTTP/2
+//! servers written with h2 ([`h2_server`]) and the `Users` of hand-written scripts ([`scripted`]).
 #![allow(dead_code)]
+
+pub mod h2_server;
+pub mod scripted;
 
 use std::time::{Duration, Instant};
 
