@@ -142,7 +142,8 @@ pub struct HostUsage {
     pub open_fds_peak: u64,
     /// The open-file limit in force.
     pub fd_limit: u64,
-    /// Most TCP sockets in the ephemeral port range at once, host-wide.
+    /// Most TCP sockets in the ephemeral port range at once, host-wide; while the host holds
+    /// fewer TCP sockets than half the range, an upper bound (the host's TCP socket count).
     pub ephemeral_ports_peak: Option<u64>,
     /// Size of the ephemeral port range.
     pub ephemeral_ports_total: Option<u64>,

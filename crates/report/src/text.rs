@@ -219,7 +219,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         if let (Some(peak), Some(total)) = (h.ephemeral_ports_peak, h.ephemeral_ports_total) {
             writeln!(
                 out,
-                "  ephemeral ports in use peak {} of {}",
+                "  ephemeral ports in use at most {} of {} (peak)",
                 thousands(peak),
                 thousands(total)
             )?;
