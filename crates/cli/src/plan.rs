@@ -191,10 +191,7 @@ fn settings_for(
             .or((!bounded).then_some(DEFAULT_DURATION)),
         iterations: plan.load.iterations,
     };
-    let threads = args.threads.unwrap_or(cores.max(1));
-    if threads == 0 {
-        return Err(InputError::new("--threads <N>", 0, "must be at least 1"));
-    }
+    let threads = settings::threads(args.threads, cores)?;
     // Threads beyond the connections would sit idle (over HTTP/2, a closed loop's users share
     // one connection per `max_streams`).
     engine.threads = threads.min(engine.max_connections().max(1));

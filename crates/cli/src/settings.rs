@@ -77,6 +77,13 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
     })
 }
 
+/// The worker threads asked for (`-t`), or one per core.
+pub fn threads(given: Option<usize>, cores: usize) -> Result<usize, InputError> {
+    let threads = given.unwrap_or(cores.max(1));
+    check_range("--threads <N>", threads as u64, 1, MAX_THREADS as u64)?;
+    Ok(threads)
+}
+
 /// Largest open-loop timer slack accepted.
 const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
@@ -169,8 +176,7 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         MAX_CONNECTIONS as u64,
     )?;
     let load = load_model(&args)?;
-    let threads = args.threads.unwrap_or(cores.max(1));
-    check_range("--threads <N>", threads as u64, 1, MAX_THREADS as u64)?;
+    let threads = threads(args.threads, cores)?;
     engine.threads = threads.min(load.max_connections().max(1));
     engine.keepalive = !args.no_keepalive;
     engine.stop = match (args.requests, args.duration) {
