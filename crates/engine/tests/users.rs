@@ -312,8 +312,10 @@ fn open_loop_starts_rate_times_duration_iterations() {
     assert_eq!(out.totals.dropped(), 0);
     assert_eq!(step_requests(&out), [20, 20]);
     assert_eq!(s.counts().requests, 40);
-    // Iterations of 1 ms arriving every 50 ms: one user per worker is enough.
-    assert!(script.made.load(Ordering::Relaxed) <= 2);
+    // Iterations of 1 ms arriving every 50 ms: one user per worker is enough, and idle users
+    // are reused (20 iterations would otherwise make 20). An iteration that a stalled machine
+    // holds past the next arrival makes one more: a little room for that.
+    assert!(script.made.load(Ordering::Relaxed) <= 4);
     // The first requests of iterations (/a) arrive on the schedule.
     let mut starts: Vec<Instant> = s
         .recent_requests()
