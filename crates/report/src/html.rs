@@ -307,14 +307,7 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                  <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
             );
             for l in steps::step_lines(r) {
-                let latency = |us: u64| {
-                    if l.responses == 0 {
-                        "–".to_string()
-                    } else {
-                        ms(us)
-                    }
-                };
-                let [p50, p90, p99] = l.percentiles_us;
+                let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
                 writeln!(
                     out,
                     "<tr><th>{}</th><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td>\
@@ -324,11 +317,11 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                     thousands(l.failures),
                     l.failure_ratio * 100.0,
                     rate(l.rate),
-                    latency(l.min_us),
-                    latency(p50),
-                    latency(p90),
-                    latency(p99),
-                    latency(l.max_us),
+                    min,
+                    p50,
+                    p90,
+                    p99,
+                    max,
                 )?;
             }
             out.push_str("</tbody></table>\n");

@@ -215,14 +215,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
              | :-- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
         )?;
         for l in steps::step_lines(r) {
-            let latency = |us: u64| {
-                if l.responses == 0 {
-                    "–".to_string()
-                } else {
-                    ms(us)
-                }
-            };
-            let [p50, p90, p99] = l.percentiles_us;
+            let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
             writeln!(
                 out,
                 "| {} | {} | {} | {:.2} % | {}/s | {} | {} | {} | {} | {} |",
@@ -231,11 +224,11 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
                 thousands(l.failures),
                 l.failure_ratio * 100.0,
                 rate(l.rate),
-                latency(l.min_us),
-                latency(p50),
-                latency(p90),
-                latency(p99),
-                latency(l.max_us),
+                min,
+                p50,
+                p90,
+                p99,
+                max,
             )?;
         }
         let checks = steps::check_lines(r);

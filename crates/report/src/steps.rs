@@ -28,6 +28,21 @@ pub(crate) struct StepLine {
     pub bytes_out: u64,
 }
 
+impl StepLine {
+    /// Min, p50, p90, p99 and max, each as `show` formats microseconds, or `none` for a step
+    /// without responses: it has no latency to show, not a latency of zero.
+    pub(crate) fn latency_cells(&self, show: impl Fn(u64) -> String, none: &str) -> [String; 5] {
+        let [p50, p90, p99] = self.percentiles_us;
+        [self.min_us, p50, p90, p99, self.max_us].map(|us| {
+            if self.responses == 0 {
+                none.to_string()
+            } else {
+                show(us)
+            }
+        })
+    }
+}
+
 /// One check's row.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CheckLine {

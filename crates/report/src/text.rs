@@ -323,15 +323,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
         "name", "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
     )?;
     for l in &lines {
-        // A step without responses has no latency to show, not a latency of zero.
-        let ms_short = |us: u64| {
-            if l.responses == 0 {
-                "-".to_string()
-            } else {
-                ms_short(us)
-            }
-        };
-        let [p50, p90, p99] = l.percentiles_us;
+        let [min, p50, p90, p99, max] = l.latency_cells(ms_short, "-");
         writeln!(
             out,
             "  {:<width$}{:>10}{:>10}{:>9.2}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
@@ -340,11 +332,11 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
             thousands(l.failures),
             l.failure_ratio * 100.0,
             rate(l.rate),
-            ms_short(l.min_us),
-            ms_short(p50),
-            ms_short(p90),
-            ms_short(p99),
-            ms_short(l.max_us),
+            min,
+            p50,
+            p90,
+            p99,
+            max,
         )?;
     }
     let checks = steps::check_lines(r);
