@@ -171,7 +171,6 @@ fn check_rows(r: &Report) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
     use crate::fixtures;
@@ -180,19 +179,13 @@ mod tests {
         let info = fixtures::info();
         let (totals, series) = fixtures::results();
         let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
-            elapsed: Duration::from_millis(1_500),
-            interrupted: false,
-            warnings: vec![],
-            thresholds: vec![],
             host: Some(crate::HostUsage {
                 open_fds_peak: 60,
                 fd_limit: 1024,
                 ephemeral_ports_peak: Some(12),
                 ephemeral_ports_total: Some(28_232),
             }),
+            ..fixtures::report(&info, &totals, &series)
         };
         serde_json::from_str(&render_json(&report)).unwrap()
     }

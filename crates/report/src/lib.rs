@@ -286,7 +286,22 @@ pub(crate) mod fixtures {
 
     use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
-    use super::RunInfo;
+    use super::{Report, RunInfo};
+
+    /// A report on `totals` and `series` over 1.5 s, complete, without warnings, thresholds
+    /// or host readings; tests override fields with `Report { .., ..report(..) }`.
+    pub fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Report<'a> {
+        Report {
+            info,
+            totals,
+            series,
+            elapsed: Duration::from_millis(1_500),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            host: None,
+        }
+    }
 
     pub fn info() -> RunInfo {
         RunInfo {

@@ -377,14 +377,8 @@ mod tests {
         let totals = belier_stats::Recorder::new();
         let series = belier_stats::Series::new();
         let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
             elapsed: std::time::Duration::ZERO,
-            interrupted: false,
-            warnings: vec![],
-            thresholds: vec![],
-            host: None,
+            ..crate::fixtures::report(&info, &totals, &series)
         };
         let got = render_markdown(&[NamedReport {
             name: "empty",

@@ -518,16 +518,7 @@ mod tests {
     fn golden_text_report() {
         let info = fixtures::info();
         let (totals, series) = fixtures::results();
-        let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
-            elapsed: Duration::from_millis(1_500),
-            interrupted: false,
-            warnings: vec![],
-            thresholds: vec![],
-            host: None,
-        };
+        let report = fixtures::report(&info, &totals, &series);
         let got = render_text(&report);
         crate::golden::check("report.txt", &got);
     }
@@ -538,14 +529,10 @@ mod tests {
         let totals = belier_stats::Recorder::new();
         let series = belier_stats::Series::new();
         let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
             elapsed: Duration::ZERO,
             interrupted: true,
             warnings: vec!["1 worker thread crashed".into()],
-            thresholds: vec![],
-            host: None,
+            ..fixtures::report(&info, &totals, &series)
         };
         let got = render_text(&report);
         assert!(got.contains("INTERRUPTED"));
@@ -565,16 +552,7 @@ mod tests {
     fn runs_without_users_show_no_step_tables() {
         let info = fixtures::info();
         let (totals, series) = fixtures::results();
-        let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
-            elapsed: Duration::from_millis(1_500),
-            interrupted: false,
-            warnings: vec![],
-            thresholds: vec![],
-            host: None,
-        };
+        let report = fixtures::report(&info, &totals, &series);
         let got = render_text(&report);
         for absent in ["Steps", "Checks", "Iterations", "Thresholds", "plan "] {
             assert!(!got.contains(absent), "{absent}");
@@ -610,16 +588,7 @@ mod tests {
             "iterations at 2.5/s (even arrivals), up to 30 virtual users, on 2 threads"
         );
         let (totals, series) = fixtures::results();
-        let report = Report {
-            info: &info,
-            totals: &totals,
-            series: &series,
-            elapsed: Duration::from_millis(1_500),
-            interrupted: false,
-            warnings: vec![],
-            thresholds: vec![],
-            host: None,
-        };
+        let report = fixtures::report(&info, &totals, &series);
         let got = render_text(&report);
         let head = format!(
             "belier {}  plan shop.yaml → {}\n",

@@ -3,20 +3,9 @@ use std::time::Duration;
 use belier_stats::{ErrorKind, Point, Recorder, Series};
 
 use super::*;
-use crate::{fixtures, RunInfo};
+use crate::fixtures;
 
-fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Report<'a> {
-    Report {
-        info,
-        totals,
-        series,
-        elapsed: Duration::from_millis(1_500),
-        interrupted: false,
-        warnings: vec![],
-        thresholds: vec![],
-        host: None,
-    }
-}
+use crate::fixtures::report;
 
 fn run<'a>(name: &str, report: &'a Report<'a>) -> HtmlRun<'a> {
     HtmlRun {
