@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
+use belier_stats::ErrorKind;
 use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
@@ -270,4 +271,90 @@ fn with_few_connections_the_uncorrected_latency_hides_the_stall() {
         uncorrected * 4 < corrected,
         "uncorrected p95 {uncorrected} vs {corrected}"
     );
+}
+
+// Misbehaving and slow servers under an open loop: every request is counted under its kind,
+// timed from when its response came, and awaited after the last arrival.
+
+#[test]
+fn every_server_fault_is_counted_under_its_kind() {
+    let s = recording_server(0);
+    for (fault, kind) in [
+        ("reset", ErrorKind::ConnectionReset),
+        ("close-before-headers", ErrorKind::ClosedBeforeResponse),
+        ("close-mid-body", ErrorKind::ClosedMidBody),
+        ("malformed", ErrorKind::MalformedResponse),
+    ] {
+        let before = s.counts().requests;
+        let path = format!("/?fault={fault}");
+        let mut c = lasting(config(s.addr(), &path), secs(0.5));
+        c.load = open(Profile::constant(100.0), 100, None);
+        let out = run(&c);
+        assert_eq!(out.totals.requests(), 50, "{fault}");
+        assert_eq!(out.totals.errors_of(kind), 50, "{fault}: {:?}", out.totals);
+        assert_eq!(s.counts().requests - before, 50, "{fault}");
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_times_out_every_request() {
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/?fault=stall"), secs(0.5));
+    c.timeout = secs(0.2);
+    c.load = open(Profile::constant(20.0), 100, None);
+    let started = Instant::now();
+    let out = run(&c);
+    assert!(started.elapsed() < secs(3.0));
+    assert_eq!(out.totals.requests(), 10);
+    assert_eq!(
+        out.totals.errors_of(ErrorKind::Timeout),
+        10,
+        "{:?}",
+        out.totals
+    );
+}
+
+#[test]
+fn a_slow_response_at_a_low_rate_is_timed_from_its_arrival() {
+    let _serial = timing();
+    // Arrivals 200 ms apart and 100 ms responses: the worker wakes for each response, between
+    // arrivals, and times it then.
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/?delay=100ms"), secs(1.0));
+    c.threads = 1;
+    c.load = open(Profile::constant(5.0), 10, None);
+    let out = run(&c);
+    let t = &out.totals;
+    assert_eq!(t.succeeded(), 5);
+    let (low, high) = (t.uncorrected_us().min(), t.uncorrected_us().max());
+    assert!(low >= 100_000, "{low} µs: before the server's delay");
+    assert!(high < 130_000, "{high} µs for a 100 ms response");
+}
+
+#[test]
+fn responses_still_coming_when_arrivals_end_are_read_and_counted() {
+    let _serial = timing();
+    // The last arrival leaves at 0.4 s and its response takes 300 ms: the run waits for it
+    // (within the grace period) with no arrival left to wake the worker.
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/?delay=300ms"), secs(0.5));
+    c.threads = 1;
+    c.grace = secs(2.0);
+    c.load = open(Profile::constant(10.0), 10, None);
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 5, "{:?}", out.totals);
+    assert_eq!(out.totals.errors(), 0);
+    assert!(out.elapsed < secs(1.5), "{:?}", out.elapsed);
+    assert!(out.totals.uncorrected_us().max() < 330_000);
+}
+
+#[test]
+fn connections_the_server_closes_after_each_response_are_replaced() {
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/?close=1"), secs(1.0));
+    c.load = open(Profile::constant(200.0), 100, None);
+    let out = run(&c);
+    assert_eq!(out.totals.succeeded(), 200, "{:?}", out.totals);
+    assert_eq!(s.counts().requests, 200);
+    assert_eq!(s.counts().connections, 200);
 }
