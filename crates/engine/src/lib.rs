@@ -210,8 +210,14 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let started_at = SystemTime::now();
-    let start = Instant::now();
+    // An open loop of plain requests starts its schedule a moment from now, so that the
+    // workers' first connections are open before the first arrival is due.
+    let lead = match (&config.load, &config.users, config.http2) {
+        (Load::Open { .. }, None, false) => worker::OPEN_LOOP_LEAD,
+        _ => Duration::ZERO,
+    };
+    let started_at = SystemTime::now() + lead;
+    let start = Instant::now() + lead;
     // The run ends at the first of: the duration bound, the end of the load profile.
     let end = match (config.stop.duration, config.load.end()) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -69,6 +69,16 @@ pub(crate) struct Http2 {
     pub max_streams: usize,
 }
 
+/// Open loop over HTTP/1.1: how far ahead of its first arrival a run starts, time for the
+/// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
+pub(crate) const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
+
+/// Open loop over HTTP/1.1: a worker opens, ahead of its schedule, as many connections as
+/// arrivals it starts with in this window (at least one, at most its cap). Opening them on
+/// demand instead made the first arrivals of a fast run wait for connects and each other:
+/// at 70,000/s the first second's lag p99 was 5–20 ms against 0.3–0.5 ms after it.
+const PREOPEN_WINDOW: Duration = Duration::from_millis(1);
+
 /// Samples per batch handed over; batches also go at every interval and at the end.
 const SAMPLE_BATCH: usize = 4096;
 
@@ -94,6 +104,8 @@ enum Source {
     Closed { index: u64 },
     /// Open loop: the worker's queue of due arrivals.
     Open,
+    /// Open loop, a connection opened ahead of the schedule; then like `Open`.
+    Preopened,
 }
 
 /// State the tasks of one worker share.
@@ -461,6 +473,22 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
         _ => share.max_connections,
     };
+    if plan.http2.is_none() && plan.users.is_none() {
+        if let Load::Open { rate, .. } = &plan.load {
+            let per_worker = rate.level_at(Duration::ZERO) / plan.workers as f64;
+            let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
+            for _ in 0..wanted.clamp(1, slots.max(1)).min(slots) {
+                local.connections.set(local.connections.get() + 1);
+                local.spawned.set(local.spawned.get() + 1);
+                tokio::task::spawn_local(connection(
+                    Rc::clone(&local),
+                    Arc::clone(&plan),
+                    Source::Preopened,
+                    Link::Http1(None),
+                ));
+            }
+        }
+    }
     let mut timer = Timer::new();
     let mut last_wake = Instant::now();
     for offset in arrivals {
@@ -607,7 +635,7 @@ async fn next_request(
             }
             return local.claim().then_some(now);
         },
-        Source::Open => next_arrival(local).await,
+        Source::Open | Source::Preopened => next_arrival(local).await,
     }
 }
 
@@ -663,6 +691,20 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
     let timer = tokio::time::sleep(plan.timeout);
     tokio::pin!(timer);
     let mut counted = false;
+    if let (Source::Preopened, Link::Http1(slot @ None)) = (source, &mut link) {
+        // No request owns this connect: a failure here is not a result (the first request
+        // connects again, and counts its own failure); a success counts the connection.
+        let mut p = Progress::default();
+        if let Ok(conn) = Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
+            let mut recorder = local.recorder.borrow_mut();
+            recorder.record_connection();
+            if p.handshaken.is_some() {
+                recorder.note_tls_session(|| conn.tls_session().unwrap_or_default());
+            }
+            *slot = Some(conn);
+        }
+        local.track_open(link.is_open(), &mut counted);
+    }
     while let Some(intended) = next_request(&local, &plan, source, &mut link).await {
         local.track_open(link.is_open(), &mut counted);
         let reused = link.is_open();
@@ -709,7 +751,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         local.track_open(link.is_open(), &mut counted);
     }
     local.track_open(false, &mut counted);
-    if let Source::Open = source {
+    if let Source::Open | Source::Preopened = source {
         local.connections.set(local.connections.get() - 1);
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
-use belier_stats::ErrorKind;
+use belier_stats::{ErrorKind, Metric};
 use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
@@ -357,4 +357,23 @@ fn connections_the_server_closes_after_each_response_are_replaced() {
     assert_eq!(out.totals.succeeded(), 200, "{:?}", out.totals);
     assert_eq!(s.counts().requests, 200);
     assert_eq!(s.counts().connections, 200);
+}
+
+#[test]
+fn the_first_connections_are_open_before_the_first_arrival() {
+    let _serial = timing();
+    // 4,000/s on one worker: 4 connections are opened ahead of the schedule (a millisecond's
+    // arrivals), so no request pays for a connect while the server keeps up.
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/"), secs(0.25));
+    c.threads = 1;
+    c.load = open(Profile::constant(4000.0), 100, None);
+    let out = run(&c);
+    let t = &out.totals;
+    assert_eq!(t.succeeded(), 1000);
+    assert!(t.connections_opened() >= 4, "{}", t.connections_opened());
+    assert_eq!(t.connections_opened(), s.counts().connections);
+    // Only connections opened on demand (when every open one was busy) have a connect time.
+    let on_demand = t.histogram(Metric::Connect).len();
+    assert_eq!(on_demand, t.connections_opened() - 4);
 }
