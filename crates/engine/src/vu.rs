@@ -98,9 +98,9 @@ pub(crate) async fn open(
 ) {
     let mut state = Vu::new(&plan, link);
     let mut user = users.user(vu);
-    while let Some(intended) = next_arrival(&local).await {
+    while let Some(due) = next_arrival(&local).await {
         match state
-            .iteration(&local, &plan, user.as_mut(), Some(intended), None)
+            .iteration(&local, &plan, user.as_mut(), Some(due.intended), None)
             .await
         {
             End::Completed => {}
@@ -241,6 +241,7 @@ impl Vu {
         let sample = Sample {
             intended,
             dispatched,
+            ready: None,
             connected: progress.connected,
             handshaken: progress.handshaken,
             sent: progress.sent.unwrap_or(done),

@@ -128,7 +128,7 @@ pub(crate) struct Local {
     pub(crate) active_steps: RefCell<Vec<u64>>,
     pub(crate) stopping: Cell<bool>,
     /// Open loop: due arrivals no connection has taken yet, by intended start.
-    queue: RefCell<VecDeque<Instant>>,
+    queue: RefCell<VecDeque<Due>>,
     /// Open loop: connections waiting for an arrival.
     idle: Cell<usize>,
     wake: Notify,
@@ -525,7 +525,11 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
             continue;
         }
         drop(recorder);
-        local.queue.borrow_mut().push_back(due);
+        let at_hand = local.idle.get() > 0 || local.connections.get() < slots;
+        local.queue.borrow_mut().push_back(Due {
+            intended: due,
+            waiting_since: (!at_hand).then(Instant::now),
+        });
         if local.idle.get() > 0 {
             // The dispatcher claims the idle connection, so a burst of due arrivals wakes
             // one connection each instead of piling onto the first.
@@ -567,10 +571,16 @@ fn dispatch_iteration(
     local.recorder.borrow_mut().record_scheduled();
     if local.idle.get() > 0 {
         local.idle.set(local.idle.get() - 1);
-        local.queue.borrow_mut().push_back(due);
+        local.queue.borrow_mut().push_back(Due {
+            intended: due,
+            waiting_since: None,
+        });
         local.wake.notify_one();
     } else if local.connections.get() + local.stopped.get() < slots {
-        local.queue.borrow_mut().push_back(due);
+        local.queue.borrow_mut().push_back(Due {
+            intended: due,
+            waiting_since: None,
+        });
         local.connections.set(local.connections.get() + 1);
         // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
         // the k-th user is a stream slot of the worker's group k / max_streams, so a new
@@ -593,12 +603,22 @@ fn dispatch_iteration(
     true
 }
 
-/// Open loop: the intended start of the next due arrival for this task, or `None` once
-/// arrivals are over (or the run stops).
-pub(crate) async fn next_arrival(local: &Local) -> Option<Instant> {
+/// An open-loop arrival the dispatcher handed out.
+#[derive(Clone, Copy)]
+pub(crate) struct Due {
+    /// When it was due to start.
+    pub intended: Instant,
+    /// When it started to wait for a connection because every one the worker may open was
+    /// busy; `None` if one was idle or could be opened.
+    pub waiting_since: Option<Instant>,
+}
+
+/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
+/// run stops).
+pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
     loop {
-        if let Some(intended) = local.queue.borrow_mut().pop_front() {
-            return Some(intended);
+        if let Some(due) = local.queue.borrow_mut().pop_front() {
+            return Some(due);
         }
         if local.arrivals_done.get() || local.stopping.get() {
             return None;
@@ -608,13 +628,14 @@ pub(crate) async fn next_arrival(local: &Local) -> Option<Instant> {
     }
 }
 
-/// The intended start of this connection's next request, or `None` when it has no more.
+/// This connection's next request: its intended start and, in an open loop, its arrival;
+/// `None` when it has no more.
 async fn next_request(
     local: &Local,
     plan: &Plan,
     source: Source,
     link: &mut Link,
-) -> Option<Instant> {
+) -> Option<(Instant, Option<Due>)> {
     match source {
         Source::Closed { index } => loop {
             if local.stopping.get() {
@@ -633,9 +654,11 @@ async fn next_request(
                     continue;
                 }
             }
-            return local.claim().then_some(now);
+            return local.claim().then_some((now, None));
         },
-        Source::Open | Source::Preopened => next_arrival(local).await,
+        Source::Open | Source::Preopened => next_arrival(local)
+            .await
+            .map(|due| (due.intended, Some(due))),
     }
 }
 
@@ -705,7 +728,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         }
         local.track_open(link.is_open(), &mut counted);
     }
-    while let Some(intended) = next_request(&local, &plan, source, &mut link).await {
+    while let Some((intended, due)) = next_request(&local, &plan, source, &mut link).await {
         local.track_open(link.is_open(), &mut counted);
         let reused = link.is_open();
         let dispatched = Instant::now();
@@ -728,6 +751,7 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         let sample = Sample {
             intended,
             dispatched,
+            ready: due.map(|d| d.waiting_since.unwrap_or(dispatched)),
             connected: progress.connected,
             handshaken: progress.handshaken,
             sent: progress.sent.unwrap_or(done),

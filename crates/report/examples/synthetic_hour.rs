@@ -96,6 +96,7 @@ fn main() -> std::io::Result<()> {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag),
+                ready: None,
                 connected: None,
                 handshaken: None,
                 sent: t + Duration::from_micros(lag),

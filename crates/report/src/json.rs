@@ -112,6 +112,9 @@ fn to_value(r: &Report) -> Value {
             "target_rps": r.target_rate(),
             "achieved_rps": r.attempted_rate(),
             "lag_us": latency(&LatencySummary::of(t.lag_us()), "intended_start"),
+            "dispatch_lag_us": (!t.histogram(Metric::Dispatch).is_empty()).then(|| {
+                latency(&LatencySummary::of(t.histogram(Metric::Dispatch)), "intended_start")
+            }),
         })),
         "host": r.host,
         "verdict": verdict(r),

@@ -352,6 +352,7 @@ pub(crate) mod fixtures {
                 r.record(&Sample {
                     intended: t,
                     dispatched: t,
+                    ready: None,
                     connected: None,
                     handshaken: None,
                     sent: t,

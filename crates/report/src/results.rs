@@ -114,8 +114,16 @@ struct IntervalLine {
     steps_latency: Vec<String>,
 }
 
-/// Histograms written under `phases`, only when they hold values.
-const PHASES: [Metric; 4] = [Metric::Connect, Metric::Tls, Metric::Ttfb, Metric::Transfer];
+/// Histograms written under `phases`, only when they hold values. (belier's own open-loop
+/// lateness came after version 2 was defined: it is an optional entry of this map, so files
+/// without it still read, as a run that did not record it.)
+const PHASES: [Metric; 5] = [
+    Metric::Connect,
+    Metric::Tls,
+    Metric::Ttfb,
+    Metric::Transfer,
+    Metric::Dispatch,
+];
 
 /// Encodes histograms (V2 compressed, base64), reusing its buffers.
 #[derive(Default)]

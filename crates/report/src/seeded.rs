@@ -83,6 +83,7 @@ pub fn new() -> Run {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag),
+                ready: None,
                 connected: None,
                 handshaken: None,
                 sent: t + Duration::from_micros(lag),
@@ -160,6 +161,7 @@ pub fn with_steps() -> Run {
             let sample = Sample {
                 intended: t,
                 dispatched: t,
+                ready: None,
                 connected: None,
                 handshaken: None,
                 sent: t,

@@ -163,6 +163,19 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             at(99.0),
             ms(lag.max_us)
         )?;
+        let own = t.histogram(Metric::Dispatch);
+        if !own.is_empty() {
+            let own = LatencySummary::of(own);
+            let at = |p: f64| ms(own.at(p).unwrap_or(0));
+            writeln!(
+                out,
+                "  of which belier's own lateness: p50 {}   p99 {}   max {}  \
+                 (the rest waited for a free connection)",
+                at(50.0),
+                at(99.0),
+                ms(own.max_us)
+            )?;
+        }
     } else {
         writeln!(out, "  {:<8}{:>16}", "min", ms(l.min_us))?;
         writeln!(out, "  {:<8}{:>16}", "mean", ms_f(l.mean_us))?;

@@ -133,6 +133,7 @@ fn intervals() -> Vec<Settled> {
                 r.record(&Sample {
                     intended: t,
                     dispatched: t + Duration::from_micros(lag),
+                    ready: None,
                     connected: None,
                     handshaken: None,
                     sent: t + Duration::from_micros(lag),

@@ -91,6 +91,7 @@ fn results(seed: u64, base_us: u64, spike_at: Option<u64>) -> (Recorder, Series)
             r.record(&Sample {
                 intended: t,
                 dispatched: t,
+                ready: None,
                 connected: None,
                 handshaken: None,
                 sent: t,

@@ -175,6 +175,7 @@ mod tests {
             r.record(&Sample {
                 intended: t,
                 dispatched: t,
+                ready: None,
                 connected: None,
                 handshaken: None,
                 sent: t,
@@ -232,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn settled_intervals_are_handed_out_once() {
+    fn settled_intervals_are_ready_once() {
         let mut c = Collector::new(1, Duration::from_secs(1));
         c.keep_settled();
         c.add(0, 0, &recorder(&[5]), Gauges::default());

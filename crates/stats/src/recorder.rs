@@ -27,6 +27,7 @@ pub struct Recorder {
     latency_us: Histogram<u64>,
     uncorrected_us: Histogram<u64>,
     lag_us: Histogram<u64>,
+    dispatch_us: Histogram<u64>,
     connect_us: Histogram<u64>,
     tls_us: Histogram<u64>,
     ttfb_us: Histogram<u64>,
@@ -62,6 +63,7 @@ impl Recorder {
             latency_us: new_histogram(HISTOGRAM_SIGFIG),
             uncorrected_us: new_histogram(DIAGNOSTIC_SIGFIG),
             lag_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            dispatch_us: new_histogram(DIAGNOSTIC_SIGFIG),
             connect_us: new_histogram(DIAGNOSTIC_SIGFIG),
             tls_us: new_histogram(DIAGNOSTIC_SIGFIG),
             ttfb_us: new_histogram(DIAGNOSTIC_SIGFIG),
@@ -92,6 +94,9 @@ impl Recorder {
         self.bytes_in += sample.bytes_in;
         self.bytes_out += sample.bytes_out;
         self.lag_us.saturating_record(sample.lag_us());
+        if let Some(d) = sample.dispatch_lag_us() {
+            self.dispatch_us.saturating_record(d);
+        }
         // Connection phases count whenever they happened, even if the request then failed.
         if let Some(c) = sample.connect_us() {
             self.connect_us.saturating_record(c);
@@ -343,6 +348,9 @@ pub enum Metric {
     Uncorrected,
     /// Scheduling lag (every dispatched request).
     Lag,
+    /// Of the scheduling lag, belier's own lateness (open loop only; the rest is the wait
+    /// for a free connection).
+    Dispatch,
     /// TCP connect (requests that opened a connection).
     Connect,
     /// TLS handshake (requests that opened a TLS connection).
@@ -355,10 +363,11 @@ pub enum Metric {
 
 impl Metric {
     /// Every histogram a recorder keeps.
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 8] = [
         Metric::Latency,
         Metric::Uncorrected,
         Metric::Lag,
+        Metric::Dispatch,
         Metric::Connect,
         Metric::Tls,
         Metric::Ttfb,
@@ -371,6 +380,7 @@ impl Metric {
             Metric::Latency => "latency",
             Metric::Uncorrected => "uncorrected",
             Metric::Lag => "lag",
+            Metric::Dispatch => "dispatch",
             Metric::Connect => "connect",
             Metric::Tls => "tls",
             Metric::Ttfb => "ttfb",
@@ -476,6 +486,7 @@ impl Recorder {
             Metric::Latency => &self.latency_us,
             Metric::Uncorrected => &self.uncorrected_us,
             Metric::Lag => &self.lag_us,
+            Metric::Dispatch => &self.dispatch_us,
             Metric::Connect => &self.connect_us,
             Metric::Tls => &self.tls_us,
             Metric::Ttfb => &self.ttfb_us,
@@ -488,6 +499,7 @@ impl Recorder {
             Metric::Latency => &mut self.latency_us,
             Metric::Uncorrected => &mut self.uncorrected_us,
             Metric::Lag => &mut self.lag_us,
+            Metric::Dispatch => &mut self.dispatch_us,
             Metric::Connect => &mut self.connect_us,
             Metric::Tls => &mut self.tls_us,
             Metric::Ttfb => &mut self.ttfb_us,
@@ -601,6 +613,7 @@ mod tests {
         Sample {
             intended,
             dispatched: intended,
+            ready: None,
             connected: None,
             handshaken: None,
             sent: intended,

@@ -27,6 +27,11 @@ pub struct Sample {
     pub intended: Instant,
     /// When a connection took it up (before connecting, if it had to).
     pub dispatched: Instant,
+    /// Open loop: when belier had it ready to go. That is when a connection took it up, or,
+    /// if every connection belier may open was busy, when it was queued to wait for one. The
+    /// lag up to here is belier's own lateness, the rest the wait for a connection. `None` in a
+    /// closed loop (no schedule to be late on).
+    pub ready: Option<Instant>,
     /// When the TCP connect completed, if this request opened a connection.
     pub connected: Option<Instant>,
     /// When the TLS handshake completed, if this request opened a TLS connection.
@@ -86,6 +91,13 @@ impl Sample {
     /// connection took it up (timer accuracy, a busy generator, or no free connection).
     pub fn lag_us(&self) -> u64 {
         micros(self.dispatched.saturating_duration_since(self.intended))
+    }
+
+    /// Of the lag, belier's own lateness (intended start to [`Sample::ready`]), microseconds;
+    /// the rest of the lag is the wait for a free connection.
+    pub fn dispatch_lag_us(&self) -> Option<u64> {
+        self.ready
+            .map(|h| micros(h.saturating_duration_since(self.intended)))
     }
 }
 

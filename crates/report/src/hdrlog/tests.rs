@@ -18,6 +18,7 @@ fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
         r.record(&Sample {
             intended: t,
             dispatched: t,
+            ready: None,
             connected: None,
             handshaken: None,
             sent: t,

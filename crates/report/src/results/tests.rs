@@ -23,6 +23,7 @@ fn sample(latency_us: u64, lag_us: u64, outcome: Outcome) -> Sample {
     Sample {
         intended: t,
         dispatched: t + Duration::from_micros(lag_us),
+        ready: None,
         connected: None,
         handshaken: None,
         sent: t + Duration::from_micros(lag_us),
@@ -131,6 +132,33 @@ fn round_trip_is_exact() {
     assert_eq!(run.totals.requests(), 5);
     assert_eq!(run.elapsed, Duration::from_millis(1_500));
     assert_eq!(run.end, Some(end(1.5)));
+}
+
+#[test]
+fn beliers_own_lateness_round_trips_and_is_absent_where_not_recorded() {
+    let t = Instant::now();
+    let mut r = Recorder::new();
+    for own_us in [100u64, 250, 4_000] {
+        let mut s = sample(9_000, 8_000, Outcome::Response { status: 200 });
+        s.intended = t;
+        s.dispatched = t + Duration::from_micros(8_000);
+        s.ready = Some(t + Duration::from_micros(own_us));
+        r.record(&s);
+    }
+    let bytes = write(&header("own"), &[settled(0, r.clone())], Some(&end(1.0)));
+    let run = read(vec![bytes], None, None).unwrap();
+    let own = run.totals.histogram(Metric::Dispatch);
+    assert_eq!(own, r.histogram(Metric::Dispatch));
+    assert_eq!(own.len(), 3);
+    assert!(own.equivalent(own.max(), 4_000));
+
+    // A run that did not record it writes nothing for it, and reads back empty.
+    let plain = recorder_with(&[(1_000, 10)]);
+    assert!(plain.histogram(Metric::Dispatch).is_empty());
+    let bytes = write(&header("plain"), &[settled(0, plain)], Some(&end(1.0)));
+    assert!(!String::from_utf8_lossy(&bytes).contains("dispatch"));
+    let run = read(vec![bytes], None, None).unwrap();
+    assert!(run.totals.histogram(Metric::Dispatch).is_empty());
 }
 
 #[test]
