@@ -272,15 +272,27 @@ impl Connection {
         self.stream.tls_session()
     }
 
-    /// Writes `request` and reads one response, recording progress into `p` as it goes.
+    /// Writes what it can of `request` without waiting (plain TCP only; 0 for TLS, or when
+    /// the socket takes nothing now or fails: [`Connection::exchange`] then writes the rest and
+    /// meets the error). Returns the bytes written.
+    pub(crate) fn try_send(&mut self, request: &[u8]) -> usize {
+        match &self.stream {
+            Stream::Plain(tcp) => tcp.try_write(request).unwrap_or(0),
+            Stream::Tls(_) => 0,
+        }
+    }
+
+    /// Writes `request` (but for its first `written` bytes, already sent) and reads one
+    /// response, recording progress into `p` as it goes.
     pub(crate) async fn exchange(
         &mut self,
         request: &[u8],
+        written: usize,
         head_request: bool,
         p: &mut Progress,
     ) -> Result<Response, Failure> {
         self.stream
-            .write_all(request)
+            .write_all(&request[written.min(request.len())..])
             .await
             .map_err(|e| Failure::io(e, false))?;
         if let Stream::Tls(_) = self.stream {

@@ -65,7 +65,7 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
             let session = conn.tls_session();
             p.sent = Some(Instant::now());
             let response = conn
-                .exchange(&bytes, request::is_head(&spec.method), &mut p)
+                .exchange(&bytes, 0, request::is_head(&spec.method), &mut p)
                 .await?;
             Ok::<_, crate::connection::Failure>((response, session))
         };

@@ -338,5 +338,6 @@ async fn exchange(
     };
     p.phase = Phase::Exchanging;
     p.sent = Some(Instant::now());
-    conn.exchange(request, is_head(&outgoing.method), p).await
+    conn.exchange(request, 0, is_head(&outgoing.method), p)
+        .await
 }

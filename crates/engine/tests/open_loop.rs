@@ -386,3 +386,21 @@ fn the_first_connections_are_open_before_the_first_arrival() {
     let on_demand = t.histogram(Metric::Connect).len();
     assert_eq!(on_demand, t.connections_opened() - 4);
 }
+
+#[test]
+fn an_idle_connection_carries_every_request_of_a_slow_rate() {
+    let _serial = timing();
+    // 200/s against a fast server: the one connection opened ahead of the schedule is idle
+    // at every arrival, and the dispatcher sends each request on it.
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/"), secs(0.5));
+    c.threads = 1;
+    c.load = open(Profile::constant(200.0), 100, None);
+    let out = run(&c);
+    let t = &out.totals;
+    assert_eq!(t.succeeded(), 100);
+    assert_eq!(s.counts().requests, 100);
+    assert_eq!(s.counts().connections, 1);
+    assert_eq!(t.connections_opened(), 1);
+    assert_eq!(t.histogram(Metric::Dispatch).len(), 100);
+}
