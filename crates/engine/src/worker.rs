@@ -75,9 +75,12 @@ pub(crate) const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
 
 /// Open loop over HTTP/1.1: a worker opens, ahead of its schedule, as many connections as
 /// arrivals it starts with in this window (at least one, at most its cap). Opening them on
-/// demand instead made the first arrivals of a fast run wait for connects and each other:
-/// at 70,000/s the first second's lag p99 was 5–20 ms against 0.3–0.5 ms after it.
-const PREOPEN_WINDOW: Duration = Duration::from_millis(1);
+/// demand instead made the first arrivals of a fast run wait for connects and each other
+/// (at 50,000/s the first quarter second's lag p99 was 2.4–3.2 ms, against 0.3 ms after
+/// it), and a stall of the server had belier open connections while it was reading the
+/// answers that came back together: at 60,000–80,000/s, belier's own lag p99 was 0.6–1.6
+/// ms with a 1 ms window and 0.3–0.7 ms with this one (three runs each).
+const PREOPEN_WINDOW: Duration = Duration::from_millis(10);
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
 const SAMPLE_BATCH: usize = 4096;
