@@ -8,7 +8,9 @@
 //! One connection loop serves both load models; only where its next request comes from
 //! differs ([`Source`]): the closed loop takes one as soon as the previous finished (while its
 //! connection is active in the ramp and the budget lasts), the open loop takes the next due
-//! arrival from a queue that a dispatcher fills on schedule.
+//! arrival from a dispatcher that runs on schedule. Over plain HTTP/1.1 the dispatcher writes
+//! the request on an idle connection itself ([`Parked`]) and the connection's task reads the
+//! answer; otherwise it queues the arrival for an idle task, or for a new connection.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -478,8 +480,9 @@ fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
     (elapsed.as_nanos() / interval.as_nanos()) as u64
 }
 
-/// Open loop: makes each arrival due on time and hands it to an idle connection, opening a
-/// new one when none is idle and the cap allows, or leaving it queued (its latency counting).
+/// Open loop: makes each arrival due on time and sends it on a parked connection, or hands it
+/// to an idle connection task, or opens a new one when none is idle and the cap allows, or
+/// leaves it queued (its latency counting).
 async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
     // Stream slots (HTTP/2) or connections the worker may fill. With scripted users the cap
     // counts users, as a closed loop's level does (a plan's `max_vus`): over HTTP/2 they fill
