@@ -107,7 +107,8 @@ enum Source {
     /// Closed loop; `index` is the connection's number across all workers, which decides
     /// when a ramp activates it.
     Closed { index: u64 },
-    /// Open loop: the worker's queue of due arrivals.
+    /// Open loop: arrivals from the dispatcher (the worker's queue, or given to it while
+    /// parked).
     Open,
     /// Open loop, a connection opened ahead of the schedule; then like `Open`.
     Preopened,
@@ -496,14 +497,7 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
             let per_worker = rate.level_at(Duration::ZERO) / plan.workers as f64;
             let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
             for _ in 0..wanted.clamp(1, slots.max(1)).min(slots) {
-                local.connections.set(local.connections.get() + 1);
-                local.spawned.set(local.spawned.get() + 1);
-                tokio::task::spawn_local(connection(
-                    Rc::clone(&local),
-                    Arc::clone(&plan),
-                    Source::Preopened,
-                    Link::Http1(None),
-                ));
+                spawn_open(&local, &plan, Source::Preopened);
             }
         }
     }
@@ -553,9 +547,8 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
                 .as_mut()
                 .map_or(0, |c| c.try_send(&plan.request));
             parked.job.set(Some(Due {
-                intended: due,
-                waiting_since: None,
                 taken: Some((now, written)),
+                ..Due::at(due)
             }));
             local.active.set(local.active.get() + 1);
             parked.notify.notify_one();
@@ -563,9 +556,8 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         }
         let at_hand = local.idle.get() > 0 || local.connections.get() < slots;
         local.queue.borrow_mut().push_back(Due {
-            intended: due,
             waiting_since: (!at_hand).then(Instant::now),
-            taken: None,
+            ..Due::at(due)
         });
         if local.idle.get() > 0 {
             // The dispatcher claims the idle connection, so a burst of due arrivals wakes
@@ -573,22 +565,22 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
             local.idle.set(local.idle.get() - 1);
             local.wake.notify_one();
         } else if local.connections.get() < slots {
-            // Slots are numbered in the order they start, so with HTTP/2 a new connection is
-            // opened only once every stream of the existing ones is busy.
-            local.connections.set(local.connections.get() + 1);
-            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
-            let link = local.link(&plan, local.spawned.get() / per_group);
-            local.spawned.set(local.spawned.get() + 1);
-            tokio::task::spawn_local(connection(
-                Rc::clone(&local),
-                Arc::clone(&plan),
-                Source::Open,
-                link,
-            ));
+            spawn_open(&local, &plan, Source::Open);
         }
     }
     local.arrivals_done.set(true);
     local.wake_all();
+}
+
+/// Open loop: starts one more connection task (an HTTP/2 stream slot). Slots are numbered in
+/// the order they start, so with HTTP/2 a new connection is opened only once every stream of
+/// the existing ones is busy.
+fn spawn_open(local: &Rc<Local>, plan: &Arc<Plan>, source: Source) {
+    local.connections.set(local.connections.get() + 1);
+    let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+    let link = local.link(plan, local.spawned.get() / per_group);
+    local.spawned.set(local.spawned.get() + 1);
+    tokio::task::spawn_local(connection(Rc::clone(local), Arc::clone(plan), source, link));
 }
 
 /// Open loop with scripted users: starts the iteration due at `due` on an idle user, or on a
@@ -608,18 +600,10 @@ fn dispatch_iteration(
     local.recorder.borrow_mut().record_scheduled();
     if local.idle.get() > 0 {
         local.idle.set(local.idle.get() - 1);
-        local.queue.borrow_mut().push_back(Due {
-            intended: due,
-            waiting_since: None,
-            taken: None,
-        });
+        local.queue.borrow_mut().push_back(Due::at(due));
         local.wake.notify_one();
     } else if local.connections.get() + local.stopped.get() < slots {
-        local.queue.borrow_mut().push_back(Due {
-            intended: due,
-            waiting_since: None,
-            taken: None,
-        });
+        local.queue.borrow_mut().push_back(Due::at(due));
         local.connections.set(local.connections.get() + 1);
         // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
         // the k-th user is a stream slot of the worker's group k / max_streams, so a new
@@ -654,6 +638,17 @@ pub(crate) struct Due {
     /// it wrote there (the connection's task writes the rest). The dispatcher counted it
     /// active.
     pub taken: Option<(Instant, usize)>,
+}
+
+impl Due {
+    /// An arrival due at `intended` that a connection can take up at once.
+    fn at(intended: Instant) -> Due {
+        Due {
+            intended,
+            waiting_since: None,
+            taken: None,
+        }
+    }
 }
 
 /// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that

@@ -155,25 +155,13 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "\nScheduling lag  (actual − intended start of {} requests)",
             thousands(lag.count)
         )?;
-        let at = |p: f64| ms(lag.at(p).unwrap_or(0));
-        writeln!(
-            out,
-            "  p50 {}   p99 {}   max {}",
-            at(50.0),
-            at(99.0),
-            ms(lag.max_us)
-        )?;
+        writeln!(out, "  {}", lag_figures(&lag))?;
         let own = t.histogram(Metric::Dispatch);
         if !own.is_empty() {
-            let own = LatencySummary::of(own);
-            let at = |p: f64| ms(own.at(p).unwrap_or(0));
             writeln!(
                 out,
-                "  of which belier's own lateness: p50 {}   p99 {}   max {}  \
-                 (the rest waited for a free connection)",
-                at(50.0),
-                at(99.0),
-                ms(own.max_us)
+                "  of which belier's own lateness: {}  (the rest waited for a free connection)",
+                lag_figures(&LatencySummary::of(own))
             )?;
         }
     } else {
@@ -518,6 +506,17 @@ fn plan_load_line(info: &RunInfo) -> String {
 fn trim(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// "p50 …   p99 …   max …" of a lag summary.
+fn lag_figures(lag: &LatencySummary) -> String {
+    let at = |p: f64| ms(lag.at(p).unwrap_or(0));
+    format!(
+        "p50 {}   p99 {}   max {}",
+        at(50.0),
+        at(99.0),
+        ms(lag.max_us)
+    )
 }
 
 #[cfg(test)]

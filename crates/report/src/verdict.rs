@@ -75,27 +75,24 @@ pub fn verdict(report: &Report) -> Verdict {
         // connection when every one belier may open was busy. That wait is the server's: each
         // connection still held a request it had not answered. It counts in the latency, and
         // the verdict judges belier on its own lateness.
-        if let Some(own_p99) = p99(t.histogram(Metric::Dispatch)) {
-            if own_p99 == lag_p99 {
-                checked.push(format!("lag p99 {}", ms(lag_p99)));
-            } else {
-                checked.push(format!(
-                    "lag p99 {} (belier's own {}, the rest waiting for a free connection)",
-                    ms(lag_p99),
-                    ms(own_p99)
-                ));
-            }
-            if own_p99 >= lag_limit {
-                findings.push(format!(
-                    "belier sent late: its own scheduling lag p99 {} (limit {}): the \
-                     generator was busy, or this machine's timers and scheduler woke it late \
-                     (common on virtual machines)",
-                    ms(own_p99),
-                    ms(lag_limit)
-                ));
-            }
-        } else if lag_p99 >= lag_limit {
-            checked.push(format!("lag p99 {}", ms(lag_p99)));
+        let own_p99 = p99(t.histogram(Metric::Dispatch));
+        checked.push(match own_p99 {
+            Some(own) if own != lag_p99 => format!(
+                "lag p99 {} (belier's own {}, the rest waiting for a free connection)",
+                ms(lag_p99),
+                ms(own)
+            ),
+            _ => format!("lag p99 {}", ms(lag_p99)),
+        });
+        if let Some(own) = own_p99.filter(|&own| own >= lag_limit) {
+            findings.push(format!(
+                "belier sent late: its own scheduling lag p99 {} (limit {}): the generator \
+                 was busy, or this machine's timers and scheduler woke it late (common on \
+                 virtual machines)",
+                ms(own),
+                ms(lag_limit)
+            ));
+        } else if own_p99.is_none() && lag_p99 >= lag_limit {
             let cpu_max = report
                 .series
                 .points()
@@ -117,8 +114,6 @@ pub fn verdict(report: &Report) -> Verdict {
                 ms(lag_p99),
                 ms(lag_limit)
             ));
-        } else {
-            checked.push(format!("lag p99 {}", ms(lag_p99)));
         }
     }
 
