@@ -97,6 +97,14 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         protocol: if config.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
         requests: config.stop.requests,
         duration_s: config.stop.duration.map(|d| d.as_secs_f64()),
+        schedule_s: match &config.load {
+            Load::Open { rate, .. } => [config.stop.duration, rate.end()]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|d| d.as_secs_f64()),
+            Load::Closed { .. } => None,
+        },
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
@@ -302,6 +310,7 @@ fn load_info(settings: &Settings) -> RunInfo {
         protocol: String::new(),
         requests: None,
         duration_s: None,
+        schedule_s: None,
         timeout_s: 0.0,
         host_cores: 0,
         started_at: String::new(),

@@ -210,10 +210,28 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    // An open loop of plain requests starts its schedule a moment from now, so that the
-    // workers' first connections are open before the first arrival is due.
-    let lead = match (&config.load, &config.users, config.http2) {
-        (Load::Open { .. }, None, false) => worker::OPEN_LOOP_LEAD,
+    let (open_connections, in_flight) = match &config.load {
+        Load::Open {
+            max_connections,
+            max_in_flight,
+            ..
+        } => (
+            split(*max_connections as u64, threads),
+            max_in_flight.map(|cap| split(cap, threads)),
+        ),
+        Load::Closed { .. } => (vec![0; threads], None),
+    };
+    // An open loop of plain requests opens connections ahead of its schedule and starts the
+    // schedule a moment from now, once they are open.
+    let preopen: Vec<usize> = match (&config.load, &config.users, config.http2) {
+        (Load::Open { rate, .. }, None, false) => open_connections
+            .iter()
+            .map(|&cap| worker::preopen_count(rate.level_at(Duration::ZERO), threads, cap as usize))
+            .collect(),
+        _ => vec![0; threads],
+    };
+    let lead = match preopen.iter().max() {
+        Some(&n) if n > 0 => worker::open_loop_lead(n),
         _ => Duration::ZERO,
     };
     let started_at = SystemTime::now() + lead;
@@ -233,6 +251,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         grace: config.grace,
         interval: config.interval,
         start,
+        lead,
         deadline: end.map(|d| start + d),
         load: config.load.clone(),
         workers: threads,
@@ -247,17 +266,6 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     });
     let iterations = config.stop.iterations.map(|n| split(n, threads));
     let requests = config.stop.requests.map(|n| split(n, threads));
-    let (open_connections, in_flight) = match &config.load {
-        Load::Open {
-            max_connections,
-            max_in_flight,
-            ..
-        } => (
-            split(*max_connections as u64, threads),
-            max_in_flight.map(|cap| split(cap, threads)),
-        ),
-        Load::Closed { .. } => (vec![0; threads], None),
-    };
     let (events_tx, events) = mpsc::channel();
     let (stop, stop_rx) = watch::channel(false);
     let mut handles = Vec::with_capacity(threads);
@@ -268,6 +276,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             max_connections: open_connections[id] as usize,
             // A worker's share of the cap is at least one, or it could never send.
             max_in_flight: in_flight.as_ref().map(|c| c[id].max(1)),
+            preopen: preopen[id],
             iterations: iterations.as_ref().map(|c| c[id]),
         };
         let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());

@@ -42,6 +42,8 @@ pub(crate) struct Plan {
     pub grace: Duration,
     pub interval: Duration,
     pub start: Instant,
+    /// How long before `start` the run began (time to open connections ahead of it).
+    pub lead: Duration,
     pub deadline: Option<Instant>,
     pub load: Load,
     pub workers: usize,
@@ -71,9 +73,19 @@ pub(crate) struct Http2 {
     pub max_streams: usize,
 }
 
-/// Open loop over HTTP/1.1: how far ahead of its first arrival a run starts, time for the
+/// Open loop over HTTP/1.1: the least time a run starts ahead of its first arrival, for the
 /// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
-pub(crate) const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
+const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
+
+/// Open loop over HTTP/1.1: on top of [`OPEN_LOOP_LEAD`], time allowed per connection a worker
+/// opens ahead of its schedule. A loopback connect cost belier 50–60 µs of CPU on a 2-core VM
+/// (the handshake runs in the connecting call, and wakes the server); with a fixed 20 ms, a
+/// 70,000/s run was still opening its 700 connections when the first arrivals came due, and
+/// those opened a hundred more (up to the cap) while the first ones were late by 20–30 ms.
+const LEAD_PER_CONNECTION: Duration = Duration::from_micros(80);
+
+/// The most time a run starts ahead of its first arrival.
+const MAX_LEAD: Duration = Duration::from_secs(1);
 
 /// Open loop over HTTP/1.1: a worker opens, ahead of its schedule, as many connections as
 /// arrivals it starts with in this window (at least one, at most its cap). Opening them on
@@ -83,6 +95,21 @@ pub(crate) const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
 /// answers that came back together: at 60,000–80,000/s, belier's own lag p99 was 0.6–1.6
 /// ms with a 1 ms window and 0.3–0.7 ms with this one (three runs each).
 const PREOPEN_WINDOW: Duration = Duration::from_millis(10);
+
+/// Open loop over plain HTTP/1.1 (no scripted users): the connections a worker opens ahead
+/// of its schedule, given the rate the profile starts at (all workers together) and the
+/// connections the worker may open.
+pub(crate) fn preopen_count(start_rate: f64, workers: usize, max_connections: usize) -> usize {
+    let per_worker = start_rate / workers.max(1) as f64;
+    let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
+    wanted.max(1).min(max_connections)
+}
+
+/// How far ahead of its first arrival a run starts when its busiest worker opens `preopen`
+/// connections ahead of the schedule.
+pub(crate) fn open_loop_lead(preopen: usize) -> Duration {
+    (OPEN_LOOP_LEAD + LEAD_PER_CONNECTION * preopen.min(u32::MAX as usize) as u32).min(MAX_LEAD)
+}
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
 const SAMPLE_BATCH: usize = 4096;
@@ -97,6 +124,8 @@ pub(crate) struct Share {
     pub max_connections: usize,
     /// Open loop: in-flight cap of this worker.
     pub max_in_flight: Option<u64>,
+    /// Open loop over plain HTTP/1.1: connections to open ahead of the schedule.
+    pub preopen: usize,
     /// Scripted users in a closed loop: iterations this worker may start.
     pub iterations: Option<u64>,
 }
@@ -141,6 +170,10 @@ pub(crate) struct Local {
     /// (these are not counted in `idle`).
     parked: RefCell<Vec<Rc<Parked>>>,
     wake: Notify,
+    /// Open loop: connections opened ahead of the schedule still connecting, and the
+    /// dispatcher's wake-up once none is.
+    preopening: Cell<usize>,
+    preopened: Notify,
     arrivals_done: Cell<bool>,
     /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
     pub(crate) connections: Cell<usize>,
@@ -287,6 +320,8 @@ async fn drive(
         idle: Cell::new(0),
         parked: RefCell::new(Vec::new()),
         wake: Notify::new(),
+        preopening: Cell::new(0),
+        preopened: Notify::new(),
         arrivals_done: Cell::new(false),
         connections: Cell::new(0),
         spawned: Cell::new(0),
@@ -492,14 +527,21 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
         _ => share.max_connections,
     };
-    if plan.http2.is_none() && plan.users.is_none() {
-        if let Load::Open { rate, .. } = &plan.load {
-            let per_worker = rate.level_at(Duration::ZERO) / plan.workers as f64;
-            let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
-            for _ in 0..wanted.clamp(1, slots.max(1)).min(slots) {
-                spawn_open(&local, &plan, Source::Preopened);
+    local.preopening.set(share.preopen);
+    for _ in 0..share.preopen {
+        spawn_open(&local, &plan, Source::Preopened);
+    }
+    if share.preopen > 0 {
+        // The schedule waits for them (a connect failure counts as done): arrivals due while
+        // they connect would each open one more. Not past the lead a second time, though:
+        // a server that answers connects that slowly is measured by the arrivals, late.
+        let limit = plan.start + plan.lead;
+        let preopened = async {
+            while local.preopening.get() > 0 {
+                local.preopened.notified().await;
             }
-        }
+        };
+        let _ = tokio::time::timeout_at(limit.into(), preopened).await;
     }
     let mut timer = Timer::new();
     let mut last_wake = Instant::now();
@@ -811,6 +853,10 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
             *slot = Some(conn);
         }
         local.track_open(link.is_open(), &mut counted);
+        local.preopening.set(local.preopening.get() - 1);
+        if local.preopening.get() == 0 {
+            local.preopened.notify_one();
+        }
     }
     while let Some((intended, due)) =
         next_request(&local, &plan, source, &mut link, parked.as_ref()).await
@@ -922,4 +968,29 @@ async fn attempt(
     p.sent = Some(if written > 0 { taken } else { Instant::now() });
     conn.exchange(&plan.request, written, plan.head_request, p)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_opened_ahead_cover_the_window_within_the_cap() {
+        // 10 ms of a worker's arrivals, rounded up, at least one, at most its cap.
+        assert_eq!(preopen_count(70_000.0, 1, 800), 700);
+        assert_eq!(preopen_count(70_000.0, 2, 800), 350);
+        assert_eq!(preopen_count(70_000.0, 1, 200), 200);
+        assert_eq!(preopen_count(150.0, 1, 800), 2);
+        assert_eq!(preopen_count(0.5, 4, 800), 1);
+        assert_eq!(preopen_count(0.0, 1, 800), 1);
+        assert_eq!(preopen_count(1000.0, 1, 0), 0);
+    }
+
+    #[test]
+    fn the_lead_grows_with_the_connections_to_open_up_to_a_second() {
+        assert_eq!(open_loop_lead(1), Duration::from_micros(20_080));
+        assert_eq!(open_loop_lead(700), Duration::from_millis(76));
+        assert_eq!(open_loop_lead(100_000), Duration::from_secs(1));
+        assert_eq!(open_loop_lead(usize::MAX), Duration::from_secs(1));
+    }
 }

@@ -388,6 +388,27 @@ fn the_first_connections_are_open_before_the_first_arrival() {
 }
 
 #[test]
+fn refused_connections_neither_hold_the_schedule_nor_go_uncounted() {
+    // The connections opened ahead of the schedule are refused: the schedule starts anyway,
+    // each arrival tries its own connection, and every refusal is a result.
+    let addr = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut c = lasting(config(addr, "/"), secs(0.5));
+    c.threads = 1;
+    c.load = open(Profile::constant(400.0), 100, None);
+    let started = Instant::now();
+    let out = run(&c);
+    assert!(started.elapsed() < secs(3.0), "{:?}", started.elapsed());
+    let t = &out.totals;
+    assert_eq!(t.scheduled(), 200);
+    assert_eq!(t.requests(), 200);
+    assert_eq!(t.errors_of(ErrorKind::ConnectRefused), 200);
+    assert_eq!(t.connections_opened(), 0);
+}
+
+#[test]
 fn an_idle_connection_carries_every_request_of_a_slow_rate() {
     let _serial = timing();
     // 200/s against a fast server: the two connections opened ahead of the schedule (10 ms

@@ -41,6 +41,7 @@ fn main() -> std::io::Result<()> {
         protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(3_600.0),
+        schedule_s: None,
         timeout_s: 30.0,
         host_cores: 2,
         started_at: "2026-11-22T00:00:00Z".into(),

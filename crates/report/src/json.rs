@@ -110,7 +110,7 @@ fn to_value(r: &Report) -> Value {
             "scheduled": t.scheduled(),
             "dropped": t.dropped(),
             "target_rps": r.target_rate(),
-            "achieved_rps": r.attempted_rate(),
+            "achieved_rps": r.sent_rate(),
             "lag_us": latency(&LatencySummary::of(t.lag_us()), "intended_start"),
             "dispatch_lag_us": (!t.histogram(Metric::Dispatch).is_empty()).then(|| {
                 latency(&LatencySummary::of(t.histogram(Metric::Dispatch)), "intended_start")

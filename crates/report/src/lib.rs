@@ -60,6 +60,11 @@ pub struct RunInfo {
     pub requests: Option<u64>,
     /// Duration bound in seconds, if one was set.
     pub duration_s: Option<f64>,
+    /// Open loop: how long the schedule of arrivals lasted, seconds (the duration bound or
+    /// the end of the stages, whichever came first). Absent from results files written
+    /// before it was recorded, and when neither bound the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_s: Option<f64>,
     /// Per-request timeout in seconds.
     pub timeout_s: f64,
     /// Logical cores of the machine belier ran on.
@@ -207,9 +212,30 @@ impl Report<'_> {
         ratio(self.totals.succeeded(), self.totals.requests()).unwrap_or(1.0)
     }
 
-    /// Open loop: arrivals due per second over the run (the target rate).
+    /// Open loop: arrivals due per second of the schedule (the target rate).
     pub fn target_rate(&self) -> f64 {
-        per_second(self.totals.scheduled(), self.elapsed)
+        per_second(self.totals.scheduled(), self.schedule_span())
+    }
+
+    /// Open loop: requests sent per second of the schedule, to set against
+    /// [`Report::target_rate`]. Requests queued behind busy connections may leave after the
+    /// schedule ended; they count as sent, late (their lag says how late).
+    pub fn sent_rate(&self) -> f64 {
+        per_second(self.totals.requests(), self.schedule_span())
+    }
+
+    /// Open loop: the time the schedule of arrivals covered. The run lasts longer by the time
+    /// spent on the last answers (up to the grace period), which figured into the rates
+    /// before: a run still sending queued arrivals for a second after its 1 s schedule read
+    /// as half its target rate. A run stopped early covered only its elapsed time.
+    pub fn schedule_span(&self) -> Duration {
+        let schedule = self
+            .info
+            .schedule_s
+            .or(self.info.duration_s)
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64);
+        schedule.map_or(self.elapsed, |s| s.min(self.elapsed))
     }
 
     /// Most connections open at once in any interval (an upper bound: workers' peaks add up).
@@ -261,6 +287,12 @@ pub(crate) mod golden {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use belier_stats::{Collector, Gauges, Recorder};
+
+    use super::*;
+
     #[test]
     fn run_info_from_before_http2_reads_as_http1() {
         let mut v = serde_json::to_value(super::fixtures::info()).unwrap();
@@ -277,6 +309,45 @@ mod tests {
         }
         let info: super::RunInfo = serde_json::from_value(v).unwrap();
         assert_eq!(info, super::fixtures::info());
+    }
+
+    /// An open loop of 1,000 arrivals, all sent, whose run lasted `elapsed`.
+    fn open_rates(schedule_s: Option<f64>, duration_s: Option<f64>, elapsed: f64) -> (f64, f64) {
+        let mut info = fixtures::info();
+        info.model = Model::Open;
+        info.schedule_s = schedule_s;
+        info.duration_s = duration_s;
+        let mut r = Recorder::new();
+        for _ in 0..1000 {
+            r.record_scheduled();
+        }
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        c.add(0, 0, &r, Gauges::default());
+        c.finish_worker(0, Duration::from_secs_f64(elapsed));
+        let (totals, series) = c.finish();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_secs_f64(elapsed),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            host: None,
+        };
+        (report.target_rate(), report.schedule_span().as_secs_f64())
+    }
+
+    #[test]
+    fn open_loop_rates_are_per_second_of_the_schedule_not_of_the_drain() {
+        // A 1 s schedule whose last queued requests kept the run going for another second.
+        assert_eq!(open_rates(Some(1.0), Some(5.0), 2.0), (1000.0, 1.0));
+        // Files from before the schedule was recorded: the duration bound.
+        assert_eq!(open_rates(None, Some(1.0), 2.0), (1000.0, 1.0));
+        // Stopped early: the schedule covered only the elapsed time.
+        assert_eq!(open_rates(Some(4.0), None, 0.5), (2000.0, 0.5));
+        // Neither known (a request budget): the elapsed time.
+        assert_eq!(open_rates(None, None, 2.0), (500.0, 2.0));
     }
 }
 
@@ -315,6 +386,7 @@ pub(crate) mod fixtures {
             protocol: "HTTP/1.1".into(),
             requests: Some(1000),
             duration_s: None,
+            schedule_s: None,
             timeout_s: 30.0,
             host_cores: 2,
             started_at: "2026-11-22T10:00:00Z".into(),

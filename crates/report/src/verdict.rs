@@ -54,13 +54,13 @@ pub fn verdict(report: &Report) -> Verdict {
         let (scheduled, sent) = (t.scheduled(), t.requests());
         checked.push(format!(
             "{}/s of {}/s sent",
-            rate(report.attempted_rate()),
+            rate(report.sent_rate()),
             rate(report.target_rate())
         ));
         if scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE) {
             findings.push(format!(
                 "the target rate was not reached: {}/s of {}/s ({} of {} arrivals sent, {} dropped)",
-                rate(report.attempted_rate()),
+                rate(report.sent_rate()),
                 rate(report.target_rate()),
                 sent,
                 scheduled,

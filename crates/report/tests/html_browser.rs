@@ -31,6 +31,7 @@ fn info(url: &str) -> RunInfo {
         protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(60.0),
+        schedule_s: None,
         timeout_s: 2.0,
         host_cores: 2,
         started_at: "2026-11-22T10:00:00Z".into(),
