@@ -241,7 +241,9 @@ impl Vu {
         let sample = Sample {
             intended,
             dispatched,
-            ready: None,
+            // An open loop hands an iteration only to a user that is free (or new): none
+            // waits for a connection, so the whole lag is belier's own.
+            ready: matches!(plan.load, Load::Open { .. }).then_some(dispatched),
             connected: progress.connected,
             handshaken: progress.handshaken,
             sent: progress.sent.unwrap_or(done),

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Verdict};
 use belier_engine::{Load, Profile, Stage, StopWhen};
+use belier_stats::Metric;
 use common::scripted::Scripted;
 use common::{config, open, recording_server, run, server, Outcome};
 
@@ -312,6 +313,14 @@ fn open_loop_starts_rate_times_duration_iterations() {
     assert_eq!(out.totals.dropped(), 0);
     assert_eq!(step_requests(&out), [20, 20]);
     assert_eq!(s.counts().requests, 40);
+    // A free user takes each arrival (none waits for a connection): belier's own lateness is
+    // recorded for every request, and is the whole lag.
+    let (lag, own) = (
+        out.totals.histogram(Metric::Lag),
+        out.totals.histogram(Metric::Dispatch),
+    );
+    assert_eq!((lag.len(), own.len()), (40, 40));
+    assert_eq!(lag.max(), own.max());
     // Iterations of 1 ms arriving every 50 ms: one user per worker is enough, and idle users
     // are reused (20 iterations would otherwise make 20). An iteration that a stalled machine
     // holds past the next arrival makes one more: a little room for that.
