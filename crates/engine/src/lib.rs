@@ -231,7 +231,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         _ => vec![0; threads],
     };
     let lead = match preopen.iter().max() {
-        Some(&n) if n > 0 => worker::open_loop_lead(n),
+        Some(&n) if n > 0 => worker::open_loop_lead(n, tls.is_some()),
         _ => Duration::ZERO,
     };
     let started_at = SystemTime::now() + lead;

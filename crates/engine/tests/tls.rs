@@ -197,3 +197,26 @@ fn http2_to_an_http1_only_server_fails_the_handshake() {
         out.totals.counters()
     );
 }
+
+#[test]
+fn an_open_loop_over_tls_carries_its_rate_on_the_connections_opened_ahead() {
+    // 5,000/s on one worker: 50 connections are opened ahead of the schedule (10 ms of
+    // arrivals), handshakes included (slow in a debug build), and they carry every request.
+    // A late start used to open a connection, and a handshake, for each late arrival.
+    let (s, ca) = tls_server();
+    let mut c = common::lasting(
+        tls_config(&s, &ca, "/"),
+        std::time::Duration::from_millis(400),
+    );
+    c.threads = 1;
+    c.load = common::open(belier_engine::Profile::constant(5000.0), 1000, None);
+    let out = run(&c);
+    let t = &out.totals;
+    assert_eq!(t.succeeded(), 2000);
+    assert_eq!(s.counts().requests, 2000);
+    // A few more when the test server, sharing the machine with the other tests, holds all
+    // 50 for a moment while belier is on time; without the rule, up to the cap of 1,000.
+    let opened = t.connections_opened();
+    assert!((50..=70).contains(&opened), "{opened} connections");
+    assert_eq!(s.counts().tls_handshakes, opened);
+}
