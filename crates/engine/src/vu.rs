@@ -115,6 +115,15 @@ pub(crate) async fn open(
     local.connections.set(local.connections.get() - 1);
 }
 
+/// Ends an iteration the run does not let go on. An open loop's arrival whose first request
+/// was not sent yet counts as dropped: due, never sent (like those still queued at the end).
+fn halted(local: &Local, arrival: Option<Instant>) -> End {
+    if arrival.is_some() {
+        local.recorder.borrow_mut().record_dropped();
+    }
+    End::Halted
+}
+
 impl Vu {
     fn new(plan: &Plan, link: Link) -> Vu {
         Vu {
@@ -157,6 +166,19 @@ impl Vu {
         }
     }
 
+    /// Whether the user may take its next action: the run is not stopping and, in a ramp
+    /// (`ramp` is the user's index), the user is active; a user that ramps down finishes its
+    /// current request or pause, then parks here until it is active again.
+    async fn may_go_on(&mut self, local: &Local, plan: &Plan, ramp: Option<u64>) -> bool {
+        if local.stopping.get() {
+            return false;
+        }
+        match ramp {
+            Some(index) => self.wait_active(local, plan, index).await,
+            None => true,
+        }
+    }
+
     /// Runs the user until its iteration ends. `arrival` is the open loop's scheduled start,
     /// from which the iteration's first request is timed; `ramp` is the closed loop's user
     /// index, whose activity is checked between actions.
@@ -169,25 +191,24 @@ impl Vu {
         ramp: Option<u64>,
     ) -> End {
         loop {
-            if local.stopping.get() {
-                return End::Halted;
-            }
-            if let Some(index) = ramp {
-                // A user that ramps down finishes its current request or pause, then parks.
-                if !self.wait_active(local, plan, index).await {
-                    return End::Halted;
-                }
-            }
+            // The run's end (or a ramp) is checked before each request or pause, not before
+            // asking the user: an iteration whose last request finished as the run stopped
+            // still ends, and counts.
             match user.next() {
                 Action::Send(outgoing) => {
-                    if !local.claim() {
-                        return End::Halted;
+                    if !self.may_go_on(local, plan, ramp).await || !local.claim() {
+                        return halted(local, arrival);
                     }
                     // Closed loop (and later requests): due when the user asked for it.
                     let intended = arrival.take().unwrap_or_else(Instant::now);
                     self.send(local, plan, user, &outgoing, intended).await;
                 }
-                Action::Pause(pause) => tokio::time::sleep(pause).await,
+                Action::Pause(pause) => {
+                    if !self.may_go_on(local, plan, ramp).await {
+                        return halted(local, arrival);
+                    }
+                    tokio::time::sleep(pause).await;
+                }
                 Action::EndIteration => {
                     local.recorder.borrow_mut().record_iteration();
                     return End::Completed;

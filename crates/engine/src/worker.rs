@@ -594,7 +594,7 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         }
         let behind_schedule = behind.at(Instant::now(), due, plan.timer_slack);
         if let Some(users) = &plan.users {
-            if !dispatch_iteration(&local, &plan, users, due, slots, share) {
+            if !dispatch_iteration(&local, &plan, users, due, slots, share, behind_schedule) {
                 break;
             }
             continue;
@@ -695,8 +695,10 @@ fn spawn_open(local: &Rc<Local>, plan: &Arc<Plan>, source: Source) {
 }
 
 /// Open loop with scripted users: starts the iteration due at `due` on an idle user, or on a
-/// new one while fewer than `slots` exist; drops it when neither can be had. False when no
-/// more iterations can run (every user stopped, or the request budget is spent).
+/// new one while fewer than `slots` exist; drops it when neither can be had. A worker
+/// `behind` its schedule starts no new user (each would open a connection, see [`BEHIND`])
+/// while it has one: the iteration waits for the next user to finish. False when no more
+/// iterations can run (every user stopped, or the request budget is spent).
 fn dispatch_iteration(
     local: &Rc<Local>,
     plan: &Arc<Plan>,
@@ -704,16 +706,20 @@ fn dispatch_iteration(
     due: Instant,
     slots: usize,
     share: Share,
+    behind: bool,
 ) -> bool {
     if local.stopped.get() >= slots || local.budget.get() == 0 {
         return false;
     }
     local.recorder.borrow_mut().record_scheduled();
+    let room = local.connections.get() + local.stopped.get() < slots;
     if local.idle.get() > 0 {
         local.idle.set(local.idle.get() - 1);
         local.queue.borrow_mut().push_back(Due::at(due));
         local.wake.notify_one();
-    } else if local.connections.get() + local.stopped.get() < slots {
+    } else if room && behind && local.connections.get() > 0 {
+        local.queue.borrow_mut().push_back(Due::at(due));
+    } else if room {
         local.queue.borrow_mut().push_back(Due::at(due));
         local.connections.set(local.connections.get() + 1);
         // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
