@@ -565,8 +565,8 @@ fn two_thousand_pausing_users_finish_and_stay_small() {
     }
 }
 
-#[test]
-fn users_speak_tls_with_one_handshake_each() {
+/// belier's test server over TLS, and a run of `script`'s users against it.
+fn over_tls(script: &Arc<Script>) -> (belier_testserver::Server, belier_engine::Config) {
     use belier_engine::TlsOptions;
     use belier_testserver::{Config as ServerConfig, Server, TlsConfig};
     let (tls, ca) = TlsConfig::self_signed(&["localhost"]);
@@ -575,6 +575,19 @@ fn users_speak_tls_with_one_handshake_each() {
         ..ServerConfig::default()
     })
     .unwrap();
+    let mut c = with_users(config(s.addr(), "/"), script);
+    c.request.host = "localhost".into();
+    c.connect_to = Some(s.addr());
+    c.tls = Some(TlsOptions {
+        ca_pem: Some(ca.into_bytes()),
+        alpn: vec![b"http/1.1".to_vec()],
+        ..TlsOptions::default()
+    });
+    (s, c)
+}
+
+#[test]
+fn users_speak_tls_with_one_handshake_each() {
     let script = Arc::new(Script::new(vec![
         Op::Get {
             step: 0,
@@ -585,14 +598,7 @@ fn users_speak_tls_with_one_handshake_each() {
             path: "/b",
         },
     ]));
-    let mut c = with_users(config(s.addr(), "/"), &script);
-    c.request.host = "localhost".into();
-    c.connect_to = Some(s.addr());
-    c.tls = Some(TlsOptions {
-        ca_pem: Some(ca.into_bytes()),
-        alpn: vec![b"http/1.1".to_vec()],
-        ..TlsOptions::default()
-    });
+    let (s, mut c) = over_tls(&script);
     c.load = users(3.0);
     c.stop = bounded(Some(30), Duration::from_secs(30));
     let out = run(&c);
@@ -665,24 +671,9 @@ fn users_behind_their_schedule_do_not_start_a_user_per_late_arrival() {
     // user opens a connection and pays a handshake (slow in a debug build). A worker that
     // fell behind used to start a user for nearly every late arrival; now the late
     // iterations wait for the next user to finish.
-    use belier_engine::TlsOptions;
-    use belier_testserver::{Config as ServerConfig, Server, TlsConfig};
     let _serial = timing();
-    let (tls, ca) = TlsConfig::self_signed(&["localhost"]);
-    let s = Server::start(ServerConfig {
-        tls: Some(tls),
-        ..ServerConfig::default()
-    })
-    .unwrap();
     let script = Arc::new(Script::new(vec![Op::Get { step: 0, path: "/" }]));
-    let mut c = with_users(config(s.addr(), "/"), &script);
-    c.request.host = "localhost".into();
-    c.connect_to = Some(s.addr());
-    c.tls = Some(TlsOptions {
-        ca_pem: Some(ca.into_bytes()),
-        alpn: vec![b"http/1.1".to_vec()],
-        ..TlsOptions::default()
-    });
+    let (s, mut c) = over_tls(&script);
     c.threads = 1;
     c.load = open(Profile::constant(5000.0), 1000, None);
     c.stop = bounded(None, Duration::from_millis(400));
