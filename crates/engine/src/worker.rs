@@ -639,7 +639,9 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         } else if !behind_schedule {
             // One for this arrival, and one more for an arrival queued while the worker was
             // behind, if any is left: that backlog goes to new connections at the pace of
-            // the arrivals rather than waiting for the server to free one.
+            // the arrivals rather than waiting for the server to free one. Not all of it at
+            // once: over TLS at 30,000/s that put the worker behind again, by turns (466
+            // connections and own lag p99 2–10 ms, against 300 and 0.3–0.6 ms).
             open_for_queue(&local, &plan, slots, 2);
         } else if local.connections.get() == 0 {
             // Behind with no connection at all: nothing else would take the queue.
