@@ -13,10 +13,10 @@ mod tests;
 
 use std::fmt::{self, Display, Write as _};
 
-use belier_stats::ErrorKind;
+use belier_stats::{ErrorKind, LatencySummary, Metric};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::{steps, Report};
+use crate::{steps, verdict, Report};
 
 /// One run shown in an HTML report.
 #[derive(Debug)]
@@ -176,6 +176,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             (None, None) => "until stopped".into(),
         };
         let facts = [
+            ("load", crate::text::load_line(info)),
             ("connections", info.connections.to_string()),
             ("threads", info.threads.to_string()),
             ("protocol", info.protocol.clone()),
@@ -205,10 +206,36 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         for w in &r.warnings {
             write!(out, "<p class=\"warn\">Warning: {}</p>", esc(w))?;
         }
+        if r.is_open_loop() {
+            write_verdict(out, r)?;
+        }
         out.push_str("</section>\n");
     }
     out.push_str("</div>\n");
     Ok(())
+}
+
+/// An open-loop run's verdict: whether belier kept up, and if not what went wrong.
+fn write_verdict(out: &mut String, r: &Report) -> fmt::Result {
+    let v = verdict(r);
+    if v.kept_up {
+        write!(
+            out,
+            "<p class=\"ok\">Verdict: belier kept up ({})</p>",
+            esc(&v.summary)
+        )
+    } else {
+        write!(
+            out,
+            "<div class=\"warn\">Verdict: the generator may have shaped these results ({})<ul>",
+            esc(&v.summary)
+        )?;
+        for f in &v.findings {
+            write!(out, "<li>{}</li>", esc(f))?;
+        }
+        out.push_str("</ul></div>");
+        Ok(())
+    }
 }
 
 /// The summary's rows: a label and a function giving the cell for one run.
@@ -254,6 +281,40 @@ const SUMMARY_ROWS: [Row; 21] = [
     }),
 ];
 
+/// p99 of `metric`, when recorded.
+fn p99(r: &Report, metric: Metric) -> Option<u64> {
+    LatencySummary::of(r.totals.histogram(metric)).at(99.0)
+}
+
+/// The open loop's rows, shown when any run is an open loop; a dash for a closed-loop run,
+/// which had no schedule (a zero would read as a measurement).
+const OPEN_LOOP_ROWS: [Row; 8] = [
+    ("Target rate", |r| format!("{}/s", rate(r.target_rate()))),
+    ("Sent rate", |r| format!("{}/s", rate(r.sent_rate()))),
+    ("Dropped", |r| thousands(r.totals.dropped())),
+    ("Scheduling lag p99", |r| {
+        p99(r, Metric::Lag).map_or("–".into(), ms)
+    }),
+    ("of which belier's own, p99", |r| {
+        p99(r, Metric::Dispatch).map_or("–".into(), ms)
+    }),
+    ("Uncorrected latency p50", |r| {
+        LatencySummary::of(r.totals.uncorrected_us())
+            .at(50.0)
+            .map_or("–".into(), ms)
+    }),
+    ("Uncorrected latency p99", |r| {
+        p99(r, Metric::Uncorrected).map_or("–".into(), ms)
+    }),
+    ("Verdict", |r| {
+        if verdict(r).kept_up {
+            "kept up".into()
+        } else {
+            "WARNING".into()
+        }
+    }),
+];
+
 fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     out.push_str("<h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th></th>");
     for (i, run) in runs.iter().enumerate() {
@@ -279,6 +340,25 @@ fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             write!(out, "<td>{}</td>", esc(&cell(run.report)))?;
         }
         out.push_str("</tr>\n");
+    }
+    if runs.iter().any(|run| run.report.is_open_loop()) {
+        for (k, (label, cell)) in OPEN_LOOP_ROWS.into_iter().enumerate() {
+            let class = match (k, label) {
+                (0, _) => " class=\"group\"",
+                (_, "of which belier's own, p99") => " class=\"sub\"",
+                _ => "",
+            };
+            write!(out, "<tr{class}><th>{}</th>", esc(label))?;
+            for run in runs {
+                let value = if run.report.is_open_loop() {
+                    cell(run.report)
+                } else {
+                    "–".into()
+                };
+                write!(out, "<td>{}</td>", esc(&value))?;
+            }
+            out.push_str("</tr>\n");
+        }
     }
     out.push_str(
         "</tbody></table>\n<p class=\"note\">Latency covers complete responses only \

@@ -78,6 +78,9 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
         row(out, "Target rate", &|_, r| {
             open_loop(r, |r| format!("{}/s", rate(r.target_rate())))
         })?;
+        row(out, "Sent rate", &|_, r| {
+            open_loop(r, |r| format!("{}/s", rate(r.sent_rate())))
+        })?;
         row(out, "Dropped", &|_, r| {
             open_loop(r, |r| thousands(r.totals.dropped()))
         })?;

@@ -68,12 +68,24 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
 
     let requests = t.requests();
     writeln!(out, "\nSummary")?;
-    writeln!(
-        out,
-        "  Requests      {:>12}   {}/s attempted",
-        thousands(requests),
-        rate(r.attempted_rate())
-    )?;
+    if r.is_open_loop() {
+        // Per second of the schedule, as the verdict counts them (the run's last moments,
+        // spent on the last answers, would dilute them).
+        writeln!(
+            out,
+            "  Requests      {:>12}   {}/s sent, target {}/s",
+            thousands(requests),
+            rate(r.sent_rate()),
+            rate(r.target_rate())
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  Requests      {:>12}   {}/s attempted",
+            thousands(requests),
+            rate(r.attempted_rate())
+        )?;
+    }
     writeln!(
         out,
         "  Succeeded     {:>12}   {}/s throughput, {:.2} % success",
@@ -404,7 +416,8 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
 }
 
 /// How the load was generated, in one phrase.
-fn load_line(info: &RunInfo) -> String {
+/// The load in one line: model, connections or rate and its stages, arrivals, threads.
+pub(crate) fn load_line(info: &RunInfo) -> String {
     if info.plan.is_some() {
         return plan_load_line(info);
     }
@@ -551,6 +564,25 @@ mod tests {
         assert!(got.contains("WARNING: 1 worker thread crashed"));
         assert!(got.contains("(no responses)"));
         assert!(!got.contains("NaN"));
+    }
+
+    #[test]
+    fn an_open_loop_counts_its_rates_per_second_of_the_schedule() {
+        // 1,000 requests over a 1 s schedule in a run that took 1.5 s to read the last
+        // answers: sent at 1,000/s of a 1,000/s target, not at 666.7/s.
+        let mut info = fixtures::info();
+        info.model = crate::Model::Open;
+        info.schedule_s = Some(1.0);
+        let (mut totals, series) = fixtures::results();
+        for _ in 0..1000 {
+            totals.record_scheduled();
+        }
+        let report = fixtures::report(&info, &totals, &series);
+        let got = render_text(&report);
+        assert!(
+            got.contains("1,000   1,000.0/s sent, target 1,000.0/s"),
+            "{got}"
+        );
     }
 
     #[test]

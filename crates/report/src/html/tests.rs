@@ -272,3 +272,46 @@ fn a_run_with_steps_shows_its_step_table_escaped() {
     assert!(html.contains("✗ <code>login: error_rate &lt; 1%</code> actual 4.00 %"));
     assert_finite_geometry(&html);
 }
+
+#[test]
+fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
+    let mut open_info = fixtures::info();
+    open_info.model = crate::Model::Open;
+    open_info.rate = Some(1000.0);
+    open_info.schedule_s = Some(1.0);
+    let (mut totals, series) = fixtures::results();
+    for _ in 0..1000 {
+        totals.record_scheduled();
+    }
+    let open = report(&open_info, &totals, &series);
+    let closed_info = fixtures::info();
+    let (closed_totals, closed_series) = fixtures::results();
+    let closed = report(&closed_info, &closed_totals, &closed_series);
+    let html = render_html(&[run("open", &open), run("closed", &closed)]);
+    assert!(
+        html.contains("<dt>load</dt><dd>open loop at 1000/s (even arrivals)"),
+        "{html}"
+    );
+    // Per second of the 1 s schedule, not of the 1.5 s run; a dash for the closed loop.
+    assert!(html.contains("<th>Target rate</th><td>1,000.0/s</td><td>–</td>"));
+    assert!(html.contains("<th>Sent rate</th><td>1,000.0/s</td><td>–</td>"));
+    assert!(html.contains("<th>Dropped</th><td>0</td><td>–</td>"));
+    assert!(html.contains("<th>Uncorrected latency p99</th><td>"));
+    assert!(html.contains("<th>Verdict</th><td>kept up</td><td>–</td>"));
+    assert!(html.contains("<p class=\"ok\">Verdict: belier kept up (1,000.0/s of 1,000.0/s sent"));
+    assert_eq!(
+        html.matches("Verdict: ").count(),
+        1,
+        "no verdict for the closed loop"
+    );
+
+    // Half the arrivals never sent: the warning names it.
+    for _ in 0..1000 {
+        totals.record_scheduled();
+    }
+    let late = report(&open_info, &totals, &series);
+    let html = render_html(&[run("late", &late)]);
+    assert!(html.contains("<th>Verdict</th><td>WARNING</td>"));
+    assert!(html.contains("<div class=\"warn\">Verdict: the generator may have shaped"));
+    assert!(html.contains("<li>the target rate was not reached: 1,000.0/s of 2,000.0/s"));
+}
