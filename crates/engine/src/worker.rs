@@ -208,6 +208,8 @@ pub(crate) struct Local {
     starting: Cell<usize>,
     /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
     groups: RefCell<Vec<Rc<Group>>>,
+    /// The first interval whose recordings have not been handed over yet.
+    handed_over: Cell<u64>,
     /// Samples not yet handed over (raw stream), when kept.
     samples: Option<RefCell<Vec<Sample>>>,
     events: Sender<Event>,
@@ -353,6 +355,7 @@ async fn drive(
         connections: Cell::new(0),
         spawned: Cell::new(0),
         starting: Cell::new(0),
+        handed_over: Cell::new(0),
         groups: RefCell::new(Vec::new()),
         samples: plan
             .keep_samples
@@ -469,7 +472,12 @@ async fn drive(
         recorder.record_dropped();
     }
     let elapsed = plan.start.elapsed();
-    let index = interval_index(elapsed, plan.interval);
+    // What is left belongs from the first interval not handed over yet. Not the interval the
+    // run ended in: when the run ends on an interval boundary (a duration bound does) and the
+    // ticker had no turn before it was stopped, the last whole interval's data would read as
+    // a sliver of a few milliseconds after it, at a thousand times its rate, and the interval
+    // itself as missing.
+    let index = local.handed_over.get();
     // The receiver only disappears if the caller dropped the run; nothing to report to then.
     let _ = events.send(Event::Recorded {
         worker: share.id,
@@ -537,6 +545,7 @@ async fn hand_over_intervals(
         if sent.is_err() {
             return;
         }
+        local.handed_over.set(index + 1);
     }
 }
 

@@ -425,3 +425,31 @@ fn an_idle_connection_carries_every_request_of_a_slow_rate() {
     assert_eq!(t.connections_opened(), 2);
     assert_eq!(t.histogram(Metric::Dispatch).len(), 100);
 }
+
+#[test]
+fn the_last_whole_interval_keeps_its_place_in_the_series() {
+    // A run bounded by its duration ends on an interval boundary. Its last interval's
+    // requests used to be handed over after the run's end when the interval's own hand-over
+    // lost the race to it: a point of a few milliseconds at 1,000 times the rate, and a gap
+    // where the interval was.
+    let _serial = timing();
+    let s = recording_server(0);
+    let mut c = lasting(config(s.addr(), "/"), secs(1.0));
+    c.interval = secs(0.25);
+    c.threads = 1;
+    c.load = open(Profile::constant(400.0), 100, None);
+    let out = run(&c);
+    assert_eq!(out.totals.requests(), 400);
+    let points = out.series.points();
+    for (k, p) in points.iter().enumerate().take(4) {
+        assert_eq!(p.offset, secs(0.25 * k as f64), "{k}");
+        assert!(
+            (99..=101).contains(&p.requests),
+            "interval {k}: {}",
+            p.requests
+        );
+    }
+    for p in &points[4..] {
+        assert!(p.requests <= 1, "{} requests after the end", p.requests);
+    }
+}
