@@ -142,6 +142,9 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
     out.push_str(&charts::rates_over_time(runs, &timeline));
+    if let Some(lag) = charts::lag_over_time(runs, &timeline) {
+        out.push_str(&lag);
+    }
     out.push_str(&charts::latency_spectrum(runs));
     out.push_str(&charts::status_codes(runs));
     write_errors(out, runs)?;

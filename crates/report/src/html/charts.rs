@@ -74,6 +74,21 @@ const LATENCY_STYLES: [Style; 4] = [
     },
 ];
 
+/// An open loop's target rate on the rates chart (scheduled arrivals per second).
+const TARGET_STYLE: Style = Style {
+    key: LineKey::new("target/s (open loop)", "dot"),
+    width: 1.8,
+    dash: Some("2 3"),
+    opacity: 1.0,
+};
+
+const LAG_STYLE: Style = Style {
+    key: LineKey::new("lag p99", "solid"),
+    width: 2.0,
+    dash: None,
+    opacity: 1.0,
+};
+
 const RATE_STYLES: [Style; 2] = [
     Style {
         key: LineKey::new("requests/s", "solid"),
@@ -96,6 +111,10 @@ struct Column {
     latency_us: Option<[u64; 4]>,
     /// Requests and errors per second; `None` when no interval with a width fell in the bucket.
     rates: Option<[f64; 2]>,
+    /// Open loop: arrivals due per second (the target rate); `None` for a closed loop.
+    target: Option<f64>,
+    /// Open loop: scheduling lag p99 in microseconds, of the intervals that sent requests.
+    lag_p99_us: Option<u64>,
 }
 
 /// Every run's series on one shared time axis.
@@ -126,7 +145,8 @@ impl Timeline {
         let runs = runs
             .iter()
             .map(|r| {
-                let (cols, merged) = bin(r.report.series, column_s, columns);
+                let open = r.report.is_open_loop();
+                let (cols, merged) = bin(r.report.series, column_s, columns, open);
                 bucketed |= merged;
                 cols
             })
@@ -160,7 +180,7 @@ impl Timeline {
 }
 
 /// The columns of one series, and whether any column merges several points.
-fn bin(series: &Series, column_s: f64, columns: usize) -> (Vec<Column>, bool) {
+fn bin(series: &Series, column_s: f64, columns: usize, open: bool) -> (Vec<Column>, bool) {
     let mut cols = vec![Column::default(); columns];
     let mut merged = false;
     let mut last = None;
@@ -184,6 +204,16 @@ fn bin(series: &Series, column_s: f64, columns: usize) -> (Vec<Column>, bool) {
                 Some(old) => [old[0].max(v[0]), old[1].max(v[1])],
                 None => v,
             });
+            if open {
+                let target = p.scheduled as f64 / w;
+                c.target = Some(c.target.map_or(target, |old| old.max(target)));
+            }
+        }
+        if open && p.requests > 0 {
+            c.lag_p99_us = Some(
+                c.lag_p99_us
+                    .map_or(p.lag_p99_us, |old| old.max(p.lag_p99_us)),
+            );
         }
     }
     (cols, merged)
@@ -296,10 +326,10 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
         .runs
         .iter()
         .flatten()
-        .filter_map(|c| c.rates)
-        .map(|r| r[0].max(r[1]))
+        .filter_map(|c| c.rates.map(|r| r[0].max(r[1]).max(c.target.unwrap_or(0.0))))
         .fold(0.0, f64::max);
     let y = Axis::linear(hi * 1.05, "requests per second");
+    let open = runs.iter().any(|r| r.report.is_open_loop());
     let mut chart = Chart::new("Requests and errors per second", t.x_axis(), y);
     for (i, (run, cols)) in runs.iter().zip(&t.runs).enumerate() {
         for (s, style) in RATE_STYLES.iter().enumerate() {
@@ -312,6 +342,18 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
                 &points,
                 style.stroke(colour(i)),
                 &format!("{}: {}", run.name, style.key.label),
+            );
+        }
+        if run.report.is_open_loop() {
+            let points: Vec<_> = cols
+                .iter()
+                .enumerate()
+                .map(|(k, c)| c.target.map(|v| (t.mid(k), v)))
+                .collect();
+            chart.line(
+                &points,
+                TARGET_STYLE.stroke(colour(i)),
+                &format!("{}: {}", run.name, TARGET_STYLE.key.label),
             );
         }
     }
@@ -328,6 +370,9 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
                     number(requests, 1),
                     number(errors, 1)
                 );
+                if let Some(target) = cols[k].target {
+                    let _ = write!(title, " · target {}/s", number(target, 1));
+                }
             }
         }
         if any {
@@ -338,16 +383,82 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
     if t.columns() == 0 {
         chart.notice("no intervals recorded");
     }
-    let keys: Vec<LineKey> = RATE_STYLES.iter().map(|s| s.key).collect();
+    let mut keys: Vec<LineKey> = RATE_STYLES.iter().map(|s| s.key).collect();
+    if open {
+        keys.push(TARGET_STYLE.key);
+    }
     figure(
         "Requests and errors per second",
         &legend(runs, &keys),
         &chart.finish(),
         &format!(
-            "Requests finished per second of each interval (responses of any status and errors).{}",
+            "Requests finished per second of each interval (responses of any status and errors){}.{}",
+            if open {
+                "; for an open loop, the arrivals due per second as well"
+            } else {
+                ""
+            },
             bucket_note(t)
         ),
     )
+}
+
+/// Open loop: the scheduling lag's p99 per interval (actual − intended start), one colour per
+/// run, on a log axis. `None` when no run is an open loop.
+pub(super) fn lag_over_time(runs: &[HtmlRun], t: &Timeline) -> Option<String> {
+    if !runs.iter().any(|r| r.report.is_open_loop()) {
+        return None;
+    }
+    let all = || t.runs.iter().flatten().filter_map(|c| c.lag_p99_us);
+    // A lag of 0 µs (sent at its instant) sits at the axis' floor of 1 µs.
+    let lo = all().min().unwrap_or(1).max(1);
+    let hi = all().max().unwrap_or(0).max(lo * 10);
+    let y = Axis::log(
+        lo as f64 / 1000.0,
+        hi as f64 / 1000.0,
+        "lag p99 (ms, log scale)",
+    );
+    let mut chart = Chart::new("Scheduling lag over time", t.x_axis(), y);
+    for (i, (run, cols)) in runs.iter().zip(&t.runs).enumerate() {
+        let points: Vec<_> = cols
+            .iter()
+            .enumerate()
+            .map(|(k, c)| c.lag_p99_us.map(|v| (t.mid(k), v.max(1) as f64 / 1000.0)))
+            .collect();
+        chart.line(
+            &points,
+            LAG_STYLE.stroke(colour(i)),
+            &format!("{}: {}", run.name, LAG_STYLE.key.label),
+        );
+    }
+    for k in 0..t.columns() {
+        let mut title = t.range(k);
+        let mut any = false;
+        for (run, cols) in runs.iter().zip(&t.runs) {
+            if let Some(lag) = cols[k].lag_p99_us {
+                any = true;
+                let _ = write!(title, "\n{}: lag p99 {} ms", run.name, ms(lag));
+            }
+        }
+        if any {
+            let x0 = k as f64 * t.column_s;
+            chart.hover_band(x0, x0 + t.column_s, &title);
+        }
+    }
+    if all().next().is_none() {
+        chart.notice("no requests sent: no lag to show");
+    }
+    Some(figure(
+        "Scheduling lag over time",
+        &legend(runs, &[LAG_STYLE.key]),
+        &chart.finish(),
+        &format!(
+            "Open loop: per interval, how late requests left after their intended start \
+             (belier's own lateness plus any wait for a free connection); it counts in the \
+             latency.{}",
+            bucket_note(t)
+        ),
+    ))
 }
 
 /// `0%`, `90%`, `99%`, `99.9%`, ... for decade `k` of 1/(1-p).

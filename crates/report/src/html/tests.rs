@@ -304,6 +304,13 @@ fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
         1,
         "no verdict for the closed loop"
     );
+    // The open loop adds its target rate to the rates chart and a chart of its lag.
+    assert!(html.contains("target/s (open loop)"));
+    assert!(html.contains("<figcaption>Scheduling lag over time</figcaption>"));
+    assert_finite_geometry(&html);
+    let closed_only = render_html(&[run("closed", &closed)]);
+    assert!(!closed_only.contains("Scheduling lag over time"));
+    assert!(!closed_only.contains("target/s"));
 
     // Half the arrivals never sent: the warning names it.
     for _ in 0..1000 {
