@@ -186,8 +186,9 @@ impl Group {
         self.open.borrow().as_ref()?.tls_session.clone()
     }
 
-    /// Opens the group's connection unless another slot did while this one waited.
-    async fn connect(
+    /// Opens the group's connection unless another slot did while this one waited (then `p`
+    /// is left as it was).
+    pub(crate) async fn connect(
         self: &Rc<Self>,
         target: &Target<'_>,
         p: &mut Progress,

@@ -222,16 +222,21 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         Load::Closed { .. } => (vec![0; threads], None),
     };
     // An open loop of plain requests opens connections ahead of its schedule and starts the
-    // schedule a moment from now, once they are open.
-    let preopen: Vec<usize> = match (&config.load, &config.users, config.http2) {
-        (Load::Open { rate, .. }, None, false) => open_connections
+    // schedule a moment from now, once they are open. Counted in connection tasks: with
+    // HTTP/2 those are stream slots, `max_streams` to a connection.
+    let streams = http2.as_ref().map_or(1, |h| h.max_streams.max(1));
+    let preopen: Vec<usize> = match (&config.load, &config.users) {
+        (Load::Open { rate, .. }, None) => open_connections
             .iter()
-            .map(|&cap| worker::preopen_count(rate.level_at(Duration::ZERO), threads, cap as usize))
+            .map(|&cap| {
+                let slots = (cap as usize).saturating_mul(streams);
+                worker::preopen_count(rate.level_at(Duration::ZERO), threads, slots)
+            })
             .collect(),
         _ => vec![0; threads],
     };
     let lead = match preopen.iter().max() {
-        Some(&n) if n > 0 => worker::open_loop_lead(n, tls.is_some()),
+        Some(&n) if n > 0 => worker::open_loop_lead(n.div_ceil(streams), tls.is_some()),
         _ => Duration::ZERO,
     };
     let started_at = SystemTime::now() + lead;

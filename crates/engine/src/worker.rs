@@ -73,11 +73,11 @@ pub(crate) struct Http2 {
     pub max_streams: usize,
 }
 
-/// Open loop over HTTP/1.1: the least time a run starts ahead of its first arrival, for the
+/// Open loop (no scripted users): the least time a run starts ahead of its first arrival, for the
 /// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
 const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
 
-/// Open loop over HTTP/1.1: on top of [`OPEN_LOOP_LEAD`], time allowed per connection a worker
+/// Open loop: on top of [`OPEN_LOOP_LEAD`], time allowed per connection a worker
 /// opens ahead of its schedule. A loopback connect cost belier 50–60 µs of CPU on a 2-core VM
 /// (the handshake runs in the connecting call, and wakes the server); with a fixed 20 ms, a
 /// 70,000/s run was still opening its 700 connections when the first arrivals came due, and
@@ -106,8 +106,9 @@ const BEHIND_WINDOW: Duration = Duration::from_millis(10);
 /// The most time a run starts ahead of its first arrival.
 const MAX_LEAD: Duration = Duration::from_secs(1);
 
-/// Open loop over HTTP/1.1: a worker opens, ahead of its schedule, as many connections as
-/// arrivals it starts with in this window (at least one, at most its cap). Opening them on
+/// Open loop: a worker opens, ahead of its schedule, as many connections as arrivals it
+/// starts with in this window (at least one, at most its cap; with HTTP/2, stream slots,
+/// and the connections that carry them). Opening them on
 /// demand instead made the first arrivals of a fast run wait for connects and each other
 /// (at 50,000/s the first quarter second's lag p99 was 2.4–3.2 ms, against 0.3 ms after
 /// it), and a stall of the server had belier open connections while it was reading the
@@ -115,9 +116,9 @@ const MAX_LEAD: Duration = Duration::from_secs(1);
 /// ms with a 1 ms window and 0.3–0.7 ms with this one (three runs each).
 const PREOPEN_WINDOW: Duration = Duration::from_millis(10);
 
-/// Open loop over plain HTTP/1.1 (no scripted users): the connections a worker opens ahead
-/// of its schedule, given the rate the profile starts at (all workers together) and the
-/// connections the worker may open.
+/// Open loop (no scripted users): the connection tasks a worker starts ahead of its schedule
+/// (HTTP/1.1 connections, or HTTP/2 stream slots), given the rate the profile starts at (all
+/// workers together) and the tasks the worker may start.
 pub(crate) fn preopen_count(start_rate: f64, workers: usize, max_connections: usize) -> usize {
     let per_worker = start_rate / workers.max(1) as f64;
     let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
@@ -148,7 +149,8 @@ pub(crate) struct Share {
     pub max_connections: usize,
     /// Open loop: in-flight cap of this worker.
     pub max_in_flight: Option<u64>,
-    /// Open loop over plain HTTP/1.1: connections to open ahead of the schedule.
+    /// Open loop: connection tasks (HTTP/2: stream slots) to start ahead of the schedule, each
+    /// opening its connection (HTTP/2: the first slot of each connection).
     pub preopen: usize,
     /// Scripted users in a closed loop: iterations this worker may start.
     pub iterations: Option<u64>,
@@ -929,19 +931,38 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         && plan.http2.is_none()
         && plan.users.is_none())
     .then(|| Rc::new(Parked::default()));
-    if let (Source::Preopened, Link::Http1(slot @ None)) = (source, &mut link) {
+    if let Source::Preopened = source {
         // No request owns this connect: a failure here is not a result (the first request
         // connects again, and counts its own failure); a success counts the connection.
         let mut p = Progress::default();
-        if let Ok(conn) = Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
-            let mut recorder = local.recorder.borrow_mut();
-            recorder.record_connection();
-            if p.handshaken.is_some() {
-                recorder.note_tls_session(|| conn.tls_session().unwrap_or_default());
+        match &mut link {
+            Link::Http1(slot @ None) => {
+                if let Ok(conn) = Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
+                    let mut recorder = local.recorder.borrow_mut();
+                    recorder.record_connection();
+                    if p.handshaken.is_some() {
+                        recorder.note_tls_session(|| conn.tls_session().unwrap_or_default());
+                    }
+                    *slot = Some(conn);
+                }
+                local.track_open(link.is_open(), &mut counted);
             }
-            *slot = Some(conn);
+            Link::Http2(group) => {
+                // The group's first slot opens its connection; the others find it open.
+                let target = Target {
+                    addr: plan.addr,
+                    tls: plan.tls.as_ref(),
+                };
+                if group.connect(&target, &mut p).await.is_ok() && p.connected.is_some() {
+                    let mut recorder = local.recorder.borrow_mut();
+                    recorder.record_connection();
+                    if p.handshaken.is_some() {
+                        recorder.note_tls_session(|| group.tls_session().unwrap_or_default());
+                    }
+                }
+            }
+            Link::Http1(Some(_)) => {}
         }
-        local.track_open(link.is_open(), &mut counted);
         local.preopening.set(local.preopening.get() - 1);
         if local.preopening.get() == 0 {
             local.preopened.notify_one();

@@ -162,6 +162,24 @@ fn open_loop_sends_exactly_rate_times_duration() {
 }
 
 #[test]
+fn an_open_loop_opens_its_connection_before_the_first_arrival() {
+    // 2,000/s on one worker, 100 streams a connection: the 20 stream slots of the first 10 ms
+    // share one connection, opened (handshake and SETTINGS included) ahead of the schedule,
+    // so no request waits for it or records its connect.
+    let s = H2Server::start(Mode::Ok);
+    let mut c = lasting(h2_config(&s, 100), Duration::from_millis(500));
+    c.threads = 1;
+    c.load = open(Profile::constant(2000.0), 100, None);
+    let out = run(&c);
+    let t = &out.totals;
+    assert_eq!(t.succeeded(), 1000);
+    assert_eq!(s.requests(), 1000);
+    assert_eq!(s.connections(), 1);
+    assert_eq!(t.connections_opened(), 1);
+    assert_eq!(t.histogram(belier_stats::Metric::Connect).len(), 0);
+}
+
+#[test]
 fn a_server_that_is_gone_counts_connect_errors() {
     let s = H2Server::start(Mode::Ok);
     let addr = s.addr;
