@@ -603,7 +603,10 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         if local.stopping.get() {
             break;
         }
-        let behind_schedule = behind.at(Instant::now(), due, plan.timer_slack);
+        // One clock reading per arrival serves both the lateness check and, on a parked
+        // connection, the moment the request was taken up.
+        let reached = Instant::now();
+        let behind_schedule = behind.at(reached, due, plan.timer_slack);
         if let Some(users) = &plan.users {
             if !dispatch_iteration(&local, &plan, users, due, slots, share, behind_schedule) {
                 break;
@@ -623,14 +626,13 @@ async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: 
         let parked = local.parked.borrow_mut().pop();
         if let Some(parked) = parked {
             // An idle plain connection: send on it now, rather than when its task runs.
-            let now = Instant::now();
             let written = parked
                 .conn
                 .borrow_mut()
                 .as_mut()
                 .map_or(0, |c| c.try_send(&plan.request));
             parked.job.set(Some(Due {
-                taken: Some((now, written)),
+                taken: Some((reached, written)),
                 ..Due::at(due)
             }));
             local.active.set(local.active.get() + 1);

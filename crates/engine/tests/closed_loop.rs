@@ -109,12 +109,7 @@ fn statuses_sizes_and_chunked_bodies_are_framed_right() {
 #[test]
 fn every_fault_lands_in_its_own_error_kind() {
     let s = server();
-    for (fault, kind) in [
-        ("reset", ErrorKind::ConnectionReset),
-        ("close-before-headers", ErrorKind::ClosedBeforeResponse),
-        ("close-mid-body", ErrorKind::ClosedMidBody),
-        ("malformed", ErrorKind::MalformedResponse),
-    ] {
+    for (fault, kind) in common::FAULTS {
         let before = s.counts().requests;
         let out = run(&requests(
             100,

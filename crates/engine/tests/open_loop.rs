@@ -288,12 +288,7 @@ fn with_few_connections_the_uncorrected_latency_hides_the_stall() {
 #[test]
 fn every_server_fault_is_counted_under_its_kind() {
     let s = recording_server(0);
-    for (fault, kind) in [
-        ("reset", ErrorKind::ConnectionReset),
-        ("close-before-headers", ErrorKind::ClosedBeforeResponse),
-        ("close-mid-body", ErrorKind::ClosedMidBody),
-        ("malformed", ErrorKind::MalformedResponse),
-    ] {
+    for (fault, kind) in common::FAULTS {
         let before = s.counts().requests;
         let path = format!("/?fault={fault}");
         let mut c = lasting(config(s.addr(), &path), secs(0.5));

@@ -88,12 +88,7 @@ fn a_server_delay_shows_in_ttfb_and_phases_add_up() {
 #[test]
 fn faults_over_tls_keep_their_kinds() {
     let (s, ca) = tls_server();
-    for (fault, kind) in [
-        ("reset", ErrorKind::ConnectionReset),
-        ("close-before-headers", ErrorKind::ClosedBeforeResponse),
-        ("close-mid-body", ErrorKind::ClosedMidBody),
-        ("malformed", ErrorKind::MalformedResponse),
-    ] {
+    for (fault, kind) in common::FAULTS {
         let out = run(&requests(
             50,
             2,

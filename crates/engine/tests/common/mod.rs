@@ -9,7 +9,7 @@ pub mod scripted;
 use std::time::{Duration, Instant};
 
 use belier_engine::{start, Config, Load, Next, Profile, RequestSpec, StopWhen};
-use belier_stats::{Collector, Recorder, Series};
+use belier_stats::{Collector, ErrorKind, Recorder, Series};
 use belier_testserver::{Config as ServerConfig, Server};
 
 pub fn server() -> Server {
@@ -131,3 +131,11 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
+
+/// The test server's faults (`?fault=`) and the error kind each must be counted under.
+pub const FAULTS: [(&str, ErrorKind); 4] = [
+    ("reset", ErrorKind::ConnectionReset),
+    ("close-before-headers", ErrorKind::ClosedBeforeResponse),
+    ("close-mid-body", ErrorKind::ClosedMidBody),
+    ("malformed", ErrorKind::MalformedResponse),
+];
