@@ -13,7 +13,7 @@ use belier_report::{
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
-use crate::progress::Progress;
+use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
@@ -86,6 +86,12 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
         None => None,
     };
+    // Stages end the run when they end, unless a duration bound ends it first.
+    let planned_end = [config.stop.duration, config.load.end()]
+        .into_iter()
+        .flatten()
+        .min();
+    let open_loop = matches!(config.load, Load::Open { .. });
     let info = RunInfo {
         belier_version: env!("CARGO_PKG_VERSION").to_string(),
         url: settings.url.clone(),
@@ -97,14 +103,10 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         protocol: if config.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
         requests: config.stop.requests,
         duration_s: config.stop.duration.map(|d| d.as_secs_f64()),
-        schedule_s: match &config.load {
-            Load::Open { rate, .. } => [config.stop.duration, rate.end()]
-                .into_iter()
-                .flatten()
-                .min()
-                .map(|d| d.as_secs_f64()),
-            Load::Closed { .. } => None,
-        },
+        schedule_s: open_loop
+            .then_some(planned_end)
+            .flatten()
+            .map(|d| d.as_secs_f64()),
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
@@ -144,7 +146,8 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
     let mut progress = Progress::new(
         std::io::stderr().is_terminal(),
         config.stop.requests,
-        config.stop.duration,
+        planned_end,
+        open_loop,
     );
     let mut interrupted = false;
     let elapsed = loop {
@@ -176,9 +179,12 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         }
         progress.update(
             run.elapsed(),
-            collector.requests_so_far(),
-            collector.errors_so_far(),
-            collector.latest().map_or(0.0, |p| p.rate()),
+            &Counts {
+                requests: collector.requests_so_far(),
+                errors: collector.errors_so_far(),
+                dropped: collector.dropped_so_far(),
+                latest: collector.latest(),
+            },
         );
     };
     progress.clear();

@@ -172,12 +172,6 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             esc(&info.method),
             esc(&info.url)
         )?;
-        let stop = match (info.requests, info.duration_s) {
-            (Some(n), Some(d)) => format!("{} requests or {d} s", thousands(n)),
-            (Some(n), None) => format!("{} requests", thousands(n)),
-            (None, Some(d)) => format!("{d} s"),
-            (None, None) => "until stopped".into(),
-        };
         let facts = [
             ("load", crate::text::load_line(info)),
             ("connections", info.connections.to_string()),
@@ -189,7 +183,10 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             ),
             ("started", info.started_at.clone()),
             ("duration", format!("{:.3} s", r.elapsed.as_secs_f64())),
-            ("stop after", stop),
+            (
+                "stop after",
+                crate::text::bound(info).unwrap_or_else(|| "– (ran until stopped)".into()),
+            ),
             ("timeout", format!("{} s", info.timeout_s)),
             ("address", info.address.clone()),
             (

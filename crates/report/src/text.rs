@@ -33,19 +33,14 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             info.belier_version, info.method, info.url
         )?,
     }
-    let stop = match (info.requests, info.duration_s) {
-        (Some(n), Some(d)) => format!("{} requests or {d} s, whichever first", thousands(n)),
-        (Some(n), None) => format!("{} requests", thousands(n)),
-        (None, Some(d)) => format!("{d} s"),
-        (None, None) => "until stopped".into(),
-    };
     writeln!(
         out,
-        "  {}, {}, keep-alive {}, timeout {} s, stop after {stop}",
+        "  {}, {}, keep-alive {}, timeout {} s, {}",
         load_line(info),
         info.protocol,
         if info.keepalive { "on" } else { "off" },
         info.timeout_s,
+        bound(info).map_or("run until stopped".into(), |b| format!("stop after {b}")),
     )?;
     writeln!(
         out,
@@ -415,6 +410,25 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
     Ok(())
 }
 
+/// What bounded the run: "1,000 requests or 30 s, whichever first", "4 s, the end of the
+/// stages"; `None` when it ran until stopped.
+pub(crate) fn bound(info: &RunInfo) -> Option<String> {
+    // Stages end the run when they end (both load models), before any longer duration bound.
+    let stages_end: f64 = info.stages.iter().map(|s| s.duration_s).sum();
+    let time = match info.duration_s {
+        _ if !info.stages.is_empty() && info.duration_s.is_none_or(|d| stages_end < d) => {
+            Some(format!("{} s, the end of the stages", trim(stages_end)))
+        }
+        Some(d) => Some(format!("{} s", trim(d))),
+        None => None,
+    };
+    match (info.requests, time) {
+        (Some(n), Some(t)) => Some(format!("{} requests or {t}, whichever first", thousands(n))),
+        (Some(n), None) => Some(format!("{} requests", thousands(n))),
+        (None, time) => time,
+    }
+}
+
 /// How the load was generated, in one phrase.
 /// The load in one line: model, connections or rate and its stages, arrivals, threads.
 pub(crate) fn load_line(info: &RunInfo) -> String {
@@ -537,7 +551,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::fixtures;
+    use crate::{fixtures, StageInfo};
 
     #[test]
     fn golden_text_report() {
@@ -546,6 +560,52 @@ mod tests {
         let report = fixtures::report(&info, &totals, &series);
         let got = render_text(&report);
         crate::golden::check("report.txt", &got);
+    }
+
+    #[test]
+    fn the_bound_names_what_ends_the_run() {
+        let stage = |duration_s, target| StageInfo { duration_s, target };
+        let info = RunInfo {
+            requests: None,
+            duration_s: None,
+            ..fixtures::info()
+        };
+        assert_eq!(bound(&info), None);
+        let with = |requests, duration_s, stages| RunInfo {
+            requests,
+            duration_s,
+            stages,
+            ..info.clone()
+        };
+        assert_eq!(
+            bound(&with(Some(1000), None, vec![])).unwrap(),
+            "1,000 requests"
+        );
+        assert_eq!(bound(&with(None, Some(1.5), vec![])).unwrap(), "1.5 s");
+        assert_eq!(
+            bound(&with(Some(5000), Some(30.0), vec![])).unwrap(),
+            "5,000 requests or 30 s, whichever first"
+        );
+        // Stages end the run unless a shorter duration does.
+        let stages = vec![stage(2.0, 3000.0), stage(2.5, 3000.0)];
+        assert_eq!(
+            bound(&with(None, None, stages.clone())).unwrap(),
+            "4.5 s, the end of the stages"
+        );
+        assert_eq!(
+            bound(&with(None, Some(3.0), stages.clone())).unwrap(),
+            "3 s"
+        );
+        assert_eq!(
+            bound(&with(Some(100), Some(60.0), stages)).unwrap(),
+            "100 requests or 4.5 s, the end of the stages, whichever first"
+        );
+        let got = render_text(&fixtures::report(
+            &info,
+            &belier_stats::Recorder::new(),
+            &belier_stats::Series::new(),
+        ));
+        assert!(got.contains("timeout 30 s, run until stopped\n"), "{got}");
     }
 
     #[test]

@@ -108,6 +108,11 @@ impl Collector {
         self.total.errors() + self.pending.values().map(|(r, _)| r.errors()).sum::<u64>()
     }
 
+    /// Open loop: arrivals dropped so far, including intervals not yet complete.
+    pub fn dropped_so_far(&self) -> u64 {
+        self.total.dropped() + self.pending.values().map(|(r, _)| r.dropped()).sum::<u64>()
+    }
+
     /// The most recent complete interval, if any.
     pub fn latest(&self) -> Option<&Point> {
         self.series.points().last()
