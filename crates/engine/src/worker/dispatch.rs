@@ -1,0 +1,368 @@
+//! The open loop's dispatcher: it makes each arrival due on its schedule and sends it on an
+//! idle connection, hands it to an idle connection task, opens a connection for it, or
+//! queues it (its latency counting) when every connection the worker may open is busy. It
+//! also opens connections ahead of the schedule, so the first arrivals do not wait for them.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::{connection, Local, Plan, Share, Source};
+use crate::connection::Connection;
+use crate::timer::Timer;
+use crate::user::Users;
+use crate::Arrivals;
+
+/// Open loop (no scripted users): the least time a run starts ahead of its first arrival, for the
+/// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
+const OPEN_LOOP_LEAD: Duration = Duration::from_millis(20);
+
+/// Open loop: on top of [`OPEN_LOOP_LEAD`], time allowed per connection a worker
+/// opens ahead of its schedule. A loopback connect cost belier 50–60 µs of CPU on a 2-core VM
+/// (the handshake runs in the connecting call, and wakes the server); with a fixed 20 ms, a
+/// 70,000/s run was still opening its 700 connections when the first arrivals came due, and
+/// those opened a hundred more (up to the cap) while the first ones were late by 20–30 ms.
+const LEAD_PER_CONNECTION: Duration = Duration::from_micros(80);
+
+/// The same over TLS: a handshake cost belier about 150 µs of CPU per connection against
+/// nginx on the same VM (P-256, TLS 1.3).
+const LEAD_PER_TLS_CONNECTION: Duration = Duration::from_micros(250);
+
+/// Open loop: a worker that reached an arrival more than this beyond the timer slack after it
+/// was due, within the last [`BEHIND_WINDOW`], opens no connection for an arrival that finds
+/// none idle (unless it has none at all): the arrival waits for the next free one, and its
+/// wait is belier's own lateness. Such a worker is behind on its own work, not short of
+/// connections: the answers that would free connections are waiting for it to read them,
+/// and every connect (a TLS handshake all the more) would put it further behind. Over TLS at
+/// 15,000/s on one core, a start that fell behind opened 8,400 connections in 2 s, which held
+/// the worker at 99 % and drew 2,435 closes from nginx at its connection limit, where 150
+/// connections carry the rate.
+const BEHIND: Duration = Duration::from_millis(1);
+
+/// See [`BEHIND`]. A worker that is behind reaches some arrivals on time (those it gets to
+/// between bursts of work), so one on-time arrival does not show it has caught up.
+const BEHIND_WINDOW: Duration = Duration::from_millis(10);
+
+/// The most time a run starts ahead of its first arrival.
+const MAX_LEAD: Duration = Duration::from_secs(1);
+
+/// Open loop: a worker opens, ahead of its schedule, as many connections as arrivals it
+/// starts with in this window (at least one, at most its cap; with HTTP/2, stream slots,
+/// and the connections that carry them). Opening them on
+/// demand instead made the first arrivals of a fast run wait for connects and each other
+/// (at 50,000/s the first quarter second's lag p99 was 2.4–3.2 ms, against 0.3 ms after
+/// it), and a stall of the server had belier open connections while it was reading the
+/// answers that came back together: at 60,000–80,000/s, belier's own lag p99 was 0.6–1.6
+/// ms with a 1 ms window and 0.3–0.7 ms with this one (three runs each).
+const PREOPEN_WINDOW: Duration = Duration::from_millis(10);
+
+/// Open loop (no scripted users): the connection tasks a worker starts ahead of its schedule
+/// (HTTP/1.1 connections, or HTTP/2 stream slots), given the rate the profile starts at (all
+/// workers together) and the tasks the worker may start.
+pub(crate) fn preopen_count(start_rate: f64, workers: usize, max_connections: usize) -> usize {
+    let per_worker = start_rate / workers.max(1) as f64;
+    let wanted = (per_worker * PREOPEN_WINDOW.as_secs_f64()).ceil() as usize;
+    wanted.max(1).min(max_connections)
+}
+
+/// How far ahead of its first arrival a run starts when its busiest worker opens `preopen`
+/// connections (over TLS if `tls`) ahead of the schedule.
+pub(crate) fn open_loop_lead(preopen: usize, tls: bool) -> Duration {
+    let each = if tls {
+        LEAD_PER_TLS_CONNECTION
+    } else {
+        LEAD_PER_CONNECTION
+    };
+    (OPEN_LOOP_LEAD + each * preopen.min(u32::MAX as usize) as u32).min(MAX_LEAD)
+}
+
+/// Open loop: makes each arrival due on time and sends it on a parked connection, or hands it
+/// to an idle connection task, or opens a new one when none is idle and the cap allows, or
+/// leaves it queued (its latency counting).
+pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arrivals, share: Share) {
+    // Stream slots (HTTP/2) or connections the worker may fill. With scripted users the cap
+    // counts users, as a closed loop's level does (a plan's `max_vus`): over HTTP/2 they fill
+    // the streams of ⌈cap / max_streams⌉ connections.
+    let slots = match (&plan.http2, &plan.users) {
+        (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
+        _ => share.max_connections,
+    };
+    local.preopening.set(share.preopen);
+    for _ in 0..share.preopen {
+        spawn_open(&local, &plan, Source::Preopened);
+    }
+    if share.preopen > 0 {
+        // The schedule waits for them (a connect failure counts as done): arrivals due while
+        // they connect would each open one more. Not past the lead a second time, though:
+        // a server that answers connects that slowly is measured by the arrivals, late.
+        let limit = plan.start + plan.lead;
+        let preopened = async {
+            while local.preopening.get() > 0 {
+                local.preopened.notified().await;
+            }
+        };
+        let _ = tokio::time::timeout_at(limit.into(), preopened).await;
+    }
+    let mut timer = Timer::new();
+    let mut last_wake = Instant::now();
+    let mut behind = Behind::default();
+    for offset in arrivals {
+        let due = plan.start + offset;
+        if plan.deadline.is_some_and(|d| due >= d) {
+            break;
+        }
+        // At most one wake-up per timer slack: arrivals due in between leave together at the
+        // next wake. Each sleep and wake of the worker costs far more than the request it
+        // sends (a blocking epoll_wait, a context switch, on a VM often a halt and resume);
+        // the price is up to the slack of scheduling lag, which is measured and reported.
+        if due > Instant::now() {
+            timer
+                .sleep_until(due.max(last_wake + plan.timer_slack))
+                .await;
+            last_wake = Instant::now();
+        }
+        if local.stopping.get() {
+            break;
+        }
+        // One clock reading per arrival serves both the lateness check and, on a parked
+        // connection, the moment the request was taken up.
+        let reached = Instant::now();
+        let behind_schedule = behind.at(reached, due, plan.timer_slack);
+        if let Some(users) = &plan.users {
+            if !dispatch_iteration(&local, &plan, users, due, slots, share, behind_schedule) {
+                break;
+            }
+            continue;
+        }
+        let mut recorder = local.recorder.borrow_mut();
+        recorder.record_scheduled();
+        if share
+            .max_in_flight
+            .is_some_and(|cap| local.in_flight() >= cap)
+        {
+            recorder.record_dropped();
+            continue;
+        }
+        drop(recorder);
+        let parked = local.parked.borrow_mut().pop();
+        if let Some(parked) = parked {
+            // An idle plain connection: send on it now, rather than when its task runs.
+            let written = parked
+                .conn
+                .borrow_mut()
+                .as_mut()
+                .map_or(0, |c| c.try_send(&plan.request));
+            parked.job.set(Some(Due {
+                taken: Some((reached, written)),
+                ..Due::at(due)
+            }));
+            local.active.set(local.active.get() + 1);
+            parked.notify.notify_one();
+            continue;
+        }
+        let at_hand = local.idle.get() > 0 || local.connections.get() < slots;
+        local.queue.borrow_mut().push_back(Due {
+            waiting_since: (!at_hand).then(Instant::now),
+            ..Due::at(due)
+        });
+        if local.idle.get() > 0 {
+            // The dispatcher claims the idle connection, so a burst of due arrivals wakes
+            // one connection each instead of piling onto the first.
+            local.idle.set(local.idle.get() - 1);
+            local.wake.notify_one();
+        } else if !behind_schedule {
+            // One for this arrival, and one more for an arrival queued while the worker was
+            // behind, if any is left: that backlog goes to new connections at the pace of
+            // the arrivals rather than waiting for the server to free one. Not all of it at
+            // once: over TLS at 30,000/s that put the worker behind again, by turns (466
+            // connections and own lag p99 2–10 ms, against 300 and 0.3–0.6 ms).
+            open_for_queue(&local, &plan, slots, 2);
+        } else if local.connections.get() == 0 {
+            // Behind with no connection at all: nothing else would take the queue.
+            open_for_queue(&local, &plan, slots, 1);
+        }
+    }
+    local.arrivals_done.set(true);
+    local.wake_all();
+}
+
+/// Whether the worker has been behind its schedule lately (see [`BEHIND`]).
+#[derive(Default)]
+struct Behind {
+    /// When it last reached an arrival late.
+    late_at: Option<Instant>,
+}
+
+impl Behind {
+    /// Notes reaching, at `now`, an arrival due at `due`; true if the worker has been behind
+    /// within the last [`BEHIND_WINDOW`].
+    fn at(&mut self, now: Instant, due: Instant, slack: Duration) -> bool {
+        if now.saturating_duration_since(due) > slack + BEHIND {
+            self.late_at = Some(now);
+        }
+        self.late_at
+            .is_some_and(|t| now.saturating_duration_since(t) < BEHIND_WINDOW)
+    }
+}
+
+/// Open loop: opens up to `most` connections (within `slots`) for queued arrivals that no
+/// connection about to start will take.
+fn open_for_queue(local: &Rc<Local>, plan: &Arc<Plan>, slots: usize, most: usize) {
+    for _ in 0..most {
+        if local.connections.get() >= slots || local.starting.get() >= local.queue.borrow().len() {
+            break;
+        }
+        spawn_open(local, plan, Source::Open);
+    }
+}
+
+/// Open loop: starts one more connection task (an HTTP/2 stream slot). Slots are numbered in
+/// the order they start, so with HTTP/2 a new connection is opened only once every stream of
+/// the existing ones is busy.
+fn spawn_open(local: &Rc<Local>, plan: &Arc<Plan>, source: Source) {
+    local.connections.set(local.connections.get() + 1);
+    if let Source::Open = source {
+        local.starting.set(local.starting.get() + 1);
+    }
+    let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+    let link = local.link(plan, local.spawned.get() / per_group);
+    local.spawned.set(local.spawned.get() + 1);
+    tokio::task::spawn_local(connection(Rc::clone(local), Arc::clone(plan), source, link));
+}
+
+/// Open loop with scripted users: starts the iteration due at `due` on an idle user, or on a
+/// new one while fewer than `slots` exist; drops it when neither can be had. A worker
+/// `behind` its schedule starts no new user (each would open a connection, see [`BEHIND`])
+/// while it has one: the iteration waits for the next user to finish. False when no more
+/// iterations can run (every user stopped, or the request budget is spent).
+fn dispatch_iteration(
+    local: &Rc<Local>,
+    plan: &Arc<Plan>,
+    users: &Arc<dyn Users>,
+    due: Instant,
+    slots: usize,
+    share: Share,
+    behind: bool,
+) -> bool {
+    if local.stopped.get() >= slots || local.budget.get() == 0 {
+        return false;
+    }
+    local.recorder.borrow_mut().record_scheduled();
+    let room = local.connections.get() + local.stopped.get() < slots;
+    if local.idle.get() > 0 {
+        local.idle.set(local.idle.get() - 1);
+        local.queue.borrow_mut().push_back(Due::at(due));
+        local.wake.notify_one();
+    } else if room && behind && local.connections.get() > 0 {
+        local.queue.borrow_mut().push_back(Due::at(due));
+    } else if room {
+        local.queue.borrow_mut().push_back(Due::at(due));
+        local.connections.set(local.connections.get() + 1);
+        // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
+        // the k-th user is a stream slot of the worker's group k / max_streams, so a new
+        // connection opens only once every slot of the existing ones has a user.
+        let k = local.spawned.get();
+        let vu = (k * plan.workers + share.id) as u64;
+        let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
+        let link = local.link(plan, k / per_group);
+        local.spawned.set(k + 1);
+        tokio::task::spawn_local(crate::vu::open(
+            Rc::clone(local),
+            Arc::clone(plan),
+            Arc::clone(users),
+            vu,
+            link,
+        ));
+    } else {
+        local.recorder.borrow_mut().record_dropped();
+    }
+    true
+}
+
+/// An open-loop arrival the dispatcher handed out.
+#[derive(Clone, Copy)]
+pub(crate) struct Due {
+    /// When it was due to start.
+    pub intended: Instant,
+    /// When it started to wait for a connection because every one the worker may open was
+    /// busy; `None` if one was idle or could be opened.
+    pub waiting_since: Option<Instant>,
+    /// When the dispatcher gave it to a parked connection, and how many bytes of the request
+    /// it wrote there (the connection's task writes the rest). The dispatcher counted it
+    /// active.
+    pub taken: Option<(Instant, usize)>,
+}
+
+impl Due {
+    /// An arrival due at `intended` that a connection can take up at once.
+    fn at(intended: Instant) -> Due {
+        Due {
+            intended,
+            waiting_since: None,
+            taken: None,
+        }
+    }
+}
+
+/// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that
+/// the dispatcher can write the next request on it without waiting for the task to run.
+#[derive(Default)]
+pub(crate) struct Parked {
+    pub(super) conn: RefCell<Option<Connection>>,
+    pub(super) job: Cell<Option<Due>>,
+    pub(super) notify: Notify,
+}
+
+impl Local {
+    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
+    pub(super) fn wake_all(&self) {
+        self.wake.notify_waiters();
+        for parked in self.parked.borrow_mut().drain(..) {
+            parked.notify.notify_one();
+        }
+    }
+}
+
+/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
+/// run stops).
+pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
+    loop {
+        if let Some(due) = local.queue.borrow_mut().pop_front() {
+            return Some(due);
+        }
+        if local.arrivals_done.get() || local.stopping.get() {
+            return None;
+        }
+        local.idle.set(local.idle.get() + 1);
+        local.wake.notified().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_opened_ahead_cover_the_window_within_the_cap() {
+        // 10 ms of a worker's arrivals, rounded up, at least one, at most its cap.
+        assert_eq!(preopen_count(70_000.0, 1, 800), 700);
+        assert_eq!(preopen_count(70_000.0, 2, 800), 350);
+        assert_eq!(preopen_count(70_000.0, 1, 200), 200);
+        assert_eq!(preopen_count(150.0, 1, 800), 2);
+        assert_eq!(preopen_count(0.5, 4, 800), 1);
+        assert_eq!(preopen_count(0.0, 1, 800), 1);
+        assert_eq!(preopen_count(1000.0, 1, 0), 0);
+    }
+
+    #[test]
+    fn the_lead_grows_with_the_connections_to_open_up_to_a_second() {
+        assert_eq!(open_loop_lead(1, false), Duration::from_micros(20_080));
+        assert_eq!(open_loop_lead(700, false), Duration::from_millis(76));
+        assert_eq!(open_loop_lead(100, true), Duration::from_millis(45));
+        assert_eq!(open_loop_lead(100_000, false), Duration::from_secs(1));
+        assert_eq!(open_loop_lead(usize::MAX, true), Duration::from_secs(1));
+    }
+}
