@@ -86,11 +86,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
         None => None,
     };
-    // Stages end the run when they end, unless a duration bound ends it first.
-    let planned_end = [config.stop.duration, config.load.end()]
-        .into_iter()
-        .flatten()
-        .min();
+    let planned_end = config.schedule_end();
     let open_loop = matches!(config.load, Load::Open { .. });
     let info = RunInfo {
         belier_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -100,6 +100,30 @@ fn keepalive_run_matches_the_server_and_validates() {
 }
 
 #[test]
+fn an_open_loop_bounded_by_a_budget_reports_its_own_rate() {
+    // 500 arrivals at 1,000/s are a 0.5 s schedule: the target and sent rates are 1,000/s,
+    // not 500 over the run's elapsed time (which adds the last answer's latency).
+    let s = server();
+    let (doc, out) = json_run(&["--rate", "1000", "-n", "500", &s.url("/")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&doc);
+    assert_eq!(doc["summary"]["requests"], 500);
+    assert_eq!(s.counts().requests, 500);
+    assert_eq!(doc["run"]["schedule_s"], 0.5);
+    let open = &doc["open_loop"];
+    assert_eq!(open["scheduled"], 500);
+    for key in ["target_rps", "achieved_rps"] {
+        let rate = open[key].as_f64().unwrap();
+        assert!((rate - 1000.0).abs() < 1e-6, "{key} {rate}");
+    }
+}
+
+#[test]
 fn no_keepalive_opens_a_connection_per_request() {
     let s = server();
     let (doc, out) = json_run(&["-n", "1000", "-c", "10", "--no-keepalive", &s.url("/")]);

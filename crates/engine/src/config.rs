@@ -187,6 +187,29 @@ impl Config {
         }
     }
 
+    /// When the load's schedule ends, if anything bounds it: the duration, the end of the
+    /// stages, or in an open loop the slot of the last arrival its budget allows (requests,
+    /// or iterations with scripted users): 500 requests at 1,000/s are a schedule of 0.5 s.
+    pub fn schedule_end(&self) -> Option<Duration> {
+        let budget = match &self.load {
+            Load::Open { rate, .. } => {
+                let arrivals = if self.users.is_some() {
+                    self.stop.iterations
+                } else {
+                    self.stop.requests
+                };
+                // Arrival k is due where the profile's cumulative count reaches k, so n of
+                // them fill the schedule up to where it reaches n (never, past its end).
+                arrivals.and_then(|n| rate.time_of_cumulative(n as f64))
+            }
+            Load::Closed { .. } => None,
+        };
+        [self.stop.duration, self.load.end(), budget]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
     /// A configuration with the documented defaults for `request`.
     pub fn new(request: RequestSpec) -> Self {
         Config {
@@ -213,5 +236,70 @@ impl Config {
             users: None,
             pacing: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Stage;
+
+    fn open(rate: Profile, requests: Option<u64>, duration: Option<Duration>) -> Config {
+        let mut c = Config::new(RequestSpec {
+            method: "GET".into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+            path_and_query: "/".into(),
+            headers: vec![],
+            body: vec![],
+        });
+        c.load = Load::Open {
+            rate,
+            spacing: Spacing::Even,
+            max_connections: 10,
+            max_in_flight: None,
+        };
+        c.stop = StopWhen {
+            requests,
+            duration,
+            iterations: None,
+        };
+        c
+    }
+
+    #[test]
+    fn the_schedule_ends_at_the_first_bound() {
+        let secs = Duration::from_secs_f64;
+        let c = open(Profile::constant(1000.0), Some(500), None);
+        assert_eq!(c.schedule_end(), Some(secs(0.5)));
+        let c = open(Profile::constant(1000.0), Some(500), Some(secs(0.2)));
+        assert_eq!(c.schedule_end(), Some(secs(0.2)));
+        let c = open(Profile::constant(1000.0), None, None);
+        assert_eq!(c.schedule_end(), None);
+        // 0 → 100/s over 2 s holds 100 arrivals: a budget of 50 is spent at √2 s, one of 200
+        // never (the stages end first).
+        let ramp = || {
+            Profile::staged(
+                0.0,
+                vec![Stage {
+                    duration: secs(2.0),
+                    target: 100.0,
+                }],
+            )
+        };
+        let half = open(ramp(), Some(50), None)
+            .schedule_end()
+            .expect("bounded");
+        assert!((half.as_secs_f64() - 2f64.sqrt()).abs() < 1e-6, "{half:?}");
+        assert_eq!(
+            open(ramp(), Some(200), None).schedule_end(),
+            Some(secs(2.0))
+        );
+        // A closed loop's budget sets no time.
+        let mut closed = open(Profile::constant(1000.0), Some(500), Some(secs(3.0)));
+        closed.load = Load::Closed {
+            connections: Profile::constant(10.0),
+        };
+        assert_eq!(closed.schedule_end(), Some(secs(3.0)));
     }
 }

@@ -60,9 +60,10 @@ pub struct RunInfo {
     pub requests: Option<u64>,
     /// Duration bound in seconds, if one was set.
     pub duration_s: Option<f64>,
-    /// Open loop: how long the schedule of arrivals lasted, seconds (the duration bound or
-    /// the end of the stages, whichever came first). Absent from results files written
-    /// before it was recorded, and when neither bound the run.
+    /// Open loop: how long the schedule of arrivals lasted, seconds (the duration bound, the
+    /// end of the stages, or where the budget's last arrival is due to end, whichever came
+    /// first). Absent from results files written before it was recorded, and when none bound
+    /// the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_s: Option<f64>,
     /// Per-request timeout in seconds.
