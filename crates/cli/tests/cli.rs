@@ -36,6 +36,16 @@ fn json_run(args: &[&str]) -> (Value, Output) {
     (doc, out)
 }
 
+/// Asserts belier's exit code, showing its standard error if it differs.
+fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn error_count(doc: &Value, kind: &str) -> u64 {
     doc["errors"]
         .as_array()
@@ -77,12 +87,7 @@ fn validate(doc: &Value) {
 fn keepalive_run_matches_the_server_and_validates() {
     let s = server();
     let (doc, out) = json_run(&["-n", "1000", "-c", "10", &s.url("/")]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     validate(&doc);
     assert_conserved(&doc);
     assert_eq!(doc["summary"]["requests"], 1000);
@@ -105,12 +110,7 @@ fn an_open_loop_bounded_by_a_budget_reports_its_own_rate() {
     // not 500 over the run's elapsed time (which adds the last answer's latency).
     let s = server();
     let (doc, out) = json_run(&["--rate", "1000", "-n", "500", &s.url("/")]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     validate(&doc);
     assert_eq!(doc["summary"]["requests"], 500);
     assert_eq!(s.counts().requests, 500);
@@ -243,12 +243,7 @@ fn ctrl_c_prints_a_complete_report_and_exits_130() {
     signal(child.id(), "-INT");
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 130);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("a complete JSON report");
     validate(&doc);
     assert_conserved(&doc);
@@ -448,12 +443,7 @@ fn help_documents_defaults_and_exit_codes() {
 #[test]
 fn demo_runs_a_real_load_test() {
     let out = run(&["demo", "-z", "1s", "-c", "4"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Latency"), "{text}");
     // The target's own count equals the report's request count.
@@ -476,12 +466,7 @@ fn demo_runs_a_real_load_test() {
 fn probe_shows_phases_status_and_head() {
     let s = server();
     let out = run(&["probe", &s.url("/?delay=20ms&status=201")]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
     for want in [
         "dns",
