@@ -144,6 +144,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         config.stop.requests,
         planned_end,
         open_loop,
+        config.users.is_some(),
     );
     let mut interrupted = false;
     let elapsed = loop {

@@ -17,6 +17,7 @@ pub struct Progress {
     planned_requests: Option<u64>,
     planned_duration: Option<Duration>,
     open_loop: bool,
+    users: bool,
     drawn: bool,
     last_draw: Option<Instant>,
 }
@@ -34,18 +35,21 @@ pub struct Counts<'a> {
 }
 
 impl Progress {
-    /// A progress line; draws nothing unless `enabled` (standard error is a terminal).
+    /// A progress line; draws nothing unless `enabled` (standard error is a terminal). With
+    /// scripted `users` an open loop's arrivals are iterations.
     pub fn new(
         enabled: bool,
         planned_requests: Option<u64>,
         planned_duration: Option<Duration>,
         open_loop: bool,
+        users: bool,
     ) -> Self {
         Progress {
             enabled,
             planned_requests,
             planned_duration,
             open_loop,
+            users,
             drawn: false,
             last_draw: None,
         }
@@ -81,13 +85,21 @@ impl Progress {
         let errors = counts.errors;
         // The latest complete interval's rate; none before the first one is complete.
         let rates = counts.latest.map(|p| {
-            if self.open_loop {
-                // What was achieved next to what the schedule asked for.
+            let lag = p.lag_p99_us as f64 / 1000.0;
+            if self.open_loop && self.users {
+                // The arrivals are iterations: those a user took up, against the schedule.
+                let started = p.scheduled.saturating_sub(p.dropped) as f64 / p.width.as_secs_f64();
                 format!(
-                    "  {:.0}/s of {:.0}/s target  lag p99 {:.2} ms",
+                    "  {:.0}/s  {started:.0} of {:.0} iterations/s started  lag p99 {lag:.2} ms",
                     p.rate(),
                     p.target_rate(),
-                    p.lag_p99_us as f64 / 1000.0
+                )
+            } else if self.open_loop {
+                // What was achieved next to what the schedule asked for.
+                format!(
+                    "  {:.0}/s of {:.0}/s target  lag p99 {lag:.2} ms",
+                    p.rate(),
+                    p.target_rate(),
                 )
             } else {
                 format!("  {:.0}/s", p.rate())
@@ -155,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_closed_loop_shows_its_rate_and_budget() {
-        let p = Progress::new(true, Some(5000), None, false);
+        let p = Progress::new(true, Some(5000), None, false, false);
         let latest = point(748, 0, 0);
         let counts = Counts {
             requests: 1200,
@@ -171,7 +183,7 @@ mod tests {
 
     #[test]
     fn an_open_loop_shows_achieved_against_target_lag_and_drops() {
-        let p = Progress::new(true, None, Some(Duration::from_secs(4)), true);
+        let p = Progress::new(true, None, Some(Duration::from_secs(4)), true, false);
         let latest = point(1900, 2000, 1_500);
         let counts = Counts {
             requests: 3900,
@@ -192,6 +204,25 @@ mod tests {
         assert_eq!(
             p.line(Duration::from_millis(1000), &none),
             "[1.0s / 4.0s] 3900 requests  100 dropped  0 errors"
+        );
+    }
+
+    #[test]
+    fn scripted_users_in_an_open_loop_show_iterations_started() {
+        let p = Progress::new(true, None, None, true, true);
+        // 200 iterations due, 20 dropped, 360 requests finished (two per iteration).
+        let mut latest = point(360, 200, 100);
+        latest.dropped = 20;
+        let counts = Counts {
+            requests: 360,
+            errors: 0,
+            dropped: 20,
+            latest: Some(&latest),
+        };
+        assert_eq!(
+            p.line(Duration::from_millis(1200), &counts),
+            "[1.2s] 360 requests  360/s  180 of 200 iterations/s started  lag p99 0.10 ms  \
+             20 dropped  0 errors"
         );
     }
 }

@@ -290,7 +290,7 @@ fn p99(r: &Report, metric: Metric) -> Option<u64> {
 /// which had no schedule (a zero would read as a measurement).
 const OPEN_LOOP_ROWS: [Row; 8] = [
     ("Target rate", |r| format!("{}/s", rate(r.target_rate()))),
-    ("Sent rate", |r| format!("{}/s", rate(r.sent_rate()))),
+    ("Sent rate", crate::text::sent_rate),
     ("Dropped", |r| thousands(r.totals.dropped())),
     ("Scheduling lag p99", |r| {
         p99(r, Metric::Lag).map_or("–".into(), ms)

@@ -218,11 +218,29 @@ impl Report<'_> {
         per_second(self.totals.scheduled(), self.schedule_span())
     }
 
-    /// Open loop: requests sent per second of the schedule, to set against
-    /// [`Report::target_rate`]. Requests queued behind busy connections may leave after the
-    /// schedule ended; they count as sent, late (their lag says how late).
+    /// Open loop: arrivals sent per second of the schedule, to set against
+    /// [`Report::target_rate`] (see [`Report::sent`]).
     pub fn sent_rate(&self) -> f64 {
-        per_second(self.totals.requests(), self.schedule_span())
+        per_second(self.sent(), self.schedule_span())
+    }
+
+    /// Open loop: arrivals that went out, the same unit as the scheduled ones: requests, or
+    /// with scripted users the iterations a user took up (an arrival is an iteration, and an
+    /// iteration makes any number of requests). Requests queued behind busy connections may
+    /// leave after the schedule ended; they count as sent, late (their lag says how late).
+    pub fn sent(&self) -> u64 {
+        if self.has_users() {
+            self.totals
+                .scheduled()
+                .saturating_sub(self.totals.dropped())
+        } else {
+            self.totals.requests()
+        }
+    }
+
+    /// Whether scripted users ran (a plan), rather than one request over and over.
+    pub fn has_users(&self) -> bool {
+        self.info.virtual_users.is_some()
     }
 
     /// Open loop: the time the schedule of arrivals covered. The run lasts longer by the time

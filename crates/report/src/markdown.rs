@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
+use crate::text::sent_rate;
 use crate::{steps, verdict, Model, NamedReport, Report};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
@@ -78,9 +79,7 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
         row(out, "Target rate", &|_, r| {
             open_loop(r, |r| format!("{}/s", rate(r.target_rate())))
         })?;
-        row(out, "Sent rate", &|_, r| {
-            open_loop(r, |r| format!("{}/s", rate(r.sent_rate())))
-        })?;
+        row(out, "Sent rate", &|_, r| open_loop(r, sent_rate))?;
         row(out, "Dropped", &|_, r| {
             open_loop(r, |r| thousands(r.totals.dropped()))
         })?;

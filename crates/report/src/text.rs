@@ -63,7 +63,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
 
     let requests = t.requests();
     writeln!(out, "\nSummary")?;
-    if r.is_open_loop() {
+    if r.is_open_loop() && !r.has_users() {
         // Per second of the schedule, as the verdict counts them (the run's last moments,
         // spent on the last answers, would dilute them).
         writeln!(
@@ -79,6 +79,16 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "  Requests      {:>12}   {}/s attempted",
             thousands(requests),
             rate(r.attempted_rate())
+        )?;
+    }
+    if r.is_open_loop() && r.has_users() {
+        // The schedule's arrivals are iterations: set those started against it.
+        writeln!(
+            out,
+            "  Iterations    {:>12}   {}/s started, target {}/s",
+            thousands(r.sent()),
+            rate(r.sent_rate()),
+            rate(r.target_rate())
         )?;
     }
     writeln!(
@@ -408,6 +418,16 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// Open loop: the sent rate, "1,000.0/s"; with scripted users "144.6 iterations/s", since
+/// their arrivals are iterations (see [`Report::sent`]).
+pub(crate) fn sent_rate(r: &Report) -> String {
+    if r.has_users() {
+        format!("{} iterations/s", rate(r.sent_rate()))
+    } else {
+        format!("{}/s", rate(r.sent_rate()))
+    }
 }
 
 /// What bounded the run: "1,000 requests or 30 s, whichever first", "4 s, the end of the

@@ -51,15 +51,22 @@ pub fn verdict(report: &Report) -> Verdict {
     let mut checked = Vec::new();
 
     if report.is_open_loop() {
-        let (scheduled, sent) = (t.scheduled(), t.requests());
+        let (scheduled, sent) = (t.scheduled(), report.sent());
+        // With scripted users an arrival is an iteration, which a user starts.
+        let (arrivals, went) = if report.has_users() {
+            ("iterations", "started")
+        } else {
+            ("arrivals", "sent")
+        };
         checked.push(format!(
-            "{}/s of {}/s sent",
+            "{}/s of {}/s {went}",
             rate(report.sent_rate()),
             rate(report.target_rate())
         ));
         if scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE) {
             findings.push(format!(
-                "the target rate was not reached: {}/s of {}/s ({} of {} arrivals sent, {} dropped)",
+                "the target rate was not reached: {}/s of {}/s ({} of {} {arrivals} {went}, {} \
+                 dropped)",
                 rate(report.sent_rate()),
                 rate(report.target_rate()),
                 sent,
@@ -163,7 +170,7 @@ mod tests {
     use belier_stats::{Collector, Gauges, Outcome, Recorder, Sample};
 
     use super::*;
-    use crate::{fixtures, HostUsage, Model};
+    use crate::{fixtures, HostUsage, Model, RunInfo};
 
     fn open_report(
         sent: u64,
@@ -200,15 +207,40 @@ mod tests {
         let mut info = fixtures::info();
         info.model = Model::Open;
         info.timer_slack_us = timer_slack_us;
+        let arrivals = Arrivals {
+            scheduled,
+            dropped: scheduled - sent,
+            requests: sent,
+        };
+        judge(&info, arrivals, lag_us, own_us, cpu, host)
+    }
+
+    /// What an open-loop run recorded: arrivals due, dropped, and requests finished.
+    struct Arrivals {
+        scheduled: u64,
+        dropped: u64,
+        requests: u64,
+    }
+
+    /// The verdict on a one-second run of `info` that recorded `arrivals`, each request
+    /// `lag_us` late (`own_us` of it belier's own) with its worker at `cpu`.
+    fn judge(
+        info: &RunInfo,
+        arrivals: Arrivals,
+        lag_us: u64,
+        own_us: Option<u64>,
+        cpu: f64,
+        host: Option<HostUsage>,
+    ) -> Verdict {
         let mut r = Recorder::new();
         let t = Instant::now();
-        for _ in 0..scheduled {
+        for _ in 0..arrivals.scheduled {
             r.record_scheduled();
         }
-        for _ in sent..scheduled {
+        for _ in 0..arrivals.dropped {
             r.record_dropped();
         }
-        for _ in 0..sent {
+        for _ in 0..arrivals.requests {
             r.record(&Sample {
                 intended: t,
                 dispatched: t + Duration::from_micros(lag_us),
@@ -237,7 +269,7 @@ mod tests {
         c.finish_worker(0, Duration::from_secs(1));
         let (totals, series) = c.finish();
         verdict(&Report {
-            info: &info,
+            info,
             totals: &totals,
             series: &series,
             elapsed: Duration::from_secs(1),
@@ -270,6 +302,38 @@ mod tests {
         assert!(all.contains("the generator was busy"), "{all}");
         assert!(all.contains("max 99 %"), "{all}");
         assert_eq!(v.findings.len(), 3);
+    }
+
+    #[test]
+    fn scripted_users_are_judged_on_the_iterations_they_started() {
+        let mut info = fixtures::info();
+        info.model = Model::Open;
+        info.virtual_users = Some(50);
+        // Half the 1,000 iterations due found no free user; those started made two requests
+        // each, as many requests as iterations were due.
+        let half = Arrivals {
+            scheduled: 1000,
+            dropped: 500,
+            requests: 1000,
+        };
+        let v = judge(&info, half, 50, None, 0.3, None);
+        assert!(!v.kept_up, "{v:?}");
+        assert!(v.summary.contains("500.0/s of 1,000.0/s started"), "{v:?}");
+        assert!(
+            v.findings[0].contains("(500 of 1000 iterations started, 500 dropped)"),
+            "{v:?}"
+        );
+        let all = Arrivals {
+            scheduled: 1000,
+            dropped: 0,
+            requests: 2000,
+        };
+        let v = judge(&info, all, 50, None, 0.3, None);
+        assert!(v.kept_up, "{v:?}");
+        assert!(
+            v.summary.contains("1,000.0/s of 1,000.0/s started"),
+            "{v:?}"
+        );
     }
 
     #[test]
