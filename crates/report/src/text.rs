@@ -237,7 +237,8 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         if let (Some(peak), Some(total)) = (h.ephemeral_ports_peak, h.ephemeral_ports_total) {
             writeln!(
                 out,
-                "  ephemeral ports in use at most {} of {} (peak)",
+                "  ephemeral ports in use on this host at most {} of {} (any process's, \
+                 TIME_WAIT included)",
                 thousands(peak),
                 thousands(total)
             )?;
