@@ -88,10 +88,10 @@ impl Progress {
             let lag = p.lag_p99_us as f64 / 1000.0;
             if self.open_loop && self.users {
                 // The arrivals are iterations: those a user took up, against the schedule.
-                let started = p.scheduled.saturating_sub(p.dropped) as f64 / p.width.as_secs_f64();
                 format!(
-                    "  {:.0}/s  {started:.0} of {:.0} iterations/s started  lag p99 {lag:.2} ms",
+                    "  {:.0}/s  {:.0} of {:.0} iterations/s started  lag p99 {lag:.2} ms",
                     p.rate(),
+                    p.started_rate(),
                     p.target_rate(),
                 )
             } else if self.open_loop {

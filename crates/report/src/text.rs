@@ -63,9 +63,10 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
 
     let requests = t.requests();
     writeln!(out, "\nSummary")?;
+    // An open loop's rates are per second of the schedule, as the verdict counts them (the
+    // run's last moments, spent on the last answers, would dilute them). With scripted users
+    // the schedule's arrivals are iterations: those started are set against it.
     if r.is_open_loop() && !r.has_users() {
-        // Per second of the schedule, as the verdict counts them (the run's last moments,
-        // spent on the last answers, would dilute them).
         writeln!(
             out,
             "  Requests      {:>12}   {}/s sent, target {}/s",
@@ -80,16 +81,15 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             thousands(requests),
             rate(r.attempted_rate())
         )?;
-    }
-    if r.is_open_loop() && r.has_users() {
-        // The schedule's arrivals are iterations: set those started against it.
-        writeln!(
-            out,
-            "  Iterations    {:>12}   {}/s started, target {}/s",
-            thousands(r.sent()),
-            rate(r.sent_rate()),
-            rate(r.target_rate())
-        )?;
+        if r.is_open_loop() {
+            writeln!(
+                out,
+                "  Iterations    {:>12}   {}/s started, target {}/s",
+                thousands(r.sent()),
+                rate(r.sent_rate()),
+                rate(r.target_rate())
+            )?;
+        }
     }
     writeln!(
         out,

@@ -121,6 +121,13 @@ impl Point {
         per_second(self.scheduled, self.width)
     }
 
+    /// Arrivals taken up per second over the interval (open loop): those due less those
+    /// dropped. With scripted users an arrival is an iteration, so this is the rate at which
+    /// iterations started, to set against [`Point::target_rate`].
+    pub fn started_rate(&self) -> f64 {
+        per_second(self.scheduled.saturating_sub(self.dropped), self.width)
+    }
+
     /// Requests per second over the interval.
     pub fn rate(&self) -> f64 {
         per_second(self.requests, self.width)
