@@ -42,6 +42,8 @@ pub struct Recorder {
     bytes_out: u64,
     connections_opened: u64,
     server_closes: u64,
+    resent: u64,
+    tls_resumed: u64,
     /// Scripted users: one row per request step, by step number (empty without users).
     steps: Vec<StepRow>,
     /// Scripted users: pass and fail counts per check, by check number.
@@ -78,6 +80,8 @@ impl Recorder {
             bytes_out: 0,
             connections_opened: 0,
             server_closes: 0,
+            resent: 0,
+            tls_resumed: 0,
             steps: Vec::new(),
             checks: Vec::new(),
             iterations: 0,
@@ -171,6 +175,31 @@ impl Recorder {
         self.server_closes
     }
 
+    /// Counts one request sent again on a new connection because the server had closed the
+    /// one it was first written on without reading it: an idle HTTP/1.1 keep-alive connection
+    /// closed as the request crossed the close, or an HTTP/2 stream above the last stream id of
+    /// a GOAWAY (RFC 9113 §6.8: not processed). The request itself is recorded once.
+    #[inline]
+    pub fn record_resent(&mut self) {
+        self.resent += 1;
+    }
+
+    /// Requests sent again after the server closed their first connection unread.
+    pub fn resent(&self) -> u64 {
+        self.resent
+    }
+
+    /// Counts one TLS handshake that resumed an earlier session (abbreviated handshake).
+    #[inline]
+    pub fn record_tls_resumed(&mut self) {
+        self.tls_resumed += 1;
+    }
+
+    /// TLS handshakes that resumed an earlier session.
+    pub fn tls_resumed(&self) -> u64 {
+        self.tls_resumed
+    }
+
     /// Counts one TCP connection opened.
     #[inline]
     pub fn record_connection(&mut self) {
@@ -192,6 +221,8 @@ impl Recorder {
         self.bytes_out = 0;
         self.connections_opened = 0;
         self.server_closes = 0;
+        self.resent = 0;
+        self.tls_resumed = 0;
         // Rows stay, emptied: their histograms are reused by the next interval.
         self.steps.iter_mut().for_each(StepRow::reset);
         self.checks.fill(CheckCounts::default());
@@ -425,6 +456,13 @@ pub struct Counters {
     /// Connections the server ended while belier meant to keep them.
     #[serde(default)]
     pub server_closes: u64,
+    /// Requests sent again on a new connection after the server closed their first one
+    /// unread (idle keep-alive close, HTTP/2 GOAWAY).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u64,
+    /// TLS handshakes that resumed an earlier session.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_resumed: u64,
     /// Scripted users: counters of each step, by step number (their latency histograms are
     /// stored apart, see [`Recorder::steps`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -474,6 +512,8 @@ impl Recorder {
             dropped: self.dropped,
             tls_session: self.tls_session.clone(),
             server_closes: self.server_closes,
+            resent: self.resent,
+            tls_resumed: self.tls_resumed,
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
             iterations: self.iterations,
@@ -535,6 +575,8 @@ impl Recorder {
         r.dropped = c.dropped;
         r.tls_session.clone_from(&c.tls_session);
         r.server_closes = c.server_closes;
+        r.resent = c.resent;
+        r.tls_resumed = c.tls_resumed;
         r.steps = c
             .steps
             .iter()
@@ -585,6 +627,8 @@ impl AddAssign<&Recorder> for Recorder {
         self.bytes_out += other.bytes_out;
         self.connections_opened += other.connections_opened;
         self.server_closes += other.server_closes;
+        self.resent += other.resent;
+        self.tls_resumed += other.tls_resumed;
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);
         self.iterations += other.iterations;
@@ -718,6 +762,9 @@ mod tests {
         );
         r.record_check(2, false);
         r.record_iteration();
+        r.record_resent();
+        r.record_tls_resumed();
+        r.record_tls_resumed();
         let mut back = Recorder::from_counters(&r.counters()).unwrap();
         for m in Metric::ALL {
             back.add_histogram(m, r.histogram(m)).unwrap();
@@ -734,6 +781,12 @@ mod tests {
         );
         assert_eq!(back.checks()[2].failed, 1);
         assert_eq!(back.iterations(), 1);
+        assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
+        let mut twice = back.clone();
+        twice += &back;
+        assert_eq!((twice.resent(), twice.tls_resumed()), (2, 4));
+        twice.reset();
+        assert_eq!((twice.resent(), twice.tls_resumed()), (0, 0));
         assert_eq!(back.counters(), r.counters());
         assert_eq!(back.latency_summary(), r.latency_summary());
         assert_eq!(back.lag_us().len(), r.lag_us().len());
