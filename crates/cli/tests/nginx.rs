@@ -9,7 +9,7 @@ mod nginx_support;
 
 use std::process::{Command, Output};
 
-use nginx_support::{LogLine, Nginx};
+use nginx_support::{LogLine, Nginx, Options};
 use serde_json::Value;
 
 /// Runs belier with `--output json` and the given arguments; panics unless it exits 0 with a
@@ -181,6 +181,26 @@ fn http2_run_matches_nginx_access_log() {
         *per_connection.entry(l.connection).or_default() += 1;
     }
     assert_eq!(per_connection.len(), 4, "{per_connection:?}");
+}
+
+#[test]
+fn h2c_run_matches_nginx_access_log() {
+    let Some(nginx) = Nginx::start_with(Options {
+        h2c: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let doc = belier_json(&["--http2", "-n", "300", "-c", "10", &nginx.h2c_url("/")]);
+    assert_eq!(doc["summary"]["requests"], 300, "{}", doc["summary"]);
+    assert_eq!(doc["status_codes"]["200"], 300, "{}", doc["status_codes"]);
+    let lines = nginx.requests();
+    assert_eq!(lines.len(), 300);
+    assert_all_ok(&lines);
+    assert!(lines
+        .iter()
+        .all(|l| l.server_protocol == "HTTP/2.0" && l.ssl_protocol == "-"));
+    assert_eq!(nginx.connections_seen(), 1);
 }
 
 #[test]

@@ -6,6 +6,11 @@
 //! child process stops it. The access log is the independent witness: one line per request,
 //! written unbuffered by nginx, with the connection serial number so connections can be counted.
 
+#![allow(
+    dead_code,
+    reason = "each test file that includes this module uses a part of it"
+)]
+
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -51,12 +56,17 @@ pub struct LogLine {
     pub connection: u64,
     /// How many requests that connection had carried, this one included.
     pub connection_requests: u64,
+    /// `r` when the TLS handshake of the connection resumed a session, `.` otherwise (and on
+    /// the plain ports).
+    pub ssl_session_reused: String,
+    /// Bytes nginx read for the request: request line, headers and body (HTTP/2: its frames).
+    pub request_length: u64,
 }
 
 impl LogLine {
     fn parse(line: &str) -> Option<LogLine> {
         let f: Vec<&str> = line.split(' ').collect();
-        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests] =
+        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests, ssl_session_reused, request_length] =
             f[..]
         else {
             return None;
@@ -70,7 +80,36 @@ impl LogLine {
             server_protocol: server_protocol.to_owned(),
             connection: connection.parse().ok()?,
             connection_requests: connection_requests.parse().ok()?,
+            ssl_session_reused: ssl_session_reused.to_owned(),
+            request_length: request_length.parse().ok()?,
         })
+    }
+}
+
+/// How a test's nginx is set up beyond its plain HTTP/1.1 port.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// An HTTPS port that also offers HTTP/2 through ALPN.
+    pub tls: bool,
+    /// A plain port that speaks HTTP/2 only, with prior knowledge (h2c).
+    pub h2c: bool,
+    /// Requests a keep-alive connection (HTTP/2: a connection's streams) may carry before
+    /// nginx closes it (HTTP/2: with a graceful GOAWAY).
+    pub keepalive_requests: u64,
+    /// How long nginx keeps an idle keep-alive connection open, in nginx's syntax (`50ms`).
+    pub keepalive_timeout: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            tls: false,
+            h2c: false,
+            // A keep-alive connection must carry a whole test run; nginx's default closes it
+            // after 1000.
+            keepalive_requests: 100_000,
+            keepalive_timeout: "60s".to_owned(),
+        }
     }
 }
 
@@ -89,6 +128,8 @@ pub struct Nginx {
     dir: PathBuf,
     http_port: u16,
     https_port: Option<u16>,
+    h2c_port: Option<u16>,
+    options: Options,
 }
 
 impl Nginx {
@@ -96,11 +137,19 @@ impl Nginx {
     /// HTTP/2 through ALPN. Returns `None` when nginx is not installed (after saying so on
     /// stderr); under CI (`CI=true`) a missing nginx is a failure instead, so the interop tests
     /// cannot pass by silently running nothing.
+    pub fn start(with_tls: bool) -> Option<Nginx> {
+        Nginx::start_with(Options {
+            tls: with_tls,
+            ..Options::default()
+        })
+    }
+
+    /// Like [`Nginx::start`], set up as `options` say.
     #[allow(
         clippy::print_stderr,
         reason = "a skipped test must say so where cargo test shows it"
     )]
-    pub fn start(with_tls: bool) -> Option<Nginx> {
+    pub fn start_with(options: Options) -> Option<Nginx> {
         let Some(binary) = find_nginx() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
@@ -118,7 +167,7 @@ impl Nginx {
         };
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
-            match Nginx::try_start(&binary, with_tls) {
+            match Nginx::try_start(&binary, &options) {
                 Ok(nginx) => return Some(nginx),
                 Err(e) if e.contains("Address already in use") => last_error = e,
                 Err(e) => panic!("nginx did not start: {e}"),
@@ -127,18 +176,21 @@ impl Nginx {
         panic!("nginx did not start after {START_ATTEMPTS} tries: {last_error}");
     }
 
-    fn try_start(binary: &Path, with_tls: bool) -> Result<Nginx, String> {
+    fn try_start(binary: &Path, options: &Options) -> Result<Nginx, String> {
         let dir = make_temp_dir();
         let http_port = free_port();
-        let https_port = with_tls.then(free_port);
+        let https_port = options.tls.then(free_port);
+        let h2c_port = options.h2c.then(free_port);
         // Built before the child exists, so a failure here still removes the dir through Drop.
         let mut nginx = Nginx {
             child: None,
             dir,
             http_port,
             https_port,
+            h2c_port,
+            options: options.clone(),
         };
-        if with_tls {
+        if options.tls {
             nginx.write_certificates();
         }
         std::fs::write(nginx.dir.join("nginx.conf"), nginx.config()).unwrap();
@@ -176,6 +228,9 @@ impl Nginx {
             )
             .unwrap();
         }
+        if let Some(port) = self.h2c_port {
+            writeln!(tls, "        listen 127.0.0.1:{port} http2;").unwrap();
+        }
         format!(
             "daemon off;
 master_process off;
@@ -194,12 +249,11 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
 
-    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests';
+    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests $ssl_session_reused $request_length';
     access_log {d}/access.log belier;
 
-    # A keep-alive connection must carry a whole test run; nginx's default closes it after 1000.
-    keepalive_requests 100000;
-    keepalive_timeout 60s;
+    keepalive_requests {keepalive_requests};
+    keepalive_timeout {keepalive_timeout};
 
     server {{
         listen 127.0.0.1:{http_port};
@@ -217,6 +271,8 @@ http {{
 }}
 ",
             http_port = self.http_port,
+            keepalive_requests = self.options.keepalive_requests,
+            keepalive_timeout = self.options.keepalive_timeout,
         )
     }
 
@@ -257,6 +313,7 @@ http {{
         let deadline = Instant::now() + START_TIMEOUT;
         let ports: Vec<u16> = std::iter::once(self.http_port)
             .chain(self.https_port)
+            .chain(self.h2c_port)
             .collect();
         loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
@@ -297,6 +354,14 @@ http {{
             .https_port
             .expect("nginx was started without TLS: use Nginx::start(true)");
         format!("https://127.0.0.1:{port}{path}")
+    }
+
+    /// `http://127.0.0.1:PORT{path}` of the port that speaks HTTP/2 only (h2c, prior knowledge).
+    pub fn h2c_url(&self, path: &str) -> String {
+        let port = self
+            .h2c_port
+            .expect("nginx was started without h2c: set Options::h2c");
+        format!("http://127.0.0.1:{port}{path}")
     }
 
     /// The test CA's certificate (PEM), for belier's `--cacert`.
