@@ -90,6 +90,11 @@ pub struct RunArgs {
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,
 
+    /// Count a request as an error when the server closed its idle keep-alive connection as the
+    /// request crossed the close, instead of sending it once more on a new connection.
+    #[arg(long = "no-resend")]
+    pub no_resend: bool,
+
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
@@ -244,6 +249,12 @@ pub struct LoadArgs {
     /// request then pays a full TLS handshake: that is what this mode measures.
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
+
+    /// Count a request as an error when the server closed its idle keep-alive connection as the
+    /// request crossed the close (no response byte), instead of sending it once more on a new
+    /// connection (idempotent methods only; counted as re-sent in the report).
+    #[arg(long = "no-resend")]
+    pub no_resend: bool,
 
     /// Speak HTTP/2: over https offered with ALPN h2 (a server that picks another protocol
     /// fails each request as tls_protocol), over http with prior knowledge (h2c). -c stays the

@@ -174,6 +174,7 @@ fn settings_for(
     }
     engine.connect_to = args.connect_to;
     engine.keepalive = options.keepalive;
+    engine.resend = !args.no_resend;
     engine.http2 = options.http2;
     engine.max_streams = max_streams;
     engine.load = plan.load.engine_load();

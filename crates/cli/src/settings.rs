@@ -179,6 +179,7 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     let threads = threads(args.threads, cores)?;
     engine.threads = threads.min(load.max_connections().max(1));
     engine.keepalive = !args.no_keepalive;
+    engine.resend = !args.no_resend;
     engine.stop = match (args.requests, args.duration) {
         // Stages bound the run themselves; otherwise the documented default applies.
         (None, None) if load.end().is_none() => StopWhen {

@@ -9,30 +9,7 @@ mod nginx_support;
 
 use std::process::{Command, Output};
 
-use nginx_support::{LogLine, Nginx, Options};
-use serde_json::Value;
-
-/// Runs belier with `--output json` and the given arguments; panics unless it exits 0 with a
-/// JSON report.
-fn belier_json(args: &[&str]) -> Value {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["--output", "json"])
-        .args(args)
-        .output()
-        .expect("belier runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "belier {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
+use nginx_support::{belier_json, LogLine, Nginx, Options};
 
 /// Every logged request was a `GET /` answered 200 by nginx.
 fn assert_all_ok(lines: &[LogLine]) {
@@ -264,7 +241,7 @@ fn plan_over_http2_matches_nginx_access_log() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(doc["iterations"]["count"], 40, "{}", doc["iterations"]);
     assert_eq!(doc["summary"]["requests"], 80, "{}", doc["summary"]);
     assert_eq!(doc["status_codes"]["200"], 80, "{}", doc["status_codes"]);

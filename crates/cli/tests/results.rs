@@ -387,3 +387,44 @@ fn compare_exit_codes_gate_regressions() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-if"));
 }
+
+#[test]
+fn an_open_loop_lasts_its_duration_and_shows_the_rate_set_in_every_format() {
+    // 1/s for 3.5 s: arrivals at 0, 1, 2 and 3 s, and a run that ends at 3.5 s, not at the
+    // fourth answer. The target is the 1/s asked for, not 4 arrivals over some span.
+    let s = server();
+    let dir = temp_dir("open-bound");
+    let file = dir.join("run.jsonl");
+    let started = std::time::Instant::now();
+    let live = run(&[
+        "--rate",
+        "1",
+        "-z",
+        "3.5s",
+        "--output",
+        "json",
+        "--save",
+        file.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    let wall = started.elapsed();
+    assert_eq!(live.status.code(), Some(0));
+    let doc = json(&live);
+    assert_eq!(doc["summary"]["requests"], 4, "{}", doc["summary"]);
+    assert_eq!(s.counts().requests, 4);
+    let duration = doc["summary"]["duration_s"].as_f64().unwrap();
+    assert!((3.45..=3.55).contains(&duration), "duration {duration}");
+    assert!(wall >= Duration::from_millis(3450), "{wall:?}");
+    assert_eq!(doc["open_loop"]["scheduled"], 4);
+    assert_eq!(doc["open_loop"]["target_rps"], 1.0, "{}", doc["open_loop"]);
+
+    let f = file.to_str().unwrap();
+    let again = json(&run(&["report", "--type", "json", f]));
+    assert_eq!(again["open_loop"]["target_rps"], 1.0);
+    let text = String::from_utf8(run(&["report", f]).stdout).unwrap();
+    assert!(text.contains("target 1.0/s"), "{text}");
+    let md = String::from_utf8(run(&["report", "--type", "markdown", f]).stdout).unwrap();
+    assert!(md.contains("| Target rate | 1.0/s |"), "{md}");
+    let html = String::from_utf8(run(&["report", "--type", "html", f]).stdout).unwrap();
+    assert!(html.contains("<th>Target rate</th><td>1.0/s</td>"), "html");
+}

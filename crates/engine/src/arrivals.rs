@@ -61,7 +61,10 @@ impl Arrivals {
         let expected_total = end.map_or(f64::INFINITY, |e| profile.cumulative(e));
         let mut limit = requests.unwrap_or(u64::MAX);
         if spacing == Spacing::Even && expected_total.is_finite() {
-            limit = limit.min((expected_total + COUNT_EPSILON).floor() as u64);
+            // Arrival k is due where the cumulative count reaches k, so those due before the
+            // end are k < expected_total: 1/s for 3.5 s is 0, 1, 2 and 3 s; 100/s for 2 s is
+            // 200, the last at 1.99 s.
+            limit = limit.min((expected_total - COUNT_EPSILON).ceil().max(0.0) as u64);
         }
         let rng = match spacing {
             Spacing::Even => None,
@@ -81,7 +84,7 @@ impl Arrivals {
     }
 
     /// Total arrivals of an evenly spaced run across all workers, if bounded: exactly
-    /// ⌊∫ rate⌋ over the run, or the request budget if smaller.
+    /// ⌈∫ rate⌉ over the run (those due before its end), or the request budget if smaller.
     pub fn even_total(
         profile: &Profile,
         end: Option<Duration>,
@@ -164,11 +167,15 @@ mod tests {
         assert_eq!(v[0], Duration::ZERO);
         assert_eq!(v[1], secs(0.01));
         assert!(v.last().unwrap() < &secs(2.0));
-        // Fractional rates: the floor of rate × duration.
+        // Fractional products: every arrival due before the end, the ceiling of rate ×
+        // duration (1/s for 3.5 s: at 0, 1, 2 and 3 s).
         for (rate, d, want) in [
-            (3.3, 1.0, 3),
+            (3.3, 1.0, 4),
             (2.5, 2.0, 5),
-            (0.5, 3.0, 1),
+            (0.5, 3.0, 2),
+            (1.0, 3.5, 4),
+            (10.0, 1.0, 10),
+            (0.1, 31.0, 4),
             (1000.0 / 3.0, 3.0, 1000),
         ] {
             let n = all(

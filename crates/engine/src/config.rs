@@ -111,6 +111,13 @@ pub struct Config {
     /// Reuse connections (HTTP/1.1 keep-alive); otherwise one connection per request.
     /// HTTP/2 connections are always reused: their streams share them.
     pub keepalive: bool,
+    /// HTTP/1.1 keep-alive: a request of an idempotent method that went on a reused
+    /// connection the server closed as the request crossed the close (no response byte, the
+    /// connection idle for a while before) is sent once more on a new connection, and counted
+    /// as re-sent ([`belier_stats::Recorder::resent`]). A server that closes idle connections
+    /// (nginx's `keepalive_timeout`, Apache's and Node's 5 s) races the next request on them;
+    /// the request never reached it. `false` counts such requests as errors.
+    pub resend: bool,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
     /// Time requests still in flight get to finish once the run stops.
@@ -159,6 +166,7 @@ impl std::fmt::Debug for Config {
             .field("threads", &self.threads)
             .field("stop", &self.stop)
             .field("keepalive", &self.keepalive)
+            .field("resend", &self.resend)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
             .field("interval", &self.interval)
@@ -224,6 +232,7 @@ impl Config {
                 iterations: None,
             },
             keepalive: true,
+            resend: true,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,

@@ -38,6 +38,12 @@ pub(crate) struct Progress {
     pub body: Option<Vec<u8>>,
     /// Whether the body was longer than what `body` kept.
     pub body_truncated: bool,
+    /// The request went out again on a new connection after the server closed its first one
+    /// unread (see [`exchange_http1`]).
+    pub resent: bool,
+    /// Connections the server closed while they were idle, found by this exchange before it
+    /// sent on them (or, when resent, the connection it first went on).
+    pub idle_closes: u64,
 }
 
 /// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
@@ -198,6 +204,100 @@ impl AsyncWrite for Stream {
 pub(crate) struct Connection {
     stream: Stream,
     buf: Vec<u8>,
+    /// When the connection last became idle: its last response ended (or it opened).
+    idle_since: Instant,
+    /// Whether it carried a complete response: a request on it is a reuse. The first request
+    /// on a connection (one an open loop opened ahead, too) that fails is the server's answer
+    /// to it, never re-sent.
+    reused: bool,
+}
+
+/// An HTTP/1.1 connection idle for at least this long is checked before it is reused, and a
+/// request the server closed such a connection under may be re-sent. Servers close idle
+/// connections after tens of milliseconds at the very least (nginx 75 s by default, Apache and
+/// Node 5 s): a connection reused within a millisecond was not idle in their sense, and a
+/// failure on it is the server's answer to the request. The check is one system call, which
+/// the closed loop, reusing its connections at once, never pays.
+pub(crate) const IDLE_CHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The request of an HTTP/1.1 exchange, and how to send it.
+pub(crate) struct Http1Request<'a> {
+    /// The encoded request.
+    pub bytes: &'a [u8],
+    /// How many of its bytes are written already (by an open loop's dispatcher, on a parked
+    /// connection) and when it was taken up; `(now, 0)` otherwise.
+    pub written: (Instant, usize),
+    pub head_request: bool,
+    /// Whether it may go again on a new connection (see [`exchange_http1`]).
+    pub resend: bool,
+}
+
+/// Sends `request` on the connection in `slot` and reads its response: opens a connection if
+/// there is none, or if the server closed the idle one ([`Connection::closed_while_idle`];
+/// counted in `p.idle_closes`).
+///
+/// When the server closes a reused connection just as the request crosses the close, the
+/// check cannot see it coming: the request fails without a response byte, having never been
+/// read. Such a request, if `request.resend` allows it (an idempotent method, re-sending on),
+/// goes once more on a new connection and `p.resent` says so; its latency still counts from
+/// its intended start, the timeout from its dispatch. Only when the connection had been idle
+/// for [`IDLE_CHECK_AFTER`]: a server that closes or resets a connection in answer to a
+/// request, reused at once in a closed loop or by a scripted user's next step, keeps its
+/// failure counted under its own kind, as with a new connection.
+pub(crate) async fn exchange_http1(
+    slot: &mut Option<Connection>,
+    addr: SocketAddr,
+    tls: Option<&Tls>,
+    request: &Http1Request<'_>,
+    p: &mut Progress,
+) -> Result<Response, Failure> {
+    let (taken, written) = request.written;
+    // The dispatcher checked before it wrote on the connection.
+    if written == 0 && slot.as_ref().is_some_and(|c| c.closed_while_idle(taken)) {
+        *slot = None;
+        p.idle_closes += 1;
+    }
+    let idle = slot
+        .as_ref()
+        .filter(|c| c.reused)
+        .map(|c| c.idle_for(taken));
+    let conn = match slot {
+        Some(conn) => conn,
+        None => slot.insert(Connection::open(addr, tls, p).await?),
+    };
+    p.phase = Phase::Exchanging;
+    p.sent = Some(if written > 0 { taken } else { Instant::now() });
+    let mut result = conn
+        .exchange(request.bytes, written, request.head_request, p)
+        .await;
+    if let Err(f) = &result {
+        if request.resend && idle.is_some_and(|i| i >= IDLE_CHECK_AFTER) && crossed_close(f, p) {
+            *slot = None;
+            p.idle_closes += 1;
+            p.resent = true;
+            let conn = slot.insert(Connection::open(addr, tls, p).await?);
+            p.phase = Phase::Exchanging;
+            p.sent = Some(Instant::now());
+            result = conn
+                .exchange(request.bytes, 0, request.head_request, p)
+                .await;
+        }
+    }
+    if let (Ok(_), Some(conn)) = (&result, slot.as_mut()) {
+        conn.idle_since = Instant::now();
+        conn.reused = true;
+    }
+    result
+}
+
+/// Whether a failed exchange looks like a close that crossed the request: the connection
+/// closed or was reset before a single response byte came.
+fn crossed_close(f: &Failure, p: &Progress) -> bool {
+    p.bytes_in == 0
+        && matches!(
+            f.kind,
+            ErrorKind::ClosedBeforeResponse | ErrorKind::ConnectionReset
+        )
 }
 
 /// Opens a TCP connection to `addr`, then a TLS session over it when `tls` is given, noting
@@ -261,10 +361,39 @@ impl Connection {
         tls: Option<&Tls>,
         p: &mut Progress,
     ) -> Result<Connection, Failure> {
+        let stream = open_stream(addr, tls, p).await?;
         Ok(Connection {
-            stream: open_stream(addr, tls, p).await?,
+            stream,
             buf: Vec::with_capacity(READ_BUFFER),
+            idle_since: Instant::now(),
+            reused: false,
         })
+    }
+
+    /// Whether the server has closed this idle connection, or sent something no request asked
+    /// for (a `408`, a TLS alert), since its last response: then it must not carry the next
+    /// request. Looks only after [`IDLE_CHECK_AFTER`] of idleness, with a non-blocking peek
+    /// that leaves whatever is there to be read.
+    pub(crate) fn closed_while_idle(&self, now: Instant) -> bool {
+        if now.saturating_duration_since(self.idle_since) < IDLE_CHECK_AFTER {
+            return false;
+        }
+        let tcp = match &self.stream {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.get_ref().0,
+        };
+        let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+        // The socket is non-blocking (tokio's): nothing to read is `WouldBlock`.
+        match socket2::SockRef::from(tcp).peek(&mut byte) {
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+            // 0: end of stream; more: bytes nobody asked for.
+            Ok(_) => true,
+        }
+    }
+
+    /// How long the connection has been idle at `now`.
+    fn idle_for(&self, now: Instant) -> std::time::Duration {
+        now.saturating_duration_since(self.idle_since)
     }
 
     /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.

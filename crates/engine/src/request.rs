@@ -87,6 +87,14 @@ fn write_request(out: &mut Vec<u8>, r: Parts<'_>, host: &str, keepalive: bool) {
     out.extend_from_slice(r.body);
 }
 
+/// Whether `method` is idempotent (RFC 9110 §9.2.2): sending it twice has the effect of
+/// sending it once, so a request the server closed its connection on unread may go again.
+pub(crate) fn is_idempotent(method: &str) -> bool {
+    ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+        .iter()
+        .any(|m| method.eq_ignore_ascii_case(m))
+}
+
 /// Whether the response to `method` never has a body, whatever its headers say.
 pub fn is_head(method: &str) -> bool {
     method.eq_ignore_ascii_case("HEAD")

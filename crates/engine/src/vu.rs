@@ -17,9 +17,9 @@ use tokio::time::Sleep;
 
 use belier_stats::{Outcome, Sample};
 
-use crate::connection::{Connection, Failure, Phase, Progress, Response};
+use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
 use crate::http2::{Target, Template};
-use crate::request::{encode_outgoing, is_head};
+use crate::request::{encode_outgoing, is_head, is_idempotent};
 use crate::user::{Action, Outgoing, Reply, User, Users};
 use crate::worker::{inactive_until, next_arrival, server_ended, Link, Local, Plan};
 use crate::Load;
@@ -347,20 +347,23 @@ async fn exchange(
     outgoing: &Outgoing,
     p: &mut Progress,
 ) -> Result<Response, Failure> {
-    let conn = match link {
+    match link {
         Link::Http2(group) => {
             let template = Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
             let target = Target {
                 addr: plan.addr,
                 tls: plan.tls.as_ref(),
             };
-            return group.exchange(&target, &template, p).await;
+            group.exchange(&target, &template, p).await
         }
-        Link::Http1(Some(conn)) => conn,
-        Link::Http1(slot) => slot.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
-    };
-    p.phase = Phase::Exchanging;
-    p.sent = Some(Instant::now());
-    conn.exchange(request, 0, is_head(&outgoing.method), p)
-        .await
+        Link::Http1(slot) => {
+            let request = Http1Request {
+                bytes: request,
+                written: (Instant::now(), 0),
+                head_request: is_head(&outgoing.method),
+                resend: plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
+            };
+            exchange_http1(slot, plan.addr, plan.tls.as_ref(), &request, p).await
+        }
+    }
 }

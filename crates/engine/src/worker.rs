@@ -26,7 +26,7 @@ use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample};
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinSet, LocalSet};
 
-use crate::connection::{Connection, Failure, Phase, Progress, Response};
+use crate::connection::{exchange_http1, Connection, Failure, Http1Request, Progress, Response};
 use crate::http2::{Group, Target};
 use crate::timer::thread_cpu_time;
 use crate::user::Users;
@@ -44,6 +44,11 @@ pub(crate) struct Plan {
     pub request: Vec<u8>,
     pub head_request: bool,
     pub keepalive: bool,
+    /// Re-send once a request the server closed an idle connection under (see
+    /// `Config::resend`); scripted users' requests only when their method is idempotent.
+    pub resend: bool,
+    /// Whether the run's single request has an idempotent method.
+    pub idempotent: bool,
     pub timeout: Duration,
     pub grace: Duration,
     pub interval: Duration,
@@ -51,6 +56,10 @@ pub(crate) struct Plan {
     /// How long before `start` the run began (time to open connections ahead of it).
     pub lead: Duration,
     pub deadline: Option<Instant>,
+    /// Open loop: where the schedule of arrivals ends (see `Config::schedule_end`). The run
+    /// lasts until then even when its last arrival was answered earlier: a run of 1/s for
+    /// 3.5 s lasts 3.5 s, not until its fourth answer at 3 s.
+    pub schedule_end: Option<Instant>,
     pub load: Load,
     pub workers: usize,
     /// Request budget across all workers.
@@ -222,6 +231,12 @@ impl Local {
             if let Err(f) = result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
             }
+            if progress.resent {
+                recorder.record_resent();
+            }
+            for _ in 0..progress.idle_closes {
+                recorder.record_server_close();
+            }
         }
         if let Some(samples) = &self.samples {
             let full = {
@@ -385,6 +400,9 @@ async fn drive(
         // scripted users, for the iterations under way, pauses included).
         let users = plan.users.is_some();
         until(|| local.in_flight() == 0 && !(users && local.connections.get() > 0)).await;
+        if let Some(end) = plan.schedule_end {
+            tokio::time::sleep_until(end.into()).await;
+        }
     };
     let deadline = async {
         match plan.deadline {
@@ -753,12 +771,11 @@ async fn attempt(
             return group.exchange(&target, &http2.request, p).await;
         }
     };
-    let conn = match slot {
-        Some(conn) => conn,
-        None => slot.insert(Connection::open(plan.addr, plan.tls.as_ref(), p).await?),
+    let request = Http1Request {
+        bytes: &plan.request,
+        written: (taken, written),
+        head_request: plan.head_request,
+        resend: plan.resend && plan.idempotent && plan.keepalive,
     };
-    p.phase = Phase::Exchanging;
-    p.sent = Some(if written > 0 { taken } else { Instant::now() });
-    conn.exchange(&plan.request, written, plan.head_request, p)
-        .await
+    exchange_http1(slot, plan.addr, plan.tls.as_ref(), &request, p).await
 }

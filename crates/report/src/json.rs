@@ -95,6 +95,7 @@ fn to_value(r: &Report) -> Value {
             "connections_opened": t.connections_opened(),
             "connections_peak": r.connections_peak(),
             "server_closes": t.server_closes(),
+            "resent": t.resent(),
             "tls_handshakes": t.histogram(Metric::Tls).len(),
             "tls_session": t.tls_session(),
         },

@@ -122,6 +122,29 @@ fn one() -> usize {
     1
 }
 
+/// The mean over `[from, from + span)` seconds of a rate that starts at `start` and moves
+/// linearly to each stage's target over its duration, then holds.
+fn mean_rate(start: f64, stages: &[StageInfo], from: f64, span: f64) -> f64 {
+    // Arrivals due by `t`: the integral of the rate from 0 to `t`.
+    let cumulative = |t: f64| {
+        let (mut level, mut at, mut sum) = (start, 0.0, 0.0);
+        for stage in stages {
+            let take = (t - at).clamp(0.0, stage.duration_s);
+            if stage.duration_s > 0.0 {
+                let reached = level + (stage.target - level) * take / stage.duration_s;
+                sum += (level + reached) / 2.0 * take;
+            }
+            if take < stage.duration_s {
+                return sum;
+            }
+            at += stage.duration_s;
+            level = stage.target;
+        }
+        sum + level * (t - at).max(0.0)
+    };
+    (cumulative(from + span) - cumulative(from)) / span
+}
+
 /// Load model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -213,9 +236,22 @@ impl Report<'_> {
         ratio(self.totals.succeeded(), self.totals.requests()).unwrap_or(1.0)
     }
 
-    /// Open loop: arrivals due per second of the schedule (the target rate).
+    /// Open loop: the target rate, the configured rate's mean over the span the report
+    /// covers (its start rate and stages). Arrivals come whole, so their count over a span is
+    /// not the rate times it: 1/s for 3.5 s schedules 4 of them (at 0, 1, 2 and 3 s), which
+    /// is not a target of 1.14/s. Results without a configured rate: arrivals due per second
+    /// of the schedule.
     pub fn target_rate(&self) -> f64 {
-        per_second(self.totals.scheduled(), self.schedule_span())
+        let span = self.schedule_span().as_secs_f64();
+        let from = self
+            .series
+            .points()
+            .first()
+            .map_or(0.0, |p| p.offset.as_secs_f64());
+        match self.info.rate {
+            Some(start) if span > 0.0 => mean_rate(start, &self.info.stages, from, span),
+            _ => per_second(self.totals.scheduled(), self.schedule_span()),
+        }
     }
 
     /// Open loop: arrivals sent per second of the schedule, to set against
@@ -355,6 +391,48 @@ mod tests {
             host: None,
         };
         (report.target_rate(), report.schedule_span().as_secs_f64())
+    }
+
+    #[test]
+    fn the_target_rate_is_the_configured_one() {
+        let stage = |duration_s, target| StageInfo { duration_s, target };
+        // Constant: the rate, whatever the span.
+        assert_eq!(mean_rate(1.0, &[], 0.0, 3.5), 1.0);
+        assert_eq!(mean_rate(250.0, &[], 7.0, 2.0), 250.0);
+        // 0 → 100/s over 2 s, hold 100/s for 2 s: 100 arrivals, then 200.
+        let ramp = [stage(2.0, 100.0), stage(2.0, 100.0)];
+        assert!((mean_rate(0.0, &ramp, 0.0, 2.0) - 50.0).abs() < 1e-9);
+        assert!((mean_rate(0.0, &ramp, 0.0, 4.0) - 75.0).abs() < 1e-9);
+        assert!((mean_rate(0.0, &ramp, 1.0, 1.0) - 75.0).abs() < 1e-9);
+        assert!((mean_rate(0.0, &ramp, 3.0, 1.0) - 100.0).abs() < 1e-9);
+        // A step: 10/s, then straight to 50/s (a stage of no length), held 1 s.
+        let step = [stage(0.0, 50.0), stage(1.0, 50.0)];
+        assert!((mean_rate(10.0, &step, 0.0, 1.0) - 50.0).abs() < 1e-9);
+
+        // In a report: 4 arrivals in 3.5 s at 1/s read as 1/s.
+        let mut info = fixtures::info();
+        info.model = Model::Open;
+        info.rate = Some(1.0);
+        info.schedule_s = Some(3.5);
+        let mut r = Recorder::new();
+        for _ in 0..4 {
+            r.record_scheduled();
+        }
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        c.add(0, 0, &r, Gauges::default());
+        c.finish_worker(0, Duration::from_secs_f64(3.5));
+        let (totals, series) = c.finish();
+        let report = Report {
+            info: &info,
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_secs_f64(3.5),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            host: None,
+        };
+        assert_eq!(report.target_rate(), 1.0);
     }
 
     #[test]

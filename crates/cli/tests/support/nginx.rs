@@ -501,3 +501,25 @@ fn make_temp_dir() -> PathBuf {
     std::fs::create_dir(&dir).unwrap();
     dir
 }
+
+/// Runs belier with `--output json` and the given arguments; panics unless it exits 0 with a
+/// JSON report.
+pub fn belier_json(args: &[&str]) -> serde_json::Value {
+    let out: std::process::Output = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["--output", "json"])
+        .args(args)
+        .output()
+        .expect("belier runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "belier {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}

@@ -149,12 +149,15 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         drop(recorder);
         let parked = local.parked.borrow_mut().pop();
         if let Some(parked) = parked {
-            // An idle plain connection: send on it now, rather than when its task runs.
-            let written = parked
-                .conn
-                .borrow_mut()
-                .as_mut()
-                .map_or(0, |c| c.try_send(&plan.request));
+            // An idle plain connection: send on it now, rather than when its task runs;
+            // unless the server closed it meanwhile, then its task opens a new one.
+            let mut conn = parked.conn.borrow_mut();
+            if conn.as_ref().is_some_and(|c| c.closed_while_idle(reached)) {
+                *conn = None;
+                local.recorder.borrow_mut().record_server_close();
+            }
+            let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
+            drop(conn);
             parked.job.set(Some(Due {
                 taken: Some((reached, written)),
                 ..Due::at(due)

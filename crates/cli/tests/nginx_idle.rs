@@ -1,0 +1,39 @@
+//! The real `belier` binary against an nginx that closes idle keep-alive connections after
+//! 50 ms (`keepalive_timeout 50ms`), as every server and load balancer does after some time:
+//! an open loop slower than that finds each connection closed before its next request. None of
+//! those requests may be reported as the server's failure; nginx's access log is the witness.
+//!
+//! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
+//! except under CI, where a missing nginx fails the test.
+
+#[path = "support/nginx.rs"]
+mod nginx_support;
+
+use nginx_support::{belier_json, Nginx, Options};
+
+#[test]
+fn connections_nginx_closed_while_idle_cost_no_request() {
+    let Some(nginx) = Nginx::start_with(Options {
+        keepalive_timeout: "50ms".into(),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    // 100 ms between arrivals, one worker: every connection is idle twice nginx's timeout.
+    let doc = belier_json(&["--rate", "10", "-z", "3s", "-t", "1", &nginx.http_url("/")]);
+    let summary = &doc["summary"];
+    assert_eq!(summary["requests"], 30, "{summary}");
+    assert_eq!(summary["succeeded"], 30, "{summary}");
+    assert_eq!(summary["errors"], 0, "{}", doc["errors"]);
+    let lines = nginx.requests();
+    assert_eq!(lines.len(), 30);
+    assert!(lines.iter().all(|l| l.status == 200));
+    // What belier did about it is in the report: the connections nginx ended, seen before
+    // reuse or under a request that was then re-sent.
+    let closes = summary["server_closes"].as_u64().unwrap();
+    let resent = summary["resent"].as_u64().unwrap();
+    assert!(closes >= 28, "{summary}");
+    assert!(resent <= closes, "{summary}");
+    // Every connection carried one request: nginx closed each before the next came.
+    assert_eq!(nginx.connections_seen(), 30);
+}
