@@ -37,3 +37,37 @@ fn connections_nginx_closed_while_idle_cost_no_request() {
     // Every connection carried one request: nginx closed each before the next came.
     assert_eq!(nginx.connections_seen(), 30);
 }
+
+#[test]
+fn over_tls_too() {
+    // Over TLS the idle check must tell the server's close (a close_notify alert, then the end
+    // of the stream) from the session tickets a TLS 1.3 server sends after the handshake.
+    let Some(nginx) = Nginx::start_with(Options {
+        tls: true,
+        keepalive_timeout: "50ms".into(),
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let ca = nginx.ca_pem_path();
+    let doc = belier_json(&[
+        "--rate",
+        "10",
+        "-z",
+        "2s",
+        "-t",
+        "1",
+        "--cacert",
+        ca.to_str().unwrap(),
+        &nginx.https_url("/"),
+    ]);
+    let summary = &doc["summary"];
+    assert_eq!(summary["requests"], 20, "{summary}");
+    assert_eq!(summary["errors"], 0, "{}", doc["errors"]);
+    assert_eq!(nginx.requests().len(), 20);
+    assert_eq!(nginx.connections_seen(), 20);
+    assert!(
+        summary["server_closes"].as_u64().unwrap() >= 18,
+        "{summary}"
+    );
+}

@@ -428,3 +428,69 @@ fn an_open_loop_lasts_its_duration_and_shows_the_rate_set_in_every_format() {
     let html = String::from_utf8(run(&["report", "--type", "html", f]).stdout).unwrap();
     assert!(html.contains("<th>Target rate</th><td>1.0/s</td>"), "html");
 }
+
+#[test]
+fn phase_figures_lie_within_what_the_raw_rows_show() {
+    // Near 20 ms a 2-digit histogram has 128 µs buckets and reports a min below every value
+    // measured; the phases keep latency's precision and their exact extremes.
+    let s = server();
+    let dir = temp_dir("phases");
+    let raw = dir.join("raw.csv");
+    let out = run(&[
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--output",
+        "json",
+        "--raw",
+        raw.to_str().unwrap(),
+        &s.url("/?delay=20ms"),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = json(&out);
+    let text = std::fs::read_to_string(&raw).unwrap();
+    let rows: Vec<Vec<u64>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').take(5).map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 200);
+    // sent, first byte, done: each a whole microsecond from the start, so a difference of two
+    // is within a microsecond of the engine's own.
+    let ttfb: Vec<u64> = rows.iter().map(|r| r[3] - r[2]).collect();
+    let transfer: Vec<u64> = rows.iter().map(|r| r[4] - r[3]).collect();
+    for (name, values) in [("ttfb", ttfb), ("transfer", transfer)] {
+        let phase = &doc["phases_us"][name];
+        let (min, max) = (
+            phase["min"].as_u64().unwrap(),
+            phase["max"].as_u64().unwrap(),
+        );
+        let (lo, hi) = (*values.iter().min().unwrap(), *values.iter().max().unwrap());
+        assert!(
+            lo <= min + 1 && min <= lo + 1,
+            "{name}: min {min}, raw {lo}..{hi}"
+        );
+        assert!(
+            hi <= max + 1 && max <= hi + 1,
+            "{name}: max {max}, raw {lo}..{hi}"
+        );
+        let p = &phase["percentiles"];
+        for key in ["p50", "p90", "p99"] {
+            let v = p[key].as_u64().unwrap();
+            assert!(
+                min <= v && v <= max,
+                "{name} {key} {v} outside {min}..{max}"
+            );
+        }
+    }
+    // Every request waited the server's 20 ms for its first byte; the figures show
+    // microseconds, not 128 µs steps.
+    let p = &doc["phases_us"]["ttfb"]["percentiles"];
+    let distinct: std::collections::BTreeSet<u64> = ["p50", "p75", "p90", "p95", "p99"]
+        .iter()
+        .map(|k| p[*k].as_u64().unwrap())
+        .collect();
+    assert!(doc["phases_us"]["ttfb"]["min"].as_u64().unwrap() >= 20_000);
+    assert!(distinct.len() >= 3, "{p}");
+}

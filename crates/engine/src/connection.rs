@@ -253,7 +253,7 @@ pub(crate) async fn exchange_http1(
 ) -> Result<Response, Failure> {
     let (taken, written) = request.written;
     // The dispatcher checked before it wrote on the connection.
-    if written == 0 && slot.as_ref().is_some_and(|c| c.closed_while_idle(taken)) {
+    if written == 0 && slot.as_mut().is_some_and(|c| c.closed_while_idle(taken)) {
         *slot = None;
         p.idle_closes += 1;
     }
@@ -373,8 +373,10 @@ impl Connection {
     /// Whether the server has closed this idle connection, or sent something no request asked
     /// for (a `408`, a TLS alert), since its last response: then it must not carry the next
     /// request. Looks only after [`IDLE_CHECK_AFTER`] of idleness, with a non-blocking peek
-    /// that leaves whatever is there to be read.
-    pub(crate) fn closed_while_idle(&self, now: Instant) -> bool {
+    /// at the socket; over TLS, bytes waiting may be the session tickets a TLS 1.3 server sends
+    /// after the handshake, so they go through the TLS session, which takes those in and
+    /// reports a `close_notify` as the end of the stream.
+    pub(crate) fn closed_while_idle(&mut self, now: Instant) -> bool {
         if now.saturating_duration_since(self.idle_since) < IDLE_CHECK_AFTER {
             return false;
         }
@@ -385,10 +387,23 @@ impl Connection {
         let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
         // The socket is non-blocking (tokio's): nothing to read is `WouldBlock`.
         match socket2::SockRef::from(tcp).peek(&mut byte) {
-            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-            // 0: end of stream; more: bytes nobody asked for.
-            Ok(_) => true,
+            Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
+            // The end of the stream.
+            Ok(0) => return true,
+            Ok(_) => {}
         }
+        let Stream::Tls(tls) = &mut self.stream else {
+            // Bytes no request asked for.
+            return true;
+        };
+        let mut plain = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut plain);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        // Pending: only TLS records for the session itself, nothing for HTTP. Ready: a
+        // `close_notify` (no data), an error, or response bytes nobody asked for.
+        Pin::new(tls.as_mut())
+            .poll_read(&mut cx, &mut buf)
+            .is_ready()
     }
 
     /// How long the connection has been idle at `now`.

@@ -13,7 +13,7 @@ mod tests;
 
 use std::fmt::{self, Display, Write as _};
 
-use belier_stats::{ErrorKind, LatencySummary, Metric};
+use belier_stats::{ErrorKind, Metric};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::{steps, verdict, Report};
@@ -284,7 +284,7 @@ const SUMMARY_ROWS: [Row; 22] = [
 
 /// p99 of `metric`, when recorded.
 fn p99(r: &Report, metric: Metric) -> Option<u64> {
-    LatencySummary::of(r.totals.histogram(metric)).at(99.0)
+    r.totals.summary(metric).at(99.0)
 }
 
 /// The open loop's rows, shown when any run is an open loop; a dash for a closed-loop run,
@@ -300,7 +300,8 @@ const OPEN_LOOP_ROWS: [Row; 8] = [
         p99(r, Metric::Dispatch).map_or("–".into(), ms)
     }),
     ("Uncorrected latency p50", |r| {
-        LatencySummary::of(r.totals.uncorrected_us())
+        r.totals
+            .summary(Metric::Uncorrected)
             .at(50.0)
             .map_or("–".into(), ms)
     }),

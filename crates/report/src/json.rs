@@ -43,7 +43,7 @@ fn phase(t: &belier_stats::Recorder, m: Metric) -> Value {
     if h.is_empty() {
         Value::Null
     } else {
-        latency(&LatencySummary::of(h), m.name())
+        latency(&t.summary(m), m.name())
     }
 }
 
@@ -100,7 +100,7 @@ fn to_value(r: &Report) -> Value {
             "tls_session": t.tls_session(),
         },
         "latency_us": latency(&l, "intended_start"),
-        "latency_uncorrected_us": latency(&LatencySummary::of(t.uncorrected_us()), "dispatch"),
+        "latency_uncorrected_us": latency(&t.summary(Metric::Uncorrected), "dispatch"),
         "phases_us": {
             "connect": phase(t, Metric::Connect),
             "tls": phase(t, Metric::Tls),
@@ -112,9 +112,9 @@ fn to_value(r: &Report) -> Value {
             "dropped": t.dropped(),
             "target_rps": r.target_rate(),
             "achieved_rps": r.sent_rate(),
-            "lag_us": latency(&LatencySummary::of(t.lag_us()), "intended_start"),
+            "lag_us": latency(&t.summary(Metric::Lag), "intended_start"),
             "dispatch_lag_us": (!t.histogram(Metric::Dispatch).is_empty()).then(|| {
-                latency(&LatencySummary::of(t.histogram(Metric::Dispatch)), "intended_start")
+                latency(&t.summary(Metric::Dispatch), "intended_start")
             }),
         })),
         "host": r.host,

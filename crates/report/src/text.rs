@@ -158,7 +158,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     if r.is_open_loop() {
         // Side by side: the uncorrected column is what a tool with coordinated omission
         // would have reported for the same requests.
-        let u = LatencySummary::of(t.uncorrected_us());
+        let u = t.summary(Metric::Uncorrected);
         let row = |out: &mut String, label: &str, a: String, b: String| {
             writeln!(out, "  {label:<8}{a:>16}{b:>20}")
         };
@@ -174,7 +174,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "  (uncorrected: from when a connection took the request up, as a tool with \
              coordinated omission would measure)"
         )?;
-        let lag = LatencySummary::of(t.lag_us());
+        let lag = t.summary(Metric::Lag);
         writeln!(
             out,
             "\nScheduling lag  (actual − intended start of {} requests)",
@@ -186,7 +186,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             writeln!(
                 out,
                 "  of which belier's own lateness: {}  (the rest waited for a free connection)",
-                lag_figures(&LatencySummary::of(own))
+                lag_figures(&t.summary(Metric::Dispatch))
             )?;
         }
     } else {
@@ -300,7 +300,7 @@ fn write_phases(out: &mut String, t: &belier_stats::Recorder) -> std::fmt::Resul
     for (metric, label, _) in phases {
         let h = t.histogram(metric);
         if !h.is_empty() {
-            row(out, label, &LatencySummary::of(h))?;
+            row(out, label, &t.summary(metric))?;
         }
     }
     row(out, "total", &t.latency_summary())?;

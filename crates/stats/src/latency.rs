@@ -47,6 +47,19 @@ impl LatencySummary {
         }
     }
 
+    /// The same summary with `range`'s exact min and max (a histogram's are the edges of their
+    /// buckets, up to 0.1 % off) and every percentile kept within them.
+    pub fn within(mut self, range: Option<crate::Range>) -> Self {
+        if let Some(r) = range.filter(|_| self.count > 0) {
+            self.min_us = r.min;
+            self.max_us = r.max;
+            for (_, v) in &mut self.percentiles_us {
+                *v = (*v).clamp(r.min, r.max);
+            }
+        }
+        self
+    }
+
     /// The value at percentile `p`, if `p` is one of [`REPORTED_PERCENTILES`].
     pub fn at(&self, p: f64) -> Option<u64> {
         self.percentiles_us

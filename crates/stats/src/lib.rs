@@ -14,6 +14,7 @@
 
 mod collector;
 mod error_kind;
+mod extremes;
 mod latency;
 mod recorder;
 mod sample;
@@ -22,6 +23,7 @@ mod step;
 
 pub use collector::{Collector, Settled};
 pub use error_kind::ErrorKind;
+pub use extremes::Range;
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use recorder::{
     Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,

@@ -4,6 +4,7 @@ use std::ops::AddAssign;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::extremes::{Extremes, Range};
 use crate::step::{add_rows, row_mut, CheckCounts, StepCounts, StepRow};
 use crate::{ErrorKind, LatencySummary, Outcome, Sample};
 
@@ -13,7 +14,9 @@ pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
 pub const HISTOGRAM_SIGFIG: u8 = 3;
 /// Significant digits of the diagnostic histograms (uncorrected latency, scheduling lag):
 /// 1 % is plenty to show coordinated omission or a late generator, and it keeps them, and
-/// the results files that store them every second, ten times smaller.
+/// the results files that store them every second, ten times smaller. The phases (connect,
+/// TLS, first byte, transfer) are figures people compare with the latency and with servers'
+/// own clocks, so they keep [`HISTOGRAM_SIGFIG`].
 pub const DIAGNOSTIC_SIGFIG: u8 = 2;
 /// Status codes are counted in a flat array indexed by code; anything outside is clamped to 0.
 const STATUS_SLOTS: usize = 1000;
@@ -32,6 +35,8 @@ pub struct Recorder {
     tls_us: Histogram<u64>,
     ttfb_us: Histogram<u64>,
     transfer_us: Histogram<u64>,
+    /// The exact smallest and largest value of each histogram.
+    extremes: Extremes,
     scheduled: u64,
     dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
@@ -66,10 +71,11 @@ impl Recorder {
             uncorrected_us: new_histogram(DIAGNOSTIC_SIGFIG),
             lag_us: new_histogram(DIAGNOSTIC_SIGFIG),
             dispatch_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            connect_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            tls_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            ttfb_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            transfer_us: new_histogram(DIAGNOSTIC_SIGFIG),
+            connect_us: new_histogram(HISTOGRAM_SIGFIG),
+            tls_us: new_histogram(HISTOGRAM_SIGFIG),
+            ttfb_us: new_histogram(HISTOGRAM_SIGFIG),
+            transfer_us: new_histogram(HISTOGRAM_SIGFIG),
+            extremes: Extremes::default(),
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
@@ -97,31 +103,37 @@ impl Recorder {
     pub fn record(&mut self, sample: &Sample) {
         self.bytes_in += sample.bytes_in;
         self.bytes_out += sample.bytes_out;
-        self.lag_us.saturating_record(sample.lag_us());
+        self.value(Metric::Lag, sample.lag_us());
         if let Some(d) = sample.dispatch_lag_us() {
-            self.dispatch_us.saturating_record(d);
+            self.value(Metric::Dispatch, d);
         }
         // Connection phases count whenever they happened, even if the request then failed.
         if let Some(c) = sample.connect_us() {
-            self.connect_us.saturating_record(c);
+            self.value(Metric::Connect, c);
         }
         if let Some(t) = sample.tls_us() {
-            self.tls_us.saturating_record(t);
+            self.value(Metric::Tls, t);
         }
         match sample.outcome {
             Outcome::Response { status } => {
-                self.latency_us.saturating_record(sample.latency_us());
-                self.uncorrected_us
-                    .saturating_record(sample.uncorrected_latency_us());
+                self.value(Metric::Latency, sample.latency_us());
+                self.value(Metric::Uncorrected, sample.uncorrected_latency_us());
                 if let (Some(ttfb), Some(transfer)) = (sample.ttfb_us(), sample.transfer_us()) {
-                    self.ttfb_us.saturating_record(ttfb);
-                    self.transfer_us.saturating_record(transfer);
+                    self.value(Metric::Ttfb, ttfb);
+                    self.value(Metric::Transfer, transfer);
                 }
                 let slot = usize::from(status);
                 self.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
             }
             Outcome::Error(kind) => self.errors[kind.index()] += 1,
         }
+    }
+
+    /// Records `value` in `metric`'s histogram and range.
+    #[inline]
+    fn value(&mut self, metric: Metric, value: u64) {
+        self.histogram_mut(metric).saturating_record(value);
+        self.extremes.note(metric, value);
     }
 
     /// Counts `count` requests that failed with `kind` without a sample each (for example the
@@ -211,6 +223,7 @@ impl Recorder {
         for m in Metric::ALL {
             self.histogram_mut(m).reset();
         }
+        self.extremes = Extremes::default();
         self.scheduled = 0;
         self.dropped = 0;
         self.status.fill(0);
@@ -366,7 +379,18 @@ impl Recorder {
 
     /// Summary statistics of the latency histogram.
     pub fn latency_summary(&self) -> LatencySummary {
-        LatencySummary::of(&self.latency_us)
+        self.summary(Metric::Latency)
+    }
+
+    /// Summary statistics of `metric`, its min and max the exact values recorded (the
+    /// histogram's are its buckets' edges) and its percentiles kept within them.
+    pub fn summary(&self, metric: Metric) -> LatencySummary {
+        LatencySummary::of(self.histogram(metric)).within(self.range(metric))
+    }
+
+    /// The exact smallest and largest value of `metric`, if any was recorded.
+    pub fn range(&self, metric: Metric) -> Option<Range> {
+        self.extremes.of(metric)
     }
 }
 
@@ -463,6 +487,10 @@ pub struct Counters {
     /// TLS handshakes that resumed an earlier session.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tls_resumed: u64,
+    /// The exact smallest and largest value of each histogram, by metric name (absent from
+    /// files written before they were kept: the histograms' own then stand in).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extremes: BTreeMap<String, Range>,
     /// Scripted users: counters of each step, by step number (their latency histograms are
     /// stored apart, see [`Recorder::steps`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -514,6 +542,7 @@ impl Recorder {
             server_closes: self.server_closes,
             resent: self.resent,
             tls_resumed: self.tls_resumed,
+            extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
             iterations: self.iterations,
@@ -577,6 +606,11 @@ impl Recorder {
         r.server_closes = c.server_closes;
         r.resent = c.resent;
         r.tls_resumed = c.tls_resumed;
+        for (name, &range) in &c.extremes {
+            let metric = Metric::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown histogram '{name}'")))?;
+            r.extremes.widen(metric, range);
+        }
         r.steps = c
             .steps
             .iter()
@@ -594,8 +628,15 @@ impl Recorder {
         h: &Histogram<u64>,
     ) -> Result<(), RestoreError> {
         let mine = self.histogram_mut(metric);
-        mine.add(h)
-            .map_err(|e| RestoreError(format!("{} histogram does not fit: {e:?}", metric.name())))
+        mine.add(h).map_err(|e| {
+            RestoreError(format!("{} histogram does not fit: {e:?}", metric.name()))
+        })?;
+        // Stored without its exact range (an older file): the histogram's edges stand in.
+        if self.extremes.of(metric).is_none() && !h.is_empty() {
+            let min = if h.min() == 0 { h.min_nz() } else { h.min() };
+            self.extremes.widen(metric, Range { min, max: h.max() });
+        }
+        Ok(())
     }
 }
 
@@ -629,6 +670,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.server_closes += other.server_closes;
         self.resent += other.resent;
         self.tls_resumed += other.tls_resumed;
+        self.extremes.merge(&other.extremes);
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);
         self.iterations += other.iterations;

@@ -152,7 +152,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             // An idle plain connection: send on it now, rather than when its task runs;
             // unless the server closed it meanwhile, then its task opens a new one.
             let mut conn = parked.conn.borrow_mut();
-            if conn.as_ref().is_some_and(|c| c.closed_while_idle(reached)) {
+            if conn.as_mut().is_some_and(|c| c.closed_while_idle(reached)) {
                 *conn = None;
                 local.recorder.borrow_mut().record_server_close();
             }
