@@ -1,12 +1,14 @@
-use std::collections::BTreeMap;
 use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use crate::extremes::{Extremes, Range};
-use crate::step::{add_rows, row_mut, CheckCounts, StepCounts, StepRow};
+use crate::step::{add_rows, row_mut, CheckCounts, StepRow};
 use crate::{ErrorKind, LatencySummary, Outcome, Sample};
+
+mod stored;
+
+pub use stored::{Counters, RestoreError};
 
 /// Highest latency the histograms track, in microseconds (one hour). Larger values are clamped.
 pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
@@ -377,6 +379,33 @@ impl Recorder {
         self.dropped
     }
 
+    /// The histogram of `metric`.
+    pub fn histogram(&self, metric: Metric) -> &Histogram<u64> {
+        match metric {
+            Metric::Latency => &self.latency_us,
+            Metric::Uncorrected => &self.uncorrected_us,
+            Metric::Lag => &self.lag_us,
+            Metric::Dispatch => &self.dispatch_us,
+            Metric::Connect => &self.connect_us,
+            Metric::Tls => &self.tls_us,
+            Metric::Ttfb => &self.ttfb_us,
+            Metric::Transfer => &self.transfer_us,
+        }
+    }
+
+    fn histogram_mut(&mut self, metric: Metric) -> &mut Histogram<u64> {
+        match metric {
+            Metric::Latency => &mut self.latency_us,
+            Metric::Uncorrected => &mut self.uncorrected_us,
+            Metric::Lag => &mut self.lag_us,
+            Metric::Dispatch => &mut self.dispatch_us,
+            Metric::Connect => &mut self.connect_us,
+            Metric::Tls => &mut self.tls_us,
+            Metric::Ttfb => &mut self.ttfb_us,
+            Metric::Transfer => &mut self.transfer_us,
+        }
+    }
+
     /// Summary statistics of the latency histogram.
     pub fn latency_summary(&self) -> LatencySummary {
         self.summary(Metric::Latency)
@@ -449,197 +478,6 @@ impl Metric {
     }
 }
 
-/// Everything a recorder counts besides its histograms, in a form that stores and restores
-/// exactly (results files).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counters {
-    /// Responses by status code.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub status: BTreeMap<u16, u64>,
-    /// Failed requests by error kind name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub errors: BTreeMap<String, u64>,
-    /// An example message per error kind name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub examples: BTreeMap<String, String>,
-    /// Wire bytes read.
-    pub bytes_in: u64,
-    /// Wire bytes written.
-    pub bytes_out: u64,
-    /// Connections opened.
-    pub connections: u64,
-    /// Open-loop arrivals due.
-    #[serde(default)]
-    pub scheduled: u64,
-    /// Open-loop arrivals dropped.
-    #[serde(default)]
-    pub dropped: u64,
-    /// The first TLS session's version, cipher and ALPN protocol.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls_session: Option<String>,
-    /// Connections the server ended while belier meant to keep them.
-    #[serde(default)]
-    pub server_closes: u64,
-    /// Requests sent again on a new connection after the server closed their first one
-    /// unread (idle keep-alive close, HTTP/2 GOAWAY).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub resent: u64,
-    /// TLS handshakes that resumed an earlier session.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub tls_resumed: u64,
-    /// The exact smallest and largest value of each histogram, by metric name (absent from
-    /// files written before they were kept: the histograms' own then stand in).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extremes: BTreeMap<String, Range>,
-    /// Scripted users: counters of each step, by step number (their latency histograms are
-    /// stored apart, see [`Recorder::steps`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<StepCounts>,
-    /// Scripted users: counts of each check, by check number.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<CheckCounts>,
-    /// Scripted users: iterations completed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub iterations: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Why stored counters or histograms could not be restored.
-#[derive(Debug, PartialEq, Eq)]
-pub struct RestoreError(pub String);
-
-impl std::fmt::Display for RestoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RestoreError {}
-
-impl Recorder {
-    /// The counters, for storing.
-    pub fn counters(&self) -> Counters {
-        Counters {
-            status: self.status_counts().collect(),
-            errors: ErrorKind::ALL
-                .iter()
-                .filter(|k| self.errors_of(**k) > 0)
-                .map(|k| (k.name().to_string(), self.errors_of(*k)))
-                .collect(),
-            examples: ErrorKind::ALL
-                .iter()
-                .filter_map(|k| Some((k.name().to_string(), self.error_example(*k)?.to_string())))
-                .collect(),
-            bytes_in: self.bytes_in,
-            bytes_out: self.bytes_out,
-            connections: self.connections_opened,
-            scheduled: self.scheduled,
-            dropped: self.dropped,
-            tls_session: self.tls_session.clone(),
-            server_closes: self.server_closes,
-            resent: self.resent,
-            tls_resumed: self.tls_resumed,
-            extremes: self.extremes.stored(),
-            steps: self.steps.iter().map(|r| r.counts).collect(),
-            checks: self.checks.clone(),
-            iterations: self.iterations,
-        }
-    }
-
-    /// The histogram of `metric`.
-    pub fn histogram(&self, metric: Metric) -> &Histogram<u64> {
-        match metric {
-            Metric::Latency => &self.latency_us,
-            Metric::Uncorrected => &self.uncorrected_us,
-            Metric::Lag => &self.lag_us,
-            Metric::Dispatch => &self.dispatch_us,
-            Metric::Connect => &self.connect_us,
-            Metric::Tls => &self.tls_us,
-            Metric::Ttfb => &self.ttfb_us,
-            Metric::Transfer => &self.transfer_us,
-        }
-    }
-
-    fn histogram_mut(&mut self, metric: Metric) -> &mut Histogram<u64> {
-        match metric {
-            Metric::Latency => &mut self.latency_us,
-            Metric::Uncorrected => &mut self.uncorrected_us,
-            Metric::Lag => &mut self.lag_us,
-            Metric::Dispatch => &mut self.dispatch_us,
-            Metric::Connect => &mut self.connect_us,
-            Metric::Tls => &mut self.tls_us,
-            Metric::Ttfb => &mut self.ttfb_us,
-            Metric::Transfer => &mut self.transfer_us,
-        }
-    }
-
-    /// Rebuilds a recorder from stored counters; histograms are added with
-    /// [`Recorder::add_histogram`].
-    pub fn from_counters(c: &Counters) -> Result<Recorder, RestoreError> {
-        let mut r = Recorder::new();
-        for (&code, &n) in &c.status {
-            let slot = usize::from(code);
-            if slot >= STATUS_SLOTS {
-                return Err(RestoreError(format!("status code {code} out of range")));
-            }
-            r.status[slot] = n;
-        }
-        for (name, &n) in &c.errors {
-            let kind = ErrorKind::from_name(name)
-                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
-            r.errors[kind.index()] = n;
-        }
-        for (name, example) in &c.examples {
-            let kind = ErrorKind::from_name(name)
-                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
-            r.error_examples[kind.index()] = Some(example.clone());
-        }
-        r.bytes_in = c.bytes_in;
-        r.bytes_out = c.bytes_out;
-        r.connections_opened = c.connections;
-        r.scheduled = c.scheduled;
-        r.dropped = c.dropped;
-        r.tls_session.clone_from(&c.tls_session);
-        r.server_closes = c.server_closes;
-        r.resent = c.resent;
-        r.tls_resumed = c.tls_resumed;
-        for (name, &range) in &c.extremes {
-            let metric = Metric::from_name(name)
-                .ok_or_else(|| RestoreError(format!("unknown histogram '{name}'")))?;
-            r.extremes.widen(metric, range);
-        }
-        r.steps = c
-            .steps
-            .iter()
-            .map(|&counts| StepRow::from_counts(counts))
-            .collect();
-        r.checks.clone_from(&c.checks);
-        r.iterations = c.iterations;
-        Ok(r)
-    }
-
-    /// Adds the values of a stored histogram to `metric`'s.
-    pub fn add_histogram(
-        &mut self,
-        metric: Metric,
-        h: &Histogram<u64>,
-    ) -> Result<(), RestoreError> {
-        let mine = self.histogram_mut(metric);
-        mine.add(h).map_err(|e| {
-            RestoreError(format!("{} histogram does not fit: {e:?}", metric.name()))
-        })?;
-        // Stored without its exact range (an older file): the histogram's edges stand in.
-        if self.extremes.of(metric).is_none() && !h.is_empty() {
-            let min = if h.min() == 0 { h.min_nz() } else { h.min() };
-            self.extremes.widen(metric, Range { min, max: h.max() });
-        }
-        Ok(())
-    }
-}
-
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {
         // Same bounds on both sides by construction, so `add` cannot fail.
@@ -686,201 +524,4 @@ pub(crate) fn new_histogram(sigfig: u8) -> Histogram<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn sample(latency_us: u64, outcome: Outcome) -> Sample {
-        let intended = Instant::now();
-        let done = intended + Duration::from_micros(latency_us);
-        Sample {
-            intended,
-            dispatched: intended,
-            ready: None,
-            connected: None,
-            handshaken: None,
-            sent: intended,
-            first_byte: Some(done),
-            done,
-            outcome,
-            bytes_in: 100,
-            bytes_out: 40,
-        }
-    }
-
-    #[test]
-    fn counts_add_up() {
-        let mut r = Recorder::new();
-        r.record(&sample(1_000, Outcome::Response { status: 200 }));
-        r.record(&sample(2_000, Outcome::Response { status: 503 }));
-        r.record(&sample(5, Outcome::Error(ErrorKind::ConnectRefused)));
-        r.record_errors(ErrorKind::Cancelled, 2);
-        assert_eq!(r.requests(), 5);
-        assert_eq!(r.responses(), 2);
-        assert_eq!(r.succeeded(), 1);
-        assert_eq!(r.errors(), 3);
-        assert_eq!(r.errors_of(ErrorKind::Cancelled), 2);
-        assert_eq!(r.status_counts().collect::<Vec<_>>(), [(200, 1), (503, 1)]);
-        assert_eq!(r.bytes_in(), 300);
-        assert_eq!(r.bytes_out(), 120);
-        // Errors stay out of the latency histogram.
-        assert_eq!(r.latency_us().len(), 2);
-    }
-
-    #[test]
-    fn first_error_example_wins_and_is_formatted_once() {
-        let mut r = Recorder::new();
-        let mut calls = 0;
-        for msg in ["first", "second"] {
-            r.note_error_example(ErrorKind::Timeout, || {
-                calls += 1;
-                msg.to_string()
-            });
-        }
-        assert_eq!(calls, 1);
-        assert_eq!(r.error_example(ErrorKind::Timeout), Some("first"));
-        assert_eq!(r.error_example(ErrorKind::OtherIo), None);
-    }
-
-    #[test]
-    fn runs_without_users_keep_no_rows() {
-        let mut r = Recorder::new();
-        r.record(&sample(10, Outcome::Response { status: 200 }));
-        assert!(r.steps().is_empty() && r.checks().is_empty());
-        let stored = r.counters();
-        assert!(stored.steps.is_empty() && stored.checks.is_empty());
-        assert_eq!(stored.iterations, 0);
-    }
-
-    #[test]
-    fn reset_forgets_everything() {
-        let mut r = Recorder::new();
-        r.record_step(0, &sample(10, Outcome::Response { status: 200 }), true);
-        r.record_check(0, true);
-        r.record_iteration();
-        r.record(&sample(10, Outcome::Response { status: 200 }));
-        r.note_error_example(ErrorKind::Timeout, || "x".into());
-        r.record_connection();
-        r.reset();
-        assert_eq!(r.requests(), 0);
-        assert_eq!(r.connections_opened(), 0);
-        assert_eq!(r.error_example(ErrorKind::Timeout), None);
-        assert_eq!(r.latency_us().len(), 0);
-        assert_eq!(r.steps()[0].counts.requests, 0);
-        assert_eq!(r.steps()[0].latency_us().len(), 0);
-        assert_eq!(r.checks()[0].passed, 0);
-        assert_eq!(r.iterations(), 0);
-    }
-
-    #[test]
-    fn out_of_range_status_and_latency_are_clamped_not_lost() {
-        let mut r = Recorder::new();
-        r.record(&sample(
-            HISTOGRAM_MAX_US * 4,
-            Outcome::Response { status: 1200 },
-        ));
-        assert_eq!(r.responses(), 1);
-        assert_eq!(r.status_counts().collect::<Vec<_>>(), [(0, 1)]);
-        assert!(r.latency_us().max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
-    }
-
-    #[test]
-    fn counters_and_histograms_restore_exactly() {
-        let mut r = Recorder::new();
-        r.record(&sample(1_234, Outcome::Response { status: 201 }));
-        r.record(&sample(99, Outcome::Error(ErrorKind::Timeout)));
-        r.note_error_example(ErrorKind::Timeout, || "slow".into());
-        r.record_connection();
-        r.record_scheduled();
-        r.record_dropped();
-        r.record_step(1, &sample(500, Outcome::Response { status: 200 }), false);
-        r.record_step(
-            1,
-            &sample(7, Outcome::Error(ErrorKind::ConnectRefused)),
-            true,
-        );
-        r.record_check(2, false);
-        r.record_iteration();
-        r.record_resent();
-        r.record_tls_resumed();
-        r.record_tls_resumed();
-        let mut back = Recorder::from_counters(&r.counters()).unwrap();
-        for m in Metric::ALL {
-            back.add_histogram(m, r.histogram(m)).unwrap();
-        }
-        for (i, row) in r.steps().iter().enumerate() {
-            back.add_step_histogram(i, row.latency_us()).unwrap();
-        }
-        assert_eq!(back.steps().len(), 2);
-        assert_eq!(back.steps()[1].counts.requests, 2);
-        assert_eq!(back.steps()[1].counts.failures, 1);
-        assert_eq!(
-            back.steps()[1].latency_summary(),
-            r.steps()[1].latency_summary()
-        );
-        assert_eq!(back.checks()[2].failed, 1);
-        assert_eq!(back.iterations(), 1);
-        assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
-        let mut twice = back.clone();
-        twice += &back;
-        assert_eq!((twice.resent(), twice.tls_resumed()), (2, 4));
-        twice.reset();
-        assert_eq!((twice.resent(), twice.tls_resumed()), (0, 0));
-        assert_eq!(back.counters(), r.counters());
-        assert_eq!(back.latency_summary(), r.latency_summary());
-        assert_eq!(back.lag_us().len(), r.lag_us().len());
-        let mut bad = r.counters();
-        bad.errors.insert("gremlins".into(), 1);
-        assert!(Recorder::from_counters(&bad).is_err());
-    }
-
-    proptest! {
-        // Merging recorders that each saw part of the samples equals one recorder that saw all.
-        #[test]
-        fn merge_equals_recording_everything(
-            values in proptest::collection::vec((1u64..10_000_000, 0usize..4, 0usize..3), 1..400)
-        ) {
-            let mut all = Recorder::new();
-            let mut parts = [Recorder::new(), Recorder::new(), Recorder::new()];
-            for &(latency, kind, part) in &values {
-                let outcome = match kind {
-                    0 => Outcome::Response { status: 200 },
-                    1 => Outcome::Response { status: 404 },
-                    2 => Outcome::Error(ErrorKind::Timeout),
-                    _ => Outcome::Error(ErrorKind::ConnectionReset),
-                };
-                let s = sample(latency, outcome);
-                all.record(&s);
-                parts[part].record(&s);
-                // Scripted-user rows: the step, check and verdict follow from the values.
-                let (step, check, failed) = ((latency % 5) as usize, kind % 3, kind >= 2);
-                all.record_step(step, &s, failed);
-                parts[part].record_step(step, &s, failed);
-                all.record_check(check, !failed);
-                parts[part].record_check(check, !failed);
-                if latency % 2 == 0 {
-                    all.record_iteration();
-                    parts[part].record_iteration();
-                }
-            }
-            let mut merged = Recorder::new();
-            for p in &parts {
-                merged += p;
-            }
-            prop_assert_eq!(merged.requests(), all.requests());
-            prop_assert_eq!(merged.errors(), all.errors());
-            prop_assert_eq!(merged.status_counts().collect::<Vec<_>>(), all.status_counts().collect::<Vec<_>>());
-            prop_assert_eq!(merged.bytes_in(), all.bytes_in());
-            prop_assert_eq!(merged.latency_summary(), all.latency_summary());
-            prop_assert_eq!(merged.counters(), all.counters());
-            prop_assert_eq!(merged.steps().len(), all.steps().len());
-            for (m, a) in merged.steps().iter().zip(all.steps()) {
-                prop_assert_eq!(m.counts, a.counts);
-                prop_assert_eq!(m.latency_summary(), a.latency_summary());
-            }
-        }
-    }
-}
+mod tests;

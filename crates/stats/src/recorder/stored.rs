@@ -1,0 +1,176 @@
+//! A recorder's counters and extremes in a form that stores and restores exactly (results
+//! files); its histograms are stored apart, in HdrHistogram's own encoding.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::{Metric, Recorder, STATUS_SLOTS};
+use crate::extremes::Range;
+use crate::step::{CheckCounts, StepCounts, StepRow};
+use crate::ErrorKind;
+
+/// Everything a recorder counts besides its histograms, in a form that stores and restores
+/// exactly (results files).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Responses by status code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status: BTreeMap<u16, u64>,
+    /// Failed requests by error kind name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
+    /// An example message per error kind name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub examples: BTreeMap<String, String>,
+    /// Wire bytes read.
+    pub bytes_in: u64,
+    /// Wire bytes written.
+    pub bytes_out: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Open-loop arrivals due.
+    #[serde(default)]
+    pub scheduled: u64,
+    /// Open-loop arrivals dropped.
+    #[serde(default)]
+    pub dropped: u64,
+    /// The first TLS session's version, cipher and ALPN protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_session: Option<String>,
+    /// Connections the server ended while belier meant to keep them.
+    #[serde(default)]
+    pub server_closes: u64,
+    /// Requests sent again on a new connection after the server closed their first one
+    /// unread (idle keep-alive close, HTTP/2 GOAWAY).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u64,
+    /// TLS handshakes that resumed an earlier session.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_resumed: u64,
+    /// The exact smallest and largest value of each histogram, by metric name (absent from
+    /// files written before they were kept: the histograms' own then stand in).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extremes: BTreeMap<String, Range>,
+    /// Scripted users: counters of each step, by step number (their latency histograms are
+    /// stored apart, see [`Recorder::steps`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepCounts>,
+    /// Scripted users: counts of each check, by check number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckCounts>,
+    /// Scripted users: iterations completed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub iterations: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Why stored counters or histograms could not be restored.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RestoreError(pub String);
+
+impl std::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
+impl Recorder {
+    /// The counters, for storing.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            status: self.status_counts().collect(),
+            errors: ErrorKind::ALL
+                .iter()
+                .filter(|k| self.errors_of(**k) > 0)
+                .map(|k| (k.name().to_string(), self.errors_of(*k)))
+                .collect(),
+            examples: ErrorKind::ALL
+                .iter()
+                .filter_map(|k| Some((k.name().to_string(), self.error_example(*k)?.to_string())))
+                .collect(),
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            connections: self.connections_opened,
+            scheduled: self.scheduled,
+            dropped: self.dropped,
+            tls_session: self.tls_session.clone(),
+            server_closes: self.server_closes,
+            resent: self.resent,
+            tls_resumed: self.tls_resumed,
+            extremes: self.extremes.stored(),
+            steps: self.steps.iter().map(|r| r.counts).collect(),
+            checks: self.checks.clone(),
+            iterations: self.iterations,
+        }
+    }
+
+    /// Rebuilds a recorder from stored counters; histograms are added with
+    /// [`Recorder::add_histogram`].
+    pub fn from_counters(c: &Counters) -> Result<Recorder, RestoreError> {
+        let mut r = Recorder::new();
+        for (&code, &n) in &c.status {
+            let slot = usize::from(code);
+            if slot >= STATUS_SLOTS {
+                return Err(RestoreError(format!("status code {code} out of range")));
+            }
+            r.status[slot] = n;
+        }
+        for (name, &n) in &c.errors {
+            let kind = ErrorKind::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
+            r.errors[kind.index()] = n;
+        }
+        for (name, example) in &c.examples {
+            let kind = ErrorKind::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
+            r.error_examples[kind.index()] = Some(example.clone());
+        }
+        r.bytes_in = c.bytes_in;
+        r.bytes_out = c.bytes_out;
+        r.connections_opened = c.connections;
+        r.scheduled = c.scheduled;
+        r.dropped = c.dropped;
+        r.tls_session.clone_from(&c.tls_session);
+        r.server_closes = c.server_closes;
+        r.resent = c.resent;
+        r.tls_resumed = c.tls_resumed;
+        for (name, &range) in &c.extremes {
+            let metric = Metric::from_name(name)
+                .ok_or_else(|| RestoreError(format!("unknown histogram '{name}'")))?;
+            r.extremes.widen(metric, range);
+        }
+        r.steps = c
+            .steps
+            .iter()
+            .map(|&counts| StepRow::from_counts(counts))
+            .collect();
+        r.checks.clone_from(&c.checks);
+        r.iterations = c.iterations;
+        Ok(r)
+    }
+
+    /// Adds the values of a stored histogram to `metric`'s.
+    pub fn add_histogram(
+        &mut self,
+        metric: Metric,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        let mine = self.histogram_mut(metric);
+        mine.add(h).map_err(|e| {
+            RestoreError(format!("{} histogram does not fit: {e:?}", metric.name()))
+        })?;
+        // Stored without its exact range (an older file): the histogram's edges stand in.
+        if self.extremes.of(metric).is_none() && !h.is_empty() {
+            let min = if h.min() == 0 { h.min_nz() } else { h.min() };
+            self.extremes.widen(metric, Range { min, max: h.max() });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! The recorder's counting, merging and storing.
+
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn sample(latency_us: u64, outcome: Outcome) -> Sample {
+    let intended = Instant::now();
+    let done = intended + Duration::from_micros(latency_us);
+    Sample {
+        intended,
+        dispatched: intended,
+        ready: None,
+        connected: None,
+        handshaken: None,
+        sent: intended,
+        first_byte: Some(done),
+        done,
+        outcome,
+        bytes_in: 100,
+        bytes_out: 40,
+    }
+}
+
+#[test]
+fn counts_add_up() {
+    let mut r = Recorder::new();
+    r.record(&sample(1_000, Outcome::Response { status: 200 }));
+    r.record(&sample(2_000, Outcome::Response { status: 503 }));
+    r.record(&sample(5, Outcome::Error(ErrorKind::ConnectRefused)));
+    r.record_errors(ErrorKind::Cancelled, 2);
+    assert_eq!(r.requests(), 5);
+    assert_eq!(r.responses(), 2);
+    assert_eq!(r.succeeded(), 1);
+    assert_eq!(r.errors(), 3);
+    assert_eq!(r.errors_of(ErrorKind::Cancelled), 2);
+    assert_eq!(r.status_counts().collect::<Vec<_>>(), [(200, 1), (503, 1)]);
+    assert_eq!(r.bytes_in(), 300);
+    assert_eq!(r.bytes_out(), 120);
+    // Errors stay out of the latency histogram.
+    assert_eq!(r.latency_us().len(), 2);
+}
+
+#[test]
+fn first_error_example_wins_and_is_formatted_once() {
+    let mut r = Recorder::new();
+    let mut calls = 0;
+    for msg in ["first", "second"] {
+        r.note_error_example(ErrorKind::Timeout, || {
+            calls += 1;
+            msg.to_string()
+        });
+    }
+    assert_eq!(calls, 1);
+    assert_eq!(r.error_example(ErrorKind::Timeout), Some("first"));
+    assert_eq!(r.error_example(ErrorKind::OtherIo), None);
+}
+
+#[test]
+fn runs_without_users_keep_no_rows() {
+    let mut r = Recorder::new();
+    r.record(&sample(10, Outcome::Response { status: 200 }));
+    assert!(r.steps().is_empty() && r.checks().is_empty());
+    let stored = r.counters();
+    assert!(stored.steps.is_empty() && stored.checks.is_empty());
+    assert_eq!(stored.iterations, 0);
+}
+
+#[test]
+fn reset_forgets_everything() {
+    let mut r = Recorder::new();
+    r.record_step(0, &sample(10, Outcome::Response { status: 200 }), true);
+    r.record_check(0, true);
+    r.record_iteration();
+    r.record(&sample(10, Outcome::Response { status: 200 }));
+    r.note_error_example(ErrorKind::Timeout, || "x".into());
+    r.record_connection();
+    r.reset();
+    assert_eq!(r.requests(), 0);
+    assert_eq!(r.connections_opened(), 0);
+    assert_eq!(r.error_example(ErrorKind::Timeout), None);
+    assert_eq!(r.latency_us().len(), 0);
+    assert_eq!(r.steps()[0].counts.requests, 0);
+    assert_eq!(r.steps()[0].latency_us().len(), 0);
+    assert_eq!(r.checks()[0].passed, 0);
+    assert_eq!(r.iterations(), 0);
+}
+
+#[test]
+fn out_of_range_status_and_latency_are_clamped_not_lost() {
+    let mut r = Recorder::new();
+    r.record(&sample(
+        HISTOGRAM_MAX_US * 4,
+        Outcome::Response { status: 1200 },
+    ));
+    assert_eq!(r.responses(), 1);
+    assert_eq!(r.status_counts().collect::<Vec<_>>(), [(0, 1)]);
+    assert!(r.latency_us().max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
+}
+
+#[test]
+fn counters_and_histograms_restore_exactly() {
+    let mut r = Recorder::new();
+    r.record(&sample(1_234, Outcome::Response { status: 201 }));
+    r.record(&sample(99, Outcome::Error(ErrorKind::Timeout)));
+    r.note_error_example(ErrorKind::Timeout, || "slow".into());
+    r.record_connection();
+    r.record_scheduled();
+    r.record_dropped();
+    r.record_step(1, &sample(500, Outcome::Response { status: 200 }), false);
+    r.record_step(
+        1,
+        &sample(7, Outcome::Error(ErrorKind::ConnectRefused)),
+        true,
+    );
+    r.record_check(2, false);
+    r.record_iteration();
+    r.record_resent();
+    r.record_tls_resumed();
+    r.record_tls_resumed();
+    let mut back = Recorder::from_counters(&r.counters()).unwrap();
+    for m in Metric::ALL {
+        back.add_histogram(m, r.histogram(m)).unwrap();
+    }
+    for (i, row) in r.steps().iter().enumerate() {
+        back.add_step_histogram(i, row.latency_us()).unwrap();
+    }
+    assert_eq!(back.steps().len(), 2);
+    assert_eq!(back.steps()[1].counts.requests, 2);
+    assert_eq!(back.steps()[1].counts.failures, 1);
+    assert_eq!(
+        back.steps()[1].latency_summary(),
+        r.steps()[1].latency_summary()
+    );
+    assert_eq!(back.checks()[2].failed, 1);
+    assert_eq!(back.iterations(), 1);
+    assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
+    let mut twice = back.clone();
+    twice += &back;
+    assert_eq!((twice.resent(), twice.tls_resumed()), (2, 4));
+    twice.reset();
+    assert_eq!((twice.resent(), twice.tls_resumed()), (0, 0));
+    assert_eq!(back.counters(), r.counters());
+    assert_eq!(back.latency_summary(), r.latency_summary());
+    assert_eq!(back.lag_us().len(), r.lag_us().len());
+    let mut bad = r.counters();
+    bad.errors.insert("gremlins".into(), 1);
+    assert!(Recorder::from_counters(&bad).is_err());
+}
+
+proptest! {
+    // Merging recorders that each saw part of the samples equals one recorder that saw all.
+    #[test]
+    fn merge_equals_recording_everything(
+        values in proptest::collection::vec((1u64..10_000_000, 0usize..4, 0usize..3), 1..400)
+    ) {
+        let mut all = Recorder::new();
+        let mut parts = [Recorder::new(), Recorder::new(), Recorder::new()];
+        for &(latency, kind, part) in &values {
+            let outcome = match kind {
+                0 => Outcome::Response { status: 200 },
+                1 => Outcome::Response { status: 404 },
+                2 => Outcome::Error(ErrorKind::Timeout),
+                _ => Outcome::Error(ErrorKind::ConnectionReset),
+            };
+            let s = sample(latency, outcome);
+            all.record(&s);
+            parts[part].record(&s);
+            // Scripted-user rows: the step, check and verdict follow from the values.
+            let (step, check, failed) = ((latency % 5) as usize, kind % 3, kind >= 2);
+            all.record_step(step, &s, failed);
+            parts[part].record_step(step, &s, failed);
+            all.record_check(check, !failed);
+            parts[part].record_check(check, !failed);
+            if latency % 2 == 0 {
+                all.record_iteration();
+                parts[part].record_iteration();
+            }
+        }
+        let mut merged = Recorder::new();
+        for p in &parts {
+            merged += p;
+        }
+        prop_assert_eq!(merged.requests(), all.requests());
+        prop_assert_eq!(merged.errors(), all.errors());
+        prop_assert_eq!(merged.status_counts().collect::<Vec<_>>(), all.status_counts().collect::<Vec<_>>());
+        prop_assert_eq!(merged.bytes_in(), all.bytes_in());
+        prop_assert_eq!(merged.latency_summary(), all.latency_summary());
+        prop_assert_eq!(merged.counters(), all.counters());
+        prop_assert_eq!(merged.steps().len(), all.steps().len());
+        for (m, a) in merged.steps().iter().zip(all.steps()) {
+            prop_assert_eq!(m.counts, a.counts);
+            prop_assert_eq!(m.latency_summary(), a.latency_summary());
+        }
+    }
+}
