@@ -3,7 +3,7 @@
 //! to a non-trivial screenshot. The page and its screenshot are kept to look at:
 //! `<target dir>/html-report.html` and `<target dir>/html-report-screenshot.png`.
 //!
-//! Chromium is Debian's `chromium` package (`.ci/install-chromium`). Without it the test says
+//! Chromium is Debian's `chromium` package (`scripts/install-chromium`). Without it the test says
 //! it skipped, except under CI (`CI=true`), where a missing browser is a failure.
 
 use std::io::{Read, Write as _};
@@ -219,12 +219,12 @@ fn console_errors(stderr: &str) -> Vec<&str> {
 fn report_opens_in_a_headless_browser() {
     if !Path::new(CHROMIUM).exists() {
         if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{CHROMIUM} is missing: CI must run .ci/install-chromium before the tests");
+            panic!("{CHROMIUM} is missing: CI must run scripts/install-chromium before the tests");
         }
         // Written straight to stderr so the harness does not swallow it.
         let _ = writeln!(
             std::io::stderr(),
-            "html_browser: skipped: chromium not installed (run .ci/install-chromium)"
+            "html_browser: skipped: chromium not installed (run scripts/install-chromium)"
         );
         return;
     }
