@@ -7,6 +7,7 @@
 //! [`esc`], which is safe both in text and in quoted attributes.
 
 mod charts;
+mod distribution;
 mod svg;
 #[cfg(test)]
 mod tests;
@@ -145,8 +146,8 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     if let Some(lag) = charts::lag_over_time(runs, &timeline) {
         out.push_str(&lag);
     }
-    out.push_str(&charts::latency_spectrum(runs));
-    out.push_str(&charts::status_codes(runs));
+    out.push_str(&distribution::latency_spectrum(runs));
+    out.push_str(&distribution::status_codes(runs));
     write_errors(out, runs)?;
     out.push_str("</main>\n</body>\n</html>\n");
     Ok(())
