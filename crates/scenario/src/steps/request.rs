@@ -1,0 +1,486 @@
+//! A request step compiled: its method and URL, headers, body (text, JSON template, file),
+//! extractions and checks, each template checked against the variables defined before it.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+use serde_json_path::JsonPath;
+
+use crate::check::{self, Check};
+use crate::error::Result;
+use crate::extract::{Extraction, Source};
+use crate::model::{Body, JsonTemplate, Request, Scheme};
+use crate::parse::{is_token_byte, Compiler};
+use crate::template::{self, Template};
+use crate::yaml::{Fields, Kind, Node};
+
+const VERBS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options"];
+/// Keys of a request step; the other step kinds' keys are listed too so that a typo such as
+/// `pauze` is answered with `pause`.
+pub(super) const REQUEST_KEYS: &[&str] = &[
+    "name",
+    "method",
+    "path",
+    "url",
+    "get",
+    "post",
+    "put",
+    "patch",
+    "delete",
+    "head",
+    "options",
+    "headers",
+    "body",
+    "json",
+    "body_file",
+    "extract",
+    "check",
+    "abort_on_fail",
+    "timeout",
+    "pause",
+    "group",
+    "loop",
+    "steps",
+];
+const CHECK_KEYS: &[&str] = &[
+    "status",
+    "body_contains",
+    "body_matches",
+    "json",
+    "header",
+    "max_latency",
+];
+const EXTRACT_KEYS: &[&str] = &["json", "regex", "header", "cookie"];
+/// Regexes are compiled with this size limit so a plan cannot ask for a huge automaton.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Method and path-as-written of a request step, and the node holding the path.
+fn method_and_path<'n>(c: &Compiler<'_>, f: &Fields<'n>) -> Result<(String, &'n Node, bool)> {
+    let rd = c.rd;
+    let verbs: Vec<&str> = VERBS
+        .iter()
+        .copied()
+        .filter(|v| f.get(v).is_some())
+        .collect();
+    let place: Vec<&str> = ["path", "url"]
+        .into_iter()
+        .filter(|k| f.get(k).is_some())
+        .collect();
+    match (verbs.as_slice(), place.as_slice()) {
+        ([verb], []) => {
+            if let Some(m) = f.key_node("method") {
+                return Err(rd.err(m, format!("`method` and `{verb}:` both give the method; keep one")));
+            }
+            Ok((verb.to_ascii_uppercase(), f.get(verb).unwrap_or(f.node), false))
+        }
+        ([], [place]) => {
+            let method = match f.get("method") {
+                Some(n) => {
+                    let m = rd.str(n, "a method")?;
+                    if m.is_empty() || !m.bytes().all(is_token_byte) {
+                        return Err(rd.err(n, format!("`{m}` is not a valid HTTP method")));
+                    }
+                    m.to_ascii_uppercase()
+                }
+                None => "GET".to_string(),
+            };
+            Ok((method, f.get(place).unwrap_or(f.node), *place == "url"))
+        }
+        ([], []) => Err(rd.err(
+            f.node,
+            "expected a step: a request (`path:`, `url:` or `get:`/`post:`/…), `pause:`, `group:` or `loop:`",
+        )),
+        _ => Err(rd.err(f.node, "a request has one of `path`, `url`, `get`, `post`, … (found several)")),
+    }
+}
+
+/// The path part of `url` text on the target's origin.
+fn url_path<'t>(c: &Compiler<'_>, node: &Node, text: &'t str) -> Result<&'t str> {
+    let rd = c.rd;
+    let origin_end = text
+        .find("://")
+        .map(|i| i + 3 + text[i + 3..].find(['/', '?']).unwrap_or(text.len() - i - 3));
+    let Some(origin_end) = origin_end else {
+        return Err(rd.err(
+            node,
+            format!(
+                "expected a full URL (`{}/…`); use `path:` for a path",
+                c.target.url()
+            ),
+        ));
+    };
+    let origin = &text[..origin_end];
+    if origin.contains("{{") {
+        return Err(rd.err(
+            node,
+            "the origin (scheme, host, port) of a `url` cannot use templates",
+        ));
+    }
+    let parsed = url::Url::parse(&format!("{origin}/"))
+        .map_err(|e| rd.err(node, format!("bad URL `{origin}`: {e}")))?;
+    let scheme = match c.target.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let same = parsed.scheme() == scheme
+        && parsed
+            .host_str()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+            == Some(c.target.host.as_str())
+        && parsed.port_or_known_default() == Some(c.target.port);
+    if !same {
+        return Err(rd.err(
+            node,
+            format!(
+                "`{origin}` is not the target's origin ({}); a plan sends to one origin",
+                c.target.url()
+            ),
+        ));
+    }
+    Ok(&text[origin_end..])
+}
+
+pub(super) fn request(
+    c: &mut Compiler<'_>,
+    f: &Fields<'_>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<usize> {
+    let rd = c.rd;
+    let (method, path_node, is_url) = method_and_path(c, f)?;
+    let raw = rd.str(path_node, "a path")?;
+    let (path_text, prefix) = if is_url {
+        let p = url_path(c, path_node, raw)?;
+        (if p.is_empty() { "/" } else { p }, "")
+    } else {
+        if !raw.starts_with('/') {
+            return Err(rd.err(
+                path_node,
+                format!("expected a path starting with `/`, found `{raw}`"),
+            ));
+        }
+        (raw, c.target.base_path.as_str())
+    };
+    let offset = raw.len() - path_text.len();
+    let path = c
+        .template_text(path_node, path_text, offset, defined, feeders)?
+        .with_prefix(prefix);
+    let name = match f.get("name") {
+        Some(n) => rd.str(n, "a step name")?.to_string(),
+        None => format!("{method} {path_text}"),
+    };
+    let step = c.step_row(&name);
+
+    let mut headers = c.default_headers.clone();
+    if let Some(n) = f.get("headers") {
+        for (h, t) in c.headers(n, defined, feeders)? {
+            headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(&h));
+            headers.push((h, t));
+        }
+    }
+    let bodies: Vec<&str> = ["body", "json", "body_file"]
+        .into_iter()
+        .filter(|k| f.get(k).is_some())
+        .collect();
+    if bodies.len() > 1 {
+        return Err(rd.err(
+            f.key_node(bodies[1]).unwrap_or(f.node),
+            "give one of `body`, `json` or `body_file`",
+        ));
+    }
+    let body = if let Some(n) = f.get("body") {
+        Body::Text(c.template(n, "a body", defined, feeders)?)
+    } else if let Some(n) = f.get("json") {
+        if !headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
+        {
+            headers.push(("Content-Type".into(), Template::literal("application/json")));
+        }
+        let json = json_template(c, n, defined, feeders)?;
+        match fixed_json(&json) {
+            // No template inside: serialise once rather than per request.
+            Some(value) => Body::Bytes(Arc::from(value.to_string().into_bytes()), " [json]"),
+            None => Body::Json(json),
+        }
+    } else if let Some(n) = f.get("body_file") {
+        let path = c.relative(rd.str(n, "a body file path")?);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            rd.err(
+                n,
+                format!("cannot read body file `{}`: {e}", path.display()),
+            )
+        })?;
+        Body::Bytes(Arc::from(bytes), " [body file]")
+    } else {
+        Body::None
+    };
+
+    let uses_extracted = {
+        let mut slots: Vec<usize> = path.vars().collect();
+        for (_, t) in &headers {
+            slots.extend(t.vars());
+        }
+        match &body {
+            Body::Text(t) => slots.extend(t.vars()),
+            Body::Json(j) => json_vars(j, &mut slots),
+            Body::None | Body::Bytes(..) => {}
+        }
+        slots
+            .iter()
+            .any(|s| c.initial.get(*s).is_some_and(Option::is_none))
+    };
+    let vars_check = uses_extracted.then(|| c.check_row(&format!("{name}: variables set")));
+
+    let mut checks = Vec::new();
+    let mut status_checked = false;
+    if let Some(n) = f.get("check") {
+        for kind in check_kinds(c, n)? {
+            status_checked |= matches!(kind, check::Kind::Status(_));
+            let index = c.check_row(&format!("{name}: {}", kind.label()));
+            checks.push(Check { index, kind });
+        }
+    }
+    let mut extract = Vec::new();
+    if let Some(n) = f.get("extract") {
+        for (var, key, spec) in rd.map(n, "extract", &[])?.iter() {
+            if !template::is_name(var) || ["vu", "iteration", "uuid"].contains(&var) {
+                return Err(rd.err(key, format!("`{var}` is not a valid variable name")));
+            }
+            let source = source(c, spec)?;
+            let slot = c.slot(var);
+            let check = c.check_row(&format!("{name}: extract {var}"));
+            extract.push(Extraction {
+                slot,
+                name: var.to_string(),
+                source,
+                check,
+            });
+        }
+    }
+    for e in &extract {
+        defined.insert(e.slot);
+    }
+    let abort_on_fail = f
+        .get("abort_on_fail")
+        .map(|n| rd.bool(n, "abort_on_fail"))
+        .transpose()?
+        .unwrap_or(false);
+    let timeout = f
+        .get("timeout")
+        .map(|n| rd.duration(n, "timeout"))
+        .transpose()?;
+    if timeout == Some(Duration::ZERO) {
+        return Err(rd.err(
+            f.get("timeout").unwrap_or(f.node),
+            "expected a timeout above 0",
+        ));
+    }
+    let keep_body =
+        extract.iter().any(|e| e.source.needs_body()) || checks.iter().any(|c| c.kind.needs_body());
+    c.requests.push(Request {
+        step,
+        name,
+        method,
+        path,
+        path_text: path_text.to_string(),
+        headers,
+        body,
+        extract,
+        checks,
+        status_checked,
+        vars_check,
+        abort_on_fail,
+        timeout,
+        keep_body,
+    });
+    Ok(c.requests.len() - 1)
+}
+
+/// The value of a JSON body with no template inside.
+fn fixed_json(j: &JsonTemplate) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    Some(match j {
+        JsonTemplate::Fixed(v) => v.clone(),
+        JsonTemplate::Text(_) => return None,
+        JsonTemplate::Array(items) => {
+            Value::Array(items.iter().map(fixed_json).collect::<Option<_>>()?)
+        }
+        JsonTemplate::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| Some((k.clone(), fixed_json(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
+}
+
+fn json_vars(j: &JsonTemplate, out: &mut Vec<usize>) {
+    match j {
+        JsonTemplate::Fixed(_) => {}
+        JsonTemplate::Text(t) => out.extend(t.vars()),
+        JsonTemplate::Array(items) => items.iter().for_each(|i| json_vars(i, out)),
+        JsonTemplate::Object(entries) => entries.iter().for_each(|(_, v)| json_vars(v, out)),
+    }
+}
+
+fn json_template(
+    c: &Compiler<'_>,
+    node: &Node,
+    defined: &HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<JsonTemplate> {
+    Ok(match &node.kind {
+        Kind::Scalar { text, .. } => match node.to_json() {
+            serde_json::Value::String(_) if text.contains("{{") => {
+                JsonTemplate::Text(c.template(node, "a JSON string", defined, feeders)?)
+            }
+            other => JsonTemplate::Fixed(other),
+        },
+        Kind::Seq(items) => JsonTemplate::Array(
+            items
+                .iter()
+                .map(|i| json_template(c, i, defined, feeders))
+                .collect::<Result<_>>()?,
+        ),
+        Kind::Map(entries) => {
+            let mut out = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let key = c.rd.str(k, "a JSON key")?.to_string();
+                out.push((key, json_template(c, v, defined, feeders)?));
+            }
+            JsonTemplate::Object(out)
+        }
+    })
+}
+
+fn regex(c: &Compiler<'_>, node: &Node) -> Result<Regex> {
+    let text = c.rd.str(node, "a regex")?;
+    regex::RegexBuilder::new(text)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            let why = e.to_string();
+            let why = why.lines().last().unwrap_or("invalid").trim().to_string();
+            c.rd.err(node, format!("bad regex `{text}`: {why}"))
+        })
+}
+
+fn json_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, String)> {
+    let text = c.rd.str(node, "a JSONPath")?;
+    let path = JsonPath::parse(text).map_err(|e| {
+        c.rd.err(
+            node,
+            format!("bad JSONPath `{text}` (e.g. `$.token`, `$.items[0].id`): {e}"),
+        )
+    })?;
+    Ok((path, text.to_string()))
+}
+
+fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
+    let rd = c.rd;
+    let f = rd.map(
+        node,
+        "an extraction (`json`, `regex`, `header` or `cookie`)",
+        EXTRACT_KEYS,
+    )?;
+    let present: Vec<&str> = EXTRACT_KEYS
+        .iter()
+        .copied()
+        .filter(|k| f.get(k).is_some())
+        .collect();
+    let [kind] = present.as_slice() else {
+        return Err(rd.err(
+            node,
+            "an extraction has exactly one of `json`, `regex`, `header`, `cookie`",
+        ));
+    };
+    let value = f.get(kind).unwrap_or(node);
+    Ok(match *kind {
+        "json" => {
+            let (path, text) = json_path(c, value)?;
+            Source::Json(path, text)
+        }
+        "regex" => Source::Regex(regex(c, value)?),
+        "header" => Source::Header(rd.str(value, "a header name")?.to_string()),
+        _ => Source::Cookie(rd.str(value, "a cookie name")?.to_string()),
+    })
+}
+
+/// One or several strings.
+fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
+    match &node.kind {
+        Kind::Seq(items) => Ok(items.iter().collect()),
+        _ => {
+            c.rd.str(node, what)?;
+            Ok(vec![node])
+        }
+    }
+}
+
+fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
+    let rd = c.rd;
+    let f = rd.map(node, "check", CHECK_KEYS)?;
+    let mut out = Vec::new();
+    for (key, _, value) in f.iter() {
+        match key {
+            "status" => {
+                let mut codes = Vec::new();
+                for n in strings(c, value, "a status code")? {
+                    match rd.u64(n, "a status code")? {
+                        code @ 100..=599 => codes.push(code as u16),
+                        other => {
+                            return Err(rd.err(
+                                n,
+                                format!("expected a status code from 100 to 599, found {other}"),
+                            ))
+                        }
+                    }
+                }
+                if codes.is_empty() {
+                    return Err(rd.err(value, "expected at least one status code"));
+                }
+                out.push(check::Kind::Status(codes));
+            }
+            "body_contains" => {
+                for n in strings(c, value, "text the body contains")? {
+                    out.push(check::Kind::BodyContains(rd.str(n, "text")?.to_string()));
+                }
+            }
+            "body_matches" => {
+                for n in strings(c, value, "a regex")? {
+                    out.push(check::Kind::BodyMatches(regex(c, n)?));
+                }
+            }
+            "json" => {
+                for (_, k, expected) in rd
+                    .map(value, "json checks (JSONPath → expected value)", &[])?
+                    .iter()
+                {
+                    let (path, text) = json_path(c, k)?;
+                    out.push(check::Kind::Json(path, text, expected.to_json()));
+                }
+            }
+            "header" => match &value.kind {
+                Kind::Map(_) => {
+                    for (name, _, v) in rd.map(value, "header checks", &[])?.iter() {
+                        let expected = rd.str(v, "a header value")?.to_string();
+                        out.push(check::Kind::Header(name.to_string(), Some(expected)));
+                    }
+                }
+                _ => {
+                    for n in strings(c, value, "a header name")? {
+                        out.push(check::Kind::Header(
+                            rd.str(n, "a header name")?.to_string(),
+                            None,
+                        ));
+                    }
+                }
+            },
+            _ => out.push(check::Kind::MaxLatency(rd.duration(value, "max_latency")?)),
+        }
+    }
+    Ok(out)
+}
