@@ -1,0 +1,21 @@
+//! The capacity search: the highest request rate a service sustains while its SLOs hold, and
+//! how it behaves past that rate.
+//!
+//! Everything here is pure. [`Search`] plans steady-state steps (a constant rate, a warm-up
+//! that is not judged, a judged window) and takes each step's verdict: it grows the rate until
+//! a step fails, bisects between the last pass and the first failure down to a precision,
+//! confirms the answer with longer steps, and then plans the overload steps past it and a
+//! recovery step below it. [`Slos`] judges a step's [`StepFigures`] against the SLOs;
+//! [`overload::classify`] names the behaviour past capacity. Running a step (an open loop at
+//! the planned rate) and measuring it is the caller's job, so the whole search is tested
+//! against simulated servers without a socket.
+#![deny(missing_docs)]
+
+pub mod overload;
+mod search;
+mod slo;
+
+pub use search::{
+    Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
+};
+pub use slo::{SloError, Slos, StepFigures, Verdict, DEFAULT_SLO};

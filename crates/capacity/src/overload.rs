@@ -1,0 +1,212 @@
+//! How a service behaves past its capacity, and whether it comes back below it.
+//!
+//! Each overload step is classified on its judged window; the service's behaviour is the worst
+//! of them (a service that sheds at 1.25× and collapses at 2× collapses):
+//! - `crashes`: most connections refused, the server gone;
+//! - `collapses`: goodput under half the capacity, or most requests time out or break;
+//! - `sheds`: goodput holds (≥ 90 % of the capacity) and the excess is rejected fast (429 or
+//!   503, their p99 within the SLO's latency);
+//! - `slows`: anything else: the excess queues and every request's latency grows.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Goodput at or above this share of the capacity holds.
+pub const GOODPUT_HOLDS: f64 = 0.9;
+/// Goodput below this share of the capacity has collapsed.
+pub const GOODPUT_COLLAPSED: f64 = 0.5;
+/// Share of requests refused, or broken, beyond which the server is gone or has collapsed.
+pub const MOSTLY: f64 = 0.5;
+/// The latency a rejection must beat when no SLO bounds latency.
+pub const FAST_REJECTION_US: f64 = 1_000_000.0;
+
+/// The behaviour past capacity, from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Behaviour {
+    /// It rejects the excess fast and serves its capacity.
+    Sheds,
+    /// It queues the excess: latency grows past the SLO.
+    Slows,
+    /// Goodput falls, or requests time out and break.
+    Collapses,
+    /// It refuses connections, or is gone.
+    Crashes,
+}
+
+impl Behaviour {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Behaviour::Sheds => "sheds",
+            Behaviour::Slows => "slows",
+            Behaviour::Collapses => "collapses",
+            Behaviour::Crashes => "crashes",
+        }
+    }
+}
+
+/// What an overload step's judged window showed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverloadStep {
+    /// Arrivals per second offered.
+    pub offered: f64,
+    /// Successful responses (status below 400) per second.
+    pub goodput: f64,
+    /// Requests in the window.
+    pub requests: u64,
+    /// Responses 429 and 503: rejected by the service.
+    pub rejected: u64,
+    /// p99 latency of the rejections, µs, when there were any.
+    pub rejected_p99_us: Option<u64>,
+    /// Connections refused.
+    pub refused: u64,
+    /// Requests that timed out, were reset or closed without a complete response.
+    pub broken: u64,
+}
+
+impl OverloadStep {
+    /// This step's behaviour, against `capacity` and the SLO's latency bound (µs).
+    pub fn behaviour(&self, capacity: f64, latency_bound_us: Option<f64>) -> Behaviour {
+        let share = |n: u64| n as f64 / self.requests.max(1) as f64;
+        if share(self.refused) > MOSTLY {
+            Behaviour::Crashes
+        } else if self.goodput < GOODPUT_COLLAPSED * capacity || share(self.broken) > MOSTLY {
+            Behaviour::Collapses
+        } else if self.goodput >= GOODPUT_HOLDS * capacity
+            && self.rejected > 0
+            && self
+                .rejected_p99_us
+                .is_some_and(|p99| (p99 as f64) < latency_bound_us.unwrap_or(FAST_REJECTION_US))
+        {
+            Behaviour::Sheds
+        } else {
+            Behaviour::Slows
+        }
+    }
+}
+
+/// The service's behaviour over all overload steps: the worst; `None` without any.
+pub fn classify(
+    capacity: f64,
+    latency_bound_us: Option<f64>,
+    steps: &[OverloadStep],
+) -> Option<Behaviour> {
+    steps
+        .iter()
+        .map(|s| s.behaviour(capacity, latency_bound_us))
+        .max()
+}
+
+/// Whether the service came back under its SLOs in the recovery step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// The step ended with its SLOs met.
+    pub recovered: bool,
+    /// From the step's start until the first interval after which every interval met the
+    /// SLOs (`None` when the last one did not).
+    pub after: Option<Duration>,
+}
+
+/// Judges recovery from the recovery step's intervals, `(start offset, SLOs met)` in order.
+pub fn recovery(intervals: &[(Duration, bool)]) -> Recovery {
+    let first_of_last_run = intervals
+        .iter()
+        .rposition(|&(_, met)| !met)
+        .map_or(0, |i| i + 1);
+    let after = intervals.get(first_of_last_run).map(|&(at, _)| at);
+    Recovery {
+        recovered: after.is_some(),
+        after,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(goodput: f64, rejected: u64, rejected_p99_us: Option<u64>) -> OverloadStep {
+        OverloadStep {
+            offered: 2_000.0,
+            goodput,
+            requests: 20_000,
+            rejected,
+            rejected_p99_us,
+            refused: 0,
+            broken: 0,
+        }
+    }
+
+    #[test]
+    fn each_behaviour_from_its_figures() {
+        let c = 1_000.0;
+        let bound = Some(30_000.0);
+        // Serves its capacity, rejects the rest in 2 ms.
+        assert_eq!(
+            step(980.0, 9_000, Some(2_000)).behaviour(c, bound),
+            Behaviour::Sheds
+        );
+        // Rejections as slow as the SLO allows are no shedding.
+        assert_eq!(
+            step(980.0, 9_000, Some(40_000)).behaviour(c, bound),
+            Behaviour::Slows
+        );
+        // Serves its capacity, queues the rest.
+        assert_eq!(step(950.0, 0, None).behaviour(c, bound), Behaviour::Slows);
+        // Goodput fell under half.
+        assert_eq!(
+            step(300.0, 0, None).behaviour(c, bound),
+            Behaviour::Collapses
+        );
+        let broken = OverloadStep {
+            broken: 15_000,
+            ..step(950.0, 0, None)
+        };
+        assert_eq!(broken.behaviour(c, bound), Behaviour::Collapses);
+        let refused = OverloadStep {
+            refused: 19_000,
+            ..step(0.0, 0, None)
+        };
+        assert_eq!(refused.behaviour(c, bound), Behaviour::Crashes);
+        // Without a latency SLO, a rejection within a second is fast.
+        assert_eq!(
+            step(980.0, 10, Some(500_000)).behaviour(c, None),
+            Behaviour::Sheds
+        );
+    }
+
+    #[test]
+    fn the_worst_step_names_the_behaviour() {
+        let steps = [step(980.0, 9_000, Some(2_000)), step(300.0, 0, None)];
+        assert_eq!(classify(1_000.0, None, &steps), Some(Behaviour::Collapses));
+        assert_eq!(classify(1_000.0, None, &steps[..1]), Some(Behaviour::Sheds));
+        assert_eq!(classify(1_000.0, None, &[]), None);
+    }
+
+    #[test]
+    fn recovery_is_the_start_of_the_last_run_of_met_intervals() {
+        let s = Duration::from_secs;
+        let r = recovery(&[(s(0), false), (s(1), false), (s(2), true), (s(3), true)]);
+        assert_eq!(
+            r,
+            Recovery {
+                recovered: true,
+                after: Some(s(2))
+            }
+        );
+        // A relapse restarts the count.
+        let r = recovery(&[(s(0), true), (s(1), false), (s(2), true)]);
+        assert_eq!(r.after, Some(s(2)));
+        let r = recovery(&[(s(0), true), (s(1), false)]);
+        assert_eq!(
+            r,
+            Recovery {
+                recovered: false,
+                after: None
+            }
+        );
+        assert_eq!(recovery(&[(s(0), true)]).after, Some(s(0)));
+        assert!(!recovery(&[]).recovered);
+    }
+}

@@ -1,0 +1,249 @@
+//! SLOs: what a step must meet to pass (`p99<50ms`, `p99.9<200ms`, `mean<20ms`, `errors<0.1%`),
+//! written like a plan's thresholds and judged on a step's judged window.
+
+use std::time::Duration;
+
+use belier_scenario::{Figures, Metric, Threshold};
+use belier_stats::Recorder;
+
+/// The SLO that holds when none is given: under 1 % of requests failed.
+pub const DEFAULT_SLO: &str = "errors<1%";
+
+/// A malformed SLO expression.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--slo '{expression}': at position {position}: {message}")]
+pub struct SloError {
+    /// The expression as given.
+    pub expression: String,
+    /// Byte offset of the fault, from 0.
+    pub position: usize,
+    /// What is wrong there.
+    pub message: String,
+}
+
+/// Every SLO of a search; all must hold for a step to pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slos(Vec<Threshold>);
+
+/// What one step measured in its judged window.
+pub struct StepFigures<'a> {
+    /// Arrivals per second the step was to send.
+    pub target_rate: f64,
+    /// Arrivals per second it sent.
+    pub achieved_rate: f64,
+    /// Length of the judged window.
+    pub window: Duration,
+    /// Everything recorded in the judged window.
+    pub totals: &'a Recorder,
+    /// Why belier itself could not hold the step's rate (the run's verdict), if it could not:
+    /// then the step says nothing about the server.
+    pub generator: Option<String>,
+}
+
+/// A step's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every SLO held.
+    Pass,
+    /// These SLOs did not hold (one sentence, with the figures).
+    Fail(String),
+    /// belier could not hold the rate; the step judged nothing of the server.
+    Generator(String),
+}
+
+impl Slos {
+    /// Parses `expressions` (the default SLO when there are none). A latency SLO needs a
+    /// unit (`50ms`), an error SLO a share (`0.1%`); a step's scope (`login: …`), `rate`,
+    /// `checks` and `requests` mean nothing for a capacity step and are refused.
+    pub fn parse(expressions: &[String]) -> Result<Slos, SloError> {
+        let defaults = [DEFAULT_SLO.to_string()];
+        let given = if expressions.is_empty() {
+            &defaults[..]
+        } else {
+            expressions
+        };
+        given
+            .iter()
+            .map(|e| {
+                let fail = |position, message: String| SloError {
+                    expression: e.clone(),
+                    position,
+                    message,
+                };
+                let t = Threshold::parse(e).map_err(|(at, why)| fail(at, why))?;
+                if t.scope.is_some() {
+                    return Err(fail(
+                        0,
+                        "an SLO covers every request of a step: no `NAME:` scope".into(),
+                    ));
+                }
+                match t.metric {
+                    Metric::Percentile(_) | Metric::Mean | Metric::Max | Metric::ErrorRate => Ok(t),
+                    other => Err(fail(
+                        0,
+                        format!(
+                            "`{other}` is not an SLO (use pNN, mean or max for latency, errors for \
+                             the failed share)"
+                        ),
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Slos)
+    }
+
+    /// The SLOs as written.
+    pub fn expressions(&self) -> Vec<&str> {
+        self.0.iter().map(|t| t.expression.as_str()).collect()
+    }
+
+    /// The tightest latency bound among the SLOs, µs (a rejection answered within it is
+    /// "answered fast"); `None` without a latency SLO.
+    pub fn latency_bound_us(&self) -> Option<f64> {
+        self.0
+            .iter()
+            .filter(|t| t.metric != Metric::ErrorRate)
+            .map(|t| t.bound)
+            .reduce(f64::min)
+    }
+
+    /// Judges a step: the generator's own limit first (it voids the step), then every SLO on
+    /// the judged window's figures. A failed request is any without a status below 400.
+    pub fn judge(&self, step: &StepFigures<'_>) -> Verdict {
+        if let Some(why) = &step.generator {
+            return Verdict::Generator(why.clone());
+        }
+        let t = step.totals;
+        let percentile = |p: f64| {
+            let h = t.latency_us();
+            (!h.is_empty()).then(|| belier_stats::value_at_percentile(h, p))
+        };
+        let latency = t.latency_summary();
+        let figures = || Figures {
+            requests: t.requests(),
+            failures: t.requests() - t.succeeded(),
+            elapsed: step.window,
+            checks_passed: 0,
+            checks_failed: 0,
+            mean_us: latency.mean_us,
+            min_us: latency.min_us,
+            max_us: latency.max_us,
+            percentile_us: &percentile,
+        };
+        let failed: Vec<String> = self
+            .0
+            .iter()
+            .filter_map(|slo| {
+                let outcome = slo.evaluate(|_| Some(figures()));
+                (!outcome.passed).then(|| format!("{} (wanted {})", outcome.actual, slo.expression))
+            })
+            .collect();
+        if failed.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail(failed.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use belier_stats::{ErrorKind, Outcome, Sample};
+
+    use super::*;
+
+    fn recorder(latencies_us: &[u64], errors: u64, status: u16) -> Recorder {
+        let mut r = Recorder::new();
+        let t0 = Instant::now();
+        for &us in latencies_us {
+            let done = t0 + Duration::from_micros(us);
+            r.record(&Sample {
+                intended: t0,
+                dispatched: t0,
+                ready: None,
+                connected: None,
+                handshaken: None,
+                sent: t0,
+                first_byte: Some(done),
+                done,
+                outcome: Outcome::Response { status },
+                bytes_in: 0,
+                bytes_out: 0,
+            });
+        }
+        r.record_errors(ErrorKind::Timeout, errors);
+        r
+    }
+
+    fn step(totals: &Recorder) -> StepFigures<'_> {
+        StepFigures {
+            target_rate: 100.0,
+            achieved_rate: 100.0,
+            window: Duration::from_secs(10),
+            totals,
+            generator: None,
+        }
+    }
+
+    fn slos(list: &[&str]) -> Slos {
+        Slos::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn the_default_is_under_one_percent_failed() {
+        let s = slos(&[]);
+        assert_eq!(s.expressions(), [DEFAULT_SLO]);
+        let fine = recorder(&vec![1_000; 995], 5, 200);
+        assert_eq!(s.judge(&step(&fine)), Verdict::Pass);
+        let bad = recorder(&vec![1_000; 980], 20, 200);
+        assert!(matches!(s.judge(&step(&bad)), Verdict::Fail(_)));
+        // A 5xx is a failure too.
+        let unavailable = recorder(&vec![1_000; 100], 0, 503);
+        assert!(matches!(s.judge(&step(&unavailable)), Verdict::Fail(_)));
+    }
+
+    #[test]
+    fn latency_slos_name_what_failed() {
+        let s = slos(&["p99<30ms", "errors<0.1%"]);
+        let mut values = vec![10_000; 980];
+        values.extend([45_000; 20]);
+        let r = recorder(&values, 0, 200);
+        let Verdict::Fail(why) = s.judge(&step(&r)) else {
+            panic!("p99 of 45 ms passed p99<30ms");
+        };
+        assert!(why.contains("p99") && why.contains("p99<30ms"), "{why}");
+        assert!(!why.contains("errors<0.1%"), "{why}");
+        assert_eq!(s.latency_bound_us(), Some(30_000.0));
+    }
+
+    #[test]
+    fn the_generator_s_limit_voids_the_step() {
+        let s = slos(&[]);
+        let r = recorder(&[1_000], 0, 200);
+        let mut f = step(&r);
+        f.generator = Some("belier's own lag p99 4 ms".into());
+        assert_eq!(
+            s.judge(&f),
+            Verdict::Generator("belier's own lag p99 4 ms".into())
+        );
+    }
+
+    #[test]
+    fn malformed_slos_say_where() {
+        for (text, position, words) in [
+            ("p99<", 4, ""),
+            ("p99<50", 4, "unit"),
+            ("p99 50ms", 0, "METRIC OP VALUE"),
+            ("rate>10/s", 0, "not an SLO"),
+            ("login: p99<1s", 0, "scope"),
+            ("q99<1s", 0, "unknown metric"),
+        ] {
+            let e = Slos::parse(&[text.to_string()]).unwrap_err();
+            assert_eq!(e.position, position, "{text}: {e}");
+            assert!(e.to_string().contains(words), "{text}: {e}");
+            assert!(e.to_string().contains(text), "{text}: {e}");
+        }
+    }
+}
