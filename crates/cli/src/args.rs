@@ -424,6 +424,29 @@ pub struct TargetArgs {
     /// (per request: ?fault=reset).
     #[arg(long, value_name = "FAULT")]
     pub fault: Option<belier_testserver::Fault>,
+    /// A known capacity: K handlers, each holding a request for --service-time (waiting, not
+    /// burning CPU); the capacity is K / service time. Also serves /metrics for Prometheus.
+    #[arg(
+        long,
+        value_name = "K",
+        requires = "service_time",
+        help_heading = "Known capacity"
+    )]
+    pub workers: Option<usize>,
+    /// How long a handler holds each request (with --workers).
+    #[arg(long = "service-time", value_name = "D", value_parser = parse_duration, requires = "workers", help_heading = "Known capacity")]
+    pub service_time: Option<Duration>,
+    /// Most requests waiting for a handler [default: no limit].
+    #[arg(
+        long,
+        value_name = "Q",
+        requires = "workers",
+        help_heading = "Known capacity"
+    )]
+    pub queue: Option<usize>,
+    /// Beyond the queue, answer 503 at once instead of closing the connection.
+    #[arg(long, requires = "queue", help_heading = "Known capacity")]
+    pub shed: bool,
 }
 
 /// Options of `belier demo`.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_testserver::{Behaviour, Config, Server};
+use belier_testserver::{Behaviour, Config, Handlers, Server};
 
 use crate::args::TargetArgs;
 use crate::settings::InputError;
@@ -28,15 +28,47 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     }
     defaults.body_size = args.size.or(defaults.body_size);
     defaults.fault = args.fault.or(defaults.fault);
+    let handlers = match (args.workers, args.service_time) {
+        (Some(0), _) => {
+            return Err(InputError::new("--workers <K>", 0, "must be at least 1").into());
+        }
+        (Some(_), Some(d)) if d.is_zero() => {
+            return Err(InputError::new("--service-time <D>", "0", "must last some time").into());
+        }
+        (Some(workers), Some(service_time)) => Some(Handlers {
+            workers,
+            service_time,
+            queue: args.queue,
+            shed: args.shed,
+        }),
+        _ => None,
+    };
     let server = Server::start(Config {
         listen: args.listen,
         threads: args.threads,
         defaults,
         record_requests: 0,
         tls: None,
+        handlers: handlers.clone(),
     })
     .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!("belier target listening on {}", server.url("/"));
+    if let Some(h) = &handlers {
+        eprintln!(
+            "  {} handlers of {:?} each: capacity {:.0} requests/s; queue {}; beyond it {}; \
+             counters at {}",
+            h.workers,
+            h.service_time,
+            h.capacity(),
+            h.queue.map_or("unbounded".into(), |q| q.to_string()),
+            if h.shed {
+                "503 at once"
+            } else {
+                "the connection closes"
+            },
+            server.url("/metrics")
+        );
+    }
     eprintln!(
         "  per-request knobs: ?delay=20ms &status=503 &size=1024 &chunked=1 &close=1 \
          &token=1 &json=1 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
@@ -46,10 +78,20 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let counts = server.counts();
+    let pool = server.pool_stats();
     server.stop();
     eprintln!(
         "belier target served {} requests on {} connections ({} responses)",
         counts.requests, counts.connections, counts.responses
     );
+    if let Some(p) = pool {
+        eprintln!(
+            "  handlers served {}, shed {}; mean service time {}",
+            p.served,
+            p.rejected,
+            p.mean_service
+                .map_or("-".into(), |d| format!("{:.3} ms", d.as_secs_f64() * 1e3))
+        );
+    }
     Ok(0)
 }

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
+use crate::handlers::Admission;
 use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
 use crate::server::Shared;
@@ -235,6 +236,25 @@ impl<S: Transport> Connection<S> {
             }
         };
         let behaviour = knobs.as_ref().unwrap_or(&self.shared.defaults);
+        if request.metrics {
+            let body = self.shared.metrics();
+            response::write_text(&mut self.io.out, 200, connection, &body);
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
+        if let Some(pool) = &self.shared.pool {
+            // Earlier pipelined responses are not held back by this request's wait.
+            self.io.flush().await?;
+            match pool.admit().await {
+                Admission::Served(handler) => pool.serve(handler).await,
+                Admission::Rejected if pool.settings.shed => {
+                    response::write_text(&mut self.io.out, 503, connection, "overloaded\n");
+                    self.shared.counters.responses.fetch_add(1, Relaxed);
+                    return if close { Err(Finish::Close) } else { Ok(()) };
+                }
+                Admission::Rejected => return Err(Finish::Close),
+            }
+        }
 
         if !behaviour.delay.is_zero() {
             // Earlier pipelined responses are not held back by this request's delay.

@@ -10,6 +10,10 @@
 //! scripted journeys `token=1` (a login answer: a JSON token and a session cookie) and `json=1`
 //! (a small JSON body).
 //!
+//! With [`Config::handlers`] it has a known capacity: a fixed number of handlers, each holding a
+//! request for a service time, a bounded queue, and `503` or a close beyond it; `/metrics`
+//! serves its counters to Prometheus.
+//!
 //! With [`Config::tls`] it serves HTTPS instead: the same HTTP/1.1 handling after a rustls
 //! handshake, with [`TlsConfig::self_signed`] to make certificates for tests.
 //!
@@ -40,6 +44,7 @@
 
 mod behaviour;
 mod connection;
+mod handlers;
 mod request;
 mod response;
 mod server;
@@ -50,6 +55,7 @@ pub use behaviour::{
     JSON_BODY, KNOBS,
 };
 pub use connection::RECORDED_BODY_BYTES;
+pub use handlers::{Handlers, PoolStats};
 pub use request::MAX_HEAD_BYTES;
 pub use server::{Config, Counts, SeenRequest, Server};
 pub use tls::TlsConfig;

@@ -33,6 +33,8 @@ pub(crate) struct Request {
     pub(crate) knobs: Result<Option<Behaviour>, crate::KnobError>,
     /// Only when requests are being recorded.
     pub(crate) seen: Option<SeenRequest>,
+    /// `GET /metrics`: the server's counters, not a request to the target.
+    pub(crate) metrics: bool,
 }
 
 impl Request {
@@ -134,6 +136,7 @@ impl Request {
             expect_continue,
             knobs,
             seen,
+            metrics: method == "GET" && target == "/metrics",
         }))
     }
 }

@@ -15,6 +15,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::behaviour::Behaviour;
 use crate::connection::{Connection, OpenGuard};
+use crate::handlers::{Handlers, Pool, PoolStats};
 use crate::response::{self, ConnectionHeader};
 use crate::tls::{self, TlsConfig};
 
@@ -42,6 +43,10 @@ pub struct Config {
     /// handling, knobs and faults as without. `None` serves plain HTTP. See
     /// [`TlsConfig::self_signed`] for a configuration to test with.
     pub tls: Option<TlsConfig>,
+    /// A known capacity: every request (but `/metrics`) waits for one of a fixed number of
+    /// handlers, which holds it for a service time; see [`Handlers`]. `None`: requests are
+    /// answered as they come.
+    pub handlers: Option<Handlers>,
 }
 
 impl Default for Config {
@@ -53,6 +58,7 @@ impl Default for Config {
             defaults: Behaviour::default(),
             record_requests: 0,
             tls: None,
+            handlers: None,
         }
     }
 }
@@ -117,6 +123,7 @@ pub(crate) struct Shared {
     pub(crate) default_head_close: Vec<u8>,
     pub(crate) counters: Counters,
     pub(crate) recorder: Option<Recorder>,
+    pub(crate) pool: Option<Pool>,
 }
 
 #[derive(Default)]
@@ -137,7 +144,7 @@ pub(crate) struct Recorder {
 }
 
 impl Shared {
-    fn new(defaults: Behaviour, record_requests: usize) -> Self {
+    fn new(defaults: Behaviour, record_requests: usize, handlers: Option<Handlers>) -> Self {
         let framing = response::framing(&defaults, false);
         let mut default_head = Vec::new();
         response::write_head(
@@ -162,7 +169,30 @@ impl Shared {
                 capacity: record_requests,
                 ring: Mutex::new(VecDeque::with_capacity(record_requests)),
             }),
+            pool: handlers.map(Pool::new),
         }
+    }
+
+    pub(crate) fn counts(&self) -> Counts {
+        let c = &self.counters;
+        Counts {
+            requests: c.requests.load(Relaxed),
+            connections: c.connections.load(Relaxed),
+            responses: c.responses.load(Relaxed),
+            body_bytes_received: c.body_bytes_received.load(Relaxed),
+            tls_handshakes: c.tls_handshakes.load(Relaxed),
+            tls_failures: c.tls_failures.load(Relaxed),
+        }
+    }
+
+    /// The body of `/metrics`.
+    pub(crate) fn metrics(&self) -> String {
+        crate::handlers::metrics(
+            &self.counts(),
+            self.counters.open.load(Relaxed),
+            self.pool.as_ref().map(Pool::stats).as_ref(),
+            process_cpu(),
+        )
     }
 
     pub(crate) fn record(&self, seen: SeenRequest) {
@@ -217,7 +247,17 @@ impl Server {
         let listener = std::net::TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(config.defaults, config.record_requests));
+        if config.handlers.as_ref().is_some_and(|h| h.workers == 0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the test server's handler pool needs at least one worker",
+            ));
+        }
+        let shared = Arc::new(Shared::new(
+            config.defaults,
+            config.record_requests,
+            config.handlers,
+        ));
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -248,6 +288,11 @@ impl Server {
         }
     }
 
+    /// What the handler pool did so far, when the server has one ([`Config::handlers`]).
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        self.shared.pool.as_ref().map(Pool::stats)
+    }
+
     /// The address the server listens on, with the real port when port 0 was asked for.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -273,15 +318,7 @@ impl Server {
     /// A snapshot of the counters. Each is read atomically, the set is not: read it once the
     /// clients are done, or use [`Server::wait_for`].
     pub fn counts(&self) -> Counts {
-        let c = &self.shared.counters;
-        Counts {
-            requests: c.requests.load(Relaxed),
-            connections: c.connections.load(Relaxed),
-            responses: c.responses.load(Relaxed),
-            body_bytes_received: c.body_bytes_received.load(Relaxed),
-            tls_handshakes: c.tls_handshakes.load(Relaxed),
-            tls_failures: c.tls_failures.load(Relaxed),
-        }
+        self.shared.counts()
     }
 
     /// Connections accepted and not yet closed by either side. Useful to check that a client
@@ -432,4 +469,16 @@ async fn accept(
             }
         }
     }
+}
+
+/// CPU time the whole process has used, user and system.
+#[cfg(target_os = "linux")]
+fn process_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_cpu() -> Option<Duration> {
+    None
 }
