@@ -11,10 +11,15 @@
 //! against simulated servers without a socket.
 #![deny(missing_docs)]
 
+/// The JSON schema of `belier capacity --output json`.
+pub const SCHEMA: &str = include_str!("../schema/capacity.schema.json");
+
+mod outcome;
 pub mod overload;
 mod search;
 mod slo;
 
+pub use outcome::{Outcome, Overload, Step};
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
 };

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crate::slo::Verdict;
 
-/// Pause between steps so that what one step left queued at the server (in flight, in its
-/// backlog) does not weigh on the next; the caller also waits for its own in-flight requests.
+/// The default pause between steps so that what one step left queued at the server (in
+/// flight, in its backlog) does not weigh on the next; the caller also waits for its own
+/// in-flight requests.
 pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// How the search runs; [`SearchSettings::default`] gives the documented defaults.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_scenario::{Figures, Metric, Threshold};
-use belier_stats::Recorder;
+use belier_stats::{Point, Recorder};
 
 /// The SLO that holds when none is given: under 1 % of requests failed.
 pub const DEFAULT_SLO: &str = "errors<1%";
@@ -105,6 +105,26 @@ impl Slos {
             .filter(|t| t.metric != Metric::ErrorRate)
             .map(|t| t.bound)
             .reduce(f64::min)
+    }
+
+    /// Whether one interval of a series met the SLOs, as far as its figures tell: a
+    /// percentile SLO is read at the interval's p50, p90 or p99, whichever is the first at or
+    /// above it (p99.9 at its max), so it is never judged more leniently; a mean at the p90.
+    pub fn met_by(&self, point: &Point) -> bool {
+        let failures = point.requests - point.succeeded.min(point.requests);
+        self.0.iter().all(|slo| {
+            let actual = match slo.metric {
+                Metric::ErrorRate if point.requests == 0 => return true,
+                Metric::ErrorRate => failures as f64 / point.requests as f64,
+                _ if point.succeeded == 0 && point.p99_us == 0 => return point.requests == 0,
+                Metric::Percentile(p) if p <= 50.0 => point.p50_us as f64,
+                Metric::Percentile(p) if p <= 90.0 => point.p90_us as f64,
+                Metric::Percentile(p) if p <= 99.0 => point.p99_us as f64,
+                Metric::Mean => point.p90_us as f64,
+                _ => point.max_us as f64,
+            };
+            slo.comparison.holds(actual, slo.bound)
+        })
     }
 
     /// Judges a step: the generator's own limit first (it voids the step), then every SLO on

@@ -13,6 +13,7 @@ Exit codes:
   2    invalid input (flag, URL, header, body file, connection limit, results file)
   3    belier compare: a --fail-if condition held
   4    belier run: a threshold of the plan failed (the report shows which)
+  5    belier capacity: no rate met the SLOs, not even the start rate
   130  interrupted by Ctrl-C (the report is still printed)";
 
 /// An HTTP load tester that measures honestly and never loses its statistics.
@@ -52,6 +53,9 @@ pub enum Command {
     Run(RunArgs),
     /// Validate a plan file without sending anything and print the plan as belier reads it.
     Check(CheckArgs),
+    /// Find the highest rate that meets SLOs (--slo p99<50ms …) with steady open-loop steps,
+    /// then how the service behaves past it and whether it recovers (exit 5 when no rate did).
+    Capacity(Box<crate::capacity::CapacityArgs>),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.

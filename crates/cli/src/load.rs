@@ -35,6 +35,8 @@ pub struct Finished {
     pub name: String,
     /// A plan's thresholds, judged on what was recorded (empty otherwise).
     pub thresholds: Vec<ThresholdOutcome>,
+    /// What was recorded from the judged window's start on (see [`execute_judged`]).
+    pub window: Option<Recorder>,
 }
 
 impl Finished {
@@ -73,6 +75,18 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow::Result<Finished> {
+    execute_judged(settings, signals, fd_limit, None)
+}
+
+/// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
+/// recorded ([`Finished::window`]): a capacity step's judged window, after its warm-up. The
+/// offset should fall on an interval boundary.
+pub fn execute_judged(
+    settings: &Settings,
+    signals: &Signals,
+    fd_limit: u64,
+    judge_from: Option<Duration>,
+) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     // Opened before the run starts, so an unwritable path stops nothing that was sent.
     let save_to = settings
@@ -147,6 +161,8 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         config.users.is_some(),
     );
     let mut interrupted = false;
+    let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
+    let mut window = judge_from.map(|_| Recorder::new());
     let elapsed = loop {
         match run.next_event(POLL) {
             Next::Event(Event::Samples { samples, .. }) => {
@@ -157,7 +173,21 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
                     }
                 }
             }
-            Next::Event(event) => event.collect_into(&mut collector),
+            Next::Event(event) => {
+                if let (
+                    Some(w),
+                    Some(first),
+                    Event::Recorded {
+                        index, recorder, ..
+                    },
+                ) = (&mut window, first_judged, &event)
+                {
+                    if *index >= first {
+                        *w += recorder;
+                    }
+                }
+                event.collect_into(&mut collector);
+            }
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }
@@ -221,6 +251,7 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
         host: Some(usage),
         name: settings.output.name.clone(),
         thresholds: Vec::new(),
+        window,
     })
 }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod capacity;
 mod demo;
 mod limits;
 mod load;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
             Some(Command::Probe(a)) => probe::run(a),
             Some(Command::Run(a)) => plan::run(a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
+            Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {

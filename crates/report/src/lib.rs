@@ -260,18 +260,17 @@ impl Report<'_> {
         per_second(self.sent(), self.schedule_span())
     }
 
-    /// Open loop: arrivals that went out, the same unit as the scheduled ones: requests, or
-    /// with scripted users the iterations a user took up (an arrival is an iteration, and an
-    /// iteration makes any number of requests). Requests queued behind busy connections may
-    /// leave after the schedule ended; they count as sent, late (their lag says how late).
+    /// Open loop: arrivals that went out, the same unit as the scheduled ones: arrivals due
+    /// that were not dropped, requests or, with scripted users, the iterations a user took up
+    /// (an arrival is an iteration, and an iteration makes any number of requests). Counted
+    /// when they go out, not when they end, so that a window of a run whose server queues
+    /// (a capacity step's judged window, a re-report with --from) does not read the answers
+    /// still owed as arrivals never sent. Requests queued behind busy connections may leave
+    /// after the schedule ended; they count as sent, late (their lag says how late).
     pub fn sent(&self) -> u64 {
-        if self.has_users() {
-            self.totals
-                .scheduled()
-                .saturating_sub(self.totals.dropped())
-        } else {
-            self.totals.requests()
-        }
+        self.totals
+            .scheduled()
+            .saturating_sub(self.totals.dropped())
     }
 
     /// Whether scripted users ran (a plan), rather than one request over and over.

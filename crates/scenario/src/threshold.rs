@@ -42,7 +42,8 @@ pub enum Comparison {
 }
 
 impl Comparison {
-    fn holds(self, actual: f64, bound: f64) -> bool {
+    /// Whether `actual OP bound` holds.
+    pub fn holds(self, actual: f64, bound: f64) -> bool {
         match self {
             Comparison::Less => actual < bound,
             Comparison::LessOrEqual => actual <= bound,

@@ -312,9 +312,11 @@ fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
     assert!(!closed_only.contains("Scheduling lag over time"));
     assert!(!closed_only.contains("target/s"));
 
-    // A run at 2,000/s that sent half its arrivals: the warning names it.
+    // A run at 2,000/s that sent half its arrivals (the other half dropped): the warning
+    // names it.
     for _ in 0..1000 {
         totals.record_scheduled();
+        totals.record_dropped();
     }
     open_info.rate = Some(2000.0);
     let late = report(&open_info, &totals, &series);

@@ -1,0 +1,390 @@
+//! What a capacity search found, step by step, as reports show it: a table of every step, the
+//! answer, and the behaviour past it; in text, and as JSON (`crates/report/schema/
+//! capacity.schema.json`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use belier_stats::{ErrorKind, Recorder};
+use serde::Serialize;
+
+use crate::overload::{Behaviour, OverloadStep, Recovery};
+use crate::search::{Answer, LimitedBy, StepKind, StepPlan};
+use crate::slo::Verdict;
+
+/// One step as it went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// What it was for.
+    pub kind: StepKind,
+    /// Arrivals per second it was to send.
+    pub target_rate: f64,
+    /// Arrivals sent per second of its judged window.
+    pub achieved_rate: f64,
+    /// Successful responses (status below 400) per second of its judged window.
+    pub goodput: f64,
+    /// Requests in the judged window.
+    pub requests: u64,
+    /// Latency percentiles of the judged window's responses, ms.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile, ms.
+    pub p99_ms: Option<f64>,
+    /// 99.9th percentile, ms.
+    pub p999_ms: Option<f64>,
+    /// Share of requests without a status below 400.
+    pub error_share: f64,
+    /// Requests without a response, by error kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Responses 429 and 503.
+    pub rejected: u64,
+    /// Whether the SLOs held (`null`: the generator could not drive the step).
+    pub pass: Option<bool>,
+    /// Why it failed, or why the generator could not drive it.
+    pub why: Option<String>,
+}
+
+impl Step {
+    /// Measures a step from what its judged window (`window` long) recorded.
+    pub fn measure(
+        plan: &StepPlan,
+        verdict: &Verdict,
+        totals: &Recorder,
+        window: Duration,
+    ) -> Step {
+        let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let h = totals.latency_us();
+        let at = |p: f64| {
+            (!h.is_empty()).then(|| belier_stats::value_at_percentile(h, p) as f64 / 1000.0)
+        };
+        let requests = totals.requests();
+        let failed = requests - totals.succeeded();
+        let (pass, why) = match verdict {
+            Verdict::Pass => (Some(true), None),
+            Verdict::Fail(why) => (Some(false), Some(why.clone())),
+            Verdict::Generator(why) => (None, Some(why.clone())),
+        };
+        Step {
+            kind: plan.kind,
+            target_rate: plan.rate,
+            // Arrivals that went out in the window: completions lag behind them when the
+            // server queues, and would read as more than was sent.
+            achieved_rate: totals.scheduled().saturating_sub(totals.dropped()) as f64 / secs,
+            goodput: totals.succeeded() as f64 / secs,
+            requests,
+            p50_ms: at(50.0),
+            p99_ms: at(99.0),
+            p999_ms: at(99.9),
+            error_share: if requests == 0 {
+                0.0
+            } else {
+                failed as f64 / requests as f64
+            },
+            errors: ErrorKind::ALL
+                .iter()
+                .filter(|k| totals.errors_of(**k) > 0)
+                .map(|k| (k.name().to_string(), totals.errors_of(*k)))
+                .collect(),
+            rejected: totals
+                .status_counts()
+                .filter(|(code, _)| *code == 429 || *code == 503)
+                .map(|(_, n)| n)
+                .sum(),
+            pass,
+            why,
+        }
+    }
+
+    /// The step as the overload classification reads it. The latency of the rejections is not
+    /// recorded apart from the other responses': the step's p99 stands in for theirs. Requests
+    /// still queued at the server when the step ended (cancelled) are not counted as broken:
+    /// the step's end cut them off, not the server.
+    pub fn overload(&self) -> OverloadStep {
+        let errors = |kinds: &[ErrorKind]| -> u64 {
+            kinds
+                .iter()
+                .map(|k| self.errors.get(k.name()).copied().unwrap_or(0))
+                .sum()
+        };
+        OverloadStep {
+            offered: self.target_rate,
+            goodput: self.goodput,
+            requests: self.requests,
+            rejected: self.rejected,
+            rejected_p99_us: self.p99_ms.map(|ms| (ms * 1000.0) as u64),
+            refused: errors(&[ErrorKind::ConnectRefused]),
+            broken: errors(&[
+                ErrorKind::Timeout,
+                ErrorKind::ConnectTimeout,
+                ErrorKind::ConnectionReset,
+                ErrorKind::ClosedBeforeResponse,
+                ErrorKind::ClosedMidBody,
+            ]),
+        }
+    }
+}
+
+/// The behaviour past capacity, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overload {
+    /// The worst behaviour of the overload steps.
+    pub behaviour: Behaviour,
+    /// Whether the recovery step ended under the SLOs (`null` when it did not run).
+    pub recovered: Option<bool>,
+    /// Seconds from the recovery step's start until it stayed under them.
+    pub recovery_s: Option<f64>,
+}
+
+impl Overload {
+    /// From the behaviour and the recovery step's judgement, if it ran.
+    pub fn new(behaviour: Behaviour, recovery: Option<Recovery>) -> Overload {
+        Overload {
+            behaviour,
+            recovered: recovery.map(|r| r.recovered),
+            recovery_s: recovery.and_then(|r| r.after).map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
+/// A whole search, as reports show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// The URL searched.
+    pub url: String,
+    /// The SLOs, as written.
+    pub slos: Vec<String>,
+    /// The highest rate that met the SLOs, confirmed; `null` when none was.
+    pub max_rate: Option<f64>,
+    /// What ended the search.
+    pub limited_by: LimitedBy,
+    /// Highest rate that passed (confirmed or not).
+    pub passed_rate: Option<f64>,
+    /// Lowest rate that failed, and why.
+    pub failed_rate: Option<f64>,
+    /// Why it failed.
+    pub failed_why: Option<String>,
+    /// Why the generator could not go on, when it could not.
+    pub generator: Option<String>,
+    /// Every step, in order.
+    pub steps: Vec<Step>,
+    /// Past the answer, when the overload steps ran.
+    pub overload: Option<Overload>,
+    /// How long the search took, seconds.
+    pub elapsed_s: f64,
+}
+
+impl Outcome {
+    /// Gathers the search's answer and its steps.
+    pub fn new(
+        url: String,
+        slos: Vec<String>,
+        answer: Answer,
+        steps: Vec<Step>,
+        overload: Option<Overload>,
+        elapsed: Duration,
+    ) -> Outcome {
+        let (failed_rate, failed_why) = answer
+            .failed
+            .map_or((None, None), |(r, w)| (Some(r), Some(w)));
+        Outcome {
+            url,
+            slos,
+            max_rate: answer.max_rate,
+            limited_by: answer.limited_by,
+            passed_rate: answer.passed,
+            failed_rate,
+            failed_why,
+            generator: answer.generator,
+            steps,
+            overload,
+            elapsed_s: elapsed.as_secs_f64(),
+        }
+    }
+
+    /// The answer in one line: `Capacity: 1,880/s with p99<25ms; 1,970/s failed: p99 = 41.0 ms`.
+    pub fn answer_line(&self) -> String {
+        let slos = self.slos.join(", ");
+        let failed = match (self.failed_rate, &self.failed_why) {
+            (Some(r), Some(why)) => format!("; {}/s failed: {why}", rate(r)),
+            _ => String::new(),
+        };
+        match (self.limited_by, self.max_rate, self.passed_rate) {
+            (LimitedBy::MaxRate, Some(c), _) => format!(
+                "Capacity: at least {}/s with {slos}: the highest rate allowed (--max-rate) met them",
+                rate(c)
+            ),
+            (_, Some(c), _) => format!("Capacity: {}/s with {slos}{failed}", rate(c)),
+            (LimitedBy::Generator, None, passed) => format!(
+                "Capacity above {}: the generator's limit here ({}); no capacity is claimed",
+                passed.map_or("the start rate".into(), |p| format!("{}/s", rate(p))),
+                self.generator.as_deref().unwrap_or("it could not hold the rate")
+            ),
+            (LimitedBy::Time, None, passed) => format!(
+                "No answer within --max-time: {} met {slos}{failed}",
+                passed.map_or("no rate".into(), |p| format!("{}/s", rate(p)))
+            ),
+            (_, None, _) => format!("No rate met {slos}, not even the start rate{failed}"),
+        }
+    }
+
+    /// The text report: the steps' table, the answer, the behaviour past it.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.write_text(&mut out);
+        out
+    }
+
+    fn write_text(&self, out: &mut String) -> std::fmt::Result {
+        writeln!(out, "Capacity search  {}", self.url)?;
+        writeln!(
+            out,
+            "  SLO {}; {} steps in {:.0} s",
+            self.slos.join(", "),
+            self.steps.len(),
+            self.elapsed_s
+        )?;
+        writeln!(
+            out,
+            "\n  {:>3}  {:<9} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8}  result",
+            "#", "step", "target/s", "achieved/s", "goodput/s", "p50", "p99", "p99.9", "failed"
+        )?;
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
+        for (i, s) in self.steps.iter().enumerate() {
+            let result = match (s.pass, &s.why) {
+                (Some(true), _) => "pass".to_string(),
+                (Some(false), Some(why)) => format!("fail: {why}"),
+                (None, Some(why)) => format!("generator: {why}"),
+                _ => "fail".into(),
+            };
+            writeln!(
+                out,
+                "  {:>3}  {:<9} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}%  {result}",
+                i + 1,
+                kind_name(s.kind),
+                rate(s.target_rate),
+                rate(s.achieved_rate),
+                rate(s.goodput),
+                ms(s.p50_ms),
+                ms(s.p99_ms),
+                ms(s.p999_ms),
+                s.error_share * 100.0,
+            )?;
+        }
+        writeln!(out, "\n{}", self.answer_line())?;
+        if let Some(o) = &self.overload {
+            let recovery = match (o.recovered, o.recovery_s) {
+                (Some(true), Some(s)) => format!("recovered at 0.8× within {s:.0} s"),
+                (Some(false), _) => "did not recover at 0.8× within its step".into(),
+                _ => "recovery not measured".into(),
+            };
+            writeln!(
+                out,
+                "Past capacity: {} ({}); {recovery}",
+                o.behaviour.name(),
+                behaviour_note(o.behaviour)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn kind_name(kind: StepKind) -> &'static str {
+    match kind {
+        StepKind::Grow => "grow",
+        StepKind::Bisect => "bisect",
+        StepKind::Confirm => "confirm",
+        StepKind::Overload => "overload",
+        StepKind::Recovery => "recovery",
+    }
+}
+
+fn behaviour_note(b: Behaviour) -> &'static str {
+    match b {
+        Behaviour::Sheds => "serves its capacity and rejects the excess fast",
+        Behaviour::Slows => "queues the excess: latency grows past the SLO",
+        Behaviour::Collapses => "goodput falls, or requests time out and break",
+        Behaviour::Crashes => "connections refused: the server is gone",
+    }
+}
+
+/// A rate with thousands separators and one decimal below 100: `1,880`, `12.5`.
+fn rate(r: f64) -> String {
+    if r < 100.0 {
+        return format!("{r:.1}");
+    }
+    let whole = r.round() as u64;
+    let digits = whole.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(max_rate: Option<f64>, limited_by: LimitedBy) -> Answer {
+        Answer {
+            max_rate,
+            limited_by,
+            passed: max_rate.or(Some(160.0)),
+            failed: Some((1_970.0, "p99 = 41.0 ms (wanted p99<25ms)".into())),
+            generator: Some("belier's own lag p99 4 ms".into()),
+        }
+    }
+
+    fn outcome(a: Answer) -> Outcome {
+        Outcome::new(
+            "http://127.0.0.1:8080/".into(),
+            vec!["p99<25ms".into()],
+            a,
+            vec![],
+            Some(Overload::new(
+                Behaviour::Sheds,
+                Some(Recovery {
+                    recovered: true,
+                    after: Some(Duration::from_secs(2)),
+                }),
+            )),
+            Duration::from_secs(300),
+        )
+    }
+
+    #[test]
+    fn the_answer_line_says_what_was_found_and_what_limited_it() {
+        let found = outcome(answer(Some(1_880.0), LimitedBy::Slo));
+        assert_eq!(
+            found.answer_line(),
+            "Capacity: 1,880/s with p99<25ms; 1,970/s failed: p99 = 41.0 ms (wanted p99<25ms)"
+        );
+        let generator = outcome(answer(None, LimitedBy::Generator)).answer_line();
+        assert!(
+            generator
+                .starts_with("Capacity above 160/s: the generator's limit here (belier's own lag"),
+            "{generator}"
+        );
+        let none = outcome(Answer {
+            passed: None,
+            ..answer(None, LimitedBy::Slo)
+        });
+        assert!(none
+            .answer_line()
+            .starts_with("No rate met p99<25ms, not even the start rate"));
+        let text = found.render_text();
+        assert!(text.contains("Past capacity: sheds"), "{text}");
+        assert!(text.contains("recovered at 0.8× within 2 s"), "{text}");
+    }
+
+    #[test]
+    fn rates_read_well() {
+        assert_eq!(rate(1_880.4), "1,880");
+        assert_eq!(rate(12.5), "12.5");
+        assert_eq!(rate(100.0), "100");
+    }
+}

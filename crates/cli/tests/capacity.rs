@@ -1,0 +1,220 @@
+//! `belier capacity` through the real binary against targets of known capacity (belier's test
+//! server with a fixed number of handlers, each holding a request for a service time): the
+//! capacity found against the truth, the behaviour past it, the generator's own limit, and bad
+//! input.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use belier_testserver::{Config, Handlers, Server};
+use serde_json::Value;
+
+fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool) -> Server {
+    Server::start(Config {
+        threads: 2,
+        handlers: Some(Handlers {
+            workers,
+            service_time: Duration::from_millis(service_ms),
+            queue,
+            shed,
+        }),
+        ..Config::default()
+    })
+    .expect("target starts")
+}
+
+/// One search at a time: each loads the machine's two cores with a server and belier, and
+/// belier's verdict on itself (its own lateness) is part of every step.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn capacity(args: &[&str]) -> (Output, Value) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("capacity")
+        .args(["--output", "json", "--drain", "300ms", "-t", "1"])
+        .args(args)
+        .output()
+        .expect("belier runs");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, doc)
+}
+
+fn validate(doc: &Value) {
+    let schema: Value = serde_json::from_str(belier_capacity::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_capacity_found_is_the_target_s_own() {
+    // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot.
+    let s = target(4, 20, None, false);
+    let (out, doc) = capacity(&[
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "100",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "2s",
+        "--no-overload",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    let found = c["max_rate"].as_f64().expect("a capacity");
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found}/s against {truth:.1}/s\n{c:#}"
+    );
+    assert_eq!(c["limited_by"], "slo");
+    assert!(c["failed_rate"].as_f64().unwrap() > found);
+    let steps = c["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["kind"], "grow");
+    assert_eq!(steps.last().unwrap()["kind"], "confirm");
+    assert_eq!(steps.last().unwrap()["pass"], true);
+    assert!(c["overload"].is_null());
+}
+
+/// A short search with overload steps: a coarse precision and 1 s windows keep it to a few
+/// steps.
+fn overload_search(s: &Server) -> Value {
+    let (out, doc) = capacity(&[
+        "--slo",
+        "errors<1%",
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "40",
+        "--precision",
+        "50%",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "1s",
+        "--overload-window",
+        "1s",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    doc
+}
+
+#[test]
+fn a_target_that_sheds_is_classified_sheds_and_recovers() {
+    // 2 handlers of 20 ms (100/s), nobody waits: the excess gets a 503 at once.
+    let s = target(2, 20, Some(0), true);
+    let doc = overload_search(&s);
+    let c = &doc["capacity"];
+    assert!(c["max_rate"].as_f64().is_some(), "{c:#}");
+    let overload = &c["overload"];
+    assert_eq!(overload["behaviour"], "sheds", "{c:#}");
+    assert_eq!(overload["recovered"], true, "{c:#}");
+    let shed: u64 = c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "overload")
+        .map(|s| s["rejected"].as_u64().unwrap())
+        .sum();
+    assert!(shed > 0 && s.pool_stats().unwrap().rejected >= shed);
+}
+
+#[test]
+fn a_target_that_queues_is_classified_slows() {
+    let s = target(2, 20, None, false);
+    let doc = overload_search(&s);
+    assert_eq!(doc["capacity"]["overload"]["behaviour"], "slows", "{doc:#}");
+}
+
+#[test]
+fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
+    // Two requests in flight at most: at 2,000/s most arrivals are dropped by belier itself.
+    let s = target(64, 1, None, false);
+    let (out, doc) = capacity(&[
+        "--start-rate",
+        "2000",
+        "--max-in-flight",
+        "2",
+        "--warmup",
+        "0s",
+        "--window",
+        "1s",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["limited_by"], "generator", "{c:#}");
+    assert!(c["max_rate"].is_null());
+    assert_eq!(c["steps"].as_array().unwrap().len(), 1);
+    assert!(
+        c["generator"].as_str().unwrap().contains("dropped"),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn no_rate_meeting_the_slo_exits_5_and_the_text_says_so() {
+    // Every request takes 50 ms: p99<10ms never holds.
+    let s = target(8, 50, None, false);
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([
+            "capacity",
+            "--slo",
+            "p99<10ms",
+            "--warmup",
+            "0s",
+            "--window",
+            "1s",
+            &s.url("/"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No rate met p99<10ms, not even the start rate"),
+        "{text}"
+    );
+    assert!(text.contains("grow"), "{text}");
+}
+
+#[test]
+fn bad_slos_and_bounds_exit_2_naming_them() {
+    for (args, words) in [
+        (&["--slo", "p99<50"][..], "p99<50"),
+        (&["--slo", "rate>5/s"][..], "not an SLO"),
+        (
+            &["--start-rate", "100", "--max-rate", "50"][..],
+            "--max-rate",
+        ),
+        (&["--growth", "1"][..], "--growth"),
+        (&["--warmup", "250ms"][..], "--warmup"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+            .arg("capacity")
+            .args(args)
+            .arg("http://127.0.0.1:9/")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(words), "{args:?}: {}", stderr(&out));
+    }
+}
