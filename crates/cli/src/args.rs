@@ -99,6 +99,11 @@ pub struct RunArgs {
     #[arg(long = "no-resend")]
     pub no_resend: bool,
 
+    /// https: let connections resume earlier TLS sessions; without it every connection pays a
+    /// full handshake.
+    #[arg(long = "tls-resume")]
+    pub tls_resume: bool,
+
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
@@ -355,9 +360,15 @@ pub struct RequestArgs {
     #[arg(long = "insecure", short = 'k', help_heading = "TLS")]
     pub insecure: bool,
 
-    /// https: trust the CA certificates in this PEM file instead of the system's.
+    /// https: trust the CA certificates in this PEM file instead of the system's; a server
+    /// certificate found in it byte for byte (the usual self-signed one) is accepted as pinned.
     #[arg(long = "cacert", value_name = "FILE", help_heading = "TLS")]
     pub cacert: Option<PathBuf>,
+
+    /// https: let connections resume earlier TLS sessions (tickets, session ids); without it
+    /// every connection pays a full handshake. Resumed handshakes are counted in the report.
+    #[arg(long = "tls-resume", help_heading = "TLS")]
+    pub tls_resume: bool,
 
     /// https: client certificate chain (PEM), with --key.
     #[arg(

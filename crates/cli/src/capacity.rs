@@ -220,14 +220,17 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         }
         let window = finished.window.clone().unwrap_or_default();
         let generator = generator_verdict(&finished, &window, &plan);
-        let figures = StepFigures {
+        let mut figures = StepFigures {
             target_rate: plan.rate,
             achieved_rate: window.scheduled().saturating_sub(window.dropped()) as f64
                 / plan.window.as_secs_f64(),
             window: plan.window,
             totals: &window,
-            generator: (!generator.kept_up).then(|| generator.findings.join("; ")),
+            generator: None,
         };
+        if !generator.kept_up && generator_to_blame(&finished, &window, &plan, &slos, &figures) {
+            figures.generator = Some(generator.findings.join("; "));
+        }
         let verdict = slos.judge(&figures);
         let step = Step::measure(&plan, &verdict, &window, plan.window);
         match plan.kind {
@@ -326,6 +329,49 @@ fn generator_verdict(
         host: finished.host,
         thresholds: Vec::new(),
     })
+}
+
+/// Whether what belier's verdict on a step found (it fell behind, its CPU, its machine's
+/// limits) may have decided the step. Arrivals belier dropped were never offered: always. The
+/// rest only when the step failed: belier's own lateness counts in the latency (measured from
+/// the intended start), so a step that met the SLOs with it met them without it; and only when
+/// it is material: a lateness of a tenth of the latency SLO (10 ms without one), a worker
+/// thread near a full core, open files or ports near their limits.
+fn generator_to_blame(
+    finished: &crate::load::Finished,
+    window: &belier_stats::Recorder,
+    plan: &StepPlan,
+    slos: &Slos,
+    figures: &StepFigures<'_>,
+) -> bool {
+    if window.dropped() * 100 > window.scheduled() {
+        return true;
+    }
+    if slos.judge(figures) == Verdict::Pass {
+        return false;
+    }
+    let own = window.histogram(belier_stats::Metric::Dispatch);
+    let own = if own.is_empty() { window.lag_us() } else { own };
+    let own_p99 = if own.is_empty() {
+        0
+    } else {
+        own.value_at_quantile(0.99)
+    };
+    let material_us = slos.latency_bound_us().map_or(10_000.0, |b| b / 10.0);
+    let busy = finished
+        .series
+        .points()
+        .iter()
+        .filter(|p| p.offset >= plan.warmup)
+        .any(|p| p.cpu >= belier_report::CPU_LIMIT);
+    let near = |used: u64, limit: u64| limit > 0 && used * 10 >= limit * 9;
+    let resources = finished.host.is_some_and(|h| {
+        near(h.open_fds_peak, h.fd_limit)
+            || h.ephemeral_ports_peak
+                .zip(h.ephemeral_ports_total)
+                .is_some_and(|(peak, total)| near(peak, total))
+    });
+    own_p99 as f64 >= material_us || busy || resources
 }
 
 /// The recording interval of the steps: a second, or 100 ms when the warm-up is not a whole

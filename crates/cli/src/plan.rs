@@ -167,6 +167,7 @@ fn settings_for(
             options.cacert.as_deref(),
             options.cert.as_deref().zip(options.key.as_deref()),
             options.sni.clone(),
+            args.tls_resume,
         )?);
     }
     if let Some(t) = options.timeout {

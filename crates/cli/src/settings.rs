@@ -351,6 +351,7 @@ fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, In
             (args.cacert.is_some(), "--cacert"),
             (args.cert.is_some(), "--cert"),
             (args.sni.is_some(), "--sni"),
+            (args.tls_resume, "--tls-resume"),
         ] {
             if given {
                 return Err(InputError::new(flag, "", "only applies to https:// URLs"));
@@ -363,6 +364,7 @@ fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, In
         args.cacert.as_deref(),
         args.cert.as_deref().zip(args.key.as_deref()),
         args.sni.clone(),
+        args.tls_resume,
     )
     .map(Some)
 }
@@ -374,6 +376,7 @@ pub fn tls_from_files(
     cacert: Option<&std::path::Path>,
     cert_and_key: Option<(&std::path::Path, &std::path::Path)>,
     sni: Option<String>,
+    resume: bool,
 ) -> Result<TlsOptions, InputError> {
     let read = |flag: &'static str, path: &std::path::Path| {
         std::fs::read(path)
@@ -390,6 +393,7 @@ pub fn tls_from_files(
         client_cert_pem,
         server_name: sni,
         alpn: vec![b"http/1.1".to_vec()],
+        resume,
     })
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Progress {
     /// Connections the server closed while they were idle, found by this exchange before it
     /// sent on them (or, when resent, the connection it first went on).
     pub idle_closes: u64,
+    /// This exchange's own TLS handshake resumed an earlier session.
+    pub resumed: bool,
 }
 
 /// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
@@ -206,6 +208,8 @@ pub(crate) struct Connection {
     buf: Vec<u8>,
     /// When the connection last became idle: its last response ended (or it opened).
     idle_since: Instant,
+    /// Whether its certificate was accepted as pinned by `--cacert`.
+    pinned: bool,
     /// Whether it carried a complete response: a request on it is a reuse. The first request
     /// on a connection (one an open loop opened ahead, too) that fails is the server's answer
     /// to it, never re-sent.
@@ -330,6 +334,7 @@ pub(crate) async fn open_stream(
                     None => Failure::io(e, false),
                 })?;
             p.handshaken = Some(Instant::now());
+            p.resumed = crate::tls::resumed(session.get_ref().1);
             Stream::Tls(Box::new(session))
         }
     };
@@ -337,11 +342,12 @@ pub(crate) async fn open_stream(
 }
 
 impl Stream {
-    /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.
-    pub(crate) fn tls_session(&self) -> Option<String> {
+    /// The TLS session's version, cipher and ALPN protocol, for a TLS connection; `pinned`
+    /// says its certificate was accepted as pinned.
+    pub(crate) fn tls_session(&self, pinned: bool) -> Option<String> {
         match self {
             Stream::Plain(_) => None,
-            Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1)),
+            Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1, pinned)),
         }
     }
 
@@ -364,6 +370,7 @@ impl Connection {
         let stream = open_stream(addr, tls, p).await?;
         Ok(Connection {
             stream,
+            pinned: tls.is_some_and(Tls::pinned),
             buf: Vec::with_capacity(READ_BUFFER),
             idle_since: Instant::now(),
             reused: false,
@@ -413,7 +420,7 @@ impl Connection {
 
     /// The TLS session's version, cipher and ALPN protocol, for a TLS connection.
     pub(crate) fn tls_session(&self) -> Option<String> {
-        self.stream.tls_session()
+        self.stream.tls_session(self.pinned)
     }
 
     /// Writes what it can of `request` without waiting (plain TCP only; 0 for TLS, or when

@@ -207,7 +207,7 @@ impl Group {
                 cause: Cause::Message(format!("server did not agree to HTTP/2 (ALPN {chosen})")),
             });
         }
-        let tls_session = stream.tls_session();
+        let tls_session = stream.tls_session(target.tls.is_some_and(Tls::pinned));
         p.phase = Phase::Exchanging;
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)

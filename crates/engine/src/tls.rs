@@ -1,10 +1,12 @@
 //! TLS for connections: the client configuration built once per run, and how handshake
 //! failures are classified.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use belier_stats::ErrorKind;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::{ring, CryptoProvider};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
@@ -24,6 +26,9 @@ pub struct TlsOptions {
     pub server_name: Option<String>,
     /// ALPN protocols to offer, in order of preference.
     pub alpn: Vec<Vec<u8>>,
+    /// Let connections resume earlier TLS sessions (tickets, session ids). Off, every
+    /// connection pays a full handshake, which is what a connection per request measures.
+    pub resume: bool,
 }
 
 /// Why the TLS settings cannot be used.
@@ -43,6 +48,9 @@ pub enum TlsSetupError {
     /// rustls refused the configuration.
     #[error("TLS configuration: {0}")]
     Config(#[from] rustls::Error),
+    /// The certificate verifier could not be built from the trusted certificates.
+    #[error("--cacert: {0}")]
+    Verifier(String),
 }
 
 /// What a connection needs to start TLS.
@@ -50,6 +58,8 @@ pub enum TlsSetupError {
 pub(crate) struct Tls {
     pub connector: tokio_rustls::TlsConnector,
     pub server_name: ServerName<'static>,
+    /// Set once a server certificate was accepted as pinned.
+    pinned: Arc<AtomicBool>,
 }
 
 impl Tls {
@@ -58,12 +68,27 @@ impl Tls {
         let provider = Arc::new(ring::default_provider());
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()?;
+        let pinned = Arc::new(AtomicBool::new(false));
         let builder = if options.insecure {
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
         } else {
-            builder.with_root_certificates(roots(options.ca_pem.as_deref())?)
+            let roots = Arc::new(roots(options.ca_pem.as_deref())?);
+            let webpki = WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
+                .build()
+                .map_err(|e| TlsSetupError::Verifier(e.to_string()))?;
+            match options.ca_pem.as_deref() {
+                // Certificates given with --cacert may be the server's own, self-signed.
+                Some(pem) => builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(PinnedOrChain {
+                        chain: webpki,
+                        pinned: certificates(pem, "CA certificates")?,
+                        used: Arc::clone(&pinned),
+                    })),
+                None => builder.with_webpki_verifier(webpki),
+            }
         };
         let mut config = match &options.client_cert_pem {
             Some((cert, key)) => {
@@ -77,13 +102,23 @@ impl Tls {
             None => builder.with_no_client_auth(),
         };
         config.alpn_protocols.clone_from(&options.alpn);
+        if !options.resume {
+            config.resumption = Resumption::disabled();
+        }
         let name = options.server_name.as_deref().unwrap_or(host);
         let server_name = ServerName::try_from(name.to_string())
             .map_err(|_| TlsSetupError::ServerName(name.to_string()))?;
         Ok(Tls {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,
+            pinned,
         })
+    }
+
+    /// Whether a server certificate was accepted as pinned by `--cacert` (see
+    /// [`PinnedOrChain`]).
+    pub(crate) fn pinned(&self) -> bool {
+        self.pinned.load(Ordering::Relaxed)
     }
 }
 
@@ -173,6 +208,80 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
+/// `--cacert`: full verification of the server's chain against the given certificates, and,
+/// when that fails, a server certificate that is byte for byte one of them (the usual
+/// self-signed certificate, made with `openssl req -x509`, is a CA certificate used as the
+/// server's own, which chain verification rightly refuses) accepted as pinned, provided it is
+/// valid for the server's name. The handshake's signatures are checked either way. A pin is
+/// an exact match, so it proves the server holds that certificate's key; its validity dates
+/// are not checked, as with any pinned certificate.
+#[derive(Debug)]
+struct PinnedOrChain {
+    chain: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+    used: Arc<AtomicBool>,
+}
+
+impl ServerCertVerifier for PinnedOrChain {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let refused = match self.chain.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(verified) => return Ok(verified),
+            Err(e) => e,
+        };
+        if !self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+        {
+            return Err(refused);
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        self.used.store(true, Ordering::Relaxed);
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.chain.supported_verify_schemes()
+    }
+}
+
+/// Whether the connection's handshake resumed an earlier session.
+pub(crate) fn resumed(conn: &rustls::ClientConnection) -> bool {
+    conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+}
+
 /// The error kind of a failed handshake, if `e` carries a TLS error.
 pub(crate) fn handshake_error_kind(e: &std::io::Error) -> Option<ErrorKind> {
     let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
@@ -185,8 +294,9 @@ pub(crate) fn handshake_error_kind(e: &std::io::Error) -> Option<ErrorKind> {
     })
 }
 
-/// A description of the session: version, cipher suite and negotiated ALPN protocol.
-pub(crate) fn describe(conn: &rustls::ClientConnection) -> String {
+/// A description of the session: version, cipher suite and negotiated ALPN protocol, and
+/// whether the certificate was accepted as pinned.
+pub(crate) fn describe(conn: &rustls::ClientConnection, pinned: bool) -> String {
     let version = conn
         .protocol_version()
         .map_or("unknown version".to_string(), |v| {
@@ -198,5 +308,10 @@ pub(crate) fn describe(conn: &rustls::ClientConnection) -> String {
     let alpn = conn.alpn_protocol().map_or("none".to_string(), |p| {
         String::from_utf8_lossy(p).into_owned()
     });
-    format!("{version}, {cipher}, ALPN {alpn}")
+    let pin = if pinned {
+        ", certificate pinned by --cacert (self-signed)"
+    } else {
+        ""
+    };
+    format!("{version}, {cipher}, ALPN {alpn}{pin}")
 }

@@ -234,6 +234,9 @@ impl Local {
             if progress.resent {
                 recorder.record_resent();
             }
+            if progress.resumed {
+                recorder.record_tls_resumed();
+            }
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
             }
@@ -641,6 +644,9 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
                 if let Ok(conn) = Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
                     let mut recorder = local.recorder.borrow_mut();
                     recorder.record_connection();
+                    if p.resumed {
+                        recorder.record_tls_resumed();
+                    }
                     if p.handshaken.is_some() {
                         recorder.note_tls_session(|| conn.tls_session().unwrap_or_default());
                     }
@@ -657,6 +663,9 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
                 if group.connect(&target, &mut p).await.is_ok() && p.connected.is_some() {
                     let mut recorder = local.recorder.borrow_mut();
                     recorder.record_connection();
+                    if p.resumed {
+                        recorder.record_tls_resumed();
+                    }
                     if p.handshaken.is_some() {
                         recorder.note_tls_session(|| group.tls_session().unwrap_or_default());
                     }

@@ -246,7 +246,7 @@ fn latency_at(r: &Report, p: f64) -> String {
     ms(r.totals.latency_summary().at(p).unwrap_or(0))
 }
 
-const SUMMARY_ROWS: [Row; 22] = [
+const SUMMARY_ROWS: [Row; 23] = [
     ("Requests", |r| thousands(r.totals.requests())),
     ("Succeeded (status < 400)", |r| {
         thousands(r.totals.succeeded())
@@ -269,6 +269,9 @@ const SUMMARY_ROWS: [Row; 22] = [
         thousands(r.totals.connections_opened())
     }),
     ("Re-sent (server closed unread)", crate::text::resent),
+    ("TLS handshakes resumed", |r| {
+        thousands(r.totals.tls_resumed())
+    }),
     ("Latency min", |r| ms(r.totals.latency_summary().min_us)),
     ("mean", |r| ms_f(r.totals.latency_summary().mean_us)),
     ("stdev", |r| ms_f(r.totals.latency_summary().stdev_us)),

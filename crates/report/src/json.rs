@@ -98,6 +98,7 @@ fn to_value(r: &Report) -> Value {
             "resent": t.resent(),
             "tls_handshakes": t.histogram(Metric::Tls).len(),
             "tls_session": t.tls_session(),
+            "tls_resumed": t.tls_resumed(),
         },
         "latency_us": latency(&l, "intended_start"),
         "latency_uncorrected_us": latency(&t.summary(Metric::Uncorrected), "dispatch"),

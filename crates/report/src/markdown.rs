@@ -75,6 +75,11 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     row(out, "Connections", &|_, r| {
         thousands(r.totals.connections_opened())
     })?;
+    if reports.iter().any(|r| r.totals.tls_session().is_some()) {
+        row(out, "TLS handshakes resumed", &|_, r| {
+            thousands(r.totals.tls_resumed())
+        })?;
+    }
     if reports.iter().any(|r| r.totals.resent() > 0) {
         row(out, "Re-sent (server closed unread)", &|_, r| {
             crate::text::resent(r)

@@ -140,6 +140,14 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         thousands(t.connections_opened()),
         thousands(t.server_closes())
     )?;
+    if let Some(session) = t.tls_session() {
+        writeln!(
+            out,
+            "  TLS           {:>12}   handshakes resumed an earlier session, of {} connections; {session}",
+            thousands(t.tls_resumed()),
+            thousands(t.connections_opened()),
+        )?;
+    }
     if t.resent() > 0 {
         writeln!(
             out,

@@ -98,6 +98,9 @@ pub struct Options {
     pub keepalive_requests: u64,
     /// How long nginx keeps an idle keep-alive connection open, in nginx's syntax (`50ms`).
     pub keepalive_timeout: String,
+    /// Serve a self-signed certificate with `CA:TRUE` (what `openssl req -x509` makes) as the
+    /// server's own, rather than one signed by a test CA; `ca.pem` is then that certificate.
+    pub self_signed: bool,
 }
 
 impl Default for Options {
@@ -109,6 +112,7 @@ impl Default for Options {
             // after 1000.
             keepalive_requests: 100_000,
             keepalive_timeout: "60s".to_owned(),
+            self_signed: false,
         }
     }
 }
@@ -190,7 +194,9 @@ impl Nginx {
             h2c_port,
             options: options.clone(),
         };
-        if options.tls {
+        if options.tls && options.self_signed {
+            nginx.write_self_signed();
+        } else if options.tls {
             nginx.write_certificates();
         }
         std::fs::write(nginx.dir.join("nginx.conf"), nginx.config()).unwrap();
@@ -278,6 +284,15 @@ http {{
 
     /// A test CA, and a server certificate it signed for `localhost` and 127.0.0.1 (a client
     /// that verifies properly refuses a CA certificate used as the server's own).
+    /// A self-signed certificate for `localhost` and 127.0.0.1 that is its own CA, as
+    /// `openssl req -x509` makes them, served as the server's certificate.
+    fn write_self_signed(&self) {
+        let (cert, key) = self_signed_ca(&["localhost", "127.0.0.1"]);
+        std::fs::write(self.ca_pem_path(), &cert).unwrap();
+        std::fs::write(self.dir.join("server.pem"), &cert).unwrap();
+        std::fs::write(self.dir.join("server.key"), key).unwrap();
+    }
+
     fn write_certificates(&self) {
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -468,6 +483,17 @@ impl Drop for Nginx {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// A self-signed `CA:TRUE` certificate for `names`, and its key, both PEM.
+pub fn self_signed_ca(names: &[&str]) -> (String, String) {
+    let key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, names[0]);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap();
+    (cert.pem(), key.serialize_pem())
 }
 
 fn find_nginx() -> Option<PathBuf> {
