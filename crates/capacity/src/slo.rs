@@ -133,10 +133,22 @@ impl Slos {
         if let Some(why) = &step.generator {
             return Verdict::Generator(why.clone());
         }
+        self.judge_less(step, 0)
+    }
+
+    /// Whether the step would still fail with every latency `discount_us` shorter: belier's
+    /// own lateness is part of each latency (measured from the intended start), so a failure
+    /// that this discount turns into a pass may be belier's doing, not the server's.
+    pub fn fails_without(&self, step: &StepFigures<'_>, discount_us: u64) -> bool {
+        self.judge_less(step, discount_us) != Verdict::Pass
+    }
+
+    fn judge_less(&self, step: &StepFigures<'_>, discount_us: u64) -> Verdict {
         let t = step.totals;
         let percentile = |p: f64| {
             let h = t.latency_us();
-            (!h.is_empty()).then(|| belier_stats::value_at_percentile(h, p))
+            (!h.is_empty())
+                .then(|| belier_stats::value_at_percentile(h, p).saturating_sub(discount_us))
         };
         let latency = t.latency_summary();
         let figures = || Figures {
@@ -145,9 +157,9 @@ impl Slos {
             elapsed: step.window,
             checks_passed: 0,
             checks_failed: 0,
-            mean_us: latency.mean_us,
-            min_us: latency.min_us,
-            max_us: latency.max_us,
+            mean_us: (latency.mean_us - discount_us as f64).max(0.0),
+            min_us: latency.min_us.saturating_sub(discount_us),
+            max_us: latency.max_us.saturating_sub(discount_us),
             percentile_us: &percentile,
         };
         let failed: Vec<String> = self
@@ -236,6 +248,17 @@ mod tests {
         assert!(why.contains("p99") && why.contains("p99<30ms"), "{why}");
         assert!(!why.contains("errors<0.1%"), "{why}");
         assert_eq!(s.latency_bound_us(), Some(30_000.0));
+    }
+
+    #[test]
+    fn a_failure_by_more_than_the_discount_stands() {
+        let s = slos(&["p99<30ms"]);
+        let r = recorder(&vec![32_000; 100], 0, 200);
+        let f = step(&r);
+        assert!(matches!(s.judge(&f), Verdict::Fail(_)));
+        // 32 ms with 1 ms of belier's lateness still fails; with 5 ms it might not have.
+        assert!(s.fails_without(&f, 1_000));
+        assert!(!s.fails_without(&f, 5_000));
     }
 
     #[test]

@@ -335,8 +335,8 @@ fn generator_verdict(
 /// limits) may have decided the step. Arrivals belier dropped were never offered: always. The
 /// rest only when the step failed: belier's own lateness counts in the latency (measured from
 /// the intended start), so a step that met the SLOs with it met them without it; and only when
-/// it is material: a lateness of a tenth of the latency SLO (10 ms without one), a worker
-/// thread near a full core, open files or ports near their limits.
+/// it may have made the difference: latencies shorter by belier's own lateness p99 would have
+/// passed, or a worker thread was near a full core, or open files or ports near their limits.
 fn generator_to_blame(
     finished: &crate::load::Finished,
     window: &belier_stats::Recorder,
@@ -357,7 +357,6 @@ fn generator_to_blame(
     } else {
         own.value_at_quantile(0.99)
     };
-    let material_us = slos.latency_bound_us().map_or(10_000.0, |b| b / 10.0);
     let busy = finished
         .series
         .points()
@@ -371,7 +370,7 @@ fn generator_to_blame(
                 .zip(h.ephemeral_ports_total)
                 .is_some_and(|(peak, total)| near(peak, total))
     });
-    own_p99 as f64 >= material_us || busy || resources
+    !slos.fails_without(figures, own_p99) || busy || resources
 }
 
 /// The recording interval of the steps: a second, or 100 ms when the warm-up is not a whole

@@ -1,6 +1,7 @@
 //! One HTTP/1.1 connection: connect, write the prebuilt request, read one response. The
 //! connect and TLS steps ([`open_stream`]) and the failure vocabulary serve HTTP/2 too.
 
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -55,6 +56,48 @@ pub(crate) fn keep_body(body: &mut Vec<u8>, truncated: &mut bool, data: &[u8]) {
         *truncated = true;
     }
     body.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+/// A worker's open connections: how many now, the most at once since the last reading, and
+/// how many the server ended (HTTP/2 connections, whose end no request may see: a GOAWAY after
+/// the last stream). Shared by the worker and its HTTP/2 groups.
+#[derive(Debug, Default)]
+pub(crate) struct OpenConnections {
+    now: Cell<u64>,
+    peak: Cell<u64>,
+    server_ended: Cell<u64>,
+}
+
+impl OpenConnections {
+    pub(crate) fn opened(&self) {
+        let now = self.now.get() + 1;
+        self.now.set(now);
+        self.peak.set(self.peak.get().max(now));
+    }
+
+    /// One connection closed; `by_server` when the server ended it.
+    pub(crate) fn closed(&self, by_server: bool) {
+        self.now.set(self.now.get().saturating_sub(1));
+        if by_server {
+            self.server_ended.set(self.server_ended.get() + 1);
+        }
+    }
+
+    /// The most open at once since the last call, which starts the next reading at the
+    /// number open now.
+    pub(crate) fn take_peak(&self) -> u64 {
+        self.peak.replace(self.now.get())
+    }
+
+    /// The most open at once since the last [`OpenConnections::take_peak`].
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak.get()
+    }
+
+    /// Connections the server ended since the last call.
+    pub(crate) fn take_server_ended(&self) -> u64 {
+        self.server_ended.take()
+    }
 }
 
 /// Where an exchange is.

@@ -7,8 +7,11 @@
 //! (that request records the connect and TLS phases and counts the connection), its driver
 //! runs as a local task, and once it dies (GOAWAY, reset, EOF) the next slot that needs it
 //! opens a new one. Streams in flight on a dead connection fail with their own error kind and
-//! are never retried; a request that could not even start a stream on a connection found dead
-//! goes to a new connection instead, since nothing of it reached the server.
+//! are never retried, but for those above the last stream id of a GOAWAY, which the server
+//! says it never processed (RFC 9113 §6.8): they go again on a new connection, counted as
+//! re-sent. A request that could not even start a stream on a connection found dead goes to a
+//! new connection too, since nothing of it reached the server. Bytes are counted as frames
+//! on the wire under `h2` (`wire`), which also sees the GOAWAY that ends a connection.
 //!
 //! A scripted user (`vu`) is a stream slot too: its group is chosen the same way, and its
 //! requests go through the same [`Group::exchange`].
@@ -29,12 +32,16 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    io_kind, keep_body, open_stream, Cause, Failure, Phase, Progress, Response,
+    io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase, Progress, Response,
 };
+
+mod wire;
+
 use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
 use crate::user::Outgoing;
 use crate::RequestSpec;
+use wire::{Counted, Wire};
 
 /// Per-stream receive window: large enough that a response of a few hundred KiB flows
 /// without waiting for WINDOW_UPDATEs, the way browsers configure it.
@@ -153,24 +160,36 @@ struct Open {
     send: SendRequest<Bytes>,
     generation: u64,
     tls_session: Option<String>,
+    wire: Rc<Wire>,
 }
 
 /// One HTTP/2 connection at a time, shared by the stream slots of a group.
-#[derive(Default)]
 pub(crate) struct Group {
     open: RefCell<Option<Open>>,
     /// Held while a slot opens the connection, so the group's other slots wait for it
     /// instead of opening connections of their own.
     opening: tokio::sync::Mutex<()>,
     generations: Cell<u64>,
+    /// The worker's count of open connections, which this group's connections join.
+    connections: Rc<OpenConnections>,
 }
 
 impl Group {
-    fn current(&self) -> Option<(SendRequest<Bytes>, u64)> {
+    /// A group whose connections count among `connections`.
+    pub(crate) fn new(connections: Rc<OpenConnections>) -> Group {
+        Group {
+            open: RefCell::new(None),
+            opening: tokio::sync::Mutex::new(()),
+            generations: Cell::new(0),
+            connections,
+        }
+    }
+
+    fn current(&self) -> Option<(SendRequest<Bytes>, u64, Rc<Wire>)> {
         self.open
             .borrow()
             .as_ref()
-            .map(|o| (o.send.clone(), o.generation))
+            .map(|o| (o.send.clone(), o.generation, Rc::clone(&o.wire)))
     }
 
     /// Forgets connection `generation` (dead); a newer one stays.
@@ -179,6 +198,11 @@ impl Group {
         if open.as_ref().is_some_and(|o| o.generation == generation) {
             *open = None;
         }
+    }
+
+    /// Whether the group's connection received a GOAWAY and has not closed yet.
+    pub(crate) fn going_away(&self) -> bool {
+        self.open.borrow().as_ref().is_some_and(|o| o.wire.goaway())
     }
 
     /// The TLS description of the current connection, if it is a TLS one.
@@ -209,20 +233,27 @@ impl Group {
         }
         let tls_session = stream.tls_session(target.tls.is_some_and(Tls::pinned));
         p.phase = Phase::Exchanging;
+        let wire = Rc::new(Wire::default());
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
             .enable_push(false)
-            .handshake::<_, Bytes>(stream)
+            .handshake::<_, Bytes>(Counted::new(stream, Rc::clone(&wire)))
             .await
             .map_err(|e| h2_failure(e, false))?;
         let generation = self.generations.get() + 1;
         self.generations.set(generation);
         let group: Weak<Group> = Rc::downgrade(self);
+        let connections = Rc::clone(&self.connections);
+        connections.opened();
+        let ended = Rc::clone(&wire);
         tokio::task::spawn_local(async move {
             // The driver ends when the connection does, whatever the reason: the streams on it
             // see the error themselves; the group only needs to know to open a new one.
-            let _ = connection.await;
+            // Ended by the server: a GOAWAY, or an end belier did not ask for (belier ends
+            // its connections by letting go of them, which ends the driver cleanly).
+            let failed = connection.await.is_err();
+            connections.closed(ended.goaway() || failed);
             if let Some(group) = group.upgrade() {
                 group.closed(generation);
             }
@@ -231,6 +262,7 @@ impl Group {
             send,
             generation,
             tls_session,
+            wire,
         });
         Ok(())
     }
@@ -238,19 +270,83 @@ impl Group {
     /// Sends `request` as a stream on the group's connection (opening it if needed) and reads
     /// the response, recording progress into `p`.
     ///
-    /// Counted in `p`: `bytes_out` is the request body, `bytes_in` the response's DATA
-    /// payloads. h2 does not expose the size of HEADERS frames (HPACK-compressed) nor of the
-    /// 9-byte frame headers, so HTTP/2 byte counts are body bytes, not wire bytes.
+    /// A stream above the last stream id of a GOAWAY the server sent was not processed (RFC
+    /// 9113 §6.8): it goes again on a new connection, and `p.resent` says so. Counted in `p`:
+    /// the bytes the connection carried, frames on the wire, since the previous exchange on it
+    /// ended (see [`Wire::take`]).
     pub(crate) async fn exchange(
         self: &Rc<Self>,
         target: &Target<'_>,
         request: &Template,
         p: &mut Progress,
     ) -> Result<Response, Failure> {
-        let mut found_dead = false;
-        let response = loop {
-            let Some((send, generation)) = self.current() else {
+        // A request goes again as often as a GOAWAY leaves its stream unprocessed: a server
+        // that ends each connection after a few streams (nginx's `keepalive_requests`) with
+        // more in flight than that can leave the same request above the last stream id several
+        // times running. Each time a new connection is opened, and the request's timeout
+        // bounds the whole, as it bounds the exchange.
+        let (response, wire) = loop {
+            let (response, generation, wire) = self.start(target, request, p).await?;
+            p.sent = Some(Instant::now());
+            match response.await {
+                Ok(response) => break (response, wire),
+                Err(e) if e.is_go_away() && e.is_remote() => {
+                    p.resent = true;
+                    take_bytes(&wire, p);
+                    self.closed(generation);
+                }
+                Err(e) => {
+                    take_bytes(&wire, p);
+                    return Err(h2_failure(e, false));
+                }
+            }
+        };
+        p.first_byte = Some(Instant::now());
+        let (head, mut body) = response.into_parts();
+        if let Some(kept) = &mut p.head {
+            write_head(kept, &head);
+        }
+        if !request.head_request {
+            while let Some(chunk) = body.data().await {
+                let chunk = match chunk {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        take_bytes(&wire, p);
+                        return Err(h2_failure(e, true));
+                    }
+                };
+                if let Some(kept) = &mut p.body {
+                    keep_body(kept, &mut p.body_truncated, &chunk);
+                }
+                // Returning the window at once keeps the server sending.
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+        }
+        take_bytes(&wire, p);
+        let status = head.status.as_u16();
+        Ok(Response {
+            status,
+            reusable: true,
+        })
+    }
+
+    /// Starts `request` as a stream on the group's connection, opening one if there is none;
+    /// returns the response to come, and the connection's generation and counters.
+    async fn start(
+        self: &Rc<Self>,
+        target: &Target<'_>,
+        request: &Template,
+        p: &mut Progress,
+    ) -> Result<(h2::client::ResponseFuture, u64, Rc<Wire>), Failure> {
+        // The connection this call opened, if it did.
+        let mut mine = None;
+        loop {
+            let Some((send, generation, wire)) = self.current() else {
+                let before = p.connected;
                 self.connect(target, p).await?;
+                if p.connected != before {
+                    mine = Some(self.generations.get());
+                }
                 continue;
             };
             p.phase = Phase::Exchanging;
@@ -268,43 +364,29 @@ impl Group {
                 Ok::<_, h2::Error>(response)
             };
             match started.await {
-                Ok(response) => break response,
+                Ok(response) => return Ok((response, generation, wire)),
                 Err(e) => {
-                    // A connection that could not even start the stream is dead: nothing was
-                    // sent, so the request may go to a new one, once.
+                    // A connection that could not even start the stream is dead (or going
+                    // away): nothing was sent, so the request goes to a new one (a server
+                    // that ends connections after a few streams may have sent that one a
+                    // GOAWAY too by the time this slot gets to it; the timeout bounds it all).
+                    // A connection this request opened that cannot start it is another
+                    // matter: its failure is the request's.
                     self.closed(generation);
-                    if found_dead || !(e.is_io() || e.is_go_away()) {
+                    if mine == Some(generation) || !(e.is_io() || e.is_go_away()) {
                         return Err(h2_failure(e, false));
                     }
-                    found_dead = true;
                 }
             }
-        };
-        p.sent = Some(Instant::now());
-        p.bytes_out += request.body.len() as u64;
-        let response = response.await.map_err(|e| h2_failure(e, false))?;
-        p.first_byte = Some(Instant::now());
-        let (head, mut body) = response.into_parts();
-        if let Some(kept) = &mut p.head {
-            write_head(kept, &head);
         }
-        if !request.head_request {
-            while let Some(chunk) = body.data().await {
-                let chunk = chunk.map_err(|e| h2_failure(e, true))?;
-                p.bytes_in += chunk.len() as u64;
-                if let Some(kept) = &mut p.body {
-                    keep_body(kept, &mut p.body_truncated, &chunk);
-                }
-                // Returning the window at once keeps the server sending.
-                let _ = body.flow_control().release_capacity(chunk.len());
-            }
-        }
-        let status = head.status.as_u16();
-        Ok(Response {
-            status,
-            reusable: true,
-        })
     }
+}
+
+/// Adds what the connection carried since the last exchange on it took its bytes.
+fn take_bytes(wire: &Wire, p: &mut Progress) {
+    let (read, written) = wire.take();
+    p.bytes_in += read;
+    p.bytes_out += written;
 }
 
 /// Appends the response head to `out` in HTTP/1.1's textual form (`HTTP/2 200`, then one

@@ -26,7 +26,9 @@ use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample};
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinSet, LocalSet};
 
-use crate::connection::{exchange_http1, Connection, Failure, Http1Request, Progress, Response};
+use crate::connection::{
+    exchange_http1, Connection, Failure, Http1Request, OpenConnections, Progress, Response,
+};
 use crate::http2::{Group, Target};
 use crate::timer::thread_cpu_time;
 use crate::user::Users;
@@ -124,9 +126,9 @@ enum Source {
 /// State the tasks of one worker share.
 pub(crate) struct Local {
     pub(crate) recorder: RefCell<Recorder>,
-    /// HTTP/1.1 connections open now, and the most at once since the last interval.
-    open_now: Cell<u64>,
-    open_peak: Cell<u64>,
+    /// Connections open now, the most at once since the last interval, and the HTTP/2 ones
+    /// the server ended.
+    open: Rc<OpenConnections>,
     /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
     budget: Cell<u64>,
     /// Scripted users in a closed loop: iterations left to start; `u64::MAX`: unlimited.
@@ -188,7 +190,7 @@ impl Local {
         }
         let mut groups = self.groups.borrow_mut();
         while groups.len() <= k {
-            groups.push(Rc::new(Group::default()));
+            groups.push(Rc::new(Group::new(Rc::clone(&self.open))));
         }
         Link::Http2(Rc::clone(&groups[k]))
     }
@@ -201,11 +203,9 @@ impl Local {
     /// that task's connection is counted now.
     pub(crate) fn track_open(&self, link_open: bool, counted: &mut bool) {
         if link_open && !*counted {
-            let now = self.open_now.get() + 1;
-            self.open_now.set(now);
-            self.open_peak.set(self.open_peak.get().max(now));
+            self.open.opened();
         } else if !link_open && *counted {
-            self.open_now.set(self.open_now.get() - 1);
+            self.open.closed(false);
         }
         *counted = link_open;
     }
@@ -300,8 +300,7 @@ async fn drive(
 ) {
     let local = Rc::new(Local {
         recorder: RefCell::new(Recorder::new()),
-        open_now: Cell::new(0),
-        open_peak: Cell::new(0),
+        open: Rc::new(OpenConnections::default()),
         budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
         iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
         stopped: Cell::new(0),
@@ -437,6 +436,17 @@ async fn drive(
     for _ in local.queue.borrow_mut().drain(..) {
         recorder.record_dropped();
     }
+    // HTTP/2 connections the server ended: closed already, or sent a GOAWAY and still
+    // finishing (the run's end closes them before they would report it).
+    let going_away = local
+        .groups
+        .borrow()
+        .iter()
+        .filter(|g| g.going_away())
+        .count() as u64;
+    for _ in 0..local.open.take_server_ended() + going_away {
+        recorder.record_server_close();
+    }
     let elapsed = plan.start.elapsed();
     // What is left belongs from the first interval not handed over yet. Not the interval the
     // run ended in: when the run ends on an interval boundary (a duration bound does) and the
@@ -450,7 +460,7 @@ async fn drive(
         index,
         recorder: Box::new(std::mem::take(&mut *recorder)),
         gauges: Gauges {
-            connections_peak: local.open_peak.get(),
+            connections_peak: local.open.peak(),
             ..Gauges::default()
         },
     });
@@ -491,13 +501,15 @@ async fn hand_over_intervals(
             } else {
                 0.0
             },
-            connections_peak: local.open_peak.get(),
+            connections_peak: local.open.take_peak(),
         };
-        local.open_peak.set(local.open_now.get());
         last = now;
         local.flush_samples();
         let recorder = {
             let mut r = local.recorder.borrow_mut();
+            for _ in 0..local.open.take_server_ended() {
+                r.record_server_close();
+            }
             let snapshot = r.clone();
             r.reset();
             snapshot

@@ -128,12 +128,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         bytes(t.bytes_out() as f64),
         bytes(per_request(t.bytes_out()))
     )?;
-    // HTTP/2 connections are shared by stream slots and not in the peak gauge yet.
-    let peak = if info.protocol == "HTTP/2" {
-        String::new()
-    } else {
-        format!(", at most {} open at once", thousands(r.connections_peak()))
-    };
+    let peak = format!(", at most {} open at once", thousands(r.connections_peak()));
     writeln!(
         out,
         "  Connections   {:>12}   opened{peak}, {} ended by the server",
