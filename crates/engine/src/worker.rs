@@ -35,9 +35,12 @@ use crate::user::Users;
 use crate::{Arrivals, Event, Load, Profile};
 
 mod dispatch;
+mod local;
 
 use dispatch::{dispatch, Due, Parked};
 pub(crate) use dispatch::{next_arrival, open_loop_lead, preopen_count};
+pub(crate) use local::Local;
+use local::SAMPLE_BATCH;
 
 /// What every worker of a run shares, read-only.
 pub(crate) struct Plan {
@@ -90,9 +93,6 @@ pub(crate) struct Http2 {
     pub max_streams: usize,
 }
 
-/// Samples per batch handed over; batches also go at every interval and at the end.
-const SAMPLE_BATCH: usize = 4096;
-
 /// One worker's share of the load.
 #[derive(Clone, Copy)]
 pub(crate) struct Share {
@@ -121,163 +121,6 @@ enum Source {
     Open,
     /// Open loop, a connection opened ahead of the schedule; then like `Open`.
     Preopened,
-}
-
-/// State the tasks of one worker share.
-pub(crate) struct Local {
-    pub(crate) recorder: RefCell<Recorder>,
-    /// Connections open now, the most at once since the last interval, and the HTTP/2 ones
-    /// the server ended.
-    open: Rc<OpenConnections>,
-    /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
-    budget: Cell<u64>,
-    /// Scripted users in a closed loop: iterations left to start; `u64::MAX`: unlimited.
-    iterations: Cell<u64>,
-    /// Open loop with scripted users: users that stopped for the rest of the run (they keep
-    /// their place among the `max_connections` users).
-    pub(crate) stopped: Cell<usize>,
-    /// Requests a connection has taken up and not finished.
-    pub(crate) active: Cell<u64>,
-    /// Scripted users: of `active`, how many per step, so that requests abandoned when the
-    /// run stops are counted under their steps as well.
-    pub(crate) active_steps: RefCell<Vec<u64>>,
-    pub(crate) stopping: Cell<bool>,
-    /// Open loop: due arrivals no connection has taken yet, by intended start.
-    queue: RefCell<VecDeque<Due>>,
-    /// Open loop: connections waiting for an arrival.
-    idle: Cell<usize>,
-    /// Open loop over plain HTTP/1.1: idle connections the dispatcher may send on itself
-    /// (these are not counted in `idle`).
-    parked: RefCell<Vec<Rc<Parked>>>,
-    wake: Notify,
-    /// Open loop: connections opened ahead of the schedule still connecting, and the
-    /// dispatcher's wake-up once none is.
-    preopening: Cell<usize>,
-    preopened: Notify,
-    arrivals_done: Cell<bool>,
-    /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
-    pub(crate) connections: Cell<usize>,
-    /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
-    spawned: Cell<usize>,
-    /// Open loop: connection tasks started for a queued arrival that have not run yet (each
-    /// will take one from the queue, or wait idle if it is empty by then).
-    starting: Cell<usize>,
-    /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
-    groups: RefCell<Vec<Rc<Group>>>,
-    /// The first interval whose recordings have not been handed over yet.
-    handed_over: Cell<u64>,
-    /// Samples not yet handed over (raw stream), when kept.
-    samples: Option<RefCell<Vec<Sample>>>,
-    events: Sender<Event>,
-    id: usize,
-}
-
-impl Local {
-    pub(crate) fn claim(&self) -> bool {
-        take_one(&self.budget)
-    }
-
-    /// Takes one iteration from the worker's budget (scripted users, closed loop).
-    pub(crate) fn claim_iteration(&self) -> bool {
-        take_one(&self.iterations)
-    }
-
-    /// A new task's link (a connection task's or a scripted user's): with HTTP/2 a stream
-    /// slot on the worker's connection group `k` (from 0), else a connection of its own.
-    pub(crate) fn link(&self, plan: &Plan, k: usize) -> Link {
-        if plan.http2.is_none() {
-            return Link::Http1(None);
-        }
-        let mut groups = self.groups.borrow_mut();
-        while groups.len() <= k {
-            groups.push(Rc::new(Group::new(Rc::clone(&self.open))));
-        }
-        Link::Http2(Rc::clone(&groups[k]))
-    }
-
-    fn in_flight(&self) -> u64 {
-        self.active.get() + self.queue.borrow().len() as u64
-    }
-
-    /// Keeps the open-connection count in step with one task's link: `counted` says whether
-    /// that task's connection is counted now.
-    pub(crate) fn track_open(&self, link_open: bool, counted: &mut bool) {
-        if link_open && !*counted {
-            self.open.opened();
-        } else if !link_open && *counted {
-            self.open.closed(false);
-        }
-        *counted = link_open;
-    }
-
-    /// Records one finished request in the run's totals (and the raw stream, when kept).
-    #[inline]
-    pub(crate) fn record(
-        &self,
-        sample: Sample,
-        progress: &Progress,
-        result: &Result<Response, Failure>,
-        tls_session: impl FnOnce() -> Option<String>,
-    ) {
-        {
-            let mut recorder = self.recorder.borrow_mut();
-            recorder.record(&sample);
-            if progress.connected.is_some() {
-                recorder.record_connection();
-            }
-            if progress.handshaken.is_some() {
-                recorder.note_tls_session(|| tls_session().unwrap_or_default());
-            }
-            if let Err(f) = result {
-                recorder.note_error_example(f.kind, || f.cause.to_string());
-            }
-            if progress.resent {
-                recorder.record_resent();
-            }
-            if progress.resumed {
-                recorder.record_tls_resumed();
-            }
-            for _ in 0..progress.idle_closes {
-                recorder.record_server_close();
-            }
-        }
-        if let Some(samples) = &self.samples {
-            let full = {
-                let mut samples = samples.borrow_mut();
-                samples.push(sample);
-                samples.len() >= SAMPLE_BATCH
-            };
-            if full {
-                self.flush_samples();
-            }
-        }
-    }
-
-    /// Hands the kept samples over.
-    fn flush_samples(&self) {
-        if let Some(samples) = &self.samples {
-            let batch =
-                std::mem::replace(&mut *samples.borrow_mut(), Vec::with_capacity(SAMPLE_BATCH));
-            if !batch.is_empty() {
-                let _ = self.events.send(Event::Samples {
-                    worker: self.id,
-                    samples: batch,
-                });
-            }
-        }
-    }
-}
-
-/// Takes one from a budget where `u64::MAX` means unlimited; false once it is spent.
-fn take_one(budget: &Cell<u64>) -> bool {
-    match budget.get() {
-        0 => false,
-        u64::MAX => true,
-        n => {
-            budget.set(n - 1);
-            true
-        }
-    }
 }
 
 /// Runs one worker to completion on the calling thread.
