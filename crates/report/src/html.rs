@@ -174,7 +174,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             esc(&info.url)
         )?;
         let facts = [
-            ("load", crate::text::load_line(info)),
+            ("load", crate::wording::load_line(info)),
             ("connections", info.connections.to_string()),
             ("threads", info.threads.to_string()),
             ("protocol", info.protocol.clone()),
@@ -186,7 +186,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             ("duration", format!("{:.3} s", r.elapsed.as_secs_f64())),
             (
                 "stop after",
-                crate::text::bound(info).unwrap_or_else(|| "– (ran until stopped)".into()),
+                crate::wording::bound(info).unwrap_or_else(|| "– (ran until stopped)".into()),
             ),
             ("timeout", format!("{} s", info.timeout_s)),
             ("address", info.address.clone()),
@@ -268,7 +268,7 @@ const SUMMARY_ROWS: [Row; 23] = [
     ("Connections opened", |r| {
         thousands(r.totals.connections_opened())
     }),
-    ("Re-sent (server closed unread)", crate::text::resent),
+    ("Re-sent (server closed unread)", crate::wording::resent),
     ("TLS handshakes resumed", |r| {
         thousands(r.totals.tls_resumed())
     }),
@@ -295,7 +295,7 @@ fn p99(r: &Report, metric: Metric) -> Option<u64> {
 /// which had no schedule (a zero would read as a measurement).
 const OPEN_LOOP_ROWS: [Row; 8] = [
     ("Target rate", |r| format!("{}/s", rate(r.target_rate()))),
-    ("Sent rate", crate::text::sent_rate),
+    ("Sent rate", crate::wording::sent_rate),
     ("Dropped", |r| thousands(r.totals.dropped())),
     ("Scheduling lag p99", |r| {
         p99(r, Metric::Lag).map_or("–".into(), ms)

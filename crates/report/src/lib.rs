@@ -17,6 +17,7 @@ pub mod results;
 mod steps;
 mod text;
 mod verdict;
+mod wording;
 
 #[cfg(test)]
 mod seeded;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::text::sent_rate;
+use crate::wording::sent_rate;
 use crate::{steps, verdict, Model, NamedReport, Report};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
@@ -82,7 +82,7 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     }
     if reports.iter().any(|r| r.totals.resent() > 0) {
         row(out, "Re-sent (server closed unread)", &|_, r| {
-            crate::text::resent(r)
+            crate::wording::resent(r)
         })?;
     }
     if reports.iter().any(|r| r.is_open_loop()) {
@@ -155,7 +155,7 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
         md(&info.started_at),
         r.elapsed.as_secs_f64()
     )?;
-    if let Some(line) = crate::text::plan_line(info) {
+    if let Some(line) = crate::wording::plan_line(info) {
         writeln!(out, "\n{}", md(&line))?;
     }
     if r.interrupted {
