@@ -1,0 +1,222 @@
+//! The search against simulated servers: growth, bisection, confirmation, budget, the generator's limit.
+
+use super::*;
+
+/// A server that meets the SLOs up to `capacity`, and a generator that drives up to
+/// `generator` (each optional step outcome can be forced by rate).
+struct Sim {
+    capacity: f64,
+    generator: f64,
+    /// Confirmation steps fail above this rate (a longer step finds what a short one
+    /// missed).
+    confirm_capacity: f64,
+}
+
+impl Sim {
+    fn new(capacity: f64) -> Sim {
+        Sim {
+            capacity,
+            generator: f64::INFINITY,
+            confirm_capacity: capacity,
+        }
+    }
+
+    fn verdict(&self, plan: &StepPlan) -> Verdict {
+        let limit = if plan.kind == StepKind::Confirm {
+            self.confirm_capacity
+        } else {
+            self.capacity
+        };
+        if plan.rate > self.generator {
+            Verdict::Generator("lag".into())
+        } else if plan.rate <= limit {
+            Verdict::Pass
+        } else {
+            Verdict::Fail(format!("p99 too high at {}", plan.rate))
+        }
+    }
+}
+
+/// Runs a search to its end; returns the answer and every step run.
+fn run(settings: SearchSettings, sim: &Sim) -> (Answer, Vec<StepPlan>) {
+    let mut search = Search::new(settings).unwrap();
+    let mut steps = Vec::new();
+    let mut elapsed = Duration::ZERO;
+    while let Some(plan) = search.next_step(elapsed) {
+        elapsed += plan.duration() + DRAIN;
+        search.record(&plan, sim.verdict(&plan));
+        steps.push(plan);
+        assert!(steps.len() < 100, "the search does not end: {steps:?}");
+    }
+    (search.answer(), steps)
+}
+
+fn no_overload() -> SearchSettings {
+    SearchSettings {
+        overload: vec![],
+        ..SearchSettings::default()
+    }
+}
+
+#[test]
+fn grows_then_bisects_to_the_precision_then_confirms() {
+    let (a, steps) = run(no_overload(), &Sim::new(1_000.0));
+    let rates: Vec<f64> = steps.iter().map(|s| s.rate).collect();
+    // 10, 20, … 640 pass, 1,280 fails.
+    assert_eq!(
+        &rates[..8],
+        &[10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1280.0]
+    );
+    assert!(steps[8..steps.len() - 1]
+        .iter()
+        .all(|s| s.kind == StepKind::Bisect));
+    let last = steps.last().unwrap();
+    assert_eq!(last.kind, StepKind::Confirm);
+    assert_eq!(last.window, Duration::from_secs(30));
+    let found = a.max_rate.unwrap();
+    assert!((950.0..=1_000.0).contains(&found), "{found}");
+    assert_eq!(a.limited_by, LimitedBy::Slo);
+    let (failed, why) = a.failed.unwrap();
+    assert!(
+        failed > 1_000.0 && (failed - found) / found <= 0.05,
+        "{failed}"
+    );
+    assert!(why.contains("p99"));
+}
+
+#[test]
+fn a_start_rate_that_fails_finds_no_capacity() {
+    let (a, steps) = run(SearchSettings::default(), &Sim::new(5.0));
+    assert_eq!(steps.len(), 1);
+    assert_eq!(a.max_rate, None);
+    assert_eq!(a.passed, None);
+    assert_eq!(a.limited_by, LimitedBy::Slo);
+}
+
+#[test]
+fn the_max_rate_bounds_the_search() {
+    let settings = SearchSettings {
+        max_rate: Some(500.0),
+        ..no_overload()
+    };
+    let (a, steps) = run(settings, &Sim::new(f64::INFINITY));
+    let rates: Vec<f64> = steps.iter().map(|s| s.rate).collect();
+    assert_eq!(rates, [10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 500.0, 500.0]);
+    assert_eq!(a.max_rate, Some(500.0));
+    assert_eq!(a.limited_by, LimitedBy::MaxRate);
+}
+
+#[test]
+fn the_generator_s_limit_is_never_a_capacity() {
+    let sim = Sim {
+        generator: 300.0,
+        ..Sim::new(1_000.0)
+    };
+    let (a, steps) = run(SearchSettings::default(), &sim);
+    assert_eq!(steps.last().unwrap().rate, 320.0);
+    assert_eq!(a.max_rate, None);
+    assert_eq!(a.passed, Some(160.0));
+    assert_eq!(a.limited_by, LimitedBy::Generator);
+    assert_eq!(a.generator.as_deref(), Some("lag"));
+}
+
+#[test]
+fn a_failed_confirmation_moves_the_answer_down_and_confirms_again() {
+    let sim = Sim {
+        confirm_capacity: 900.0,
+        ..Sim::new(1_000.0)
+    };
+    let (a, steps) = run(no_overload(), &sim);
+    let confirms: Vec<f64> = steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Confirm)
+        .map(|s| s.rate)
+        .collect();
+    assert!(confirms.len() >= 2, "{confirms:?}");
+    assert!(confirms.windows(2).all(|w| w[1] < w[0]), "{confirms:?}");
+    let found = a.max_rate.unwrap();
+    assert!((900.0 * 0.95..=900.0).contains(&found), "{found}");
+    assert_eq!(a.limited_by, LimitedBy::Slo);
+}
+
+#[test]
+fn a_budget_ends_the_search_on_its_bracket() {
+    let settings = SearchSettings {
+        max_time: Some(Duration::from_secs(200)),
+        ..SearchSettings::default()
+    };
+    let (a, steps) = run(settings, &Sim::new(1_000.0));
+    // Steps of 20 s and 2 s pauses: 9 fit in 200 s, the last halving 640..1,280.
+    assert_eq!(steps.len(), 9);
+    assert_eq!(a.limited_by, LimitedBy::Time);
+    assert_eq!(a.max_rate, None);
+    assert_eq!(a.passed, Some(960.0));
+    assert_eq!(a.failed.map(|f| f.0), Some(1280.0));
+}
+
+#[test]
+fn overload_steps_then_recovery_follow_the_answer() {
+    let (a, steps) = run(SearchSettings::default(), &Sim::new(1_000.0));
+    let c = a.max_rate.unwrap();
+    let tail: Vec<(StepKind, f64)> = steps[steps.len() - 4..]
+        .iter()
+        .map(|s| (s.kind, s.rate / c))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            (StepKind::Overload, 1.25),
+            (StepKind::Overload, 1.5),
+            (StepKind::Overload, 2.0),
+            (StepKind::Recovery, 0.8),
+        ]
+    );
+    assert!(steps[steps.len() - 4..]
+        .iter()
+        .all(|s| s.window == Duration::from_secs(10)));
+    // Failing past the answer changes nothing of it.
+    assert_eq!(a.limited_by, LimitedBy::Slo);
+}
+
+#[test]
+fn bad_settings_name_their_flag() {
+    for (settings, flag) in [
+        (
+            SearchSettings {
+                start_rate: 0.0,
+                ..SearchSettings::default()
+            },
+            "--start-rate",
+        ),
+        (
+            SearchSettings {
+                growth: 1.0,
+                ..SearchSettings::default()
+            },
+            "--growth",
+        ),
+        (
+            SearchSettings {
+                precision: 1.5,
+                ..SearchSettings::default()
+            },
+            "--precision",
+        ),
+        (
+            SearchSettings {
+                max_rate: Some(5.0),
+                ..SearchSettings::default()
+            },
+            "--max-rate",
+        ),
+        (
+            SearchSettings {
+                overload: vec![0.5],
+                ..SearchSettings::default()
+            },
+            "--overload",
+        ),
+    ] {
+        assert_eq!(Search::new(settings).unwrap_err().flag, flag);
+    }
+}

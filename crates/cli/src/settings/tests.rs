@@ -1,0 +1,236 @@
+//! The flag-to-settings decisions, table by table.
+
+use clap::Parser;
+
+use super::*;
+use crate::args::Cli;
+
+fn settings(argv: &[&str]) -> Result<Settings, InputError> {
+    let cli = Cli::try_parse_from(std::iter::once("belier").chain(argv.iter().copied())).unwrap();
+    from_args(cli.load, 4)
+}
+
+#[test]
+fn defaults() {
+    let s = settings(&["http://localhost:8080/a/b?c=d"]).unwrap();
+    let e = &s.engine;
+    assert_eq!(e.request.host, "localhost");
+    assert_eq!(e.request.port, 8080);
+    assert_eq!(e.request.path_and_query, "/a/b?c=d");
+    assert_eq!(
+        e.load,
+        Load::Closed {
+            connections: Profile::constant(50.0)
+        }
+    );
+    assert_eq!(e.threads, 4);
+    assert!(e.keepalive);
+    assert_eq!(
+        e.stop,
+        StopWhen {
+            requests: None,
+            duration: Some(DEFAULT_DURATION),
+            iterations: None,
+        }
+    );
+}
+
+#[test]
+fn flags_are_applied() {
+    let s = settings(&[
+        "http://[::1]/",
+        "-n",
+        "100",
+        "-z",
+        "2m",
+        "-c",
+        "3",
+        "-t",
+        "8",
+        "-m",
+        "POST",
+        "-H",
+        "X-A: 1",
+        "-H",
+        "X-B:two words ",
+        "-d",
+        "hi",
+        "--no-keepalive",
+        "--timeout",
+        "500ms",
+    ])
+    .unwrap();
+    let e = &s.engine;
+    assert_eq!(e.request.host, "::1");
+    assert_eq!(e.request.port, 80);
+    assert_eq!(e.threads, 3, "never more threads than connections");
+    assert_eq!(e.stop.requests, Some(100));
+    assert_eq!(e.stop.duration, Some(std::time::Duration::from_secs(120)));
+    assert_eq!(
+        e.request.headers,
+        [
+            ("X-A".into(), "1".into()),
+            ("X-B".into(), "two words".into())
+        ]
+    );
+    assert_eq!(e.request.body, b"hi");
+    assert!(!e.keepalive);
+    assert_eq!(e.timeout, std::time::Duration::from_millis(500));
+}
+
+#[test]
+fn http2_flags() {
+    let s = settings(&["http://x/", "-c", "20", "-t", "8"]).unwrap();
+    assert!(!s.engine.http2);
+    assert_eq!(s.engine.max_streams, belier_engine::DEFAULT_MAX_STREAMS);
+    let s = settings(&[
+        "http://x/",
+        "--http2",
+        "-c",
+        "20",
+        "--max-streams",
+        "10",
+        "-t",
+        "8",
+    ])
+    .unwrap();
+    assert!(s.engine.http2);
+    assert_eq!(s.engine.max_streams, 10);
+    assert_eq!(s.engine.max_connections(), 2);
+    assert_eq!(s.engine.threads, 2, "never more threads than connections");
+}
+
+#[test]
+fn load_models() {
+    let open = settings(&[
+        "http://x/",
+        "--rate",
+        "2000",
+        "--arrivals",
+        "poisson",
+        "--seed",
+        "7",
+        "--max-in-flight",
+        "100",
+    ])
+    .unwrap();
+    assert_eq!(
+        open.engine.load,
+        Load::Open {
+            rate: Profile::constant(2000.0),
+            spacing: Spacing::Poisson { seed: 7 },
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_in_flight: Some(100),
+        }
+    );
+    assert_eq!(open.engine.stop.duration, Some(DEFAULT_DURATION));
+    assert_eq!(open.engine.timer_slack, belier_engine::DEFAULT_TIMER_SLACK);
+    // The report's verdict relies on knowing the engine's default.
+    assert_eq!(
+        belier_engine::DEFAULT_TIMER_SLACK.as_micros() as u64,
+        belier_report::DEFAULT_TIMER_SLACK_US
+    );
+    let slack = settings(&["http://x/", "--rate", "10", "--timer-slack", "2ms"]).unwrap();
+    assert_eq!(slack.engine.timer_slack, Duration::from_millis(2));
+
+    let ramp = settings(&[
+        "http://x/",
+        "--rate",
+        "10",
+        "--stages",
+        "30s:500, 1m:500,10s:0",
+    ])
+    .unwrap();
+    let Load::Open { rate, .. } = &ramp.engine.load else {
+        panic!()
+    };
+    assert_eq!(rate.start(), 10.0);
+    assert_eq!(rate.stages().len(), 3);
+    assert_eq!(rate.end(), Some(Duration::from_secs(100)));
+    // Stages bound the run: no default duration on top.
+    assert_eq!(
+        ramp.engine.stop,
+        StopWhen {
+            requests: None,
+            duration: None,
+            iterations: None,
+        }
+    );
+
+    let users = settings(&["http://x/", "--stages", "10s:20,10s:0"]).unwrap();
+    assert_eq!(users.engine.load.max_connections(), 20);
+
+    let held = settings(&["http://x/", "-c", "8", "--ramp-up", "4s", "-z", "10s"]).unwrap();
+    let Load::Closed { connections } = &held.engine.load else {
+        panic!()
+    };
+    assert_eq!(connections.end(), None);
+    assert_eq!(connections.level_at(Duration::from_secs(2)), 4.0);
+}
+
+#[test]
+fn bad_input_names_the_flag_and_value() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "<URL> is required"),
+        (
+            &["localhost:8080"],
+            "invalid value 'localhost:8080' for '<URL>'",
+        ),
+        (&["ftp://x/"], "unsupported scheme 'ftp'"),
+        (
+            &["http://x/", "--insecure"],
+            "--insecure only applies to https://",
+        ),
+        (
+            &["https://x/", "--cacert", "/no/ca.pem"],
+            "'--cacert <FILE>': cannot read it",
+        ),
+        (
+            &["http://x/", "-n", "0"],
+            "'--requests <N>': must be at least 1",
+        ),
+        (
+            &["http://x/", "-c", "0"],
+            "'--connections <N>': must be at least 1",
+        ),
+        (
+            &["http://x/", "-c", "5000000"],
+            "'--connections <N>': must be at most",
+        ),
+        (&["http://x/", "-t", "0"], "'--threads <N>'"),
+        (&["http://x/", "-m", "GE T"], "'--method <METHOD>'"),
+        (
+            &["http://x/", "-H", "novalue"],
+            "invalid value 'novalue' for '--header",
+        ),
+        (&["http://x/", "-H", "bad name: v"], "header name"),
+        (
+            &["http://x/", "-D", "/definitely/not/here"],
+            "for '--body-file <PATH>': cannot read it",
+        ),
+        (
+            &["http://x/", "--http2", "--max-streams", "0"],
+            "'--max-streams <N>': must be at least 1",
+        ),
+        (
+            &["http://x/", "--max-streams", "8"],
+            "--max-streams only applies to HTTP/2",
+        ),
+        (
+            &["http://x/", "--timer-slack", "1ms"],
+            "--timer-slack only applies to the open loop",
+        ),
+        (
+            &["http://x/", "--rate", "10", "--timer-slack", "50ms"],
+            "invalid value '50ms' for '--timer-slack <D>': must be at most 10ms",
+        ),
+        (
+            &["http://x/", "--http2", "--no-keepalive"],
+            "--no-keepalive does not apply to --http2",
+        ),
+    ];
+    for (argv, want) in cases {
+        let err = settings(argv).unwrap_err().to_string();
+        assert!(err.contains(want), "{argv:?}: {err}");
+    }
+}
