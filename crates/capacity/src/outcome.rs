@@ -272,6 +272,13 @@ impl Outcome {
             )?;
         }
         writeln!(out, "\n{}", self.answer_line())?;
+        let overloaded = self.steps.iter().any(|s| s.kind == StepKind::Overload);
+        if self.overload.is_none() && overloaded {
+            writeln!(
+                out,
+                "Past capacity: the overload steps met the SLOs too (no way of failing seen)"
+            )?;
+        }
         if let Some(o) = &self.overload {
             let recovery = match (o.recovered, o.recovery_s) {
                 (Some(true), Some(s)) => format!("recovered at 0.8× within {s:.0} s"),

@@ -88,7 +88,8 @@ impl OverloadStep {
     }
 }
 
-/// The service's behaviour over all overload steps: the worst; `None` without any.
+/// The service's behaviour over the overload steps that failed the SLOs: the worst; `None`
+/// when none did (the caller leaves out the steps that met them).
 pub fn classify(
     capacity: f64,
     latency_bound_us: Option<f64>,

@@ -92,9 +92,11 @@ fn the_capacity_found_is_the_target_s_own() {
 /// A short search with overload steps: a coarse precision and 1 s windows keep it to a few
 /// steps.
 fn overload_search(s: &Server) -> Value {
+    // 5 % of errors allowed: nothing waits at the shedding target, and a timer's jitter
+    // turns away an arrival now and then well below its capacity.
     let (out, doc) = capacity(&[
         "--slo",
-        "errors<1%",
+        "errors<5%",
         "--slo",
         "p99<100ms",
         "--start-rate",
