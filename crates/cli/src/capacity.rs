@@ -204,11 +204,14 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             break;
         }
         eprintln!(
-            "capacity: step {} ({:?}) at {:.1}/s for {:?}",
-            steps.len() + 1,
-            plan.kind,
-            plan.rate,
-            plan.duration()
+            "{}",
+            step_line(
+                steps.len() + 1,
+                &plan,
+                &search.answer(),
+                started.elapsed(),
+                args.max_time
+            )
         );
         let mut settings = step_settings(&base, &url, &plan, &args, threads, interval)?;
         let fd_limit = crate::limits::fit_connections(&mut settings)?;
@@ -373,6 +376,41 @@ fn generator_to_blame(
                 .is_some_and(|(peak, total)| near(peak, total))
     });
     !slos.fails_without(figures, own_p99) || busy || resources
+}
+
+/// The line on standard error as a step starts: which step, its rate, the bracket so far and
+/// the time the budget has left, `capacity: step 6, bisect at 150.0/s for 3 s; passed 100.0/s,
+/// failed 200.0/s; 42 s so far, 258 s left`.
+fn step_line(
+    n: usize,
+    plan: &StepPlan,
+    answer: &belier_capacity::Answer,
+    elapsed: Duration,
+    budget: Option<Duration>,
+) -> String {
+    let kind = match plan.kind {
+        StepKind::Grow => "grow",
+        StepKind::Bisect => "bisect",
+        StepKind::Confirm => "confirm",
+        StepKind::Overload => "overload",
+        StepKind::Recovery => "recovery",
+    };
+    let mut line = format!(
+        "capacity: step {n}, {kind} at {:.1}/s for {} s",
+        plan.rate,
+        plan.duration().as_secs_f64()
+    );
+    if let Some(p) = answer.passed {
+        line += &format!("; passed {p:.1}/s");
+    }
+    if let Some((f, _)) = &answer.failed {
+        line += &format!(", failed {f:.1}/s");
+    }
+    line += &format!("; {:.0} s so far", elapsed.as_secs_f64());
+    if let Some(b) = budget {
+        line += &format!(", {:.0} s left", b.saturating_sub(elapsed).as_secs_f64());
+    }
+    line
 }
 
 /// The recording interval of the steps: a second, or 100 ms when the warm-up is not a whole

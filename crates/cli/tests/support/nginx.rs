@@ -340,6 +340,12 @@ http {{
                 .iter()
                 .all(|&p| TcpStream::connect((Ipv4Addr::LOCALHOST, p)).is_ok())
             {
+                // Connectable is not ours: while nginx retries a port another process holds,
+                // it listens on its other ports, and the busy one answers for that process.
+                let errors = self.errors();
+                if errors.contains("bind()") {
+                    return Err(format!("Address already in use: {errors}"));
+                }
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -507,12 +513,23 @@ fn find_nginx() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A port free now and never handed out before in this process: the kernel may give a port
+/// just released to the next `bind(0)`, and two tests starting nginx at once would then both
+/// configure it.
 fn free_port() -> u16 {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 fn make_temp_dir() -> PathBuf {
