@@ -23,4 +23,4 @@ pub use outcome::{Outcome, Overload, Step};
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
 };
-pub use slo::{SloError, Slos, StepFigures, Verdict, DEFAULT_SLO};
+pub use slo::{PromSlo, SloError, Slos, StepFigures, Verdict, DEFAULT_SLO};

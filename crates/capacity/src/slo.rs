@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use belier_scenario::{Figures, Metric, Threshold};
+use belier_scenario::{Comparison, Figures, Metric, Threshold};
 use belier_stats::{Point, Recorder};
 
 /// The SLO that holds when none is given: under 1 % of requests failed.
@@ -23,7 +23,79 @@ pub struct SloError {
 
 /// Every SLO of a search; all must hold for a step to pass.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Slos(Vec<Threshold>);
+pub struct Slos {
+    /// On the step's own figures.
+    figures: Vec<Threshold>,
+    /// On the server's metrics, queried from Prometheus.
+    prometheus: Vec<PromSlo>,
+}
+
+/// An SLO on the server's own metrics: `prom:QUERY OP VALUE`, a PromQL expression evaluated
+/// by Prometheus at the end of each judged window (its largest value when it gives several).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromSlo {
+    /// As written.
+    pub expression: String,
+    /// The PromQL query.
+    pub query: String,
+    /// How the value is compared.
+    pub comparison: Comparison,
+    /// With what.
+    pub bound: f64,
+}
+
+impl PromSlo {
+    /// Parses `prom:QUERY OP VALUE`; `None` when `text` is no `prom:` SLO.
+    fn parse(text: &str) -> Option<Result<PromSlo, SloError>> {
+        let query_text = text.trim().strip_prefix("prom:")?;
+        let fail = |position, message: &str| SloError {
+            expression: text.to_string(),
+            position,
+            message: message.to_string(),
+        };
+        // The comparison is the last operator: PromQL has its own `<` and `>`.
+        let found = ["<=", ">=", "<", ">"]
+            .iter()
+            .filter_map(|op| query_text.rfind(op).map(|i| (i, *op)))
+            .max_by_key(|(i, op)| (*i + op.len(), op.len()));
+        let Some((at, op)) = found else {
+            return Some(Err(fail(
+                0,
+                "expected prom:QUERY OP VALUE, e.g. prom:rate(process_cpu_seconds_total[10s])<0.8",
+            )));
+        };
+        // `a<=b`: `<` is found at the same place as `<=`; the longer operator wins.
+        let (at, op) = if op.len() == 1 && query_text[..at].ends_with(['<', '>']) {
+            (at - 1, &query_text[at - 1..at + 1])
+        } else {
+            (at, op)
+        };
+        let offset = text.len() - text.trim_start().len() + "prom:".len();
+        let query = query_text[..at].trim();
+        if query.is_empty() {
+            return Some(Err(fail(offset, "no PromQL query before the comparison")));
+        }
+        let value = query_text[at + op.len()..].trim();
+        let Ok(bound) = value.parse::<f64>() else {
+            return Some(Err(fail(
+                offset + at + op.len(),
+                "expected a number after the comparison",
+            )));
+        };
+        let comparison = match op {
+            "<=" => Comparison::LessOrEqual,
+            ">=" => Comparison::GreaterOrEqual,
+            "<" => Comparison::Less,
+            _ => Comparison::Greater,
+        };
+        Some(Ok(PromSlo {
+            expression: text.trim().to_string(),
+            query: query.to_string(),
+            comparison,
+            bound,
+        }))
+    }
+}
 
 /// What one step measured in its judged window.
 pub struct StepFigures<'a> {
@@ -38,6 +110,9 @@ pub struct StepFigures<'a> {
     /// Why belier itself could not hold the step's rate (the run's verdict), if it could not:
     /// then the step says nothing about the server.
     pub generator: Option<String>,
+    /// The value of each Prometheus SLO's query at the window's end, in order (`None`: no
+    /// data, which fails the SLO).
+    pub prometheus: Vec<Option<f64>>,
 }
 
 /// A step's verdict.
@@ -62,7 +137,15 @@ impl Slos {
         } else {
             expressions
         };
-        given
+        let mut prometheus = Vec::new();
+        let mut on_figures = Vec::new();
+        for e in given {
+            match PromSlo::parse(e) {
+                Some(slo) => prometheus.push(slo?),
+                None => on_figures.push(e.clone()),
+            }
+        }
+        let figures = on_figures
             .iter()
             .map(|e| {
                 let fail = |position, message: String| SloError {
@@ -88,19 +171,31 @@ impl Slos {
                     )),
                 }
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Slos)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Slos {
+            figures,
+            prometheus,
+        })
+    }
+
+    /// The SLOs on the server's metrics, to query after each judged window.
+    pub fn prometheus(&self) -> &[PromSlo] {
+        &self.prometheus
     }
 
     /// The SLOs as written.
     pub fn expressions(&self) -> Vec<&str> {
-        self.0.iter().map(|t| t.expression.as_str()).collect()
+        self.figures
+            .iter()
+            .map(|t| t.expression.as_str())
+            .chain(self.prometheus.iter().map(|p| p.expression.as_str()))
+            .collect()
     }
 
     /// The tightest latency bound among the SLOs, µs (a rejection answered within it is
     /// "answered fast"); `None` without a latency SLO.
     pub fn latency_bound_us(&self) -> Option<f64> {
-        self.0
+        self.figures
             .iter()
             .filter(|t| t.metric != Metric::ErrorRate)
             .map(|t| t.bound)
@@ -112,7 +207,7 @@ impl Slos {
     /// above it (p99.9 at its max), so it is never judged more leniently; a mean at the p90.
     pub fn met_by(&self, point: &Point) -> bool {
         let failures = point.requests - point.succeeded.min(point.requests);
-        self.0.iter().all(|slo| {
+        self.figures.iter().all(|slo| {
             let actual = match slo.metric {
                 Metric::ErrorRate if point.requests == 0 => return true,
                 Metric::ErrorRate => failures as f64 / point.requests as f64,
@@ -162,14 +257,24 @@ impl Slos {
             max_us: latency.max_us.saturating_sub(discount_us),
             percentile_us: &percentile,
         };
-        let failed: Vec<String> = self
-            .0
+        let mut failed: Vec<String> = self
+            .figures
             .iter()
             .filter_map(|slo| {
                 let outcome = slo.evaluate(|_| Some(figures()));
                 (!outcome.passed).then(|| format!("{} (wanted {})", outcome.actual, slo.expression))
             })
             .collect();
+        for (slo, value) in self.prometheus.iter().zip(&step.prometheus) {
+            match value {
+                Some(v) if slo.comparison.holds(*v, slo.bound) => {}
+                Some(v) => failed.push(format!("{} = {v} (wanted {})", slo.query, slo.expression)),
+                None => failed.push(format!(
+                    "{} = no data (wanted {})",
+                    slo.query, slo.expression
+                )),
+            }
+        }
         if failed.is_empty() {
             Verdict::Pass
         } else {
@@ -216,6 +321,7 @@ mod tests {
             window: Duration::from_secs(10),
             totals,
             generator: None,
+            prometheus: vec![],
         }
     }
 
@@ -271,6 +377,43 @@ mod tests {
             s.judge(&f),
             Verdict::Generator("belier's own lag p99 4 ms".into())
         );
+    }
+
+    #[test]
+    fn prometheus_slos_are_queries_judged_on_their_values() {
+        let s = slos(&[
+            "p99<30ms",
+            "prom:rate(process_cpu_seconds_total[10s]) <= 0.8",
+        ]);
+        assert_eq!(s.prometheus().len(), 1);
+        let p = &s.prometheus()[0];
+        assert_eq!(p.query, "rate(process_cpu_seconds_total[10s])");
+        assert_eq!((p.comparison, p.bound), (Comparison::LessOrEqual, 0.8));
+        assert_eq!(
+            s.expressions(),
+            [
+                "p99<30ms",
+                "prom:rate(process_cpu_seconds_total[10s]) <= 0.8"
+            ]
+        );
+        let r = recorder(&[1_000; 100], 0, 200);
+        let mut f = step(&r);
+        f.prometheus = vec![Some(0.5)];
+        assert_eq!(s.judge(&f), Verdict::Pass);
+        f.prometheus = vec![Some(0.93)];
+        let Verdict::Fail(why) = s.judge(&f) else {
+            panic!("0.93 met <= 0.8");
+        };
+        assert!(why.contains("= 0.93") && why.contains("prom:"), "{why}");
+        f.prometheus = vec![None];
+        assert!(matches!(s.judge(&f), Verdict::Fail(w) if w.contains("no data")));
+        // PromQL's own comparisons stay in the query: the last one is the SLO's.
+        let s = slos(&["prom:sum(up > 0) < 3"]);
+        assert_eq!(s.prometheus()[0].query, "sum(up > 0)");
+        for (bad, position) in [("prom:up", 0), ("prom:<1", 5), ("prom:up<high", 8)] {
+            let e = Slos::parse(&[bad.to_string()]).unwrap_err();
+            assert_eq!(e.position, position, "{bad}: {e}");
+        }
     }
 
     #[test]

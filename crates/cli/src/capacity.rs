@@ -104,6 +104,11 @@ pub struct CapacityArgs {
     #[arg(long = "overload-window", value_name = "D", default_value = "10s", value_parser = parse_duration, help_heading = "Search")]
     pub overload_window: Duration,
 
+    /// Prometheus server (http://HOST:PORT) that --slo 'prom:QUERY<VALUE' SLOs are queried
+    /// from, at the end of each judged window.
+    #[arg(long = "prometheus", value_name = "URL", help_heading = "Search")]
+    pub prometheus: Option<String>,
+
     /// Pause between steps, so that what one step left queued at the server does not weigh
     /// on the next.
     #[arg(long = "drain", value_name = "D", default_value = "2s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
@@ -184,6 +189,14 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         overload_window: args.overload_window,
         recovery: 0.8,
     };
+    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
+        return Err(InputError::new(
+            "--slo <EXPR>",
+            &slos.prometheus()[0].expression,
+            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
+        )
+        .into());
+    }
     let mut search =
         Search::new(search_settings).map_err(|e| InputError::new(e.flag, "", e.message))?;
     let interval = step_interval(args.warmup)?;
@@ -223,6 +236,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         }
         let window = finished.window.clone().unwrap_or_default();
         let generator = generator_verdict(&finished, &window, &plan);
+        let prometheus = query_prometheus(&slos, args.prometheus.as_deref());
         let mut figures = StepFigures {
             target_rate: plan.rate,
             achieved_rate: window.scheduled().saturating_sub(window.dropped()) as f64
@@ -230,6 +244,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             window: plan.window,
             totals: &window,
             generator: None,
+            prometheus,
         };
         if !generator.kept_up && generator_to_blame(&finished, &window, &plan, &slos, &figures) {
             figures.generator = Some(generator.findings.join("; "));
@@ -334,6 +349,30 @@ fn generator_verdict(
         host: finished.host,
         thresholds: Vec::new(),
     })
+}
+
+/// Waited after a step before querying Prometheus about it, so that the scrape that saw its
+/// window's end is in (a scrape interval of up to a second, and the time to store it).
+const SCRAPE_MARGIN: Duration = Duration::from_millis(1500);
+
+/// The value of each Prometheus SLO's query at the end of the step's window (the run's end). A
+/// query that fails is said on standard error and counts as no data, which fails the SLO.
+fn query_prometheus(slos: &Slos, base: Option<&str>) -> Vec<Option<f64>> {
+    let (Some(base), false) = (base, slos.prometheus().is_empty()) else {
+        return Vec::new();
+    };
+    // The run has just ended: its window's end is now.
+    let end = std::time::SystemTime::now();
+    std::thread::sleep(SCRAPE_MARGIN);
+    slos.prometheus()
+        .iter()
+        .map(|slo| {
+            crate::prometheus::query(base, &slo.query, end).unwrap_or_else(|why| {
+                eprintln!("capacity: {}: {why}", slo.expression);
+                None
+            })
+        })
+        .collect()
 }
 
 /// Whether what belier's verdict on a step found (it fell behind, its CPU, its machine's

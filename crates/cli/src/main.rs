@@ -10,6 +10,7 @@ mod load;
 mod plan;
 mod probe;
 mod progress;
+mod prometheus;
 mod raw;
 mod results;
 mod settings;

@@ -3,6 +3,9 @@
 //! capacity found against the truth, the behaviour past it, the generator's own limit, and bad
 //! input.
 
+#[path = "support/prometheus.rs"]
+mod prometheus_support;
+
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -219,4 +222,56 @@ fn bad_slos_and_bounds_exit_2_naming_them() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(words), "{args:?}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
+    // 8 handlers of 20 ms serve about 380/s; the SLO on the target's own served rate, as
+    // Prometheus scrapes it from /metrics every second, holds only below 150/s.
+    let s = target(8, 20, None, false);
+    let Some(prometheus) = prometheus_support::Prometheus::start(&[s.addr()]) else {
+        return;
+    };
+    let (out, doc) = capacity(&[
+        "--prometheus",
+        &prometheus.url(),
+        "--slo",
+        "errors<1%",
+        "--slo",
+        "prom:rate(belier_target_served_total[3s]) < 150",
+        "--start-rate",
+        "50",
+        "--precision",
+        "10%",
+        "--warmup",
+        "1s",
+        "--window",
+        "3s",
+        "--confirm-window",
+        "3s",
+        "--no-overload",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    let found = c["max_rate"].as_f64().expect("a capacity");
+    assert!((120.0..150.0).contains(&found), "{found}\n{c:#}");
+    assert!(
+        c["failed_why"]
+            .as_str()
+            .unwrap()
+            .contains("prom:rate(belier_target_served_total"),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn a_prometheus_slo_needs_a_prometheus() {
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["capacity", "--slo", "prom:up<1", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--prometheus"), "{}", stderr(&out));
 }
