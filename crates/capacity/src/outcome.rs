@@ -7,14 +7,17 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use belier_stats::{ErrorKind, Recorder};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::overload::{Behaviour, OverloadStep, Recovery};
 use crate::search::{Answer, LimitedBy, StepKind, StepPlan};
 use crate::slo::Verdict;
 
+/// Version of the capacity JSON document.
+const SCHEMA_VERSION: u32 = 1;
+
 /// One step as it went.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// What it was for.
     pub kind: StepKind,
@@ -125,7 +128,7 @@ impl Step {
 }
 
 /// The behaviour past capacity, as reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overload {
     /// The worst behaviour of the overload steps.
     pub behaviour: Behaviour,
@@ -147,7 +150,7 @@ impl Overload {
 }
 
 /// A whole search, as reports show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     /// The URL searched.
     pub url: String,
@@ -199,6 +202,25 @@ impl Outcome {
             overload,
             elapsed_s: elapsed.as_secs_f64(),
         }
+    }
+
+    /// The JSON document `--output json` and results files hold (see [`crate::SCHEMA`]).
+    pub fn to_json(&self) -> String {
+        let doc = serde_json::json!({ "schema_version": SCHEMA_VERSION, "capacity": self });
+        serde_json::to_string_pretty(&doc).expect("an outcome serializes") + "\n"
+    }
+
+    /// Reads what [`Outcome::to_json`] wrote; `None` when `text` is no capacity document.
+    pub fn from_json(text: &str) -> Option<Result<Outcome, String>> {
+        let doc: serde_json::Value = serde_json::from_str(text).ok()?;
+        let capacity = doc.get("capacity")?;
+        if doc["schema_version"] != SCHEMA_VERSION {
+            return Some(Err(format!(
+                "capacity document version {}, this belier reads {SCHEMA_VERSION}",
+                doc["schema_version"]
+            )));
+        }
+        Some(serde_json::from_value(capacity.clone()).map_err(|e| e.to_string()))
     }
 
     /// The answer in one line: `Capacity: 1,880/s with p99<25ms; 1,970/s failed: p99 = 41.0 ms`.
@@ -386,6 +408,19 @@ mod tests {
         let text = found.render_text();
         assert!(text.contains("Past capacity: sheds"), "{text}");
         assert!(text.contains("recovered at 0.8× within 2 s"), "{text}");
+    }
+
+    #[test]
+    fn a_saved_outcome_reads_back() {
+        let o = outcome(answer(Some(1_880.0), LimitedBy::Slo));
+        let back = Outcome::from_json(&o.to_json()).unwrap().unwrap();
+        assert_eq!(back, o);
+        assert!(Outcome::from_json("{\"schema_version\":1,\"other\":{}}").is_none());
+        assert!(Outcome::from_json("not json").is_none());
+        let newer = o
+            .to_json()
+            .replace("\"schema_version\": 1", "\"schema_version\": 9");
+        assert!(Outcome::from_json(&newer).unwrap().is_err());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Goodput below this share of the capacity has collapsed.
 pub const GOODPUT_COLLAPSED: f64 = 0.5;
@@ -25,7 +25,7 @@ pub const MOSTLY: f64 = 0.5;
 pub const FAST_REJECTION_US: f64 = 1_000_000.0;
 
 /// The behaviour past capacity, from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Behaviour {
     /// It rejects the excess fast and serves its capacity.

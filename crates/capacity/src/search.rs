@@ -74,7 +74,7 @@ pub struct SettingsError {
 }
 
 /// What a step is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
     /// Growing the rate towards the first failure.
@@ -110,7 +110,7 @@ impl StepPlan {
 }
 
 /// What ended the search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LimitedBy {
     /// A rate failed the SLOs: the answer is the highest rate that met them.

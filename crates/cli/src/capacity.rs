@@ -147,6 +147,11 @@ pub struct CapacityArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+
+    /// Keep the search in FILE, rewritten after every step (the steps so far survive a crash
+    /// or Ctrl-C); `belier report FILE` shows it again.
+    #[arg(long = "save", value_name = "FILE")]
+    pub save: Option<PathBuf>,
 }
 
 /// `5%` or `0.05`.
@@ -278,6 +283,19 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         );
         search.record(&plan, verdict);
         steps.push(step);
+        if let Some(path) = &args.save {
+            let so_far = Outcome::new(
+                url.clone(),
+                slos.expressions().iter().map(|s| s.to_string()).collect(),
+                search.answer(),
+                steps.clone(),
+                None,
+                started.elapsed(),
+            );
+            if let Err(e) = save(path, &so_far) {
+                eprintln!("capacity: the search is not saved: {e}");
+            }
+        }
     }
 
     let answer = search.answer();
@@ -293,6 +311,11 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         overload,
         started.elapsed(),
     );
+    if let Some(path) = &args.save {
+        if let Err(e) = save(path, &outcome) {
+            eprintln!("capacity: the search is not saved: {e}");
+        }
+    }
     let code = if interrupted {
         signals::INTERRUPTED
     } else if outcome.limited_by == LimitedBy::Slo && outcome.max_rate.is_none() {
@@ -302,10 +325,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     };
     let text = match args.output {
         Format::Text => outcome.render_text(),
-        Format::Json => {
-            let doc = serde_json::json!({ "schema_version": 1, "capacity": outcome });
-            serde_json::to_string_pretty(&doc)? + "\n"
-        }
+        Format::Json => outcome.to_json(),
     };
     match &args.out {
         None => {
@@ -415,6 +435,15 @@ fn generator_to_blame(
                 .is_some_and(|(peak, total)| near(peak, total))
     });
     !slos.fails_without(figures, own_p99) || busy || resources
+}
+
+/// Writes the search so far to `path` through a temporary file renamed over it, so that the
+/// file always holds a whole document.
+fn save(path: &std::path::Path, outcome: &Outcome) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, outcome.to_json())?;
+    std::fs::rename(&tmp, path)
 }
 
 /// The line on standard error as a step starts: which step, its rate, the bracket so far and

@@ -94,6 +94,9 @@ fn open(path: &Path) -> anyhow::Result<Reader> {
 
 /// `belier report`.
 pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
+    if let Some(code) = capacity_report(&args)? {
+        return Ok(code);
+    }
     let runs = load(
         &args.files,
         args.from,
@@ -197,4 +200,39 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
     } else {
         EXIT_REGRESSION
     })
+}
+
+/// `belier report FILE` on a file `belier capacity --save` wrote: the search again, as text or
+/// JSON. `None` when the files are results files.
+fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
+    let [path] = &args.files[..] else {
+        return Ok(None);
+    };
+    if path.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let Some(outcome) = belier_capacity::Outcome::from_json(&text) else {
+        return Ok(None);
+    };
+    let outcome = outcome.map_err(|why| InputError::new("<FILE>", path.display(), why))?;
+    let out = match args.kind {
+        ReportType::Text => outcome.render_text(),
+        ReportType::Json => outcome.to_json(),
+        _ => {
+            return Err(InputError::new(
+                "--type <TYPE>",
+                format!("{:?}", args.kind).to_lowercase(),
+                "a capacity search reports as text or json",
+            )
+            .into())
+        }
+    };
+    match &args.out {
+        Some(file) => std::fs::write(file, out)?,
+        None => print!("{out}"),
+    }
+    Ok(Some(0))
 }

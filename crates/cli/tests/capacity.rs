@@ -176,9 +176,11 @@ fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
 }
 
 #[test]
-fn no_rate_meeting_the_slo_exits_5_and_the_text_says_so() {
+fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     // Every request takes 50 ms: p99<10ms never holds.
     let s = target(8, 50, None, false);
+    let saved = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("capacity-{}.json", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_belier"))
         .args([
             "capacity",
@@ -188,6 +190,8 @@ fn no_rate_meeting_the_slo_exits_5_and_the_text_says_so() {
             "0s",
             "--window",
             "1s",
+            "--save",
+            saved.to_str().unwrap(),
             &s.url("/"),
         ])
         .output()
@@ -199,6 +203,22 @@ fn no_rate_meeting_the_slo_exits_5_and_the_text_says_so() {
         "{text}"
     );
     assert!(text.contains("grow"), "{text}");
+
+    // The saved search reports again, as text and as JSON that follows the schema.
+    let report = |kind: &str| {
+        Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args(["report", "--type", kind, saved.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let again = report("text");
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+    let json = report("json");
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    validate(&doc);
+    assert_eq!(doc["capacity"]["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(report("csv").status.code(), Some(2));
 }
 
 #[test]
