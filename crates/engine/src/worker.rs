@@ -30,15 +30,16 @@ use crate::connection::{
     exchange_http1, Connection, Failure, Http1Request, OpenConnections, Progress, Response,
 };
 use crate::http2::{Group, Target};
-use crate::timer::thread_cpu_time;
 use crate::user::Users;
 use crate::{Arrivals, Event, Load, Profile};
 
 mod dispatch;
+mod intervals;
 mod local;
 
 use dispatch::{dispatch, Due, Parked};
 pub(crate) use dispatch::{next_arrival, open_loop_lead, preopen_count};
+use intervals::hand_over_intervals;
 pub(crate) use local::Local;
 use local::SAMPLE_BATCH;
 
@@ -318,60 +319,6 @@ async fn until(done: impl Fn() -> bool) {
     while !done() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-}
-
-/// Hands the recorder over at every interval boundary, aligned on the run's start so that
-/// all workers' interval `k` covers the same span of time.
-async fn hand_over_intervals(
-    local: Rc<Local>,
-    plan: Arc<Plan>,
-    worker: usize,
-    events: Sender<Event>,
-) {
-    let first = plan.start + plan.interval;
-    let mut ticks = tokio::time::interval_at(first.into(), plan.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut last = (Instant::now(), thread_cpu_time());
-    loop {
-        let at = ticks.tick().await.into_std();
-        let index = interval_index(at - plan.start, plan.interval).saturating_sub(1);
-        let now = (Instant::now(), thread_cpu_time());
-        let wall = now.0.saturating_duration_since(last.0).as_secs_f64();
-        let gauges = Gauges {
-            in_flight: local.in_flight(),
-            cpu: if wall > 0.0 {
-                (now.1.saturating_sub(last.1).as_secs_f64() / wall).min(1.0)
-            } else {
-                0.0
-            },
-            connections_peak: local.open.take_peak(),
-        };
-        last = now;
-        local.flush_samples();
-        let recorder = {
-            let mut r = local.recorder.borrow_mut();
-            for _ in 0..local.open.take_server_ended() {
-                r.record_server_close();
-            }
-            let snapshot = r.clone();
-            r.reset();
-            snapshot
-        };
-        let sent = events.send(Event::Recorded {
-            worker,
-            index,
-            recorder: Box::new(recorder),
-            gauges,
-        });
-        if sent.is_err() {
-            return;
-        }
-        local.handed_over.set(index + 1);
-    }
-}
-
-fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
-    (elapsed.as_nanos() / interval.as_nanos()) as u64
 }
 
 /// This connection's next request: its intended start and, in an open loop, its arrival;

@@ -1,0 +1,67 @@
+//! The hand-over of what a worker recorded, once per interval, with its readings (CPU,
+//! in flight, connections open at most).
+
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use belier_stats::Gauges;
+
+use super::{Local, Plan};
+use crate::timer::thread_cpu_time;
+use crate::Event;
+
+/// Hands the recorder over at every interval boundary, aligned on the run's start so that
+/// all workers' interval `k` covers the same span of time.
+pub(super) async fn hand_over_intervals(
+    local: Rc<Local>,
+    plan: Arc<Plan>,
+    worker: usize,
+    events: Sender<Event>,
+) {
+    let first = plan.start + plan.interval;
+    let mut ticks = tokio::time::interval_at(first.into(), plan.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last = (Instant::now(), thread_cpu_time());
+    loop {
+        let at = ticks.tick().await.into_std();
+        let index = interval_index(at - plan.start, plan.interval).saturating_sub(1);
+        let now = (Instant::now(), thread_cpu_time());
+        let wall = now.0.saturating_duration_since(last.0).as_secs_f64();
+        let gauges = Gauges {
+            in_flight: local.in_flight(),
+            cpu: if wall > 0.0 {
+                (now.1.saturating_sub(last.1).as_secs_f64() / wall).min(1.0)
+            } else {
+                0.0
+            },
+            connections_peak: local.open.take_peak(),
+        };
+        last = now;
+        local.flush_samples();
+        let recorder = {
+            let mut r = local.recorder.borrow_mut();
+            for _ in 0..local.open.take_server_ended() {
+                r.record_server_close();
+            }
+            let snapshot = r.clone();
+            r.reset();
+            snapshot
+        };
+        let sent = events.send(Event::Recorded {
+            worker,
+            index,
+            recorder: Box::new(recorder),
+            gauges,
+        });
+        if sent.is_err() {
+            return;
+        }
+        local.handed_over.set(index + 1);
+    }
+}
+
+fn interval_index(elapsed: Duration, interval: Duration) -> u64 {
+    (elapsed.as_nanos() / interval.as_nanos()) as u64
+}
