@@ -14,12 +14,14 @@
 /// The JSON schema of `belier capacity --output json`.
 pub const SCHEMA: &str = include_str!("../schema/capacity.schema.json");
 
+mod dimension;
 mod outcome;
 pub mod overload;
 mod search;
 mod slo;
 
-pub use outcome::{Outcome, Overload, Step};
+pub use dimension::{number, Dimension};
+pub use outcome::{kind_name, Outcome, Overload, Step};
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
 };

@@ -9,6 +9,7 @@ use std::time::Duration;
 use belier_stats::{ErrorKind, Recorder};
 use serde::{Deserialize, Serialize};
 
+use crate::dimension::{number, Dimension};
 use crate::overload::{Behaviour, OverloadStep, Recovery};
 use crate::search::{Answer, LimitedBy, StepKind, StepPlan};
 use crate::slo::Verdict;
@@ -152,8 +153,12 @@ impl Overload {
 /// A whole search, as reports show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
-    /// The URL searched.
+    /// The URL searched (a plan's target for a plan).
     pub url: String,
+    /// What the search varied; every level and rate below is in its unit (documents written
+    /// before there was a choice searched the request rate).
+    #[serde(default)]
+    pub dimension: Dimension,
     /// The SLOs, as written.
     pub slos: Vec<String>,
     /// The highest rate that met the SLOs, confirmed; `null` when none was.
@@ -180,6 +185,7 @@ impl Outcome {
     /// Gathers the search's answer and its steps.
     pub fn new(
         url: String,
+        dimension: Dimension,
         slos: Vec<String>,
         answer: Answer,
         steps: Vec<Step>,
@@ -191,6 +197,7 @@ impl Outcome {
             .map_or((None, None), |(r, w)| (Some(r), Some(w)));
         Outcome {
             url,
+            dimension,
             slos,
             max_rate: answer.max_rate,
             limited_by: answer.limited_by,
@@ -226,27 +233,50 @@ impl Outcome {
     /// The answer in one line: `Capacity: 1,880/s with p99<25ms; 1,970/s failed: p99 = 41.0 ms`.
     pub fn answer_line(&self) -> String {
         let slos = self.slos.join(", ");
+        let level = |v: f64| self.dimension.level(v);
         let failed = match (self.failed_rate, &self.failed_why) {
-            (Some(r), Some(why)) => format!("; {}/s failed: {why}", rate(r)),
+            (Some(r), Some(why)) => format!("; {} failed: {why}", level(r)),
             _ => String::new(),
         };
         match (self.limited_by, self.max_rate, self.passed_rate) {
             (LimitedBy::MaxRate, Some(c), _) => format!(
-                "Capacity: at least {}/s with {slos}: the highest rate allowed (--max-rate) met them",
-                rate(c)
+                "Capacity: at least {} with {slos}: the highest level allowed (--max-rate) met them",
+                level(c)
             ),
-            (_, Some(c), _) => format!("Capacity: {}/s with {slos}{failed}", rate(c)),
+            (_, Some(c), _) => format!("Capacity: {} with {slos}{failed}", level(c)),
             (LimitedBy::Generator, None, passed) => format!(
                 "Capacity above {}: the generator's limit here ({}); no capacity is claimed",
-                passed.map_or("the start rate".into(), |p| format!("{}/s", rate(p))),
+                passed.map_or("the start level".into(), level),
                 self.generator.as_deref().unwrap_or("it could not hold the rate")
             ),
             (LimitedBy::Time, None, passed) => format!(
                 "No answer within --max-time: {} met {slos}{failed}",
-                passed.map_or("no rate".into(), |p| format!("{}/s", rate(p)))
+                passed.map_or(format!("no {}", self.quantity()), level)
             ),
-            (_, None, _) => format!("No rate met {slos}, not even the start rate{failed}"),
+            (_, None, _) => {
+                let what = self.quantity();
+                format!("No {what} met {slos}, not even the start {what}{failed}")
+            }
         }
+    }
+
+    /// What a level is, in words: `rate`, `number of connections`.
+    fn quantity(&self) -> &'static str {
+        match self.dimension {
+            Dimension::Connections => "number of connections",
+            _ => "rate",
+        }
+    }
+
+    /// The goodput at the answer: the successful responses per second of the last step at
+    /// it that passed (for a rate, about the rate itself; for connections, what they carried).
+    pub fn capacity_goodput(&self) -> Option<f64> {
+        let c = self.max_rate?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.target_rate == c && s.pass == Some(true))
+            .map(|s| s.goodput)
     }
 
     /// The text report: the steps' table, the answer, the behaviour past it.
@@ -261,15 +291,17 @@ impl Outcome {
         writeln!(out, "Capacity search  {}", self.url)?;
         writeln!(
             out,
-            "  SLO {}; {} steps in {:.0} s",
+            "  {} under SLO {}; {} steps in {:.0} s",
+            self.dimension.name(),
             self.slos.join(", "),
             self.steps.len(),
             self.elapsed_s
         )?;
+        let (target, achieved) = self.columns();
         writeln!(
             out,
-            "\n  {:>3}  {:<9} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8}  result",
-            "#", "step", "target/s", "achieved/s", "goodput/s", "p50", "p99", "p99.9", "failed"
+            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8}  result",
+            "#", "step", target, achieved, "goodput/s", "p50", "p99", "p99.9", "failed"
         )?;
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
         for (i, s) in self.steps.iter().enumerate() {
@@ -281,12 +313,12 @@ impl Outcome {
             };
             writeln!(
                 out,
-                "  {:>3}  {:<9} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}%  {result}",
+                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}%  {result}",
                 i + 1,
                 kind_name(s.kind),
-                rate(s.target_rate),
-                rate(s.achieved_rate),
-                rate(s.goodput),
+                number(s.target_rate),
+                number(s.achieved_rate),
+                number(s.goodput),
                 ms(s.p50_ms),
                 ms(s.p99_ms),
                 ms(s.p999_ms),
@@ -311,14 +343,28 @@ impl Outcome {
                 out,
                 "Past capacity: {} ({}); {recovery}",
                 o.behaviour.name(),
-                behaviour_note(o.behaviour)
+                o.behaviour.note()
             )?;
         }
         Ok(())
     }
 }
 
-fn kind_name(kind: StepKind) -> &'static str {
+impl Outcome {
+    /// The step table's headings for the level a step was to hold and what it achieved:
+    /// a rate against the rate sent, or connections against the requests they carried.
+    pub fn columns(&self) -> (&'static str, &'static str) {
+        match self.dimension {
+            Dimension::Rate => ("target/s", "sent/s"),
+            Dimension::IterationRate => ("iterations/s", "started/s"),
+            Dimension::Connections => ("connections", "requests/s"),
+            Dimension::ConnectionRate => ("connections/s", "sent/s"),
+        }
+    }
+}
+
+/// A step's kind as reports name it.
+pub fn kind_name(kind: StepKind) -> &'static str {
     match kind {
         StepKind::Grow => "grow",
         StepKind::Bisect => "bisect",
@@ -326,32 +372,6 @@ fn kind_name(kind: StepKind) -> &'static str {
         StepKind::Overload => "overload",
         StepKind::Recovery => "recovery",
     }
-}
-
-fn behaviour_note(b: Behaviour) -> &'static str {
-    match b {
-        Behaviour::Sheds => "serves its capacity and rejects the excess fast",
-        Behaviour::Slows => "queues the excess: latency grows past the SLO",
-        Behaviour::Collapses => "goodput falls, or requests time out and break",
-        Behaviour::Crashes => "connections refused: the server is gone",
-    }
-}
-
-/// A rate with thousands separators and one decimal below 100: `1,880`, `12.5`.
-fn rate(r: f64) -> String {
-    if r < 100.0 {
-        return format!("{r:.1}");
-    }
-    let whole = r.round() as u64;
-    let digits = whole.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -371,6 +391,7 @@ mod tests {
     fn outcome(a: Answer) -> Outcome {
         Outcome::new(
             "http://127.0.0.1:8080/".into(),
+            Dimension::Rate,
             vec!["p99<25ms".into()],
             a,
             vec![],
@@ -424,9 +445,24 @@ mod tests {
     }
 
     #[test]
-    fn rates_read_well() {
-        assert_eq!(rate(1_880.4), "1,880");
-        assert_eq!(rate(12.5), "12.5");
-        assert_eq!(rate(100.0), "100");
+    fn connections_read_as_connections() {
+        let mut o = outcome(answer(Some(64.0), LimitedBy::Slo));
+        o.dimension = Dimension::Connections;
+        o.failed_rate = Some(70.0);
+        assert_eq!(
+            o.answer_line(),
+            "Capacity: 64 connections with p99<25ms; 70 connections failed: p99 = 41.0 ms (wanted p99<25ms)"
+        );
+        let text = o.render_text();
+        assert!(text.contains("connections under SLO p99<25ms"), "{text}");
+        assert!(text.contains("connections  requests/s"), "{text}");
+    }
+
+    #[test]
+    fn a_document_without_a_dimension_searched_the_rate() {
+        let o = outcome(answer(Some(1_880.0), LimitedBy::Slo));
+        let old = o.to_json().replace("\"dimension\": \"rate\",", "");
+        assert!(!old.contains("dimension"));
+        assert_eq!(Outcome::from_json(&old).unwrap().unwrap(), o);
     }
 }

@@ -48,6 +48,16 @@ impl Behaviour {
             Behaviour::Crashes => "crashes",
         }
     }
+
+    /// What it means, in a few words for reports.
+    pub fn note(self) -> &'static str {
+        match self {
+            Behaviour::Sheds => "serves its capacity and rejects the excess fast",
+            Behaviour::Slows => "queues the excess: latency grows past the SLO",
+            Behaviour::Collapses => "goodput falls, or requests time out and break",
+            Behaviour::Crashes => "connections refused: the server is gone",
+        }
+    }
 }
 
 /// What an overload step's judged window showed.

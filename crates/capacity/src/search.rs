@@ -42,6 +42,10 @@ pub struct SearchSettings {
     pub overload_window: Duration,
     /// The recovery step's rate, as a share of the answer.
     pub recovery: f64,
+    /// Levels are whole numbers (connections): every step's level is rounded, a bisection
+    /// ends when no whole number lies inside the bracket, and each step differs from the
+    /// level it derives from by at least one.
+    pub whole: bool,
 }
 
 impl Default for SearchSettings {
@@ -59,6 +63,7 @@ impl Default for SearchSettings {
             overload: vec![1.25, 1.5, 2.0],
             overload_window: Duration::from_secs(10),
             recovery: 0.8,
+            whole: false,
         }
     }
 }
@@ -179,6 +184,12 @@ impl Search {
         if !(s.start_rate > 0.0 && s.start_rate.is_finite()) {
             return bad("--start-rate", "must be a positive rate");
         }
+        if s.whole && s.start_rate.fract() != 0.0 {
+            return bad("--start-rate", "must be a whole number of connections");
+        }
+        if s.whole && s.max_rate.is_some_and(|m| m.fract() != 0.0) {
+            return bad("--max-rate", "must be a whole number of connections");
+        }
         if !(s.growth > 1.0 && s.growth.is_finite()) {
             return bad("--growth", "must be above 1");
         }
@@ -228,24 +239,38 @@ impl Search {
         let (rate, kind, window) = match self.phase {
             Phase::Done => return None,
             Phase::Grow => {
-                let rate = self.passed.map_or(s.start_rate, |p| p * s.growth);
+                let rate = match self.passed {
+                    None => s.start_rate,
+                    Some(p) => self.above(p, p * s.growth),
+                };
                 (cap(rate, s.max_rate), StepKind::Grow, s.window)
             }
             Phase::Bisect => {
                 let (lo, hi) = (self.passed?, self.failed.as_ref()?.0);
-                ((lo + hi) / 2.0, StepKind::Bisect, s.window)
+                let mid = (lo + hi) / 2.0;
+                let mid = if s.whole {
+                    mid.floor().max(lo + 1.0)
+                } else {
+                    mid
+                };
+                (mid, StepKind::Bisect, s.window)
             }
             Phase::Confirm => (self.candidate?, StepKind::Confirm, s.confirm_window),
-            Phase::Overload(i) => (
-                self.answer? * s.overload[i],
-                StepKind::Overload,
-                s.overload_window,
-            ),
-            Phase::Recovery => (
-                self.answer? * s.recovery,
-                StepKind::Recovery,
-                s.overload_window,
-            ),
+            Phase::Overload(i) => {
+                let c = self.answer?;
+                (
+                    self.above(c, c * s.overload[i]),
+                    StepKind::Overload,
+                    s.overload_window,
+                )
+            }
+            Phase::Recovery => {
+                let c = self.answer?;
+                let rate = self.below(c, c * s.recovery);
+                // One connection below a capacity of one is none: stay at one.
+                let rate = if s.whole { rate.max(1.0) } else { rate };
+                (rate, StepKind::Recovery, s.overload_window)
+            }
         };
         let plan = StepPlan {
             rate,
@@ -317,7 +342,7 @@ impl Search {
                         self.failed = Some((rate, why));
                     }
                     self.limited = None;
-                    let lower = rate * (1.0 - self.s.precision);
+                    let lower = self.below(rate, rate * (1.0 - self.s.precision));
                     if lower < self.s.start_rate {
                         self.limited = Some(LimitedBy::Slo);
                         self.passed = None;
@@ -338,11 +363,33 @@ impl Search {
     /// Bisect on, or confirm once the bracket is narrow enough.
     fn bracket_or_confirm(&mut self) {
         match (self.passed, &self.failed) {
-            (Some(lo), Some((hi, _))) if (hi - lo) / lo > self.s.precision => {
+            (Some(lo), Some((hi, _)))
+                if (hi - lo) / lo > self.s.precision && !(self.s.whole && hi - lo <= 1.0) =>
+            {
                 self.phase = Phase::Bisect;
             }
             (Some(lo), _) => self.confirm(lo),
             (None, _) => self.phase = Phase::Done,
+        }
+    }
+
+    /// `want`, a level derived from `from` and above it: whole levels are rounded up and at
+    /// least one above.
+    fn above(&self, from: f64, want: f64) -> f64 {
+        if self.s.whole {
+            want.ceil().max(from + 1.0)
+        } else {
+            want
+        }
+    }
+
+    /// `want`, a level derived from `from` and below it: whole levels are rounded down and
+    /// at least one below.
+    fn below(&self, from: f64, want: f64) -> f64 {
+        if self.s.whole {
+            want.floor().min(from - 1.0)
+        } else {
+            want
         }
     }
 

@@ -1,22 +1,49 @@
-//! `belier capacity URL --slo EXPR`: runs the capacity search's steps as open-loop runs and
-//! reports what it found. The search itself (which rate next, what a step's figures say) is
-//! `belier_capacity`'s; this module turns each planned step into a run and its recordings
-//! into the figures the search judges.
+//! `belier capacity URL --slo EXPR` (or a plan): runs the capacity search's steps and reports
+//! what it found. The search itself (which level next, what a step's figures say) is
+//! `belier_capacity`'s; [`step`] turns each planned step into a run, [`judge`] tells whether
+//! its window says anything of the server, and this module runs the loop and writes the report.
+
+mod judge;
+mod step;
 
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use belier_capacity::{
-    overload, LimitedBy, Outcome, Overload, Search, SearchSettings, Slos, Step, StepFigures,
-    StepKind, StepPlan, Verdict,
+    overload, Dimension, LimitedBy, Outcome, Overload, Search, SearchSettings, Slos, Step,
+    StepFigures, StepKind, StepPlan, Verdict,
 };
-use belier_engine::{Load, Profile, Spacing, StopWhen, DEFAULT_MAX_CONNECTIONS};
-use clap::Args;
+use belier_engine::Spacing;
+use clap::{Args, ValueEnum};
 
-use crate::args::{parse_duration, ArrivalsArg, Format, RequestArgs};
-use crate::settings::{self, InputError, Output, Settings};
+use crate::args::{parse_duration, ArrivalsArg, RequestArgs};
+use crate::settings::{self, InputError};
 use crate::signals::{self, Signals};
+use step::{Shape, Target};
+
+/// What `--dimension` searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DimensionArg {
+    /// Requests per second, an open loop (a plan's iterations per second).
+    Rate,
+    /// Concurrent connections, a closed loop: each sends its next request when the last is
+    /// answered.
+    Connections,
+    /// New connections per second, one request each (over https, a full TLS handshake each).
+    ConnectionRate,
+}
+
+/// Report formats of `belier capacity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CapacityFormat {
+    /// Human-readable text.
+    Text,
+    /// JSON (schema: crates/capacity/schema/capacity.schema.json).
+    Json,
+    /// A self-contained HTML page with the latency and goodput charts.
+    Html,
+}
 
 /// Exit code when no rate met the SLOs, not even the start rate.
 pub const EXIT_NO_CAPACITY: u8 = 5;
@@ -24,16 +51,28 @@ pub const EXIT_NO_CAPACITY: u8 = 5;
 /// Options of `belier capacity URL`.
 #[derive(Debug, Args)]
 pub struct CapacityArgs {
-    /// What to request, and how.
+    /// What to request, and how; instead of a URL, a plan file (its scripted users, searching
+    /// their iterations per second).
     #[command(flatten)]
     pub request: RequestArgs,
+
+    /// What the search varies: the request rate, the number of concurrent connections, or
+    /// the rate of new connections.
+    #[arg(
+        long = "dimension",
+        value_name = "D",
+        value_enum,
+        default_value_t = DimensionArg::Rate,
+        help_heading = "Search"
+    )]
+    pub dimension: DimensionArg,
 
     /// An SLO every judged window must meet (repeatable): p99<50ms, p99.9<200ms, p50<…,
     /// mean<…, max<…, errors<0.1% (requests without a status below 400) [default: errors<1%]
     #[arg(long = "slo", value_name = "EXPR", help_heading = "Search")]
     pub slo: Vec<String>,
 
-    /// First rate tried, per second.
+    /// First level tried: a rate per second, or a number of connections.
     #[arg(
         long = "start-rate",
         value_name = "R",
@@ -55,7 +94,7 @@ pub struct CapacityArgs {
     #[arg(long = "precision", value_name = "PCT", default_value = "5%", value_parser = parse_share, help_heading = "Search")]
     pub precision: f64,
 
-    /// Highest rate tried.
+    /// Highest level tried.
     #[arg(long = "max-rate", value_name = "R", help_heading = "Search")]
     pub max_rate: Option<f64>,
 
@@ -140,9 +179,26 @@ pub struct CapacityArgs {
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
+    /// Count a request as an error when the server closed its idle keep-alive connection as
+    /// the request crossed the close, instead of sending it once more on a new connection.
+    #[arg(long = "no-resend")]
+    pub no_resend: bool,
+
+    /// Speak HTTP/2 (ALPN h2 over https, prior knowledge over http).
+    #[arg(long = "http2", help_heading = "HTTP/2")]
+    pub http2: bool,
+
+    /// HTTP/2: concurrent requests (streams) per connection [default: 100]
+    #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
+    pub max_streams: Option<usize>,
+
     /// Report format.
-    #[arg(long = "output", value_name = "FORMAT", default_value = "text")]
-    pub output: Format,
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CapacityFormat::Text)]
+    pub output: CapacityFormat,
+
+    /// Also write the HTML report (latency and goodput against the level) to FILE.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// Write the report to FILE instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
@@ -176,7 +232,22 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             format!("at position {}: {}", e.position, e.message),
         )
     })?;
-    let search_settings = SearchSettings {
+    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
+        return Err(InputError::new(
+            "--slo <EXPR>",
+            &slos.prometheus()[0].expression,
+            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
+        )
+        .into());
+    }
+    let target = target(&args)?;
+    let dimension = match (args.dimension, &target) {
+        (DimensionArg::Rate, Target::Plan { .. }) => Dimension::IterationRate,
+        (DimensionArg::Rate, Target::Url { .. }) => Dimension::Rate,
+        (DimensionArg::Connections, _) => Dimension::Connections,
+        (DimensionArg::ConnectionRate, _) => Dimension::ConnectionRate,
+    };
+    let mut search = Search::new(SearchSettings {
         start_rate: args.start_rate,
         growth: args.growth,
         precision: args.precision,
@@ -193,20 +264,35 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         },
         overload_window: args.overload_window,
         recovery: 0.8,
+        whole: dimension.whole(),
+    })
+    .map_err(|e| InputError::new(e.flag, "", e.message))?;
+    let shape = Shape {
+        dimension,
+        spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+            ArrivalsArg::Even => Spacing::Even,
+            ArrivalsArg::Poisson => Spacing::Poisson {
+                seed: args.seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+            },
+        },
+        max_connections: args.max_connections,
+        max_in_flight: args.max_in_flight,
+        threads: settings::threads(args.threads, cores)?,
+        interval: step::interval(args.warmup)?,
     };
-    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
-        return Err(InputError::new(
-            "--slo <EXPR>",
-            &slos.prometheus()[0].expression,
-            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
+    let url = target.url();
+    let slo_texts: Vec<String> = slos.expressions().iter().map(|s| s.to_string()).collect();
+    let outcome_of = |search: &Search, steps: &[Step], overload, elapsed| {
+        Outcome::new(
+            url.clone(),
+            dimension,
+            slo_texts.clone(),
+            search.answer(),
+            steps.to_vec(),
+            overload,
+            elapsed,
         )
-        .into());
-    }
-    let mut search =
-        Search::new(search_settings).map_err(|e| InputError::new(e.flag, "", e.message))?;
-    let interval = step_interval(args.warmup)?;
-    let (base, url) = settings::request_config(&args.request)?;
-    let threads = settings::threads(args.threads, cores)?;
+    };
 
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
@@ -226,12 +312,13 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             step_line(
                 steps.len() + 1,
                 &plan,
+                dimension,
                 &search.answer(),
                 started.elapsed(),
                 args.max_time
             )
         );
-        let mut settings = step_settings(&base, &url, &plan, &args, threads, interval)?;
+        let mut settings = target.step(&plan, &shape)?;
         let fd_limit = crate::limits::fit_connections(&mut settings)?;
         let finished =
             crate::load::execute_judged(&settings, signals, fd_limit, Some(plan.warmup))?;
@@ -240,22 +327,24 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             break;
         }
         let window = finished.window.clone().unwrap_or_default();
-        let generator = generator_verdict(&finished, &window, &plan);
-        let prometheus = query_prometheus(&slos, args.prometheus.as_deref());
+        let generator = judge::generator_verdict(&finished, &window, &plan);
+        let prometheus = judge::query_prometheus(&slos, args.prometheus.as_deref());
         let mut figures = StepFigures {
             target_rate: plan.rate,
-            achieved_rate: window.scheduled().saturating_sub(window.dropped()) as f64
-                / plan.window.as_secs_f64(),
+            achieved_rate: step::achieved(dimension, &window, plan.window),
             window: plan.window,
             totals: &window,
             generator: None,
             prometheus,
         };
-        if !generator.kept_up && generator_to_blame(&finished, &window, &plan, &slos, &figures) {
+        if !generator.kept_up
+            && judge::generator_to_blame(&finished, &window, &plan, &slos, &figures)
+        {
             figures.generator = Some(generator.findings.join("; "));
         }
         let verdict = slos.judge(&figures);
-        let step = Step::measure(&plan, &verdict, &window, plan.window);
+        let mut step = Step::measure(&plan, &verdict, &window, plan.window);
+        step.achieved_rate = figures.achieved_rate;
         match plan.kind {
             // An overload step that met the SLOs shows no way of failing: the capacity was
             // set low (a confirmation moved it down), and it says nothing of the behaviour.
@@ -284,33 +373,24 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         search.record(&plan, verdict);
         steps.push(step);
         if let Some(path) = &args.save {
-            let so_far = Outcome::new(
-                url.clone(),
-                slos.expressions().iter().map(|s| s.to_string()).collect(),
-                search.answer(),
-                steps.clone(),
-                None,
-                started.elapsed(),
-            );
+            let so_far = outcome_of(&search, &steps, None, started.elapsed());
             if let Err(e) = save(path, &so_far) {
                 eprintln!("capacity: the search is not saved: {e}");
             }
         }
     }
 
-    let answer = search.answer();
-    let overload = answer.max_rate.and_then(|c| {
+    let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
+    // Goodput past capacity is weighed against what the service served at its capacity: the
+    // rate itself for a rate, what the connections carried for connections.
+    let served = match dimension {
+        Dimension::Connections => outcome.capacity_goodput(),
+        _ => outcome.max_rate,
+    };
+    outcome.overload = served.and_then(|c| {
         let behaviour = overload::classify(c, slos.latency_bound_us(), &overload_steps)?;
         Some(Overload::new(behaviour, recovery))
     });
-    let outcome = Outcome::new(
-        url,
-        slos.expressions().iter().map(|s| s.to_string()).collect(),
-        answer,
-        steps,
-        overload,
-        started.elapsed(),
-    );
     if let Some(path) = &args.save {
         if let Err(e) = save(path, &outcome) {
             eprintln!("capacity: the search is not saved: {e}");
@@ -323,9 +403,16 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     } else {
         0
     };
+    if let Some(path) = &args.html {
+        match std::fs::write(path, belier_report::render_capacity_html(&outcome)) {
+            Ok(()) => eprintln!("HTML report written to {}", path.display()),
+            Err(e) => eprintln!("cannot write the HTML report to {}: {e}", path.display()),
+        }
+    }
     let text = match args.output {
-        Format::Text => outcome.render_text(),
-        Format::Json => outcome.to_json(),
+        CapacityFormat::Text => outcome.render_text(),
+        CapacityFormat::Json => outcome.to_json(),
+        CapacityFormat::Html => belier_report::render_capacity_html(&outcome),
     };
     match &args.out {
         None => {
@@ -343,98 +430,73 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     Ok(code)
 }
 
-/// Whether belier held the step's rate in its judged window: the run's verdict (arrivals
-/// sent, its own lateness, its threads' CPU, open files and ports) on the window alone, so that
-/// connections opened in the warm-up do not count against it.
-fn generator_verdict(
-    finished: &crate::load::Finished,
-    window: &belier_stats::Recorder,
-    plan: &StepPlan,
-) -> belier_report::Verdict {
-    let mut info = finished.info.clone();
-    info.schedule_s = Some(plan.window.as_secs_f64());
-    let mut series = belier_stats::Series::new();
-    for p in finished.series.points() {
-        if p.offset >= plan.warmup {
-            series.push(p.clone());
+/// The target the positional argument names, with the request flags applied: a URL, or a
+/// plan file.
+fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
+    let given = args.request.url.as_deref().unwrap_or("");
+    if !step::is_plan(given) {
+        let (mut engine, url) = settings::request_config(&args.request)?;
+        engine.resend = !args.no_resend;
+        let no_keepalive = args.dimension == DimensionArg::ConnectionRate;
+        settings::http2(&mut engine, args.http2, args.max_streams, no_keepalive).map_err(|e| {
+            if no_keepalive && args.http2 {
+                InputError::new(
+                    "--dimension <D>",
+                    "connection-rate",
+                    "opens a connection per request: not with --http2, whose streams share them",
+                )
+            } else {
+                e
+            }
+        })?;
+        return Ok(Target::Url {
+            engine: Box::new(engine),
+            url,
+        });
+    }
+    let r = &args.request;
+    for (given, flag) in [
+        (r.method != "GET", "--method"),
+        (r.body.is_some(), "--body"),
+        (r.body_file.is_some(), "--body-file"),
+        (r.cacert.is_some(), "--cacert"),
+        (r.cert.is_some(), "--cert"),
+        (r.sni.is_some(), "--sni"),
+        (args.http2, "--http2"),
+        (args.max_streams.is_some(), "--max-streams"),
+    ] {
+        if given {
+            return Err(InputError::new(
+                flag,
+                "",
+                format!("does not apply to a plan ({given}): its requests and options are in it"),
+            )
+            .into());
         }
     }
-    belier_report::verdict(&belier_report::Report {
-        info: &info,
-        totals: window,
-        series: &series,
-        elapsed: plan.window,
-        interrupted: false,
-        warnings: Vec::new(),
-        host: finished.host,
-        thresholds: Vec::new(),
+    if args.dimension == DimensionArg::Connections {
+        return Err(InputError::new(
+            "--dimension <D>",
+            "connections",
+            format!("a plan ({given}) is searched on its iteration rate (or connection-rate)"),
+        )
+        .into());
+    }
+    let path = PathBuf::from(given);
+    let mut plan = belier_scenario::load(&path)?;
+    crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
+    if args.dimension == DimensionArg::ConnectionRate {
+        plan.options.keepalive = false;
+    }
+    Ok(Target::Plan {
+        plan: Box::new(plan),
+        path,
+        connection: crate::plan::Connection {
+            tls_resume: r.tls_resume,
+            connect_to: r.connect_to,
+            no_resend: args.no_resend,
+        },
     })
-}
-
-/// Waited after a step before querying Prometheus about it, so that the scrape that saw its
-/// window's end is in (a scrape interval of up to a second, and the time to store it).
-const SCRAPE_MARGIN: Duration = Duration::from_millis(1500);
-
-/// The value of each Prometheus SLO's query at the end of the step's window (the run's end). A
-/// query that fails is said on standard error and counts as no data, which fails the SLO.
-fn query_prometheus(slos: &Slos, base: Option<&str>) -> Vec<Option<f64>> {
-    let (Some(base), false) = (base, slos.prometheus().is_empty()) else {
-        return Vec::new();
-    };
-    // The run has just ended: its window's end is now.
-    let end = std::time::SystemTime::now();
-    std::thread::sleep(SCRAPE_MARGIN);
-    slos.prometheus()
-        .iter()
-        .map(|slo| {
-            crate::prometheus::query(base, &slo.query, end).unwrap_or_else(|why| {
-                eprintln!("capacity: {}: {why}", slo.expression);
-                None
-            })
-        })
-        .collect()
-}
-
-/// Whether what belier's verdict on a step found (it fell behind, its CPU, its machine's
-/// limits) may have decided the step. Arrivals belier dropped were never offered: always. The
-/// rest only when the step failed: belier's own lateness counts in the latency (measured from
-/// the intended start), so a step that met the SLOs with it met them without it; and only when
-/// it may have made the difference: latencies shorter by belier's own lateness p99 would have
-/// passed, or a worker thread was near a full core, or open files or ports near their limits.
-fn generator_to_blame(
-    finished: &crate::load::Finished,
-    window: &belier_stats::Recorder,
-    plan: &StepPlan,
-    slos: &Slos,
-    figures: &StepFigures<'_>,
-) -> bool {
-    if window.dropped() * 100 > window.scheduled() {
-        return true;
-    }
-    if slos.judge(figures) == Verdict::Pass {
-        return false;
-    }
-    let own = window.histogram(belier_stats::Metric::Dispatch);
-    let own = if own.is_empty() { window.lag_us() } else { own };
-    let own_p99 = if own.is_empty() {
-        0
-    } else {
-        own.value_at_quantile(0.99)
-    };
-    let busy = finished
-        .series
-        .points()
-        .iter()
-        .filter(|p| p.offset >= plan.warmup)
-        .any(|p| p.cpu >= belier_report::CPU_LIMIT);
-    let near = |used: u64, limit: u64| limit > 0 && used * 10 >= limit * 9;
-    let resources = finished.host.is_some_and(|h| {
-        near(h.open_fds_peak, h.fd_limit)
-            || h.ephemeral_ports_peak
-                .zip(h.ephemeral_ports_total)
-                .is_some_and(|(peak, total)| near(peak, total))
-    });
-    !slos.fails_without(figures, own_p99) || busy || resources
 }
 
 /// Writes the search so far to `path` through a temporary file renamed over it, so that the
@@ -452,6 +514,7 @@ fn save(path: &std::path::Path, outcome: &Outcome) -> std::io::Result<()> {
 fn step_line(
     n: usize,
     plan: &StepPlan,
+    dimension: Dimension,
     answer: &belier_capacity::Answer,
     elapsed: Duration,
     budget: Option<Duration>,
@@ -464,82 +527,19 @@ fn step_line(
         StepKind::Recovery => "recovery",
     };
     let mut line = format!(
-        "capacity: step {n}, {kind} at {:.1}/s for {} s",
-        plan.rate,
+        "capacity: step {n}, {kind} at {} for {} s",
+        dimension.level(plan.rate),
         plan.duration().as_secs_f64()
     );
     if let Some(p) = answer.passed {
-        line += &format!("; passed {p:.1}/s");
+        line += &format!("; passed {}", dimension.level(p));
     }
     if let Some((f, _)) = &answer.failed {
-        line += &format!(", failed {f:.1}/s");
+        line += &format!(", failed {}", dimension.level(*f));
     }
     line += &format!("; {:.0} s so far", elapsed.as_secs_f64());
     if let Some(b) = budget {
         line += &format!(", {:.0} s left", b.saturating_sub(elapsed).as_secs_f64());
     }
     line
-}
-
-/// The recording interval of the steps: a second, or 100 ms when the warm-up is not a whole
-/// number of seconds, so that the judged window starts on an interval.
-fn step_interval(warmup: Duration) -> Result<Duration, InputError> {
-    let ms = warmup.as_millis();
-    if !ms.is_multiple_of(100) {
-        return Err(InputError::new(
-            "--warmup <D>",
-            humantime::format_duration(warmup),
-            "must be a whole number of tenths of a second",
-        ));
-    }
-    Ok(if ms.is_multiple_of(1000) {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_millis(100)
-    })
-}
-
-/// One step as a run: an open loop at the step's constant rate for its warm-up and window.
-fn step_settings(
-    base: &belier_engine::Config,
-    url: &str,
-    plan: &StepPlan,
-    args: &CapacityArgs,
-    threads: usize,
-    interval: Duration,
-) -> Result<Settings, InputError> {
-    let mut engine = base.clone();
-    engine.load = Load::Open {
-        rate: Profile::constant(plan.rate),
-        spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
-            ArrivalsArg::Even => Spacing::Even,
-            ArrivalsArg::Poisson => Spacing::Poisson {
-                seed: args.seed.unwrap_or(belier_scenario::DEFAULT_SEED),
-            },
-        },
-        max_connections: args.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-        max_in_flight: args.max_in_flight,
-    };
-    engine.threads = threads;
-    engine.interval = interval;
-    engine.stop = StopWhen {
-        requests: None,
-        duration: Some(plan.duration()),
-        iterations: None,
-    };
-    Ok(Settings {
-        engine,
-        url: url.to_string(),
-        output: Output {
-            format: Format::Text,
-            out: None,
-            save: None,
-            name: "capacity".into(),
-            html: None,
-        },
-        max_connections_given: args.max_connections.is_some(),
-        ramp_up: None,
-        raw: None,
-        plan: None,
-    })
 }

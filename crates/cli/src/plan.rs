@@ -57,15 +57,26 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     write_report(&settings, &finished, code)
 }
 
-/// The flags that change the plan itself before its users are made.
-fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
-    for raw in &args.headers {
+/// `-H` and `--insecure` on a plan: headers every request of the plan sends, and no
+/// certificate check.
+pub fn apply_headers(
+    plan: &mut Plan,
+    headers: &[String],
+    insecure: bool,
+) -> Result<(), InputError> {
+    for raw in headers {
         let (name, value) = settings::parse_header(raw)?;
         plan.set_header(&name, &value);
     }
-    if args.insecure {
+    if insecure {
         plan.options.insecure = true;
     }
+    Ok(())
+}
+
+/// The flags that change the plan itself before its users are made.
+fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
+    apply_headers(plan, &args.headers, args.insecure)?;
     if let Some(n) = args.vus {
         if !(1..=MAX_VUS).contains(&n) {
             return Err(InputError::new(
@@ -119,8 +130,65 @@ fn settings_for(
     users: Arc<PlanUsers>,
     cores: usize,
 ) -> Result<Settings, InputError> {
+    let mut engine = engine_for(
+        plan,
+        &args.plan,
+        &Connection {
+            tls_resume: args.tls_resume,
+            connect_to: args.connect_to,
+            no_resend: args.no_resend,
+        },
+        users,
+    )?;
+    let bounded = plan.load.duration.is_some()
+        || plan.load.iterations.is_some()
+        || engine.load.end().is_some();
+    engine.stop = StopWhen {
+        requests: None,
+        // Neither a duration, an iteration count nor stages: the documented default length.
+        duration: plan
+            .load
+            .duration
+            .or((!bounded).then_some(DEFAULT_DURATION)),
+        iterations: plan.load.iterations,
+    };
+    let threads = settings::threads(args.threads, cores)?;
+    // Threads beyond the connections would sit idle (over HTTP/2, a closed loop's users share
+    // one connection per `max_streams`).
+    engine.threads = threads.min(engine.max_connections().max(1));
+    let output = settings::output(args.results, &mut engine)?;
+    Ok(Settings {
+        engine,
+        url: plan.target.url(),
+        output,
+        max_connections_given: matches!(plan.load.model, LoadModel::Open { .. }),
+        ramp_up: None,
+        raw: None,
+        plan: Some(args.plan),
+    })
+}
+
+/// How a plan's connections are made, beyond what the plan says: flags of `belier run` and
+/// `belier capacity`.
+pub struct Connection {
+    /// `--tls-resume`.
+    pub tls_resume: bool,
+    /// `--connect-to`.
+    pub connect_to: Option<std::net::SocketAddr>,
+    /// `--no-resend`.
+    pub no_resend: bool,
+}
+
+/// The engine's configuration for `plan` (at `path`) and its `users`, with the plan's own load;
+/// the caller sets the stop condition and the threads.
+pub fn engine_for(
+    plan: &Plan,
+    path: &std::path::Path,
+    connection: &Connection,
+    users: Arc<PlanUsers>,
+) -> Result<Config, InputError> {
     const FLAG: &str = "<PLAN>";
-    let shown = args.plan.display().to_string();
+    let shown = path.display().to_string();
     let options = &plan.options;
     // The plan's `http2` and `max_streams` mean what `--http2` and `--max-streams` do, and are
     // validated the same way.
@@ -167,46 +235,21 @@ fn settings_for(
             options.cacert.as_deref(),
             options.cert.as_deref().zip(options.key.as_deref()),
             options.sni.clone(),
-            args.tls_resume,
+            connection.tls_resume,
         )?);
     }
     if let Some(t) = options.timeout {
         engine.timeout = t;
     }
-    engine.connect_to = args.connect_to;
+    engine.connect_to = connection.connect_to;
     engine.keepalive = options.keepalive;
-    engine.resend = !args.no_resend;
+    engine.resend = !connection.no_resend;
     engine.http2 = options.http2;
     engine.max_streams = max_streams;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);
-    let bounded = plan.load.duration.is_some()
-        || plan.load.iterations.is_some()
-        || engine.load.end().is_some();
-    engine.stop = StopWhen {
-        requests: None,
-        // Neither a duration, an iteration count nor stages: the documented default length.
-        duration: plan
-            .load
-            .duration
-            .or((!bounded).then_some(DEFAULT_DURATION)),
-        iterations: plan.load.iterations,
-    };
-    let threads = settings::threads(args.threads, cores)?;
-    // Threads beyond the connections would sit idle (over HTTP/2, a closed loop's users share
-    // one connection per `max_streams`).
-    engine.threads = threads.min(engine.max_connections().max(1));
-    let output = settings::output(args.results, &mut engine)?;
-    Ok(Settings {
-        engine,
-        url: target.url(),
-        output,
-        max_connections_given: matches!(plan.load.model, LoadModel::Open { .. }),
-        ramp_up: None,
-        raw: None,
-        plan: Some(args.plan),
-    })
+    Ok(engine)
 }
 
 /// Judges every threshold of the plan on the recorded totals.

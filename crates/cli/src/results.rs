@@ -202,8 +202,8 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
     })
 }
 
-/// `belier report FILE` on a file `belier capacity --save` wrote: the search again, as text or
-/// JSON. `None` when the files are results files.
+/// `belier report FILE` on a file `belier capacity --save` wrote: the search again, as text,
+/// JSON or HTML. `None` when the files are results files.
 fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     let [path] = &args.files[..] else {
         return Ok(None);
@@ -221,11 +221,12 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     let out = match args.kind {
         ReportType::Text => outcome.render_text(),
         ReportType::Json => outcome.to_json(),
+        ReportType::Html => belier_report::render_capacity_html(&outcome),
         _ => {
             return Err(InputError::new(
                 "--type <TYPE>",
                 format!("{:?}", args.kind).to_lowercase(),
-                "a capacity search reports as text or json",
+                "a capacity search reports as text, json or html",
             )
             .into())
         }

@@ -205,22 +205,43 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         }
         engine.timer_slack = slack;
     }
-    if !args.http2 && args.max_streams.is_some() {
+    http2(&mut engine, args.http2, args.max_streams, args.no_keepalive)?;
+    let output = output(args.results, &mut engine)?;
+    Ok(Settings {
+        engine,
+        url,
+        output,
+        max_connections_given: args.max_connections.is_some(),
+        ramp_up: args.ramp_up,
+        raw: args.raw,
+        plan: None,
+    })
+}
+
+/// `--http2` with `--max-streams` on `engine`, checked: HTTP/2 keeps its connections, and
+/// `--max-streams` means nothing without it.
+pub fn http2(
+    engine: &mut Config,
+    http2: bool,
+    max_streams: Option<usize>,
+    no_keepalive: bool,
+) -> Result<(), InputError> {
+    if !http2 && max_streams.is_some() {
         return Err(InputError::new(
             "--max-streams",
             "",
             "only applies to HTTP/2: add --http2",
         ));
     }
-    if args.http2 {
-        let max_streams = args.max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
+    if http2 {
+        let max_streams = max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
         check_range(
             "--max-streams <N>",
             max_streams as u64,
             1,
             MAX_STREAMS as u64,
         )?;
-        if args.no_keepalive {
+        if no_keepalive {
             return Err(InputError::new(
                 "--no-keepalive",
                 "",
@@ -232,16 +253,7 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         // Threads beyond the connections would sit idle (the engine lowers them too).
         engine.threads = engine.threads.min(engine.max_connections().max(1));
     }
-    let output = output(args.results, &mut engine)?;
-    Ok(Settings {
-        engine,
-        url,
-        output,
-        max_connections_given: args.max_connections.is_some(),
-        ramp_up: args.ramp_up,
-        raw: args.raw,
-        plan: None,
-    })
+    Ok(())
 }
 
 /// The load model the flags ask for.

@@ -6,55 +6,14 @@
 #[path = "support/prometheus.rs"]
 mod prometheus_support;
 
-use std::process::{Command, Output};
-use std::time::Duration;
+#[path = "support/capacity.rs"]
+mod capacity_support;
 
-use belier_testserver::{Config, Handlers, Server};
+use std::process::Command;
+
+use belier_testserver::Server;
+use capacity_support::{capacity, stderr, target, validate};
 use serde_json::Value;
-
-fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool) -> Server {
-    Server::start(Config {
-        threads: 2,
-        handlers: Some(Handlers {
-            workers,
-            service_time: Duration::from_millis(service_ms),
-            queue,
-            shed,
-        }),
-        ..Config::default()
-    })
-    .expect("target starts")
-}
-
-/// One search at a time: each loads the machine's two cores with a server and belier, and
-/// belier's verdict on itself (its own lateness) is part of every step.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn capacity(args: &[&str]) -> (Output, Value) {
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .arg("capacity")
-        .args(["--output", "json", "--drain", "300ms", "-t", "1"])
-        .args(args)
-        .output()
-        .expect("belier runs");
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, doc)
-}
-
-fn validate(doc: &Value) {
-    let schema: Value = serde_json::from_str(belier_capacity::SCHEMA).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn the_capacity_found_is_the_target_s_own() {
@@ -218,6 +177,12 @@ fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
     validate(&doc);
     assert_eq!(doc["capacity"]["steps"].as_array().unwrap().len(), 1);
+    // And as the HTML page with its charts.
+    let html = report("html");
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    let page = String::from_utf8_lossy(&html.stdout);
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    assert!(page.contains("No rate met p99&lt;10ms"), "{page}");
     assert_eq!(report("csv").status.code(), Some(2));
 }
 

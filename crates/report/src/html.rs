@@ -6,6 +6,7 @@
 //! from the user or the network (run names, URL, method, error messages, warnings) goes through
 //! [`esc`], which is safe both in text and in quoted attributes.
 
+mod capacity;
 mod charts;
 mod distribution;
 mod svg;
@@ -18,6 +19,8 @@ use belier_stats::{ErrorKind, Metric};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::{steps, verdict, Report};
+
+pub use capacity::render_capacity_html;
 
 /// One run shown in an HTML report.
 #[derive(Debug)]
@@ -112,17 +115,23 @@ fn legend(runs: &[HtmlRun], keys: &[LineKey]) -> String {
 
 const CSS: &str = include_str!("html/report.css");
 
-fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
-    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+/// The page's head (the policy forbidding scripts and fetches, the report's CSS followed by
+/// `extra_css`) titled `belier {kind}: {title}`, and the opening of its body.
+fn write_head(out: &mut String, kind: &str, title: &str, extra_css: &str) -> fmt::Result {
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          style-src 'unsafe-inline'; img-src data:\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>belier report: {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n",
-        esc(&names.join(" vs "))
-    )?;
+         <title>belier {kind}: {}</title>\n<style>{CSS}{extra_css}</style>\n</head>\n<body>\n<main>\n",
+        esc(title)
+    )
+}
+
+fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    write_head(out, "report", &names.join(" vs "), "")?;
     let version = runs
         .first()
         .map_or("", |r| r.report.info.belier_version.as_str());

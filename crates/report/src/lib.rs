@@ -3,7 +3,8 @@
 //! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
 //! and the [`RunInfo`] saying how they were obtained) and rendered as text, JSON or HTML. The
 //! JSON shape is described by `schema/report.schema.json`, which tests validate output against.
-//! The HTML page ([`render_html`]) compares one or more runs and needs no network to open.
+//! The HTML page ([`render_html`]) compares one or more runs and needs no network to open;
+//! [`render_capacity_html`] draws a capacity search's steps the same way.
 #![deny(missing_docs)]
 
 pub mod compare;
@@ -29,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use csv::render_csv;
 pub use hdrlog::render_hdr_log;
-pub use html::{render_html, HtmlRun};
+pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use markdown::render_markdown;
 pub use text::render_text;

@@ -1,7 +1,9 @@
 //! Opens the HTML report in a real browser (headless Chromium): the page must load with no
 //! console error, lay out every chart at a real size, show every run in the legends, and render
 //! to a non-trivial screenshot. The page and its screenshot are kept to look at:
-//! `<target dir>/html-report.html` and `<target dir>/html-report-screenshot.png`.
+//! `<target dir>/html-report.html` and `<target dir>/html-report-screenshot.png`. The capacity
+//! search's page is opened the same way and kept as `capacity-report.html` and
+//! `capacity-report-screenshot.png`.
 //!
 //! Chromium is Debian's `chromium` package (`scripts/install-chromium`). Without it the test says
 //! it skipped, except under CI (`CI=true`), where a missing browser is a failure.
@@ -11,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use belier_report::{render_html, HtmlRun, Model, Report, RunInfo};
+use belier_capacity::overload::Behaviour;
+use belier_capacity::{Dimension, LimitedBy, Overload, Step, StepKind};
+use belier_report::{render_capacity_html, render_html, HtmlRun, Model, Report, RunInfo};
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -215,17 +219,82 @@ fn console_errors(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether Chromium is here to run the test; outside CI a missing browser skips it (saying
+/// so), under CI it fails it.
+fn have_chromium() -> bool {
+    if Path::new(CHROMIUM).exists() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{CHROMIUM} is missing: CI must run scripts/install-chromium before the tests");
+    }
+    // Written straight to stderr so the harness does not swallow it.
+    let _ = writeln!(
+        std::io::stderr(),
+        "html_browser: skipped: chromium not installed (run scripts/install-chromium)"
+    );
+    false
+}
+
+/// The `<svg class="chart">` tags of a DOM, each checked to have a real width and height.
+fn chart_tags(dom: &str) -> Vec<&str> {
+    let svgs: Vec<&str> = dom
+        .match_indices("<svg")
+        .map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap()])
+        .filter(|tag| attribute(tag, "class") == Some("chart"))
+        .collect();
+    for tag in &svgs {
+        for dimension in ["width", "height"] {
+            let v: f64 = attribute(tag, dimension)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{dimension} of {tag}"));
+            assert!(v > 0.0, "{dimension} of {tag}");
+        }
+    }
+    svgs
+}
+
+/// Takes a `width`×`height` screenshot of `page` into `png`, checks it is a PNG of that size
+/// larger than `min_bytes` (a blank or error page compresses to a few kilobytes; charts and
+/// tables do not) and that the browser logged no error.
+fn screenshot(page: &Path, png: &Path, (width, height): (u32, u32), min_bytes: usize, name: &str) {
+    let _ = std::fs::remove_file(png);
+    let (_, stderr) = chromium(
+        page,
+        &[
+            format!("--screenshot={}", png.display()),
+            format!("--window-size={width},{height}"),
+        ],
+        &temp_dir(name),
+    );
+    let errors = console_errors(&stderr);
+    assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let bytes = std::fs::read(png).expect("screenshot written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let size = (
+        u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+    );
+    assert_eq!(size, (width, height));
+    assert!(
+        bytes.len() > min_bytes,
+        "screenshot is only {} bytes",
+        bytes.len()
+    );
+    let _ = std::fs::remove_dir_all(temp_dir(name));
+}
+
+/// cargo's target directory, where the pages and screenshots are kept to look at.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf()
+}
+
 #[test]
 fn report_opens_in_a_headless_browser() {
-    if !Path::new(CHROMIUM).exists() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{CHROMIUM} is missing: CI must run scripts/install-chromium before the tests");
-        }
-        // Written straight to stderr so the harness does not swallow it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "html_browser: skipped: chromium not installed (run scripts/install-chromium)"
-        );
+    if !have_chromium() {
         return;
     }
 
@@ -245,29 +314,13 @@ fn report_opens_in_a_headless_browser() {
         },
     ]);
 
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target dir")
-        .to_path_buf();
+    let target = target_dir();
     let page = target.join("html-report.html");
     std::fs::write(&page, &html).unwrap();
 
     // The DOM after layout and any script: the charts are there with real sizes.
     let (dom, stderr) = chromium(&page, &["--dump-dom".into()], &temp_dir("profile-dom"));
-    let svgs: Vec<&str> = dom
-        .match_indices("<svg")
-        .map(|(i, _)| &dom[i..i + dom[i..].find('>').unwrap()])
-        .filter(|tag| attribute(tag, "class") == Some("chart"))
-        .collect();
-    assert_eq!(svgs.len(), CHARTS, "chart elements in the DOM");
-    for tag in &svgs {
-        for dimension in ["width", "height"] {
-            let v: f64 = attribute(tag, dimension)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{dimension} of {tag}"));
-            assert!(v > 0.0, "{dimension} of {tag}");
-        }
-    }
+    assert_eq!(chart_tags(&dom).len(), CHARTS, "chart elements in the DOM");
     let legends = dom.matches("<div class=\"legend\">").count();
     assert_eq!(legends, CHARTS);
     for name in ["baseline", "candidate"] {
@@ -279,31 +332,96 @@ fn report_opens_in_a_headless_browser() {
     assert!(dom.contains("Latency by percentile") && dom.contains("99.999%"));
     let errors = console_errors(&stderr);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
+    let _ = std::fs::remove_dir_all(temp_dir("profile-dom"));
 
     // What a person sees.
-    let screenshot = target.join("html-report-screenshot.png");
-    let _ = std::fs::remove_file(&screenshot);
-    let (_, stderr) = chromium(
-        &page,
-        &[
-            format!("--screenshot={}", screenshot.display()),
-            "--window-size=1280,2000".into(),
+    let png = target.join("html-report-screenshot.png");
+    screenshot(&page, &png, (1280, 2000), 40_000, "profile-shot");
+}
+
+/// A step of the capacity search below: latency grows with the level, goodput follows it
+/// until errors take a share.
+fn step(kind: StepKind, level: f64, p99_ms: f64, error_share: f64, why: Option<&str>) -> Step {
+    let sent = level * 0.998;
+    Step {
+        kind,
+        target_rate: level,
+        achieved_rate: sent,
+        goodput: sent * (1.0 - error_share),
+        requests: (sent * 20.0) as u64,
+        p50_ms: Some(p99_ms * 0.3),
+        p99_ms: Some(p99_ms),
+        p999_ms: Some(p99_ms * 1.7),
+        error_share,
+        errors: Default::default(),
+        rejected: 0,
+        pass: Some(why.is_none()),
+        why: why.map(String::from),
+    }
+}
+
+/// A search for `p99<30ms` as `belier capacity` runs it: growing from 10/s to a failure at
+/// 320/s, bisecting to 200/s, confirming it, overloading at 250, 300 and 400/s (all failing on
+/// p99) and recovering at 160/s.
+fn capacity_outcome() -> belier_capacity::Outcome {
+    use StepKind::{Bisect, Confirm, Grow, Recovery};
+    let over = |p99: f64| format!("p99 = {p99:.1} ms (wanted p99<30ms)");
+    let (w240, w320) = (over(47.9), over(182.3));
+    let (w250, w300, w400) = (over(64.2), over(191.0), over(640.5));
+    belier_capacity::Outcome {
+        url: "http://127.0.0.1:8080/api/search?q=belier&limit=20".into(),
+        dimension: Dimension::Rate,
+        slos: vec!["p99<30ms".into(), "errors<1%".into()],
+        max_rate: Some(200.0),
+        limited_by: LimitedBy::Slo,
+        passed_rate: Some(200.0),
+        failed_rate: Some(240.0),
+        failed_why: Some(w240.clone()),
+        generator: None,
+        steps: vec![
+            step(Grow, 10.0, 4.1, 0.0, None),
+            step(Grow, 20.0, 4.3, 0.0, None),
+            step(Grow, 40.0, 4.9, 0.0, None),
+            step(Grow, 80.0, 6.2, 0.0, None),
+            step(Grow, 160.0, 11.4, 0.0, None),
+            step(Grow, 320.0, 182.3, 0.004, Some(&w320)),
+            step(Bisect, 240.0, 47.9, 0.0, Some(&w240)),
+            step(Bisect, 200.0, 23.8, 0.0, None),
+            step(Confirm, 200.0, 25.1, 0.0, None),
+            step(StepKind::Overload, 250.0, 64.2, 0.0, Some(&w250)),
+            step(StepKind::Overload, 300.0, 191.0, 0.02, Some(&w300)),
+            step(StepKind::Overload, 400.0, 640.5, 0.31, Some(&w400)),
+            step(Recovery, 160.0, 13.9, 0.0, None),
         ],
-        &temp_dir("profile-shot"),
-    );
+        overload: Some(Overload {
+            behaviour: Behaviour::Slows,
+            recovered: Some(true),
+            recovery_s: Some(4.0),
+        }),
+        elapsed_s: 412.0,
+    }
+}
+
+#[test]
+fn capacity_page_opens_in_a_headless_browser() {
+    if !have_chromium() {
+        return;
+    }
+    let outcome = capacity_outcome();
+    let page = target_dir().join("capacity-report.html");
+    std::fs::write(&page, render_capacity_html(&outcome)).unwrap();
+
+    let (dom, stderr) = chromium(&page, &["--dump-dom".into()], &temp_dir("capacity-dom"));
+    assert_eq!(chart_tags(&dom).len(), 2, "chart elements in the DOM");
+    assert!(dom.contains("Capacity: 200/s with p99&lt;30ms"));
+    for label in [">SLO p99&lt;30ms</text>", ">capacity 200/s</text>"] {
+        assert!(dom.contains(label), "{label}");
+    }
+    assert_eq!(dom.matches("<tr class=\"").count(), outcome.steps.len());
     let errors = console_errors(&stderr);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
-    let png = std::fs::read(&screenshot).expect("screenshot written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-    let (width, height) = (
-        u32::from_be_bytes(png[16..20].try_into().unwrap()),
-        u32::from_be_bytes(png[20..24].try_into().unwrap()),
-    );
-    assert_eq!((width, height), (1280, 2000));
-    // A blank or error page compresses to a few kilobytes; charts and tables do not.
-    assert!(png.len() > 40_000, "screenshot is only {} bytes", png.len());
+    let _ = std::fs::remove_dir_all(temp_dir("capacity-dom"));
 
-    for d in ["profile-dom", "profile-shot"] {
-        let _ = std::fs::remove_dir_all(temp_dir(d));
-    }
+    let png = target_dir().join("capacity-report-screenshot.png");
+    screenshot(&page, &png, (1280, 2000), 30_000, "capacity-shot");
 }

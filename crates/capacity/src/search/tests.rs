@@ -220,3 +220,94 @@ fn bad_settings_name_their_flag() {
         assert_eq!(Search::new(settings).unwrap_err().flag, flag);
     }
 }
+
+fn whole(start: f64) -> SearchSettings {
+    SearchSettings {
+        start_rate: start,
+        whole: true,
+        ..SearchSettings::default()
+    }
+}
+
+#[test]
+fn whole_levels_find_the_exact_number_of_connections() {
+    // 1, 2, 4, …, 64 pass, 128 fails; bisection on whole numbers ends on 100 | 101 even
+    // though 5 % of 100 would stop it at 97 | 101, since no whole number is skipped below 5 %.
+    for capacity in [1.0, 2.0, 3.0, 37.0, 100.0] {
+        let (answer, steps) = run(whole(1.0), &Sim::new(capacity));
+        assert_eq!(answer.limited_by, LimitedBy::Slo, "{capacity}: {steps:?}");
+        let found = answer.max_rate.unwrap();
+        assert!(
+            found <= capacity && found >= capacity * 0.95 - 1.0,
+            "{capacity}: found {found}: {steps:?}"
+        );
+        for s in &steps {
+            assert_eq!(s.rate.fract(), 0.0, "{s:?}");
+            assert!(s.rate >= 1.0, "{s:?}");
+        }
+        // Every step is a new level until the confirmation and past it.
+        let searched: Vec<f64> = steps
+            .iter()
+            .filter(|s| matches!(s.kind, StepKind::Grow | StepKind::Bisect))
+            .map(|s| s.rate)
+            .collect();
+        let mut distinct = searched.clone();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup();
+        assert_eq!(distinct.len(), searched.len(), "{capacity}: {searched:?}");
+    }
+    // Small capacities are found exactly: no whole number lies between n and n + 1.
+    for capacity in [1.0, 2.0, 3.0, 5.0, 9.0] {
+        let (answer, _) = run(whole(1.0), &Sim::new(capacity));
+        assert_eq!(answer.max_rate, Some(capacity));
+    }
+}
+
+#[test]
+fn whole_overload_and_recovery_steps_differ_from_the_answer() {
+    let (answer, steps) = run(
+        SearchSettings {
+            overload: vec![1.25, 1.5, 2.0],
+            ..whole(1.0)
+        },
+        &Sim::new(2.0),
+    );
+    assert_eq!(answer.max_rate, Some(2.0));
+    let past: Vec<(StepKind, f64)> = steps
+        .iter()
+        .filter(|s| matches!(s.kind, StepKind::Overload | StepKind::Recovery))
+        .map(|s| (s.kind, s.rate))
+        .collect();
+    assert_eq!(
+        past,
+        vec![
+            (StepKind::Overload, 3.0),
+            (StepKind::Overload, 3.0),
+            (StepKind::Overload, 4.0),
+            (StepKind::Recovery, 1.0),
+        ]
+    );
+}
+
+#[test]
+fn a_single_connection_that_fails_its_confirmation_ends_with_no_capacity() {
+    let sim = Sim {
+        confirm_capacity: 0.0,
+        ..Sim::new(1.0)
+    };
+    let (answer, steps) = run(whole(1.0), &sim);
+    assert_eq!(answer.max_rate, None, "{steps:?}");
+    assert_eq!(answer.limited_by, LimitedBy::Slo);
+}
+
+#[test]
+fn whole_levels_must_be_whole() {
+    let e = Search::new(whole(2.5)).unwrap_err();
+    assert_eq!(e.flag, "--start-rate");
+    let e = Search::new(SearchSettings {
+        max_rate: Some(10.5),
+        ..whole(1.0)
+    })
+    .unwrap_err();
+    assert_eq!(e.flag, "--max-rate");
+}

@@ -190,6 +190,18 @@ pub(super) struct Stroke {
     pub opacity: f64,
 }
 
+/// How a single data point is marked, so that points which differ in kind (a step that passed,
+/// failed, or was not judged) tell apart without relying on colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mark {
+    /// A filled dot.
+    Dot,
+    /// A hollow ring.
+    Ring,
+    /// A diagonal cross.
+    Cross,
+}
+
 /// One chart: axes and grid drawn at [`Chart::finish`], data drawn in between.
 pub(super) struct Chart {
     label: String,
@@ -273,12 +285,89 @@ impl Chart {
 
     /// A dot at a data point, with its value as a tooltip.
     pub(super) fn marker(&mut self, x: f64, y: f64, colour: &str, title: &str) {
+        self.mark(x, y, Mark::Dot, colour, title);
+    }
+
+    /// A point marked with `mark`, with its value as a tooltip.
+    pub(super) fn mark(&mut self, x: f64, y: f64, mark: Mark, colour: &str, title: &str) {
+        let (x, y) = (Num(self.px(x)), Num(self.py(y)));
+        let _ = match mark {
+            Mark::Dot => write!(
+                self.data,
+                "<circle cx=\"{x}\" cy=\"{y}\" r=\"3.5\" fill=\"{colour}\" stroke=\"#fff\"><title>{}</title></circle>",
+                esc(title)
+            ),
+            // White inside, so a ring reads as hollow over a line or grid behind it.
+            Mark::Ring => write!(
+                self.data,
+                "<circle cx=\"{x}\" cy=\"{y}\" r=\"4.5\" fill=\"#fff\" stroke=\"{colour}\" stroke-width=\"2\"><title>{}</title></circle>",
+                esc(title)
+            ),
+            Mark::Cross => write!(
+                self.data,
+                "<path d=\"M{l} {t}L{r} {b}M{l} {b}L{r} {t}\" stroke=\"{colour}\" stroke-width=\"2.2\" fill=\"none\"><title>{}</title></path>",
+                esc(title),
+                l = Num(x.0 - 4.0),
+                r = Num(x.0 + 4.0),
+                t = Num(y.0 - 4.0),
+                b = Num(y.0 + 4.0),
+            ),
+        };
+    }
+
+    /// A dashed line across the plot at `x` (a data value), labelled at its top.
+    pub(super) fn rule_x(&mut self, x: f64, colour: &str, label: &str) {
+        let px = self.px(x);
+        // Near the right edge the label goes on the line's left, inside the frame.
+        let (lx, anchor) = if px > WIDTH - RIGHT - 160.0 {
+            (px - 5.0, "end")
+        } else {
+            (px + 5.0, "start")
+        };
+        self.rule(
+            (px, TOP),
+            (px, HEIGHT - BOTTOM),
+            colour,
+            (lx, TOP + 13.0, anchor),
+            label,
+        );
+    }
+
+    /// A dashed line across the plot at `y` (a data value), labelled at its right end.
+    pub(super) fn rule_y(&mut self, y: f64, colour: &str, label: &str) {
+        let py = self.py(y);
+        // Close to the top the label goes under the line, so it stays inside the frame.
+        let ly = if py < TOP + 16.0 { py + 14.0 } else { py - 5.0 };
+        self.rule(
+            (LEFT, py),
+            (WIDTH - RIGHT, py),
+            colour,
+            (WIDTH - RIGHT - 5.0, ly, "end"),
+            label,
+        );
+    }
+
+    fn rule(
+        &mut self,
+        from: (f64, f64),
+        to: (f64, f64),
+        colour: &str,
+        (lx, ly, anchor): (f64, f64, &str),
+        label: &str,
+    ) {
         let _ = write!(
             self.data,
-            "<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{colour}\" stroke=\"#fff\"><title>{}</title></circle>",
-            Num(self.px(x)),
-            Num(self.py(y)),
-            esc(title)
+            "<line class=\"rule\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{colour}\" \
+             stroke-width=\"1.5\" stroke-dasharray=\"6 4\"><title>{}</title></line>\
+             <text class=\"guide\" x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\" fill=\"{colour}\">{}</text>",
+            Num(from.0),
+            Num(from.1),
+            Num(to.0),
+            Num(to.1),
+            esc(label),
+            Num(lx),
+            Num(ly),
+            esc(label)
         );
     }
 

@@ -325,3 +325,188 @@ fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
     assert!(html.contains("<div class=\"warn\">Verdict: the generator may have shaped"));
     assert!(html.contains("<li>the target rate was not reached: 1,000.0/s of 2,000.0/s"));
 }
+
+mod capacity {
+    use belier_capacity::overload::Behaviour;
+    use belier_capacity::{Dimension, LimitedBy, Outcome, Overload, Step, StepKind};
+
+    use super::assert_finite_geometry;
+    use crate::render_capacity_html;
+
+    fn step(kind: StepKind, level: f64, p99_ms: f64, pass: bool) -> Step {
+        Step {
+            kind,
+            target_rate: level,
+            achieved_rate: level,
+            goodput: if pass { level } else { level * 0.8 },
+            requests: (level * 10.0) as u64,
+            p50_ms: Some(p99_ms / 4.0),
+            p99_ms: Some(p99_ms),
+            p999_ms: Some(p99_ms * 2.0),
+            error_share: if pass { 0.0 } else { 0.2 },
+            errors: Default::default(),
+            rejected: 0,
+            pass: Some(pass),
+            why: (!pass).then(|| format!("p99 = {p99_ms:.1} ms (wanted p99<30ms)")),
+        }
+    }
+
+    /// A search that found 150/s: it grew to a failure at 200/s, bisected, confirmed, then
+    /// overloaded and recovered.
+    fn outcome() -> Outcome {
+        use StepKind::{Bisect, Confirm, Grow, Recovery};
+        Outcome {
+            url: "http://127.0.0.1:8080/search?q=<a>&b".into(),
+            dimension: Dimension::Rate,
+            slos: vec!["p99<30ms".into(), "errors<1%".into()],
+            max_rate: Some(150.0),
+            limited_by: LimitedBy::Slo,
+            passed_rate: Some(150.0),
+            failed_rate: Some(200.0),
+            failed_why: Some("p99 = 45.0 ms (wanted p99<30ms)".into()),
+            generator: None,
+            steps: vec![
+                step(Grow, 50.0, 4.0, true),
+                step(Grow, 100.0, 6.0, true),
+                step(Grow, 200.0, 45.0, false),
+                step(Bisect, 150.0, 12.0, true),
+                step(Confirm, 150.0, 14.0, true),
+                step(StepKind::Overload, 180.0, 80.0, false),
+                step(Recovery, 120.0, 9.0, true),
+            ],
+            overload: Some(Overload {
+                behaviour: Behaviour::Slows,
+                recovered: Some(true),
+                recovery_s: Some(3.0),
+            }),
+            elapsed_s: 96.0,
+        }
+    }
+
+    fn charts(html: &str) -> Vec<&str> {
+        super::svgs(html)
+            .into_iter()
+            .filter(|s| s.starts_with("<svg class=\"chart\""))
+            .collect()
+    }
+
+    #[test]
+    fn the_page_shows_the_answer_the_slo_the_capacity_and_every_step() {
+        let o = outcome();
+        let html = render_capacity_html(&o);
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+        // The answer, escaped, styled as a pass.
+        let answer = super::esc(&o.answer_line()).to_string();
+        assert!(answer.contains("p99&lt;30ms"), "{answer}");
+        assert!(html.contains(&format!("<p class=\"ok answer\">{answer}</p>")));
+        assert!(html.contains("<dd>slows (queues the excess: latency grows past the SLO)</dd>"));
+        assert!(html.contains("<dd>recovered at 0.8× within 3 s</dd>"));
+        let charts = charts(&html);
+        assert_eq!(charts.len(), 2);
+        let (latency, goodput) = (charts[0], charts[1]);
+        // The tightest latency SLO, labelled with its expression, across the latency chart.
+        assert!(latency.contains(">SLO p99&lt;30ms</text>"), "{latency}");
+        for chart in [latency, goodput] {
+            assert!(chart.contains(">capacity 150/s</text>"));
+            assert!(chart.contains("offered load (req/s)"));
+        }
+        assert!(goodput.contains("ideal: all offered (y = x)"));
+        // A marker per step and statistic, each with its step in its title; failed steps
+        // are rings, passed ones dots.
+        for (i, s) in o.steps.iter().enumerate() {
+            let title = format!(
+                "<title>step {} · {} · {} · p99 {:.2} ms · ",
+                i + 1,
+                belier_capacity::kind_name(s.kind),
+                o.dimension.level(s.target_rate),
+                s.p99_ms.unwrap()
+            );
+            assert_eq!(latency.matches(&title).count(), 1, "{title}");
+            let goodput_title = format!("<title>step {} · ", i + 1);
+            assert_eq!(
+                goodput.matches(&goodput_title).count(),
+                2,
+                "{goodput_title}"
+            );
+        }
+        assert_eq!(latency.matches("<circle").count(), 3 * o.steps.len());
+        let rings = latency.matches("r=\"4.5\" fill=\"#fff\"").count();
+        assert_eq!(rings, 3 * 2, "two failed steps, three percentiles each");
+        assert!(latency.contains("· p99 45.00 ms · failed: p99 = 45.0 ms (wanted p99&lt;30ms)"));
+        // The table: every step, the failed ones marked.
+        assert_eq!(html.matches("<tr class=\"pass\">").count(), 5);
+        assert_eq!(html.matches("<tr class=\"fail\">").count(), 2);
+        assert!(html.contains("<th>target/s</th><th>sent/s</th>"));
+        assert_finite_geometry(&html);
+    }
+
+    #[test]
+    fn the_url_and_the_slos_are_escaped() {
+        let mut o = outcome();
+        o.url = "http://x/<script>alert(1)</script>?a=1&b=\"2\"".into();
+        o.slos = vec!["p99<30ms".into(), "<img src=x>".into()];
+        let html = render_capacity_html(&o);
+        assert!(!html.contains("<script>") && !html.contains("<img"));
+        assert!(
+            html.contains("http://x/&lt;script&gt;alert(1)&lt;/script&gt;?a=1&amp;b=&quot;2&quot;")
+        );
+        assert!(html.contains("&lt;img src=x&gt;"));
+    }
+
+    #[test]
+    fn degenerate_searches_render_without_nan() {
+        let mut none = outcome();
+        none.steps.clear();
+        none.max_rate = None;
+        none.passed_rate = None;
+        none.overload = None;
+        let html = render_capacity_html(&none);
+        assert_eq!(html.matches(">no steps ran</text>").count(), 2);
+        assert!(html.contains("<p class=\"warn answer\">No rate met"));
+        assert!(!html.contains(">capacity "));
+        assert_finite_geometry(&html);
+
+        let mut silent = outcome();
+        for s in &mut silent.steps {
+            (s.p50_ms, s.p99_ms, s.p999_ms) = (None, None, None);
+        }
+        let html = render_capacity_html(&silent);
+        assert!(html.contains(">no responses: no latency to show</text>"));
+        assert_finite_geometry(&html);
+
+        let mut one = outcome();
+        one.steps.truncate(1);
+        one.slos.clear();
+        let html = render_capacity_html(&one);
+        // The default SLO bounds errors only: no latency line to draw.
+        assert!(html.contains(&format!(
+            "<dd>{} (the default)</dd>",
+            super::esc(belier_capacity::DEFAULT_SLO)
+        )));
+        assert!(!html.contains(">SLO "));
+        assert_finite_geometry(&html);
+
+        let mut failed = outcome();
+        for s in &mut failed.steps {
+            s.pass = Some(false);
+            s.goodput = 0.0;
+        }
+        failed.steps[0].p99_ms = Some(0.0);
+        failed.max_rate = None;
+        let html = render_capacity_html(&failed);
+        assert_finite_geometry(&html);
+        assert!(!html.contains("<p class=\"ok"));
+
+        let mut broken = outcome();
+        broken.steps[1].goodput = f64::NAN;
+        broken.steps[2].p99_ms = Some(f64::INFINITY);
+        broken.steps[3].target_rate = f64::NAN;
+        broken.steps[4].pass = None;
+        broken.elapsed_s = f64::NAN;
+        broken.dimension = Dimension::Connections;
+        let html = render_capacity_html(&broken);
+        assert_finite_geometry(&html);
+        assert!(!html.contains("ideal"), "no y = x for connections");
+        assert!(html.contains("step not judged"));
+    }
+}

@@ -1,0 +1,202 @@
+//! `belier capacity` on its other dimensions, through the real binary against targets of known
+//! capacity: concurrent connections (a closed loop), new connections per second, and a plan's
+//! iterations per second; and the input each one refuses.
+
+#[path = "support/capacity.rs"]
+mod capacity_support;
+
+use std::process::Command;
+
+use capacity_support::{capacity, stderr, target, validate};
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("capacity-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
+    // 4 handlers of 20 ms and an unbounded queue: up to 4 connections each request is served
+    // at once (~20 ms); a fifth connection makes some request wait a whole service time
+    // (~40 ms), past p99<30ms. The answer is exactly 4.
+    let s = target(4, 20, None, false);
+    let html = temp_dir("connections").join("search.html");
+    let (out, doc) = capacity(&[
+        "--dimension",
+        "connections",
+        "--slo",
+        "p99<30ms",
+        "--start-rate",
+        "1",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "2s",
+        "--no-overload",
+        "--html",
+        html.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["dimension"], "connections");
+    assert_eq!(c["max_rate"], 4.0, "{c:#}");
+    assert_eq!(c["limited_by"], "slo");
+    let steps = c["steps"].as_array().unwrap();
+    let levels: Vec<f64> = steps
+        .iter()
+        .map(|s| s["target_rate"].as_f64().unwrap())
+        .collect();
+    assert!(levels.iter().all(|l| l.fract() == 0.0), "{levels:?}");
+    assert_eq!(&levels[..3], &[1.0, 2.0, 4.0], "{levels:?}");
+    // What the 4 connections carried: 4 requests per service time, about 200/s, read as
+    // requests per second in the step's achieved column.
+    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    let last = steps.last().unwrap();
+    assert_eq!(last["kind"], "confirm");
+    let carried = last["achieved_rate"].as_f64().unwrap();
+    assert!(
+        (0.85..=1.05).contains(&(carried / truth)),
+        "{carried}/s against {truth:.1}/s"
+    );
+
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Capacity: 4 connections with p99&lt;30ms"),
+        "html"
+    );
+    assert!(page.contains("<svg"), "html");
+}
+
+#[test]
+fn a_connection_rate_opens_a_connection_for_every_request() {
+    let s = target(4, 20, None, false);
+    let (out, doc) = capacity(&[
+        "--dimension",
+        "connection-rate",
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "100",
+        "--precision",
+        "10%",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "2s",
+        "--no-overload",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["dimension"], "connection_rate");
+    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    let found = c["max_rate"].as_f64().expect("a capacity");
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found}/s against {truth:.1}/s\n{c:#}"
+    );
+    // The server's own count: every request came on a connection of its own.
+    let counts = s.counts();
+    assert!(counts.requests > 0);
+    assert_eq!(counts.connections, counts.requests);
+}
+
+#[test]
+fn a_plan_is_searched_on_its_iterations_per_second() {
+    // Two requests an iteration against 4 handlers of 20 ms: about 100 iterations/s.
+    let s = target(4, 20, None, false);
+    let dir = temp_dir("plan");
+    let plan = dir.join("two-steps.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: http://{}\nload:\n  rate: 1\n  max_vus: 200\nscenarios:\n  - name: pair\n    steps:\n      - get: /first\n      - get: /second\n",
+            s.addr()
+        ),
+    )
+    .unwrap();
+    let (out, doc) = capacity(&[
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "40",
+        "--precision",
+        "10%",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "2s",
+        "--no-overload",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["dimension"], "iteration_rate");
+    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64() / 2.0;
+    let found = c["max_rate"].as_f64().expect("a capacity");
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found} iterations/s against {truth:.1}\n{c:#}"
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("iterations/s"), "{text}");
+    // Every step's requests reached the target: two per iteration, none lost.
+    let steps = c["steps"].as_array().unwrap();
+    let requests: u64 = steps.iter().map(|s| s["requests"].as_u64().unwrap()).sum();
+    assert!(requests > 0 && s.counts().requests >= requests);
+}
+
+#[test]
+fn what_a_dimension_or_a_plan_cannot_take_exits_2_naming_it() {
+    let dir = temp_dir("bad");
+    let plan = dir.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "target: http://127.0.0.1:9\nscenarios:\n  - steps:\n      - get: /\n",
+    )
+    .unwrap();
+    let broken = dir.join("broken.yaml");
+    std::fs::write(&broken, "target: http://127.0.0.1:9\nscenarios: 7\n").unwrap();
+    let plan = plan.to_str().unwrap();
+    let broken = broken.to_str().unwrap();
+    let url = "http://127.0.0.1:9/";
+    for (args, words) in [
+        (
+            &["--dimension", "connections", "--start-rate", "2.5", url][..],
+            "--start-rate",
+        ),
+        (
+            &["--dimension", "connections", "--max-rate", "10.5", url][..],
+            "--max-rate",
+        ),
+        (
+            &["--dimension", "connection-rate", "--http2", url][..],
+            "connection-rate",
+        ),
+        (&["--dimension", "sideways", url][..], "sideways"),
+        (&["--dimension", "connections", plan][..], "iteration rate"),
+        (&["--http2", plan][..], "--http2"),
+        (&["-m", "POST", plan][..], "--method"),
+        (&[broken][..], "broken.yaml"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+            .arg("capacity")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(words), "{args:?}: {}", stderr(&out));
+    }
+}
