@@ -41,6 +41,11 @@ pub struct Arrivals {
     rng: Option<fastrand::Rng>,
     /// Poisson: the unit-rate process's current point.
     point: f64,
+    /// The run's own end and request budget, which bound the count whatever the profile.
+    end: Option<Duration>,
+    requests: Option<u64>,
+    /// `k`, `point` and the generator before the last arrival was taken, to take it back.
+    before: (u64, f64, Option<fastrand::Rng>),
 }
 
 impl Arrivals {
@@ -54,33 +59,61 @@ impl Arrivals {
         worker: usize,
         workers: usize,
     ) -> Self {
-        let end = match (end, profile.end()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let expected_total = end.map_or(f64::INFINITY, |e| profile.cumulative(e));
-        let mut limit = requests.unwrap_or(u64::MAX);
-        if spacing == Spacing::Even && expected_total.is_finite() {
-            // Arrival k is due where the cumulative count reaches k, so those due before the
-            // end are k < expected_total: 1/s for 3.5 s is 0, 1, 2 and 3 s; 100/s for 2 s is
-            // 200, the last at 1.99 s.
-            limit = limit.min((expected_total - COUNT_EPSILON).ceil().max(0.0) as u64);
-        }
         let rng = match spacing {
             Spacing::Even => None,
             Spacing::Poisson { seed } => Some(fastrand::Rng::with_seed(seed)),
         };
-        Arrivals {
+        let mut arrivals = Arrivals {
             profile,
             spacing,
-            expected_total,
-            limit,
+            expected_total: f64::INFINITY,
+            limit: u64::MAX,
             worker: worker as u64,
             workers: workers.max(1) as u64,
             k: 0,
-            rng,
+            rng: rng.clone(),
             point: 0.0,
+            end,
+            requests,
+            before: (0, 0.0, rng),
+        };
+        arrivals.bound();
+        arrivals
+    }
+
+    /// The expected count and the most arrivals, from the profile, the end and the budget.
+    fn bound(&mut self) {
+        let end = match (self.end, self.profile.end()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.expected_total = end.map_or(f64::INFINITY, |e| self.profile.cumulative(e));
+        self.limit = self.requests.unwrap_or(u64::MAX);
+        if self.spacing == Spacing::Even && self.expected_total.is_finite() {
+            // Arrival k is due where the cumulative count reaches k, so those due before the
+            // end are k < expected_total: 1/s for 3.5 s is 0, 1, 2 and 3 s; 100/s for 2 s is
+            // 200, the last at 1.99 s.
+            self.limit = self
+                .limit
+                .min((self.expected_total - COUNT_EPSILON).ceil().max(0.0) as u64);
         }
+    }
+
+    /// Follows `profile` from here on: a steered run's (see [`Profile::steered`]), the same
+    /// up to the moment it was steered, so the arrivals already taken stay where they were
+    /// and every worker, steered alike, still takes its exact share.
+    pub fn steer(&mut self, profile: Profile) {
+        self.profile = profile;
+        self.bound();
+    }
+
+    /// Takes back the arrival the last [`Iterator::next`] gave, so that the next call gives it
+    /// again (after [`Arrivals::steer`], at its time under the new profile).
+    pub fn take_back(&mut self) {
+        let (k, point, rng) = self.before.clone();
+        self.k = k;
+        self.point = point;
+        self.rng = rng;
     }
 
     /// Total arrivals of an evenly spaced run across all workers, if bounded: exactly
@@ -99,6 +132,7 @@ impl Iterator for Arrivals {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
+        self.before = (self.k, self.point, self.rng.clone());
         match self.spacing {
             Spacing::Even => {
                 let k = if self.k == 0 { self.worker } else { self.k };
@@ -261,5 +295,52 @@ mod tests {
         let w = all(&p, Spacing::Poisson { seed: 7 }, Some(secs(1.0)), None, 1);
         assert!((900..1100).contains(&w.len()), "{}", w.len());
         assert!(w.iter().all(|t| *t < secs(1.0)));
+    }
+
+    #[test]
+    fn steered_workers_still_take_the_exact_schedule() {
+        // 100/s steered to 300/s at 1 s, 2 s in all: 100 + 300 arrivals, whatever the
+        // workers and wherever each was when the change came.
+        for spacing in [Spacing::Even, Spacing::Poisson { seed: 7 }] {
+            let base = Profile::constant(100.0);
+            let steered = base.steered(secs(1.0), 300.0);
+            let whole: Vec<Duration> = all(&steered, spacing, Some(secs(2.0)), None, 1);
+            if spacing == Spacing::Even {
+                assert_eq!(whole.len(), 400);
+            }
+            for workers in [1, 2, 3] {
+                let mut union = Vec::new();
+                for w in 0..workers {
+                    let mut a =
+                        Arrivals::new(base.clone(), spacing, Some(secs(2.0)), None, w, workers);
+                    // Each worker learns of the change at 0.9 s, holding its next arrival,
+                    // which it takes back and takes again under the new profile.
+                    for t in a.by_ref() {
+                        if t >= secs(0.9) {
+                            break;
+                        }
+                        union.push(t);
+                    }
+                    a.take_back();
+                    a.steer(steered.clone());
+                    union.extend(a);
+                }
+                union.sort();
+                assert_eq!(union, whole, "{spacing:?} over {workers} workers");
+            }
+        }
+    }
+
+    #[test]
+    fn a_paused_schedule_has_no_arrival_until_it_is_steered_again() {
+        let mut a = Arrivals::new(Profile::constant(10.0), Spacing::Even, None, None, 0, 1);
+        let paused = Profile::constant(10.0).steered(secs(1.0), 0.0);
+        a.steer(paused.clone());
+        // 0, 0.1, …, 1.0 s: the pause starts after the arrival due as it begins.
+        assert_eq!(a.by_ref().count(), 11);
+        a.take_back();
+        a.steer(paused.steered(secs(3.0), 10.0));
+        let next = a.next().unwrap().as_secs_f64();
+        assert!((next - 3.1).abs() < 1e-9, "{next}");
     }
 }

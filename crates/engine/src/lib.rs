@@ -2,9 +2,10 @@
 //!
 //! [`start`] turns a [`Config`] into a running test: one thread per worker, each with a
 //! single-threaded tokio runtime that owns its connections and its [`Recorder`]. The caller
-//! receives [`Event`]s (one recorder per worker per interval, then one `Finished` per worker)
-//! and may [`Run::stop`] the run at any time; the engine itself prints nothing and knows
-//! nothing of command lines or report formats.
+//! receives [`Event`]s (one recorder per worker per interval, then one `Finished` per worker),
+//! may steer the run through its [`Control`] (rate or connections, pause, resume) and may
+//! [`Run::stop`] it at any time; the engine itself prints nothing and knows nothing of command
+//! lines or report formats.
 //!
 //! HTTP/1.1 is spoken directly over tokio's `TcpStream` with `httparse` for the response head:
 //! the engine needs only to write prebuilt request bytes and find where each response ends,
@@ -26,6 +27,7 @@
 mod arrivals;
 mod config;
 mod connection;
+mod control;
 pub mod host;
 mod http1;
 mod http2;
@@ -51,6 +53,7 @@ pub use config::{
     DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
     DEFAULT_TIMER_SLACK,
 };
+pub use control::{Control, ControlError, Knob, Steer};
 pub use http2::TemplateError;
 pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
@@ -148,7 +151,8 @@ pub enum Next {
 /// A running load test.
 pub struct Run {
     events: Receiver<Event>,
-    stop: watch::Sender<bool>,
+    stop: Arc<watch::Sender<bool>>,
+    control: Control,
     threads: Vec<JoinHandle<()>>,
     addr: SocketAddr,
     dns: Duration,
@@ -279,6 +283,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     let requests = config.stop.requests.map(|n| split(n, threads));
     let (events_tx, events) = mpsc::channel();
     let (stop, stop_rx) = watch::channel(false);
+    let stop = Arc::new(stop);
+    let (steering, steering_rx) = watch::channel(control::Steering::default());
+    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(&stop));
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
         let share = worker::Share {
@@ -291,9 +298,10 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             iterations: iterations.as_ref().map(|c| c[id]),
         };
         let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());
+        let steering_rx = steering_rx.clone();
         let handle = std::thread::Builder::new()
             .name(format!("belier-worker-{id}"))
-            .spawn(move || worker::run(runtime, plan, share, stop_rx, events_tx));
+            .spawn(move || worker::run(runtime, plan, share, stop_rx, steering_rx, events_tx));
         match handle {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -305,6 +313,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     Ok(Run {
         events,
         stop,
+        control,
         threads: handles,
         addr,
         dns,
@@ -348,6 +357,12 @@ impl Run {
     /// the rest are counted as cancelled. Workers then report and end.
     pub fn stop(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// A handle that steers the run while it goes: its rate or number of connections (or
+    /// users), pause, resume, stop. Clones of it can go to other threads.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// Waits up to `wait` for the next event.

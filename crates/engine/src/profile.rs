@@ -78,8 +78,52 @@ impl Profile {
             .fold(self.start, f64::max)
     }
 
+    /// The same profile up to `at`, then `level` from `at` on (a step, not a ramp): what a
+    /// running test becomes when it is steered at `at`. It ends where this one ends, or holds
+    /// if this one does; steering at or past the end changes nothing.
+    pub fn steered(&self, at: Duration, level: f64) -> Profile {
+        let end = self.end();
+        if end.is_some_and(|e| at >= e) {
+            return self.clone();
+        }
+        let mut stages = Vec::with_capacity(self.stages.len() + 3);
+        let mut t = Duration::ZERO;
+        for s in &self.stages {
+            if t + s.duration <= at {
+                stages.push(*s);
+                t += s.duration;
+            } else {
+                break;
+            }
+        }
+        if at > t {
+            // The stage under way is cut at `at` (or, past the last stage, the level held).
+            stages.push(Stage {
+                duration: at - t,
+                target: self.level_at(at),
+            });
+        }
+        // A stage of no duration is a step: segments skip it, and the next starts from it.
+        stages.push(Stage {
+            duration: Duration::ZERO,
+            target: level,
+        });
+        if let Some(e) = end {
+            stages.push(Stage {
+                duration: e - at,
+                target: level,
+            });
+        }
+        Profile {
+            start: self.start,
+            stages,
+            hold: end.is_none(),
+        }
+    }
+
     /// Segments as `(start time, duration, level at start, level at end)`; a constant profile
-    /// is one endless segment.
+    /// is one endless segment, and so is the level a profile holds after its last stage.
+    /// Stages of no duration (steps) are no segment: the next segment starts at their level.
     fn segments(&self) -> impl Iterator<Item = (f64, f64, f64, f64)> + '_ {
         let constant =
             self.stages
@@ -93,7 +137,16 @@ impl Profile {
             level = s.target;
             seg
         });
-        constant.into_iter().chain(staged)
+        let held = (self.hold && !self.stages.is_empty()).then(|| {
+            let last = self.stages.last().map_or(self.start, |s| s.target);
+            let total: f64 = self.stages.iter().map(|s| s.duration.as_secs_f64()).sum();
+            (total, f64::INFINITY, last, last)
+        });
+        constant
+            .into_iter()
+            .chain(staged)
+            .filter(|seg| seg.1 > 0.0)
+            .chain(held)
     }
 
     /// The level at `t` (the last target after the end).
@@ -167,7 +220,14 @@ impl Profile {
         }
         for (t0, d, a, b) in self.segments() {
             let t1 = t0 + d;
-            if t1 <= from_s || b < level || d.is_infinite() {
+            if t1 <= from_s {
+                continue;
+            }
+            if a >= level && t0 >= from_s {
+                // A step up (steering) put the level there at this segment's start.
+                return Duration::try_from_secs_f64(t0).ok();
+            }
+            if b < level || d.is_infinite() {
                 continue;
             }
             // Rising through `level` within this segment.
@@ -274,6 +334,77 @@ mod tests {
             Profile::constant(100.0).time_of_cumulative(150.0),
             Some(s(1.5))
         );
+    }
+
+    #[test]
+    fn a_steered_profile_keeps_its_past_and_steps_to_the_new_level() {
+        // A constant 100/s steered to 300/s at 2 s, then paused (0) at 3 s, resumed at 5 s.
+        let p = Profile::constant(100.0)
+            .steered(s(2.0), 300.0)
+            .steered(s(3.0), 0.0)
+            .steered(s(5.0), 100.0);
+        assert_eq!(p.end(), None);
+        for (t, level, count) in [
+            (1.0, 100.0, 100.0),
+            (2.0, 300.0, 200.0),
+            (2.5, 300.0, 350.0),
+            (3.0, 0.0, 500.0),
+            (4.0, 0.0, 500.0),
+            (5.0, 100.0, 500.0),
+            (6.0, 100.0, 600.0),
+        ] {
+            assert!((p.level_at(s(t)) - level).abs() < 1e-9, "level at {t}");
+            assert!((p.cumulative(s(t)) - count).abs() < 1e-6, "count at {t}");
+        }
+        // Arrival 500 comes once the pause is over: at 5 s, not within it.
+        assert_eq!(p.time_of_cumulative(499.0), Some(s(2.0 + 299.0 / 300.0)));
+        let t = p.time_of_cumulative(500.5).unwrap().as_secs_f64();
+        assert!((t - 5.005).abs() < 1e-9, "{t}");
+        // Paused for good: no arrival after the pause.
+        let paused = Profile::constant(10.0).steered(s(1.0), 0.0);
+        assert_eq!(paused.time_of_cumulative(10.5), None);
+        assert!((paused.cumulative(s(100.0)) - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn steering_a_ramp_cuts_it_and_keeps_its_end() {
+        let p = ramp().steered(s(5.0), 20.0);
+        assert_eq!(p.end(), Some(s(30.0)));
+        assert!((p.cumulative(s(5.0)) - 125.0).abs() < 1e-6);
+        assert!((p.level_at(s(4.0)) - 40.0).abs() < 1e-9);
+        assert_eq!(p.level_at(s(6.0)), 20.0);
+        assert_eq!(p.level_at(s(29.0)), 20.0);
+        assert!((p.cumulative(s(30.0)) - (125.0 + 25.0 * 20.0)).abs() < 1e-6);
+        // Past the end, nothing changes.
+        assert_eq!(ramp().steered(s(31.0), 5.0), ramp());
+        // A held ramp-up steered after its last stage holds the new level.
+        let held = Profile::staged(
+            0.0,
+            vec![Stage {
+                duration: s(2.0),
+                target: 10.0,
+            }],
+        )
+        .then_hold();
+        assert!(
+            (held.cumulative(s(4.0)) - 30.0).abs() < 1e-9,
+            "the hold counts"
+        );
+        let steered = held.steered(s(4.0), 2.0);
+        assert_eq!(steered.level_at(s(3.0)), 10.0);
+        assert!((steered.cumulative(s(5.0)) - 32.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_step_up_is_found_where_it_happens() {
+        // Connections: 2, then 5 from 3 s on: connection 4 (level 4) starts at 3 s.
+        let p = Profile::constant(2.0).steered(s(3.0), 5.0);
+        assert_eq!(p.first_time_at_least(4.0, s(0.0)), Some(s(3.0)));
+        assert_eq!(p.first_time_at_least(4.0, s(4.0)), Some(s(4.0)));
+        assert_eq!(p.first_time_at_least(6.0, s(0.0)), None);
+        let down = Profile::constant(5.0).steered(s(1.0), 0.0);
+        assert_eq!(down.first_time_at_least(1.0, s(2.0)), None);
+        assert_eq!(down.peak(), 5.0);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Respons
 use crate::http2::{Target, Template};
 use crate::request::{encode_outgoing, is_head, is_idempotent};
 use crate::user::{Action, Outgoing, Reply, User, Users};
-use crate::worker::{inactive_until, next_arrival, server_ended, Link, Local, Plan};
+use crate::worker::{next_arrival, server_ended, Link, Local, Plan};
 use crate::Load;
 
 /// A kept body buffer larger than this is given back after the request, so that one large
@@ -62,8 +62,8 @@ pub(crate) async fn closed(
     let mut vu = Vu::new(&plan, link);
     // Made when the user first becomes active: a ramp's later users cost nothing before.
     let mut user: Option<Box<dyn User>> = None;
-    // Only a ramp can make a user inactive between two actions; a constant level need not be
-    // checked at every request.
+    // Only a ramp or a steering can make a user inactive between two actions; a constant
+    // level need not be checked at every request.
     let ramps =
         matches!(&plan.load, Load::Closed { connections } if !connections.stages().is_empty());
     loop {
@@ -73,7 +73,13 @@ pub(crate) async fn closed(
         let started = Instant::now();
         let user = user.get_or_insert_with(|| users.user(index));
         match vu
-            .iteration(&local, &plan, user.as_mut(), None, ramps.then_some(index))
+            .iteration(
+                &local,
+                &plan,
+                user.as_mut(),
+                None,
+                (ramps || local.steer.epoch.get() > 0).then_some(index),
+            )
             .await
         {
             End::Completed => {}
@@ -152,15 +158,15 @@ impl Vu {
             if plan.deadline.is_some_and(|d| now >= d) {
                 return false;
             }
-            let Load::Closed { connections } = &plan.load else {
+            if !matches!(plan.load, Load::Closed { .. }) {
                 return true;
-            };
-            match inactive_until(connections, index, now - plan.start) {
+            }
+            match local.steer.inactive_until(index, now - plan.start) {
                 None => return true,
-                Some(None) => return false,
-                Some(Some(wake)) => {
+                Some(wake) => {
+                    // Ramped down, not yet up, or paused: until its time, or a steering.
                     self.close(local);
-                    tokio::time::sleep_until((plan.start + wake).into()).await;
+                    crate::worker::until_active(local, plan, wake).await;
                 }
             }
         }

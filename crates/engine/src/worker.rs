@@ -31,17 +31,21 @@ use crate::connection::{
 };
 use crate::http2::{Group, Target};
 use crate::user::Users;
-use crate::{Arrivals, Event, Load, Profile};
+use crate::{Arrivals, Event, Load};
 
+mod closed;
 mod dispatch;
 mod intervals;
 mod local;
+mod steer;
 
+use closed::{closed, closed_owner, spawn_closed};
 use dispatch::{dispatch, Due, Parked};
 pub(crate) use dispatch::{next_arrival, open_loop_lead, preopen_count};
 use intervals::hand_over_intervals;
 pub(crate) use local::Local;
 use local::SAMPLE_BATCH;
+pub(crate) use steer::{until_active, Steered};
 
 /// What every worker of a run shares, read-only.
 pub(crate) struct Plan {
@@ -130,16 +134,18 @@ pub(crate) fn run(
     plan: Arc<Plan>,
     share: Share,
     stop: watch::Receiver<bool>,
+    steering: watch::Receiver<crate::control::Steering>,
     events: Sender<Event>,
 ) {
     let local_set = LocalSet::new();
-    local_set.block_on(&runtime, drive(plan, share, stop, events));
+    local_set.block_on(&runtime, drive(plan, share, stop, steering, events));
 }
 
 async fn drive(
     plan: Arc<Plan>,
     share: Share,
     mut stop: watch::Receiver<bool>,
+    steering: watch::Receiver<crate::control::Steering>,
     events: Sender<Event>,
 ) {
     let local = Rc::new(Local {
@@ -168,7 +174,14 @@ async fn drive(
             .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
         events: events.clone(),
         id: share.id,
+        steer: Steered::new(&plan.load),
     });
+    let follower = tokio::task::spawn_local(steer::follow(
+        Rc::clone(&local),
+        Arc::clone(&plan),
+        local.steer.profile.borrow().clone(),
+        steering,
+    ));
     let ticker = tokio::task::spawn_local(hand_over_intervals(
         Rc::clone(&local),
         Arc::clone(&plan),
@@ -180,34 +193,10 @@ async fn drive(
     let mut dispatcher = None;
     match &plan.load {
         Load::Closed { connections } => {
-            let peak = connections.peak().ceil() as u64;
-            // User j belongs to group j / N (N = streams per connection; 1 for HTTP/1.1, where
-            // a group is a connection of its own) and group g to worker g mod W, so a ramp
-            // fills one connection before it opens the next, and workers take turns.
-            let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams) as u64;
-            let workers = plan.workers as u64;
-            for index in 0..peak {
-                let group = index / per_group;
-                if group % workers != share.id as u64 {
-                    continue;
+            for index in 0..connections.peak().ceil() as u64 {
+                if closed_owner(&plan, index) == share.id {
+                    tasks.spawn_local(closed(Rc::clone(&local), Arc::clone(&plan), index));
                 }
-                let link = local.link(&plan, (group / workers) as usize);
-                if let Some(users) = &plan.users {
-                    tasks.spawn_local(crate::vu::closed(
-                        Rc::clone(&local),
-                        Arc::clone(&plan),
-                        Arc::clone(users),
-                        index,
-                        link,
-                    ));
-                    continue;
-                }
-                tasks.spawn_local(connection(
-                    Rc::clone(&local),
-                    Arc::clone(&plan),
-                    Source::Closed { index },
-                    link,
-                ));
             }
         }
         Load::Open { rate, spacing, .. } => {
@@ -242,6 +231,8 @@ async fn drive(
             dispatcher.await;
         }
         while tasks.join_next().await.is_some() {}
+        // Closed loop: the connections a steering started.
+        until(|| local.steer.extra_tasks.get() == 0).await;
         // Open loop: the dispatcher is done; wait for the requests it handed out (and, with
         // scripted users, for the iterations under way, pauses included).
         let users = plan.users.is_some();
@@ -267,6 +258,7 @@ async fn drive(
     let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
     tasks.abort_all();
     ticker.abort();
+    follower.abort();
 
     local.flush_samples();
     let mut recorder = local.recorder.borrow_mut();
@@ -339,14 +331,13 @@ async fn next_request(
             if plan.deadline.is_some_and(|d| now >= d) {
                 return None;
             }
-            if let Load::Closed { connections } = &plan.load {
-                if let Some(wake) = inactive_until(connections, index, now - plan.start) {
-                    // Ramped down (or not yet up): a user that leaves closes its connection
-                    // (HTTP/2: frees its stream slot; the connection stays for the others).
-                    link.release();
-                    tokio::time::sleep_until((plan.start + wake?).into()).await;
-                    continue;
-                }
+            if let Some(wake) = local.steer.inactive_until(index, now - plan.start) {
+                // Ramped down, not yet up, or paused: a user that leaves closes its
+                // connection (HTTP/2: frees its stream slot; the connection stays for the
+                // others), and waits for its time or for the run to be steered.
+                link.release();
+                steer::until_active(local, plan, wake).await;
+                continue;
             }
             return local.claim().then_some((now, None));
         },
@@ -372,21 +363,6 @@ async fn next_request(
                 .await
                 .map(|due| (due.intended, Some(due)))
         }
-    }
-}
-
-/// `None` if connection `index` is active at `t`; otherwise when it next becomes active
-/// (`Some(None)`: never again).
-pub(crate) fn inactive_until(
-    connections: &Profile,
-    index: u64,
-    t: Duration,
-) -> Option<Option<Duration>> {
-    let level = index as f64;
-    if connections.level_at(t) > level {
-        None
-    } else {
-        Some(connections.first_time_at_least(level + 1e-9, t))
     }
 }
 

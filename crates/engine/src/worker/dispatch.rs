@@ -109,7 +109,23 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
     let mut timer = Timer::new();
     let mut last_wake = Instant::now();
     let mut behind = Behind::default();
-    for offset in arrivals {
+    let mut arrivals = arrivals;
+    let mut followed = 0;
+    loop {
+        // Steered since the last arrival: the schedule from here on follows the new profile
+        // (the arrivals taken so far are its past, unchanged).
+        if local.steer.epoch.get() != followed {
+            followed = local.steer.epoch.get();
+            arrivals.steer(local.steer.profile.borrow().clone());
+        }
+        let Some(offset) = arrivals.next() else {
+            if local.steer.paused.get() && !local.stopping.get() {
+                // Paused: the schedule goes on when the run is resumed (or the run ends).
+                local.steer.dispatcher.notified().await;
+                continue;
+            }
+            break;
+        };
         let due = plan.start + offset;
         if plan.deadline.is_some_and(|d| due >= d) {
             break;
@@ -119,9 +135,16 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         // sends (a blocking epoll_wait, a context switch, on a VM often a halt and resume);
         // the price is up to the slack of scheduling lag, which is measured and reported.
         if due > Instant::now() {
-            timer
-                .sleep_until(due.max(last_wake + plan.timer_slack))
-                .await;
+            let steered = tokio::select! {
+                biased;
+                _ = timer.sleep_until(due.max(last_wake + plan.timer_slack)) => false,
+                _ = local.steer.dispatcher.notified() => true,
+            };
+            if steered {
+                // This arrival's time may have moved: take it again under the new profile.
+                arrivals.take_back();
+                continue;
+            }
             last_wake = Instant::now();
         }
         if local.stopping.get() {

@@ -66,6 +66,8 @@ pub(crate) struct Local {
     pub(super) samples: Option<RefCell<Vec<Sample>>>,
     pub(super) events: Sender<Event>,
     pub(super) id: usize,
+    /// The load as steered so far, and the wake-ups of those who follow it.
+    pub(crate) steer: super::Steered,
 }
 
 impl Local {

@@ -1,0 +1,284 @@
+//! Steering a running test: one handle ([`Control`]) that changes the open loop's rate or the
+//! closed loop's number of connections (or users), pauses, resumes and stops. The terminal and
+//! web consoles, the capacity search and a distributed coordinator all steer through it.
+//!
+//! A change is a step of the load's profile at the moment it is made ([`Profile::steered`]):
+//! what was due before stays as it was, and from then on the profile holds the new level until
+//! the run's own end. Every worker applies the same changes at the same instants, so an open
+//! loop stays one schedule of arrivals split exactly across workers. A pause is a change to
+//! zero (no arrivals, every connection of a closed loop inactive and closed); resuming returns
+//! to the level before it. Changes go out on a `watch` channel: a worker that is busy applies
+//! the latest state when it next looks, and nothing queues up.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::{Load, Profile};
+
+/// Every change made to a run so far, in order: what workers apply to the load's profile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Steering {
+    /// `(at, level)`: from `at` (since the start) on, the level is `level`.
+    changes: Vec<(Duration, f64)>,
+}
+
+impl Steering {
+    /// `base` with every change applied.
+    pub(crate) fn apply(&self, base: &Profile) -> Profile {
+        self.changes
+            .iter()
+            .fold(base.clone(), |p, &(at, level)| p.steered(at, level))
+    }
+
+    /// Whether the last change set the level to zero.
+    pub(crate) fn paused(&self) -> bool {
+        self.changes.last().is_some_and(|&(_, level)| level == 0.0)
+    }
+}
+
+/// What the level of a run means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// Arrivals per second (an open loop: requests, or a plan's iterations).
+    Rate,
+    /// Connections (or scripted users) at once (a closed loop).
+    Concurrency,
+}
+
+/// A change the run cannot take.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ControlError {
+    /// Not a level: negative, not finite, or a fraction of a connection.
+    #[error("{level} is not a {what}")]
+    NotALevel {
+        /// The level asked for.
+        level: f64,
+        /// What a level is here.
+        what: &'static str,
+    },
+    /// A pause is undone with resume, not by setting a level of zero.
+    #[error("a level of 0 is a pause: use pause, then resume")]
+    Zero,
+}
+
+/// The state of the steering as the handle last set it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Steer {
+    /// What the level means.
+    pub knob: Knob,
+    /// The level the run holds now, or returns to when resumed.
+    pub level: f64,
+    /// Paused.
+    pub paused: bool,
+    /// Changes made so far (pauses and resumes included).
+    pub changes: usize,
+}
+
+struct State {
+    steering: Steering,
+    level: f64,
+    paused: bool,
+}
+
+/// A handle that steers a running test (see the module's documentation). Cheap to clone;
+/// every clone steers the same run. Changes to a run that has ended change nothing.
+#[derive(Clone)]
+pub struct Control {
+    knob: Knob,
+    base: Profile,
+    start: Instant,
+    state: Arc<Mutex<State>>,
+    steering: Arc<watch::Sender<Steering>>,
+    stop: Arc<watch::Sender<bool>>,
+}
+
+impl Control {
+    /// A handle for a run of `load` that started (or starts) at `start`.
+    pub(crate) fn new(
+        load: &Load,
+        start: Instant,
+        steering: Arc<watch::Sender<Steering>>,
+        stop: Arc<watch::Sender<bool>>,
+    ) -> Control {
+        let (knob, base) = match load {
+            Load::Open { rate, .. } => (Knob::Rate, rate.clone()),
+            Load::Closed { connections } => (Knob::Concurrency, connections.clone()),
+        };
+        Control {
+            knob,
+            state: Arc::new(Mutex::new(State {
+                steering: Steering::default(),
+                level: base.level_at(Duration::ZERO),
+                paused: false,
+            })),
+            base,
+            start,
+            steering,
+            stop,
+        }
+    }
+
+    /// What the level means for this run.
+    pub fn knob(&self) -> Knob {
+        self.knob
+    }
+
+    /// The steering now: the level the run holds (before any change, the profile's level at
+    /// this moment), whether it is paused, how many changes were made.
+    pub fn state(&self) -> Steer {
+        let state = self.lock();
+        let level = if state.steering.changes.is_empty() {
+            self.base.level_at(self.now())
+        } else {
+            state.level
+        };
+        Steer {
+            knob: self.knob,
+            level,
+            paused: state.paused,
+            changes: state.steering.changes.len(),
+        }
+    }
+
+    /// Every change so far: from `at` (since the start) on, the level was `level` (0 for a
+    /// pause). Applied to the load's profile with [`Profile::steered`], in order, they give
+    /// the profile the run followed.
+    pub fn history(&self) -> Vec<(Duration, f64)> {
+        self.lock().steering.changes.clone()
+    }
+
+    /// Holds `level` from now on: arrivals per second for an open loop, connections (or
+    /// users) for a closed loop, a whole number then. While paused, it is the level the run
+    /// resumes at.
+    pub fn set_level(&self, level: f64) -> Result<(), ControlError> {
+        let what = match self.knob {
+            Knob::Rate => "rate per second",
+            Knob::Concurrency => "whole number of connections",
+        };
+        let whole = self.knob == Knob::Rate || level.fract() == 0.0;
+        if !(level.is_finite() && level >= 0.0 && whole) {
+            return Err(ControlError::NotALevel { level, what });
+        }
+        if level == 0.0 {
+            return Err(ControlError::Zero);
+        }
+        let mut state = self.lock();
+        state.level = level;
+        if !state.paused {
+            self.change(&mut state, level);
+        }
+        Ok(())
+    }
+
+    /// Stops sending from now on without ending the run: no arrivals, and a closed loop's
+    /// connections go inactive. Arrivals a pause skips are not due, so not dropped. Nothing
+    /// happens if the run is paused already.
+    pub fn pause(&self) {
+        let mut state = self.lock();
+        if state.paused {
+            return;
+        }
+        if state.steering.changes.is_empty() {
+            state.level = self.base.level_at(self.now());
+        }
+        state.paused = true;
+        self.change(&mut state, 0.0);
+    }
+
+    /// Undoes a pause: the level before it (or the last one set meanwhile) from now on.
+    pub fn resume(&self) {
+        let mut state = self.lock();
+        if !state.paused {
+            return;
+        }
+        state.paused = false;
+        let level = state.level;
+        self.change(&mut state, level);
+    }
+
+    /// Asks every worker to stop sending, as [`crate::Run::stop`] does.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    fn change(&self, state: &mut State, level: f64) {
+        let at = self.now();
+        state.steering.changes.push((at, level));
+        self.steering.send_replace(state.steering.clone());
+    }
+
+    /// Time since the start; before it (while connections open ahead), zero.
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.start)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a state that is still whole.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handle(load: Load) -> (Control, watch::Receiver<Steering>) {
+        let (tx, rx) = watch::channel(Steering::default());
+        let (stop, _) = watch::channel(false);
+        let start = Instant::now();
+        (Control::new(&load, start, Arc::new(tx), Arc::new(stop)), rx)
+    }
+
+    fn open(rate: f64) -> Load {
+        Load::Open {
+            rate: Profile::constant(rate),
+            spacing: crate::Spacing::Even,
+            max_connections: 10,
+            max_in_flight: None,
+        }
+    }
+
+    #[test]
+    fn changes_reach_the_workers_in_order() {
+        let (c, rx) = handle(open(100.0));
+        assert_eq!(c.state().level, 100.0);
+        c.set_level(300.0).unwrap();
+        c.pause();
+        c.pause();
+        c.set_level(50.0).unwrap();
+        assert!(c.state().paused);
+        c.resume();
+        let s = rx.borrow().clone();
+        let levels: Vec<f64> = s.changes.iter().map(|&(_, l)| l).collect();
+        assert_eq!(levels, [300.0, 0.0, 50.0]);
+        assert!(!s.paused());
+        let state = c.state();
+        assert_eq!((state.level, state.paused, state.changes), (50.0, false, 3));
+        // The instants only move forward.
+        assert!(s.changes.windows(2).all(|w| w[0].0 <= w[1].0));
+        let profile = s.apply(&Profile::constant(100.0));
+        assert_eq!(profile.level_at(Duration::from_secs(3600)), 50.0);
+    }
+
+    #[test]
+    fn levels_the_run_cannot_take_are_refused() {
+        let (c, _) = handle(open(10.0));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(
+                c.set_level(bad),
+                Err(ControlError::NotALevel { .. })
+            ));
+        }
+        assert_eq!(c.set_level(0.0), Err(ControlError::Zero));
+        assert!(c.set_level(2.5).is_ok());
+        let (closed, _) = handle(Load::Closed {
+            connections: Profile::constant(4.0),
+        });
+        assert_eq!(closed.knob(), Knob::Concurrency);
+        let e = closed.set_level(2.5).unwrap_err();
+        assert_eq!(e.to_string(), "2.5 is not a whole number of connections");
+        assert!(closed.set_level(8.0).is_ok());
+    }
+}
