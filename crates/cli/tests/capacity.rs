@@ -135,6 +135,34 @@ fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
 }
 
 #[test]
+fn a_server_that_holds_every_connection_fails_the_step_itself() {
+    // 2 handlers of 20 ms (100/s) and 4 times that offered on at most 20 connections: every
+    // connection waits in the server's queue, arrivals wait at belier for one, and those
+    // still waiting at the end were never sent. The requests that did go out waited for the
+    // server (p50 ~200 ms): the failure is the server's, not the generator's.
+    let s = target(2, 20, None, false);
+    let (out, doc) = capacity(&[
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "400",
+        "--max-connections",
+        "20",
+        "--warmup",
+        "0s",
+        "--window",
+        "2s",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["limited_by"], "slo", "{c:#}");
+    assert!(c["generator"].is_null(), "{c:#}");
+    assert_eq!(c["steps"][0]["pass"], false, "{c:#}");
+}
+
+#[test]
 fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     // Every request takes 50 ms: p99<10ms never holds.
     let s = target(8, 50, None, false);

@@ -59,11 +59,16 @@ pub fn query_prometheus(slos: &Slos, base: Option<&str>) -> Vec<Option<f64>> {
 }
 
 /// Whether what belier's verdict on a step found (it fell behind, its CPU, its machine's
-/// limits) may have decided the step. Arrivals belier dropped were never offered: always. The
-/// rest only when the step failed: belier's own lateness counts in the latency (measured from
-/// the intended start), so a step that met the SLOs with it met them without it; and only when
-/// it may have made the difference: latencies shorter by belier's own lateness p99 would have
-/// passed, or a worker thread was near a full core, or open files or ports near their limits.
+/// limits) may have decided the step. A step that passed on arrivals belier did not all send
+/// (more than 1 % dropped) claims nothing: that rate was never offered. A failed step is the
+/// generator's doing when belier's own thread was near a full core, or when the failure may
+/// be belier's and not the server's: its own lateness counts in the latency (measured from the
+/// intended start), so the step is belier's when latencies shorter by its own lateness p99
+/// would have passed, or when it dropped arrivals or ran near its open-file or port limits
+/// while the server answered what it was sent within the SLO's latency. When even the
+/// requests belier sent took longer than that from the moment they went out (half of them),
+/// the server held every connection: the arrivals that waited for one, or were never sent,
+/// waited for the server.
 pub fn generator_to_blame(
     finished: &crate::load::Finished,
     window: &belier_stats::Recorder,
@@ -71,10 +76,25 @@ pub fn generator_to_blame(
     slos: &Slos,
     figures: &StepFigures<'_>,
 ) -> bool {
-    if window.dropped() * 100 > window.scheduled() {
+    let dropped = window.dropped() * 100 > window.scheduled();
+    if slos.judge(figures) == Verdict::Pass {
+        return dropped;
+    }
+    let busy = finished
+        .series
+        .points()
+        .iter()
+        .filter(|p| p.offset >= plan.warmup)
+        .any(|p| p.cpu >= belier_report::CPU_LIMIT);
+    if busy {
         return true;
     }
-    if slos.judge(figures) == Verdict::Pass {
+    let sent = window.uncorrected_us();
+    let served_slow = !sent.is_empty()
+        && slos
+            .latency_bound_us()
+            .is_some_and(|bound| belier_stats::value_at_percentile(sent, 50.0) as f64 > bound);
+    if served_slow {
         return false;
     }
     let own = window.histogram(belier_stats::Metric::Dispatch);
@@ -84,12 +104,6 @@ pub fn generator_to_blame(
     } else {
         own.value_at_quantile(0.99)
     };
-    let busy = finished
-        .series
-        .points()
-        .iter()
-        .filter(|p| p.offset >= plan.warmup)
-        .any(|p| p.cpu >= belier_report::CPU_LIMIT);
     let near = |used: u64, limit: u64| limit > 0 && used * 10 >= limit * 9;
     let resources = finished.host.is_some_and(|h| {
         near(h.open_fds_peak, h.fd_limit)
@@ -97,5 +111,5 @@ pub fn generator_to_blame(
                 .zip(h.ephemeral_ports_total)
                 .is_some_and(|(peak, total)| near(peak, total))
     });
-    !slos.fails_without(figures, own_p99) || busy || resources
+    dropped || !slos.fails_without(figures, own_p99) || resources
 }
