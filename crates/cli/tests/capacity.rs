@@ -108,6 +108,44 @@ fn a_target_that_queues_is_classified_slows() {
 }
 
 #[test]
+fn a_target_that_closes_on_the_excess_collapses() {
+    // 2 handlers of 20 ms, nobody waits, and the excess is not answered: the connection
+    // closes. Far past capacity most requests break.
+    let s = target(2, 20, Some(0), false);
+    let (out, doc) = capacity(&[
+        "--slo",
+        "errors<5%",
+        "--start-rate",
+        "40",
+        "--precision",
+        "50%",
+        "--warmup",
+        "1s",
+        "--window",
+        "1s",
+        "--confirm-window",
+        "1s",
+        "--overload",
+        "3,4",
+        "--overload-window",
+        "1s",
+        &s.url("/"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["overload"]["behaviour"], "collapses", "{c:#}");
+    let broken: u64 = c["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "overload")
+        .map(|s| s["errors"]["closed_before_response"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(broken > 0, "{c:#}");
+}
+
+#[test]
 fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
     // Two requests in flight at most: at 2,000/s most arrivals are dropped by belier itself.
     let s = target(64, 1, None, false);
