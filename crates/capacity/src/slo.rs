@@ -64,22 +64,25 @@ impl PromSlo {
                 "expected prom:QUERY OP VALUE, e.g. prom:rate(process_cpu_seconds_total[10s])<0.8",
             )));
         };
-        // `a<=b`: `<` is found at the same place as `<=`; the longer operator wins.
-        let (at, op) = if op.len() == 1 && query_text[..at].ends_with(['<', '>']) {
-            (at - 1, &query_text[at - 1..at + 1])
-        } else {
-            (at, op)
-        };
         let offset = text.len() - text.trim_start().len() + "prom:".len();
+        // `<<`, `<>`, `><`, `>>`, `<<=`: no comparison (`<<` was read as `>`).
+        if query_text[..at].ends_with(['<', '>']) {
+            return Some(Err(fail(
+                offset + at - 1,
+                "expected one comparison: <, <=, > or >=",
+            )));
+        }
         let query = query_text[..at].trim();
         if query.is_empty() {
             return Some(Err(fail(offset, "no PromQL query before the comparison")));
         }
         let value = query_text[at + op.len()..].trim();
-        let Ok(bound) = value.parse::<f64>() else {
+        // A bound that is not finite decides nothing: NaN fails every comparison (`>=NaN`
+        // failed every step), infinity passes or fails them all.
+        let Some(bound) = value.parse::<f64>().ok().filter(|b| b.is_finite()) else {
             return Some(Err(fail(
                 offset + at + op.len(),
-                "expected a number after the comparison",
+                "expected a finite number after the comparison",
             )));
         };
         let comparison = match op {
@@ -410,7 +413,18 @@ mod tests {
         // PromQL's own comparisons stay in the query: the last one is the SLO's.
         let s = slos(&["prom:sum(up > 0) < 3"]);
         assert_eq!(s.prometheus()[0].query, "sum(up > 0)");
-        for (bad, position) in [("prom:up", 0), ("prom:<1", 5), ("prom:up<high", 8)] {
+        for (bad, position) in [
+            ("prom:up", 0),
+            ("prom:<1", 5),
+            ("prom:up<high", 8),
+            // Found by the property tests: read as bounds that nothing meets.
+            ("prom: sum(up) >= NaN", 16),
+            ("prom:up<inf", 8),
+            // Found by the property tests: `<<` was read as `>`.
+            ("prom:a > b << 3", 11),
+            ("prom:up<>1", 7),
+            ("prom:up<<=1", 7),
+        ] {
             let e = Slos::parse(&[bad.to_string()]).unwrap_err();
             assert_eq!(e.position, position, "{bad}: {e}");
         }

@@ -484,6 +484,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Longest duration accepted, 100 years: a run adds durations to the clock (`Instant +
+/// Duration`), which panicked for `-z 1e19` (a valid `Duration`); no run needs more.
+pub const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// As [`parse_duration`], zero included (for settings where zero means "none").
 pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -496,6 +500,9 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
             humantime::parse_duration(s).map_err(|e| format!("{e} (try 30s, 2m or 250ms)"))?
         }
     };
+    if d > LONGEST {
+        return Err("too long: at most 100 years".into());
+    }
     Ok(d)
 }
 
@@ -516,6 +523,15 @@ mod tests {
         assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
         assert!(parse_duration_or_zero("-1").is_err());
+        // Found by the property tests: valid `Duration`s that overflowed the run's clock.
+        for too_long in ["1e19", "10000000000000000000s", "876001h", "200y"] {
+            assert_eq!(
+                parse_duration(too_long),
+                Err("too long: at most 100 years".into()),
+                "{too_long}"
+            );
+        }
+        assert_eq!(parse_duration("876000h"), Ok(LONGEST));
     }
 
     #[test]

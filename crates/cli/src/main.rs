@@ -17,6 +17,9 @@ mod settings;
 mod signals;
 mod target;
 
+#[cfg(test)]
+mod parsers_never_panic;
+
 use std::io::Write;
 use std::process::ExitCode;
 

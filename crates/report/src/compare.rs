@@ -172,7 +172,8 @@ fn signed(v: f64) -> String {
     if v < 0.0 {
         trim(v)
     } else {
-        format!("+{}", trim(v))
+        // `abs`: -0.0 (from `-0%`) is not below zero, yet prints its sign: `+-0%`.
+        format!("+{}", trim(v.abs()))
     }
 }
 

@@ -290,7 +290,9 @@ impl Report<'_> {
             .schedule_s
             .or(self.info.duration_s)
             .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64);
+            // Past what a Duration holds (a results file may say anything), the run's own
+            // elapsed time is the shorter one.
+            .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX));
         schedule.map_or(self.elapsed, |s| s.min(self.elapsed))
     }
 

@@ -240,7 +240,9 @@ impl Threshold {
             }
             Metric::ErrorRate | Metric::Checks => format!("{}%", self.bound * 100.0),
             Metric::Rate => format!("{}/s", self.bound),
-            Metric::Requests => format!("{}", self.bound),
+            // Through u64: a count past 2^53 is shown as f64 rounds it, which may no longer
+            // fit the u64 the parser reads (`requests < 18446744073709551615`).
+            Metric::Requests => format!("{}", self.bound as u64),
         };
         let expr = format!("{} {} {bound}", self.metric, self.comparison.symbol());
         match &self.scope {
@@ -364,6 +366,10 @@ mod tests {
             Threshold::parse("login: p99 < 300ms").unwrap().canonical(),
             "login: p99 < 300.0ms"
         );
+        // Found by the property tests: the largest count printed as 18446744073709552000.
+        let most = Threshold::parse("requests < 18446744073709551615").unwrap();
+        assert_eq!(most.canonical(), "requests < 18446744073709551615");
+        assert!(Threshold::parse(&most.canonical()).is_ok());
     }
 
     #[test]

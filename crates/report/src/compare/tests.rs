@@ -116,6 +116,10 @@ fn conditions_print_as_written() {
     for s in &shown {
         assert_eq!(parse_fail_if(s).unwrap().len(), 1, "{s}");
     }
+    // Found by the property tests: -0 printed as `+-0%`, which does not parse.
+    let zero = parse_fail_if("rate<-0%").unwrap()[0];
+    assert_eq!(zero.to_string(), "rate<+0%");
+    assert!(parse_fail_if(&zero.to_string()).is_ok());
 }
 
 fn seeded_deltas() -> Vec<Delta> {

@@ -81,8 +81,11 @@ impl Reader {
                             h.version
                         )));
                     }
-                    if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
-                        return Err(fail("interval_s must be positive".into()));
+                    if seconds(h.interval_s).is_none_or(|d| d.is_zero()) {
+                        return Err(fail(format!(
+                            "interval_s {} is not a positive number of seconds",
+                            h.interval_s
+                        )));
                     }
                     break h;
                 }
@@ -149,6 +152,12 @@ impl Reader {
             };
             match line {
                 Line::Header(_) => return Err(fail("a second header".into())),
+                Line::End(e) if seconds(e.elapsed_s).is_none() => {
+                    return Err(fail(format!(
+                        "elapsed_s {} is not a number of seconds",
+                        e.elapsed_s
+                    )))
+                }
                 Line::End(e) => self.end = Some(e),
                 Line::Interval(l) => {
                     let interval_s = self.header.interval_s;
@@ -246,6 +255,12 @@ fn restore_steps(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// `secs` as a duration, if it is one: finite, not negative, and not past `Duration::MAX`
+/// (converting those panics).
+fn seconds(secs: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 /// `width_s` as a number of `interval_s` intervals, if it is a positive whole number of them.

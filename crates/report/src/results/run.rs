@@ -198,16 +198,17 @@ pub fn read_run(
 }
 
 /// Adds a shard's run information to the merged one.
+/// Counts saturate: they come from files, which may claim anything (an overflow panicked).
 fn merge_info(a: &mut RunInfo, b: &RunInfo) {
-    a.connections += b.connections;
-    a.threads += b.threads;
-    a.host_cores += b.host_cores;
-    a.shards += b.shards;
-    a.requests = sum(a.requests, b.requests);
-    a.rate = a.rate.zip(b.rate).map(|(x, y)| x + y);
-    a.max_connections = sum(a.max_connections, b.max_connections);
-    a.max_in_flight = sum(a.max_in_flight, b.max_in_flight);
-    a.virtual_users = sum(a.virtual_users, b.virtual_users);
+    a.connections = a.connections.saturating_add(b.connections);
+    a.threads = a.threads.saturating_add(b.threads);
+    a.host_cores = a.host_cores.saturating_add(b.host_cores);
+    a.shards = a.shards.saturating_add(b.shards);
+    a.requests = sum(a.requests, b.requests, u64::saturating_add);
+    a.rate = sum(a.rate, b.rate, |x, y| x + y);
+    a.max_connections = sum(a.max_connections, b.max_connections, usize::saturating_add);
+    a.max_in_flight = sum(a.max_in_flight, b.max_in_flight, u64::saturating_add);
+    a.virtual_users = sum(a.virtual_users, b.virtual_users, u64::saturating_add);
     if a.stages.len() == b.stages.len() {
         for (x, y) in a.stages.iter_mut().zip(&b.stages) {
             x.target += y.target;
@@ -235,6 +236,6 @@ fn merge_end(x: End, y: End) -> End {
     }
 }
 
-fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
-    a.zip(b).map(|(x, y)| x + y)
+fn sum<T>(a: Option<T>, b: Option<T>, add: fn(T, T) -> T) -> Option<T> {
+    a.zip(b).map(|(x, y)| add(x, y))
 }

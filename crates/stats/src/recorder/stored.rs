@@ -69,6 +69,48 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// Most requests, and most of any other count, one stored record may hold: 2^53, what ten
+/// million requests a second make in 28 years. A file may claim anything; bounding each record
+/// keeps the sums over a run's records and shards (thousands of records at the bound) inside
+/// u64, whose overflow panics in a debug build and wraps in release.
+const MOST_STORED: u64 = 1 << 53;
+
+fn check_counts(c: &Counters) -> Result<(), RestoreError> {
+    let requests = c
+        .status
+        .values()
+        .chain(c.errors.values())
+        .try_fold(0u64, |sum, &n| sum.checked_add(n))
+        .unwrap_or(u64::MAX);
+    let others = [
+        c.bytes_in,
+        c.bytes_out,
+        c.connections,
+        c.scheduled,
+        c.dropped,
+        c.server_closes,
+        c.resent,
+        c.tls_resumed,
+        c.iterations,
+    ];
+    let steps = c
+        .steps
+        .iter()
+        .flat_map(|s| [s.requests, s.failures, s.bytes_in, s.bytes_out]);
+    let checks = c.checks.iter().flat_map(|k| [k.passed, k.failed]);
+    let largest = others
+        .into_iter()
+        .chain(steps)
+        .chain(checks)
+        .fold(requests, u64::max);
+    if largest > MOST_STORED {
+        return Err(RestoreError(format!(
+            "a count of {largest} is more than one record can hold ({MOST_STORED})"
+        )));
+    }
+    Ok(())
+}
+
 /// Why stored counters or histograms could not be restored.
 #[derive(Debug, PartialEq, Eq)]
 pub struct RestoreError(pub String);
@@ -114,6 +156,7 @@ impl Recorder {
     /// Rebuilds a recorder from stored counters; histograms are added with
     /// [`Recorder::add_histogram`].
     pub fn from_counters(c: &Counters) -> Result<Recorder, RestoreError> {
+        check_counts(c)?;
         let mut r = Recorder::new();
         for (&code, &n) in &c.status {
             let slot = usize::from(code);
