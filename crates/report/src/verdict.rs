@@ -24,7 +24,10 @@ pub const DEFAULT_TIMER_SLACK_US: u64 = 250;
 /// the default. Arrivals that leave up to the slack late were sent as asked; the verdict looks
 /// for lateness beyond that.
 pub fn lag_limit_us(timer_slack_us: Option<u64>) -> u64 {
-    LAG_LIMIT_US + timer_slack_us.map_or(0, |s| s.saturating_sub(DEFAULT_TIMER_SLACK_US))
+    // Saturating: a results file may claim any slack (u64::MAX overflowed here).
+    LAG_LIMIT_US.saturating_add(
+        timer_slack_us.map_or(0, |s| s.saturating_sub(DEFAULT_TIMER_SLACK_US)),
+    )
 }
 /// Share of a core above which a worker thread counts as saturated.
 pub const CPU_LIMIT: f64 = 0.90;
@@ -350,6 +353,8 @@ mod tests {
         assert_eq!(lag_limit_us(Some(0)), LAG_LIMIT_US);
         assert_eq!(lag_limit_us(Some(250)), LAG_LIMIT_US);
         assert_eq!(lag_limit_us(Some(1_000)), 1_750);
+        // Found by bench/fuzz: a results file's slack of u64::MAX overflowed.
+        assert_eq!(lag_limit_us(Some(u64::MAX)), u64::MAX);
         // 1.2 ms of lag: late with the default slack, within what a 1 ms slack allows.
         assert!(!open_report_with_slack(1000, 1000, 1_200, 0.3, None, Some(250)).kept_up);
         let v = open_report_with_slack(1000, 1000, 1_200, 0.3, None, Some(1_000));

@@ -19,13 +19,17 @@ pub struct Gauges {
 
 impl Gauges {
     /// Combines the readings of two workers for the same interval: in-flight requests add up,
-    /// CPU keeps the busiest worker (a saturated worker is what limits a run).
+    /// CPU keeps the busiest worker (a saturated worker is what limits a run). Counts saturate:
+    /// readings restored from a results file may claim anything (`in_flight` at u64::MAX
+    /// overflowed when a second worker's reading was added).
     pub fn combine(self, other: Gauges) -> Gauges {
         Gauges {
-            in_flight: self.in_flight + other.in_flight,
+            in_flight: self.in_flight.saturating_add(other.in_flight),
             cpu: self.cpu.max(other.cpu),
             // Workers peak at different instants: the sum is an upper bound of the run's peak.
-            connections_peak: self.connections_peak + other.connections_peak,
+            connections_peak: self
+                .connections_peak
+                .saturating_add(other.connections_peak),
         }
     }
 }
@@ -240,6 +244,26 @@ fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gauges_from_a_file_saturate_when_combined() {
+        // Found by bench/fuzz: a results file's reading of u64::MAX in flight overflowed.
+        let most = Gauges {
+            in_flight: u64::MAX,
+            cpu: 0.5,
+            connections_peak: u64::MAX,
+        };
+        let other = Gauges {
+            in_flight: 3,
+            cpu: 0.75,
+            connections_peak: 2,
+        };
+        let both = most.combine(other);
+        assert_eq!(both.in_flight, u64::MAX);
+        assert_eq!(both.connections_peak, u64::MAX);
+        assert_eq!(both.cpu, 0.75);
+        assert_eq!(other.combine(other).in_flight, 6);
+    }
 
     fn point(i: u64, requests: u64, p99: u64) -> Point {
         Point {
