@@ -34,6 +34,7 @@ mod http2;
 mod probe;
 mod profile;
 pub mod request;
+mod step;
 mod timer;
 mod tls;
 pub mod user;

@@ -15,13 +15,11 @@ use std::time::Instant;
 
 use tokio::time::Sleep;
 
-use belier_stats::{Outcome, Sample};
-
-use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
-use crate::http2::{Target, Template};
+use crate::connection::Progress;
 use crate::request::{encode_outgoing, is_head, is_idempotent};
+use crate::step;
 use crate::user::{Action, Outgoing, Reply, User, Users};
-use crate::worker::{next_arrival, server_ended, Link, Local, Plan};
+use crate::worker::{next_arrival, Link, Local, Plan};
 use crate::Load;
 
 /// A kept body buffer larger than this is given back after the request, so that one large
@@ -233,7 +231,8 @@ impl Vu {
         outgoing: &Outgoing,
         intended: Instant,
     ) {
-        if let Link::Http1(_) = self.link {
+        let http1 = matches!(self.link, Link::Http1(_));
+        if http1 {
             encode_outgoing(
                 &mut self.request,
                 outgoing,
@@ -241,9 +240,6 @@ impl Vu {
                 plan.keepalive,
             );
         }
-        let timeout = outgoing.timeout.unwrap_or(plan.timeout);
-        let reused = self.link.is_open();
-        local.track_open(reused, &mut self.counted);
         self.head.clear();
         self.body.clear();
         let mut progress = Progress {
@@ -251,40 +247,30 @@ impl Vu {
             body: outgoing.keep_body.then(|| std::mem::take(&mut self.body)),
             ..Progress::default()
         };
-        let dispatched = Instant::now();
-        local.active.set(local.active.get() + 1);
-        step_active(local, outgoing.step, true);
-        self.timer.as_mut().reset((dispatched + timeout).into());
-        let result = tokio::select! {
-            biased;
-            r = exchange(&mut self.link, plan, &self.request, outgoing, &mut progress) => r,
-            _ = self.timer.as_mut() => Err(Failure::timeout(progress.phase)),
-        };
-        let done = Instant::now();
-        local.active.set(local.active.get() - 1);
-        step_active(local, outgoing.step, false);
-        local.track_open(self.link.is_open(), &mut self.counted);
-
-        let sample = Sample {
+        let request = step::Request {
             intended,
-            dispatched,
             // An open loop hands an iteration only to a user that is free (or new): none
             // waits for a connection, so the whole lag is belier's own.
-            ready: matches!(plan.load, Load::Open { .. }).then_some(dispatched),
-            connected: progress.connected,
-            handshaken: progress.handshaken,
-            sent: progress.sent.unwrap_or(done),
-            first_byte: progress.first_byte,
-            done,
-            outcome: match &result {
-                Ok(r) => Outcome::Response { status: r.status },
-                Err(f) => Outcome::Error(f.kind),
-            },
-            bytes_in: progress.bytes_in,
-            bytes_out: progress.bytes_out,
+            waiting_since: matches!(plan.load, Load::Open { .. }).then_some(None),
+            taken: None,
+            timeout: outgoing.timeout.unwrap_or(plan.timeout),
+            bytes: &self.request,
+            head: step::Head::Outgoing(outgoing),
+            head_request: http1 && is_head(&outgoing.method),
+            resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
         };
-        let link = &self.link;
-        local.record(sample, &progress, &result, || link.tls_session());
+        step_active(local, outgoing.step, true);
+        let (result, sample) = step::send(
+            local,
+            plan,
+            &mut self.link,
+            &mut self.counted,
+            self.timer.as_mut(),
+            &request,
+            &mut progress,
+        )
+        .await;
+        step_active(local, outgoing.step, false);
         self.head = progress.head.take().unwrap_or_default();
         if let Some(body) = progress.body.take() {
             self.body = body;
@@ -296,7 +282,7 @@ impl Vu {
                     head: &self.head,
                     body: if outgoing.keep_body { &self.body } else { &[] },
                     body_truncated: progress.body_truncated,
-                    latency: done.saturating_duration_since(intended),
+                    latency: sample.done.saturating_duration_since(intended),
                 };
                 let mut tally = |check: usize, passed: bool| {
                     local.recorder.borrow_mut().record_check(check, passed);
@@ -309,18 +295,6 @@ impl Vu {
             .recorder
             .borrow_mut()
             .record_step(outgoing.step, &sample, verdict.failed);
-
-        let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        if plan.keepalive
-            && server_ended(&result, reused, &progress)
-            && matches!(self.link, Link::Http1(_))
-        {
-            local.recorder.borrow_mut().record_server_close();
-        }
-        if !reuse {
-            self.link.release();
-        }
-        local.track_open(self.link.is_open(), &mut self.counted);
         if self.body.capacity() > KEPT_BODY_RETAINED {
             self.body = Vec::new();
         }
@@ -340,36 +314,5 @@ fn step_active(local: &Local, step: usize, started: bool) {
         active[step] += 1;
     } else {
         active[step] -= 1;
-    }
-}
-
-/// Sends `outgoing` on the link and reads its response. HTTP/1.1: opens the connection if
-/// needed and writes `request`, the bytes already encoded from `outgoing`. HTTP/2: builds the
-/// stream's request head from `outgoing` and sends it on the group's connection.
-async fn exchange(
-    link: &mut Link,
-    plan: &Plan,
-    request: &[u8],
-    outgoing: &Outgoing,
-    p: &mut Progress,
-) -> Result<Response, Failure> {
-    match link {
-        Link::Http2(group) => {
-            let template = Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
-            let target = Target {
-                addr: plan.addr,
-                tls: plan.tls.as_ref(),
-            };
-            group.exchange(&target, &template, p).await
-        }
-        Link::Http1(slot) => {
-            let request = Http1Request {
-                bytes: request,
-                written: (Instant::now(), 0),
-                head_request: is_head(&outgoing.method),
-                resend: plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
-            };
-            exchange_http1(slot, plan.addr, plan.tls.as_ref(), &request, p).await
-        }
     }
 }

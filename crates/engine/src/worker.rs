@@ -22,14 +22,13 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample};
+use belier_stats::{ErrorKind, Gauges, Recorder};
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinSet, LocalSet};
 
-use crate::connection::{
-    exchange_http1, Connection, Failure, Http1Request, OpenConnections, Progress, Response,
-};
+use crate::connection::{Connection, OpenConnections, Progress};
 use crate::http2::{Group, Target};
+use crate::step;
 use crate::user::Users;
 use crate::{Arrivals, Event, Load};
 
@@ -44,7 +43,7 @@ use dispatch::{dispatch, Due, Parked};
 pub(crate) use dispatch::{next_arrival, open_loop_lead, preopen_count};
 use intervals::hand_over_intervals;
 pub(crate) use local::Local;
-use local::SAMPLE_BATCH;
+use local::{record_connect, SAMPLE_BATCH};
 pub(crate) use steer::{until_active, Steered};
 
 /// What every worker of a run shares, read-only.
@@ -417,20 +416,15 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
         // No request owns this connect: a failure here is not a result (the first request
         // connects again, and counts its own failure); a success counts the connection.
         let mut p = Progress::default();
-        match &mut link {
+        let opened = match &mut link {
             Link::Http1(slot @ None) => {
-                if let Ok(conn) = Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
-                    let mut recorder = local.recorder.borrow_mut();
-                    recorder.record_connection();
-                    if p.resumed {
-                        recorder.record_tls_resumed();
+                match Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
+                    Ok(conn) => {
+                        *slot = Some(conn);
+                        true
                     }
-                    if p.handshaken.is_some() {
-                        recorder.note_tls_session(|| conn.tls_session().unwrap_or_default());
-                    }
-                    *slot = Some(conn);
+                    Err(_) => false,
                 }
-                local.track_open(link.is_open(), &mut counted);
             }
             Link::Http2(group) => {
                 // The group's first slot opens its connection; the others find it open.
@@ -438,19 +432,14 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
                     addr: plan.addr,
                     tls: plan.tls.as_ref(),
                 };
-                if group.connect(&target, &mut p).await.is_ok() && p.connected.is_some() {
-                    let mut recorder = local.recorder.borrow_mut();
-                    recorder.record_connection();
-                    if p.resumed {
-                        recorder.record_tls_resumed();
-                    }
-                    if p.handshaken.is_some() {
-                        recorder.note_tls_session(|| group.tls_session().unwrap_or_default());
-                    }
-                }
+                group.connect(&target, &mut p).await.is_ok() && p.connected.is_some()
             }
-            Link::Http1(Some(_)) => {}
+            Link::Http1(Some(_)) => false,
+        };
+        if opened {
+            record_connect(&mut local.recorder.borrow_mut(), &p, || link.tls_session());
         }
+        local.track_open(link.is_open(), &mut counted);
         local.preopening.set(local.preopening.get() - 1);
         if local.preopening.get() == 0 {
             local.preopened.notify_one();
@@ -459,110 +448,32 @@ async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link:
     while let Some((intended, due)) =
         next_request(&local, &plan, source, &mut link, parked.as_ref()).await
     {
-        local.track_open(link.is_open(), &mut counted);
-        let reused = link.is_open();
-        // Taken by the dispatcher on a parked connection: it counted the request active and
-        // may have written it already.
-        let taken = due.and_then(|d| d.taken);
-        let (dispatched, written) = taken.unwrap_or_else(|| (Instant::now(), 0));
-        if taken.is_none() {
-            local.active.set(local.active.get() + 1);
-        }
-        timer.as_mut().reset((dispatched + plan.timeout).into());
-        let mut progress = Progress::default();
-        let result = tokio::select! {
-            biased;
-            r = attempt(&mut link, &plan, &mut progress, (dispatched, written)) => r,
-            _ = &mut timer => Err(Failure::timeout(progress.phase)),
-        };
-        let done = Instant::now();
-        local.active.set(local.active.get() - 1);
-        local.track_open(link.is_open(), &mut counted);
-
-        let outcome = match &result {
-            Ok(r) => Outcome::Response { status: r.status },
-            Err(f) => Outcome::Error(f.kind),
-        };
-        let sample = Sample {
+        let request = step::Request {
             intended,
-            dispatched,
-            ready: due.map(|d| d.waiting_since.unwrap_or(dispatched)),
-            connected: progress.connected,
-            handshaken: progress.handshaken,
-            sent: progress.sent.unwrap_or(done),
-            first_byte: progress.first_byte,
-            done,
-            outcome,
-            bytes_in: progress.bytes_in,
-            bytes_out: progress.bytes_out,
+            waiting_since: due.map(|d| d.waiting_since),
+            // Taken by the dispatcher on a parked connection: it counted the request active
+            // and may have written it already.
+            taken: due.and_then(|d| d.taken),
+            timeout: plan.timeout,
+            bytes: &plan.request,
+            head: step::Head::Run,
+            head_request: plan.head_request,
+            resend: plan.resend && plan.idempotent && plan.keepalive,
         };
-        local.record(sample, &progress, &result, || link.tls_session());
-        let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        if plan.keepalive
-            && server_ended(&result, reused, &progress)
-            && matches!(link, Link::Http1(_))
-        {
-            local.recorder.borrow_mut().record_server_close();
-        }
-        if !reuse {
-            link.release();
-        }
-        local.track_open(link.is_open(), &mut counted);
+        let mut progress = Progress::default();
+        let _ = step::send(
+            &local,
+            &plan,
+            &mut link,
+            &mut counted,
+            timer.as_mut(),
+            &request,
+            &mut progress,
+        )
+        .await;
     }
     local.track_open(false, &mut counted);
     if let Source::Open | Source::Preopened = source {
         local.connections.set(local.connections.get() - 1);
     }
-}
-
-/// Whether the server ended a connection belier meant to keep: it asked to close, or closed
-/// or reset it under a request (`reused`: the request went on an existing connection).
-pub(crate) fn server_ended(
-    result: &Result<Response, Failure>,
-    reused: bool,
-    progress: &Progress,
-) -> bool {
-    match result {
-        Ok(r) => !r.reusable,
-        Err(f) => {
-            (reused || progress.connected.is_some())
-                && matches!(
-                    f.kind,
-                    ErrorKind::ClosedBeforeResponse
-                        | ErrorKind::ClosedMidBody
-                        | ErrorKind::ConnectionReset
-                )
-        }
-    }
-}
-
-/// `(taken, written)`: when the request was taken up, and how many of its bytes the
-/// dispatcher already wrote then.
-async fn attempt(
-    link: &mut Link,
-    plan: &Plan,
-    p: &mut Progress,
-    (taken, written): (Instant, usize),
-) -> Result<Response, Failure> {
-    let slot = match link {
-        Link::Http1(slot) => slot,
-        Link::Http2(group) => {
-            let http2 = plan
-                .http2
-                .as_ref()
-                .expect("an HTTP/2 link in an HTTP/2 run");
-            let target = Target {
-                addr: plan.addr,
-                tls: plan.tls.as_ref(),
-            };
-            return group.exchange(&target, &http2.request, p).await;
-        }
-    };
-    let request = Http1Request {
-        bytes: &plan.request,
-        written: (taken, written),
-        head_request: plan.head_request,
-        resend: plan.resend && plan.idempotent && plan.keepalive,
-    };
-    exchange_http1(slot, plan.addr, plan.tls.as_ref(), &request, p).await
 }

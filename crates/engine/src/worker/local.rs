@@ -120,20 +120,12 @@ impl Local {
         {
             let mut recorder = self.recorder.borrow_mut();
             recorder.record(&sample);
-            if progress.connected.is_some() {
-                recorder.record_connection();
-            }
-            if progress.handshaken.is_some() {
-                recorder.note_tls_session(|| tls_session().unwrap_or_default());
-            }
+            record_connect(&mut recorder, progress, tls_session);
             if let Err(f) = result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
             }
             if progress.resent {
                 recorder.record_resent();
-            }
-            if progress.resumed {
-                recorder.record_tls_resumed();
             }
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
@@ -163,6 +155,26 @@ impl Local {
                 });
             }
         }
+    }
+}
+
+/// Counts what opening a connection recorded in `progress`: the connect, the TLS session
+/// (from `tls_session`) and whether the handshake resumed one. Requests and connections opened
+/// ahead of the schedule count theirs the same way.
+#[inline]
+pub(super) fn record_connect(
+    recorder: &mut Recorder,
+    progress: &Progress,
+    tls_session: impl FnOnce() -> Option<String>,
+) {
+    if progress.connected.is_some() {
+        recorder.record_connection();
+    }
+    if progress.handshaken.is_some() {
+        recorder.note_tls_session(|| tls_session().unwrap_or_default());
+    }
+    if progress.resumed {
+        recorder.record_tls_resumed();
     }
 }
 
