@@ -12,8 +12,10 @@ use tokio::time::Sleep;
 
 use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
 use crate::http2::{Target, Template};
+use crate::link::Link;
+use crate::local::Local;
+use crate::plan::Plan;
 use crate::user::Outgoing;
-use crate::worker::{Link, Local, Plan};
 
 /// One request as the step sends it.
 pub(crate) struct Request<'a> {
@@ -39,7 +41,7 @@ pub(crate) struct Request<'a> {
 
 /// Where an HTTP/2 request's head comes from.
 pub(crate) enum Head<'a> {
-    /// The run's single request, built once ([`crate::worker::Http2::request`]).
+    /// The run's single request, built once ([`crate::plan::Http2::request`]).
     Run,
     /// A scripted user's request, its head built for this request.
     Outgoing(&'a Outgoing),

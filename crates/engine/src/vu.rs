@@ -15,12 +15,14 @@ use std::time::Instant;
 
 use tokio::time::Sleep;
 
+use crate::config::Load;
 use crate::connection::Progress;
+use crate::link::Link;
+use crate::local::{next_arrival, Local};
+use crate::plan::Plan;
 use crate::request::{encode_outgoing, is_head, is_idempotent};
 use crate::step;
 use crate::user::{Action, Outgoing, Reply, User, Users};
-use crate::worker::{next_arrival, Link, Local, Plan};
-use crate::Load;
 
 /// A kept body buffer larger than this is given back after the request, so that one large
 /// response does not make a user hold a megabyte for the rest of the run.
@@ -164,7 +166,7 @@ impl Vu {
                 Some(wake) => {
                     // Ramped down, not yet up, or paused: until its time, or a steering.
                     self.close(local);
-                    crate::worker::until_active(local, plan, wake).await;
+                    local.steer.until_active(plan.start, wake).await;
                 }
             }
         }

@@ -3,18 +3,17 @@
 //! queues it (its latency counting) when every connection the worker may open is busy. It
 //! also opens connections ahead of the schedule, so the first arrivals do not wait for them.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
-
-use super::{connection, Local, Plan, Share, Source};
-use crate::connection::Connection;
+use super::task::{connection, Source};
+use crate::arrivals::Arrivals;
+use crate::local::{Due, Local};
+use crate::plan::{Plan, Share};
 use crate::timer::Timer;
 use crate::user::Users;
-use crate::Arrivals;
+use crate::vu;
 
 /// Open loop (no scripted users): the least time a run starts ahead of its first arrival, for the
 /// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
@@ -295,7 +294,7 @@ fn dispatch_iteration(
         let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
         let link = local.link(plan, k / per_group);
         local.spawned.set(k + 1);
-        tokio::task::spawn_local(crate::vu::open(
+        tokio::task::spawn_local(vu::open(
             Rc::clone(local),
             Arc::clone(plan),
             Arc::clone(users),
@@ -306,65 +305,6 @@ fn dispatch_iteration(
         local.recorder.borrow_mut().record_dropped();
     }
     true
-}
-
-/// An open-loop arrival the dispatcher handed out.
-#[derive(Clone, Copy)]
-pub(crate) struct Due {
-    /// When it was due to start.
-    pub intended: Instant,
-    /// When it started to wait for a connection because every one the worker may open was
-    /// busy; `None` if one was idle or could be opened.
-    pub waiting_since: Option<Instant>,
-    /// When the dispatcher gave it to a parked connection, and how many bytes of the request
-    /// it wrote there (the connection's task writes the rest). The dispatcher counted it
-    /// active.
-    pub taken: Option<(Instant, usize)>,
-}
-
-impl Due {
-    /// An arrival due at `intended` that a connection can take up at once.
-    fn at(intended: Instant) -> Due {
-        Due {
-            intended,
-            waiting_since: None,
-            taken: None,
-        }
-    }
-}
-
-/// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that
-/// the dispatcher can write the next request on it without waiting for the task to run.
-#[derive(Default)]
-pub(crate) struct Parked {
-    pub(super) conn: RefCell<Option<Connection>>,
-    pub(super) job: Cell<Option<Due>>,
-    pub(super) notify: Notify,
-}
-
-impl Local {
-    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
-    pub(super) fn wake_all(&self) {
-        self.wake.notify_waiters();
-        for parked in self.parked.borrow_mut().drain(..) {
-            parked.notify.notify_one();
-        }
-    }
-}
-
-/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
-/// run stops).
-pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
-    loop {
-        if let Some(due) = local.queue.borrow_mut().pop_front() {
-            return Some(due);
-        }
-        if local.arrivals_done.get() || local.stopping.get() {
-            return None;
-        }
-        local.idle.set(local.idle.get() + 1);
-        local.wake.notified().await;
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use belier_stats::Gauges;
 
-use super::{Local, Plan};
+use crate::local::Local;
+use crate::plan::Plan;
 use crate::timer::thread_cpu_time;
 use crate::Event;
 

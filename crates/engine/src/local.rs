@@ -6,29 +6,31 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
+use std::time::Instant;
 
 use belier_stats::{Recorder, Sample};
 use tokio::sync::Notify;
 
-use super::dispatch::{Due, Parked};
-use super::{Link, Plan};
-use crate::connection::{Failure, OpenConnections, Progress, Response};
+use crate::connection::{Connection, Failure, OpenConnections, Progress, Response};
 use crate::http2::Group;
+use crate::link::Link;
+use crate::plan::Plan;
+use crate::steered::Steered;
 use crate::Event;
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
-pub(super) const SAMPLE_BATCH: usize = 4096;
+pub(crate) const SAMPLE_BATCH: usize = 4096;
 
 /// State the tasks of one worker share.
 pub(crate) struct Local {
     pub(crate) recorder: RefCell<Recorder>,
     /// Connections open now, the most at once since the last interval, and the HTTP/2 ones
     /// the server ended.
-    pub(super) open: Rc<OpenConnections>,
+    pub(crate) open: Rc<OpenConnections>,
     /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
-    pub(super) budget: Cell<u64>,
+    pub(crate) budget: Cell<u64>,
     /// Scripted users in a closed loop: iterations left to start; `u64::MAX`: unlimited.
-    pub(super) iterations: Cell<u64>,
+    pub(crate) iterations: Cell<u64>,
     /// Open loop with scripted users: users that stopped for the rest of the run (they keep
     /// their place among the `max_connections` users).
     pub(crate) stopped: Cell<usize>,
@@ -39,35 +41,35 @@ pub(crate) struct Local {
     pub(crate) active_steps: RefCell<Vec<u64>>,
     pub(crate) stopping: Cell<bool>,
     /// Open loop: due arrivals no connection has taken yet, by intended start.
-    pub(super) queue: RefCell<VecDeque<Due>>,
+    pub(crate) queue: RefCell<VecDeque<Due>>,
     /// Open loop: connections waiting for an arrival.
-    pub(super) idle: Cell<usize>,
+    pub(crate) idle: Cell<usize>,
     /// Open loop over plain HTTP/1.1: idle connections the dispatcher may send on itself
     /// (these are not counted in `idle`).
-    pub(super) parked: RefCell<Vec<Rc<Parked>>>,
-    pub(super) wake: Notify,
+    pub(crate) parked: RefCell<Vec<Rc<Parked>>>,
+    pub(crate) wake: Notify,
     /// Open loop: connections opened ahead of the schedule still connecting, and the
     /// dispatcher's wake-up once none is.
-    pub(super) preopening: Cell<usize>,
-    pub(super) preopened: Notify,
-    pub(super) arrivals_done: Cell<bool>,
+    pub(crate) preopening: Cell<usize>,
+    pub(crate) preopened: Notify,
+    pub(crate) arrivals_done: Cell<bool>,
     /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
     pub(crate) connections: Cell<usize>,
     /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
-    pub(super) spawned: Cell<usize>,
+    pub(crate) spawned: Cell<usize>,
     /// Open loop: connection tasks started for a queued arrival that have not run yet (each
     /// will take one from the queue, or wait idle if it is empty by then).
-    pub(super) starting: Cell<usize>,
+    pub(crate) starting: Cell<usize>,
     /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
-    pub(super) groups: RefCell<Vec<Rc<Group>>>,
+    pub(crate) groups: RefCell<Vec<Rc<Group>>>,
     /// The first interval whose recordings have not been handed over yet.
-    pub(super) handed_over: Cell<u64>,
+    pub(crate) handed_over: Cell<u64>,
     /// Samples not yet handed over (raw stream), when kept.
-    pub(super) samples: Option<RefCell<Vec<Sample>>>,
-    pub(super) events: Sender<Event>,
-    pub(super) id: usize,
+    pub(crate) samples: Option<RefCell<Vec<Sample>>>,
+    pub(crate) events: Sender<Event>,
+    pub(crate) id: usize,
     /// The load as steered so far, and the wake-ups of those who follow it.
-    pub(crate) steer: super::Steered,
+    pub(crate) steer: Steered,
 }
 
 impl Local {
@@ -93,7 +95,7 @@ impl Local {
         Link::Http2(Rc::clone(&groups[k]))
     }
 
-    pub(super) fn in_flight(&self) -> u64 {
+    pub(crate) fn in_flight(&self) -> u64 {
         self.active.get() + self.queue.borrow().len() as u64
     }
 
@@ -144,7 +146,7 @@ impl Local {
     }
 
     /// Hands the kept samples over.
-    pub(super) fn flush_samples(&self) {
+    pub(crate) fn flush_samples(&self) {
         if let Some(samples) = &self.samples {
             let batch =
                 std::mem::replace(&mut *samples.borrow_mut(), Vec::with_capacity(SAMPLE_BATCH));
@@ -162,7 +164,7 @@ impl Local {
 /// (from `tls_session`) and whether the handshake resumed one. Requests and connections opened
 /// ahead of the schedule count theirs the same way.
 #[inline]
-pub(super) fn record_connect(
+pub(crate) fn record_connect(
     recorder: &mut Recorder,
     progress: &Progress,
     tls_session: impl FnOnce() -> Option<String>,
@@ -179,7 +181,7 @@ pub(super) fn record_connect(
 }
 
 /// Takes one from a budget where `u64::MAX` means unlimited; false once it is spent.
-pub(super) fn take_one(budget: &Cell<u64>) -> bool {
+pub(crate) fn take_one(budget: &Cell<u64>) -> bool {
     match budget.get() {
         0 => false,
         u64::MAX => true,
@@ -187,5 +189,64 @@ pub(super) fn take_one(budget: &Cell<u64>) -> bool {
             budget.set(n - 1);
             true
         }
+    }
+}
+
+/// An open-loop arrival the dispatcher handed out.
+#[derive(Clone, Copy)]
+pub(crate) struct Due {
+    /// When it was due to start.
+    pub intended: Instant,
+    /// When it started to wait for a connection because every one the worker may open was
+    /// busy; `None` if one was idle or could be opened.
+    pub waiting_since: Option<Instant>,
+    /// When the dispatcher gave it to a parked connection, and how many bytes of the request
+    /// it wrote there (the connection's task writes the rest). The dispatcher counted it
+    /// active.
+    pub taken: Option<(Instant, usize)>,
+}
+
+impl Due {
+    /// An arrival due at `intended` that a connection can take up at once.
+    pub(crate) fn at(intended: Instant) -> Due {
+        Due {
+            intended,
+            waiting_since: None,
+            taken: None,
+        }
+    }
+}
+
+/// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that
+/// the dispatcher can write the next request on it without waiting for the task to run.
+#[derive(Default)]
+pub(crate) struct Parked {
+    pub(crate) conn: RefCell<Option<Connection>>,
+    pub(crate) job: Cell<Option<Due>>,
+    pub(crate) notify: Notify,
+}
+
+impl Local {
+    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
+    pub(crate) fn wake_all(&self) {
+        self.wake.notify_waiters();
+        for parked in self.parked.borrow_mut().drain(..) {
+            parked.notify.notify_one();
+        }
+    }
+}
+
+/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
+/// run stops).
+pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
+    loop {
+        if let Some(due) = local.queue.borrow_mut().pop_front() {
+            return Some(due);
+        }
+        if local.arrivals_done.get() || local.stopping.get() {
+            return None;
+        }
+        local.idle.set(local.idle.get() + 1);
+        local.wake.notified().await;
     }
 }
