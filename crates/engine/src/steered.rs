@@ -56,9 +56,9 @@ impl Steered {
         inactive_until(&self.profile.borrow(), index, t)
     }
 
-    /// Closed loop: waits until connection `index` may be active again: until `wake` (from the
-    /// run's `start`), or the next change of the steering, whichever comes first. `wake` is `None` when
-    /// only a change can make it active.
+    /// Closed loop: waits until a connection may be active again: until `wake` (from the
+    /// run's `start`), or the next change of the steering, whichever comes first. `wake` is
+    /// `None` when only a change can make it active.
     pub(crate) async fn until_active(&self, start: Instant, wake: Option<Duration>) {
         let changed = self.changed.notified();
         tokio::pin!(changed);

@@ -64,7 +64,7 @@ pub(crate) async fn send(
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
     let reused = link.is_open();
-    local.track_open(reused, counted);
+    local.connections.track_open(reused, counted);
     let (dispatched, written) = request.taken.unwrap_or_else(|| (Instant::now(), 0));
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);
@@ -77,7 +77,7 @@ pub(crate) async fn send(
     };
     let done = Instant::now();
     local.active.set(local.active.get() - 1);
-    local.track_open(link.is_open(), counted);
+    local.connections.track_open(link.is_open(), counted);
 
     let sample = Sample {
         intended: request.intended,
@@ -98,12 +98,12 @@ pub(crate) async fn send(
     local.record(sample, progress, &result, || link.tls_session());
     let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
     if plan.keepalive && server_ended(&result, reused, progress) && matches!(link, Link::Http1(_)) {
-        local.recorder.borrow_mut().record_server_close();
+        local.recording.recorder.borrow_mut().record_server_close();
     }
     if !reuse {
         link.release();
     }
-    local.track_open(link.is_open(), counted);
+    local.connections.track_open(link.is_open(), counted);
     (result, sample)
 }
 

@@ -67,7 +67,7 @@ pub(crate) async fn closed(
     let ramps =
         matches!(&plan.load, Load::Closed { connections } if !connections.stages().is_empty());
     loop {
-        if !vu.wait_active(&local, &plan, index).await || !local.claim_iteration() {
+        if !vu.wait_active(&local, &plan, index).await || !local.schedule.claim_iteration() {
             break;
         }
         let started = Instant::now();
@@ -78,7 +78,7 @@ pub(crate) async fn closed(
                 &plan,
                 user.as_mut(),
                 None,
-                (ramps || local.steer.epoch.get() > 0).then_some(index),
+                (ramps || local.schedule.steer.epoch.get() > 0).then_some(index),
             )
             .await
         {
@@ -111,21 +111,24 @@ pub(crate) async fn open(
         {
             End::Completed => {}
             End::Stopped => {
-                local.stopped.set(local.stopped.get() + 1);
+                local.schedule.stopped.set(local.schedule.stopped.get() + 1);
                 break;
             }
             End::Halted => break,
         }
     }
     state.close(&local);
-    local.connections.set(local.connections.get() - 1);
+    local
+        .connections
+        .tasks
+        .set(local.connections.tasks.get() - 1);
 }
 
 /// Ends an iteration the run does not let go on. An open loop's arrival whose first request
 /// was not sent yet counts as dropped: due, never sent (like those still queued at the end).
 fn halted(local: &Local, arrival: Option<Instant>) -> End {
     if arrival.is_some() {
-        local.recorder.borrow_mut().record_dropped();
+        local.recording.recorder.borrow_mut().record_dropped();
     }
     End::Halted
 }
@@ -144,14 +147,14 @@ impl Vu {
 
     fn close(&mut self, local: &Local) {
         self.link.release();
-        local.track_open(false, &mut self.counted);
+        local.connections.track_open(false, &mut self.counted);
     }
 
     /// Waits while a closed loop's ramp has this user inactive (it closes its connection
     /// meanwhile). False when the user will not be active again or the run stops.
     async fn wait_active(&mut self, local: &Local, plan: &Plan, index: u64) -> bool {
         loop {
-            if local.stopping.get() {
+            if local.schedule.stopping.get() {
                 return false;
             }
             let now = Instant::now();
@@ -161,12 +164,12 @@ impl Vu {
             if !matches!(plan.load, Load::Closed { .. }) {
                 return true;
             }
-            match local.steer.inactive_until(index, now - plan.start) {
+            match local.schedule.steer.inactive_until(index, now - plan.start) {
                 None => return true,
                 Some(wake) => {
                     // Ramped down, not yet up, or paused: until its time, or a steering.
                     self.close(local);
-                    local.steer.until_active(plan.start, wake).await;
+                    local.schedule.steer.until_active(plan.start, wake).await;
                 }
             }
         }
@@ -176,7 +179,7 @@ impl Vu {
     /// (`ramp` is the user's index), the user is active; a user that ramps down finishes its
     /// current request or pause, then parks here until it is active again.
     async fn may_go_on(&mut self, local: &Local, plan: &Plan, ramp: Option<u64>) -> bool {
-        if local.stopping.get() {
+        if local.schedule.stopping.get() {
             return false;
         }
         match ramp {
@@ -202,7 +205,7 @@ impl Vu {
             // still ends, and counts.
             match user.next() {
                 Action::Send(outgoing) => {
-                    if !self.may_go_on(local, plan, ramp).await || !local.claim() {
+                    if !self.may_go_on(local, plan, ramp).await || !local.schedule.claim() {
                         return halted(local, arrival);
                     }
                     // Closed loop (and later requests): due when the user asked for it.
@@ -216,7 +219,7 @@ impl Vu {
                     tokio::time::sleep(pause).await;
                 }
                 Action::EndIteration => {
-                    local.recorder.borrow_mut().record_iteration();
+                    local.recording.recorder.borrow_mut().record_iteration();
                     return End::Completed;
                 }
                 Action::Stop => return End::Stopped,
@@ -287,13 +290,18 @@ impl Vu {
                     latency: sample.done.saturating_duration_since(intended),
                 };
                 let mut tally = |check: usize, passed: bool| {
-                    local.recorder.borrow_mut().record_check(check, passed);
+                    local
+                        .recording
+                        .recorder
+                        .borrow_mut()
+                        .record_check(check, passed);
                 };
                 user.reply(&reply, &mut tally)
             }
             Err(failure) => user.failed(failure.kind),
         };
         local
+            .recording
             .recorder
             .borrow_mut()
             .record_step(outgoing.step, &sample, verdict.failed);

@@ -1,37 +1,34 @@
 //! A worker: one thread with its own single-threaded runtime, connections and recorder.
 //!
 //! Nothing is shared between workers while requests run: each owns its share of the
-//! connections, arrivals and request budget, records into its own [`Recorder`], and hands the
-//! recorder over once per interval. Within a worker, tasks share state through `Rc`/`Cell`,
-//! which costs no atomic operation per request.
+//! connections, arrivals and request budget, records into its own
+//! [`Recorder`](belier_stats::Recorder), and hands the recorder over once per interval.
+//! Within a worker, tasks share state through `Rc`/`Cell`, which costs no atomic operation
+//! per request.
 //!
 //! One connection loop serves both load models; only where its next request comes from
-//! differs ([`task::Source`]): the closed loop takes one as soon as the previous finished (while its
-//! connection is active in the ramp and the budget lasts), the open loop takes the next due
-//! arrival from a dispatcher that runs on schedule ([`mod@dispatch`]). Over plain HTTP/1.1
-//! the dispatcher writes the request on an idle connection itself
+//! differs ([`task::Source`]): the closed loop takes one as soon as the previous finished
+//! (while its connection is active in the ramp and the budget lasts), the open loop takes the
+//! next due arrival from a dispatcher that runs on schedule ([`mod@dispatch`]). Over plain
+//! HTTP/1.1 the dispatcher writes the request on an idle connection itself
 //! ([`Parked`](crate::local::Parked)) and the connection's task reads the answer; otherwise
 //! it queues the arrival for an idle task, or for a new connection. Every task, scripted
 //! users' too, sends its requests with the one request step ([`crate::step`]).
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::pending;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belier_stats::{ErrorKind, Gauges, Recorder};
-use tokio::sync::{watch, Notify};
+use belier_stats::{ErrorKind, Gauges};
+use tokio::sync::watch;
 use tokio::task::{JoinSet, LocalSet};
 
 use crate::arrivals::Arrivals;
 use crate::config::Load;
-use crate::connection::OpenConnections;
-use crate::local::{Local, SAMPLE_BATCH};
+use crate::local::Local;
 use crate::plan::{Plan, Share};
-use crate::steered::Steered;
 use crate::Event;
 
 mod closed;
@@ -65,38 +62,11 @@ async fn drive(
     steering: watch::Receiver<crate::control::Steering>,
     events: Sender<Event>,
 ) {
-    let local = Rc::new(Local {
-        recorder: RefCell::new(Recorder::new()),
-        open: Rc::new(OpenConnections::default()),
-        budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
-        iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
-        stopped: Cell::new(0),
-        active: Cell::new(0),
-        active_steps: RefCell::new(Vec::new()),
-        stopping: Cell::new(false),
-        queue: RefCell::new(VecDeque::new()),
-        idle: Cell::new(0),
-        parked: RefCell::new(Vec::new()),
-        wake: Notify::new(),
-        preopening: Cell::new(0),
-        preopened: Notify::new(),
-        arrivals_done: Cell::new(false),
-        connections: Cell::new(0),
-        spawned: Cell::new(0),
-        starting: Cell::new(0),
-        handed_over: Cell::new(0),
-        groups: RefCell::new(Vec::new()),
-        samples: plan
-            .keep_samples
-            .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
-        events: events.clone(),
-        id: share.id,
-        steer: Steered::new(&plan.load),
-    });
+    let local = Rc::new(Local::new(&plan, &share, events.clone()));
     let follower = tokio::task::spawn_local(steer::follow(
         Rc::clone(&local),
         Arc::clone(&plan),
-        local.steer.profile.borrow().clone(),
+        local.schedule.steer.profile.borrow().clone(),
         steering,
     ));
     let ticker = tokio::task::spawn_local(hand_over_intervals(
@@ -149,11 +119,11 @@ async fn drive(
         }
         while tasks.join_next().await.is_some() {}
         // Closed loop: the connections a steering started.
-        until(|| local.steer.extra_tasks.get() == 0).await;
+        until(|| local.schedule.steer.extra_tasks.get() == 0).await;
         // Open loop: the dispatcher is done; wait for the requests it handed out (and, with
         // scripted users, for the iterations under way, pauses included).
         let users = plan.users.is_some();
-        until(|| local.in_flight() == 0 && !(users && local.connections.get() > 0)).await;
+        until(|| local.in_flight() == 0 && !(users && local.connections.tasks.get() > 0)).await;
         if let Some(end) = plan.schedule_end {
             tokio::time::sleep_until(end.into()).await;
         }
@@ -170,15 +140,15 @@ async fn drive(
         _ = stop.wait_for(|&stop| stop) => {}
     }
     // No new requests from here on; those on the wire get the grace period to finish.
-    local.stopping.set(true);
-    local.wake_all();
+    local.schedule.stopping.set(true);
+    local.schedule.wake_all();
     let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
     tasks.abort_all();
     ticker.abort();
     follower.abort();
 
     local.flush_samples();
-    let mut recorder = local.recorder.borrow_mut();
+    let mut recorder = local.recording.recorder.borrow_mut();
     recorder.record_errors(ErrorKind::Cancelled, local.active.get());
     for (step, &n) in local.active_steps.borrow().iter().enumerate() {
         if n > 0 {
@@ -186,18 +156,19 @@ async fn drive(
         }
     }
     // Arrivals still queued were never sent: they count as dropped, not as errors.
-    for _ in local.queue.borrow_mut().drain(..) {
+    for _ in local.schedule.queue.borrow_mut().drain(..) {
         recorder.record_dropped();
     }
     // HTTP/2 connections the server ended: closed already, or sent a GOAWAY and still
     // finishing (the run's end closes them before they would report it).
     let going_away = local
+        .connections
         .groups
         .borrow()
         .iter()
         .filter(|g| g.going_away())
         .count() as u64;
-    for _ in 0..local.open.take_server_ended() + going_away {
+    for _ in 0..local.connections.open.take_server_ended() + going_away {
         recorder.record_server_close();
     }
     let elapsed = plan.start.elapsed();
@@ -206,14 +177,14 @@ async fn drive(
     // ticker had no turn before it was stopped, the last whole interval's data would read as
     // a sliver of a few milliseconds after it, at a thousand times its rate, and the interval
     // itself as missing.
-    let index = local.handed_over.get();
+    let index = local.recording.handed_over.get();
     // The receiver only disappears if the caller dropped the run; nothing to report to then.
     let _ = events.send(Event::Recorded {
         worker: share.id,
         index,
         recorder: Box::new(std::mem::take(&mut *recorder)),
         gauges: Gauges {
-            connections_peak: local.open.peak(),
+            connections_peak: local.connections.open.peak(),
             ..Gauges::default()
         },
     });

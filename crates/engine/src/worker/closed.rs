@@ -22,7 +22,9 @@ pub(super) fn closed_owner(plan: &Plan, index: u64) -> usize {
 /// Closed loop: connection (or user) `index`, on the worker that holds it.
 pub(super) async fn closed(local: Rc<Local>, plan: Arc<Plan>, index: u64) {
     let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams) as u64;
-    let link = local.link(&plan, (index / per_group / plan.workers as u64) as usize);
+    let link = local
+        .connections
+        .link(&plan, (index / per_group / plan.workers as u64) as usize);
     match &plan.users {
         Some(users) => {
             let users = Arc::clone(users);
@@ -38,7 +40,7 @@ pub(super) fn spawn_closed(local: &Rc<Local>, plan: &Arc<Plan>, index: u64) {
     if closed_owner(plan, index) != local.id {
         return;
     }
-    let extra = Rc::clone(&local.steer.extra_tasks);
+    let extra = Rc::clone(&local.schedule.steer.extra_tasks);
     extra.set(extra.get() + 1);
     let task = closed(Rc::clone(local), Arc::clone(plan), index);
     tokio::task::spawn_local(async move {

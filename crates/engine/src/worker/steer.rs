@@ -30,7 +30,7 @@ pub(crate) async fn follow(
     while steering.changed().await.is_ok() {
         let changes = steering.borrow_and_update().clone();
         let profile = changes.apply(&base);
-        let steer = &local.steer;
+        let steer = &local.schedule.steer;
         steer.paused.set(changes.paused());
         let peak = profile.peak().ceil() as u64;
         *steer.profile.borrow_mut() = profile;

@@ -37,33 +37,33 @@ async fn next_request(
 ) -> Option<(Instant, Option<Due>)> {
     match source {
         Source::Closed { index } => loop {
-            if local.stopping.get() {
+            if local.schedule.stopping.get() {
                 return None;
             }
             let now = Instant::now();
             if plan.deadline.is_some_and(|d| now >= d) {
                 return None;
             }
-            if let Some(wake) = local.steer.inactive_until(index, now - plan.start) {
+            if let Some(wake) = local.schedule.steer.inactive_until(index, now - plan.start) {
                 // Ramped down, not yet up, or paused: a user that leaves closes its
                 // connection (HTTP/2: frees its stream slot; the connection stays for the
                 // others), and waits for its time or for the run to be steered.
                 link.release();
-                local.steer.until_active(plan.start, wake).await;
+                local.schedule.steer.until_active(plan.start, wake).await;
                 continue;
             }
-            return local.claim().then_some((now, None));
+            return local.schedule.claim().then_some((now, None));
         },
         Source::Open | Source::Preopened => {
             if let (Some(parked), Link::Http1(slot @ Some(_))) = (parked, &mut *link) {
-                if local.queue.borrow().is_empty()
-                    && !local.arrivals_done.get()
-                    && !local.stopping.get()
+                if local.schedule.queue.borrow().is_empty()
+                    && !local.schedule.arrivals_done.get()
+                    && !local.schedule.stopping.get()
                 {
                     // Idle with an open connection: leave it where the dispatcher can send
                     // the next request on it, and wait to be given that request.
                     *parked.conn.borrow_mut() = slot.take();
-                    local.parked.borrow_mut().push(Rc::clone(parked));
+                    local.schedule.parked.borrow_mut().push(Rc::clone(parked));
                     parked.notify.notified().await;
                     *slot = parked.conn.borrow_mut().take();
                     if let Some(due) = parked.job.take() {
@@ -83,7 +83,10 @@ async fn next_request(
 /// response, record, repeat.
 pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source, mut link: Link) {
     if let Source::Open = source {
-        local.starting.set(local.starting.get() - 1);
+        local
+            .connections
+            .starting
+            .set(local.connections.starting.get() - 1);
     }
     // One timer per connection, re-armed per request: cheaper than a new timer each time.
     let timer = tokio::time::sleep(plan.timeout);
@@ -121,12 +124,17 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             Link::Http1(Some(_)) => false,
         };
         if opened {
-            record_connect(&mut local.recorder.borrow_mut(), &p, || link.tls_session());
+            record_connect(&mut local.recording.recorder.borrow_mut(), &p, || {
+                link.tls_session()
+            });
         }
-        local.track_open(link.is_open(), &mut counted);
-        local.preopening.set(local.preopening.get() - 1);
-        if local.preopening.get() == 0 {
-            local.preopened.notify_one();
+        local.connections.track_open(link.is_open(), &mut counted);
+        local
+            .connections
+            .preopening
+            .set(local.connections.preopening.get() - 1);
+        if local.connections.preopening.get() == 0 {
+            local.connections.preopened.notify_one();
         }
     }
     while let Some((intended, due)) =
@@ -156,8 +164,11 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
         )
         .await;
     }
-    local.track_open(false, &mut counted);
+    local.connections.track_open(false, &mut counted);
     if let Source::Open | Source::Preopened = source {
-        local.connections.set(local.connections.get() - 1);
+        local
+            .connections
+            .tasks
+            .set(local.connections.tasks.get() - 1);
     }
 }
