@@ -1,6 +1,6 @@
 //! HTTP/2 connections shared by groups of stream slots.
 //!
-//! With HTTP/2 a worker's connection loop (`worker::connection`) drives one *stream slot*
+//! With HTTP/2 a worker's connection loop (`worker::task::connection`) drives one *stream slot*
 //! instead of one connection: it still takes a request, waits for its response and records
 //! it, but the exchange runs as a stream on a [`Group`]'s connection, which up to
 //! `max_streams` slots share. The connection is opened lazily by the first slot that needs it

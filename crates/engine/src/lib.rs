@@ -31,9 +31,14 @@ mod control;
 pub mod host;
 mod http1;
 mod http2;
+mod link;
+mod local;
+mod plan;
 mod probe;
 mod profile;
 pub mod request;
+mod steered;
+mod step;
 mod timer;
 mod tls;
 pub mod user;
@@ -193,7 +198,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         })
         .transpose()?;
     let http2 = if config.http2 {
-        Some(worker::Http2 {
+        Some(plan::Http2 {
             request: http2::Template::new(spec, tls.is_some())?,
             max_streams: config.max_streams,
         })
@@ -250,7 +255,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let plan = Arc::new(worker::Plan {
+    let plan = Arc::new(plan::Plan {
         addr,
         tls,
         request: request::encode(spec, config.keepalive),
@@ -288,7 +293,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(&stop));
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
-        let share = worker::Share {
+        let share = plan::Share {
             id,
             requests: requests.as_ref().map(|r| r[id]),
             max_connections: open_connections[id] as usize,

@@ -15,14 +15,14 @@ use std::time::Instant;
 
 use tokio::time::Sleep;
 
-use belier_stats::{Outcome, Sample};
-
-use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
-use crate::http2::{Target, Template};
+use crate::config::Load;
+use crate::connection::Progress;
+use crate::link::Link;
+use crate::local::{next_arrival, Local};
+use crate::plan::Plan;
 use crate::request::{encode_outgoing, is_head, is_idempotent};
+use crate::step;
 use crate::user::{Action, Outgoing, Reply, User, Users};
-use crate::worker::{next_arrival, server_ended, Link, Local, Plan};
-use crate::Load;
 
 /// A kept body buffer larger than this is given back after the request, so that one large
 /// response does not make a user hold a megabyte for the rest of the run.
@@ -67,7 +67,7 @@ pub(crate) async fn closed(
     let ramps =
         matches!(&plan.load, Load::Closed { connections } if !connections.stages().is_empty());
     loop {
-        if !vu.wait_active(&local, &plan, index).await || !local.claim_iteration() {
+        if !vu.wait_active(&local, &plan, index).await || !local.schedule.claim_iteration() {
             break;
         }
         let started = Instant::now();
@@ -78,7 +78,7 @@ pub(crate) async fn closed(
                 &plan,
                 user.as_mut(),
                 None,
-                (ramps || local.steer.epoch.get() > 0).then_some(index),
+                (ramps || local.schedule.steer.epoch.get() > 0).then_some(index),
             )
             .await
         {
@@ -111,21 +111,24 @@ pub(crate) async fn open(
         {
             End::Completed => {}
             End::Stopped => {
-                local.stopped.set(local.stopped.get() + 1);
+                local.schedule.stopped.set(local.schedule.stopped.get() + 1);
                 break;
             }
             End::Halted => break,
         }
     }
     state.close(&local);
-    local.connections.set(local.connections.get() - 1);
+    local
+        .connections
+        .tasks
+        .set(local.connections.tasks.get() - 1);
 }
 
 /// Ends an iteration the run does not let go on. An open loop's arrival whose first request
 /// was not sent yet counts as dropped: due, never sent (like those still queued at the end).
 fn halted(local: &Local, arrival: Option<Instant>) -> End {
     if arrival.is_some() {
-        local.recorder.borrow_mut().record_dropped();
+        local.recording.recorder.borrow_mut().record_dropped();
     }
     End::Halted
 }
@@ -144,14 +147,14 @@ impl Vu {
 
     fn close(&mut self, local: &Local) {
         self.link.release();
-        local.track_open(false, &mut self.counted);
+        local.connections.track_open(false, &mut self.counted);
     }
 
     /// Waits while a closed loop's ramp has this user inactive (it closes its connection
     /// meanwhile). False when the user will not be active again or the run stops.
     async fn wait_active(&mut self, local: &Local, plan: &Plan, index: u64) -> bool {
         loop {
-            if local.stopping.get() {
+            if local.schedule.stopping.get() {
                 return false;
             }
             let now = Instant::now();
@@ -161,12 +164,12 @@ impl Vu {
             if !matches!(plan.load, Load::Closed { .. }) {
                 return true;
             }
-            match local.steer.inactive_until(index, now - plan.start) {
+            match local.schedule.steer.inactive_until(index, now - plan.start) {
                 None => return true,
                 Some(wake) => {
                     // Ramped down, not yet up, or paused: until its time, or a steering.
                     self.close(local);
-                    crate::worker::until_active(local, plan, wake).await;
+                    local.schedule.steer.until_active(plan.start, wake).await;
                 }
             }
         }
@@ -176,7 +179,7 @@ impl Vu {
     /// (`ramp` is the user's index), the user is active; a user that ramps down finishes its
     /// current request or pause, then parks here until it is active again.
     async fn may_go_on(&mut self, local: &Local, plan: &Plan, ramp: Option<u64>) -> bool {
-        if local.stopping.get() {
+        if local.schedule.stopping.get() {
             return false;
         }
         match ramp {
@@ -202,7 +205,7 @@ impl Vu {
             // still ends, and counts.
             match user.next() {
                 Action::Send(outgoing) => {
-                    if !self.may_go_on(local, plan, ramp).await || !local.claim() {
+                    if !self.may_go_on(local, plan, ramp).await || !local.schedule.claim() {
                         return halted(local, arrival);
                     }
                     // Closed loop (and later requests): due when the user asked for it.
@@ -216,7 +219,7 @@ impl Vu {
                     tokio::time::sleep(pause).await;
                 }
                 Action::EndIteration => {
-                    local.recorder.borrow_mut().record_iteration();
+                    local.recording.recorder.borrow_mut().record_iteration();
                     return End::Completed;
                 }
                 Action::Stop => return End::Stopped,
@@ -233,7 +236,8 @@ impl Vu {
         outgoing: &Outgoing,
         intended: Instant,
     ) {
-        if let Link::Http1(_) = self.link {
+        let http1 = matches!(self.link, Link::Http1(_));
+        if http1 {
             encode_outgoing(
                 &mut self.request,
                 outgoing,
@@ -241,9 +245,6 @@ impl Vu {
                 plan.keepalive,
             );
         }
-        let timeout = outgoing.timeout.unwrap_or(plan.timeout);
-        let reused = self.link.is_open();
-        local.track_open(reused, &mut self.counted);
         self.head.clear();
         self.body.clear();
         let mut progress = Progress {
@@ -251,40 +252,30 @@ impl Vu {
             body: outgoing.keep_body.then(|| std::mem::take(&mut self.body)),
             ..Progress::default()
         };
-        let dispatched = Instant::now();
-        local.active.set(local.active.get() + 1);
-        step_active(local, outgoing.step, true);
-        self.timer.as_mut().reset((dispatched + timeout).into());
-        let result = tokio::select! {
-            biased;
-            r = exchange(&mut self.link, plan, &self.request, outgoing, &mut progress) => r,
-            _ = self.timer.as_mut() => Err(Failure::timeout(progress.phase)),
-        };
-        let done = Instant::now();
-        local.active.set(local.active.get() - 1);
-        step_active(local, outgoing.step, false);
-        local.track_open(self.link.is_open(), &mut self.counted);
-
-        let sample = Sample {
+        let request = step::Request {
             intended,
-            dispatched,
             // An open loop hands an iteration only to a user that is free (or new): none
             // waits for a connection, so the whole lag is belier's own.
-            ready: matches!(plan.load, Load::Open { .. }).then_some(dispatched),
-            connected: progress.connected,
-            handshaken: progress.handshaken,
-            sent: progress.sent.unwrap_or(done),
-            first_byte: progress.first_byte,
-            done,
-            outcome: match &result {
-                Ok(r) => Outcome::Response { status: r.status },
-                Err(f) => Outcome::Error(f.kind),
-            },
-            bytes_in: progress.bytes_in,
-            bytes_out: progress.bytes_out,
+            waiting_since: matches!(plan.load, Load::Open { .. }).then_some(None),
+            taken: None,
+            timeout: outgoing.timeout.unwrap_or(plan.timeout),
+            bytes: &self.request,
+            head: step::Head::Outgoing(outgoing),
+            head_request: http1 && is_head(&outgoing.method),
+            resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
         };
-        let link = &self.link;
-        local.record(sample, &progress, &result, || link.tls_session());
+        step_active(local, outgoing.step, true);
+        let (result, sample) = step::send(
+            local,
+            plan,
+            &mut self.link,
+            &mut self.counted,
+            self.timer.as_mut(),
+            &request,
+            &mut progress,
+        )
+        .await;
+        step_active(local, outgoing.step, false);
         self.head = progress.head.take().unwrap_or_default();
         if let Some(body) = progress.body.take() {
             self.body = body;
@@ -296,31 +287,24 @@ impl Vu {
                     head: &self.head,
                     body: if outgoing.keep_body { &self.body } else { &[] },
                     body_truncated: progress.body_truncated,
-                    latency: done.saturating_duration_since(intended),
+                    latency: sample.done.saturating_duration_since(intended),
                 };
                 let mut tally = |check: usize, passed: bool| {
-                    local.recorder.borrow_mut().record_check(check, passed);
+                    local
+                        .recording
+                        .recorder
+                        .borrow_mut()
+                        .record_check(check, passed);
                 };
                 user.reply(&reply, &mut tally)
             }
             Err(failure) => user.failed(failure.kind),
         };
         local
+            .recording
             .recorder
             .borrow_mut()
             .record_step(outgoing.step, &sample, verdict.failed);
-
-        let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-        if plan.keepalive
-            && server_ended(&result, reused, &progress)
-            && matches!(self.link, Link::Http1(_))
-        {
-            local.recorder.borrow_mut().record_server_close();
-        }
-        if !reuse {
-            self.link.release();
-        }
-        local.track_open(self.link.is_open(), &mut self.counted);
         if self.body.capacity() > KEPT_BODY_RETAINED {
             self.body = Vec::new();
         }
@@ -340,36 +324,5 @@ fn step_active(local: &Local, step: usize, started: bool) {
         active[step] += 1;
     } else {
         active[step] -= 1;
-    }
-}
-
-/// Sends `outgoing` on the link and reads its response. HTTP/1.1: opens the connection if
-/// needed and writes `request`, the bytes already encoded from `outgoing`. HTTP/2: builds the
-/// stream's request head from `outgoing` and sends it on the group's connection.
-async fn exchange(
-    link: &mut Link,
-    plan: &Plan,
-    request: &[u8],
-    outgoing: &Outgoing,
-    p: &mut Progress,
-) -> Result<Response, Failure> {
-    match link {
-        Link::Http2(group) => {
-            let template = Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
-            let target = Target {
-                addr: plan.addr,
-                tls: plan.tls.as_ref(),
-            };
-            group.exchange(&target, &template, p).await
-        }
-        Link::Http1(slot) => {
-            let request = Http1Request {
-                bytes: request,
-                written: (Instant::now(), 0),
-                head_request: is_head(&outgoing.method),
-                resend: plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
-            };
-            exchange_http1(slot, plan.addr, plan.tls.as_ref(), &request, p).await
-        }
     }
 }

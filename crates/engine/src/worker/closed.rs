@@ -4,10 +4,11 @@
 
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{connection, Local, Plan, Source};
-use crate::Profile;
+use super::task::{connection, Source};
+use crate::local::Local;
+use crate::plan::Plan;
+use crate::vu;
 
 /// Closed loop: the worker that holds connection (or user) `index`, counted across workers.
 /// User j belongs to group j / N (N = streams per connection; 1 for HTTP/1.1, where a group
@@ -21,11 +22,13 @@ pub(super) fn closed_owner(plan: &Plan, index: u64) -> usize {
 /// Closed loop: connection (or user) `index`, on the worker that holds it.
 pub(super) async fn closed(local: Rc<Local>, plan: Arc<Plan>, index: u64) {
     let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams) as u64;
-    let link = local.link(&plan, (index / per_group / plan.workers as u64) as usize);
+    let link = local
+        .connections
+        .link(&plan, (index / per_group / plan.workers as u64) as usize);
     match &plan.users {
         Some(users) => {
             let users = Arc::clone(users);
-            crate::vu::closed(local, plan, users, index, link).await;
+            vu::closed(local, plan, users, index, link).await;
         }
         None => connection(local, plan, Source::Closed { index }, link).await,
     }
@@ -37,26 +40,11 @@ pub(super) fn spawn_closed(local: &Rc<Local>, plan: &Arc<Plan>, index: u64) {
     if closed_owner(plan, index) != local.id {
         return;
     }
-    let extra = Rc::clone(&local.steer.extra_tasks);
+    let extra = Rc::clone(&local.schedule.steer.extra_tasks);
     extra.set(extra.get() + 1);
     let task = closed(Rc::clone(local), Arc::clone(plan), index);
     tokio::task::spawn_local(async move {
         task.await;
         extra.set(extra.get() - 1);
     });
-}
-
-/// `None` if connection `index` is active at `t`; otherwise when it next becomes active
-/// (`Some(None)`: never again).
-pub(super) fn inactive_until(
-    connections: &Profile,
-    index: u64,
-    t: Duration,
-) -> Option<Option<Duration>> {
-    let level = index as f64;
-    if connections.level_at(t) > level {
-        None
-    } else {
-        Some(connections.first_time_at_least(level + 1e-9, t))
-    }
 }

@@ -3,18 +3,17 @@
 //! queues it (its latency counting) when every connection the worker may open is busy. It
 //! also opens connections ahead of the schedule, so the first arrivals do not wait for them.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
-
-use super::{connection, Local, Plan, Share, Source};
-use crate::connection::Connection;
+use super::task::{connection, Source};
+use crate::arrivals::Arrivals;
+use crate::local::{Due, Local};
+use crate::plan::{Plan, Share};
 use crate::timer::Timer;
 use crate::user::Users;
-use crate::Arrivals;
+use crate::vu;
 
 /// Open loop (no scripted users): the least time a run starts ahead of its first arrival, for the
 /// connections opened ahead of the schedule ([`PREOPEN_WINDOW`]) to be ready.
@@ -90,7 +89,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
         _ => share.max_connections,
     };
-    local.preopening.set(share.preopen);
+    local.connections.preopening.set(share.preopen);
     for _ in 0..share.preopen {
         spawn_open(&local, &plan, Source::Preopened);
     }
@@ -100,8 +99,8 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         // a server that answers connects that slowly is measured by the arrivals, late.
         let limit = plan.start + plan.lead;
         let preopened = async {
-            while local.preopening.get() > 0 {
-                local.preopened.notified().await;
+            while local.connections.preopening.get() > 0 {
+                local.connections.preopened.notified().await;
             }
         };
         let _ = tokio::time::timeout_at(limit.into(), preopened).await;
@@ -114,14 +113,14 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
     loop {
         // Steered since the last arrival: the schedule from here on follows the new profile
         // (the arrivals taken so far are its past, unchanged).
-        if local.steer.epoch.get() != followed {
-            followed = local.steer.epoch.get();
-            arrivals.steer(local.steer.profile.borrow().clone());
+        if local.schedule.steer.epoch.get() != followed {
+            followed = local.schedule.steer.epoch.get();
+            arrivals.steer(local.schedule.steer.profile.borrow().clone());
         }
         let Some(offset) = arrivals.next() else {
-            if local.steer.paused.get() && !local.stopping.get() {
+            if local.schedule.steer.paused.get() && !local.schedule.stopping.get() {
                 // Paused: the schedule goes on when the run is resumed (or the run ends).
-                local.steer.dispatcher.notified().await;
+                local.schedule.steer.dispatcher.notified().await;
                 continue;
             }
             break;
@@ -138,7 +137,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             let steered = tokio::select! {
                 biased;
                 _ = timer.sleep_until(due.max(last_wake + plan.timer_slack)) => false,
-                _ = local.steer.dispatcher.notified() => true,
+                _ = local.schedule.steer.dispatcher.notified() => true,
             };
             if steered {
                 // This arrival's time may have moved: take it again under the new profile.
@@ -147,7 +146,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             }
             last_wake = Instant::now();
         }
-        if local.stopping.get() {
+        if local.schedule.stopping.get() {
             break;
         }
         // One clock reading per arrival serves both the lateness check and, on a parked
@@ -160,7 +159,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             }
             continue;
         }
-        let mut recorder = local.recorder.borrow_mut();
+        let mut recorder = local.recording.recorder.borrow_mut();
         recorder.record_scheduled();
         if share
             .max_in_flight
@@ -170,14 +169,14 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             continue;
         }
         drop(recorder);
-        let parked = local.parked.borrow_mut().pop();
+        let parked = local.schedule.parked.borrow_mut().pop();
         if let Some(parked) = parked {
             // An idle plain connection: send on it now, rather than when its task runs;
             // unless the server closed it meanwhile, then its task opens a new one.
             let mut conn = parked.conn.borrow_mut();
             if conn.as_mut().is_some_and(|c| c.closed_while_idle(reached)) {
                 *conn = None;
-                local.recorder.borrow_mut().record_server_close();
+                local.recording.recorder.borrow_mut().record_server_close();
             }
             let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
             drop(conn);
@@ -189,16 +188,16 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             parked.notify.notify_one();
             continue;
         }
-        let at_hand = local.idle.get() > 0 || local.connections.get() < slots;
-        local.queue.borrow_mut().push_back(Due {
+        let at_hand = local.schedule.idle.get() > 0 || local.connections.tasks.get() < slots;
+        local.schedule.queue.borrow_mut().push_back(Due {
             waiting_since: (!at_hand).then(Instant::now),
             ..Due::at(due)
         });
-        if local.idle.get() > 0 {
+        if local.schedule.idle.get() > 0 {
             // The dispatcher claims the idle connection, so a burst of due arrivals wakes
             // one connection each instead of piling onto the first.
-            local.idle.set(local.idle.get() - 1);
-            local.wake.notify_one();
+            local.schedule.idle.set(local.schedule.idle.get() - 1);
+            local.schedule.wake.notify_one();
         } else if !behind_schedule {
             // One for this arrival, and one more for an arrival queued while the worker was
             // behind, if any is left: that backlog goes to new connections at the pace of
@@ -206,13 +205,13 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             // once: over TLS at 30,000/s that put the worker behind again, by turns (466
             // connections and own lag p99 2–10 ms, against 300 and 0.3–0.6 ms).
             open_for_queue(&local, &plan, slots, 2);
-        } else if local.connections.get() == 0 {
+        } else if local.connections.tasks.get() == 0 {
             // Behind with no connection at all: nothing else would take the queue.
             open_for_queue(&local, &plan, slots, 1);
         }
     }
-    local.arrivals_done.set(true);
-    local.wake_all();
+    local.schedule.arrivals_done.set(true);
+    local.schedule.wake_all();
 }
 
 /// Whether the worker has been behind its schedule lately (see [`BEHIND`]).
@@ -238,7 +237,9 @@ impl Behind {
 /// connection about to start will take.
 fn open_for_queue(local: &Rc<Local>, plan: &Arc<Plan>, slots: usize, most: usize) {
     for _ in 0..most {
-        if local.connections.get() >= slots || local.starting.get() >= local.queue.borrow().len() {
+        if local.connections.tasks.get() >= slots
+            || local.connections.starting.get() >= local.schedule.queue.borrow().len()
+        {
             break;
         }
         spawn_open(local, plan, Source::Open);
@@ -249,13 +250,24 @@ fn open_for_queue(local: &Rc<Local>, plan: &Arc<Plan>, slots: usize, most: usize
 /// the order they start, so with HTTP/2 a new connection is opened only once every stream of
 /// the existing ones is busy.
 fn spawn_open(local: &Rc<Local>, plan: &Arc<Plan>, source: Source) {
-    local.connections.set(local.connections.get() + 1);
+    local
+        .connections
+        .tasks
+        .set(local.connections.tasks.get() + 1);
     if let Source::Open = source {
-        local.starting.set(local.starting.get() + 1);
+        local
+            .connections
+            .starting
+            .set(local.connections.starting.get() + 1);
     }
     let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
-    let link = local.link(plan, local.spawned.get() / per_group);
-    local.spawned.set(local.spawned.get() + 1);
+    let link = local
+        .connections
+        .link(plan, local.connections.spawned.get() / per_group);
+    local
+        .connections
+        .spawned
+        .set(local.connections.spawned.get() + 1);
     tokio::task::spawn_local(connection(Rc::clone(local), Arc::clone(plan), source, link));
 }
 
@@ -273,29 +285,32 @@ fn dispatch_iteration(
     share: Share,
     behind: bool,
 ) -> bool {
-    if local.stopped.get() >= slots || local.budget.get() == 0 {
+    if local.schedule.stopped.get() >= slots || local.schedule.budget.get() == 0 {
         return false;
     }
-    local.recorder.borrow_mut().record_scheduled();
-    let room = local.connections.get() + local.stopped.get() < slots;
-    if local.idle.get() > 0 {
-        local.idle.set(local.idle.get() - 1);
-        local.queue.borrow_mut().push_back(Due::at(due));
-        local.wake.notify_one();
-    } else if room && behind && local.connections.get() > 0 {
-        local.queue.borrow_mut().push_back(Due::at(due));
+    local.recording.recorder.borrow_mut().record_scheduled();
+    let room = local.connections.tasks.get() + local.schedule.stopped.get() < slots;
+    if local.schedule.idle.get() > 0 {
+        local.schedule.idle.set(local.schedule.idle.get() - 1);
+        local.schedule.queue.borrow_mut().push_back(Due::at(due));
+        local.schedule.wake.notify_one();
+    } else if room && behind && local.connections.tasks.get() > 0 {
+        local.schedule.queue.borrow_mut().push_back(Due::at(due));
     } else if room {
-        local.queue.borrow_mut().push_back(Due::at(due));
-        local.connections.set(local.connections.get() + 1);
+        local.schedule.queue.borrow_mut().push_back(Due::at(due));
+        local
+            .connections
+            .tasks
+            .set(local.connections.tasks.get() + 1);
         // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
         // the k-th user is a stream slot of the worker's group k / max_streams, so a new
         // connection opens only once every slot of the existing ones has a user.
-        let k = local.spawned.get();
+        let k = local.connections.spawned.get();
         let vu = (k * plan.workers + share.id) as u64;
         let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
-        let link = local.link(plan, k / per_group);
-        local.spawned.set(k + 1);
-        tokio::task::spawn_local(crate::vu::open(
+        let link = local.connections.link(plan, k / per_group);
+        local.connections.spawned.set(k + 1);
+        tokio::task::spawn_local(vu::open(
             Rc::clone(local),
             Arc::clone(plan),
             Arc::clone(users),
@@ -303,68 +318,9 @@ fn dispatch_iteration(
             link,
         ));
     } else {
-        local.recorder.borrow_mut().record_dropped();
+        local.recording.recorder.borrow_mut().record_dropped();
     }
     true
-}
-
-/// An open-loop arrival the dispatcher handed out.
-#[derive(Clone, Copy)]
-pub(crate) struct Due {
-    /// When it was due to start.
-    pub intended: Instant,
-    /// When it started to wait for a connection because every one the worker may open was
-    /// busy; `None` if one was idle or could be opened.
-    pub waiting_since: Option<Instant>,
-    /// When the dispatcher gave it to a parked connection, and how many bytes of the request
-    /// it wrote there (the connection's task writes the rest). The dispatcher counted it
-    /// active.
-    pub taken: Option<(Instant, usize)>,
-}
-
-impl Due {
-    /// An arrival due at `intended` that a connection can take up at once.
-    fn at(intended: Instant) -> Due {
-        Due {
-            intended,
-            waiting_since: None,
-            taken: None,
-        }
-    }
-}
-
-/// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that
-/// the dispatcher can write the next request on it without waiting for the task to run.
-#[derive(Default)]
-pub(crate) struct Parked {
-    pub(super) conn: RefCell<Option<Connection>>,
-    pub(super) job: Cell<Option<Due>>,
-    pub(super) notify: Notify,
-}
-
-impl Local {
-    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
-    pub(super) fn wake_all(&self) {
-        self.wake.notify_waiters();
-        for parked in self.parked.borrow_mut().drain(..) {
-            parked.notify.notify_one();
-        }
-    }
-}
-
-/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
-/// run stops).
-pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
-    loop {
-        if let Some(due) = local.queue.borrow_mut().pop_front() {
-            return Some(due);
-        }
-        if local.arrivals_done.get() || local.stopping.get() {
-            return None;
-        }
-        local.idle.set(local.idle.get() + 1);
-        local.wake.notified().await;
-    }
 }
 
 #[cfg(test)]

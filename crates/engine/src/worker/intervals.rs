@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use belier_stats::Gauges;
 
-use super::{Local, Plan};
+use crate::local::Local;
+use crate::plan::Plan;
 use crate::timer::thread_cpu_time;
 use crate::Event;
 
@@ -36,13 +37,13 @@ pub(super) async fn hand_over_intervals(
             } else {
                 0.0
             },
-            connections_peak: local.open.take_peak(),
+            connections_peak: local.connections.open.take_peak(),
         };
         last = now;
         local.flush_samples();
         let recorder = {
-            let mut r = local.recorder.borrow_mut();
-            for _ in 0..local.open.take_server_ended() {
+            let mut r = local.recording.recorder.borrow_mut();
+            for _ in 0..local.connections.open.take_server_ended() {
                 r.record_server_close();
             }
             let snapshot = r.clone();
@@ -58,7 +59,7 @@ pub(super) async fn hand_over_intervals(
         if sent.is_err() {
             return;
         }
-        local.handed_over.set(index + 1);
+        local.recording.handed_over.set(index + 1);
     }
 }
 

@@ -1,0 +1,37 @@
+//! What a task sends its requests on: a connection of its own (HTTP/1.1) or a stream slot on
+//! a connection a group of tasks shares (HTTP/2).
+
+use std::rc::Rc;
+
+use crate::connection::Connection;
+use crate::http2::Group;
+
+/// What a connection task (or a scripted user) sends its requests on.
+pub(crate) enum Link {
+    /// Its own HTTP/1.1 connection, while one is open.
+    Http1(Option<Connection>),
+    /// A stream slot on a connection the group's slots share.
+    Http2(Rc<Group>),
+}
+
+impl Link {
+    /// Whether this link holds its own open HTTP/1.1 connection (HTTP/2 connections are
+    /// shared by stream slots and not counted here).
+    pub(crate) fn is_open(&self) -> bool {
+        matches!(self, Link::Http1(Some(_)))
+    }
+
+    /// Lets go of the connection (HTTP/1.1) when the task stops sending for a while.
+    pub(crate) fn release(&mut self) {
+        if let Link::Http1(conn) = self {
+            *conn = None;
+        }
+    }
+
+    pub(crate) fn tls_session(&self) -> Option<String> {
+        match self {
+            Link::Http1(conn) => conn.as_ref()?.tls_session(),
+            Link::Http2(group) => group.tls_session(),
+        }
+    }
+}

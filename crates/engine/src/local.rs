@@ -1,0 +1,313 @@
+//! The state a worker's tasks share: its recorder, its budgets, the open loop's queue and idle
+//! connections, its HTTP/2 groups and its counts of what is open and in flight, all in `Cell`s
+//! and `RefCell`s (one thread, no atomic operation per request).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+use belier_stats::{Recorder, Sample};
+use tokio::sync::Notify;
+
+use crate::connection::{Connection, Failure, OpenConnections, Progress, Response};
+use crate::http2::Group;
+use crate::link::Link;
+use crate::plan::{Plan, Share};
+use crate::steered::Steered;
+use crate::Event;
+
+/// Samples per batch handed over; batches also go at every interval and at the end.
+const SAMPLE_BATCH: usize = 4096;
+
+/// State the tasks of one worker share, in three parts: what it sends next
+/// ([`Schedule`]), what it sends on ([`Connections`]) and what it recorded ([`Recording`]);
+/// beside them, the requests under way, which all three meet.
+pub(crate) struct Local {
+    /// The worker's number.
+    pub(crate) id: usize,
+    /// Requests a connection has taken up and not finished.
+    pub(crate) active: Cell<u64>,
+    /// Scripted users: of `active`, how many per step, so that requests abandoned when the
+    /// run stops are counted under their steps as well.
+    pub(crate) active_steps: RefCell<Vec<u64>>,
+    pub(crate) schedule: Schedule,
+    pub(crate) connections: Connections,
+    pub(crate) recording: Recording,
+}
+
+/// What a worker sends next, and until when: its budgets, the open loop's due arrivals and
+/// the tasks waiting for one, the load as steered, and whether the run stops.
+pub(crate) struct Schedule {
+    /// Closed loop: requests left to issue; `u64::MAX` means unlimited.
+    pub(crate) budget: Cell<u64>,
+    /// Scripted users in a closed loop: iterations left to start; `u64::MAX`: unlimited.
+    pub(crate) iterations: Cell<u64>,
+    /// Open loop with scripted users: users that stopped for the rest of the run (they keep
+    /// their place among the `max_connections` users).
+    pub(crate) stopped: Cell<usize>,
+    pub(crate) stopping: Cell<bool>,
+    /// Open loop: due arrivals no connection has taken yet, by intended start.
+    pub(crate) queue: RefCell<VecDeque<Due>>,
+    /// Open loop: connections waiting for an arrival.
+    pub(crate) idle: Cell<usize>,
+    /// Open loop over plain HTTP/1.1: idle connections the dispatcher may send on itself
+    /// (these are not counted in `idle`).
+    pub(crate) parked: RefCell<Vec<Rc<Parked>>>,
+    pub(crate) wake: Notify,
+    pub(crate) arrivals_done: Cell<bool>,
+    /// The load as steered so far, and the wake-ups of those who follow it.
+    pub(crate) steer: Steered,
+}
+
+/// What a worker sends on: its open connections, its HTTP/2 groups, and the open loop's
+/// connection tasks.
+pub(crate) struct Connections {
+    /// Connections open now, the most at once since the last interval, and the HTTP/2 ones
+    /// the server ended.
+    pub(crate) open: Rc<OpenConnections>,
+    /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
+    pub(crate) groups: RefCell<Vec<Rc<Group>>>,
+    /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
+    pub(crate) tasks: Cell<usize>,
+    /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
+    pub(crate) spawned: Cell<usize>,
+    /// Open loop: connection tasks started for a queued arrival that have not run yet (each
+    /// will take one from the queue, or wait idle if it is empty by then).
+    pub(crate) starting: Cell<usize>,
+    /// Open loop: connections opened ahead of the schedule still connecting, and the
+    /// dispatcher's wake-up once none is.
+    pub(crate) preopening: Cell<usize>,
+    pub(crate) preopened: Notify,
+}
+
+/// What a worker recorded and has not handed over yet.
+pub(crate) struct Recording {
+    pub(crate) recorder: RefCell<Recorder>,
+    /// Samples not yet handed over (raw stream), when kept.
+    pub(crate) samples: Option<RefCell<Vec<Sample>>>,
+    /// The first interval whose recordings have not been handed over yet.
+    pub(crate) handed_over: Cell<u64>,
+    pub(crate) events: Sender<Event>,
+}
+
+impl Local {
+    /// A worker's state before its first task runs.
+    pub(crate) fn new(plan: &Plan, share: &Share, events: Sender<Event>) -> Local {
+        Local {
+            id: share.id,
+            active: Cell::new(0),
+            active_steps: RefCell::new(Vec::new()),
+            schedule: Schedule {
+                budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
+                iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
+                stopped: Cell::new(0),
+                stopping: Cell::new(false),
+                queue: RefCell::new(VecDeque::new()),
+                idle: Cell::new(0),
+                parked: RefCell::new(Vec::new()),
+                wake: Notify::new(),
+                arrivals_done: Cell::new(false),
+                steer: Steered::new(&plan.load),
+            },
+            connections: Connections {
+                open: Rc::new(OpenConnections::default()),
+                groups: RefCell::new(Vec::new()),
+                tasks: Cell::new(0),
+                spawned: Cell::new(0),
+                starting: Cell::new(0),
+                preopening: Cell::new(0),
+                preopened: Notify::new(),
+            },
+            recording: Recording {
+                recorder: RefCell::new(Recorder::new()),
+                samples: plan
+                    .keep_samples
+                    .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
+                handed_over: Cell::new(0),
+                events,
+            },
+        }
+    }
+
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.active.get() + self.schedule.queue.borrow().len() as u64
+    }
+
+    /// Records one finished request in the run's totals (and the raw stream, when kept).
+    #[inline]
+    pub(crate) fn record(
+        &self,
+        sample: Sample,
+        progress: &Progress,
+        result: &Result<Response, Failure>,
+        tls_session: impl FnOnce() -> Option<String>,
+    ) {
+        {
+            let mut recorder = self.recording.recorder.borrow_mut();
+            recorder.record(&sample);
+            record_connect(&mut recorder, progress, tls_session);
+            if let Err(f) = result {
+                recorder.note_error_example(f.kind, || f.cause.to_string());
+            }
+            if progress.resent {
+                recorder.record_resent();
+            }
+            for _ in 0..progress.idle_closes {
+                recorder.record_server_close();
+            }
+        }
+        if let Some(samples) = &self.recording.samples {
+            let full = {
+                let mut samples = samples.borrow_mut();
+                samples.push(sample);
+                samples.len() >= SAMPLE_BATCH
+            };
+            if full {
+                self.flush_samples();
+            }
+        }
+    }
+
+    /// Hands the kept samples over.
+    pub(crate) fn flush_samples(&self) {
+        if let Some(samples) = &self.recording.samples {
+            let batch =
+                std::mem::replace(&mut *samples.borrow_mut(), Vec::with_capacity(SAMPLE_BATCH));
+            if !batch.is_empty() {
+                let _ = self.recording.events.send(Event::Samples {
+                    worker: self.id,
+                    samples: batch,
+                });
+            }
+        }
+    }
+}
+
+/// Counts what opening a connection recorded in `progress`: the connect, the TLS session
+/// (from `tls_session`) and whether the handshake resumed one. Requests and connections opened
+/// ahead of the schedule count theirs the same way.
+#[inline]
+pub(crate) fn record_connect(
+    recorder: &mut Recorder,
+    progress: &Progress,
+    tls_session: impl FnOnce() -> Option<String>,
+) {
+    if progress.connected.is_some() {
+        recorder.record_connection();
+    }
+    if progress.handshaken.is_some() {
+        recorder.note_tls_session(|| tls_session().unwrap_or_default());
+    }
+    if progress.resumed {
+        recorder.record_tls_resumed();
+    }
+}
+
+/// Takes one from a budget where `u64::MAX` means unlimited; false once it is spent.
+fn take_one(budget: &Cell<u64>) -> bool {
+    match budget.get() {
+        0 => false,
+        u64::MAX => true,
+        n => {
+            budget.set(n - 1);
+            true
+        }
+    }
+}
+
+impl Schedule {
+    pub(crate) fn claim(&self) -> bool {
+        take_one(&self.budget)
+    }
+
+    /// Takes one iteration from the worker's budget (scripted users, closed loop).
+    pub(crate) fn claim_iteration(&self) -> bool {
+        take_one(&self.iterations)
+    }
+
+    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
+    pub(crate) fn wake_all(&self) {
+        self.wake.notify_waiters();
+        for parked in self.parked.borrow_mut().drain(..) {
+            parked.notify.notify_one();
+        }
+    }
+}
+
+impl Connections {
+    /// A new task's link (a connection task's or a scripted user's): with HTTP/2 a stream
+    /// slot on the worker's connection group `k` (from 0), else a connection of its own.
+    pub(crate) fn link(&self, plan: &Plan, k: usize) -> Link {
+        if plan.http2.is_none() {
+            return Link::Http1(None);
+        }
+        let mut groups = self.groups.borrow_mut();
+        while groups.len() <= k {
+            groups.push(Rc::new(Group::new(Rc::clone(&self.open))));
+        }
+        Link::Http2(Rc::clone(&groups[k]))
+    }
+
+    /// Keeps the open-connection count in step with one task's link: `counted` says whether
+    /// that task's connection is counted now.
+    pub(crate) fn track_open(&self, link_open: bool, counted: &mut bool) {
+        if link_open && !*counted {
+            self.open.opened();
+        } else if !link_open && *counted {
+            self.open.closed(false);
+        }
+        *counted = link_open;
+    }
+}
+
+/// An open-loop arrival the dispatcher handed out.
+#[derive(Clone, Copy)]
+pub(crate) struct Due {
+    /// When it was due to start.
+    pub intended: Instant,
+    /// When it started to wait for a connection because every one the worker may open was
+    /// busy; `None` if one was idle or could be opened.
+    pub waiting_since: Option<Instant>,
+    /// When the dispatcher gave it to a parked connection, and how many bytes of the request
+    /// it wrote there (the connection's task writes the rest). The dispatcher counted it
+    /// active.
+    pub taken: Option<(Instant, usize)>,
+}
+
+impl Due {
+    /// An arrival due at `intended` that a connection can take up at once.
+    pub(crate) fn at(intended: Instant) -> Due {
+        Due {
+            intended,
+            waiting_since: None,
+            taken: None,
+        }
+    }
+}
+
+/// An idle open-loop connection task over plain HTTP/1.1, its connection left here so that
+/// the dispatcher can write the next request on it without waiting for the task to run.
+#[derive(Default)]
+pub(crate) struct Parked {
+    pub(crate) conn: RefCell<Option<Connection>>,
+    pub(crate) job: Cell<Option<Due>>,
+    pub(crate) notify: Notify,
+}
+
+/// Open loop: the next due arrival for this task, or `None` once arrivals are over (or the
+/// run stops).
+pub(crate) async fn next_arrival(local: &Local) -> Option<Due> {
+    loop {
+        if let Some(due) = local.schedule.queue.borrow_mut().pop_front() {
+            return Some(due);
+        }
+        let schedule = &local.schedule;
+        if schedule.arrivals_done.get() || schedule.stopping.get() {
+            return None;
+        }
+        schedule.idle.set(schedule.idle.get() + 1);
+        schedule.wake.notified().await;
+    }
+}

@@ -1,0 +1,77 @@
+//! What a run's workers are given: the plan every worker shares, read-only, and each
+//! worker's share of the load.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Load;
+use crate::user::Users;
+
+/// What every worker of a run shares, read-only.
+pub(crate) struct Plan {
+    pub addr: SocketAddr,
+    pub tls: Option<crate::tls::Tls>,
+    pub request: Vec<u8>,
+    pub head_request: bool,
+    pub keepalive: bool,
+    /// Re-send once a request the server closed an idle connection under (see
+    /// `Config::resend`); scripted users' requests only when their method is idempotent.
+    pub resend: bool,
+    /// Whether the run's single request has an idempotent method.
+    pub idempotent: bool,
+    pub timeout: Duration,
+    pub grace: Duration,
+    pub interval: Duration,
+    pub start: Instant,
+    /// How long before `start` the run began (time to open connections ahead of it).
+    pub lead: Duration,
+    pub deadline: Option<Instant>,
+    /// Open loop: where the schedule of arrivals ends (see `Config::schedule_end`). The run
+    /// lasts until then even when its last arrival was answered earlier: a run of 1/s for
+    /// 3.5 s lasts 3.5 s, not until its fourth answer at 3 s.
+    pub schedule_end: Option<Instant>,
+    pub load: Load,
+    pub workers: usize,
+    /// Request budget across all workers.
+    pub requests: Option<u64>,
+    /// Hand every sample over in batches.
+    pub keep_samples: bool,
+    /// Open loop: shortest time between two dispatcher wake-ups.
+    pub timer_slack: Duration,
+    /// `Some` to speak HTTP/2.
+    pub http2: Option<Http2>,
+    /// Scripted users, when the run has them.
+    pub users: Option<Arc<dyn Users>>,
+    /// Scripted users in a closed loop: least time between the starts of a user's iterations.
+    pub pacing: Option<Duration>,
+    /// Iteration budget across all workers (scripted users).
+    pub iterations: Option<u64>,
+    /// The `Host` header scripted users' requests carry unless they give their own.
+    pub host_header: String,
+}
+
+/// What HTTP/2 runs add to the plan.
+pub(crate) struct Http2 {
+    /// The single request of a run without scripted users (these build theirs per request).
+    pub request: crate::http2::Template,
+    /// Stream slots per connection.
+    pub max_streams: usize,
+}
+
+/// One worker's share of the load.
+#[derive(Clone, Copy)]
+pub(crate) struct Share {
+    pub id: usize,
+    /// Closed loop: requests this worker may issue (`None`: until the deadline or a stop).
+    pub requests: Option<u64>,
+    /// Open loop: connections this worker may open.
+    pub max_connections: usize,
+    /// Open loop: in-flight cap of this worker.
+    pub max_in_flight: Option<u64>,
+    /// Open loop: connection tasks (HTTP/2: stream slots) to start ahead of the schedule, each
+    /// opening its connection (HTTP/2: the first slot of each connection).
+    pub preopen: usize,
+    /// Scripted users in a closed loop: iterations this worker may start.
+    pub iterations: Option<u64>,
+}

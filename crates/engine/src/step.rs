@@ -1,0 +1,170 @@
+//! One request step, the same for every kind of worker task (a connection of the closed or
+//! open loop, a scripted user): send one request on the task's link (HTTP/1.1 or HTTP/2),
+//! await its response under the timeout, time its phases, record the sample, and account for
+//! a connection the server ended before letting go of the link. What chooses the next request
+//! is the caller's; nothing here differs between a flag run and a plan but the request itself.
+
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use belier_stats::{ErrorKind, Outcome, Sample};
+use tokio::time::Sleep;
+
+use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
+use crate::http2::{Target, Template};
+use crate::link::Link;
+use crate::local::Local;
+use crate::plan::Plan;
+use crate::user::Outgoing;
+
+/// One request as the step sends it.
+pub(crate) struct Request<'a> {
+    /// When it was meant to start.
+    pub intended: Instant,
+    /// Open loop: when its arrival started to wait for a connection (`Some(None)`: it waited
+    /// for none, and was ready when taken up). `None` in a closed loop.
+    pub waiting_since: Option<Option<Instant>>,
+    /// Taken up by the dispatcher on a parked connection: when, and how many of its bytes it
+    /// wrote there; the dispatcher counted it active. `None`: taken up now, by the step.
+    pub taken: Option<(Instant, usize)>,
+    pub timeout: Duration,
+    /// HTTP/1.1: the encoded request.
+    pub bytes: &'a [u8],
+    /// HTTP/2: where the request's head comes from.
+    pub head: Head<'a>,
+    /// HTTP/1.1: whether it is a `HEAD` request (its response has no body).
+    pub head_request: bool,
+    /// HTTP/1.1: whether it may go again on a new connection after the server closed the
+    /// idle one under it (see [`exchange_http1`]).
+    pub resend: bool,
+}
+
+/// Where an HTTP/2 request's head comes from.
+pub(crate) enum Head<'a> {
+    /// The run's single request, built once ([`crate::plan::Http2::request`]).
+    Run,
+    /// A scripted user's request, its head built for this request.
+    Outgoing(&'a Outgoing),
+}
+
+/// Sends `request` on `link` and waits for its response, at most its timeout from when it
+/// was taken up; records the sample (and the connect, TLS session, re-send and closes it
+/// came with), counts a server close of a connection belier meant to keep, and lets go of the
+/// connection unless it can carry the next request. `counted` says whether the link's own
+/// connection is counted among the worker's open ones; `timer` is the task's, re-armed here.
+/// `progress` may carry buffers for the response's head and body. Returns how the request
+/// ended and its sample.
+pub(crate) async fn send(
+    local: &Local,
+    plan: &Plan,
+    link: &mut Link,
+    counted: &mut bool,
+    mut timer: Pin<&mut Sleep>,
+    request: &Request<'_>,
+    progress: &mut Progress,
+) -> (Result<Response, Failure>, Sample) {
+    let reused = link.is_open();
+    local.connections.track_open(reused, counted);
+    let (dispatched, written) = request.taken.unwrap_or_else(|| (Instant::now(), 0));
+    if request.taken.is_none() {
+        local.active.set(local.active.get() + 1);
+    }
+    timer.as_mut().reset((dispatched + request.timeout).into());
+    let result = tokio::select! {
+        biased;
+        r = exchange(link, plan, request, (dispatched, written), &mut *progress) => r,
+        _ = timer => Err(Failure::timeout(progress.phase)),
+    };
+    let done = Instant::now();
+    local.active.set(local.active.get() - 1);
+    local.connections.track_open(link.is_open(), counted);
+
+    let sample = Sample {
+        intended: request.intended,
+        dispatched,
+        ready: request.waiting_since.map(|w| w.unwrap_or(dispatched)),
+        connected: progress.connected,
+        handshaken: progress.handshaken,
+        sent: progress.sent.unwrap_or(done),
+        first_byte: progress.first_byte,
+        done,
+        outcome: match &result {
+            Ok(r) => Outcome::Response { status: r.status },
+            Err(f) => Outcome::Error(f.kind),
+        },
+        bytes_in: progress.bytes_in,
+        bytes_out: progress.bytes_out,
+    };
+    local.record(sample, progress, &result, || link.tls_session());
+    let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
+    if plan.keepalive && server_ended(&result, reused, progress) && matches!(link, Link::Http1(_)) {
+        local.recording.recorder.borrow_mut().record_server_close();
+    }
+    if !reuse {
+        link.release();
+    }
+    local.connections.track_open(link.is_open(), counted);
+    (result, sample)
+}
+
+/// Whether the server ended a connection belier meant to keep: it asked to close, or closed
+/// or reset it under a request (`reused`: the request went on an existing connection).
+fn server_ended(result: &Result<Response, Failure>, reused: bool, progress: &Progress) -> bool {
+    match result {
+        Ok(r) => !r.reusable,
+        Err(f) => {
+            (reused || progress.connected.is_some())
+                && matches!(
+                    f.kind,
+                    ErrorKind::ClosedBeforeResponse
+                        | ErrorKind::ClosedMidBody
+                        | ErrorKind::ConnectionReset
+                )
+        }
+    }
+}
+
+/// Writes the request on the link and reads its response. HTTP/1.1: opens the connection if
+/// needed; `written` is when the request was taken up and how many of its bytes are written
+/// already. HTTP/2: sends it on the group's connection, its head built first for a scripted
+/// user's request.
+async fn exchange(
+    link: &mut Link,
+    plan: &Plan,
+    request: &Request<'_>,
+    written: (Instant, usize),
+    p: &mut Progress,
+) -> Result<Response, Failure> {
+    let slot = match link {
+        Link::Http1(slot) => slot,
+        Link::Http2(group) => {
+            let built;
+            let template = match request.head {
+                Head::Run => {
+                    &plan
+                        .http2
+                        .as_ref()
+                        .expect("an HTTP/2 link in an HTTP/2 run")
+                        .request
+                }
+                Head::Outgoing(outgoing) => {
+                    built =
+                        Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
+                    &built
+                }
+            };
+            let target = Target {
+                addr: plan.addr,
+                tls: plan.tls.as_ref(),
+            };
+            return group.exchange(&target, template, p).await;
+        }
+    };
+    let http1 = Http1Request {
+        bytes: request.bytes,
+        written,
+        head_request: request.head_request,
+        resend: request.resend,
+    };
+    exchange_http1(slot, plan.addr, plan.tls.as_ref(), &http1, p).await
+}
