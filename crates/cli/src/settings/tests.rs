@@ -1,5 +1,6 @@
 //! The flag-to-settings decisions, table by table.
 
+use belier_engine::DEFAULT_DURATION;
 use clap::Parser;
 
 use super::*;
