@@ -380,3 +380,25 @@ fn ramp_up(connections: &Profile) -> Option<Duration> {
     (connections.end().is_none() && !connections.stages().is_empty())
         .then(|| connections.stages().iter().map(|s| s.duration).sum())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_engine::{Profile, Stage};
+
+    use super::ramp_up;
+
+    #[test]
+    fn a_ramp_up_is_stages_that_then_hold() {
+        let stage = |s, target| Stage {
+            duration: Duration::from_secs(s),
+            target,
+        };
+        let held = Profile::staged(0.0, vec![stage(4, 8.0)]).then_hold();
+        assert_eq!(ramp_up(&held), Some(Duration::from_secs(4)));
+        let staged = Profile::staged(0.0, vec![stage(4, 8.0), stage(2, 0.0)]);
+        assert_eq!(ramp_up(&staged), None, "stages that end are stages");
+        assert_eq!(ramp_up(&Profile::constant(8.0)), None);
+    }
+}
