@@ -18,7 +18,7 @@ use belier_engine::Spacing;
 use clap::{Args, ValueEnum};
 
 use crate::args::{parse_duration, ArrivalsArg, RequestArgs};
-use crate::settings::{self, InputError};
+use crate::settings::{self, Http2, InputError, Origin};
 use crate::signals::{self, Signals};
 use step::{Shape, Target};
 
@@ -280,6 +280,19 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         threads: settings::threads(args.threads, cores)?,
         interval: step::interval(args.warmup)?,
     };
+    // Every step's settings are decided the same way, so deciding the first step's before
+    // anything starts refuses what no step could run (HTTP/2 options, too many connections).
+    target.step(
+        &StepPlan {
+            rate: args
+                .max_rate
+                .map_or(args.start_rate, |m| m.min(args.start_rate)),
+            kind: StepKind::Grow,
+            warmup: args.warmup,
+            window: args.window,
+        },
+        &shape,
+    )?;
     let url = target.url();
     let slo_texts: Vec<String> = slos.expressions().iter().map(|s| s.to_string()).collect();
     let outcome_of = |search: &Search, steps: &[Step], overload, elapsed| {
@@ -318,10 +331,8 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
                 args.max_time
             )
         );
-        let mut settings = target.step(&plan, &shape)?;
-        let fd_limit = crate::limits::fit_connections(&mut settings)?;
-        let finished =
-            crate::load::execute_judged(&settings, signals, fd_limit, Some(plan.warmup))?;
+        let settings = target.step(&plan, &shape)?;
+        let finished = crate::load::execute_judged(&settings, signals, Some(plan.warmup))?;
         if finished.interrupted {
             interrupted = true;
             break;
@@ -437,21 +448,22 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     if !step::is_plan(given) {
         let (mut engine, url) = settings::request_config(&args.request)?;
         engine.resend = !args.no_resend;
-        let no_keepalive = args.dimension == DimensionArg::ConnectionRate;
-        settings::http2(&mut engine, args.http2, args.max_streams, no_keepalive).map_err(|e| {
-            if no_keepalive && args.http2 {
-                InputError::new(
-                    "--dimension <D>",
-                    "connection-rate",
-                    "opens a connection per request: not with --http2, whose streams share them",
-                )
-            } else {
-                e
-            }
-        })?;
+        if args.dimension == DimensionArg::ConnectionRate && args.http2 {
+            return Err(InputError::new(
+                "--dimension <D>",
+                "connection-rate",
+                "opens a connection per request: not with --http2, whose streams share them",
+            )
+            .into());
+        }
         return Ok(Target::Url {
             engine: Box::new(engine),
             url,
+            http2: Http2 {
+                on: args.http2,
+                max_streams: args.max_streams,
+                origin: Origin::Flags,
+            },
         });
     }
     let r = &args.request;

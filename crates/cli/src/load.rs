@@ -74,8 +74,8 @@ impl Finished {
 }
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
-pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow::Result<Finished> {
-    execute_judged(settings, signals, fd_limit, None)
+pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
+    execute_judged(settings, signals, None)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -84,7 +84,6 @@ pub fn execute(settings: &Settings, signals: &Signals, fd_limit: u64) -> anyhow:
 pub fn execute_judged(
     settings: &Settings,
     signals: &Signals,
-    fd_limit: u64,
     judge_from: Option<Duration>,
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
@@ -125,7 +124,7 @@ pub fn execute_judged(
     let ports = host::ephemeral_port_range();
     let mut usage = HostUsage {
         open_fds_peak: 0,
-        fd_limit,
+        fd_limit: settings.fd_limit,
         ephemeral_ports_peak: None,
         ephemeral_ports_total: ports.map(|(low, high)| u64::from(high - low) + 1),
     };
@@ -302,10 +301,14 @@ fn load_info(settings: &Settings) -> RunInfo {
             })
             .collect()
     };
+    let ramp_up = match &settings.engine.load {
+        Load::Closed { connections } => ramp_up(connections),
+        Load::Open { .. } => None,
+    };
     let (model, rate, stages, arrivals, seed, max_connections, max_in_flight) =
         match &settings.engine.load {
             Load::Closed { connections } => {
-                let stages = if settings.ramp_up.is_some() {
+                let stages = if ramp_up.is_some() {
                     vec![]
                 } else {
                     stage_info(connections)
@@ -351,7 +354,7 @@ fn load_info(settings: &Settings) -> RunInfo {
         model,
         rate,
         stages,
-        ramp_up_s: settings.ramp_up.map(|d| d.as_secs_f64()),
+        ramp_up_s: ramp_up.map(|d| d.as_secs_f64()),
         arrivals,
         seed,
         max_connections,
@@ -368,5 +371,34 @@ fn load_info(settings: &Settings) -> RunInfo {
         pacing_s: settings.engine.pacing.map(|d| d.as_secs_f64()),
         steps: users.map(|u| u.steps().to_vec()).unwrap_or_default(),
         checks: users.map(|u| u.checks().to_vec()).unwrap_or_default(),
+    }
+}
+
+/// A closed loop's ramp-up (`--ramp-up`): stages that then hold their last level, reported as
+/// the ramp's length rather than as stages.
+fn ramp_up(connections: &Profile) -> Option<Duration> {
+    (connections.end().is_none() && !connections.stages().is_empty())
+        .then(|| connections.stages().iter().map(|s| s.duration).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_engine::{Profile, Stage};
+
+    use super::ramp_up;
+
+    #[test]
+    fn a_ramp_up_is_stages_that_then_hold() {
+        let stage = |s, target| Stage {
+            duration: Duration::from_secs(s),
+            target,
+        };
+        let held = Profile::staged(0.0, vec![stage(4, 8.0)]).then_hold();
+        assert_eq!(ramp_up(&held), Some(Duration::from_secs(4)));
+        let staged = Profile::staged(0.0, vec![stage(4, 8.0), stage(2, 0.0)]);
+        assert_eq!(ramp_up(&staged), None, "stages that end are stages");
+        assert_eq!(ramp_up(&Profile::constant(8.0)), None);
     }
 }

@@ -68,9 +68,8 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
-    let mut settings = settings::from_args(args, cores())?;
-    let fd_limit = limits::fit_connections(&mut settings)?;
-    let finished = load::execute(&settings, signals, fd_limit)?;
+    let settings = settings::from_args(args, cores())?;
+    let finished = load::execute(&settings, signals)?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else {

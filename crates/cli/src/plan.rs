@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use belier_engine::{
-    Config, Profile, RequestSpec, Spacing, StopWhen, DEFAULT_DURATION, DEFAULT_MAX_STREAMS,
-};
+use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
 use belier_report::ThresholdOutcome;
 use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
 use belier_stats::value_at_percentile;
@@ -14,9 +12,9 @@ use hdrhistogram::Histogram;
 
 use crate::args::{CheckArgs, RunArgs};
 use crate::load::Finished;
-use crate::settings::{self, InputError, Settings};
+use crate::settings::{self, Draft, Http2, InputError, Origin, Settings};
 use crate::signals::{self, Signals};
-use crate::{limits, write_report};
+use crate::write_report;
 
 /// Exit code when a threshold of the plan failed.
 pub const EXIT_THRESHOLDS: u8 = 4;
@@ -37,9 +35,8 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let mut plan = belier_scenario::load(&args.plan)?;
     apply_overrides(&mut plan, &args)?;
     let users = plan.users();
-    let mut settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
-    let fd_limit = limits::fit_connections(&mut settings)?;
-    let mut finished = crate::load::execute(&settings, signals, fd_limit)?;
+    let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    let mut finished = crate::load::execute(&settings, signals)?;
     for e in users.exhausted() {
         finished.warnings.push(format!(
             "data `{}` ran out after {} rows: {} users stopped for want of a row",
@@ -132,7 +129,6 @@ fn settings_for(
 ) -> Result<Settings, InputError> {
     let mut engine = engine_for(
         plan,
-        &args.plan,
         &Connection {
             tls_resume: args.tls_resume,
             connect_to: args.connect_to,
@@ -140,32 +136,25 @@ fn settings_for(
         },
         users,
     )?;
-    let bounded = plan.load.duration.is_some()
-        || plan.load.iterations.is_some()
-        || engine.load.end().is_some();
     engine.stop = StopWhen {
         requests: None,
-        // Neither a duration, an iteration count nor stages: the documented default length.
-        duration: plan
-            .load
-            .duration
-            .or((!bounded).then_some(DEFAULT_DURATION)),
+        duration: plan.load.duration,
         iterations: plan.load.iterations,
     };
     let threads = settings::threads(args.threads, cores)?;
-    // Threads beyond the connections would sit idle (over HTTP/2, a closed loop's users share
-    // one connection per `max_streams`).
-    engine.threads = threads.min(engine.max_connections().max(1));
     let output = settings::output(args.results, &mut engine)?;
-    Ok(Settings {
+    Draft {
         engine,
         url: plan.target.url(),
         output,
-        max_connections_given: matches!(plan.load.model, LoadModel::Open { .. }),
-        ramp_up: None,
         raw: None,
+        http2: http2(plan, &args.plan),
         plan: Some(args.plan),
-    })
+        threads,
+        // A plan's open loop names its users' cap (`max_vus`, or its default).
+        cap_given: matches!(plan.load.model, LoadModel::Open { .. }),
+    }
+    .finish()
 }
 
 /// How a plan's connections are made, beyond what the plan says: flags of `belier run` and
@@ -179,41 +168,24 @@ pub struct Connection {
     pub no_resend: bool,
 }
 
-/// The engine's configuration for `plan` (at `path`) and its `users`, with the plan's own load;
-/// the caller sets the stop condition and the threads.
+/// HTTP/2 as `plan` (at `path`) asks for it: its `http2` and `max_streams` mean what
+/// `--http2` and `--max-streams` do.
+pub fn http2(plan: &Plan, path: &std::path::Path) -> Http2 {
+    Http2 {
+        on: plan.options.http2,
+        max_streams: plan.options.max_streams,
+        origin: Origin::Plan(path.to_path_buf()),
+    }
+}
+
+/// The engine's configuration for `plan` and its `users`, with the plan's own load; the
+/// caller sets the stop condition, and [`Draft::finish`] HTTP/2 and the threads.
 pub fn engine_for(
     plan: &Plan,
-    path: &std::path::Path,
     connection: &Connection,
     users: Arc<PlanUsers>,
 ) -> Result<Config, InputError> {
-    const FLAG: &str = "<PLAN>";
-    let shown = path.display().to_string();
     let options = &plan.options;
-    // The plan's `http2` and `max_streams` mean what `--http2` and `--max-streams` do, and are
-    // validated the same way.
-    if !options.http2 && options.max_streams.is_some() {
-        return Err(InputError::new(
-            FLAG,
-            &shown,
-            "max_streams only applies to HTTP/2: add `http2: true`",
-        ));
-    }
-    if options.http2 && !options.keepalive {
-        return Err(InputError::new(
-            FLAG,
-            &shown,
-            "`keepalive: false` does not apply to `http2: true`: streams share their connections",
-        ));
-    }
-    let max_streams = options.max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
-    if max_streams > settings::MAX_STREAMS {
-        return Err(InputError::new(
-            FLAG,
-            &shown,
-            format!("max_streams: must be at most {}", settings::MAX_STREAMS),
-        ));
-    }
     let target = &plan.target;
     let mut engine = Config::new(RequestSpec {
         method: "GET".into(),
@@ -244,8 +216,6 @@ pub fn engine_for(
     engine.connect_to = connection.connect_to;
     engine.keepalive = options.keepalive;
     engine.resend = !connection.no_resend;
-    engine.http2 = options.http2;
-    engine.max_streams = max_streams;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);

@@ -6,16 +6,20 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use belier_engine::{
-    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions, DEFAULT_DURATION,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS,
+    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions,
+    DEFAULT_MAX_CONNECTIONS,
 };
 
 use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
 
+mod draft;
+
+pub use draft::{Draft, Http2, Origin};
+
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
 /// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
-pub(crate) const MAX_STREAMS: usize = 1 << 20;
+const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
@@ -23,7 +27,7 @@ const MAX_REQUESTS: u64 = 1_000_000_000_000;
 /// Highest request rate belier accepts, per second.
 const MAX_RATE: f64 = 10_000_000.0;
 
-/// A load test, ready to run.
+/// A load test, ready to run: every value decided (see [`Draft::finish`]).
 #[derive(Debug)]
 pub struct Settings {
     /// What the engine runs.
@@ -32,15 +36,12 @@ pub struct Settings {
     pub url: String,
     /// Where the report and the results go.
     pub output: Output,
-    /// The user set the open-loop connection cap (otherwise it may be lowered to fit the
-    /// open-file limit).
-    pub max_connections_given: bool,
-    /// The closed-loop ramp-up, if any.
-    pub ramp_up: Option<Duration>,
     /// Raw per-request CSV file.
     pub raw: Option<PathBuf>,
     /// The plan file the run follows (`belier run PLAN`), as given.
     pub plan: Option<PathBuf>,
+    /// The soft open-file limit in force, which the connections fit.
+    pub fd_limit: u64,
 }
 
 /// Where a run's report and results go, validated.
@@ -175,25 +176,15 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         1,
         MAX_CONNECTIONS as u64,
     )?;
-    let load = load_model(&args)?;
+    engine.load = load_model(&args)?;
     let threads = threads(args.threads, cores)?;
-    engine.threads = threads.min(load.max_connections().max(1));
     engine.keepalive = !args.no_keepalive;
     engine.resend = !args.no_resend;
-    engine.stop = match (args.requests, args.duration) {
-        // Stages bound the run themselves; otherwise the documented default applies.
-        (None, None) if load.end().is_none() => StopWhen {
-            requests: None,
-            duration: Some(DEFAULT_DURATION),
-            iterations: None,
-        },
-        (requests, duration) => StopWhen {
-            requests,
-            duration,
-            iterations: None,
-        },
+    engine.stop = StopWhen {
+        requests: args.requests,
+        duration: args.duration,
+        iterations: None,
     };
-    engine.load = load;
     engine.keep_samples = args.raw.is_some();
     if let Some(slack) = args.timer_slack {
         if slack > MAX_TIMER_SLACK {
@@ -205,55 +196,22 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         }
         engine.timer_slack = slack;
     }
-    http2(&mut engine, args.http2, args.max_streams, args.no_keepalive)?;
     let output = output(args.results, &mut engine)?;
-    Ok(Settings {
+    Draft {
         engine,
         url,
         output,
-        max_connections_given: args.max_connections.is_some(),
-        ramp_up: args.ramp_up,
         raw: args.raw,
         plan: None,
-    })
-}
-
-/// `--http2` with `--max-streams` on `engine`, checked: HTTP/2 keeps its connections, and
-/// `--max-streams` means nothing without it.
-pub fn http2(
-    engine: &mut Config,
-    http2: bool,
-    max_streams: Option<usize>,
-    no_keepalive: bool,
-) -> Result<(), InputError> {
-    if !http2 && max_streams.is_some() {
-        return Err(InputError::new(
-            "--max-streams",
-            "",
-            "only applies to HTTP/2: add --http2",
-        ));
+        threads,
+        http2: Http2 {
+            on: args.http2,
+            max_streams: args.max_streams,
+            origin: Origin::Flags,
+        },
+        cap_given: args.max_connections.is_some(),
     }
-    if http2 {
-        let max_streams = max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
-        check_range(
-            "--max-streams <N>",
-            max_streams as u64,
-            1,
-            MAX_STREAMS as u64,
-        )?;
-        if no_keepalive {
-            return Err(InputError::new(
-                "--no-keepalive",
-                "",
-                "does not apply to --http2: streams share their connections",
-            ));
-        }
-        engine.http2 = true;
-        engine.max_streams = max_streams;
-        // Threads beyond the connections would sit idle (the engine lowers them too).
-        engine.threads = engine.threads.min(engine.max_connections().max(1));
-    }
-    Ok(())
+    .finish()
 }
 
 /// The load model the flags ask for.

@@ -12,16 +12,18 @@ use belier_scenario::{LoadModel, Plan};
 
 use crate::args::Format;
 use crate::plan::Connection;
-use crate::settings::{InputError, Output, Settings};
+use crate::settings::{Draft, Http2, InputError, Output, Settings};
 
 /// What the search loads.
 pub enum Target {
     /// The request the flags describe.
     Url {
-        /// The engine's configuration of that request (protocol, TLS, timeout).
+        /// The engine's configuration of that request (TLS, timeout).
         engine: Box<Config>,
         /// The URL, as given.
         url: String,
+        /// HTTP/2, as the flags ask for it.
+        http2: Http2,
     },
     /// A plan's scripted users: each step makes them anew, so that data rows, cookies and
     /// extracted values start over as in a run of their own.
@@ -62,10 +64,11 @@ impl Target {
 
     /// The run of one step: its level held for its warm-up and window.
     pub fn step(&self, step: &StepPlan, shape: &Shape) -> Result<Settings, InputError> {
-        let (mut engine, url, plan_path, open_default) = match self {
-            Target::Url { engine, url } => (
+        let (mut engine, url, http2, plan_path, open_default) = match self {
+            Target::Url { engine, url, http2 } => (
                 engine.as_ref().clone(),
                 url.clone(),
+                http2.clone(),
                 None,
                 DEFAULT_MAX_CONNECTIONS,
             ),
@@ -74,12 +77,19 @@ impl Target {
                 path,
                 connection,
             } => {
-                let engine = crate::plan::engine_for(plan, path, connection, plan.users())?;
+                let engine = crate::plan::engine_for(plan, connection, plan.users())?;
                 let max_vus = match &plan.load.model {
                     LoadModel::Open { max_vus, .. } => *max_vus,
                     LoadModel::Closed { .. } => DEFAULT_MAX_CONNECTIONS,
                 };
-                (engine, plan.target.url(), Some(path.clone()), max_vus)
+                let http2 = crate::plan::http2(plan, path);
+                (
+                    engine,
+                    plan.target.url(),
+                    http2,
+                    Some(path.clone()),
+                    max_vus,
+                )
             }
         };
         engine.load = match shape.dimension {
@@ -96,15 +106,13 @@ impl Target {
         if shape.dimension == Dimension::ConnectionRate {
             engine.keepalive = false;
         }
-        // Threads beyond a closed loop's connections would sit idle.
-        engine.threads = shape.threads.min(engine.max_connections().max(1));
         engine.interval = shape.interval;
         engine.stop = StopWhen {
             requests: None,
             duration: Some(step.duration()),
             iterations: None,
         };
-        Ok(Settings {
+        Draft {
             engine,
             url,
             output: Output {
@@ -114,11 +122,13 @@ impl Target {
                 name: "capacity".into(),
                 html: None,
             },
-            max_connections_given: shape.max_connections.is_some(),
-            ramp_up: None,
             raw: None,
             plan: plan_path,
-        })
+            threads: shape.threads,
+            http2,
+            cap_given: shape.max_connections.is_some(),
+        }
+        .finish()
     }
 }
 

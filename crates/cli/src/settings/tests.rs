@@ -1,5 +1,6 @@
 //! The flag-to-settings decisions, table by table.
 
+use belier_engine::DEFAULT_DURATION;
 use clap::Parser;
 
 use super::*;
@@ -232,5 +233,89 @@ fn bad_input_names_the_flag_and_value() {
     for (argv, want) in cases {
         let err = settings(argv).unwrap_err().to_string();
         assert!(err.contains(want), "{argv:?}: {err}");
+    }
+}
+
+/// A draft of `load` over plain HTTP, as a plan at `plan.yaml` would give it.
+fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
+    let mut engine = Config::new(RequestSpec {
+        method: "GET".into(),
+        host: "x".into(),
+        port: 80,
+        path_and_query: "/".into(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    });
+    engine.load = load;
+    engine.stop = StopWhen {
+        requests: None,
+        duration: None,
+        iterations: None,
+    };
+    Draft {
+        engine,
+        url: "http://x/".into(),
+        output: Output {
+            format: Format::Text,
+            out: None,
+            save: None,
+            name: "run".into(),
+            html: None,
+        },
+        raw: None,
+        plan: Some("plan.yaml".into()),
+        threads: 8,
+        http2: Http2 {
+            on: http2,
+            max_streams,
+            origin: Origin::Plan("plan.yaml".into()),
+        },
+        cap_given: false,
+    }
+}
+
+#[test]
+fn a_plan_is_decided_as_flags_are() {
+    let closed = |n: f64| Load::Closed {
+        connections: Profile::constant(n),
+    };
+    let s = plan_draft(closed(20.0), true, Some(10)).finish().unwrap();
+    assert!(s.engine.http2);
+    assert_eq!(s.engine.threads, 2, "never more threads than connections");
+    assert_eq!(s.engine.stop.duration, Some(DEFAULT_DURATION));
+    assert!(s.fd_limit > 0);
+
+    let mut bounded = plan_draft(closed(2.0), false, None);
+    bounded.engine.stop.iterations = Some(5);
+    let s = bounded.finish().unwrap();
+    assert_eq!(s.engine.stop.duration, None, "iterations bound the run");
+
+    let cases = [
+        (
+            false,
+            Some(4),
+            true,
+            "invalid value 'plan.yaml' for '<PLAN>': max_streams only applies to HTTP/2: \
+             add `http2: true`",
+        ),
+        (
+            true,
+            None,
+            false,
+            "invalid value 'plan.yaml' for '<PLAN>': `keepalive: false` does not apply to \
+             `http2: true`: streams share their connections",
+        ),
+        (
+            true,
+            Some(2_000_000),
+            true,
+            "invalid value 'plan.yaml' for '<PLAN>': max_streams: must be at most 1048576",
+        ),
+    ];
+    for (http2, max_streams, keepalive, want) in cases {
+        let mut draft = plan_draft(closed(2.0), http2, max_streams);
+        draft.engine.keepalive = keepalive;
+        let err = draft.finish().unwrap_err().to_string();
+        assert_eq!(err, want);
     }
 }
