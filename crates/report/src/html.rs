@@ -277,7 +277,9 @@ const SUMMARY_ROWS: [Row; 23] = [
     ("Connections opened", |r| {
         thousands(r.totals.connections_opened())
     }),
-    ("Re-sent (server closed unread)", crate::wording::resent),
+    ("Re-sent (server closed unread)", |r| {
+        crate::wording::resent(&crate::summary::Summary::of(r))
+    }),
     ("TLS handshakes resumed", |r| {
         thousands(r.totals.tls_resumed())
     }),
@@ -304,7 +306,9 @@ fn p99(r: &Report, metric: Metric) -> Option<u64> {
 /// which had no schedule (a zero would read as a measurement).
 const OPEN_LOOP_ROWS: [Row; 8] = [
     ("Target rate", |r| format!("{}/s", rate(r.target_rate()))),
-    ("Sent rate", crate::wording::sent_rate),
+    ("Sent rate", |r| {
+        crate::wording::sent_rate(&crate::summary::Summary::of(r))
+    }),
     ("Dropped", |r| thousands(r.totals.dropped())),
     ("Scheduling lag p99", |r| {
         p99(r, Metric::Lag).map_or("–".into(), ms)

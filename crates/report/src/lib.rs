@@ -16,6 +16,7 @@ mod json;
 mod markdown;
 pub mod results;
 mod steps;
+mod summary;
 mod text;
 mod verdict;
 mod wording;
