@@ -132,15 +132,18 @@ fn mean_rate(start: f64, stages: &[StageInfo], from: f64, span: f64) -> f64 {
     let cumulative = |t: f64| {
         let (mut level, mut at, mut sum) = (start, 0.0, 0.0);
         for stage in stages {
-            let take = (t - at).clamp(0.0, stage.duration_s);
-            if stage.duration_s > 0.0 {
-                let reached = level + (stage.target - level) * take / stage.duration_s;
+            // A results file may say anything: a stage of negative or NaN length has none
+            // (clamping to a negative bound panics).
+            let length = stage.duration_s.max(0.0);
+            let take = (t - at).clamp(0.0, length);
+            if length > 0.0 {
+                let reached = level + (stage.target - level) * take / length;
                 sum += (level + reached) / 2.0 * take;
             }
-            if take < stage.duration_s {
+            if take < length {
                 return sum;
             }
-            at += stage.duration_s;
+            at += length;
             level = stage.target;
         }
         sum + level * (t - at).max(0.0)
@@ -412,6 +415,9 @@ mod tests {
         // A step: 10/s, then straight to 50/s (a stage of no length), held 1 s.
         let step = [stage(0.0, 50.0), stage(1.0, 50.0)];
         assert!((mean_rate(10.0, &step, 0.0, 1.0) - 50.0).abs() < 1e-9);
+        // A results file's stage of negative or NaN length is a step too, not a panic.
+        assert_eq!(mean_rate(10.0, &[stage(-1.0, 200.0)], 0.0, 1.0), 200.0);
+        assert_eq!(mean_rate(10.0, &[stage(f64::NAN, 200.0)], 0.0, 1.0), 200.0);
 
         // In a report: 4 arrivals in 3.5 s at 1/s read as 1/s.
         let mut info = fixtures::info();
