@@ -72,6 +72,8 @@ pub(crate) struct OpenLoop {
 pub(crate) struct ErrorLine<'a> {
     pub kind: ErrorKind,
     pub count: u64,
+    /// Share of all requests, 0..=1.
+    pub share: f64,
     /// One of its messages, as recorded.
     pub example: Option<&'a str>,
 }
@@ -88,6 +90,7 @@ impl<'a> Summary<'a> {
             .map(|kind| ErrorLine {
                 kind,
                 count: t.errors_of(kind),
+                share: t.errors_of(kind) as f64 / requests.max(1) as f64,
                 example: t.error_example(kind),
             })
             .collect();
@@ -117,5 +120,10 @@ impl<'a> Summary<'a> {
             checks: steps::check_lines(report),
             iteration_rate: steps::iteration_rate(report),
         }
+    }
+
+    /// The line of errors of `kind`, if any happened.
+    pub(crate) fn error(&self, kind: ErrorKind) -> Option<&ErrorLine<'a>> {
+        self.errors.iter().find(|e| e.kind == kind)
     }
 }
