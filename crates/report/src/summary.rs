@@ -6,7 +6,7 @@
 use belier_stats::{ErrorKind, LatencySummary, Metric};
 
 use crate::steps::{self, CheckLine, StepLine};
-use crate::{ratio, verdict, Report, Verdict};
+use crate::{per_second, ratio, verdict, Report, Verdict};
 
 /// The phases of a request, in the order the reports show them.
 pub(crate) const PHASES: [Metric; 4] =
@@ -118,7 +118,7 @@ impl<'a> Summary<'a> {
             has_steps: steps::has_steps(report),
             steps: steps::step_lines(report),
             checks: steps::check_lines(report),
-            iteration_rate: steps::iteration_rate(report),
+            iteration_rate: per_second(t.iterations(), report.elapsed),
         }
     }
 
