@@ -1,8 +1,11 @@
 //! belier's reports.
 //!
 //! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
-//! and the [`RunInfo`] saying how they were obtained) and rendered as text, JSON or HTML. The
-//! JSON shape is described by `schema/report.schema.json`, which tests validate output against.
+//! and the [`RunInfo`] saying how they were obtained) and rendered as text, Markdown, JSON or
+//! HTML. Its figures (rates, shares, latency summaries, the verdict, the step tables) are
+//! worked out once into a summary that every format renders, so they read the same in each.
+//! The JSON shape is described by `schema/report.schema.json`, which tests validate output
+//! against.
 //! The HTML page ([`render_html`]) compares one or more runs and needs no network to open;
 //! [`render_capacity_html`] draws a capacity search's steps the same way.
 #![deny(missing_docs)]

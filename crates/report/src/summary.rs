@@ -6,7 +6,8 @@
 use belier_stats::{ErrorKind, LatencySummary, Metric};
 
 use crate::steps::{self, CheckLine, StepLine};
-use crate::{per_second, ratio, verdict, Report, Verdict};
+use crate::verdict::{self, Verdict};
+use crate::{per_second, ratio, Report};
 
 /// The phases of a request, in the order the reports show them.
 pub(crate) const PHASES: [Metric; 4] =
@@ -94,6 +95,7 @@ impl<'a> Summary<'a> {
                 example: t.error_example(kind),
             })
             .collect();
+        let open_loop = OpenLoop::of(report);
         Summary {
             report,
             attempted_rate: report.attempted_rate(),
@@ -106,15 +108,9 @@ impl<'a> Summary<'a> {
             latency: t.latency_summary(),
             uncorrected: t.summary(Metric::Uncorrected),
             phases: PHASES.map(|m| (m, t.summary(m))),
-            open_loop: report.is_open_loop().then(|| OpenLoop {
-                sent: report.sent(),
-                target_rate: report.target_rate(),
-                sent_rate: report.sent_rate(),
-                lag: t.summary(Metric::Lag),
-                dispatch: t.summary(Metric::Dispatch),
-            }),
+            verdict: verdict::judge(report, open_loop.as_ref()),
+            open_loop,
             errors,
-            verdict: verdict(report),
             has_steps: steps::has_steps(report),
             steps: steps::step_lines(report),
             checks: steps::check_lines(report),
@@ -125,5 +121,19 @@ impl<'a> Summary<'a> {
     /// The line of errors of `kind`, if any happened.
     pub(crate) fn error(&self, kind: ErrorKind) -> Option<&ErrorLine<'a>> {
         self.errors.iter().find(|e| e.kind == kind)
+    }
+}
+
+impl OpenLoop {
+    /// The figures of `report`'s schedule; `None` for a closed loop.
+    pub(crate) fn of(report: &Report) -> Option<OpenLoop> {
+        let t = report.totals;
+        report.is_open_loop().then(|| OpenLoop {
+            sent: report.sent(),
+            target_rate: report.target_rate(),
+            sent_rate: report.sent_rate(),
+            lag: t.summary(Metric::Lag),
+            dispatch: t.summary(Metric::Dispatch),
+        })
     }
 }
