@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::rate;
+use crate::summary::Summary;
 use crate::Report;
 
 /// The metrics [`compare`] reports and conditions may name, in report order.
@@ -73,10 +74,11 @@ struct Figures {
 impl Figures {
     fn of(r: &Report) -> Figures {
         let (requests, succeeded) = (r.totals.requests(), r.totals.succeeded());
+        let s = Summary::of(r);
         Figures {
-            rate: r.attempted_rate(),
-            throughput: r.throughput(),
-            latency: r.totals.latency_summary(),
+            rate: s.attempted_rate,
+            throughput: s.throughput,
+            latency: s.latency,
             errors_percent: if requests == 0 {
                 0.0
             } else {

@@ -15,10 +15,11 @@ mod tests;
 
 use std::fmt::{self, Display, Write as _};
 
-use belier_stats::{ErrorKind, Metric};
+use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::{steps, verdict, Report};
+use crate::summary::{OpenLoop, Summary};
+use crate::{Report, Verdict};
 
 pub use capacity::render_capacity_html;
 
@@ -145,9 +146,10 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         out.push_str("<p>No runs to show.</p>\n</main>\n</body>\n</html>\n");
         return Ok(());
     }
-    write_runs(out, runs)?;
-    write_summary(out, runs)?;
-    write_steps(out, runs)?;
+    let summaries: Vec<Summary> = runs.iter().map(|run| Summary::of(run.report)).collect();
+    write_runs(out, runs, &summaries)?;
+    write_summary(out, runs, &summaries)?;
+    write_steps(out, runs, &summaries)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
@@ -157,14 +159,14 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     }
     out.push_str(&distribution::latency_spectrum(runs));
     out.push_str(&distribution::status_codes(runs));
-    write_errors(out, runs)?;
+    write_errors(out, runs, &summaries)?;
     out.push_str("</main>\n</body>\n</html>\n");
     Ok(())
 }
 
-fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt::Result {
     out.push_str("<h2>Runs</h2>\n<div class=\"runs\">\n");
-    for (i, run) in runs.iter().enumerate() {
+    for (i, (run, s)) in runs.iter().zip(summaries).enumerate() {
         let r = run.report;
         let info = r.info;
         write!(
@@ -216,8 +218,8 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
         for w in &r.warnings {
             write!(out, "<p class=\"warn\">Warning: {}</p>", esc(w))?;
         }
-        if r.is_open_loop() {
-            write_verdict(out, r)?;
+        if s.open_loop.is_some() {
+            write_verdict(out, &s.verdict)?;
         }
         out.push_str("</section>\n");
     }
@@ -226,8 +228,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
 }
 
 /// An open-loop run's verdict: whether belier kept up, and if not what went wrong.
-fn write_verdict(out: &mut String, r: &Report) -> fmt::Result {
-    let v = verdict(r);
+fn write_verdict(out: &mut String, v: &Verdict) -> fmt::Result {
     if v.kept_up {
         write!(
             out,
@@ -249,88 +250,98 @@ fn write_verdict(out: &mut String, r: &Report) -> fmt::Result {
 }
 
 /// The summary's rows: a label and a function giving the cell for one run.
-type Row = (&'static str, fn(&Report) -> String);
+type Row = (&'static str, fn(&Summary) -> String);
 
-fn latency_at(r: &Report, p: f64) -> String {
-    ms(r.totals.latency_summary().at(p).unwrap_or(0))
+fn latency_at(s: &Summary, p: f64) -> String {
+    ms(s.latency.at(p).unwrap_or(0))
 }
 
 const SUMMARY_ROWS: [Row; 23] = [
-    ("Requests", |r| thousands(r.totals.requests())),
-    ("Succeeded (status < 400)", |r| {
-        thousands(r.totals.succeeded())
+    ("Requests", |s| thousands(s.report.totals.requests())),
+    ("Succeeded (status < 400)", |s| {
+        thousands(s.report.totals.succeeded())
     }),
-    ("Success", |r| format!("{:.2} %", r.success_ratio() * 100.0)),
-    ("Responses (any status)", |r| {
-        thousands(r.totals.responses())
+    ("Success", |s| format!("{:.2} %", s.success_ratio * 100.0)),
+    ("Responses (any status)", |s| {
+        thousands(s.report.totals.responses())
     }),
-    ("Errors (no response)", |r| thousands(r.totals.errors())),
-    ("Duration", |r| format!("{:.3} s", r.elapsed.as_secs_f64())),
-    ("Attempted rate", |r| {
-        format!("{}/s", rate(r.attempted_rate()))
+    ("Errors (no response)", |s| {
+        thousands(s.report.totals.errors())
     }),
-    ("Throughput (succeeded)", |r| {
-        format!("{}/s", rate(r.throughput()))
+    ("Duration", |s| {
+        format!("{:.3} s", s.report.elapsed.as_secs_f64())
     }),
-    ("Bytes in", |r| bytes(r.totals.bytes_in() as f64)),
-    ("Bytes out", |r| bytes(r.totals.bytes_out() as f64)),
-    ("Connections opened", |r| {
-        thousands(r.totals.connections_opened())
+    ("Attempted rate", |s| {
+        format!("{}/s", rate(s.attempted_rate))
+    }),
+    ("Throughput (succeeded)", |s| {
+        format!("{}/s", rate(s.throughput))
+    }),
+    ("Bytes in", |s| bytes(s.report.totals.bytes_in() as f64)),
+    ("Bytes out", |s| bytes(s.report.totals.bytes_out() as f64)),
+    ("Connections opened", |s| {
+        thousands(s.report.totals.connections_opened())
     }),
     ("Re-sent (server closed unread)", crate::wording::resent),
-    ("TLS handshakes resumed", |r| {
-        thousands(r.totals.tls_resumed())
+    ("TLS handshakes resumed", |s| {
+        thousands(s.report.totals.tls_resumed())
     }),
-    ("Latency min", |r| ms(r.totals.latency_summary().min_us)),
-    ("mean", |r| ms_f(r.totals.latency_summary().mean_us)),
-    ("stdev", |r| ms_f(r.totals.latency_summary().stdev_us)),
-    ("p50", |r| latency_at(r, 50.0)),
-    ("p90", |r| latency_at(r, 90.0)),
-    ("p99", |r| latency_at(r, 99.0)),
-    ("p99.9", |r| latency_at(r, 99.9)),
-    ("p99.99", |r| latency_at(r, 99.99)),
-    ("max", |r| ms(r.totals.latency_summary().max_us)),
-    ("Latency samples", |r| {
-        thousands(r.totals.latency_us().len())
-    }),
+    ("Latency min", |s| ms(s.latency.min_us)),
+    ("mean", |s| ms_f(s.latency.mean_us)),
+    ("stdev", |s| ms_f(s.latency.stdev_us)),
+    ("p50", |s| latency_at(s, 50.0)),
+    ("p90", |s| latency_at(s, 90.0)),
+    ("p99", |s| latency_at(s, 99.0)),
+    ("p99.9", |s| latency_at(s, 99.9)),
+    ("p99.99", |s| latency_at(s, 99.99)),
+    ("max", |s| ms(s.latency.max_us)),
+    ("Latency samples", |s| thousands(s.latency.count)),
 ];
 
-/// p99 of `metric`, when recorded.
-fn p99(r: &Report, metric: Metric) -> Option<u64> {
-    r.totals.summary(metric).at(99.0)
+/// `figure` of an open-loop run; a dash for a closed-loop run, which had no schedule (a zero
+/// would read as a measurement).
+fn open_loop(s: &Summary, figure: impl Fn(&OpenLoop) -> String) -> String {
+    s.open_loop.as_ref().map_or_else(|| "–".into(), figure)
 }
 
-/// The open loop's rows, shown when any run is an open loop; a dash for a closed-loop run,
-/// which had no schedule (a zero would read as a measurement).
+/// p99 of `l`, in milliseconds.
+fn p99(l: &LatencySummary) -> String {
+    l.at(99.0).map_or("–".into(), ms)
+}
+
+/// The open loop's rows, shown when any run is an open loop.
 const OPEN_LOOP_ROWS: [Row; 8] = [
-    ("Target rate", |r| format!("{}/s", rate(r.target_rate()))),
-    ("Sent rate", crate::wording::sent_rate),
-    ("Dropped", |r| thousands(r.totals.dropped())),
-    ("Scheduling lag p99", |r| {
-        p99(r, Metric::Lag).map_or("–".into(), ms)
+    ("Target rate", |s| {
+        open_loop(s, |o| format!("{}/s", rate(o.target_rate)))
     }),
-    ("of which belier's own, p99", |r| {
-        p99(r, Metric::Dispatch).map_or("–".into(), ms)
+    ("Sent rate", |s| {
+        open_loop(s, |_| crate::wording::sent_rate(s))
     }),
-    ("Uncorrected latency p50", |r| {
-        r.totals
-            .summary(Metric::Uncorrected)
-            .at(50.0)
-            .map_or("–".into(), ms)
+    ("Dropped", |s| {
+        open_loop(s, |_| thousands(s.report.totals.dropped()))
     }),
-    ("Uncorrected latency p99", |r| {
-        p99(r, Metric::Uncorrected).map_or("–".into(), ms)
+    ("Scheduling lag p99", |s| open_loop(s, |o| p99(&o.lag))),
+    ("of which belier's own, p99", |s| {
+        open_loop(s, |o| p99(&o.dispatch))
     }),
-    ("Verdict", |r| {
-        if verdict(r).kept_up {
-            "kept up".into()
-        } else {
-            "WARNING".into()
-        }
+    ("Uncorrected latency p50", |s| {
+        open_loop(s, |_| s.uncorrected.at(50.0).map_or("–".into(), ms))
+    }),
+    ("Uncorrected latency p99", |s| {
+        open_loop(s, |_| p99(&s.uncorrected))
+    }),
+    ("Verdict", |s| {
+        open_loop(s, |_| {
+            if s.verdict.kept_up {
+                "kept up".into()
+            } else {
+                "WARNING".into()
+            }
+        })
     }),
 ];
 
-fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+fn write_summary(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt::Result {
     out.push_str("<h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th></th>");
     for (i, run) in runs.iter().enumerate() {
         write!(
@@ -351,12 +362,12 @@ fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             _ => "",
         };
         write!(out, "<tr{class}><th>{label}</th>")?;
-        for run in runs {
-            write!(out, "<td>{}</td>", esc(&cell(run.report)))?;
+        for s in summaries {
+            write!(out, "<td>{}</td>", esc(&cell(s)))?;
         }
         out.push_str("</tr>\n");
     }
-    if runs.iter().any(|run| run.report.is_open_loop()) {
+    if summaries.iter().any(|s| s.open_loop.is_some()) {
         for (k, (label, cell)) in OPEN_LOOP_ROWS.into_iter().enumerate() {
             let class = match (k, label) {
                 (0, _) => " class=\"group\"",
@@ -364,13 +375,8 @@ fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 _ => "",
             };
             write!(out, "<tr{class}><th>{}</th>", esc(label))?;
-            for run in runs {
-                let value = if run.report.is_open_loop() {
-                    cell(run.report)
-                } else {
-                    "–".into()
-                };
-                write!(out, "<td>{}</td>", esc(&value))?;
+            for s in summaries {
+                write!(out, "<td>{}</td>", esc(&cell(s)))?;
             }
             out.push_str("</tr>\n");
         }
@@ -383,10 +389,10 @@ fn write_summary(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
 }
 
 /// Per-step tables (Locust's), one per run of scripted users, with its thresholds.
-fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
-    for (i, run) in runs.iter().enumerate() {
+fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt::Result {
+    for (i, (run, s)) in runs.iter().zip(summaries).enumerate() {
         let r = run.report;
-        if !steps::has_steps(r) && r.thresholds.is_empty() {
+        if !s.has_steps && r.thresholds.is_empty() {
             continue;
         }
         writeln!(
@@ -395,13 +401,13 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             colour(i),
             esc(&run.name)
         )?;
-        if steps::has_steps(r) {
+        if s.has_steps {
             out.push_str(
                 "<table class=\"steps\"><thead><tr><th>step</th><th>requests</th>\
                  <th>failures</th><th>fail %</th><th>rate/s</th><th>min</th><th>p50</th>\
                  <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
             );
-            for l in steps::step_lines(r) {
+            for l in &s.steps {
                 let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
                 writeln!(
                     out,
@@ -420,13 +426,12 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 )?;
             }
             out.push_str("</tbody></table>\n");
-            let checks = steps::check_lines(r);
-            if !checks.is_empty() {
+            if !s.checks.is_empty() {
                 out.push_str(
                     "<table class=\"steps\"><thead><tr><th>check</th><th>passed</th>\
                      <th>failed</th><th>pass %</th></tr></thead><tbody>\n",
                 );
-                for c in checks {
+                for c in &s.checks {
                     writeln!(
                         out,
                         "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -442,7 +447,7 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 out,
                 "<p>Iterations completed: {} ({}/s).</p>",
                 thousands(r.totals.iterations()),
-                rate(steps::iteration_rate(r))
+                rate(s.iteration_rate)
             )?;
         }
         if !r.thresholds.is_empty() {
@@ -462,11 +467,11 @@ fn write_steps(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     Ok(())
 }
 
-fn write_errors(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+fn write_errors(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt::Result {
     out.push_str("<h2>Errors</h2>\n");
     let kinds: Vec<ErrorKind> = ErrorKind::ALL
         .into_iter()
-        .filter(|&k| runs.iter().any(|r| r.report.totals.errors_of(k) > 0))
+        .filter(|&k| summaries.iter().any(|s| s.error(k).is_some()))
         .collect();
     if kinds.is_empty() {
         out.push_str("<p>No errors: every request got a complete response.</p>\n");
@@ -489,19 +494,18 @@ fn write_errors(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             kind.description(),
             kind.name()
         )?;
-        for run in runs {
-            let t = run.report.totals;
-            let n = t.errors_of(kind);
-            let share = n as f64 / t.requests().max(1) as f64 * 100.0;
+        for s in summaries {
+            let (n, share) = s.error(kind).map_or((0, 0.0), |e| (e.count, e.share));
             write!(
                 out,
-                "<td>{}<br><small>{share:.2} %</small></td>",
-                thousands(n)
+                "<td>{}<br><small>{:.2} %</small></td>",
+                thousands(n),
+                share * 100.0
             )?;
         }
         out.push_str("<td class=\"example\">");
-        for (i, run) in runs.iter().enumerate() {
-            if let Some(example) = run.report.totals.error_example(kind) {
+        for (i, s) in summaries.iter().enumerate() {
+            if let Some(example) = s.error(kind).and_then(|e| e.example) {
                 write!(
                     out,
                     "<div style=\"--c:{}\"><i class=\"sw\"></i>{}</div>",

@@ -1,10 +1,11 @@
 //! The machine-readable report.
 
-use belier_stats::{ErrorKind, LatencySummary, Metric};
+use belier_stats::LatencySummary;
 use serde_json::{json, Map, Value};
 
 use crate::format::percentile_label;
-use crate::{steps, verdict, Report};
+use crate::summary::Summary;
+use crate::Report;
 
 /// Version of the JSON shape; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -37,40 +38,37 @@ fn latency(l: &LatencySummary, measured_from: &str) -> Value {
     })
 }
 
-/// A phase's summary, or null when no request went through it (no TLS, or no new connection).
-fn phase(t: &belier_stats::Recorder, m: Metric) -> Value {
-    let h = t.histogram(m);
-    if h.is_empty() {
+/// A summary measured from `measured_from`, or null when nothing was recorded (no TLS, no new
+/// connection, no lag split).
+fn recorded(l: &LatencySummary, measured_from: &str) -> Value {
+    if l.count == 0 {
         Value::Null
     } else {
-        latency(&t.summary(m), m.name())
+        latency(l, measured_from)
     }
 }
 
 fn to_value(r: &Report) -> Value {
+    let s = Summary::of(r);
     let t = r.totals;
-    let requests = t.requests();
-    let per_request = |b: u64| {
-        if requests == 0 {
-            0.0
-        } else {
-            b as f64 / requests as f64
-        }
-    };
-    let l = t.latency_summary();
+    let phases: Map<String, Value> = s
+        .phases
+        .iter()
+        .map(|(m, l)| (m.name().to_string(), recorded(l, m.name())))
+        .collect();
     let status: Map<String, Value> = t
         .status_counts()
         .map(|(code, n)| (code.to_string(), json!(n)))
         .collect();
-    let errors: Vec<Value> = ErrorKind::ALL
+    let errors: Vec<Value> = s
+        .errors
         .iter()
-        .filter(|&&k| t.errors_of(k) > 0)
-        .map(|&k| {
+        .map(|e| {
             json!({
-                "kind": k.name(),
-                "description": k.description(),
-                "count": t.errors_of(k),
-                "example": t.error_example(k),
+                "kind": e.kind.name(),
+                "description": e.kind.description(),
+                "count": e.count,
+                "example": e.example,
             })
         })
         .collect();
@@ -80,53 +78,46 @@ fn to_value(r: &Report) -> Value {
         "interrupted": r.interrupted,
         "warnings": r.warnings,
         "summary": {
-            "requests": requests,
+            "requests": t.requests(),
             "responses": t.responses(),
             "succeeded": t.succeeded(),
             "errors": t.errors(),
             "duration_s": r.elapsed.as_secs_f64(),
-            "attempted_rps": r.attempted_rate(),
-            "throughput_rps": r.throughput(),
-            "success_ratio": r.success_ratio(),
+            "attempted_rps": s.attempted_rate,
+            "throughput_rps": s.throughput,
+            "success_ratio": s.success_ratio,
             "bytes_in": t.bytes_in(),
             "bytes_out": t.bytes_out(),
-            "bytes_in_per_request": per_request(t.bytes_in()),
-            "bytes_out_per_request": per_request(t.bytes_out()),
+            "bytes_in_per_request": s.bytes_in_per_request,
+            "bytes_out_per_request": s.bytes_out_per_request,
             "connections_opened": t.connections_opened(),
-            "connections_peak": r.connections_peak(),
+            "connections_peak": s.connections_peak,
             "server_closes": t.server_closes(),
             "resent": t.resent(),
-            "tls_handshakes": t.histogram(Metric::Tls).len(),
+            "tls_handshakes": t.histogram(belier_stats::Metric::Tls).len(),
             "tls_session": t.tls_session(),
             "tls_resumed": t.tls_resumed(),
         },
-        "latency_us": latency(&l, "intended_start"),
-        "latency_uncorrected_us": latency(&t.summary(Metric::Uncorrected), "dispatch"),
-        "phases_us": {
-            "connect": phase(t, Metric::Connect),
-            "tls": phase(t, Metric::Tls),
-            "ttfb": phase(t, Metric::Ttfb),
-            "transfer": phase(t, Metric::Transfer),
-        },
-        "open_loop": r.is_open_loop().then(|| json!({
+        "latency_us": latency(&s.latency, "intended_start"),
+        "latency_uncorrected_us": latency(&s.uncorrected, "dispatch"),
+        "phases_us": phases,
+        "open_loop": s.open_loop.as_ref().map(|o| json!({
             "scheduled": t.scheduled(),
             "dropped": t.dropped(),
-            "target_rps": r.target_rate(),
-            "achieved_rps": r.sent_rate(),
-            "lag_us": latency(&t.summary(Metric::Lag), "intended_start"),
-            "dispatch_lag_us": (!t.histogram(Metric::Dispatch).is_empty()).then(|| {
-                latency(&t.summary(Metric::Dispatch), "intended_start")
-            }),
+            "target_rps": o.target_rate,
+            "achieved_rps": o.sent_rate,
+            "lag_us": latency(&o.lag, "intended_start"),
+            "dispatch_lag_us": recorded(&o.dispatch, "intended_start"),
         })),
         "host": r.host,
-        "verdict": verdict(r),
+        "verdict": s.verdict,
         "status_codes": status,
         "errors": errors,
-        "steps": step_rows(r),
-        "checks": check_rows(r),
-        "iterations": steps::has_steps(r).then(|| json!({
+        "steps": step_rows(&s),
+        "checks": check_rows(&s),
+        "iterations": s.has_steps.then(|| json!({
             "count": t.iterations(),
-            "rate_per_s": steps::iteration_rate(r),
+            "rate_per_s": s.iteration_rate,
         })),
         "thresholds": r.thresholds,
         "series": r.series,
@@ -134,9 +125,9 @@ fn to_value(r: &Report) -> Value {
 }
 
 /// Locust's table as JSON: one object per request step.
-fn step_rows(r: &Report) -> Vec<Value> {
-    steps::step_lines(r)
-        .into_iter()
+fn step_rows(s: &Summary) -> Vec<Value> {
+    s.steps
+        .iter()
         .map(|l| {
             let [p50, p90, p99] = l.percentiles_us;
             json!({
@@ -160,9 +151,9 @@ fn step_rows(r: &Report) -> Vec<Value> {
         .collect()
 }
 
-fn check_rows(r: &Report) -> Vec<Value> {
-    steps::check_lines(r)
-        .into_iter()
+fn check_rows(s: &Summary) -> Vec<Value> {
+    s.checks
+        .iter()
         .map(|c| {
             json!({
                 "name": c.name,

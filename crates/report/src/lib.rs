@@ -1,8 +1,11 @@
 //! belier's reports.
 //!
 //! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
-//! and the [`RunInfo`] saying how they were obtained) and rendered as text, JSON or HTML. The
-//! JSON shape is described by `schema/report.schema.json`, which tests validate output against.
+//! and the [`RunInfo`] saying how they were obtained) and rendered as text, Markdown, JSON or
+//! HTML. Its figures (rates, shares, latency summaries, the verdict, the step tables) are
+//! worked out once into a summary that every format renders, so they read the same in each.
+//! The JSON shape is described by `schema/report.schema.json`, which tests validate output
+//! against.
 //! The HTML page ([`render_html`]) compares one or more runs and needs no network to open;
 //! [`render_capacity_html`] draws a capacity search's steps the same way.
 #![deny(missing_docs)]
@@ -16,6 +19,7 @@ mod json;
 mod markdown;
 pub mod results;
 mod steps;
+mod summary;
 mod text;
 mod verdict;
 mod wording;
@@ -131,15 +135,18 @@ fn mean_rate(start: f64, stages: &[StageInfo], from: f64, span: f64) -> f64 {
     let cumulative = |t: f64| {
         let (mut level, mut at, mut sum) = (start, 0.0, 0.0);
         for stage in stages {
-            let take = (t - at).clamp(0.0, stage.duration_s);
-            if stage.duration_s > 0.0 {
-                let reached = level + (stage.target - level) * take / stage.duration_s;
+            // A results file may say anything: a stage of negative or NaN length has none
+            // (clamping to a negative bound panics).
+            let length = stage.duration_s.max(0.0);
+            let take = (t - at).clamp(0.0, length);
+            if length > 0.0 {
+                let reached = level + (stage.target - level) * take / length;
                 sum += (level + reached) / 2.0 * take;
             }
-            if take < stage.duration_s {
+            if take < length {
                 return sum;
             }
-            at += stage.duration_s;
+            at += length;
             level = stage.target;
         }
         sum + level * (t - at).max(0.0)
@@ -411,6 +418,9 @@ mod tests {
         // A step: 10/s, then straight to 50/s (a stage of no length), held 1 s.
         let step = [stage(0.0, 50.0), stage(1.0, 50.0)];
         assert!((mean_rate(10.0, &step, 0.0, 1.0) - 50.0).abs() < 1e-9);
+        // A results file's stage of negative or NaN length is a step too, not a panic.
+        assert_eq!(mean_rate(10.0, &[stage(-1.0, 200.0)], 0.0, 1.0), 200.0);
+        assert_eq!(mean_rate(10.0, &[stage(f64::NAN, 200.0)], 0.0, 1.0), 200.0);
 
         // In a report: 4 arrivals in 3.5 s at 1/s read as 1/s.
         let mut info = fixtures::info();

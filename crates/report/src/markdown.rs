@@ -6,11 +6,10 @@
 
 use std::fmt::Write as _;
 
-use belier_stats::{ErrorKind, LatencySummary};
-
 use crate::format::{bytes, ms, ms_f, rate, thousands};
+use crate::summary::{OpenLoop, Summary};
 use crate::wording::sent_rate;
-use crate::{steps, verdict, Model, NamedReport, Report};
+use crate::{Model, NamedReport};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
 /// status codes, error kinds and verdict.
@@ -36,72 +35,73 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     }
     writeln!(out)?;
 
-    let reports: Vec<&Report> = runs.iter().map(|r| r.report).collect();
-    let latency: Vec<LatencySummary> = reports.iter().map(|r| r.totals.latency_summary()).collect();
-    let row = |out: &mut String, label: &str, cell: &dyn Fn(usize, &Report) -> String| {
+    let summaries: Vec<Summary> = runs.iter().map(|run| Summary::of(run.report)).collect();
+    let row = |out: &mut String, label: &str, cell: &dyn Fn(&Summary) -> String| {
         write!(out, "| {label} |")?;
-        for (i, r) in reports.iter().enumerate() {
-            write!(out, " {} |", cell(i, r))?;
+        for s in &summaries {
+            write!(out, " {} |", cell(s))?;
         }
         writeln!(out)
     };
-    row(out, "Requests", &|_, r| thousands(r.totals.requests()))?;
-    row(out, "Succeeded", &|_, r| thousands(r.totals.succeeded()))?;
-    row(out, "Success", &|_, r| {
-        format!("{:.2} %", r.success_ratio() * 100.0)
+    row(out, "Requests", &|s| thousands(s.report.totals.requests()))?;
+    row(out, "Succeeded", &|s| {
+        thousands(s.report.totals.succeeded())
     })?;
-    row(out, "Errors (no response)", &|_, r| {
-        thousands(r.totals.errors())
+    row(out, "Success", &|s| {
+        format!("{:.2} %", s.success_ratio * 100.0)
     })?;
-    row(out, "Duration", &|_, r| {
-        format!("{:.3} s", r.elapsed.as_secs_f64())
+    row(out, "Errors (no response)", &|s| {
+        thousands(s.report.totals.errors())
     })?;
-    row(out, "Attempted rate", &|_, r| {
-        format!("{}/s", rate(r.attempted_rate()))
+    row(out, "Duration", &|s| {
+        format!("{:.3} s", s.report.elapsed.as_secs_f64())
     })?;
-    row(out, "Throughput", &|_, r| {
-        format!("{}/s", rate(r.throughput()))
+    row(out, "Attempted rate", &|s| {
+        format!("{}/s", rate(s.attempted_rate))
     })?;
-    row(out, "Latency min", &|i, _| ms(latency[i].min_us))?;
-    row(out, "Latency mean", &|i, _| ms_f(latency[i].mean_us))?;
+    row(out, "Throughput", &|s| format!("{}/s", rate(s.throughput)))?;
+    row(out, "Latency min", &|s| ms(s.latency.min_us))?;
+    row(out, "Latency mean", &|s| ms_f(s.latency.mean_us))?;
     for p in [50.0, 90.0, 99.0, 99.9] {
-        row(out, &format!("Latency p{p}"), &|i, _| {
-            ms(latency[i].at(p).unwrap_or(0))
+        row(out, &format!("Latency p{p}"), &|s| {
+            ms(s.latency.at(p).unwrap_or(0))
         })?;
     }
-    row(out, "Latency max", &|i, _| ms(latency[i].max_us))?;
-    row(out, "Bytes in", &|_, r| bytes(r.totals.bytes_in() as f64))?;
-    row(out, "Bytes out", &|_, r| bytes(r.totals.bytes_out() as f64))?;
-    row(out, "Connections", &|_, r| {
-        thousands(r.totals.connections_opened())
+    row(out, "Latency max", &|s| ms(s.latency.max_us))?;
+    row(out, "Bytes in", &|s| {
+        bytes(s.report.totals.bytes_in() as f64)
     })?;
-    if reports.iter().any(|r| r.totals.tls_session().is_some()) {
-        row(out, "TLS handshakes resumed", &|_, r| {
-            thousands(r.totals.tls_resumed())
+    row(out, "Bytes out", &|s| {
+        bytes(s.report.totals.bytes_out() as f64)
+    })?;
+    row(out, "Connections", &|s| {
+        thousands(s.report.totals.connections_opened())
+    })?;
+    if summaries
+        .iter()
+        .any(|s| s.report.totals.tls_session().is_some())
+    {
+        row(out, "TLS handshakes resumed", &|s| {
+            thousands(s.report.totals.tls_resumed())
         })?;
     }
-    if reports.iter().any(|r| r.totals.resent() > 0) {
-        row(out, "Re-sent (server closed unread)", &|_, r| {
-            crate::wording::resent(r)
-        })?;
+    if summaries.iter().any(|s| s.report.totals.resent() > 0) {
+        row(
+            out,
+            "Re-sent (server closed unread)",
+            &crate::wording::resent,
+        )?;
     }
-    if reports.iter().any(|r| r.is_open_loop()) {
-        row(out, "Target rate", &|_, r| {
-            open_loop(r, |r| format!("{}/s", rate(r.target_rate())))
+    if summaries.iter().any(|s| s.open_loop.is_some()) {
+        row(out, "Target rate", &|s| {
+            open_loop(s, |o| format!("{}/s", rate(o.target_rate)))
         })?;
-        row(out, "Sent rate", &|_, r| open_loop(r, sent_rate))?;
-        row(out, "Dropped", &|_, r| {
-            open_loop(r, |r| thousands(r.totals.dropped()))
+        row(out, "Sent rate", &|s| open_loop(s, |_| sent_rate(s)))?;
+        row(out, "Dropped", &|s| {
+            open_loop(s, |_| thousands(s.report.totals.dropped()))
         })?;
-        row(out, "Lag p99", &|_, r| {
-            open_loop(r, |r| {
-                let lag = r.totals.lag_us();
-                ms(if lag.is_empty() {
-                    0
-                } else {
-                    lag.value_at_quantile(0.99)
-                })
-            })
+        row(out, "Lag p99", &|s| {
+            open_loop(s, |o| ms(o.lag.at(99.0).unwrap_or(0)))
         })?;
     }
     writeln!(
@@ -110,23 +110,19 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
          responses only."
     )?;
 
-    for run in runs {
-        write_run(out, run)?;
+    for (run, s) in runs.iter().zip(&summaries) {
+        write_run(out, run, s)?;
     }
     Ok(())
 }
 
-/// `cell(r)` for an open-loop run; a dash for a closed-loop run, which had no arrival rate (a
-/// zero would read as a measurement).
-fn open_loop(r: &Report, cell: impl Fn(&Report) -> String) -> String {
-    if r.is_open_loop() {
-        cell(r)
-    } else {
-        "–".to_string()
-    }
+/// `cell` of an open-loop run's figures; a dash for a closed-loop run, which had no arrival
+/// rate (a zero would read as a measurement).
+fn open_loop(s: &Summary, cell: impl Fn(&OpenLoop) -> String) -> String {
+    s.open_loop.as_ref().map_or_else(|| "–".to_string(), cell)
 }
 
-fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
+fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Result {
     let r = run.report;
     let info = r.info;
     writeln!(out, "\n### {}\n", md(run.name))?;
@@ -182,27 +178,24 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
             writeln!(out, "| {code} | {} |", thousands(n))?;
         }
     }
-    if t.errors() == 0 {
+    if s.errors.is_empty() {
         writeln!(out, "\nNo errors.")?;
     } else {
         writeln!(out, "\n| Error | Count | Example |\n| :-- | --: | :-- |")?;
-        for kind in ErrorKind::ALL {
-            let n = t.errors_of(kind);
-            if n > 0 {
-                writeln!(
-                    out,
-                    "| {} | {} | {} |",
-                    kind.description(),
-                    thousands(n),
-                    md(t.error_example(kind).unwrap_or(""))
-                )?;
-            }
+        for e in &s.errors {
+            writeln!(
+                out,
+                "| {} | {} | {} |",
+                e.kind.description(),
+                thousands(e.count),
+                md(e.example.unwrap_or(""))
+            )?;
         }
     }
 
-    write_steps(out, r)?;
+    write_steps(out, s)?;
 
-    let v = verdict(r);
+    let v = &s.verdict;
     if v.kept_up {
         writeln!(out, "\n**Verdict:** belier kept up ({}).", md(&v.summary))
     } else {
@@ -219,14 +212,15 @@ fn write_run(out: &mut String, run: &NamedReport) -> std::fmt::Result {
 }
 
 /// The per-step table, checks, iterations and thresholds of a run of scripted users.
-fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
-    if steps::has_steps(r) {
+fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let r = s.report;
+    if s.has_steps {
         writeln!(
             out,
             "\n| Step | Requests | Failures | Fail % | Rate | Min | p50 | p90 | p99 | Max |\n\
              | :-- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
         )?;
-        for l in steps::step_lines(r) {
+        for l in &s.steps {
             let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
             writeln!(
                 out,
@@ -243,13 +237,12 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
                 max,
             )?;
         }
-        let checks = steps::check_lines(r);
-        if !checks.is_empty() {
+        if !s.checks.is_empty() {
             writeln!(
                 out,
                 "\n| Check | Passed | Failed | Pass % |\n| :-- | --: | --: | --: |"
             )?;
-            for c in checks {
+            for c in &s.checks {
                 writeln!(
                     out,
                     "| {} | {} | {} | {} |",
@@ -264,7 +257,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
             out,
             "\nIterations completed: {} ({}/s).",
             thousands(r.totals.iterations()),
-            rate(steps::iteration_rate(r))
+            rate(s.iteration_rate)
         )?;
     }
     if !r.thresholds.is_empty() {
@@ -308,7 +301,7 @@ fn md(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seeded;
+    use crate::{seeded, Report};
 
     #[test]
     fn golden_markdown() {

@@ -107,11 +107,6 @@ pub(crate) fn check_lines(r: &Report) -> Vec<CheckLine> {
         .collect()
 }
 
-/// Completed iterations per second over the run.
-pub(crate) fn iteration_rate(r: &Report) -> f64 {
-    per_second(r.totals.iterations(), r.elapsed)
-}
-
 fn name(names: &[String], i: usize, what: &str) -> String {
     names
         .get(i)

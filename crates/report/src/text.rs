@@ -2,13 +2,12 @@
 
 use std::fmt::Write as _;
 
-use belier_stats::ErrorKind;
-
-use belier_stats::{LatencySummary, Metric};
+use belier_stats::LatencySummary;
 
 use crate::format::{bytes, ms, ms_f, pass_percent, percentile_label, rate, thousands};
+use crate::summary::Summary;
 use crate::wording::{bound, load_line, plan_line, resent};
-use crate::{steps, verdict, Report};
+use crate::Report;
 
 /// Renders `report` as plain text, one section per heading.
 pub fn render_text(report: &Report) -> String {
@@ -19,6 +18,7 @@ pub fn render_text(report: &Report) -> String {
 }
 
 fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
+    let s = Summary::of(r);
     let info = r.info;
     let t = r.totals;
     match &info.plan {
@@ -67,37 +67,38 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     // An open loop's rates are per second of the schedule, as the verdict counts them (the
     // run's last moments, spent on the last answers, would dilute them). With scripted users
     // the schedule's arrivals are iterations: those started are set against it.
-    if r.is_open_loop() && !r.has_users() {
-        writeln!(
+    match &s.open_loop {
+        Some(o) if !r.has_users() => writeln!(
             out,
             "  Requests      {:>12}   {}/s sent, target {}/s",
             thousands(requests),
-            rate(r.sent_rate()),
-            rate(r.target_rate())
-        )?;
-    } else {
-        writeln!(
-            out,
-            "  Requests      {:>12}   {}/s attempted",
-            thousands(requests),
-            rate(r.attempted_rate())
-        )?;
-        if r.is_open_loop() {
+            rate(o.sent_rate),
+            rate(o.target_rate)
+        )?,
+        _ => {
             writeln!(
                 out,
-                "  Iterations    {:>12}   {}/s started, target {}/s",
-                thousands(r.sent()),
-                rate(r.sent_rate()),
-                rate(r.target_rate())
+                "  Requests      {:>12}   {}/s attempted",
+                thousands(requests),
+                rate(s.attempted_rate)
             )?;
+            if let Some(o) = &s.open_loop {
+                writeln!(
+                    out,
+                    "  Iterations    {:>12}   {}/s started, target {}/s",
+                    thousands(o.sent),
+                    rate(o.sent_rate),
+                    rate(o.target_rate)
+                )?;
+            }
         }
     }
     writeln!(
         out,
         "  Succeeded     {:>12}   {}/s throughput, {:.2} % success",
         thousands(t.succeeded()),
-        rate(r.throughput()),
-        r.success_ratio() * 100.0
+        rate(s.throughput),
+        s.success_ratio * 100.0
     )?;
     writeln!(
         out,
@@ -110,26 +111,19 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         thousands(t.errors())
     )?;
     writeln!(out, "  Duration      {:>12.3} s", r.elapsed.as_secs_f64())?;
-    let per_request = |b: u64| {
-        if requests == 0 {
-            0.0
-        } else {
-            b as f64 / requests as f64
-        }
-    };
     writeln!(
         out,
         "  Bytes in      {:>12}   {} per request",
         bytes(t.bytes_in() as f64),
-        bytes(per_request(t.bytes_in()))
+        bytes(s.bytes_in_per_request)
     )?;
     writeln!(
         out,
         "  Bytes out     {:>12}   {} per request",
         bytes(t.bytes_out() as f64),
-        bytes(per_request(t.bytes_out()))
+        bytes(s.bytes_out_per_request)
     )?;
-    let peak = format!(", at most {} open at once", thousands(r.connections_peak()));
+    let peak = format!(", at most {} open at once", thousands(s.connections_peak));
     writeln!(
         out,
         "  Connections   {:>12}   opened{peak}, {} ended by the server",
@@ -149,20 +143,20 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             out,
             "  Re-sent       {:>12}   of the requests, on a new connection: the server had closed \
              the one they went on without reading them",
-            resent(r)
+            resent(&s)
         )?;
     }
 
-    let l = t.latency_summary();
+    let l = &s.latency;
     writeln!(
         out,
         "\nLatency  (from intended start to last byte; {} responses)",
         thousands(l.count)
     )?;
-    if r.is_open_loop() {
+    if let Some(o) = &s.open_loop {
         // Side by side: the uncorrected column is what a tool with coordinated omission
         // would have reported for the same requests.
-        let u = t.summary(Metric::Uncorrected);
+        let u = &s.uncorrected;
         let row = |out: &mut String, label: &str, a: String, b: String| {
             writeln!(out, "  {label:<8}{a:>16}{b:>20}")
         };
@@ -178,19 +172,18 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "  (uncorrected: from when a connection took the request up, as a tool with \
              coordinated omission would measure)"
         )?;
-        let lag = t.summary(Metric::Lag);
+        let lag = &o.lag;
         writeln!(
             out,
             "\nScheduling lag  (actual − intended start of {} requests)",
             thousands(lag.count)
         )?;
-        writeln!(out, "  {}", lag_figures(&lag))?;
-        let own = t.histogram(Metric::Dispatch);
-        if !own.is_empty() {
+        writeln!(out, "  {}", lag_figures(lag))?;
+        if o.dispatch.count > 0 {
             writeln!(
                 out,
                 "  of which belier's own lateness: {}  (the rest waited for a free connection)",
-                lag_figures(&t.summary(Metric::Dispatch))
+                lag_figures(&o.dispatch)
             )?;
         }
     } else {
@@ -202,7 +195,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         }
     }
 
-    write_phases(out, t)?;
+    write_phases(out, &s)?;
 
     writeln!(out, "\nStatus codes")?;
     let mut any = false;
@@ -220,22 +213,23 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     }
 
     writeln!(out, "\nErrors")?;
-    if t.errors() == 0 {
+    if s.errors.is_empty() {
         writeln!(out, "  none")?;
     }
-    for kind in ErrorKind::ALL {
-        let n = t.errors_of(kind);
-        if n == 0 {
-            continue;
-        }
-        write!(out, "  {:<30}{:>12}", kind.description(), thousands(n))?;
-        match t.error_example(kind) {
+    for e in &s.errors {
+        write!(
+            out,
+            "  {:<30}{:>12}",
+            e.kind.description(),
+            thousands(e.count)
+        )?;
+        match e.example {
             Some(example) => writeln!(out, "   e.g. {example}")?,
             None => writeln!(out)?,
         }
     }
 
-    write_steps(out, r)?;
+    write_steps(out, &s)?;
     write_thresholds(out, r)?;
 
     if let Some(h) = r.host {
@@ -256,7 +250,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             )?;
         }
     }
-    let v = verdict(r);
+    let v = &s.verdict;
     if v.kept_up {
         writeln!(out, "\nVerdict: belier kept up ({})", v.summary)?;
     } else {
@@ -273,13 +267,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
 }
 
 /// ab's "Connection Times" table: one row per phase that happened.
-fn write_phases(out: &mut String, t: &belier_stats::Recorder) -> std::fmt::Result {
-    let phases = [
-        (Metric::Connect, "connect", "TCP connect, new connections"),
-        (Metric::Tls, "tls", "TLS handshake, new connections"),
-        (Metric::Ttfb, "ttfb", "request sent to first response byte"),
-        (Metric::Transfer, "transfer", "first to last response byte"),
-    ];
+fn write_phases(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out, "\nPhases  (ms)")?;
     writeln!(
         out,
@@ -301,13 +289,12 @@ fn write_phases(out: &mut String, t: &belier_stats::Recorder) -> std::fmt::Resul
             ms_short(l.max_us)
         )
     };
-    for (metric, label, _) in phases {
-        let h = t.histogram(metric);
-        if !h.is_empty() {
-            row(out, label, &t.summary(metric))?;
+    for (metric, l) in &s.phases {
+        if l.count > 0 {
+            row(out, metric.name(), l)?;
         }
     }
-    row(out, "total", &t.latency_summary())?;
+    row(out, "total", &s.latency)?;
     Ok(())
 }
 
@@ -317,11 +304,11 @@ fn ms_short(us: u64) -> String {
 }
 
 /// Locust's statistics table, the checks and the iterations, for runs of scripted users.
-fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
-    if !steps::has_steps(r) {
+fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
+    if !s.has_steps {
         return Ok(());
     }
-    let lines = steps::step_lines(r);
+    let lines = &s.steps;
     let width = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(4);
     writeln!(
         out,
@@ -332,7 +319,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
         "  {:<width$}{:>10}{:>10}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
         "name", "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
     )?;
-    for l in &lines {
+    for l in lines {
         let [min, p50, p90, p99, max] = l.latency_cells(ms_short, "-");
         writeln!(
             out,
@@ -349,7 +336,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
             max,
         )?;
     }
-    let checks = steps::check_lines(r);
+    let checks = &s.checks;
     if !checks.is_empty() {
         let width = checks
             .iter()
@@ -363,7 +350,7 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
             "  {:<width$}{:>10}{:>10}{:>9}",
             "name", "passed", "failed", "pass %"
         )?;
-        for c in &checks {
+        for c in checks {
             writeln!(
                 out,
                 "  {:<width$}{:>10}{:>10}{:>9}",
@@ -377,8 +364,8 @@ fn write_steps(out: &mut String, r: &Report) -> std::fmt::Result {
     writeln!(
         out,
         "\nIterations    {:>12}   {}/s completed",
-        thousands(r.totals.iterations()),
-        rate(steps::iteration_rate(r))
+        thousands(s.report.totals.iterations()),
+        rate(s.iteration_rate)
     )
 }
 

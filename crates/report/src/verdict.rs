@@ -5,10 +5,10 @@
 //! was not reached, requests leaving late, a saturated worker thread, or a machine running out
 //! of file descriptors or ephemeral ports.
 
-use belier_stats::Metric;
 use serde::Serialize;
 
 use crate::format::{ms, rate};
+use crate::summary::OpenLoop;
 use crate::Report;
 
 /// Share of the target rate that must have been sent (open loop).
@@ -49,12 +49,18 @@ pub struct Verdict {
 
 /// Judges `report`.
 pub fn verdict(report: &Report) -> Verdict {
+    judge(report, OpenLoop::of(report).as_ref())
+}
+
+/// Judges `report`, an open loop on the figures of its schedule already worked out (the
+/// summary's, so that the verdict and the reports quote the same lag).
+pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
     let t = report.totals;
     let mut findings = Vec::new();
     let mut checked = Vec::new();
 
-    if report.is_open_loop() {
-        let (scheduled, sent) = (t.scheduled(), report.sent());
+    if let Some(o) = open_loop {
+        let (scheduled, sent) = (t.scheduled(), o.sent);
         // With scripted users an arrival is an iteration, which a user starts.
         let (arrivals, went) = if report.has_users() {
             ("iterations", "started")
@@ -63,29 +69,27 @@ pub fn verdict(report: &Report) -> Verdict {
         };
         checked.push(format!(
             "{}/s of {}/s {went}",
-            rate(report.sent_rate()),
-            rate(report.target_rate())
+            rate(o.sent_rate),
+            rate(o.target_rate)
         ));
         if scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE) {
             findings.push(format!(
                 "the target rate was not reached: {}/s of {}/s ({} of {} {arrivals} {went}, {} \
                  dropped)",
-                rate(report.sent_rate()),
-                rate(report.target_rate()),
+                rate(o.sent_rate),
+                rate(o.target_rate),
                 sent,
                 scheduled,
                 t.dropped()
             ));
         }
-        let p99 =
-            |h: &hdrhistogram::Histogram<u64>| (!h.is_empty()).then(|| h.value_at_quantile(0.99));
-        let lag_p99 = p99(t.lag_us()).unwrap_or(0);
+        let lag_p99 = o.lag.at(99.0).unwrap_or(0);
         let lag_limit = lag_limit_us(report.info.timer_slack_us);
         // Where recorded, the lag splits into belier's own lateness and the wait for a
         // connection when every one belier may open was busy. That wait is the server's: each
         // connection still held a request it had not answered. It counts in the latency, and
         // the verdict judges belier on its own lateness.
-        let own_p99 = p99(t.histogram(Metric::Dispatch));
+        let own_p99 = (o.dispatch.count > 0).then(|| o.dispatch.at(99.0).unwrap_or(0));
         checked.push(match own_p99 {
             Some(own) if own != lag_p99 => format!(
                 "lag p99 {} (belier's own {}, the rest waiting for a free connection)",

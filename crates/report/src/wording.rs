@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::format::{ms, rate, thousands};
-use crate::{Model, Report, RunInfo};
+use crate::summary::Summary;
+use crate::{Model, RunInfo};
 
 /// The plan and its users, for runs of scripted users.
 pub(crate) fn plan_line(info: &RunInfo) -> Option<String> {
@@ -28,25 +29,26 @@ pub(crate) fn plan_line(info: &RunInfo) -> Option<String> {
 }
 
 /// Open loop: the sent rate, "1,000.0/s"; with scripted users "144.6 iterations/s", since
-/// their arrivals are iterations (see [`Report::sent`]).
-pub(crate) fn sent_rate(r: &Report) -> String {
-    if r.has_users() {
-        format!("{} iterations/s", rate(r.sent_rate()))
+/// their arrivals are iterations (see [`crate::Report::sent`]). Empty for a closed loop.
+pub(crate) fn sent_rate(s: &Summary) -> String {
+    let Some(o) = &s.open_loop else {
+        return String::new();
+    };
+    if s.report.has_users() {
+        format!("{} iterations/s", rate(o.sent_rate))
     } else {
-        format!("{}/s", rate(r.sent_rate()))
+        format!("{}/s", rate(o.sent_rate))
     }
 }
 
 /// Requests re-sent after the server closed their connection unread, and their share of all
 /// requests: "3 (0.15 %)".
-pub(crate) fn resent(r: &Report) -> String {
-    let t = r.totals;
-    let share = if t.requests() == 0 {
-        0.0
-    } else {
-        t.resent() as f64 / t.requests() as f64 * 100.0
-    };
-    format!("{} ({share:.2} %)", thousands(t.resent()))
+pub(crate) fn resent(s: &Summary) -> String {
+    format!(
+        "{} ({:.2} %)",
+        thousands(s.report.totals.resent()),
+        s.resent_share * 100.0
+    )
 }
 
 /// What bounded the run: "1,000 requests or 30 s, whichever first", "4 s, the end of the

@@ -1,0 +1,139 @@
+//! The figures of a report, worked out once from the recorded results: rates, shares, latency
+//! summaries, the verdict and the per-step tables. Every format renders a [`Summary`] and
+//! computes none of them itself, so a figure reads the same in text, Markdown, JSON and HTML;
+//! adding one means adding it here and to the renderers that show it.
+
+use belier_stats::{ErrorKind, LatencySummary, Metric};
+
+use crate::steps::{self, CheckLine, StepLine};
+use crate::verdict::{self, Verdict};
+use crate::{per_second, ratio, Report};
+
+/// The phases of a request, in the order the reports show them.
+pub(crate) const PHASES: [Metric; 4] =
+    [Metric::Connect, Metric::Tls, Metric::Ttfb, Metric::Transfer];
+
+/// A report's figures. The counters themselves are read from `report.totals`: they need no
+/// working out.
+#[derive(Debug)]
+pub(crate) struct Summary<'a> {
+    /// The report summarised.
+    pub report: &'a Report<'a>,
+    /// Requests per second issued, whatever their outcome.
+    pub attempted_rate: f64,
+    /// Successful responses per second.
+    pub throughput: f64,
+    /// Share of requests that succeeded, 0..=1 (1 when nothing was sent).
+    pub success_ratio: f64,
+    /// Bytes received and sent per request (0 when nothing was sent).
+    pub bytes_in_per_request: f64,
+    pub bytes_out_per_request: f64,
+    /// Most connections open at once in any interval.
+    pub connections_peak: u64,
+    /// Share of requests re-sent after the server closed their connection unread, 0..=1.
+    pub resent_share: f64,
+    /// Latency from the intended start (responses).
+    pub latency: LatencySummary,
+    /// Latency from dispatch: what a tool with coordinated omission would report.
+    pub uncorrected: LatencySummary,
+    /// Each of [`PHASES`] with its summary (a count of 0 when no request went through it).
+    pub phases: [(Metric, LatencySummary); 4],
+    /// The open loop's figures; `None` in a closed loop.
+    pub open_loop: Option<OpenLoop>,
+    /// Error kinds that happened, in [`ErrorKind::ALL`]'s order.
+    pub errors: Vec<ErrorLine<'a>>,
+    /// Whether the generator kept up.
+    pub verdict: Verdict,
+    /// Whether the run had scripted users, and so step and check tables to show.
+    pub has_steps: bool,
+    /// The per-step and per-check tables (empty without scripted users).
+    pub steps: Vec<StepLine>,
+    pub checks: Vec<CheckLine>,
+    /// Completed iterations per second over the run.
+    pub iteration_rate: f64,
+}
+
+/// An open loop's schedule and how closely it was kept.
+#[derive(Debug)]
+pub(crate) struct OpenLoop {
+    /// Arrivals that went out (see [`Report::sent`]).
+    pub sent: u64,
+    /// The configured rate over the span covered (see [`Report::target_rate`]).
+    pub target_rate: f64,
+    /// Arrivals sent per second of the schedule.
+    pub sent_rate: f64,
+    /// Scheduling lag of every dispatched request.
+    pub lag: LatencySummary,
+    /// Of the lag, belier's own lateness (a count of 0 where it was not recorded).
+    pub dispatch: LatencySummary,
+}
+
+/// One kind of error and how often it happened.
+#[derive(Debug)]
+pub(crate) struct ErrorLine<'a> {
+    pub kind: ErrorKind,
+    pub count: u64,
+    /// Share of all requests, 0..=1.
+    pub share: f64,
+    /// One of its messages, as recorded.
+    pub example: Option<&'a str>,
+}
+
+impl<'a> Summary<'a> {
+    /// Works out every figure of `report`.
+    pub(crate) fn of(report: &'a Report<'a>) -> Summary<'a> {
+        let t = report.totals;
+        let requests = t.requests();
+        let per_request = |b: u64| ratio(b, requests).unwrap_or(0.0);
+        let errors = ErrorKind::ALL
+            .into_iter()
+            .filter(|&kind| t.errors_of(kind) > 0)
+            .map(|kind| ErrorLine {
+                kind,
+                count: t.errors_of(kind),
+                share: t.errors_of(kind) as f64 / requests.max(1) as f64,
+                example: t.error_example(kind),
+            })
+            .collect();
+        let open_loop = OpenLoop::of(report);
+        Summary {
+            report,
+            attempted_rate: report.attempted_rate(),
+            throughput: report.throughput(),
+            success_ratio: report.success_ratio(),
+            bytes_in_per_request: per_request(t.bytes_in()),
+            bytes_out_per_request: per_request(t.bytes_out()),
+            connections_peak: report.connections_peak(),
+            resent_share: ratio(t.resent(), requests).unwrap_or(0.0),
+            latency: t.latency_summary(),
+            uncorrected: t.summary(Metric::Uncorrected),
+            phases: PHASES.map(|m| (m, t.summary(m))),
+            verdict: verdict::judge(report, open_loop.as_ref()),
+            open_loop,
+            errors,
+            has_steps: steps::has_steps(report),
+            steps: steps::step_lines(report),
+            checks: steps::check_lines(report),
+            iteration_rate: per_second(t.iterations(), report.elapsed),
+        }
+    }
+
+    /// The line of errors of `kind`, if any happened.
+    pub(crate) fn error(&self, kind: ErrorKind) -> Option<&ErrorLine<'a>> {
+        self.errors.iter().find(|e| e.kind == kind)
+    }
+}
+
+impl OpenLoop {
+    /// The figures of `report`'s schedule; `None` for a closed loop.
+    pub(crate) fn of(report: &Report) -> Option<OpenLoop> {
+        let t = report.totals;
+        report.is_open_loop().then(|| OpenLoop {
+            sent: report.sent(),
+            target_rate: report.target_rate(),
+            sent_rate: report.sent_rate(),
+            lag: t.summary(Metric::Lag),
+            dispatch: t.summary(Metric::Dispatch),
+        })
+    }
+}
