@@ -25,9 +25,8 @@ pub const DEFAULT_TIMER_SLACK_US: u64 = 250;
 /// for lateness beyond that.
 pub fn lag_limit_us(timer_slack_us: Option<u64>) -> u64 {
     // Saturating: a results file may claim any slack (u64::MAX overflowed here).
-    LAG_LIMIT_US.saturating_add(
-        timer_slack_us.map_or(0, |s| s.saturating_sub(DEFAULT_TIMER_SLACK_US)),
-    )
+    LAG_LIMIT_US
+        .saturating_add(timer_slack_us.map_or(0, |s| s.saturating_sub(DEFAULT_TIMER_SLACK_US)))
 }
 /// Share of a core above which a worker thread counts as saturated.
 pub const CPU_LIMIT: f64 = 0.90;

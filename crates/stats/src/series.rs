@@ -27,9 +27,7 @@ impl Gauges {
             in_flight: self.in_flight.saturating_add(other.in_flight),
             cpu: self.cpu.max(other.cpu),
             // Workers peak at different instants: the sum is an upper bound of the run's peak.
-            connections_peak: self
-                .connections_peak
-                .saturating_add(other.connections_peak),
+            connections_peak: self.connections_peak.saturating_add(other.connections_peak),
         }
     }
 }
