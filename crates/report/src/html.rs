@@ -408,21 +408,13 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
                  <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
             );
             for l in &s.steps {
-                let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
+                let mut cells = l.cells(ms, "–");
+                cells[2].push_str(" %");
                 writeln!(
                     out,
-                    "<tr><th>{}</th><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td>\
-                     <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><th>{}</th><td>{}</td></tr>",
                     esc(&l.name),
-                    thousands(l.requests),
-                    thousands(l.failures),
-                    l.failure_ratio * 100.0,
-                    rate(l.rate),
-                    min,
-                    p50,
-                    p90,
-                    p99,
-                    max,
+                    cells.join("</td><td>")
                 )?;
             }
             out.push_str("</tbody></table>\n");

@@ -221,21 +221,10 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
              | :-- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
         )?;
         for l in &s.steps {
-            let [min, p50, p90, p99, max] = l.latency_cells(ms, "–");
-            writeln!(
-                out,
-                "| {} | {} | {} | {:.2} % | {}/s | {} | {} | {} | {} | {} |",
-                md(&l.name),
-                thousands(l.requests),
-                thousands(l.failures),
-                l.failure_ratio * 100.0,
-                rate(l.rate),
-                min,
-                p50,
-                p90,
-                p99,
-                max,
-            )?;
+            let mut cells = l.cells(ms, "–");
+            cells[2].push_str(" %");
+            cells[3].push_str("/s");
+            writeln!(out, "| {} | {} |", md(&l.name), cells.join(" | "))?;
         }
         if !s.checks.is_empty() {
             writeln!(

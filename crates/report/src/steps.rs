@@ -3,6 +3,7 @@
 
 use belier_stats::{value_at_percentile, StepRow};
 
+use crate::format::{rate, thousands};
 use crate::{per_second, ratio, Report};
 
 /// Percentiles of the per-step table, in order.
@@ -40,6 +41,24 @@ impl StepLine {
                 show(us)
             }
         })
+    }
+
+    /// The figures of the row after its name, as every format shows them: requests, failures,
+    /// fail % (two decimals, no sign), rate, then [`StepLine::latency_cells`]. Each renderer
+    /// adds its own units and separators.
+    pub(crate) fn cells(&self, show: impl Fn(u64) -> String, none: &str) -> [String; 9] {
+        let [min, p50, p90, p99, max] = self.latency_cells(show, none);
+        [
+            thousands(self.requests),
+            thousands(self.failures),
+            format!("{:.2}", self.failure_ratio * 100.0),
+            rate(self.rate),
+            min,
+            p50,
+            p90,
+            p99,
+            max,
+        ]
     }
 }
 

@@ -303,6 +303,9 @@ fn ms_short(us: u64) -> String {
     format!("{}.{:03}", thousands(us / 1000), us % 1000)
 }
 
+/// Widths of the per-step table's columns after the name.
+const STEP_WIDTHS: [usize; 9] = [10, 10, 9, 10, 10, 10, 10, 10, 10];
+
 /// Locust's statistics table, the checks and the iterations, for runs of scripted users.
 fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     if !s.has_steps {
@@ -320,21 +323,11 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
         "name", "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
     )?;
     for l in lines {
-        let [min, p50, p90, p99, max] = l.latency_cells(ms_short, "-");
-        writeln!(
-            out,
-            "  {:<width$}{:>10}{:>10}{:>9.2}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-            l.name,
-            thousands(l.requests),
-            thousands(l.failures),
-            l.failure_ratio * 100.0,
-            rate(l.rate),
-            min,
-            p50,
-            p90,
-            p99,
-            max,
-        )?;
+        write!(out, "  {:<width$}", l.name)?;
+        for (cell, w) in l.cells(ms_short, "-").iter().zip(STEP_WIDTHS) {
+            write!(out, "{cell:>w$}")?;
+        }
+        writeln!(out)?;
     }
     let checks = &s.checks;
     if !checks.is_empty() {
