@@ -6,7 +6,7 @@
 mod keys;
 mod view;
 
-use std::io::{IsTerminal, Stderr};
+use std::io::{BufWriter, IsTerminal, Stderr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,8 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The dashboard on the terminal; the terminal is restored on [`Dashboard::close`], on drop
 /// (an error unwinding the run) and on a panic.
 pub struct Dashboard {
-    terminal: Terminal<CrosstermBackend<Stderr>>,
+    // Buffered: standard error is not, and a frame is many small writes (flushed per frame).
+    terminal: Terminal<CrosstermBackend<BufWriter<Stderr>>>,
     control: Control,
     unit: Unit,
     planned: Option<Duration>,
@@ -66,10 +67,11 @@ impl Dashboard {
             restore();
             format!("cannot set up the terminal: {e}")
         })?;
-        let terminal = Terminal::new(CrosstermBackend::new(std::io::stderr())).map_err(|e| {
-            restore();
-            format!("cannot set up the terminal: {e}")
-        })?;
+        let terminal = Terminal::new(CrosstermBackend::new(BufWriter::new(std::io::stderr())))
+            .map_err(|e| {
+                restore();
+                format!("cannot set up the terminal: {e}")
+            })?;
         Ok(Dashboard {
             terminal,
             control,

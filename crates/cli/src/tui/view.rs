@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Block, Chart, Clear, Dataset, GraphType, LegendPosition, Paragraph, Row, Table,
+    Axis, Block, Chart, Clear, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, Wrap,
 };
 use ratatui::Frame;
 
@@ -41,6 +41,16 @@ impl Unit {
             Unit::Rate => format!("{level:.1}/s"),
             Unit::Iterations => format!("{level:.1} iterations/s"),
             Unit::Connections => format!("{level:.0} connections"),
+            Unit::Users => format!("{level:.0} users"),
+        }
+    }
+
+    /// `level` with a short unit, for a narrow panel: "55.0/s", "4 conns".
+    fn short(self, level: f64) -> String {
+        match self {
+            Unit::Rate => format!("{level:.1}/s"),
+            Unit::Iterations => format!("{level:.1} it/s"),
+            Unit::Connections => format!("{level:.0} conns"),
             Unit::Users => format!("{level:.0} users"),
         }
     }
@@ -86,7 +96,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot) {
             "terminal too small ({}×{}): the dashboard needs {MIN_WIDTH}×{MIN_HEIGHT}. q stops.",
             area.width, area.height
         );
-        frame.render_widget(Paragraph::new(text), area);
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
     }
     let steps_height = if s.steps.is_empty() || area.height < 30 {
@@ -342,8 +352,8 @@ fn response_lines(settled: &Recorder) -> Vec<Line<'static>> {
 /// The level, connections and in-flight requests of the latest interval.
 fn load_lines(s: &Snapshot) -> Vec<Line<'static>> {
     let mut lines = vec![Line::raw(format!(
-        "target     {}",
-        s.unit.show(s.steer.level)
+        "target      {}",
+        s.unit.short(s.steer.level)
     ))];
     if let Some(p) = s.points.last() {
         lines.push(Line::raw(format!("connections {}", p.connections_peak)));
@@ -367,11 +377,9 @@ fn generator_lines(latest: Option<&Point>) -> Vec<Line<'static>> {
         Color::Reset
     };
     vec![
-        Line::raw(format!("lag p99  {}", ms(p.lag_p99_us))),
-        Line::styled(
-            format!("CPU      {cpu:.0} % (busiest worker)"),
-            Style::default().fg(busy),
-        ),
+        Line::raw(format!("lag p99     {}", ms(p.lag_p99_us))),
+        // The busiest worker thread's share of a core: the one that limits the run.
+        Line::styled(format!("worker CPU  {cpu:.0} %"), Style::default().fg(busy)),
     ]
 }
 
