@@ -316,6 +316,13 @@ pub struct OutputArgs {
     /// Also write a self-contained HTML report with charts to FILE at the end.
     #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
     pub html: Option<PathBuf>,
+
+    /// Show a live dashboard instead of the progress line: rate against target, latency
+    /// percentiles, status codes and errors, connections, the generator's lag and CPU. Keys:
+    /// q stop, p pause/resume, +/- rate or users by 10 %, ? help. The report follows as usual.
+    /// Falls back to the progress line when standard error is not a terminal of at least 60×16.
+    #[arg(long = "tui")]
+    pub tui: bool,
 }
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.

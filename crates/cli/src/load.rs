@@ -17,6 +17,7 @@ use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
+use crate::tui::{Dashboard, Unit};
 
 /// How often the loop wakes to check signals and redraw progress.
 const POLL: Duration = Duration::from_millis(100);
@@ -152,13 +153,7 @@ pub fn execute_judged(
         }
         None => None,
     };
-    let mut progress = Progress::new(
-        std::io::stderr().is_terminal(),
-        config.stop.requests,
-        planned_end,
-        open_loop,
-        config.users.is_some(),
-    );
+    let mut live = live_view(settings, &run, &info);
     let mut interrupted = false;
     let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
     let mut window = judge_from.map(|_| Recorder::new());
@@ -199,21 +194,30 @@ pub fn execute_judged(
                 usage.ephemeral_ports_peak = Some(usage.ephemeral_ports_peak.unwrap_or(0).max(p));
             }
         }
-        if !interrupted && signals.stop_requested() {
+        let stop_key = match &mut live {
+            Live::Line(progress) => {
+                progress.update(
+                    run.elapsed(),
+                    &Counts {
+                        requests: collector.requests_so_far(),
+                        errors: collector.errors_so_far(),
+                        dropped: collector.dropped_so_far(),
+                        latest: collector.latest(),
+                    },
+                );
+                false
+            }
+            Live::Dashboard(dashboard) => dashboard.update(run.elapsed(), &collector),
+        };
+        if !interrupted && (stop_key || signals.stop_requested()) {
             interrupted = true;
             run.stop();
         }
-        progress.update(
-            run.elapsed(),
-            &Counts {
-                requests: collector.requests_so_far(),
-                errors: collector.errors_so_far(),
-                dropped: collector.dropped_so_far(),
-                latest: collector.latest(),
-            },
-        );
     };
-    progress.clear();
+    match live {
+        Live::Line(mut progress) => progress.clear(),
+        Live::Dashboard(dashboard) => dashboard.close(),
+    }
 
     let crashed = run.join();
     if crashed > 0 {
@@ -252,6 +256,44 @@ pub fn execute_judged(
         thresholds: Vec::new(),
         window,
     })
+}
+
+/// What the terminal shows while the run goes.
+enum Live {
+    Line(Progress),
+    Dashboard(Box<Dashboard>),
+}
+
+/// The dashboard if `--tui` asked for it and the terminal can take it (else one line saying
+/// why, then the progress line).
+fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> Live {
+    let config = &settings.engine;
+    let open_loop = matches!(config.load, Load::Open { .. });
+    let users = config.users.is_some();
+    if settings.output.tui {
+        let unit = match (open_loop, users) {
+            (true, false) => Unit::Rate,
+            (true, true) => Unit::Iterations,
+            (false, false) => Unit::Connections,
+            (false, true) => Unit::Users,
+        };
+        match Dashboard::open(
+            run.control(),
+            unit,
+            config.schedule_end(),
+            info.steps.clone(),
+        ) {
+            Ok(d) => return Live::Dashboard(Box::new(d)),
+            Err(why) => eprintln!("belier: no dashboard: {why}; showing the progress line"),
+        }
+    }
+    Live::Line(Progress::new(
+        std::io::stderr().is_terminal(),
+        config.stop.requests,
+        config.schedule_end(),
+        open_loop,
+        users,
+    ))
 }
 
 type Saver = Option<ResultsWriter<Box<dyn Write>>>;

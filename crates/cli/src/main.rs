@@ -16,6 +16,7 @@ mod results;
 mod settings;
 mod signals;
 mod target;
+mod tui;
 
 #[cfg(test)]
 mod parsers_never_panic;

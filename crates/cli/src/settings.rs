@@ -57,6 +57,8 @@ pub struct Output {
     pub name: String,
     /// HTML report file.
     pub html: Option<PathBuf>,
+    /// Live dashboard instead of the progress line.
+    pub tui: bool,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -75,6 +77,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
         name: run_name(o.name.as_deref(), o.save.as_deref())?,
         save: o.save,
         html: o.html,
+        tui: o.tui,
     })
 }
 

@@ -113,6 +113,17 @@ impl Collector {
         self.total.dropped() + self.pending.values().map(|(r, _)| r.dropped()).sum::<u64>()
     }
 
+    /// Everything in the intervals settled so far (live views: status codes, error kinds,
+    /// per-step counts).
+    pub fn settled_total(&self) -> &Recorder {
+        &self.total
+    }
+
+    /// The series of the intervals settled so far.
+    pub fn series(&self) -> &Series {
+        &self.series
+    }
+
     /// The most recent complete interval, if any.
     pub fn latest(&self) -> Option<&Point> {
         self.series.points().last()

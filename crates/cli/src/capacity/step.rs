@@ -121,6 +121,7 @@ impl Target {
                 save: None,
                 name: "capacity".into(),
                 html: None,
+                tui: false,
             },
             raw: None,
             plan: plan_path,
