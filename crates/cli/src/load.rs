@@ -8,7 +8,8 @@ use anyhow::Context;
 use belier_engine::{host, Event, Load, Next, Profile, Spacing};
 use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_report::{
-    render_json, render_text, HostUsage, Model, Report, RunInfo, StageInfo, ThresholdOutcome,
+    render_json, render_text, Change, HostUsage, Model, Report, RunInfo, StageInfo,
+    ThresholdOutcome,
 };
 use belier_stats::{Collector, Recorder, Series};
 
@@ -38,6 +39,8 @@ pub struct Finished {
     pub thresholds: Vec<ThresholdOutcome>,
     /// What was recorded from the judged window's start on (see [`execute_judged`]).
     pub window: Option<Recorder>,
+    /// Changes made to the run while it ran (the dashboard's keys), in order.
+    pub changes: Vec<Change>,
 }
 
 impl Finished {
@@ -51,6 +54,7 @@ impl Finished {
             interrupted: self.interrupted,
             warnings: self.warnings.clone(),
             thresholds: self.thresholds.clone(),
+            changes: self.changes.clone(),
             host: self.host,
         }
     }
@@ -254,6 +258,7 @@ pub fn execute_judged(
         host: Some(usage),
         name: settings.output.name.clone(),
         thresholds: Vec::new(),
+        changes: vec![],
         window,
     })
 }

@@ -218,6 +218,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
         for w in &r.warnings {
             write!(out, "<p class=\"warn\">Warning: {}</p>", esc(w))?;
         }
+        crate::changes::write_html(out, r)?;
         if s.open_loop.is_some() {
             write_verdict(out, &s.verdict)?;
         }

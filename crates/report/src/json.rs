@@ -72,7 +72,7 @@ fn to_value(r: &Report) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
         "run": r.info,
         "interrupted": r.interrupted,
@@ -121,7 +121,12 @@ fn to_value(r: &Report) -> Value {
         })),
         "thresholds": r.thresholds,
         "series": r.series,
-    })
+    });
+    // Only a steered run has the key, so the document of any other run stays as it was.
+    if !r.changes.is_empty() {
+        doc["changes"] = json!(r.changes);
+    }
+    doc
 }
 
 /// Locust's table as JSON: one object per request step.

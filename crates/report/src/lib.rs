@@ -10,6 +10,7 @@
 //! [`render_capacity_html`] draws a capacity search's steps the same way.
 #![deny(missing_docs)]
 
+mod changes;
 pub mod compare;
 mod csv;
 mod format;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use belier_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 
+pub use changes::{Change, ChangeKind};
 pub use csv::render_csv;
 pub use hdrlog::render_hdr_log;
 pub use html::{render_capacity_html, render_html, HtmlRun};
@@ -207,6 +209,8 @@ pub struct Report<'a> {
     /// The plan's thresholds and whether each held (filled by the caller that evaluated
     /// them; empty otherwise).
     pub thresholds: Vec<ThresholdOutcome>,
+    /// Changes made to the run while it ran, in time order (empty when it was not steered).
+    pub changes: Vec<Change>,
 }
 
 /// One threshold of a plan and how the run fared against it.
@@ -398,6 +402,7 @@ mod tests {
             interrupted: false,
             warnings: vec![],
             thresholds: vec![],
+            changes: vec![],
             host: None,
         };
         (report.target_rate(), report.schedule_span().as_secs_f64())
@@ -443,6 +448,7 @@ mod tests {
             interrupted: false,
             warnings: vec![],
             thresholds: vec![],
+            changes: vec![],
             host: None,
         };
         assert_eq!(report.target_rate(), 1.0);
@@ -480,6 +486,7 @@ pub(crate) mod fixtures {
             interrupted: false,
             warnings: vec![],
             thresholds: vec![],
+            changes: vec![],
             host: None,
         }
     }

@@ -194,6 +194,7 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     }
 
     write_steps(out, s)?;
+    crate::changes::write_markdown(out, r)?;
 
     let v = &s.verdict;
     if v.kept_up {

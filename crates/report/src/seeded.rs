@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
-use crate::{fixtures, Model, NamedReport, Report, RunInfo, ThresholdOutcome};
+use crate::{fixtures, Change, ChangeKind, Model, NamedReport, Report, RunInfo, ThresholdOutcome};
 
 /// Name of the fixture run.
 pub const BASE: &str = "base";
@@ -19,6 +19,7 @@ pub struct Run {
     pub series: Series,
     pub elapsed: Duration,
     pub thresholds: Vec<ThresholdOutcome>,
+    pub changes: Vec<Change>,
 }
 
 impl Run {
@@ -31,6 +32,7 @@ impl Run {
             interrupted: false,
             warnings: vec![],
             thresholds: self.thresholds.clone(),
+            changes: self.changes.clone(),
             host: None,
         }
     }
@@ -45,6 +47,7 @@ pub fn base() -> Run {
         series,
         elapsed: Duration::from_millis(1_500),
         thresholds: vec![],
+        changes: vec![],
     }
 }
 
@@ -115,6 +118,25 @@ pub fn new() -> Run {
         series,
         elapsed: Duration::from_millis(1_500),
         thresholds: vec![],
+        changes: vec![],
+    }
+}
+
+/// [`new`], steered while it ran: its rate raised 10 %, then paused and resumed.
+pub fn steered() -> Run {
+    let change = |at_s, what, from, level| Change {
+        at_s,
+        what,
+        level,
+        from,
+    };
+    Run {
+        changes: vec![
+            change(0.5, ChangeKind::Rate, 700.0, 770.0),
+            change(0.75, ChangeKind::Pause, 770.0, 0.0),
+            change(1.0, ChangeKind::Resume, 0.0, 770.0),
+        ],
+        ..new()
     }
 }
 
@@ -207,5 +229,6 @@ pub fn with_steps() -> Run {
                 actual: "4.00 %".into(),
             },
         ],
+        changes: vec![],
     }
 }

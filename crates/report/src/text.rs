@@ -231,6 +231,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
 
     write_steps(out, &s)?;
     write_thresholds(out, r)?;
+    crate::changes::write_text(out, r)?;
 
     if let Some(h) = r.host {
         writeln!(out, "\nGenerator")?;

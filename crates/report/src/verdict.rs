@@ -282,6 +282,7 @@ mod tests {
             interrupted: false,
             warnings: vec![],
             thresholds: vec![],
+            changes: vec![],
             host,
         })
     }

@@ -133,6 +133,7 @@ fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> 
         interrupted: false,
         warnings: vec![],
         thresholds: vec![],
+        changes: vec![],
         host: None,
     }
 }

@@ -216,6 +216,7 @@ fn report(run: &Run) -> Report<'_> {
         warnings: run.notes.clone(),
         host: run.end.as_ref().and_then(|e| e.host),
         thresholds: vec![],
+        changes: vec![],
     }
 }
 

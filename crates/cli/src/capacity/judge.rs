@@ -31,6 +31,7 @@ pub fn generator_verdict(
         warnings: Vec::new(),
         host: finished.host,
         thresholds: Vec::new(),
+        changes: vec![],
     })
 }
 

@@ -366,6 +366,13 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
             chart.hover_band(x0, x0 + t.column_s, &title);
         }
     }
+    // Each change made while the run ran, where it was made, in the run's colour.
+    for (i, run) in runs.iter().enumerate() {
+        for c in &run.report.changes {
+            let label = crate::changes::describe(run.report.info, c);
+            chart.rule_x(c.at_s, colour(i), &label);
+        }
+    }
     if t.columns() == 0 {
         chart.notice("no intervals recorded");
     }
