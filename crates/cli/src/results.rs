@@ -33,7 +33,7 @@ impl Run {
             interrupted: end.is_some_and(|e| e.interrupted),
             warnings: self.warnings.clone(),
             thresholds: vec![],
-            changes: vec![],
+            changes: self.data.changes.clone(),
             host: end.and_then(|e| e.host),
         }
     }

@@ -4,7 +4,10 @@
 //! The file is JSON Lines. The first line is the header (`{"header": …}`: format, version,
 //! run name, interval, and the run information); then one `{"interval": …}` line per record,
 //! flushed as soon as the record is complete, so a process killed with SIGKILL loses at most
-//! the record in progress; last, an `{"end": …}` line. Each record carries its first interval
+//! the record in progress; last, an `{"end": …}` line. A run steered while it ran (its level
+//! set, paused, resumed) has one `{"change": …}` line per change among the records, written and
+//! flushed as it is made: when (`at_s`), what (`rate`, `connections`, `users`, `pause`,
+//! `resume`), the level from then on and the level before (`level`, `from`). Each record carries its first interval
 //! (`index`), its start and length (`offset_s`, `width_s`), its counters and its latency,
 //! uncorrected-latency and lag histograms in HdrHistogram's V2 compressed encoding, base64
 //! (the form HdrHistogram interval logs use), so every value survives: merging files gives
@@ -28,7 +31,7 @@ use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{HostUsage, RunInfo};
+use crate::{Change, HostUsage, RunInfo};
 
 mod coarsening;
 mod reader;
@@ -45,6 +48,10 @@ pub const FORMAT: &str = "belier-results";
 /// `width_s` (records may span several intervals); version 1 files still read.
 pub const VERSION: u32 = 2;
 /// Oldest layout version this build reads.
+///
+/// Change lines came after version 2 was defined. They are a line of their own that a run
+/// without changes never writes, so the version stays 2: every file such a run writes is
+/// exactly what it was, and files without change lines read as runs that were not steered.
 pub const OLDEST_VERSION: u32 = 1;
 
 /// The first line of a results file.
@@ -80,6 +87,7 @@ pub struct End {
 enum Line {
     Header(Header),
     Interval(IntervalLine),
+    Change(Change),
     End(End),
 }
 

@@ -10,7 +10,8 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use super::{
-    intervals_to_time, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, PHASES, VERSION,
+    intervals_to_time, Change, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, PHASES,
+    VERSION,
 };
 
 /// One record read back: what was recorded over `width` from `offset`, one interval or, in a
@@ -44,6 +45,8 @@ pub struct Reader {
     pub end: Option<End>,
     /// What the reader had to tolerate so far.
     pub notes: Vec<String>,
+    /// The changes made to the run, as read so far (all of them once the records are read).
+    pub changes: Vec<Change>,
     exhausted: bool,
     deserializer: Deserializer,
     buf: Vec<u8>,
@@ -101,6 +104,7 @@ impl Reader {
             next_index: 0,
             end: None,
             notes: Vec::new(),
+            changes: Vec::new(),
             exhausted: false,
             deserializer: Deserializer::new(),
             buf,
@@ -159,6 +163,10 @@ impl Reader {
                     )))
                 }
                 Line::End(e) => self.end = Some(e),
+                Line::Change(c) if seconds(c.at_s).is_none() => {
+                    return Err(fail(format!("at_s {} is not a number of seconds", c.at_s)))
+                }
+                Line::Change(c) => self.changes.push(c),
                 Line::Interval(l) => {
                     let interval_s = self.header.interval_s;
                     let intervals = match l.width_s {

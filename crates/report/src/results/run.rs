@@ -6,7 +6,7 @@ use std::time::Duration;
 use belier_stats::{Gauges, Metric, Point, Recorder, Series};
 
 use super::{intervals_to_time, over_time, Encoder, End, Header, Reader, Record, ResultsError};
-use crate::{HostUsage, RunInfo};
+use crate::{Change, HostUsage, RunInfo};
 
 /// One interval's latency histogram, kept encoded for an HdrHistogram interval log.
 #[derive(Clone, Debug)]
@@ -38,6 +38,8 @@ pub struct Run {
     pub elapsed: Duration,
     /// The chosen spans' latency histograms, when asked for.
     pub latency_log: Vec<LoggedInterval>,
+    /// Changes made to the run within the window, every shard's, in time order.
+    pub changes: Vec<Change>,
 }
 
 /// Records of all shards that overlap in time, merged: one point of the series.
@@ -65,7 +67,11 @@ struct Span {
 /// time the kept spans cover, so rates stay right. On a coarsened stretch the report may thus
 /// cover up to one record more than the window on each side.
 ///
-/// Memory holds one record per shard and the span being merged, whatever the run's length.
+/// The changes are every shard's made within `[from, to)`, in time order (a shard's own
+/// changes, when steered apart, stay separate lines).
+///
+/// Memory holds one record per shard and the span being merged, whatever the run's length
+/// (and the changes, a handful a person made).
 pub fn read_run(
     mut shards: Vec<Reader>,
     from: Option<Duration>,
@@ -167,8 +173,13 @@ pub fn read_run(
 
     let mut end: Option<End> = None;
     let mut notes = Vec::new();
+    let mut changes = Vec::new();
     for shard in shards {
         notes.extend(shard.notes);
+        changes.extend(shard.changes.into_iter().filter(|c| {
+            let at = Duration::from_secs_f64(c.at_s);
+            from.is_none_or(|f| at >= f) && to.is_none_or(|t| at < t)
+        }));
         end = match (end, shard.end) {
             (Some(x), Some(y)) => Some(merge_end(x, y)),
             (x, y) => x.or(y),
@@ -186,6 +197,8 @@ pub fn read_run(
         logged.width = stop.saturating_sub(logged.offset);
     }
     series.end_at(stop);
+    // Stable: one shard's changes at one instant keep the order they were made in.
+    changes.sort_by(|a: &Change, b: &Change| a.at_s.total_cmp(&b.at_s));
     Ok(Run {
         header,
         end,
@@ -194,6 +207,7 @@ pub fn read_run(
         series,
         elapsed: stop.saturating_sub(start),
         latency_log,
+        changes,
     })
 }
 

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::fixtures;
 
+mod changes;
 mod coarsened;
 
 fn header(name: &str) -> Header {

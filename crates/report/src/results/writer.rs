@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use belier_stats::{Gauges, Metric, Recorder, Settled};
 
-use super::{over_time, Coarsening, Encoder, End, Header, IntervalLine, Line, PHASES};
+use super::{over_time, Change, Coarsening, Encoder, End, Header, IntervalLine, Line, PHASES};
 
 /// Writes a results file as the run goes.
 ///
@@ -135,6 +135,13 @@ impl<W: Write> ResultsWriter<W> {
         )?;
         self.coarsening.recorded(p.start + width, width, bytes);
         Ok(())
+    }
+
+    /// Writes a change made to the run and flushes, at once: a record still being filled is
+    /// written later, after it, so a reader takes changes in the order they were made, not
+    /// interleaved in time with the records.
+    pub fn change(&mut self, change: &Change) -> io::Result<()> {
+        write_line(&mut self.out, &mut self.line, &Line::Change(*change))
     }
 
     /// Writes the record in progress (cut after its last interval), then the end line, and
