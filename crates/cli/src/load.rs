@@ -18,6 +18,7 @@ use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
+use crate::steering::Changes;
 use crate::tui::{Dashboard, Unit};
 
 /// How often the loop wakes to check signals and redraw progress.
@@ -157,6 +158,8 @@ pub fn execute_judged(
         }
         None => None,
     };
+    let control = run.control();
+    let mut changes = Changes::new(&config.load, config.users.is_some());
     let mut live = live_view(settings, &run, &info);
     let mut interrupted = false;
     let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
@@ -190,6 +193,7 @@ pub fn execute_judged(
             Next::Ended => break run.elapsed(),
         }
         save(&mut saver, &mut collector, &mut warnings);
+        save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
             let reading = host::read(ports);
@@ -234,6 +238,7 @@ pub fn execute_judged(
     }
     collector.settle_all();
     save(&mut saver, &mut collector, &mut warnings);
+    save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
@@ -258,7 +263,7 @@ pub fn execute_judged(
         host: Some(usage),
         name: settings.output.name.clone(),
         thresholds: Vec::new(),
-        changes: vec![],
+        changes: changes.into_vec(),
         window,
     })
 }
@@ -313,6 +318,22 @@ fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>
             warnings.push(format!(
                 "results file: writing stopped at interval {}: {e}; this report is complete",
                 s.index
+            ));
+            *saver = None;
+            return;
+        }
+    }
+}
+
+/// Writes the changes made since the last call, each as soon as the loop sees it (within one
+/// poll of the key press). A write failure stops the saving, as in [`save`].
+fn save_changes(saver: &mut Saver, made: &[Change], warnings: &mut Vec<String>) {
+    let Some(w) = saver else { return };
+    for c in made {
+        if let Err(e) = w.change(c) {
+            warnings.push(format!(
+                "results file: writing stopped at the change at {} s: {e}; this report is complete",
+                c.at_s
             ));
             *saver = None;
             return;

@@ -15,6 +15,7 @@ mod raw;
 mod results;
 mod settings;
 mod signals;
+mod steering;
 mod target;
 mod tui;
 

@@ -110,11 +110,14 @@ fn the_dashboard_steers_the_rate_and_the_report_follows() {
         ..Config::default()
     })
     .expect("test server starts");
+    let saved = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tui-{}.jsonl", std::process::id()));
     // The run is longer than the test needs: `q` ends it. The shell then keeps the pane (and
     // the report on it) open for capture-pane.
     let command = format!(
-        "'{}' --tui --rate 50 -z 30s {}; sleep 30",
+        "'{}' --tui --rate 50 -z 30s --save '{}' {}; sleep 30",
         env!("CARGO_BIN_EXE_belier"),
+        saved.display(),
         server.url("/")
     );
     let Some(tmux) = Tmux::start(&command) else {
@@ -151,4 +154,46 @@ fn the_dashboard_steers_the_rate_and_the_report_follows() {
     assert!(!report.contains("Requests/s ─"), "{report}");
     let seen = server.counts().requests;
     assert!(seen > 0, "the server saw no request");
+
+    // Each `+` is a line of the results file, written as it was made, and the report read back
+    // from the file lists both.
+    let file = std::fs::read_to_string(&saved).expect("the results file was written");
+    let changes: Vec<(String, f64, f64, f64)> = file
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let c = v.get("change")?;
+            Some((
+                c["what"].as_str()?.to_string(),
+                c["from"].as_f64()?,
+                c["level"].as_f64()?,
+                c["at_s"].as_f64()?,
+            ))
+        })
+        .collect();
+    let levels: Vec<(&str, f64, f64)> = changes
+        .iter()
+        .map(|(what, from, level, _)| (what.as_str(), *from, *level))
+        .collect();
+    assert_eq!(
+        levels,
+        [("rate", 50.0, 55.0), ("rate", 55.0, 60.5)],
+        "{file}"
+    );
+    assert!(
+        changes[0].3 > 0.0 && changes[0].3 <= changes[1].3,
+        "{changes:?}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("report")
+        .arg(&saved)
+        .output()
+        .expect("belier report runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("\nChanges\n"), "{text}");
+    for change in ["rate 50/s → 55/s", "rate 55/s → 60.5/s"] {
+        assert!(text.contains(change), "{change:?} missing from\n{text}");
+    }
+    let _ = std::fs::remove_file(&saved);
 }
