@@ -1,5 +1,6 @@
-//! Two seeded runs for the renderers' tests: the shared fixture (closed loop) and a slower,
-//! open-loop copy whose name and error message need escaping in every format.
+//! Seeded runs for the renderers' tests: the shared fixture (closed loop), a slower, open-loop
+//! copy whose name and error message need escaping in every format, and that copy steered
+//! while it ran.
 
 use std::time::{Duration, Instant};
 

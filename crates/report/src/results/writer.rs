@@ -137,9 +137,9 @@ impl<W: Write> ResultsWriter<W> {
         Ok(())
     }
 
-    /// Writes a change made to the run and flushes, at once: a record still being filled is
-    /// written later, after it, so a reader takes changes in the order they were made, not
-    /// interleaved in time with the records.
+    /// Writes a change made to the run and flushes, at once. A change line says its own time
+    /// (`at_s`) and is not placed in time among the records: one made during a record that is
+    /// still being filled (a coarsened one) comes before that record.
     pub fn change(&mut self, change: &Change) -> io::Result<()> {
         write_line(&mut self.out, &mut self.line, &Line::Change(*change))
     }
