@@ -13,6 +13,7 @@ use belier_report::{
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
+use crate::metrics::{Exporter, Figures};
 use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
@@ -38,6 +39,8 @@ pub struct Finished {
     pub thresholds: Vec<ThresholdOutcome>,
     /// What was recorded from the judged window's start on (see [`execute_judged`]).
     pub window: Option<Recorder>,
+    /// The Prometheus exporter, still serving the final figures (`--metrics-linger`).
+    pub exporter: Option<Exporter>,
 }
 
 impl Finished {
@@ -95,6 +98,15 @@ pub fn execute_judged(
         .as_deref()
         .map(open_results)
         .transpose()?;
+    // Listening before the run starts, so a taken port stops nothing that was sent.
+    let exporter = match &settings.output.metrics {
+        Some(listen) => {
+            let e = Exporter::start(listen, &settings.url, &settings.output.name)?;
+            eprintln!("belier: Prometheus metrics at http://{}/metrics", e.addr());
+            Some(e)
+        }
+        None => None,
+    };
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -153,6 +165,25 @@ pub fn execute_judged(
         }
         None => None,
     };
+    if exporter.is_some() {
+        collector.keep_settled();
+    }
+    let control = run.control();
+    let target_rate = || {
+        open_loop
+            .then(|| control.state())
+            .map(|s| if s.paused { 0.0 } else { s.level })
+    };
+    let export = |collector: &Collector, ended: bool| {
+        if let Some(e) = &exporter {
+            e.update(&Figures {
+                total: collector.settled_total(),
+                in_flight: collector.latest().map_or(0, |p| p.in_flight),
+                target_rate: target_rate(),
+                ended,
+            });
+        }
+    };
     let mut live = live_view(settings, &run, &info);
     let mut interrupted = false;
     let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
@@ -185,7 +216,9 @@ pub fn execute_judged(
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }
-        save(&mut saver, &mut collector, &mut warnings);
+        if save(&mut saver, &mut collector, &mut warnings) {
+            export(&collector, false);
+        }
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
             let reading = host::read(ports);
@@ -230,6 +263,7 @@ pub fn execute_judged(
     }
     collector.settle_all();
     save(&mut saver, &mut collector, &mut warnings);
+    export(&collector, true);
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
@@ -255,6 +289,7 @@ pub fn execute_judged(
         name: settings.output.name.clone(),
         thresholds: Vec::new(),
         window,
+        exporter,
     })
 }
 
@@ -298,11 +333,13 @@ fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> L
 
 type Saver = Option<ResultsWriter<Box<dyn Write>>>;
 
-/// Writes the intervals settled since the last call. A write failure (disk full, closed
-/// pipe) stops the saving with a warning; the run and its report go on.
-fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>) {
+/// Writes the intervals settled since the last call, and says whether there were any. A write
+/// failure (disk full, closed pipe) stops the saving with a warning; the run and its report go
+/// on.
+fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>) -> bool {
     let settled = collector.drain_settled();
-    let Some(w) = saver else { return };
+    let fresh = !settled.is_empty();
+    let Some(w) = saver else { return fresh };
     for s in &settled {
         if let Err(e) = w.interval(s) {
             warnings.push(format!(
@@ -310,9 +347,10 @@ fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>
                 s.index
             ));
             *saver = None;
-            return;
+            return fresh;
         }
     }
+    fresh
 }
 
 /// Opens the results file (`-`: standard output).
