@@ -333,7 +333,8 @@ pub struct OutputArgs {
     pub metrics_listen: Option<std::net::SocketAddr>,
 
     /// Scrapes of --metrics-listen must send 'Authorization: Bearer TOKEN' (else 401).
-    /// Required for an address off the loopback. Never shown in reports or logs.
+    /// Required for an address off the loopback. Never shown in reports or logs. Without
+    /// the flag, BELIER_METRICS_TOKEN is read (it stays out of ps and shell history).
     #[arg(
         long = "metrics-token",
         value_name = "TOKEN",

@@ -61,6 +61,15 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// Where a token is read from when `--metrics-token` is not given: unlike a flag, the
+/// environment does not show in `ps` or a shell's history.
+pub const TOKEN_VARIABLE: &str = "BELIER_METRICS_TOKEN";
+
+/// The token in [`TOKEN_VARIABLE`], if set and not empty.
+pub fn token_from_env() -> Option<String> {
+    std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty())
+}
+
 /// Validates `--metrics-listen`, `--metrics-token` and `--metrics-linger`: a listener that is
 /// not on the loopback needs a token.
 pub fn listen(

@@ -80,7 +80,11 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
         save: o.save,
         html: o.html,
         tui: o.tui,
-        metrics: crate::metrics::listen(o.metrics_listen, o.metrics_token, o.metrics_linger)?,
+        metrics: crate::metrics::listen(
+            o.metrics_listen,
+            o.metrics_token.or_else(crate::metrics::token_from_env),
+            o.metrics_linger,
+        )?,
     })
 }
 

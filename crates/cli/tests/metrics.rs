@@ -28,6 +28,7 @@ impl Belier {
     fn spawn(args: &[&str]) -> Belier {
         let mut child = Command::new(env!("CARGO_BIN_EXE_belier"))
             .args(args)
+            .env_remove("BELIER_METRICS_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -265,6 +266,29 @@ fn off_the_loopback_a_token_is_required_and_checked() {
         0,
         "refused before sending anything"
     );
+    // A token from the environment will do, and stays out of the output too.
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([
+            &server.url("/"),
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "--metrics-linger",
+            "0",
+        ])
+        .args(["--metrics-listen", &format!("0.0.0.0:{port}")])
+        .env("BELIER_METRICS_TOKEN", "env-s3cret")
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    assert!(!printed.contains("env-s3cret"), "{printed}");
+    assert_eq!(server.counts().requests, 5);
 
     let listen = format!("127.0.0.1:{port}");
     let secret = "s3cret-token";
