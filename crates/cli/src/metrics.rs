@@ -2,7 +2,8 @@
 //! setups, and for `--metrics-linger` after it.
 //!
 //! The run loop renders the page once per settled interval (and once more with the final
-//! totals) and swaps it in; the serving thread only hands out the latest page. So a scrape
+//! totals) and swaps it in; the serving thread (axum on its own current-thread tokio runtime,
+//! apart from the engine's) only hands out the latest page. So a scrape
 //! never touches the recorders, a slow or failing scraper can hold up nothing but its own
 //! answer, and the engine knows nothing of any of it. The figures are those the report counts:
 //! the settled intervals so far.
@@ -19,11 +20,17 @@
 //!   `belier_run_info{url,name}` 1.
 
 use std::fmt::Write as _;
+use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
+use axum::response::{IntoResponse as _, Response};
+use axum::routing::any;
+use axum::Router;
 use belier_stats::{ErrorKind, Recorder};
 
 use crate::settings::InputError;
@@ -40,6 +47,9 @@ pub const BUCKETS_S: [f64; 18] = [
 
 /// How often a lingering exporter checks for Ctrl-C.
 const LINGER_POLL: Duration = Duration::from_millis(100);
+
+/// How long a stopping exporter lets scrapes in progress finish before it drops them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// The exporter's settings, validated.
 #[derive(Debug)]
@@ -117,7 +127,8 @@ pub struct Figures<'a> {
 
 /// A running exporter; stops serving when dropped.
 pub struct Exporter {
-    server: Arc<tiny_http::Server>,
+    /// Set to true to stop serving.
+    stop: tokio::sync::watch::Sender<bool>,
     page: Arc<Mutex<Arc<String>>>,
     info: String,
     addr: SocketAddr,
@@ -129,15 +140,27 @@ impl Exporter {
     /// Listens on `listen.addr` and serves an empty page until the first update. `url` and
     /// `name` label `belier_run_info` (the URL without credentials or query).
     pub fn start(listen: &Listen, url: &str, name: &str) -> Result<Exporter, InputError> {
-        let server = tiny_http::Server::http(listen.addr).map_err(|e| {
+        let cannot = |what: &str, e: std::io::Error| {
             InputError::new(
                 "--metrics-listen <ADDR>",
                 listen.addr,
-                format!("cannot listen there: {e}"),
+                format!("{what}: {e}"),
             )
-        })?;
-        let addr = server.server_addr().to_ip().unwrap_or(listen.addr);
-        let server = Arc::new(server);
+        };
+        // Bound here, on the caller's thread, so that a taken address fails before any load.
+        let socket = std::net::TcpListener::bind(listen.addr)
+            .and_then(|s| s.set_nonblocking(true).map(|()| s))
+            .map_err(|e| cannot("cannot listen there", e))?;
+        let addr = socket.local_addr().unwrap_or(listen.addr);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| cannot("cannot start", e))?;
+        let socket = {
+            let _context = runtime.enter();
+            tokio::net::TcpListener::from_std(socket).map_err(|e| cannot("cannot start", e))?
+        };
         let info = format!(
             "# HELP belier_run_info The run: its URL (no credentials, no query) and name.\n\
              # TYPE belier_run_info gauge\n\
@@ -146,23 +169,17 @@ impl Exporter {
             escape(name)
         );
         let page = Arc::new(Mutex::new(Arc::new(String::new())));
-        let token = listen.token.as_ref().map(|t| format!("Bearer {}", t.0));
+        let shared = Arc::new(Shared {
+            page: Arc::clone(&page),
+            token: listen.token.as_ref().map(|t| format!("Bearer {}", t.0)),
+        });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn({
-                let server = Arc::clone(&server);
-                let page = Arc::clone(&page);
-                move || serve(&server, &page, token.as_deref())
-            })
-            .map_err(|e| {
-                InputError::new(
-                    "--metrics-listen <ADDR>",
-                    listen.addr,
-                    format!("cannot start: {e}"),
-                )
-            })?;
+            .spawn(move || serve(&runtime, socket, shared, stopped))
+            .map_err(|e| cannot("cannot start", e))?;
         let exporter = Exporter {
-            server,
+            stop,
             page,
             info,
             addr,
@@ -216,59 +233,105 @@ impl Exporter {
 
 impl Drop for Exporter {
     fn drop(&mut self) {
-        self.server.unblock();
+        self.stop.send_replace(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// Answers every request until the server is unblocked: the latest page at `GET /metrics`,
-/// 401 without the token, 404 elsewhere, 405 for other methods.
-fn serve(server: &tiny_http::Server, page: &Mutex<Arc<String>>, token: Option<&str>) {
-    for request in server.incoming_requests() {
-        let path = request.url().split('?').next().unwrap_or_default();
-        let authorized = token.is_none_or(|expected| {
-            request
-                .headers()
-                .iter()
-                .find(|h| h.field.equiv("Authorization"))
-                .is_some_and(|h| same(h.value.as_str().as_bytes(), expected.as_bytes()))
-        });
-        let response = if path != "/metrics" {
-            text_response(404, "only /metrics is served here\n".into())
-        } else if !authorized {
+/// What the serving thread's handlers share.
+struct Shared {
+    /// The latest page, swapped in by [`Exporter::update`].
+    page: Arc<Mutex<Arc<String>>>,
+    /// `Bearer TOKEN`, the `Authorization` a scrape must send, if any.
+    token: Option<String>,
+}
+
+/// Answers every request until `stopped` turns true, then lets scrapes in progress finish
+/// (for [`SHUTDOWN_GRACE`] at most): the latest page at `GET /metrics`, 401 without the token,
+/// 404 elsewhere, 405 for other methods.
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    socket: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    let app = Router::new()
+        .route("/metrics", any(metrics))
+        .fallback(|| async {
             text_response(
-                401,
-                "missing or wrong 'Authorization: Bearer' token\n".into(),
+                StatusCode::NOT_FOUND,
+                None,
+                "only /metrics is served here\n".into(),
             )
-            .with_header(header("WWW-Authenticate", "Bearer"))
-        } else if !matches!(
-            request.method(),
-            tiny_http::Method::Get | tiny_http::Method::Head
-        ) {
-            text_response(405, "GET only\n".into()).with_header(header("Allow", "GET, HEAD"))
-        } else {
-            let body = Arc::clone(&page.lock().unwrap_or_else(|e| e.into_inner()));
-            text_response(200, body.as_str().to_owned())
-        };
-        // A scraper that went away is its own problem; nothing recorded depends on it.
-        let _ = request.respond(response);
+        })
+        .with_state(shared);
+    let stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        // A dropped sender stops it too.
+        let _ = stopped.wait_for(|&stop| stop).await;
+    };
+    runtime.block_on(async {
+        let server = tokio::spawn(
+            axum::serve(socket, app)
+                .with_graceful_shutdown(stop(stopped.clone()))
+                .into_future(),
+        );
+        stop(stopped).await;
+        // Whatever is still running when the runtime is dropped is dropped with it.
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
+    });
+}
+
+/// `/metrics`, any method.
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let authorized = shared.token.as_deref().is_none_or(|expected| {
+        headers
+            .get(header::AUTHORIZATION)
+            .is_some_and(|v| same(v.as_bytes(), expected.as_bytes()))
+    });
+    if !authorized {
+        text_response(
+            StatusCode::UNAUTHORIZED,
+            Some((header::WWW_AUTHENTICATE, "Bearer")),
+            "missing or wrong 'Authorization: Bearer' token\n".into(),
+        )
+    } else if method != Method::GET && method != Method::HEAD {
+        text_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            Some((header::ALLOW, "GET, HEAD")),
+            "GET only\n".into(),
+        )
+    } else {
+        let body = Arc::clone(&shared.page.lock().unwrap_or_else(|e| e.into_inner()));
+        text_response(StatusCode::OK, None, body.as_str().to_owned())
     }
 }
 
-fn text_response(status: u16, body: String) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    tiny_http::Response::from_string(body)
-        .with_status_code(status)
-        .with_header(header(
-            "Content-Type",
+fn text_response(
+    status: StatusCode,
+    extra: Option<(HeaderName, &'static str)>,
+    body: String,
+) -> Response {
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
-        ))
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .expect("constant header is valid")
+        )],
+        body,
+    )
+        .into_response();
+    if let Some((name, value)) = extra {
+        response
+            .headers_mut()
+            .insert(name, axum::http::HeaderValue::from_static(value));
+    }
+    response
 }
 
 /// Compares in time independent of where the first difference is, so the token cannot be
