@@ -323,6 +323,30 @@ pub struct OutputArgs {
     /// Falls back to the progress line when standard error is not a terminal of at least 60×16.
     #[arg(long = "tui")]
     pub tui: bool,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics during the run (pull setups), e.g.
+    /// 127.0.0.1:9464: requests by status and error kind, the latency histogram, bytes,
+    /// connections, in-flight, target rate (names in README.md). Figures are those of the
+    /// settled intervals, updated once per interval. An address off the loopback needs
+    /// --metrics-token.
+    #[arg(long = "metrics-listen", value_name = "ADDR", help_heading = "Metrics")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// Scrapes of --metrics-listen must send 'Authorization: Bearer TOKEN' (else 401).
+    /// Required for an address off the loopback. Never shown in reports or logs. Without
+    /// the flag, BELIER_METRICS_TOKEN is read (it stays out of ps and shell history).
+    #[arg(
+        long = "metrics-token",
+        value_name = "TOKEN",
+        requires = "metrics_listen",
+        help_heading = "Metrics"
+    )]
+    pub metrics_token: Option<String>,
+
+    /// After the run, keep serving the final figures for D so a scraper collects them (0:
+    /// exit at once; Ctrl-C ends it early) [default: 5s]
+    #[arg(long = "metrics-linger", value_name = "D", value_parser = parse_duration_or_zero, requires = "metrics_listen", help_heading = "Metrics")]
+    pub metrics_linger: Option<Duration>,
 }
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.

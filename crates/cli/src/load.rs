@@ -14,6 +14,7 @@ use belier_report::{
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
+use crate::metrics::{Exporter, Figures};
 use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
@@ -42,6 +43,8 @@ pub struct Finished {
     pub window: Option<Recorder>,
     /// Changes made to the run while it ran (the dashboard's keys), in order.
     pub changes: Vec<Change>,
+    /// The Prometheus exporter, still serving the final figures (`--metrics-linger`).
+    pub exporter: Option<Exporter>,
 }
 
 impl Finished {
@@ -100,6 +103,15 @@ pub fn execute_judged(
         .as_deref()
         .map(open_results)
         .transpose()?;
+    // Listening before the run starts, so a taken port stops nothing that was sent.
+    let exporter = match &settings.output.metrics {
+        Some(listen) => {
+            let e = Exporter::start(listen, &settings.url, &settings.output.name)?;
+            eprintln!("belier: Prometheus metrics at http://{}/metrics", e.addr());
+            Some(e)
+        }
+        None => None,
+    };
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -158,8 +170,26 @@ pub fn execute_judged(
         }
         None => None,
     };
+    if exporter.is_some() {
+        collector.keep_settled();
+    }
     let control = run.control();
     let mut changes = Changes::new(&config.load, config.users.is_some());
+    let target_rate = || {
+        open_loop
+            .then(|| control.state())
+            .map(|s| if s.paused { 0.0 } else { s.level })
+    };
+    let export = |collector: &Collector, ended: bool| {
+        if let Some(e) = &exporter {
+            e.update(&Figures {
+                total: collector.settled_total(),
+                in_flight: collector.latest().map_or(0, |p| p.in_flight),
+                target_rate: target_rate(),
+                ended,
+            });
+        }
+    };
     let mut live = live_view(settings, &run, &info);
     let mut interrupted = false;
     let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
@@ -192,7 +222,9 @@ pub fn execute_judged(
             Next::Idle => {}
             Next::Ended => break run.elapsed(),
         }
-        save(&mut saver, &mut collector, &mut warnings);
+        if save(&mut saver, &mut collector, &mut warnings) {
+            export(&collector, false);
+        }
         save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
@@ -239,6 +271,7 @@ pub fn execute_judged(
     collector.settle_all();
     save(&mut saver, &mut collector, &mut warnings);
     save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
+    export(&collector, true);
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
@@ -265,6 +298,7 @@ pub fn execute_judged(
         thresholds: Vec::new(),
         changes: changes.into_vec(),
         window,
+        exporter,
     })
 }
 
@@ -308,11 +342,13 @@ fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> L
 
 type Saver = Option<ResultsWriter<Box<dyn Write>>>;
 
-/// Writes the intervals settled since the last call. A write failure (disk full, closed
-/// pipe) stops the saving with a warning; the run and its report go on.
-fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>) {
+/// Writes the intervals settled since the last call, and says whether there were any. A write
+/// failure (disk full, closed pipe) stops the saving with a warning; the run and its report go
+/// on.
+fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>) -> bool {
     let settled = collector.drain_settled();
-    let Some(w) = saver else { return };
+    let fresh = !settled.is_empty();
+    let Some(w) = saver else { return fresh };
     for s in &settled {
         if let Err(e) = w.interval(s) {
             warnings.push(format!(
@@ -320,9 +356,10 @@ fn save(saver: &mut Saver, collector: &mut Collector, warnings: &mut Vec<String>
                 s.index
             ));
             *saver = None;
-            return;
+            return fresh;
         }
     }
+    fresh
 }
 
 /// Writes the changes made since the last call, each as soon as the loop sees it (within one

@@ -7,6 +7,7 @@ mod capacity;
 mod demo;
 mod limits;
 mod load;
+mod metrics;
 mod plan;
 mod probe;
 mod progress;
@@ -71,13 +72,23 @@ fn main() -> ExitCode {
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     let settings = settings::from_args(args, cores())?;
-    let finished = load::execute(&settings, signals)?;
+    let mut finished = load::execute(&settings, signals)?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else {
         0
     };
-    write_report(&settings, &finished, code)
+    let written = write_report(&settings, &finished, code);
+    linger(&mut finished, signals);
+    written
+}
+
+/// With `--metrics-listen`, keeps serving the final figures for `--metrics-linger` once the
+/// report is out.
+fn linger(finished: &mut Finished, signals: &Signals) {
+    if let Some(exporter) = finished.exporter.take() {
+        exporter.linger(signals);
+    }
 }
 
 /// Writes the report of a finished run where `settings` say (and the HTML report if asked),

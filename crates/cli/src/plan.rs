@@ -51,7 +51,9 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     } else {
         0
     };
-    write_report(&settings, &finished, code)
+    let written = write_report(&settings, &finished, code);
+    crate::linger(&mut finished, signals);
+    written
 }
 
 /// `-H` and `--insecure` on a plan: headers every request of the plan sends, and no

@@ -59,6 +59,8 @@ pub struct Output {
     pub html: Option<PathBuf>,
     /// Live dashboard instead of the progress line.
     pub tui: bool,
+    /// The Prometheus exporter, if asked for.
+    pub metrics: Option<crate::metrics::Listen>,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -78,6 +80,11 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
         save: o.save,
         html: o.html,
         tui: o.tui,
+        metrics: crate::metrics::listen(
+            o.metrics_listen,
+            o.metrics_token.or_else(crate::metrics::token_from_env),
+            o.metrics_linger,
+        )?,
     })
 }
 

@@ -122,6 +122,7 @@ impl Target {
                 name: "capacity".into(),
                 html: None,
                 tui: false,
+                metrics: None,
             },
             raw: None,
             plan: plan_path,

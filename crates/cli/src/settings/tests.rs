@@ -262,6 +262,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             name: "run".into(),
             html: None,
             tui: false,
+            metrics: None,
         },
         raw: None,
         plan: Some("plan.yaml".into()),

@@ -1,0 +1,475 @@
+//! The Prometheus exporter (`--metrics-listen ADDR`): `GET /metrics` during the run, for pull
+//! setups, and for `--metrics-linger` after it.
+//!
+//! The run loop renders the page once per settled interval (and once more with the final
+//! totals) and swaps it in; the serving thread (axum on its own current-thread tokio runtime,
+//! apart from the engine's) only hands out the latest page. So a scrape
+//! never touches the recorders, a slow or failing scraper can hold up nothing but its own
+//! answer, and the engine knows nothing of any of it. The figures are those the report counts:
+//! the settled intervals so far.
+//!
+//! Series (see README.md, "Prometheus metrics"):
+//! - `belier_requests_total{status="200"}` per response status, and
+//!   `belier_requests_total{error="timeout"}` per error kind (every kind, 0 included); summed,
+//!   every request that ended.
+//! - `belier_request_duration_seconds` histogram of the responses' latency (from the intended
+//!   start, as the report's); errors have no latency, so `_count` is the responses.
+//! - counters `belier_bytes_received_total`, `belier_bytes_sent_total`,
+//!   `belier_connections_opened_total`, `belier_dropped_total`;
+//! - gauges `belier_in_flight`, `belier_target_rate` (open loop), `belier_run_ended`, and
+//!   `belier_run_info{url,name}` 1.
+
+use std::fmt::Write as _;
+use std::future::IntoFuture as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
+use axum::response::{IntoResponse as _, Response};
+use axum::routing::any;
+use axum::Router;
+use belier_stats::{ErrorKind, Recorder};
+
+use crate::settings::InputError;
+use crate::signals::Signals;
+
+/// How long the page is served after the run unless `--metrics-linger` says otherwise.
+pub const DEFAULT_LINGER: Duration = Duration::from_secs(5);
+
+/// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
+pub const BUCKETS_S: [f64; 18] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+];
+
+/// How often a lingering exporter checks for Ctrl-C.
+const LINGER_POLL: Duration = Duration::from_millis(100);
+
+/// How long a stopping exporter lets scrapes in progress finish before it drops them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// The exporter's settings, validated.
+#[derive(Debug)]
+pub struct Listen {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The bearer token scrapes must present, if any.
+    pub token: Option<Token>,
+    /// How long to keep serving after the run.
+    pub linger: Duration,
+}
+
+/// A bearer token. Its `Debug` shows no secret, so settings can be printed safely.
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Where a token is read from when `--metrics-token` is not given: unlike a flag, the
+/// environment does not show in `ps` or a shell's history.
+pub const TOKEN_VARIABLE: &str = "BELIER_METRICS_TOKEN";
+
+/// The token in [`TOKEN_VARIABLE`], if set and not empty.
+pub fn token_from_env() -> Option<String> {
+    std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty())
+}
+
+/// Validates `--metrics-listen`, `--metrics-token` and `--metrics-linger`: a listener that is
+/// not on the loopback needs a token.
+pub fn listen(
+    addr: Option<SocketAddr>,
+    token: Option<String>,
+    linger: Option<Duration>,
+) -> Result<Option<Listen>, InputError> {
+    let Some(addr) = addr else { return Ok(None) };
+    let token = match token {
+        Some(t) if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            return Err(InputError::new(
+                "--metrics-token <TOKEN>",
+                "",
+                "must be non-empty, without spaces or control characters",
+            ))
+        }
+        t => t.map(Token),
+    };
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(InputError::new(
+            "--metrics-listen <ADDR>",
+            addr,
+            "not a loopback address: anything else needs --metrics-token TOKEN, so that \
+             scrapes must send 'Authorization: Bearer TOKEN'",
+        ));
+    }
+    Ok(Some(Listen {
+        addr,
+        token,
+        linger: linger.unwrap_or(DEFAULT_LINGER),
+    }))
+}
+
+/// What the page shows besides the counters of the settled intervals.
+pub struct Figures<'a> {
+    /// Everything in the intervals settled so far.
+    pub total: &'a Recorder,
+    /// Requests in flight at the end of the latest settled interval.
+    pub in_flight: u64,
+    /// Open loop: the arrival rate the run holds now.
+    pub target_rate: Option<f64>,
+    /// The run has ended: these are the final totals.
+    pub ended: bool,
+}
+
+/// A running exporter; stops serving when dropped.
+pub struct Exporter {
+    /// Set to true to stop serving.
+    stop: tokio::sync::watch::Sender<bool>,
+    page: Arc<Mutex<Arc<String>>>,
+    info: String,
+    addr: SocketAddr,
+    linger: Duration,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Exporter {
+    /// Listens on `listen.addr` and serves an empty page until the first update. `url` and
+    /// `name` label `belier_run_info` (the URL without credentials or query).
+    pub fn start(listen: &Listen, url: &str, name: &str) -> Result<Exporter, InputError> {
+        let cannot = |what: &str, e: std::io::Error| {
+            InputError::new(
+                "--metrics-listen <ADDR>",
+                listen.addr,
+                format!("{what}: {e}"),
+            )
+        };
+        // Bound here, on the caller's thread, so that a taken address fails before any load.
+        let socket = std::net::TcpListener::bind(listen.addr)
+            .and_then(|s| s.set_nonblocking(true).map(|()| s))
+            .map_err(|e| cannot("cannot listen there", e))?;
+        let addr = socket.local_addr().unwrap_or(listen.addr);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| cannot("cannot start", e))?;
+        let socket = {
+            let _context = runtime.enter();
+            tokio::net::TcpListener::from_std(socket).map_err(|e| cannot("cannot start", e))?
+        };
+        let info = format!(
+            "# HELP belier_run_info The run: its URL (no credentials, no query) and name.\n\
+             # TYPE belier_run_info gauge\n\
+             belier_run_info{{url=\"{}\",name=\"{}\"}} 1\n",
+            escape(&public_url(url)),
+            escape(name)
+        );
+        let page = Arc::new(Mutex::new(Arc::new(String::new())));
+        let shared = Arc::new(Shared {
+            page: Arc::clone(&page),
+            token: listen.token.as_ref().map(|t| format!("Bearer {}", t.0)),
+        });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || serve(&runtime, socket, shared, stopped))
+            .map_err(|e| cannot("cannot start", e))?;
+        let exporter = Exporter {
+            stop,
+            page,
+            info,
+            addr,
+            linger: listen.linger,
+            thread: Some(thread),
+        };
+        exporter.update(&Figures {
+            total: &Recorder::new(),
+            in_flight: 0,
+            target_rate: None,
+            ended: false,
+        });
+        Ok(exporter)
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Renders `figures` and serves them from now on.
+    pub fn update(&self, figures: &Figures) {
+        let mut text = render(figures);
+        text.push_str(&self.info);
+        let text = Arc::new(text);
+        // The lock only guards a pointer swap: the serving thread clones the Arc and lets go.
+        *self.page.lock().unwrap_or_else(|e| e.into_inner()) = text;
+    }
+
+    /// Keeps serving the final figures for `--metrics-linger`, or until Ctrl-C; saying so on
+    /// standard error. A run stopped by Ctrl-C does not linger.
+    pub fn linger(self, signals: &Signals) {
+        if self.linger.is_zero() {
+            return;
+        }
+        if signals.stop_requested() {
+            eprintln!("belier: interrupted: not serving the final metrics any longer");
+            return;
+        }
+        eprintln!(
+            "belier: serving the final metrics at http://{}/metrics for {} (Ctrl-C to stop)",
+            self.addr,
+            humantime::format_duration(self.linger)
+        );
+        let deadline = Instant::now() + self.linger;
+        while Instant::now() < deadline && !signals.stop_requested() {
+            std::thread::sleep(LINGER_POLL.min(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What the serving thread's handlers share.
+struct Shared {
+    /// The latest page, swapped in by [`Exporter::update`].
+    page: Arc<Mutex<Arc<String>>>,
+    /// `Bearer TOKEN`, the `Authorization` a scrape must send, if any.
+    token: Option<String>,
+}
+
+/// Answers every request until `stopped` turns true, then lets scrapes in progress finish
+/// (for [`SHUTDOWN_GRACE`] at most): the latest page at `GET /metrics`, 401 without the token,
+/// 404 elsewhere, 405 for other methods.
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    socket: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    let app = Router::new()
+        .route("/metrics", any(metrics))
+        .fallback(|| async {
+            text_response(
+                StatusCode::NOT_FOUND,
+                None,
+                "only /metrics is served here\n".into(),
+            )
+        })
+        .with_state(shared);
+    let stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        // A dropped sender stops it too.
+        let _ = stopped.wait_for(|&stop| stop).await;
+    };
+    runtime.block_on(async {
+        let server = tokio::spawn(
+            axum::serve(socket, app)
+                .with_graceful_shutdown(stop(stopped.clone()))
+                .into_future(),
+        );
+        stop(stopped).await;
+        // Whatever is still running when the runtime is dropped is dropped with it.
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
+    });
+}
+
+/// `/metrics`, any method.
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let authorized = shared.token.as_deref().is_none_or(|expected| {
+        headers
+            .get(header::AUTHORIZATION)
+            .is_some_and(|v| same(v.as_bytes(), expected.as_bytes()))
+    });
+    if !authorized {
+        text_response(
+            StatusCode::UNAUTHORIZED,
+            Some((header::WWW_AUTHENTICATE, "Bearer")),
+            "missing or wrong 'Authorization: Bearer' token\n".into(),
+        )
+    } else if method != Method::GET && method != Method::HEAD {
+        text_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            Some((header::ALLOW, "GET, HEAD")),
+            "GET only\n".into(),
+        )
+    } else {
+        let body = Arc::clone(&shared.page.lock().unwrap_or_else(|e| e.into_inner()));
+        text_response(StatusCode::OK, None, body.as_str().to_owned())
+    }
+}
+
+fn text_response(
+    status: StatusCode,
+    extra: Option<(HeaderName, &'static str)>,
+    body: String,
+) -> Response {
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response();
+    if let Some((name, value)) = extra {
+        response
+            .headers_mut()
+            .insert(name, axum::http::HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// Compares in time independent of where the first difference is, so the token cannot be
+/// guessed byte by byte from response times.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The URL as a label: without user, password or query string, which may carry secrets.
+fn public_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => String::new(),
+    }
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// `figures` in Prometheus' text exposition format (0.0.4), without `belier_run_info`.
+pub fn render(figures: &Figures) -> String {
+    let total = figures.total;
+    let mut out = String::with_capacity(4096);
+    let mut family = |name: &str, kind: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    family(
+        "belier_requests_total",
+        "counter",
+        "Requests that ended: status=\"CODE\" for complete responses, error=\"KIND\" for failures.",
+    );
+    for (code, n) in total.status_counts() {
+        let _ = writeln!(out, "belier_requests_total{{status=\"{code}\"}} {n}");
+    }
+    for kind in ErrorKind::ALL {
+        let _ = writeln!(
+            out,
+            "belier_requests_total{{error=\"{}\"}} {}",
+            kind.name(),
+            total.errors_of(kind)
+        );
+    }
+    histogram(&mut out, total);
+    let counters = [
+        (
+            "belier_bytes_received_total",
+            "Wire bytes read.",
+            total.bytes_in(),
+        ),
+        (
+            "belier_bytes_sent_total",
+            "Wire bytes written.",
+            total.bytes_out(),
+        ),
+        (
+            "belier_connections_opened_total",
+            "TCP connections opened.",
+            total.connections_opened(),
+        ),
+        (
+            "belier_dropped_total",
+            "Open loop: arrivals never sent because --max-in-flight requests were in flight.",
+            total.dropped(),
+        ),
+    ];
+    for (name, help, value) in counters {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP belier_in_flight Requests in flight at the end of the latest settled interval.\n\
+         # TYPE belier_in_flight gauge\nbelier_in_flight {}",
+        figures.in_flight
+    );
+    if let Some(rate) = figures.target_rate {
+        let _ = writeln!(
+            out,
+            "# HELP belier_target_rate Open loop: the arrival rate the run holds, per second.\n\
+             # TYPE belier_target_rate gauge\nbelier_target_rate {rate}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP belier_run_ended 1 once the run has ended and these are its final totals.\n\
+         # TYPE belier_run_ended gauge\nbelier_run_ended {}",
+        u8::from(figures.ended)
+    );
+    out
+}
+
+/// `belier_request_duration_seconds`: the recorded latency histogram folded into
+/// [`BUCKETS_S`]. A value counts in the first bucket whose bound is at or above it (to the
+/// histogram's precision, 0.1 %); `_sum` adds each value as its HDR bucket's middle.
+fn histogram(out: &mut String, total: &Recorder) {
+    let h = total.latency_us();
+    let mut counts = [0u64; BUCKETS_S.len() + 1];
+    let mut sum_us = 0.0;
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        let n = v.count_at_value();
+        sum_us += h.median_equivalent(value) as f64 * n as f64;
+        let slot = BUCKETS_S
+            .iter()
+            .position(|&b| value as f64 <= b * 1e6)
+            .unwrap_or(BUCKETS_S.len());
+        counts[slot] += n;
+    }
+    let name = "belier_request_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Latency of complete responses from their intended start (errors have \
+         none).\n# TYPE {name} histogram"
+    );
+    let mut cumulative = 0;
+    for (i, n) in counts.iter().enumerate() {
+        cumulative += n;
+        let le = BUCKETS_S
+            .get(i)
+            .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+        let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "{name}_sum {}", sum_us / 1e6);
+    let _ = writeln!(out, "{name}_count {}", h.len());
+}
+
+#[cfg(test)]
+mod tests;
