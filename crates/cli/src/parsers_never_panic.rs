@@ -16,7 +16,7 @@ use proptest::prelude::*;
 
 use crate::args::{parse_duration, parse_duration_or_zero, Cli, Command, LONGEST};
 use crate::settings::parse_header;
-use argv::{Kind, BOUNDS, CAPACITY, COMPARE, LOAD, REPORT, REQUEST, RUN};
+use argv::{Kind, BOUNDS, CAPACITY, COMPARE, LIVE, LOAD, REPORT, REQUEST, RUN};
 
 fn check_duration(text: &str) -> Result<(), TestCaseError> {
     let any = parse_duration_or_zero(text);
@@ -109,7 +109,7 @@ fn command(
 
 fn any_command() -> impl Strategy<Value = Vec<String>> {
     prop_oneof![
-        4 => command(&[], &[REQUEST, BOUNDS, LOAD], true),
+        4 => command(&[], &[REQUEST, BOUNDS, LOAD, LIVE], true),
         2 => command(&["capacity"], &[REQUEST, BOUNDS, CAPACITY], true),
         1 => command(&["probe"], &[REQUEST, BOUNDS], true),
         1 => command(&["report", "a.jsonl"], &[REPORT], false),

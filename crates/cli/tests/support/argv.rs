@@ -96,6 +96,15 @@ pub const LOAD: &[(&str, Kind)] = &[
     ("--html", File),
 ];
 
+/// Flags of the live views and exports: parsed and validated in process only, as the binary
+/// would take the terminal or listen on a port with them.
+pub const LIVE: &[(&str, Kind)] = &[
+    ("--tui", Switch),
+    ("--metrics-listen", Addr),
+    ("--metrics-token", Text),
+    ("--metrics-linger", Duration),
+];
+
 /// Flags of `belier capacity` besides [`REQUEST`]; never `--prometheus`, so that a
 /// `prom:` SLO stops the binary before its first step.
 pub const CAPACITY: &[(&str, Kind)] = &[
