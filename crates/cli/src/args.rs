@@ -156,8 +156,8 @@ pub struct CompareArgs {
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Option<String>,
     /// Output format.
-    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
+    pub output: CompareFormat,
     /// Only intervals starting at or after this time into each run.
     #[arg(long = "from", value_name = "D", value_parser = parse_duration)]
     pub from: Option<Duration>,
@@ -181,6 +181,21 @@ pub enum ReportType {
     Hdr,
     /// A self-contained HTML page with charts.
     Html,
+    /// JUnit XML: a test suite per run, a test case per threshold (or one for the run);
+    /// schema: crates/report/schema/junit.xsd.
+    Junit,
+}
+
+/// Output formats of `belier compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Human-readable text.
+    Text,
+    /// JSON: the deltas and the failed conditions.
+    Json,
+    /// JUnit XML: a test case per --fail-if condition (schema:
+    /// crates/report/schema/junit.xsd).
+    Junit,
 }
 
 /// Options of a load test.

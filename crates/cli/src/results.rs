@@ -8,7 +8,7 @@ use anyhow::Context;
 use belier_report::results::{self, Reader};
 use belier_report::{render_html, render_json, render_text, HtmlRun, Report};
 
-use crate::args::{CompareArgs, Format, ReportArgs, ReportType};
+use crate::args::{CompareArgs, CompareFormat, ReportArgs, ReportType};
 use crate::settings::InputError;
 
 /// One run, read back: its results (shards merged) over the chosen window.
@@ -134,6 +134,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
         }
         ReportType::Csv => belier_report::render_csv(&named),
         ReportType::Markdown => belier_report::render_markdown(&named),
+        ReportType::Junit => belier_report::render_junit(&named),
         ReportType::Hdr => {
             let pairs: Vec<(&str, &results::Run)> =
                 runs.iter().map(|r| (r.name.as_str(), &r.data)).collect();
@@ -185,12 +186,17 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
     let deltas = compare::compare(&base, &new);
     let failures = compare::failed(&deltas, &conditions);
     let out = match args.output {
-        Format::Text => {
+        CompareFormat::Text => {
             compare::render_comparison_text(&runs[0].name, &runs[1].name, &deltas, &failures)
         }
-        Format::Json => {
+        CompareFormat::Json => {
             compare::render_comparison_json(&runs[0].name, &runs[1].name, &deltas, &failures)
         }
+        CompareFormat::Junit => compare::render_comparison_junit(
+            &runs[0].name,
+            &runs[1].name,
+            &compare::verdicts(&deltas, &conditions),
+        ),
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout

@@ -309,51 +309,67 @@ fn beyond(x: f64, op: Op, limit: f64) -> bool {
 /// A relative condition on a metric whose base is 0 treats any rise as unbounded: errors going
 /// from none to some fail `errors>+50%`, rather than passing because the change is undefined.
 pub fn failed(deltas: &[Delta], conditions: &[Condition]) -> Vec<String> {
-    let mut out = Vec::new();
-    for c in conditions {
-        let Some(d) = deltas.iter().find(|d| d.metric == c.metric) else {
-            continue;
-        };
-        let from_to = format!("{} → {}", show(d.base, d.unit), show(d.new, d.unit));
-        match c.limit {
-            Limit::ChangePercent(limit) => {
-                let change = match d.change {
-                    Some(x) => x * 100.0,
-                    None if d.new > d.base => f64::INFINITY,
-                    None if d.new < d.base => f64::NEG_INFINITY,
-                    None => 0.0,
-                };
-                if !beyond(change, c.op, limit) {
-                    continue;
-                }
-                let moved = match d.change {
-                    None => "rose from zero".to_string(),
-                    Some(x) if x > 0.0 => format!("rose {:.1} %", x * 100.0),
-                    Some(x) if x < 0.0 => format!("fell {:.1} %", -x * 100.0),
-                    Some(_) => "did not change".to_string(),
-                };
-                out.push(format!(
-                    "{} {moved} ({from_to}), limit {} %",
-                    c.metric,
-                    signed(limit)
-                ));
+    verdicts(deltas, conditions)
+        .into_iter()
+        .filter_map(|(_, failure)| failure)
+        .collect()
+}
+
+/// Each condition with its failure sentence (as in [`failed`]), or `None` when it did not
+/// hold. A condition on a metric missing from `deltas` does not hold.
+pub fn verdicts(deltas: &[Delta], conditions: &[Condition]) -> Vec<(Condition, Option<String>)> {
+    conditions
+        .iter()
+        .map(|c| {
+            let failure = deltas
+                .iter()
+                .find(|d| d.metric == c.metric)
+                .and_then(|d| failure(d, c));
+            (*c, failure)
+        })
+        .collect()
+}
+
+/// The sentence saying how `d` meets `c`, or `None` when the condition does not hold.
+fn failure(d: &Delta, c: &Condition) -> Option<String> {
+    let from_to = format!("{} → {}", show(d.base, d.unit), show(d.new, d.unit));
+    match c.limit {
+        Limit::ChangePercent(limit) => {
+            let change = match d.change {
+                Some(x) => x * 100.0,
+                None if d.new > d.base => f64::INFINITY,
+                None if d.new < d.base => f64::NEG_INFINITY,
+                None => 0.0,
+            };
+            if !beyond(change, c.op, limit) {
+                return None;
             }
-            Limit::Value(limit) => {
-                if !beyond(d.new, c.op, limit) {
-                    continue;
-                }
-                let side = if c.op == Op::Above { "above" } else { "below" };
-                out.push(format!(
-                    "{} is {}, {side} the limit {} (base {})",
-                    c.metric,
-                    show(d.new, d.unit),
-                    show(limit, d.unit),
-                    show(d.base, d.unit)
-                ));
+            let moved = match d.change {
+                None => "rose from zero".to_string(),
+                Some(x) if x > 0.0 => format!("rose {:.1} %", x * 100.0),
+                Some(x) if x < 0.0 => format!("fell {:.1} %", -x * 100.0),
+                Some(_) => "did not change".to_string(),
+            };
+            Some(format!(
+                "{} {moved} ({from_to}), limit {} %",
+                c.metric,
+                signed(limit)
+            ))
+        }
+        Limit::Value(limit) => {
+            if !beyond(d.new, c.op, limit) {
+                return None;
             }
+            let side = if c.op == Op::Above { "above" } else { "below" };
+            Some(format!(
+                "{} is {}, {side} the limit {} (base {})",
+                c.metric,
+                show(d.new, d.unit),
+                show(limit, d.unit),
+                show(d.base, d.unit)
+            ))
         }
     }
-    out
 }
 
 /// A relative change as a percentage with one decimal and a sign: `+23.4 %`; `n/a` when the
@@ -460,6 +476,38 @@ pub fn render_comparison_json(
     let mut s = serde_json::to_string_pretty(&doc).expect("JSON values always serialise");
     s.push('\n');
     s
+}
+
+/// The comparison as JUnit XML: one test suite, `NEW vs BASE`, with a test case per
+/// `--fail-if` condition (class `belier.compare`, named as written); a condition that held is
+/// a failure whose message gives the measured change or value against the limit. The
+/// document follows `schema/junit.xsd`.
+pub fn render_comparison_junit(
+    base_name: &str,
+    new_name: &str,
+    verdicts: &[(Condition, Option<String>)],
+) -> String {
+    use crate::junit::{render_suites, Case, Failure, Suite};
+    let cases = verdicts
+        .iter()
+        .map(|(c, failure)| Case {
+            classname: "belier.compare",
+            name: c.to_string(),
+            failure: failure.as_ref().map(|why| Failure {
+                message: why.clone(),
+                kind: "compare",
+                details: format!(
+                    "'{c}' held comparing new '{new_name}' with base '{base_name}': {why}"
+                ),
+            }),
+        })
+        .collect();
+    render_suites(&[Suite {
+        name: format!("{new_name} vs {base_name}"),
+        time: 0.0,
+        timestamp: None,
+        cases,
+    }])
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! belier's reports.
 //!
 //! A [`Report`] is built from recorded results only (the merged [`Recorder`], the [`Series`]
-//! and the [`RunInfo`] saying how they were obtained) and rendered as text, Markdown, JSON or
-//! HTML. Its figures (rates, shares, latency summaries, the verdict, the step tables) are
-//! worked out once into a summary that every format renders, so they read the same in each.
+//! and the [`RunInfo`] saying how they were obtained) and rendered as text, Markdown, JSON,
+//! JUnit XML or HTML. Its figures (rates, shares, latency summaries, the verdict, the step
+//! tables) are worked out once into a summary that every format renders, so they read the same
+//! in each.
 //! The JSON shape is described by `schema/report.schema.json`, which tests validate output
 //! against.
 //! The HTML page ([`render_html`]) compares one or more runs and needs no network to open;
@@ -17,6 +18,7 @@ mod format;
 mod hdrlog;
 mod html;
 mod json;
+mod junit;
 mod markdown;
 pub mod results;
 mod steps;
@@ -38,6 +40,7 @@ pub use csv::render_csv;
 pub use hdrlog::render_hdr_log;
 pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
+pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use text::render_text;
 pub use verdict::{

@@ -308,3 +308,23 @@ fn json_carries_every_delta_and_the_failures() {
     assert_eq!(doc["metrics"][0]["change"], Value::Null);
     assert_eq!(doc["failed"], false);
 }
+
+#[test]
+fn junit_has_a_case_per_condition_failing_with_the_change_against_the_limit() {
+    let deltas = seeded_deltas();
+    let conditions = parse_fail_if("p99>+10%,rate<-5%,errors>0.5%,max>1s").unwrap();
+    let verdicts = verdicts(&deltas, &conditions);
+    let failures = failed(&deltas, &conditions);
+    let got = render_comparison_junit(seeded::BASE, seeded::NEW, &verdicts);
+    crate::golden::check("compare.junit.xml", &got);
+    assert_eq!(got.matches("<testcase ").count(), conditions.len());
+    assert_eq!(got.matches("<failure ").count(), failures.len());
+    assert!(
+        got.contains(r#"classname="belier.compare" name="p99&gt;+10%""#),
+        "{got}"
+    );
+    for f in &failures {
+        let message = format!("message=\"{}\"", crate::junit::xml(f));
+        assert!(got.contains(&message), "{message} in {got}");
+    }
+}
