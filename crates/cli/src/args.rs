@@ -332,6 +332,12 @@ pub struct OutputArgs {
     #[arg(long = "html", value_name = "FILE", help_heading = "Results")]
     pub html: Option<PathBuf>,
 
+    /// Also write a JUnit XML report to FILE at the end, for CI: each of a plan's thresholds
+    /// a test case (a failed one a failure, measured against its limit); without thresholds,
+    /// one case that fails if the run was interrupted or belier could not keep up.
+    #[arg(long = "junit", value_name = "FILE", help_heading = "Results")]
+    pub junit: Option<PathBuf>,
+
     /// Show a live dashboard instead of the progress line: rate against target, latency
     /// percentiles, status codes and errors, connections, the generator's lag and CPU. Keys:
     /// q stop, p pause/resume, +/- rate or users by 10 %, ? help. The report follows as usual.

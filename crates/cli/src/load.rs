@@ -72,6 +72,15 @@ impl Finished {
         }
     }
 
+    /// Renders the JUnit XML report.
+    pub fn render_junit(&self) -> String {
+        let report = self.report();
+        belier_report::render_junit(&[belier_report::NamedReport {
+            name: &self.name,
+            report: &report,
+        }])
+    }
+
     /// Renders the HTML report.
     pub fn render_html(&self) -> String {
         let report = self.report();

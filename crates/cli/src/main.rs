@@ -96,12 +96,22 @@ fn linger(finished: &mut Finished, signals: &Signals) {
 /// then printed to standard output, so the results are never lost).
 fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyhow::Result<u8> {
     let report = finished.render(settings.output.format);
-    if let Some(path) = &settings.output.html {
-        if let Err(e) = std::fs::write(path, finished.render_html()) {
-            eprintln!(
-                "error: cannot write the HTML report to {}: {e}",
-                path.display()
-            );
+    let extra = [
+        (
+            "HTML",
+            &settings.output.html,
+            Finished::render_html as fn(&Finished) -> String,
+        ),
+        ("JUnit", &settings.output.junit, Finished::render_junit),
+    ];
+    for (kind, path, render) in extra {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::write(path, render(finished)) {
+                eprintln!(
+                    "error: cannot write the {kind} report to {}: {e}",
+                    path.display()
+                );
+            }
         }
     }
     let results_on_stdout = settings

@@ -57,6 +57,8 @@ pub struct Output {
     pub name: String,
     /// HTML report file.
     pub html: Option<PathBuf>,
+    /// JUnit XML report file.
+    pub junit: Option<PathBuf>,
     /// Live dashboard instead of the progress line.
     pub tui: bool,
     /// The Prometheus exporter, if asked for.
@@ -79,6 +81,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
         name: run_name(o.name.as_deref(), o.save.as_deref())?,
         save: o.save,
         html: o.html,
+        junit: o.junit,
         tui: o.tui,
         metrics: crate::metrics::listen(
             o.metrics_listen,

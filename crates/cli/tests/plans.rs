@@ -349,11 +349,30 @@ thresholds:
             ("slow: p99 < 5ms".to_owned(), false)
         ]
     );
-    let out = run_plan(&failing, &s, &["-i", "6"]);
+    let junit = dir.join("junit.xml");
+    let out = run_plan(
+        &failing,
+        &s,
+        &["-i", "6", "--junit", junit.to_str().unwrap()],
+    );
     assert_exit(&out, 4);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("✗ slow: p99 < 5ms"), "{text}");
     assert!(text.contains("✓ requests >= 1"), "{text}");
+    // The JUnit file for CI: each threshold a test case, the failed one a failure.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"tests="2" failures="1""#), "{xml}");
+    assert!(
+        xml.contains(
+            r#"<testcase classname="belier.thresholds" name="requests &gt;= 1" time="0"/>"#
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"name="slow: p99 &lt; 5ms" time="0">"#),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"<failure message="actual "#), "{xml}");
 
     let passing = write(
         &dir,

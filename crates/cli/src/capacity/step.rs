@@ -121,6 +121,7 @@ impl Target {
                 save: None,
                 name: "capacity".into(),
                 html: None,
+                junit: None,
                 tui: false,
                 metrics: None,
             },

@@ -261,6 +261,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             save: None,
             name: "run".into(),
             html: None,
+            junit: None,
             tui: false,
             metrics: None,
         },

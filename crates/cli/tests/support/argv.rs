@@ -94,6 +94,7 @@ pub const LOAD: &[(&str, Kind)] = &[
     ("--name", Text),
     ("--interval", Duration),
     ("--html", File),
+    ("--junit", File),
 ];
 
 /// Flags of the live views and exports: parsed and validated in process only, as the binary
