@@ -685,7 +685,15 @@ fn users_behind_their_schedule_do_not_start_a_user_per_late_arrival() {
     // counts the rest as dropped (iterations still queued then never started).
     assert_eq!(t.iterations() + t.dropped(), 2000);
     assert_eq!(s.counts().requests, t.iterations());
-    assert_eq!(s.counts().tls_handshakes, made);
+    // One handshake per user, never more. A user made as the run reached its deadline may
+    // be stopped while connecting, before the server completed its handshake (seen once in
+    // CI under load: 12 users, 11 handshakes, every request served): a few at most, as users
+    // are made one arrival at a time.
+    let handshakes = s.counts().tls_handshakes;
+    assert!(
+        handshakes <= made && made - handshakes <= 5,
+        "{handshakes} handshakes for {made} users"
+    );
     // 13–18 users here, against the cap of 1,000 (and 900 iterations dropped) before: a
     // bound with room for a slower machine, far below the cap.
     assert!(made <= 100, "{made} users");
