@@ -368,6 +368,19 @@ pub struct OutputArgs {
     /// exit at once; Ctrl-C ends it early) [default: 5s]
     #[arg(long = "metrics-linger", value_name = "D", value_parser = parse_duration_or_zero, requires = "metrics_listen", help_heading = "Metrics")]
     pub metrics_linger: Option<Duration>,
+
+    /// Send the metrics to KIND=URL once per interval (repeatable): prometheus-rw=http://H:9090/api/v1/write,
+    /// pushgateway=http://H:9091, influx=http://H:8086/write?db=DB (2.x:
+    /// .../api/v2/write?org=O&bucket=B, token in BELIER_INFLUX_TOKEN or as http://:TOKEN@H),
+    /// otlp=http://H:4318, statsd=udp://H:8125. Each output has its own thread and queue: a
+    /// slow or dead endpoint never slows the run; what it could not take is retried, then
+    /// counted in the report's warnings.
+    #[arg(
+        long = "metrics-out",
+        value_name = "KIND=URL",
+        help_heading = "Metrics"
+    )]
+    pub metrics_out: Vec<String>,
 }
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.

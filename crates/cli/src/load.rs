@@ -121,6 +121,8 @@ pub fn execute_judged(
         }
         None => None,
     };
+    // Started before the run too; an endpoint down now is a warning, not a refusal.
+    let (outputs, outputs_warnings) = crate::outputs::start(settings)?;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -158,7 +160,7 @@ pub fn execute_judged(
     let mut next_reading = Instant::now();
 
     let mut collector = Collector::new(run.workers(), config.interval);
-    let mut warnings = Vec::new();
+    let mut warnings = outputs_warnings;
     let mut saver = match save_to {
         Some(out) => {
             collector.keep_settled();
@@ -179,7 +181,7 @@ pub fn execute_judged(
         }
         None => None,
     };
-    if exporter.is_some() {
+    if exporter.is_some() || outputs.is_some() {
         collector.keep_settled();
     }
     let control = run.control();
@@ -190,13 +192,17 @@ pub fn execute_judged(
             .map(|s| if s.paused { 0.0 } else { s.level })
     };
     let export = |collector: &Collector, ended: bool| {
+        let figures = Figures {
+            total: collector.settled_total(),
+            in_flight: collector.latest().map_or(0, |p| p.in_flight),
+            target_rate: target_rate(),
+            ended,
+        };
         if let Some(e) = &exporter {
-            e.update(&Figures {
-                total: collector.settled_total(),
-                in_flight: collector.latest().map_or(0, |p| p.in_flight),
-                target_rate: target_rate(),
-                ended,
-            });
+            e.update(&figures);
+        }
+        if let Some(o) = &outputs {
+            o.send(belier_outputs::families(&figures));
         }
     };
     let mut live = live_view(settings, &run, &info);
@@ -281,6 +287,14 @@ pub fn execute_judged(
     save(&mut saver, &mut collector, &mut warnings);
     save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
     export(&collector, true);
+    // Before the results file's end line, so that `belier report FILE` shows them too.
+    if let Some(o) = outputs {
+        warnings.extend(
+            o.finish()
+                .iter()
+                .filter_map(belier_outputs::Delivery::warning),
+        );
+    }
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),

@@ -8,6 +8,7 @@ mod demo;
 mod limits;
 mod load;
 mod metrics;
+mod outputs;
 mod plan;
 mod probe;
 mod progress;

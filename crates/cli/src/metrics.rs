@@ -19,7 +19,6 @@
 //! - gauges `belier_in_flight`, `belier_target_rate` (open loop), `belier_run_ended`, and
 //!   `belier_run_info{url,name}` 1.
 
-use std::fmt::Write as _;
 use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -31,19 +30,15 @@ use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 use axum::routing::any;
 use axum::Router;
-use belier_stats::{ErrorKind, Recorder};
+use belier_outputs::text::escape;
+pub use belier_outputs::Figures;
+use belier_stats::Recorder;
 
 use crate::settings::InputError;
 use crate::signals::Signals;
 
 /// How long the page is served after the run unless `--metrics-linger` says otherwise.
 pub const DEFAULT_LINGER: Duration = Duration::from_secs(5);
-
-/// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
-pub const BUCKETS_S: [f64; 18] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0, 30.0, 60.0,
-];
 
 /// How often a lingering exporter checks for Ctrl-C.
 const LINGER_POLL: Duration = Duration::from_millis(100);
@@ -111,18 +106,6 @@ pub fn listen(
         token,
         linger: linger.unwrap_or(DEFAULT_LINGER),
     }))
-}
-
-/// What the page shows besides the counters of the settled intervals.
-pub struct Figures<'a> {
-    /// Everything in the intervals settled so far.
-    pub total: &'a Recorder,
-    /// Requests in flight at the end of the latest settled interval.
-    pub in_flight: u64,
-    /// Open loop: the arrival rate the run holds now.
-    pub target_rate: Option<f64>,
-    /// The run has ended: these are the final totals.
-    pub ended: bool,
 }
 
 /// A running exporter; stops serving when dropped.
@@ -354,121 +337,10 @@ fn public_url(url: &str) -> String {
     }
 }
 
-/// Escapes a label value (backslash, double quote, newline).
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// `figures` in Prometheus' text exposition format (0.0.4), without `belier_run_info`.
+/// `figures` in Prometheus' text exposition format (0.0.4), without `belier_run_info`: the
+/// outputs crate's families, so the page and every `--metrics-out` show the same series.
 pub fn render(figures: &Figures) -> String {
-    let total = figures.total;
-    let mut out = String::with_capacity(4096);
-    let mut family = |name: &str, kind: &str, help: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
-    family(
-        "belier_requests_total",
-        "counter",
-        "Requests that ended: status=\"CODE\" for complete responses, error=\"KIND\" for failures.",
-    );
-    for (code, n) in total.status_counts() {
-        let _ = writeln!(out, "belier_requests_total{{status=\"{code}\"}} {n}");
-    }
-    for kind in ErrorKind::ALL {
-        let _ = writeln!(
-            out,
-            "belier_requests_total{{error=\"{}\"}} {}",
-            kind.name(),
-            total.errors_of(kind)
-        );
-    }
-    histogram(&mut out, total);
-    let counters = [
-        (
-            "belier_bytes_received_total",
-            "Wire bytes read.",
-            total.bytes_in(),
-        ),
-        (
-            "belier_bytes_sent_total",
-            "Wire bytes written.",
-            total.bytes_out(),
-        ),
-        (
-            "belier_connections_opened_total",
-            "TCP connections opened.",
-            total.connections_opened(),
-        ),
-        (
-            "belier_dropped_total",
-            "Open loop: arrivals never sent because --max-in-flight requests were in flight.",
-            total.dropped(),
-        ),
-    ];
-    for (name, help, value) in counters {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-        );
-    }
-    let _ = writeln!(
-        out,
-        "# HELP belier_in_flight Requests in flight at the end of the latest settled interval.\n\
-         # TYPE belier_in_flight gauge\nbelier_in_flight {}",
-        figures.in_flight
-    );
-    if let Some(rate) = figures.target_rate {
-        let _ = writeln!(
-            out,
-            "# HELP belier_target_rate Open loop: the arrival rate the run holds, per second.\n\
-             # TYPE belier_target_rate gauge\nbelier_target_rate {rate}"
-        );
-    }
-    let _ = writeln!(
-        out,
-        "# HELP belier_run_ended 1 once the run has ended and these are its final totals.\n\
-         # TYPE belier_run_ended gauge\nbelier_run_ended {}",
-        u8::from(figures.ended)
-    );
-    out
-}
-
-/// `belier_request_duration_seconds`: the recorded latency histogram folded into
-/// [`BUCKETS_S`]. A value counts in the first bucket whose bound is at or above it (to the
-/// histogram's precision, 0.1 %); `_sum` adds each value as its HDR bucket's middle.
-fn histogram(out: &mut String, total: &Recorder) {
-    let h = total.latency_us();
-    let mut counts = [0u64; BUCKETS_S.len() + 1];
-    let mut sum_us = 0.0;
-    for v in h.iter_recorded() {
-        let value = v.value_iterated_to();
-        let n = v.count_at_value();
-        sum_us += h.median_equivalent(value) as f64 * n as f64;
-        let slot = BUCKETS_S
-            .iter()
-            .position(|&b| value as f64 <= b * 1e6)
-            .unwrap_or(BUCKETS_S.len());
-        counts[slot] += n;
-    }
-    let name = "belier_request_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Latency of complete responses from their intended start (errors have \
-         none).\n# TYPE {name} histogram"
-    );
-    let mut cumulative = 0;
-    for (i, n) in counts.iter().enumerate() {
-        cumulative += n;
-        let le = BUCKETS_S
-            .get(i)
-            .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
-        let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
-    }
-    let _ = writeln!(out, "{name}_sum {}", sum_us / 1e6);
-    let _ = writeln!(out, "{name}_count {}", h.len());
+    belier_outputs::text::render(&belier_outputs::families(figures), &[])
 }
 
 #[cfg(test)]

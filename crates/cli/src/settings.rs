@@ -63,6 +63,8 @@ pub struct Output {
     pub tui: bool,
     /// The Prometheus exporter, if asked for.
     pub metrics: Option<crate::metrics::Listen>,
+    /// Where the metrics are sent (`--metrics-out`).
+    pub metrics_out: Vec<belier_outputs::Spec>,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -88,6 +90,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
             o.metrics_token.or_else(crate::metrics::token_from_env),
             o.metrics_linger,
         )?,
+        metrics_out: crate::outputs::specs(&o.metrics_out)?,
     })
 }
 

@@ -124,6 +124,7 @@ impl Target {
                 junit: None,
                 tui: false,
                 metrics: None,
+                metrics_out: Vec::new(),
             },
             raw: None,
             plan: plan_path,

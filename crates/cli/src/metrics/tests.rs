@@ -3,6 +3,7 @@ use std::time::{Duration, Instant};
 use belier_stats::{ErrorKind, Outcome, Recorder, Sample};
 
 use super::*;
+use belier_outputs::BUCKETS_S;
 
 fn recorder() -> Recorder {
     let mut r = Recorder::new();

@@ -1,0 +1,245 @@
+//! The metrics every output sends, as one model: families of named series with labels and a
+//! value, built from the settled intervals' totals. The text exposition format
+//! ([`crate::text`]), remote-write, Influx line protocol, OTLP and StatsD are each a rendering
+//! of these, so the pull exporter and every push output show the same numbers under the same
+//! names (listed in README.md, "Prometheus metrics").
+
+use belier_stats::{ErrorKind, Recorder};
+
+/// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
+pub const BUCKETS_S: [f64; 18] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+];
+
+/// The quantiles of `belier_request_duration_quantile_seconds`, as report percentiles and
+/// label values: computed from the recorded
+/// HDR histogram (0.1 % precision), as the report computes its percentiles. The histogram's
+/// buckets above are too coarse for a quantile within 1 % of the report's, and bucket sets
+/// fine enough (1 % apart from 100 µs to 60 s) would be over a thousand series.
+pub const QUANTILES: [(f64, &str); 5] = [
+    (50.0, "0.5"),
+    (90.0, "0.9"),
+    (95.0, "0.95"),
+    (99.0, "0.99"),
+    (99.9, "0.999"),
+];
+
+/// What the series show: the settled intervals' totals and the run's state.
+pub struct Figures<'a> {
+    /// Everything in the intervals settled so far.
+    pub total: &'a Recorder,
+    /// Requests in flight at the end of the latest settled interval.
+    pub in_flight: u64,
+    /// Open loop: the arrival rate the run holds now.
+    pub target_rate: Option<f64>,
+    /// The run has ended: these are the final totals.
+    pub ended: bool,
+}
+
+/// What a family's series measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    /// A total that only grows during the run.
+    Counter,
+    /// A value that goes up and down.
+    Gauge,
+    /// A cumulative histogram: `_bucket{le}`, `_sum` and `_count` series.
+    Histogram,
+}
+
+/// A metric family: one name, its help and type, and its series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Family {
+    /// The family's name (`belier_requests_total`).
+    pub name: &'static str,
+    /// One line saying what it counts.
+    pub help: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: Type,
+    /// Its series.
+    pub points: Vec<Point>,
+}
+
+/// One series of a family and its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Appended to the family's name: `""`, or `_bucket`, `_sum`, `_count` for a histogram.
+    pub suffix: &'static str,
+    /// The series' own labels, in order (the run's labels are added by each output).
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: f64,
+}
+
+impl Point {
+    fn plain(value: f64) -> Point {
+        Point {
+            suffix: "",
+            labels: Vec::new(),
+            value,
+        }
+    }
+
+    /// The series' full name: the family's and the suffix.
+    pub fn name(&self, family: &Family) -> String {
+        format!("{}{}", family.name, self.suffix)
+    }
+}
+
+/// The name of the requests counter.
+pub const REQUESTS: &str = "belier_requests_total";
+/// The name of the latency histogram.
+pub const DURATION: &str = "belier_request_duration_seconds";
+/// The name of the latency quantiles.
+pub const DURATION_QUANTILES: &str = "belier_request_duration_quantile_seconds";
+
+/// Every family, in the order the exporter's page shows them.
+pub fn families(figures: &Figures) -> Vec<Family> {
+    let total = figures.total;
+    let mut requests: Vec<Point> = total
+        .status_counts()
+        .map(|(code, n)| Point {
+            suffix: "",
+            labels: vec![("status", code.to_string())],
+            value: n as f64,
+        })
+        .collect();
+    requests.extend(ErrorKind::ALL.iter().map(|kind| Point {
+        suffix: "",
+        labels: vec![("error", kind.name().to_string())],
+        value: total.errors_of(*kind) as f64,
+    }));
+    let mut out = vec![
+        Family {
+            name: REQUESTS,
+            help: "Requests that ended: status=\"CODE\" for complete responses, error=\"KIND\" for failures.",
+            kind: Type::Counter,
+            points: requests,
+        },
+        histogram(total),
+        quantiles(total),
+    ];
+    let counter = |name, help, value: u64| Family {
+        name,
+        help,
+        kind: Type::Counter,
+        points: vec![Point::plain(value as f64)],
+    };
+    out.extend([
+        counter(
+            "belier_bytes_received_total",
+            "Wire bytes read.",
+            total.bytes_in(),
+        ),
+        counter(
+            "belier_bytes_sent_total",
+            "Wire bytes written.",
+            total.bytes_out(),
+        ),
+        counter(
+            "belier_connections_opened_total",
+            "TCP connections opened.",
+            total.connections_opened(),
+        ),
+        counter(
+            "belier_dropped_total",
+            "Open loop: arrivals never sent because --max-in-flight requests were in flight.",
+            total.dropped(),
+        ),
+    ]);
+    let gauge = |name, help, value: f64| Family {
+        name,
+        help,
+        kind: Type::Gauge,
+        points: vec![Point::plain(value)],
+    };
+    out.push(gauge(
+        "belier_in_flight",
+        "Requests in flight at the end of the latest settled interval.",
+        figures.in_flight as f64,
+    ));
+    if let Some(rate) = figures.target_rate {
+        out.push(gauge(
+            "belier_target_rate",
+            "Open loop: the arrival rate the run holds, per second.",
+            rate,
+        ));
+    }
+    out.push(gauge(
+        "belier_run_ended",
+        "1 once the run has ended and these are its final totals.",
+        f64::from(u8::from(figures.ended)),
+    ));
+    out
+}
+
+/// `belier_request_duration_seconds`: the recorded latency histogram folded into
+/// [`BUCKETS_S`]. A value counts in the first bucket whose bound is at or above it (to the
+/// histogram's precision, 0.1 %); `_sum` adds each value as its HDR bucket's middle.
+fn histogram(total: &Recorder) -> Family {
+    let h = total.latency_us();
+    let mut counts = [0u64; BUCKETS_S.len() + 1];
+    let mut sum_us = 0.0;
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        let n = v.count_at_value();
+        sum_us += h.median_equivalent(value) as f64 * n as f64;
+        let slot = BUCKETS_S
+            .iter()
+            .position(|&b| value as f64 <= b * 1e6)
+            .unwrap_or(BUCKETS_S.len());
+        counts[slot] += n;
+    }
+    let mut cumulative = 0;
+    let mut points: Vec<Point> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            cumulative += n;
+            let le = BUCKETS_S
+                .get(i)
+                .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+            Point {
+                suffix: "_bucket",
+                labels: vec![("le", le)],
+                value: cumulative as f64,
+            }
+        })
+        .collect();
+    points.push(Point {
+        suffix: "_sum",
+        labels: Vec::new(),
+        value: sum_us / 1e6,
+    });
+    points.push(Point {
+        suffix: "_count",
+        labels: Vec::new(),
+        value: h.len() as f64,
+    });
+    Family {
+        name: DURATION,
+        help: "Latency of complete responses from their intended start (errors have none).",
+        kind: Type::Histogram,
+        points,
+    }
+}
+
+/// `belier_request_duration_quantile_seconds{quantile}`: the report's percentiles of the
+/// latency so far (0 before the first response).
+fn quantiles(total: &Recorder) -> Family {
+    let summary = total.latency_summary();
+    Family {
+        name: DURATION_QUANTILES,
+        help: "Latency quantiles of complete responses so far, as the report computes them.",
+        kind: Type::Gauge,
+        points: QUANTILES
+            .iter()
+            .map(|&(percentile, label)| Point {
+                suffix: "",
+                labels: vec![("quantile", label.to_string())],
+                value: summary.at(percentile).unwrap_or(0) as f64 / 1e6,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,119 @@
+//! InfluxDB line protocol: one point per series per batch, measurement the series' name, the
+//! labels as tags and the value as field `value`, stamped in milliseconds; POSTed to 1.x
+//! `/write?db=` or 2.x `/api/v2/write?org=&bucket=` (with `precision=ms` added).
+
+use std::fmt::Write as _;
+use std::time::UNIX_EPOCH;
+
+use crate::queue::{Failure, Sink};
+use crate::transport::Http;
+use crate::{Batch, RunLabels, Spec};
+
+/// Writes to one InfluxDB.
+pub struct Influx {
+    http: Http,
+    url: String,
+    common: Vec<(String, String)>,
+}
+
+impl Influx {
+    /// A writer to `spec`'s database or bucket.
+    pub fn new(spec: &Spec, labels: &RunLabels) -> Influx {
+        let mut url = spec.url.clone();
+        if !url.query_pairs().any(|(k, _)| k == "precision") {
+            url.query_pairs_mut().append_pair("precision", "ms");
+        }
+        Influx {
+            http: Http::new(spec.credential.as_ref()),
+            url: url.to_string(),
+            common: labels.pairs(),
+        }
+    }
+}
+
+/// `batch` in line protocol (tags with an empty value left out: Influx refuses them).
+pub fn lines(batch: &Batch, common: &[(String, String)]) -> String {
+    let ms = batch
+        .at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let mut out = String::new();
+    for family in &batch.families {
+        for point in &family.points {
+            out.push_str(&escape(&point.name(family), ", "));
+            let tags = common
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .chain(point.labels.iter().map(|(k, v)| (*k, v.as_str())));
+            for (key, value) in tags.filter(|(_, v)| !v.is_empty()) {
+                let _ = write!(out, ",{}={}", escape(key, ", ="), escape(value, ", ="));
+            }
+            let _ = writeln!(out, " value={:?} {ms}", point.value);
+        }
+    }
+    out
+}
+
+/// Backslash before each of `special` (and before a backslash).
+fn escape(s: &str, special: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '\\' || special.contains(c) {
+            out.push('\\');
+        }
+        // A line break would end the point.
+        out.push(if c == '\n' { ' ' } else { c });
+    }
+    out
+}
+
+impl Sink for Influx {
+    fn deliver(&mut self, batch: &Batch) -> Result<(), Failure> {
+        let body = lines(batch, &self.common);
+        self.http.send(
+            "POST",
+            &self.url,
+            &[("Content-Type", "text/plain; charset=utf-8")],
+            body.as_bytes(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Family, Point, Type};
+
+    #[test]
+    fn points_escape_tags_and_keep_float_values() {
+        let batch = Batch {
+            at: UNIX_EPOCH + std::time::Duration::from_millis(1_234),
+            families: vec![Family {
+                name: "belier_request_duration_seconds",
+                help: "",
+                kind: Type::Histogram,
+                points: vec![
+                    Point {
+                        suffix: "_bucket",
+                        labels: vec![("le", "0.5".into())],
+                        value: 3.0,
+                    },
+                    Point {
+                        suffix: "_sum",
+                        labels: vec![],
+                        value: 0.25,
+                    },
+                ],
+            }],
+        };
+        let common = [
+            ("run".to_string(), "my run,1=a".to_string()),
+            ("method".to_string(), String::new()),
+        ];
+        assert_eq!(
+            lines(&batch, &common),
+            "belier_request_duration_seconds_bucket,run=my\\ run\\,1\\=a,le=0.5 value=3.0 1234\n\
+             belier_request_duration_seconds_sum,run=my\\ run\\,1\\=a value=0.25 1234\n"
+        );
+    }
+}
