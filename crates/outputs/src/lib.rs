@@ -112,6 +112,10 @@ impl Delivery {
 /// The running outputs.
 pub struct Outputs {
     workers: Vec<queue::Worker>,
+    /// The previous batch's time: each batch is stamped at least 1 ms later, since Prometheus
+    /// refuses a second, different sample at the same millisecond (the final flush can follow
+    /// the last interval's at once).
+    last: std::cell::Cell<SystemTime>,
 }
 
 impl Outputs {
@@ -137,7 +141,13 @@ impl Outputs {
             };
             workers.push(queue::Worker::start(spec.label(), sink)?);
         }
-        Ok((Outputs { workers }, warnings))
+        Ok((
+            Outputs {
+                workers,
+                last: std::cell::Cell::new(SystemTime::UNIX_EPOCH),
+            },
+            warnings,
+        ))
     }
 
     /// Hands `families` to every output without waiting.
@@ -145,10 +155,9 @@ impl Outputs {
         if self.workers.is_empty() {
             return;
         }
-        let batch = Arc::new(Batch {
-            at: SystemTime::now(),
-            families,
-        });
+        let at = SystemTime::now().max(self.last.get() + Duration::from_millis(1));
+        self.last.set(at);
+        let batch = Arc::new(Batch { at, families });
         for w in &self.workers {
             w.offer(&batch);
         }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// Where Prometheus is looked for when it is not on `PATH`.
 const CANDIDATES: &[&str] = &["/usr/bin/prometheus", "/usr/local/bin/prometheus"];
+/// Prometheus servers started by this process so far.
+static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// How long Prometheus gets to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -30,6 +32,12 @@ impl Prometheus {
     /// (`CI=true`) a missing Prometheus is a failure instead, so the test cannot pass by
     /// silently running nothing.
     pub fn start(targets: &[SocketAddr]) -> Option<Prometheus> {
+        Prometheus::start_with(targets, &[])
+    }
+
+    /// As [`Prometheus::start`], with more command-line `flags`
+    /// (`--web.enable-remote-write-receiver`).
+    pub fn start_with(targets: &[SocketAddr], flags: &[&str]) -> Option<Prometheus> {
         let Some(binary) = find() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
@@ -44,9 +52,11 @@ impl Prometheus {
             return None;
         };
         let dir = std::env::temp_dir().join(format!(
-            "belier-prometheus-{}-{}",
+            "belier-prometheus-{}-{}-{}",
             std::process::id(),
-            targets.first().map_or(0, |t| t.port())
+            targets.first().map_or(0, |t| t.port()),
+            // Tests of one file run in one process, maybe with no target each.
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -77,6 +87,7 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn")
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
@@ -142,6 +153,12 @@ impl Prometheus {
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
         out
+    }
+
+    /// Kills it now (its directory stays until drop).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     fn log(&self) -> String {
