@@ -141,9 +141,10 @@ pub struct NumberDataPoint {
     /// When, ns since the epoch.
     #[prost(fixed64, tag = "3")]
     pub time_unix_nano: u64,
-    /// The value (`as_double`).
-    #[prost(double, tag = "4")]
-    pub as_double: f64,
+    /// The value (`as_double`). A member of the oneof `value` there, so it must be sent even
+    /// when 0: a plain proto3 double of 0 would be left out and the point read as valueless.
+    #[prost(double, optional, tag = "4")]
+    pub as_double: Option<f64>,
 }
 
 /// `HistogramDataPoint`.
@@ -247,7 +248,7 @@ pub fn request(
                 attributes: attributes(&p.labels),
                 start_time_unix_nano: start,
                 time_unix_nano: now,
-                as_double: p.value,
+                as_double: Some(p.value),
             })
             .collect()
     };
@@ -347,5 +348,48 @@ impl Sink for Otlp {
             &[("Content-Type", "application/x-protobuf")],
             &body,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{families, Figures};
+
+    #[test]
+    fn the_histogram_counts_per_bucket_what_the_cumulative_buckets_hold() {
+        let mut total = belier_stats::Recorder::new();
+        let t = std::time::Instant::now();
+        for latency_us in [50, 700, 900, 3_000, 90_000_000] {
+            total.record(&belier_stats::Sample {
+                intended: t,
+                dispatched: t,
+                ready: None,
+                connected: None,
+                handshaken: None,
+                sent: t,
+                first_byte: None,
+                done: t + std::time::Duration::from_micros(latency_us),
+                outcome: belier_stats::Outcome::Response { status: 200 },
+                bytes_in: 0,
+                bytes_out: 0,
+            });
+        }
+        let families = families(&Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+        });
+        let latency = families.iter().find(|f| f.kind == Type::Histogram).unwrap();
+        let point = histogram_point(latency, Vec::new(), 1, 2);
+        assert_eq!(point.explicit_bounds, crate::BUCKETS_S);
+        assert_eq!(point.count, 5);
+        let mut expected = vec![0u64; crate::BUCKETS_S.len() + 1];
+        expected[0] = 1; // ≤ 100 µs
+        expected[3] = 2; // ≤ 1 ms
+        expected[5] = 1; // ≤ 5 ms
+        expected[crate::BUCKETS_S.len()] = 1; // over 60 s
+        assert_eq!(point.bucket_counts, expected);
     }
 }

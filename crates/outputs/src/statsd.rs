@@ -139,3 +139,65 @@ impl Statsd {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Family, Point};
+
+    fn batch(requests: f64, p99: f64) -> Batch {
+        let point = |labels: Vec<(&'static str, String)>, value| Point {
+            suffix: "",
+            labels,
+            value,
+        };
+        Batch {
+            at: std::time::SystemTime::now(),
+            families: vec![
+                Family {
+                    name: "belier_requests_total",
+                    help: "",
+                    kind: Type::Counter,
+                    points: vec![
+                        point(vec![("status", "200".into())], requests),
+                        point(vec![("error", "timeout".into())], 0.0),
+                    ],
+                },
+                Family {
+                    name: "belier_request_duration_quantile_seconds",
+                    help: "",
+                    kind: Type::Gauge,
+                    points: vec![point(vec![("quantile", "0.99".into())], p99)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn counters_go_as_increments_and_gauges_as_they_are() {
+        let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let spec =
+            Spec::parse(&format!("statsd=udp://{}", receiver.local_addr().unwrap())).unwrap();
+        let labels = RunLabels {
+            run: "a b".into(),
+            method: None,
+        };
+        let mut statsd = Statsd::new(&spec, &labels).unwrap();
+        let mut buf = [0u8; 2048];
+        let mut received = |statsd: &mut Statsd, b: &Batch| {
+            statsd.deliver(b).unwrap();
+            let n = receiver.recv(&mut buf).unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        };
+        assert_eq!(
+            received(&mut statsd, &batch(5.0, 0.25)),
+            "belier_requests_total:5|c|#run:a_b,status:200\n\
+             belier_request_duration_quantile_seconds:0.25|g|#run:a_b,quantile:0.99"
+        );
+        assert_eq!(
+            received(&mut statsd, &batch(12.0, 0.5)),
+            "belier_requests_total:7|c|#run:a_b,status:200\n\
+             belier_request_duration_quantile_seconds:0.5|g|#run:a_b,quantile:0.99"
+        );
+    }
+}
