@@ -197,6 +197,7 @@ pub fn execute_judged(
             in_flight: collector.latest().map_or(0, |p| p.in_flight),
             target_rate: target_rate(),
             ended,
+            steps: &info.steps,
         };
         if let Some(e) = &exporter {
             e.update(&figures);

@@ -174,6 +174,7 @@ impl Exporter {
             in_flight: 0,
             target_rate: None,
             ended: false,
+            steps: &[],
         });
         Ok(exporter)
     }

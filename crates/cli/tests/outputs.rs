@@ -153,8 +153,10 @@ fn prometheus_pushgateway_and_influxdb_hold_the_reports_totals() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     let (requests, responses, p99) = figures(&report);
-    assert_eq!(requests, 900.0);
-    assert_eq!(server.counts().requests, 900);
+    // What the report counts is what the server saw (an arrival the loaded machine could
+    // not send in time is the report's business, not the outputs').
+    assert!(requests > 800.0, "{requests}");
+    assert_eq!(server.counts().requests as f64, requests);
     assert_eq!(
         report["warnings"].as_array().map(Vec::len),
         Some(0),
@@ -281,8 +283,8 @@ fn killing_prometheus_mid_run_costs_only_the_intervals_not_delivered() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     let requests = report["summary"]["requests"].as_u64().unwrap();
-    assert_eq!(requests, 1000);
-    assert_eq!(server.counts().requests, 1000);
+    assert!(requests > 900, "{requests}");
+    assert_eq!(server.counts().requests, requests);
     let warnings: Vec<&str> = report["warnings"]
         .as_array()
         .unwrap()
@@ -387,5 +389,69 @@ fn bad_values_exit_2_and_an_unreachable_endpoint_is_counted() {
     assert_eq!(server.counts().requests, 50);
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("not delivered"), "{warnings}");
+    server.stop();
+}
+
+#[test]
+fn a_plans_steps_reach_the_pushgateway_with_their_names() {
+    let Some(gateway) = Daemon::pushgateway() else {
+        return;
+    };
+    let server = Server::start(Config::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("belier-outputs-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nload:\n  vus: 2\n  duration: 1s\nscenarios:\n  - name: loop\n    \
+             steps:\n      - name: home\n        get: /\n      - name: missing\n        \
+             get: /?status=404\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let out = belier(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--name",
+        "planned",
+        "--output",
+        "json",
+        "--metrics-out",
+        &format!("pushgateway={}", gateway.url()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (status, page) = gateway.request("GET", "/metrics");
+    assert_eq!(status, 200);
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for step in steps {
+        let name = step["name"].as_str().unwrap();
+        let of = |outcome: &str| {
+            pushed(
+                &page,
+                "belier_step_requests_total{",
+                &format!(r#"outcome="{outcome}",run="planned",step="{name}""#),
+            )
+        };
+        let requests = step["requests"].as_f64().unwrap();
+        let failures = step["failures"].as_f64().unwrap();
+        assert!(requests > 0.0);
+        assert_eq!(of("failed"), failures, "{name}: {page}");
+        assert_eq!(of("ok"), requests - failures, "{name}: {page}");
+        let count = pushed(
+            &page,
+            "belier_step_request_duration_seconds_count{",
+            &format!(r#"step="{name}""#),
+        );
+        assert_eq!(count, step["latency_us"]["count"].as_f64().unwrap());
+    }
+    assert_eq!(
+        pushed(&page, "belier_requests_total{", r#"run="planned""#),
+        report["summary"]["requests"].as_f64().unwrap()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     server.stop();
 }

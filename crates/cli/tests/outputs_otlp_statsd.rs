@@ -145,8 +145,8 @@ fn an_otlp_receiver_and_a_statsd_socket_get_the_reports_totals() {
     let requests = report["summary"]["requests"].as_f64().unwrap();
     let responses = report["summary"]["responses"].as_f64().unwrap();
     let p99 = report["latency_us"]["percentiles"]["p99"].as_f64().unwrap() / 1e6;
-    assert_eq!(requests, 600.0);
-    assert_eq!(server.counts().requests, 600);
+    assert!(requests > 500.0, "{requests}");
+    assert_eq!(server.counts().requests as f64, requests);
     assert_eq!(report["warnings"], serde_json::json!([]), "{report:#}");
 
     // OTLP: cumulative, so the last request holds the totals.

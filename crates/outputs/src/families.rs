@@ -4,7 +4,8 @@
 //! of these, so the pull exporter and every push output show the same numbers under the same
 //! names (listed in README.md, "Prometheus metrics").
 
-use belier_stats::{ErrorKind, Recorder};
+use belier_stats::{ErrorKind, LatencySummary, Recorder};
+use hdrhistogram::Histogram;
 
 /// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
 pub const BUCKETS_S: [f64; 18] = [
@@ -35,6 +36,9 @@ pub struct Figures<'a> {
     pub target_rate: Option<f64>,
     /// The run has ended: these are the final totals.
     pub ended: bool,
+    /// A plan's request steps, by step number (the recorder's per-step rows): their series
+    /// carry `step="NAME"`. Empty for a flag run.
+    pub steps: &'a [String],
 }
 
 /// What a family's series measure.
@@ -120,6 +124,9 @@ pub fn families(figures: &Figures) -> Vec<Family> {
         histogram(total),
         quantiles(total),
     ];
+    if !figures.steps.is_empty() {
+        out.extend(steps(total, figures.steps));
+    }
     let counter = |name, help, value: u64| Family {
         name,
         help,
@@ -175,10 +182,20 @@ pub fn families(figures: &Figures) -> Vec<Family> {
 }
 
 /// `belier_request_duration_seconds`: the recorded latency histogram folded into
-/// [`BUCKETS_S`]. A value counts in the first bucket whose bound is at or above it (to the
-/// histogram's precision, 0.1 %); `_sum` adds each value as its HDR bucket's middle.
+/// [`BUCKETS_S`].
 fn histogram(total: &Recorder) -> Family {
-    let h = total.latency_us();
+    Family {
+        name: DURATION,
+        help: "Latency of complete responses from their intended start (errors have none).",
+        kind: Type::Histogram,
+        points: buckets(total.latency_us(), &[]),
+    }
+}
+
+/// The `_bucket{le}`, `_sum` and `_count` series of `h` (microseconds), each with `labels`
+/// first. A value counts in the first bucket whose bound is at or above it (to the
+/// histogram's precision, 0.1 %); `_sum` adds each value as its HDR bucket's middle.
+fn buckets(h: &Histogram<u64>, labels: &[(&'static str, String)]) -> Vec<Point> {
     let mut counts = [0u64; BUCKETS_S.len() + 1];
     let mut sum_us = 0.0;
     for v in h.iter_recorded() {
@@ -191,6 +208,9 @@ fn histogram(total: &Recorder) -> Family {
             .unwrap_or(BUCKETS_S.len());
         counts[slot] += n;
     }
+    let with = |extra: Option<(&'static str, String)>| -> Vec<(&'static str, String)> {
+        labels.iter().cloned().chain(extra).collect()
+    };
     let mut cumulative = 0;
     let mut points: Vec<Point> = counts
         .iter()
@@ -202,44 +222,190 @@ fn histogram(total: &Recorder) -> Family {
                 .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
             Point {
                 suffix: "_bucket",
-                labels: vec![("le", le)],
+                labels: with(Some(("le", le))),
                 value: cumulative as f64,
             }
         })
         .collect();
     points.push(Point {
         suffix: "_sum",
-        labels: Vec::new(),
+        labels: with(None),
         value: sum_us / 1e6,
     });
     points.push(Point {
         suffix: "_count",
-        labels: Vec::new(),
+        labels: with(None),
         value: h.len() as f64,
     });
-    Family {
-        name: DURATION,
-        help: "Latency of complete responses from their intended start (errors have none).",
-        kind: Type::Histogram,
-        points,
-    }
+    points
 }
 
 /// `belier_request_duration_quantile_seconds{quantile}`: the report's percentiles of the
 /// latency so far (0 before the first response).
 fn quantiles(total: &Recorder) -> Family {
-    let summary = total.latency_summary();
     Family {
         name: DURATION_QUANTILES,
         help: "Latency quantiles of complete responses so far, as the report computes them.",
         kind: Type::Gauge,
-        points: QUANTILES
-            .iter()
-            .map(|&(percentile, label)| Point {
+        points: quantile_points(&total.latency_summary(), &[]),
+    }
+}
+
+fn quantile_points(summary: &LatencySummary, labels: &[(&'static str, String)]) -> Vec<Point> {
+    QUANTILES
+        .iter()
+        .map(|&(percentile, label)| Point {
+            suffix: "",
+            labels: labels
+                .iter()
+                .cloned()
+                .chain([("quantile", label.to_string())])
+                .collect(),
+            value: summary.at(percentile).unwrap_or(0) as f64 / 1e6,
+        })
+        .collect()
+}
+
+/// A plan's per-step series: `belier_step_requests_total{step,outcome="ok"|"failed"}` (the
+/// user judged it failed: no response, unexpected status or failed check), and the step's
+/// latency as `belier_step_request_duration_seconds{step}` (histogram) and
+/// `belier_step_request_duration_quantile_seconds{step,quantile}`.
+fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
+    let rows = total.steps().iter().zip(names);
+    let mut requests = Vec::new();
+    let mut histograms = Vec::new();
+    let mut quantiles = Vec::new();
+    for (row, name) in rows {
+        let step = [("step", name.clone())];
+        let failed = row.counts.failures;
+        for (outcome, n) in [("ok", row.counts.requests - failed), ("failed", failed)] {
+            requests.push(Point {
                 suffix: "",
-                labels: vec![("quantile", label.to_string())],
-                value: summary.at(percentile).unwrap_or(0) as f64 / 1e6,
+                labels: vec![("step", name.clone()), ("outcome", outcome.to_string())],
+                value: n as f64,
+            });
+        }
+        histograms.extend(buckets(row.latency_us(), &step));
+        quantiles.extend(quantile_points(&row.latency_summary(), &step));
+    }
+    vec![
+        Family {
+            name: "belier_step_requests_total",
+            help:
+                "A plan's requests by step, outcome=\"ok\" or \"failed\" as the user judged them.",
+            kind: Type::Counter,
+            points: requests,
+        },
+        Family {
+            name: "belier_step_request_duration_seconds",
+            help: "Latency of a plan step's complete responses from their intended start.",
+            kind: Type::Histogram,
+            points: histograms,
+        },
+        Family {
+            name: "belier_step_request_duration_quantile_seconds",
+            help: "Latency quantiles of a plan step's complete responses so far.",
+            kind: Type::Gauge,
+            points: quantiles,
+        },
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::time::{Duration, Instant};
+
+    use belier_stats::{Outcome, Sample};
+
+    use super::*;
+
+    /// A 200 response `latency_us` after its intended start.
+    pub(crate) fn sample(latency_us: u64) -> Sample {
+        let t = Instant::now();
+        Sample {
+            intended: t,
+            dispatched: t,
+            ready: None,
+            connected: None,
+            handshaken: None,
+            sent: t,
+            first_byte: None,
+            done: t + Duration::from_micros(latency_us),
+            outcome: Outcome::Response { status: 200 },
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+
+    fn value(family: &Family, suffix: &str, labels: &[(&str, &str)]) -> f64 {
+        family
+            .points
+            .iter()
+            .find(|p| {
+                p.suffix == suffix
+                    && p.labels.len() == labels.len()
+                    && labels
+                        .iter()
+                        .all(|(k, v)| p.labels.iter().any(|(pk, pv)| pk == k && pv == v))
             })
-            .collect(),
+            .unwrap_or_else(|| panic!("no {suffix} {labels:?} in {family:?}"))
+            .value
+    }
+
+    #[test]
+    fn a_plans_steps_have_their_own_series() {
+        let mut total = Recorder::new();
+        for (step, latency_us, failed) in [(0, 2_000, false), (0, 3_000, true), (1, 40_000, false)]
+        {
+            total.record(&sample(latency_us));
+            total.record_step(step, &sample(latency_us), failed);
+        }
+        let names = ["login".to_string(), "search".to_string()];
+        let figures = Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &names,
+        };
+        let all = families(&figures);
+        let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
+        let requests = family("belier_step_requests_total");
+        let step = |s| ("step", s);
+        assert_eq!(
+            value(requests, "", &[step("login"), ("outcome", "ok")]),
+            1.0
+        );
+        assert_eq!(
+            value(requests, "", &[step("login"), ("outcome", "failed")]),
+            1.0
+        );
+        assert_eq!(
+            value(requests, "", &[step("search"), ("outcome", "ok")]),
+            1.0
+        );
+        let latency = family("belier_step_request_duration_seconds");
+        assert_eq!(value(latency, "_count", &[step("login")]), 2.0);
+        assert_eq!(
+            value(latency, "_bucket", &[step("login"), ("le", "0.0025")]),
+            1.0
+        );
+        assert_eq!(
+            value(latency, "_bucket", &[step("search"), ("le", "0.025")]),
+            0.0
+        );
+        assert_eq!(
+            value(latency, "_bucket", &[step("search"), ("le", "0.05")]),
+            1.0
+        );
+        let quantiles = family("belier_step_request_duration_quantile_seconds");
+        let p99 = value(quantiles, "", &[step("search"), ("quantile", "0.99")]);
+        assert!((p99 - 0.04).abs() < 0.04 * 0.001, "{p99}");
+        // A flag run has none of them.
+        let flags = families(&Figures {
+            steps: &[],
+            ..figures
+        });
+        assert!(flags.iter().all(|f| !f.name.starts_with("belier_step_")));
     }
 }

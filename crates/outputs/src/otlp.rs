@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::queue::{Failure, Sink};
 use crate::transport::Http;
-use crate::{Batch, Family, RunLabels, Spec, Type};
+use crate::{Batch, Family, Point, RunLabels, Spec, Type};
 
 /// `ExportMetricsServiceRequest`.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -266,7 +266,12 @@ pub fn request(
                     data_points: number_points(family),
                 }),
                 Type::Histogram => Data::Histogram(Histogram {
-                    data_points: vec![histogram_point(family, attributes(&[]), start, now)],
+                    data_points: series(family)
+                        .into_iter()
+                        .map(|(labels, points)| {
+                            histogram_point(&points, attributes(&labels), start, now)
+                        })
+                        .collect(),
                     aggregation_temporality: CUMULATIVE,
                 }),
             };
@@ -299,17 +304,36 @@ pub fn request(
     }
 }
 
-/// A histogram family's `_bucket{le}` (cumulative), `_sum` and `_count` as one OTLP point with
-/// counts per bucket.
+/// A histogram family's points grouped by series: by their labels but `le`, in order.
+fn series(family: &Family) -> Vec<(Labels, Vec<&Point>)> {
+    let mut out: Vec<(Labels, Vec<&Point>)> = Vec::new();
+    for p in &family.points {
+        let labels: Labels = p
+            .labels
+            .iter()
+            .filter(|(k, _)| *k != "le")
+            .cloned()
+            .collect();
+        match out.iter_mut().find(|(l, _)| *l == labels) {
+            Some((_, points)) => points.push(p),
+            None => out.push((labels, vec![p])),
+        }
+    }
+    out
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+/// One histogram series' `_bucket{le}` (cumulative), `_sum` and `_count` as one OTLP point
+/// with counts per bucket.
 fn histogram_point(
-    family: &Family,
+    points: &[&Point],
     attributes: Vec<KeyValue>,
     start: u64,
     now: u64,
 ) -> HistogramDataPoint {
     let value = |suffix: &str| {
-        family
-            .points
+        points
             .iter()
             .find(|p| p.suffix == suffix)
             .map_or(0.0, |p| p.value)
@@ -317,7 +341,7 @@ fn histogram_point(
     let mut explicit_bounds = Vec::new();
     let mut bucket_counts = Vec::new();
     let mut below = 0.0;
-    for p in family.points.iter().filter(|p| p.suffix == "_bucket") {
+    for p in points.iter().filter(|p| p.suffix == "_bucket") {
         let le = p.labels.iter().find(|(k, _)| *k == "le").map(|(_, v)| v);
         if let Some(bound) = le
             .and_then(|v| v.parse::<f64>().ok())
@@ -359,30 +383,20 @@ mod tests {
     #[test]
     fn the_histogram_counts_per_bucket_what_the_cumulative_buckets_hold() {
         let mut total = belier_stats::Recorder::new();
-        let t = std::time::Instant::now();
         for latency_us in [50, 700, 900, 3_000, 90_000_000] {
-            total.record(&belier_stats::Sample {
-                intended: t,
-                dispatched: t,
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t,
-                first_byte: None,
-                done: t + std::time::Duration::from_micros(latency_us),
-                outcome: belier_stats::Outcome::Response { status: 200 },
-                bytes_in: 0,
-                bytes_out: 0,
-            });
+            total.record(&crate::families::tests::sample(latency_us));
         }
         let families = families(&Figures {
             total: &total,
             in_flight: 0,
             target_rate: None,
             ended: true,
+            steps: &[],
         });
         let latency = families.iter().find(|f| f.kind == Type::Histogram).unwrap();
-        let point = histogram_point(latency, Vec::new(), 1, 2);
+        let groups = series(latency);
+        assert_eq!(groups.len(), 1);
+        let point = histogram_point(&groups[0].1, Vec::new(), 1, 2);
         assert_eq!(point.explicit_bounds, crate::BUCKETS_S);
         assert_eq!(point.count, 5);
         let mut expected = vec![0u64; crate::BUCKETS_S.len() + 1];

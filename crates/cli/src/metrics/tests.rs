@@ -43,6 +43,7 @@ fn the_page_counts_what_the_recorder_holds() {
         in_flight: 4,
         target_rate: Some(250.0),
         ended: true,
+        steps: &[],
     });
     let requests: f64 = text
         .lines()
@@ -99,6 +100,7 @@ fn a_closed_loop_has_no_target_rate() {
         in_flight: 0,
         target_rate: None,
         ended: false,
+        steps: &[],
     });
     assert!(!text.contains("belier_target_rate"));
     assert_eq!(value(&text, "belier_request_duration_seconds_count"), 0.0);
