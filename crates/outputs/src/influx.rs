@@ -116,4 +116,76 @@ mod tests {
              belier_request_duration_seconds_sum,run=my\\ run\\,1\\=a value=0.25 1234\n"
         );
     }
+
+    /// What an InfluxDB 2.x would receive: the bucket's path with millisecond precision, the
+    /// token as `Authorization: Token`, the points as the body.
+    #[test]
+    fn a_2x_write_carries_the_token_and_the_precision() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                head.push(line.trim().to_string());
+            }
+            let length: usize = head
+                .iter()
+                .find_map(|h| {
+                    h.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")?
+                        .parse()
+                        .ok()
+                })
+                .unwrap();
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            reader
+                .get_mut()
+                .write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            (head, String::from_utf8(body).unwrap())
+        });
+        let spec = Spec::parse(&format!(
+            "influx=http://:s3cret@{addr}/api/v2/write?org=o&bucket=b"
+        ))
+        .unwrap();
+        let labels = RunLabels {
+            run: "r".into(),
+            method: None,
+        };
+        let mut influx = Influx::new(&spec, &labels);
+        let batch = Batch {
+            at: UNIX_EPOCH + std::time::Duration::from_millis(5),
+            families: vec![Family {
+                name: "belier_requests_total",
+                help: "",
+                kind: Type::Counter,
+                points: vec![Point {
+                    suffix: "",
+                    labels: vec![("status", "200".into())],
+                    value: 9.0,
+                }],
+            }],
+        };
+        influx.deliver(&batch).unwrap();
+        let (head, body) = server.join().unwrap();
+        assert_eq!(
+            head[0],
+            "POST /api/v2/write?org=o&bucket=b&precision=ms HTTP/1.1"
+        );
+        assert!(
+            head.iter()
+                .any(|h| h.eq_ignore_ascii_case("authorization: Token s3cret")),
+            "{head:?}"
+        );
+        assert_eq!(body, "belier_requests_total,run=r,status=200 value=9.0 5\n");
+    }
 }
