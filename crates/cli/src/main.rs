@@ -5,6 +5,7 @@
 mod args;
 mod capacity;
 mod demo;
+mod import;
 mod limits;
 mod load;
 mod metrics;
@@ -54,11 +55,16 @@ fn main() -> ExitCode {
             Some(Command::Run(a)) => plan::run(a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
+            Some(Command::Import(a)) => import::run(a),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
         Ok(code) => code,
-        Err(e) if e.is::<InputError>() || e.is::<belier_scenario::PlanError>() => {
+        Err(e)
+            if e.is::<InputError>()
+                || e.is::<belier_scenario::PlanError>()
+                || e.is::<belier_scenario::import::ImportError>() =>
+        {
             eprintln!("error: {e}");
             EXIT_USAGE
         }

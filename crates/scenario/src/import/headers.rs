@@ -1,0 +1,47 @@
+//! Which recorded request headers a plan must not replay as written.
+
+/// Headers an imported plan leaves out: hop-by-hop headers (RFC 9110 §7.6.1, and the
+/// `Proxy-*` ones a proxy consumes), what the engine writes itself (`Host`,
+/// `Content-Length`), HTTP/2 pseudo-headers (`:authority` in Chromium's HAR files), cookies
+/// (the plan's per-user cookie jar sends what the server set, so a recorded session is not
+/// replayed), and `Accept-Encoding`: a compressed answer would hide a JSON body from the
+/// plan's extractions and checks.
+pub fn is_dropped_on_import(name: &str) -> bool {
+    const DROPPED: &[&str] = &[
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "cookie",
+        "accept-encoding",
+    ];
+    name.starts_with(':') || DROPPED.iter().any(|d| d.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_hop_by_hop_cookies_and_pseudo_headers() {
+        for name in [
+            ":authority",
+            "Host",
+            "Connection",
+            "Cookie",
+            "Accept-Encoding",
+        ] {
+            assert!(is_dropped_on_import(name), "{name}");
+        }
+        for name in ["Authorization", "Content-Type", "X-Csrf-Token", "Accept"] {
+            assert!(!is_dropped_on_import(name), "{name}");
+        }
+    }
+}
