@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use belier_scenario::import::{self, Draft, Extract, ImportError};
+use belier_scenario::import::{self, Draft, DraftStep, Extract, ImportError};
 use clap::{Args, Subcommand};
 
 /// Options of `belier import`.
@@ -21,6 +21,20 @@ pub enum ImportCommand {
     /// A HAR 1.2 file (browser developer tools: "Save all as HAR") → a plan: the requests in
     /// order, pauses from the recorded gaps, tokens from earlier responses extracted.
     Har(HarArgs),
+    /// A curl command (`belier import curl 'curl -X POST -H … URL'`, as "Copy as cURL" writes
+    /// it) → the equivalent belier flags on standard output, and with --out a plan.
+    Curl(CurlArgs),
+}
+
+/// Options of `belier import curl`.
+#[derive(Debug, Args)]
+pub struct CurlArgs {
+    /// The whole curl command, quoted as one argument.
+    #[arg(value_name = "'curl …'")]
+    pub command: String,
+    /// Also write a plan of the request to this file.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Options of `belier import har`.
@@ -45,7 +59,33 @@ pub struct HarArgs {
 pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
     match args.what {
         ImportCommand::Har(a) => har(a),
+        ImportCommand::Curl(a) => curl(a),
     }
+}
+
+fn curl(args: CurlArgs) -> anyhow::Result<u8> {
+    let mut read = |path: &str| std::fs::read(path);
+    let mut imported = import::from_curl(&args.command, &mut read)?;
+    let command = format!("belier {}", shell_words::join(&imported.flags));
+    if let Some(out) = &args.out {
+        // The plan reads a body file from its own directory: name it from anywhere.
+        for step in &mut imported.draft.steps {
+            if let DraftStep::Request(r) = step {
+                if let Some(file) = &mut r.body_file {
+                    *file = std::path::absolute(&*file)?;
+                }
+            }
+        }
+        let comment = format!(
+            "Imported by `belier import curl`; the same request as flags (add -n/-z, -c or --rate):\n{command}"
+        );
+        write_plan(&imported.draft, &comment, Some(out))?;
+    }
+    for note in &imported.notes {
+        eprintln!("note: {note}");
+    }
+    println!("{command}");
+    Ok(0)
 }
 
 fn har(args: HarArgs) -> anyhow::Result<u8> {

@@ -182,3 +182,118 @@ fn a_malformed_har_exits_2_naming_file_line_and_entry() {
     assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("/nonexistent/x.har: cannot read the HAR file"));
 }
+
+/// What the shop must see for one imported curl command: method, target, headers, body.
+struct Expected<'a> {
+    method: &'a str,
+    target: &'a str,
+    headers: &'a [(&'a str, &'a str)],
+    body: &'a str,
+}
+
+#[test]
+fn curl_commands_become_flags_and_plans_that_send_the_same_request() {
+    let dir = temp_dir("curl");
+    let order = dir.join("order.json");
+    std::fs::write(&order, "{\"item\": 42,\n \"qty\": 2}\n").unwrap();
+    let cases = [
+        (
+            r#"curl -X PUT 'http://shop.test:8080/api/echo/1?v=2' -H 'X-Trace: abc' -H 'Content-Type: application/json' --data-raw '{"a":1}'"#.to_string(),
+            Expected {
+                method: "PUT",
+                target: "/api/echo/1?v=2",
+                headers: &[("x-trace", "abc"), ("content-type", "application/json")],
+                body: r#"{"a":1}"#,
+            },
+        ),
+        (
+            "curl -sS -G http://shop.test:8080/api/search -d q=lamp --data-urlencode 'sort=price desc' -u ann:pw -A belier-test/1 -e http://shop.test:8080/ -b 'k=v'".to_string(),
+            Expected {
+                method: "GET",
+                target: "/api/search?q=lamp&sort=price+desc",
+                headers: &[
+                    ("authorization", "Basic YW5uOnB3"),
+                    ("user-agent", "belier-test/1"),
+                    ("referer", "http://shop.test:8080/"),
+                    ("cookie", "k=v"),
+                ],
+                body: "",
+            },
+        ),
+        (
+            format!("curl --json @{} http://shop.test:8080/api/orders --compressed", order.display()),
+            Expected {
+                method: "POST",
+                target: "/api/orders",
+                headers: &[
+                    ("content-type", "application/json"),
+                    ("accept", "application/json"),
+                    ("accept-encoding", "gzip, deflate, br, zstd"),
+                ],
+                body: "{\"item\": 42,\n \"qty\": 2}\n",
+            },
+        ),
+    ];
+    for (i, (command, expected)) in cases.iter().enumerate() {
+        let plan = dir.join(format!("curl-{i}.yaml"));
+        let out = belier()
+            .args(["import", "curl", command, "--out"])
+            .arg(&plan)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let printed = text(&out.stdout);
+        let words = shell_words::split(printed.trim()).unwrap();
+        assert_eq!(words[0], "belier", "{printed}");
+
+        let shop = Shop::start();
+        let flags_run = belier()
+            .args(&words[1..])
+            .args(["-n", "2", "-c", "1", "--connect-to", &shop.addr.to_string()])
+            .output()
+            .unwrap();
+        assert_exit(&flags_run, 0);
+        run_plan(&plan, &shop);
+        let seen = shop.seen();
+        assert_eq!(
+            seen.len(),
+            3,
+            "{command}: two by the flags, one by the plan: {seen:?}"
+        );
+        for s in &seen {
+            assert_eq!(
+                (s.method.as_str(), s.target.as_str()),
+                (expected.method, expected.target),
+                "{command}"
+            );
+            for (name, value) in expected.headers {
+                assert_eq!(s.header(name), Some(*value), "{command}: {name} in {s:?}");
+            }
+            assert_eq!(text(&s.body), expected.body, "{command}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_curl_command_exits_2_naming_the_option() {
+    for (command, expected) in [
+        (
+            "curl --proxy-anyauth http://h/",
+            "curl command: unknown curl option `--proxy-anyauth`",
+        ),
+        (
+            "curl -d @/nonexistent/body http://h/",
+            "cannot read the data file `/nonexistent/body`",
+        ),
+        ("curl 'http://h/", "cannot be split as a shell would"),
+    ] {
+        let out = belier().args(["import", "curl", command]).output().unwrap();
+        assert_exit(&out, 2);
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{command}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty());
+    }
+}

@@ -8,12 +8,14 @@
 //! and writes the plan (curl's `@file` bodies come through a reader the caller passes).
 
 mod correlate;
+mod curl;
 mod draft;
 mod error;
 mod har;
 mod headers;
 
 pub use correlate::Correlation;
+pub use curl::{from_curl, CurlBody, CurlImport, CurlRequest};
 pub use draft::{Draft, DraftRequest, DraftStep, Extract};
 pub use error::ImportError;
 pub use har::{from_har, HarImport, HarOptions};

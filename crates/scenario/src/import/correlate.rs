@@ -262,6 +262,7 @@ mod tests {
                     .map(|(n, v)| (n.to_string(), v.to_string()))
                     .collect(),
                 body: body.map(str::to_string),
+                body_file: None,
                 extract: vec![],
             },
             response: Response::default(),

@@ -41,6 +41,9 @@ pub struct DraftRequest {
     pub headers: Vec<(String, String)>,
     /// The body, as text.
     pub body: Option<String>,
+    /// A file sent as the body, as it is (`body_file`; a relative path is read from the
+    /// plan's directory).
+    pub body_file: Option<std::path::PathBuf>,
     /// Values this step's response gives to later steps: variable name and where it is.
     pub extract: Vec<(String, Extract)>,
 }
@@ -162,6 +165,9 @@ fn step(step: &DraftStep) -> Yaml {
             }
             if let Some(body) = &r.body {
                 map.insert(s("body"), s(body));
+            }
+            if let Some(file) = &r.body_file {
+                map.insert(s("body_file"), s(&file.to_string_lossy()));
             }
             if !r.extract.is_empty() {
                 let mut extract = Hash::new();

@@ -394,6 +394,7 @@ fn exchange(
             path,
             headers,
             body,
+            body_file: None,
             extract: Vec::new(),
         },
         response: Response {
