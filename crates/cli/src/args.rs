@@ -59,6 +59,9 @@ pub enum Command {
     /// Make a plan from a HAR recording (`import har FILE`) or a curl command
     /// (`import curl 'curl …'`).
     Import(crate::import::ImportArgs),
+    /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
+    /// your client's requests and writes them as a plan as they go.
+    Record(crate::record::RecordArgs),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.

@@ -14,6 +14,7 @@ mod probe;
 mod progress;
 mod prometheus;
 mod raw;
+mod record;
 mod results;
 mod settings;
 mod signals;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
             Some(Command::Import(a)) => import::run(a),
+            Some(Command::Record(a)) => record::run(a, &signals),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {

@@ -13,10 +13,12 @@ mod draft;
 mod error;
 mod har;
 mod headers;
+mod recording;
 
-pub use correlate::Correlation;
+pub use correlate::{Correlation, Exchange, Response};
 pub use curl::{from_curl, CurlBody, CurlImport, CurlRequest};
 pub use draft::{Draft, DraftRequest, DraftStep, Extract};
 pub use error::ImportError;
 pub use har::{from_har, HarImport, HarOptions};
-pub use headers::is_dropped_on_import;
+pub use headers::{is_dropped_on_import, is_hop_by_hop};
+pub use recording::{plan, Recorded, MIN_PAUSE};

@@ -38,7 +38,8 @@ const NOT_TOKEN_HEADERS: &[&str] = &[
 
 /// What a recorded response said, as far as correlation needs.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Response {
+pub struct Response {
+    /// Its headers, in order.
     pub headers: Vec<(String, String)>,
     /// The body as text, when it was recorded and is text.
     pub body: Option<String>,
@@ -46,8 +47,10 @@ pub(crate) struct Response {
 
 /// A request and the response it got.
 #[derive(Clone, Debug)]
-pub(crate) struct Exchange {
+pub struct Exchange {
+    /// The request, as a step.
     pub request: DraftRequest,
+    /// What the server answered.
     pub response: Response,
 }
 

@@ -12,14 +12,11 @@ use serde::Deserialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use super::correlate::{self, Correlation, Exchange, Response};
-use super::draft::{Draft, DraftRequest, DraftStep};
+use super::correlate::{Correlation, Exchange, Response};
+use super::draft::{Draft, DraftRequest};
 use super::error::ImportError;
 use super::headers::is_dropped_on_import;
-
-/// Shortest recorded gap kept as a pause: below it the time is the browser's own work between
-/// requests, not a person thinking.
-pub const MIN_PAUSE: Duration = Duration::from_millis(100);
+use super::recording::{self, Recorded};
 
 /// File name endings of static resources.
 const STATIC_EXTENSIONS: &[&str] = &[
@@ -191,8 +188,9 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
         ));
     };
 
-    let mut starts = Vec::with_capacity(kept.len());
-    for (index, _, entry) in &kept {
+    let mut recorded = Vec::with_capacity(kept.len());
+    let mut first: Option<OffsetDateTime> = None;
+    for (index, url, entry) in &kept {
         let started = OffsetDateTime::parse(&entry.started, &Rfc3339).map_err(|e| {
             ImportError::new(
                 input,
@@ -202,46 +200,23 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
                 ),
             )
         })?;
-        starts.push(started);
+        let first = *first.get_or_insert(started);
+        let exchange = exchange(input, *index, url, entry)?;
+        recorded.push((started - first, entry.time, exchange));
     }
-    // Entries in the order they started (the specification does not promise it).
-    let mut order: Vec<usize> = (0..kept.len()).collect();
-    order.sort_by_key(|&i| starts[i]);
-
-    let mut exchanges = Vec::with_capacity(kept.len());
-    let mut gaps = Vec::with_capacity(kept.len());
-    let mut previous_end: Option<OffsetDateTime> = None;
-    for &i in &order {
-        let (index, url, entry) = &kept[i];
-        exchanges.push(exchange(input, *index, url, entry)?);
-        let start = starts[i];
-        let gap = previous_end.map(|end| start - end);
-        gaps.push(
-            gap.and_then(|g| Duration::try_from(g).ok())
-                .filter(|g| *g >= MIN_PAUSE),
-        );
-        let took = time::Duration::seconds_f64(entry.time.max(0.0) / 1000.0);
-        let end = start + took;
-        previous_end = Some(previous_end.map_or(end, |p| p.max(end)));
-    }
-    let correlations = correlate::correlate(&mut exchanges);
-    let mut steps = Vec::with_capacity(exchanges.len() * 2);
-    for (exchange, gap) in exchanges.into_iter().zip(gaps) {
-        if let Some(gap) = gap {
-            steps.push(DraftStep::Pause(Duration::from_millis(
-                gap.as_millis() as u64
-            )));
-        }
-        steps.push(DraftStep::Request(exchange.request));
-    }
-    let mut draft = Draft {
-        origin: origin.ascii_serialization(),
-        scenario: "recorded".into(),
-        headers: Vec::new(),
-        insecure: false,
-        steps,
-    };
-    draft.hoist_common_headers();
+    // Entries in the order they started (the specification does not promise it), timed from
+    // the earliest.
+    recorded.sort_by_key(|r| r.0);
+    let earliest = recorded.first().map_or(time::Duration::ZERO, |r| r.0);
+    let recorded: Vec<Recorded> = recorded
+        .into_iter()
+        .map(|(at, took_ms, exchange)| Recorded {
+            start: Duration::try_from(at - earliest).unwrap_or_default(),
+            took: Duration::from_secs_f64(took_ms.max(0.0) / 1000.0),
+            exchange,
+        })
+        .collect();
+    let (draft, correlations) = recording::plan(origin.ascii_serialization(), "recorded", recorded);
     Ok(HarImport {
         draft,
         correlations,

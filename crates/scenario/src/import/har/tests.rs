@@ -1,4 +1,5 @@
 use super::*;
+use crate::import::DraftStep;
 
 /// A HAR 1.2 entry with the fields the specification requires (positional, so the flow below
 /// reads as a table).
