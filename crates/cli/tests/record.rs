@@ -178,6 +178,7 @@ fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
         &[
             &proxy[..],
             &[
+                "--compressed",
                 "-H",
                 "Content-Type: application/json",
                 "--data-raw",
@@ -224,6 +225,8 @@ fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
         .seen()
         .iter()
         .all(|s| s.header("proxy-connection").is_none()));
+    // Asked for uncompressed answers, so the token in the login's could be read.
+    assert_eq!(shop.seen()[0].header("accept-encoding"), None);
 
     let doc = run_plan(&plan, &[]);
     assert_eq!(doc["summary"]["requests"], 3);

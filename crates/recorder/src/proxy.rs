@@ -218,7 +218,10 @@ async fn forward(proxy: &Proxy, https: bool, authority: &str, request: Request<I
 
     let mut upstream = Request::builder().method(parts.method.clone()).uri(&target);
     for (name, value) in &parts.headers {
-        if !is_hop_by_hop(name.as_str()) && name != header::HOST {
+        // Uncompressed answers, so tokens in them can be read (the plan leaves
+        // Accept-Encoding out for the same reason).
+        if !is_hop_by_hop(name.as_str()) && name != header::HOST && name != header::ACCEPT_ENCODING
+        {
             upstream = upstream.header(name, value);
         }
     }
