@@ -149,3 +149,85 @@ impl Book {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_scenario::import::{DraftRequest, Exchange, Response};
+
+    use super::*;
+
+    fn get(path: &str, at_ms: u64) -> Option<Recorded> {
+        Some(Recorded {
+            start: Duration::from_millis(at_ms),
+            took: Duration::from_millis(5),
+            exchange: Exchange {
+                request: DraftRequest {
+                    method: "GET".into(),
+                    path: path.into(),
+                    ..DraftRequest::default()
+                },
+                response: Response::default(),
+            },
+        })
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("belier-book-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn one_origin_up_to_the_limit_and_a_valid_plan_after_each() {
+        let out = dir("limit").join("plan.yaml");
+        let book = Book::new(out.clone(), Some(2), vec![]);
+        let a = "http://a.test:8080".to_string();
+        book.add(a.clone(), "a.test", "a.test:8080", get("/one", 0));
+        let plan = belier_scenario::load(&out).unwrap();
+        assert_eq!(plan.target.url(), "http://a.test:8080");
+        book.add(
+            "http://b.test".into(),
+            "b.test",
+            "b.test:80",
+            get("/other", 10),
+        );
+        book.add(a.clone(), "a.test", "a.test:8080", None);
+        assert!(!book.full());
+        book.add(a.clone(), "a.test", "a.test:8080", get("/two", 600));
+        assert!(book.full());
+        book.add(a, "a.test", "a.test:8080", get("/three", 700));
+        let summary = book.summary();
+        assert_eq!(summary.recorded, 2);
+        assert_eq!(summary.origin.as_deref(), Some("http://a.test:8080"));
+        assert!(
+            summary.notes[0].ends_with("b.test:80 (1)"),
+            "{:?}",
+            summary.notes
+        );
+        assert!(summary.notes[1].starts_with("1 requests forwarded but not recorded"));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            text.contains("/two") && text.contains("pause: 595ms") && !text.contains("/three"),
+            "{text}"
+        );
+        belier_scenario::load(&out).unwrap();
+    }
+
+    #[test]
+    fn include_hosts_choose_the_origin_and_write_errors_are_kept() {
+        let out = dir("include").join("missing-dir").join("plan.yaml");
+        let book = Book::new(out, None, vec!["b.test".into()]);
+        book.add("http://a.test".into(), "a.test", "a.test:80", get("/a", 0));
+        book.add("http://b.test".into(), "b.test", "b.test:80", get("/b", 0));
+        let summary = book.summary();
+        assert_eq!(summary.recorded, 0, "the plan could not be written");
+        assert!(summary
+            .write_error
+            .unwrap()
+            .contains("cannot write the plan"));
+        assert!(summary.notes[0].ends_with("a.test:80 (1)"));
+    }
+}
