@@ -212,7 +212,8 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
         .into_iter()
         .map(|(at, took_ms, exchange)| Recorded {
             start: Duration::try_from(at - earliest).unwrap_or_default(),
-            took: Duration::from_secs_f64(took_ms.max(0.0) / 1000.0),
+            // A negative, absurd or overflowing `time` is taken as no time at all.
+            took: Duration::try_from_secs_f64(took_ms / 1000.0).unwrap_or_default(),
             exchange,
         })
         .collect();

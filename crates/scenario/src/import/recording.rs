@@ -36,7 +36,7 @@ pub fn plan(origin: String, scenario: &str, recorded: Vec<Recorded>) -> (Draft, 
                 .and_then(|end| r.start.checked_sub(end))
                 .filter(|g| *g >= MIN_PAUSE),
         );
-        let end = r.start + r.took;
+        let end = r.start.saturating_add(r.took);
         previous_end = Some(previous_end.map_or(end, |p| p.max(end)));
         exchanges.push(r.exchange);
     }

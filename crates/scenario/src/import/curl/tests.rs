@@ -156,3 +156,15 @@ fn bad_commands_name_what_is_wrong() {
         assert!(e.message.contains(expected), "{command}: {e}");
     }
 }
+
+proptest::proptest! {
+    /// Whatever the words, a curl import answers with a request or an error, never a panic.
+    #[test]
+    fn any_command_never_panics(words in proptest::collection::vec(
+        "(-[a-zA-Z#]{1,3}|--[a-z-]{1,12}|@?[a-z./:=&{}]{0,10}|'[^']{0,8}'|\"|\\\\|http://h/[a-z]{0,3})",
+        0..8,
+    )) {
+        let command = format!("curl {}", words.join(" "));
+        let _ = import(&command);
+    }
+}

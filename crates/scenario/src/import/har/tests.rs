@@ -265,3 +265,27 @@ fn form_params_become_a_urlencoded_body() {
         "a+b=1%262&c="
     );
 }
+
+#[test]
+fn absurd_times_are_no_time() {
+    for time in ["1e300", "-5", "0"] {
+        let text = flow().replacen("\"time\": 20", &format!("\"time\": {time}"), 1);
+        let import = from_har(&text, "flow.har", &HarOptions::default()).unwrap();
+        assert_eq!(import.draft.requests().count(), 4, "{time}");
+    }
+}
+
+proptest::proptest! {
+    /// Whatever the bytes, a HAR import answers with a plan or an error, never a panic.
+    #[test]
+    fn mangled_har_never_panics(cut in 0usize..4000, junk in "[\\[\\]{}\",:0-9a-z -]{0,12}") {
+        let text = flow();
+        let mut at = cut.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let mangled = format!("{}{junk}{}", &text[..at], &text[at..]);
+        let _ = from_har(&mangled, "x.har", &HarOptions::default());
+        let _ = from_har(&text[..at], "x.har", &HarOptions::default());
+    }
+}
