@@ -78,6 +78,19 @@ pub fn from_curl(
 ) -> Result<CurlImport, ImportError> {
     let words = shell_words::split(command)
         .map_err(|e| ImportError::new(INPUT, format!("cannot be split as a shell would: {e}")))?;
+    // Bash's ANSI-C quoting, which browsers' "Copy as cURL (bash)" writes for bodies with
+    // newlines or quotes, is not POSIX: split as POSIX, `$'a\nb'` would be sent as `$a\nb`.
+    if let Some(word) = words.iter().find(|w| w.starts_with('$')) {
+        if command.contains(" $'") || command.contains("\t$'") {
+            return Err(ImportError::new(
+                INPUT,
+                format!(
+                    "bash ANSI-C quoting (`$'…'`, here `{}`) is not read: quote the value with '…' (POSIX), or save the body to a file and use --data-binary @FILE",
+                    word.chars().take(20).collect::<String>()
+                ),
+            ));
+        }
+    }
     let mut words = words.into_iter();
     match words.next() {
         Some(w) if w == "curl" || w.ends_with("/curl") => {}

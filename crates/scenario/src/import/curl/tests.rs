@@ -149,6 +149,7 @@ fn bad_commands_name_what_is_wrong() {
         ("curl http://a/ http://b/", "expected one URL, found 2"),
         ("curl ftp://h/", "expected an http or https URL"),
         ("curl http://h/ -d '{{x}}'", "holds `{{`"),
+        ("curl http://h/ --data-raw $'{\\n}'", "bash ANSI-C quoting"),
     ];
     for (command, expected) in cases {
         let e = import(command).unwrap_err();
