@@ -380,16 +380,28 @@ fn off_the_loopback_the_proxy_wants_its_token() {
         "--proxy-user",
         "me:s3cret-42",
         "-f",
-        &shop.url(),
+        // A body large enough that curl asks for 100 Continue first.
+        "-H",
+        "Expect: 100-continue",
+        "--data-binary",
+        &"x".repeat(2000),
+        &format!("{}/api/upload", shop.url()),
     ]);
     let (code, said) = recorder.wait();
     assert_eq!(code, 0, "{said}");
     assert!(!said.contains("s3cret-42"), "{said}");
     assert_eq!(shop.seen().len(), 1);
-    assert!(shop.seen()[0].header("proxy-authorization").is_none());
+    let seen = &shop.seen()[0];
+    assert!(seen.header("proxy-authorization").is_none());
+    assert!(seen.header("expect").is_none());
+    assert_eq!((seen.method.as_str(), seen.body.len()), ("POST", 2000));
     let yaml = std::fs::read_to_string(&plan).unwrap();
+    let lower = yaml.to_ascii_lowercase();
     assert!(
-        !yaml.contains("s3cret") && !yaml.to_ascii_lowercase().contains("proxy-authorization"),
+        !yaml.contains("s3cret")
+            && !lower.contains("proxy-authorization")
+            && !lower.contains("expect"),
         "{yaml}"
     );
+    assert!(yaml.contains(&"x".repeat(2000)), "{yaml}");
 }

@@ -219,9 +219,10 @@ async fn forward(proxy: &Proxy, https: bool, authority: &str, request: Request<I
     let mut upstream = Request::builder().method(parts.method.clone()).uri(&target);
     for (name, value) in &parts.headers {
         // Uncompressed answers, so tokens in them can be read (the plan leaves
-        // Accept-Encoding out for the same reason).
-        if !is_hop_by_hop(name.as_str()) && name != header::HOST && name != header::ACCEPT_ENCODING
-        {
+        // Accept-Encoding out for the same reason); the body is here whole already, so no
+        // 100 Continue is worth waiting for.
+        let skipped = [header::HOST, header::ACCEPT_ENCODING, header::EXPECT];
+        if !is_hop_by_hop(name.as_str()) && !skipped.contains(name) {
             upstream = upstream.header(name, value);
         }
     }

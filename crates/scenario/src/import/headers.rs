@@ -18,12 +18,19 @@ pub fn is_hop_by_hop(name: &str) -> bool {
 }
 
 /// Headers an imported plan leaves out: hop-by-hop headers ([`is_hop_by_hop`]), what the
-/// engine writes itself (`Host`, `Content-Length`), HTTP/2 pseudo-headers (`:authority` in
+/// engine writes itself (`Host`, `Content-Length`; `Expect: 100-continue` is how curl sent a
+/// large body, not part of the request), HTTP/2 pseudo-headers (`:authority` in
 /// Chromium's HAR files), cookies (the plan's per-user cookie jar sends what the server set,
 /// so a recorded session is not replayed), and `Accept-Encoding`: a compressed answer would
 /// hide a JSON body from the plan's extractions and checks.
 pub fn is_dropped_on_import(name: &str) -> bool {
-    const DROPPED: &[&str] = &["host", "content-length", "cookie", "accept-encoding"];
+    const DROPPED: &[&str] = &[
+        "host",
+        "content-length",
+        "expect",
+        "cookie",
+        "accept-encoding",
+    ];
     name.starts_with(':')
         || is_hop_by_hop(name)
         || DROPPED.iter().any(|d| d.eq_ignore_ascii_case(name))
@@ -41,6 +48,7 @@ mod tests {
             "Connection",
             "Cookie",
             "Accept-Encoding",
+            "Expect",
         ] {
             assert!(is_dropped_on_import(name), "{name}");
         }
