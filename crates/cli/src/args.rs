@@ -56,6 +56,12 @@ pub enum Command {
     /// Find the highest rate that meets SLOs (--slo p99<50ms …) with steady open-loop steps,
     /// then how the service behaves past it and whether it recovers (exit 5 when no rate did).
     Capacity(Box<crate::capacity::CapacityArgs>),
+    /// Make a plan from a HAR recording (`import har FILE`) or a curl command
+    /// (`import curl 'curl …'`).
+    Import(crate::import::ImportArgs),
+    /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
+    /// your client's requests and writes them as a plan as they go.
+    Record(crate::record::RecordArgs),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.

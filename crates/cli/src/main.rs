@@ -5,6 +5,7 @@
 mod args;
 mod capacity;
 mod demo;
+mod import;
 mod limits;
 mod load;
 mod metrics;
@@ -14,6 +15,7 @@ mod probe;
 mod progress;
 mod prometheus;
 mod raw;
+mod record;
 mod results;
 mod settings;
 mod signals;
@@ -55,11 +57,17 @@ fn main() -> ExitCode {
             Some(Command::Run(a)) => plan::run(a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
+            Some(Command::Import(a)) => import::run(a),
+            Some(Command::Record(a)) => record::run(a, &signals),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
         Ok(code) => code,
-        Err(e) if e.is::<InputError>() || e.is::<belier_scenario::PlanError>() => {
+        Err(e)
+            if e.is::<InputError>()
+                || e.is::<belier_scenario::PlanError>()
+                || e.is::<belier_scenario::import::ImportError>() =>
+        {
             eprintln!("error: {e}");
             EXIT_USAGE
         }

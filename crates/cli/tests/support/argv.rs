@@ -37,7 +37,8 @@ pub enum Kind {
 use Kind::*;
 
 pub const SUBCOMMANDS: &[&str] = &[
-    "target", "demo", "report", "compare", "probe", "run", "check", "capacity", "help",
+    "target", "demo", "report", "compare", "probe", "run", "check", "capacity", "import", "record",
+    "help",
 ];
 
 /// Flags of a request (load tests, `probe`, `capacity`).
