@@ -45,6 +45,8 @@ pub struct Finished {
     pub changes: Vec<Change>,
     /// The Prometheus exporter, still serving the final figures (`--metrics-linger`).
     pub exporter: Option<Exporter>,
+    /// The web console's link to the run, to hand it the report.
+    pub web: Option<crate::web::Live>,
 }
 
 impl Finished {
@@ -121,6 +123,8 @@ pub fn execute_judged(
         }
         None => None,
     };
+    // Listening before the run starts too.
+    let mut web = crate::web::Live::open(settings)?;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -183,6 +187,9 @@ pub fn execute_judged(
         collector.keep_settled();
     }
     let control = run.control();
+    if let Some(w) = &mut web {
+        w.begin(run.control(), settings, &info);
+    }
     let mut changes = Changes::new(&config.load, config.users.is_some());
     let target_rate = || {
         open_loop
@@ -234,6 +241,9 @@ pub fn execute_judged(
         if save(&mut saver, &mut collector, &mut warnings) {
             export(&collector, false);
         }
+        if let Some(w) = &mut web {
+            w.update(&collector);
+        }
         save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
@@ -258,7 +268,8 @@ pub fn execute_judged(
             }
             Live::Dashboard(dashboard) => dashboard.update(run.elapsed(), &collector),
         };
-        if !interrupted && (stop_key || signals.stop_requested()) {
+        let web_stop = web.as_ref().is_some_and(crate::web::Live::stop_requested);
+        if !interrupted && (stop_key || web_stop || signals.stop_requested()) {
             interrupted = true;
             run.stop();
         }
@@ -281,6 +292,9 @@ pub fn execute_judged(
     save(&mut saver, &mut collector, &mut warnings);
     save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
     export(&collector, true);
+    if let Some(w) = &mut web {
+        w.update(&collector);
+    }
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
@@ -308,6 +322,7 @@ pub fn execute_judged(
         changes: changes.into_vec(),
         window,
         exporter,
+        web,
     })
 }
 

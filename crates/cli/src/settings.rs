@@ -63,6 +63,8 @@ pub struct Output {
     pub tui: bool,
     /// The Prometheus exporter, if asked for.
     pub metrics: Option<crate::metrics::Listen>,
+    /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
+    pub web: Option<crate::web::Web>,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -88,6 +90,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
             o.metrics_token.or_else(crate::metrics::token_from_env),
             o.metrics_linger,
         )?,
+        web: crate::web::listen(o.web, o.web_token, o.web_linger)?.map(crate::web::Web::Serve),
     })
 }
 

@@ -124,6 +124,7 @@ impl Target {
                 junit: None,
                 tui: false,
                 metrics: None,
+                web: None,
             },
             raw: None,
             plan: plan_path,

@@ -264,6 +264,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             junit: None,
             tui: false,
             metrics: None,
+            web: None,
         },
         raw: None,
         plan: Some("plan.yaml".into()),
