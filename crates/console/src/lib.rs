@@ -38,21 +38,21 @@ pub struct Form {
     pub plan: String,
     /// The URL (flag runs).
     pub url: String,
-    /// The method (`-X`).
+    /// The method (`--method`).
     pub method: String,
-    /// Headers, one `Name: value` a line (`-H`).
+    /// Headers, one `Name: value` a line (`--header`).
     pub headers: String,
     /// The body (`--body`).
     pub body: String,
     /// `closed` (connections) or `open` (a rate).
     pub model: String,
-    /// Connections of a closed loop (`-c`), or a plan's virtual users (`--vus`).
+    /// Connections of a closed loop (`--connections`), or a plan's virtual users (`--vus`).
     pub connections: String,
     /// Arrivals per second of an open loop (`--rate`).
     pub rate: String,
     /// Stages (`--stages`).
     pub stages: String,
-    /// Run length (`-z`).
+    /// Run length (`--duration`).
     pub duration: String,
     /// Run name (`--name`).
     pub name: String,

@@ -135,19 +135,19 @@ fn argv(form: &Form, dir: &Path) -> Result<Vec<String>, String> {
     if plan {
         flag("run", &form.plan);
     } else {
-        flag("-X", &form.method);
+        flag("--method", &form.method);
         flag("--body", &form.body);
         flag("--stages", &form.stages);
     }
     for header in form.headers.lines().filter(|h| !h.trim().is_empty()) {
-        flag("-H", header);
+        flag("--header", header);
     }
     match (open, plan) {
         (true, _) => flag("--rate", &form.rate),
         (false, true) => flag("--vus", &form.connections),
-        (false, false) => flag("-c", &form.connections),
+        (false, false) => flag("--connections", &form.connections),
     }
-    flag("-z", &form.duration);
+    flag("--duration", &form.duration);
     flag("--name", &form.name);
     flag("--save", &dir.join("results.jsonl").to_string_lossy());
     flag("--html", &dir.join("report.html").to_string_lossy());
@@ -217,8 +217,8 @@ mod tests {
         let argv = argv(&f, Path::new("d")).unwrap();
         assert_eq!(
             argv.join(" "),
-            "belier -X POST --body hi -H A: 1 -H B: 2 --rate 200 -z 5s --save d/results.jsonl \
-             --html d/report.html -- http://127.0.0.1:1/x"
+            "belier --method POST --body hi --header A: 1 --header B: 2 --rate 200 --duration 5s \
+             --save d/results.jsonl --html d/report.html -- http://127.0.0.1:1/x"
         );
     }
 

@@ -97,7 +97,7 @@ function chart(svg, series) {
   add("text", { x: W - R, y: H - 6, "text-anchor": "end" }, `${fixed(xMax, 0)} s`);
   add("text", { x: L, y: H - 6 }, "0 s");
   series.forEach((s, n) => {
-    add("text", { x: L + 8 + n * 90, y: 14, fill: s.color, "data-series": s.name }, s.name);
+    add("text", { x: L + 8 + n * 90, y: 14, style: `fill: ${s.color}`, "data-series": s.name }, s.name);
     if (s.points.length === 0) return;
     add("polyline", {
       points: s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "),
@@ -152,7 +152,8 @@ async function refreshRuns() {
   });
 }
 
-async function steer(path, body) {
+// POSTs to a control endpoint (pause, resume and stop take an empty object).
+async function steer(path, body = {}) {
   $("control-error").textContent = "";
   try {
     run.steering = await api(path, body);
