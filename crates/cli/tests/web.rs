@@ -390,3 +390,95 @@ fn a_web_run_offers_its_report_and_results_at_the_end() {
         "the report is printed as usual: {stdout}"
     );
 }
+
+#[test]
+fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
+    let target = Server::start(Config::default()).unwrap();
+    let dir = temp_dir("plan");
+    std::fs::write(
+        dir.join("visit.yaml"),
+        format!(
+            "target: {}\nload:\n  vus: 1\n  duration: 1m\nscenarios:\n  - name: visitor\n    \
+             steps:\n      - name: home\n        get: /\n      - pause: 50ms\n",
+            target.url("")
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+    let call = |method: &str, path: &str, body: &str| {
+        request(method, &format!("{console}{path}"), &[], body)
+    };
+    let offered = json(&call("GET", "/api/console", "").body);
+    assert_eq!(offered["plans"], serde_json::json!(["visit.yaml"]));
+    let started = call(
+        "POST",
+        "/api/runs",
+        r#"{"plan": "visit.yaml", "connections": "2", "duration": "30s"}"#,
+    );
+    assert_eq!(started.status, 202, "{}", started.body);
+    let again = call("POST", "/api/runs", r#"{"plan": "visit.yaml"}"#);
+    assert_eq!(again.status, 409, "one run at a time");
+    let intervals = || {
+        json(&call("GET", "/api/run", "").body)["intervals"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let deadline = Instant::now() + WAIT;
+    while intervals() < 2 {
+        assert!(Instant::now() < deadline, "no intervals");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let wrong = call("POST", "/api/run/rate", r#"{"rate": 10}"#);
+    assert_eq!(wrong.status, 409);
+    assert!(wrong.body.contains("/api/run/users"), "{}", wrong.body);
+    let fraction = call("POST", "/api/run/users", r#"{"users": 2.5}"#);
+    assert_eq!(fraction.status, 400, "{}", fraction.body);
+    let raised = call("POST", "/api/run/users", r#"{"users": 4}"#);
+    assert_eq!(raised.status, 200, "{}", raised.body);
+    assert_eq!(json(&raised.body)["level"], 4.0);
+    assert_eq!(json(&raised.body)["unit"], "users");
+    let raised_at = intervals();
+    while intervals() < raised_at + 2 {
+        assert!(
+            Instant::now() < deadline + WAIT,
+            "no intervals after the change"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(call("POST", "/api/run/stop", "").status, 200);
+    let run = loop {
+        let run = json(&call("GET", "/api/run", "").body);
+        if run["state"] == "ended" {
+            break run;
+        }
+        assert!(Instant::now() < deadline + 2 * WAIT, "the run did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(run["settings"]["plan"], "visit.yaml");
+    let steps = &run["totals"]["steps"];
+    assert_eq!(steps[0]["step"], "home", "{steps}");
+    assert_eq!(steps[0]["requests"], run["totals"]["requests"]);
+    assert_eq!(
+        target.counts().requests,
+        run["totals"]["requests"].as_u64().unwrap()
+    );
+    let results = std::fs::read_to_string(dir.join("belier-runs/run-1/results.jsonl")).unwrap();
+    let change = results
+        .lines()
+        .map(json)
+        .find_map(|l| l.get("change").cloned())
+        .expect("the change in the results file");
+    assert_eq!(
+        (&change["what"], &change["level"], &change["from"]),
+        (&"users".into(), &4.0.into(), &2.0.into())
+    );
+    let past = json(&call("GET", "/api/runs", "").body);
+    assert_eq!(past.as_array().unwrap().len(), 1);
+    assert_eq!(past[0]["report"], "/runs/1/report.html");
+    belier.interrupt();
+    belier.finish();
+}
