@@ -135,6 +135,12 @@ fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     });
     let rate = number(&browser, "#rate-now").expect("the rate shown");
     assert!((380.0..=420.0).contains(&rate), "rate shown {rate}");
+    let markers = browser.script(
+        "return document.querySelectorAll('#chart-rate line.change, #chart-latency line.change')\
+         .length;",
+        &[],
+    );
+    assert_eq!(markers, 2, "the change is marked on both charts");
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-console.png");
     browser.screenshot(&shot);
     assert!(

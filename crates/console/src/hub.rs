@@ -313,11 +313,19 @@ fn run_json(run: &Run, intervals: bool) -> Value {
 
 fn steering(run: &Run) -> Value {
     let s = run.control.state();
+    // Every change so far, for the charts' markers: from `at_s` on, the level (0: paused).
+    let history: Vec<Value> = run
+        .control
+        .history()
+        .iter()
+        .map(|&(at, level)| json!({"at_s": at.as_secs_f64(), "level": level}))
+        .collect();
     json!({
         "unit": run.unit,
         "level": s.level,
         "paused": s.paused,
         "changes": s.changes,
+        "history": history,
         "stop_asked": run.stop_asked,
     })
 }

@@ -62,19 +62,22 @@ function figures() {
   const t = intervals.map((i) => i.t_s);
   const line = (key) => intervals.map((i, n) => [t[n], i[key]]).filter((p) => p[1] !== null);
   const rate = run && (run.steering.unit === "rate" || run.steering.unit === "iterations");
-  chart($("chart-rate"), [
+  // Changes made while the run ran, drawn as markers on both charts.
+  const marks = run ? run.steering.history.map((c) => [c.at_s, c.level === 0 ? "pause" : fixed(c.level, 0)]) : [];
+  chart($("chart-rate"), marks, [
     { name: "achieved", color: "#1f5fbf", points: line("rate") },
     { name: rate ? "target" : run ? run.steering.unit : "level", color: "#c0392b", points: line(rate ? "target" : "level"), dashed: true },
   ]);
-  chart($("chart-latency"), [
+  chart($("chart-latency"), marks, [
     { name: "p50", color: "#1f7a3a", points: line("p50_ms") },
     { name: "p90", color: "#a86b00", points: line("p90_ms") },
     { name: "p99", color: "#b00020", points: line("p99_ms") },
   ]);
 }
 
-// A line chart of `series` ({name, color, points: [[x, y]]}) in `svg` (600×220 units).
-function chart(svg, series) {
+// A line chart of `series` ({name, color, points: [[x, y]]}) in `svg` (600×220 units), with
+// a vertical marker at each of `marks` ([x, label]).
+function chart(svg, marks, series) {
   const W = 600, H = 220, L = 48, R = 10, T = 22, B = 24;
   svg.replaceChildren();
   const all = series.flatMap((s) => s.points);
@@ -96,6 +99,11 @@ function chart(svg, series) {
   }
   add("text", { x: W - R, y: H - 6, "text-anchor": "end" }, `${fixed(xMax, 0)} s`);
   add("text", { x: L, y: H - 6 }, "0 s");
+  for (const [at, label] of marks) {
+    if (at > xMax) continue;
+    add("line", { x1: x(at), x2: x(at), y1: T, y2: H - B, stroke: "#7a4fb5", "stroke-dasharray": "2 3", class: "change" });
+    add("text", { x: x(at) + 3, y: T + 10, style: "fill: #7a4fb5" }, label);
+  }
   series.forEach((s, n) => {
     add("text", { x: L + 8 + n * 90, y: 14, style: `fill: ${s.color}`, "data-series": s.name }, s.name);
     if (s.points.length === 0) return;
@@ -217,6 +225,7 @@ async function start() {
     if (run && d.run === run.id && run.state !== "ended") { run.steering = d.steering; show(run); }
   });
   events.addEventListener("end", (e) => { show(JSON.parse(e.data)); refreshRuns(); });
+  events.addEventListener("failed", (e) => { $("form-error").textContent = JSON.parse(e.data).error; });
 }
 
 start().catch((e) => { $("control-error").textContent = e.message; });
