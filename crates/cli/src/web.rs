@@ -277,7 +277,8 @@ pub struct Job {
 }
 
 /// `belier web`: serves the console, and runs what its form asks, one run at a time, until
-/// Ctrl-C.
+/// Ctrl-C (which also stops a run in progress, whose report is kept), exiting 0 as `belier
+/// target` does.
 pub fn run(args: WebArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let listen = listen_as(
         args.listen,
@@ -298,7 +299,7 @@ pub fn run(args: WebArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let hub = Arc::clone(console.hub());
     loop {
         if signals.stop_requested() {
-            return Ok(crate::signals::INTERRUPTED);
+            return Ok(0);
         }
         let Job { mut settings, plan } = match next_job.recv_timeout(POLL) {
             Ok(job) => job,
