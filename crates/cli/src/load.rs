@@ -332,6 +332,17 @@ enum Live {
     Dashboard(Box<Dashboard>),
 }
 
+/// What the run's level counts, for the live views that steer it.
+pub fn unit(settings: &Settings) -> Unit {
+    let open_loop = matches!(settings.engine.load, Load::Open { .. });
+    match (open_loop, settings.engine.users.is_some()) {
+        (true, false) => Unit::Rate,
+        (true, true) => Unit::Iterations,
+        (false, false) => Unit::Connections,
+        (false, true) => Unit::Users,
+    }
+}
+
 /// The dashboard if `--tui` asked for it and the terminal can take it (else one line saying
 /// why, then the progress line).
 fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> Live {
@@ -339,15 +350,9 @@ fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> L
     let open_loop = matches!(config.load, Load::Open { .. });
     let users = config.users.is_some();
     if settings.output.tui {
-        let unit = match (open_loop, users) {
-            (true, false) => Unit::Rate,
-            (true, true) => Unit::Iterations,
-            (false, false) => Unit::Connections,
-            (false, true) => Unit::Users,
-        };
         match Dashboard::open(
             run.control(),
-            unit,
+            unit(settings),
             config.schedule_end(),
             info.steps.clone(),
         ) {

@@ -12,8 +12,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use belier_console::{Console, ConsoleError, Hub, Options, RunEnd, RunId, RunStart, Unit};
-use belier_engine::{Control, Load};
+use belier_console::{Console, ConsoleError, Hub, Options, RunEnd, RunId, RunStart};
+use belier_engine::Control;
 use belier_report::RunInfo;
 use belier_stats::Collector;
 
@@ -203,16 +203,9 @@ impl Live {
 
     /// The run has started.
     pub fn begin(&mut self, control: Control, settings: &Settings, info: &RunInfo) {
-        let users = settings.engine.users.is_some();
-        let unit = match (&settings.engine.load, users) {
-            (Load::Open { .. }, false) => Unit::Rate,
-            (Load::Open { .. }, true) => Unit::Iterations,
-            (Load::Closed { .. }, false) => Unit::Connections,
-            (Load::Closed { .. }, true) => Unit::Users,
-        };
         self.id = Some(self.hub.begin(RunStart {
             settings: serde_json::to_value(info).unwrap_or_default(),
-            unit,
+            unit: crate::load::unit(settings),
             control,
             steps: info.steps.clone(),
         }));
