@@ -99,16 +99,17 @@ fn listen_as(
             })?),
             true,
         ),
+        // What a URL's query and a cookie carry as they are: `?token=` needs no escaping.
         Some(t)
             if t.is_empty()
                 || !t
                     .bytes()
-                    .all(|b| b.is_ascii_graphic() && !b";,&=\"".contains(&b)) =>
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
         {
             return Err(InputError::new(
                 token_flag,
                 "",
-                "must be non-empty printable ASCII, without spaces or ; , & = \"",
+                "must be non-empty, of letters, digits and - . _ ~ only",
             ))
         }
         t => (t, false),
@@ -312,5 +313,51 @@ pub fn run(args: WebArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
             eprintln!("belier: the run failed: {e:#}");
             hub.failed(&format!("{e:#}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(a: &str) -> SocketAddr {
+        a.parse().unwrap()
+    }
+
+    #[test]
+    fn off_the_loopback_a_token_is_required() {
+        let e = listen_as(
+            addr("0.0.0.0:5665"),
+            None,
+            "--token <TOKEN>",
+            "--listen <ADDR>",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("'--listen <ADDR>'") && e.contains("--token generate"),
+            "{e}"
+        );
+        let l = listen_as(
+            addr("0.0.0.0:5665"),
+            Some("generate".into()),
+            "--token",
+            "--listen",
+        )
+        .unwrap();
+        let token = l.token.clone().unwrap();
+        assert_eq!(token.len(), 32);
+        assert!(token.bytes().all(|b| b.is_ascii_hexdigit()) && l.generated);
+        assert!(!format!("{l:?}").contains(&token), "Debug shows no token");
+        for bad in ["", "a b", "a;b", "a%20", "ü"] {
+            assert!(
+                listen_as(addr("127.0.0.1:1"), Some(bad.into()), "--token", "--listen").is_err(),
+                "{bad:?}"
+            );
+        }
+        let l = listen(Some(addr("127.0.0.1:1")), None, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((l.token, l.linger), (None, DEFAULT_LINGER));
     }
 }
