@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use belier_console::{Console, ConsoleError, Hub, Options, RunEnd, RunId, RunStart};
+use belier_console::{Console, ConsoleError, Hub, Options, Report, RunEnd, RunId, RunStart};
 use belier_engine::Control;
 use belier_report::RunInfo;
 use belier_stats::Collector;
@@ -174,6 +174,8 @@ pub struct Live {
     /// Intervals already sent.
     sent: usize,
     results: Option<PathBuf>,
+    /// The HTML report file the run writes, if any.
+    html: Option<PathBuf>,
 }
 
 impl Live {
@@ -199,6 +201,7 @@ impl Live {
             id: None,
             sent: 0,
             results,
+            html: settings.output.html.clone(),
         }))
     }
 
@@ -240,7 +243,14 @@ impl Live {
             self.hub.end(
                 id,
                 RunEnd {
-                    report_html: finished.render_html(),
+                    report: match &self.html {
+                        // belier web's runs write it into their directory: served from there,
+                        // so that a console of many runs keeps none in memory.
+                        Some(path) if self.own.is_none() && path.is_file() => {
+                            Report::File(path.clone())
+                        }
+                        _ => Report::Html(finished.render_html()),
+                    },
                     results: self.results.clone(),
                     interrupted: finished.interrupted,
                 },

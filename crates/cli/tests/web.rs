@@ -75,6 +75,26 @@ fn number(browser: &Browser, css: &str) -> Option<f64> {
     browser.text(css).trim().parse().ok()
 }
 
+/// The page's figures are those of the latest interval the API holds. (How near each interval
+/// comes to the rate set is for the target's own count to say, over seconds: one interval of a
+/// busy debug build may run late and the next catch up.)
+fn shows_the_latest_interval(browser: &Browser, console: &str) {
+    for _ in 0..10 {
+        let n = number(browser, "#interval-count").unwrap_or(0.0) as usize;
+        let rate = browser.text("#rate-now");
+        let p99 = browser.text("#p99-now");
+        if n == 0 || number(browser, "#interval-count") != Some(n as f64) {
+            continue; // an interval came in between
+        }
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        let interval = &run["intervals"][n - 1];
+        assert_eq!(rate, format!("{:.1}", interval["rate"].as_f64().unwrap()));
+        assert_eq!(p99, format!("{:.2}", interval["p99_ms"].as_f64().unwrap()));
+        return;
+    }
+    panic!("the page's interval count never held still");
+}
+
 #[test]
 fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     let Some(browser) = Browser::start("web") else {
@@ -119,8 +139,7 @@ fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     let later = (intervals(&browser), chart(&browser));
     assert_ne!(first.1, later.1, "the charts did not change");
     assert!(!later.1.is_empty());
-    let rate = number(&browser, "#rate-now").expect("the rate shown");
-    assert!((190.0..=210.0).contains(&rate), "rate shown {rate}");
+    shows_the_latest_interval(&browser, &console);
     assert_eq!(number(&browser, "#target-now"), Some(200.0));
 
     // Raise the rate to 400/s with the level field.
@@ -133,8 +152,7 @@ fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     browser.wait_until("two full intervals at 400/s", WAIT, |b| {
         intervals(b) >= raised_at + 4
     });
-    let rate = number(&browser, "#rate-now").expect("the rate shown");
-    assert!((380.0..=420.0).contains(&rate), "rate shown {rate}");
+    shows_the_latest_interval(&browser, &console);
     let markers = browser.script(
         "return document.querySelectorAll('#chart-rate line.change, #chart-latency line.change')\
          .length;",

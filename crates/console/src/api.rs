@@ -303,10 +303,20 @@ fn answer(s: &Shared, outcome: Option<Result<(), (StatusCode, String)>>) -> Resp
 
 /// `GET /runs/ID/report.html`: the run's HTML report, once it has ended.
 async fn report(State(s): S, Path(id): Path<u64>) -> Response {
-    match s.hub.report(id) {
-        Some(html) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response(),
-        None => error(StatusCode::NOT_FOUND, "no such run, or it has not ended"),
-    }
+    let html = match s.hub.report(id) {
+        Some(Ok(html)) => html.into_bytes(),
+        Some(Err(path)) => match tokio::fs::read(&path).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("cannot read the report: {e}"),
+                )
+            }
+        },
+        None => return error(StatusCode::NOT_FOUND, "no such run, or it has not ended"),
+    };
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
 /// `GET /runs/ID/results.jsonl`: the run's results file, once it has ended. The path is the

@@ -53,10 +53,18 @@ pub struct RunStart {
     pub steps: Vec<String>,
 }
 
+/// A run's HTML report.
+pub enum Report {
+    /// The report itself.
+    Html(String),
+    /// The file the run wrote it to (a console of many runs keeps none of them in memory).
+    File(PathBuf),
+}
+
 /// What a run left behind, for the page's links.
 pub struct RunEnd {
     /// The HTML report.
-    pub report_html: String,
+    pub report: Report,
     /// The results file, if the run kept one.
     pub results: Option<PathBuf>,
     /// Whether it was stopped before its planned end.
@@ -253,11 +261,14 @@ impl Hub {
         self.send("steering", &event);
     }
 
-    /// The HTML report of run `id`, once it has ended.
-    pub(crate) fn report(&self, id: RunId) -> Option<String> {
+    /// The HTML report of run `id`, once it has ended: the text, or the file that holds it.
+    pub(crate) fn report(&self, id: RunId) -> Option<Result<String, PathBuf>> {
         let inner = self.lock();
         let run = inner.runs.iter().find(|r| r.id == id)?;
-        run.end.as_ref().map(|e| e.report_html.clone())
+        run.end.as_ref().map(|e| match &e.report {
+            Report::Html(html) => Ok(html.clone()),
+            Report::File(path) => Err(path.clone()),
+        })
     }
 
     /// The results file of run `id`, once it has ended, if it kept one.

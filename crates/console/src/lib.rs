@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-pub use hub::{Hub, RunEnd, RunId, RunStart, Unit, KEPT_INTERVALS};
+pub use hub::{Hub, Report, RunEnd, RunId, RunStart, Unit, KEPT_INTERVALS};
 pub use server::StartError;
 
 /// The address the console listens on unless told otherwise.

@@ -51,9 +51,13 @@ function figures() {
   $("interval-count").textContent = intervals.length;
   if (last) {
     $("rate-now").textContent = fixed(last.rate);
-    $("target-now").textContent = fixed(last.target !== null ? last.target : last.level);
+
     $("p50-now").textContent = fixed(last.p50_ms, 2);
     $("p99-now").textContent = fixed(last.p99_ms, 2);
+  }
+  if (run) {
+    // The level set (the chart's target line is the arrivals that came due).
+    $("target-now").textContent = run.steering.paused ? "paused" : fixed(run.steering.level);
   }
   if (run && run.totals) {
     $("requests-now").textContent = run.totals.requests;
