@@ -50,9 +50,12 @@ pub enum Command {
     Probe(RequestArgs),
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
     /// checks, data and thresholds (exit 4 when a threshold fails).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Validate a plan file without sending anything and print the plan as belier reads it.
     Check(CheckArgs),
+    /// A web console without a run (Locust's model): start runs from a form or a plan file of
+    /// the working directory, watch and steer them, keep their reports and results.
+    Web(WebArgs),
     /// Find the highest rate that meets SLOs (--slo p99<50ms …) with steady open-loop steps,
     /// then how the service behaves past it and whether it recovers (exit 5 when no rate did).
     Capacity(Box<crate::capacity::CapacityArgs>),
@@ -387,6 +390,28 @@ pub struct OutputArgs {
         help_heading = "Metrics"
     )]
     pub metrics_out: Vec<String>,
+    /// Watch and steer the run in a browser: a web console at http://ADDR/ [default:
+    /// 127.0.0.1:5665] with live charts, tables and controls (rate or users, pause, resume,
+    /// stop), and the report at the end. Give ADDR with '=' (--web=127.0.0.1:8000). An address
+    /// off the loopback needs --web-token.
+    #[arg(long = "web", value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = belier_console::DEFAULT_ADDR, help_heading = "Web console")]
+    pub web: Option<std::net::SocketAddr>,
+
+    /// The web console's token: the page must be opened once with ?token=TOKEN, API calls
+    /// send 'Authorization: Bearer TOKEN' (else 401). 'generate' makes a random one, printed
+    /// at start. Required off the loopback. Without the flag, BELIER_WEB_TOKEN is read.
+    #[arg(
+        long = "web-token",
+        value_name = "TOKEN",
+        requires = "web",
+        help_heading = "Web console"
+    )]
+    pub web_token: Option<String>,
+
+    /// After the run, keep the console up for D so its report and results can be fetched
+    /// (0: exit at once; Ctrl-C ends it early) [default: 1m]
+    #[arg(long = "web-linger", value_name = "D", value_parser = parse_duration_or_zero, requires = "web", help_heading = "Web console")]
+    pub web_linger: Option<Duration>,
 }
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.
@@ -533,6 +558,21 @@ pub struct TargetArgs {
     /// Beyond the queue, answer 503 at once instead of closing the connection.
     #[arg(long, requires = "queue", help_heading = "Known capacity")]
     pub shed: bool,
+}
+
+/// Options of `belier web`.
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Address to listen on. An address off the loopback needs --token.
+    #[arg(long, value_name = "ADDR", default_value = belier_console::DEFAULT_ADDR)]
+    pub listen: std::net::SocketAddr,
+    /// The console's token (see --web-token; 'generate' makes one). Without the flag,
+    /// BELIER_WEB_TOKEN is read.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Where each run's results file and HTML report are kept, one directory per run.
+    #[arg(long = "runs-dir", value_name = "DIR", default_value = "belier-runs")]
+    pub runs_dir: PathBuf,
 }
 
 /// Options of `belier demo`.

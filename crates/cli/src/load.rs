@@ -45,6 +45,8 @@ pub struct Finished {
     pub changes: Vec<Change>,
     /// The Prometheus exporter, still serving the final figures (`--metrics-linger`).
     pub exporter: Option<Exporter>,
+    /// The web console's link to the run, to hand it the report.
+    pub web: Option<crate::web::Live>,
 }
 
 impl Finished {
@@ -123,6 +125,8 @@ pub fn execute_judged(
     };
     // Started before the run too; an endpoint down now is a warning, not a refusal.
     let (outputs, outputs_warnings) = crate::outputs::start(settings)?;
+    // Listening before the run starts too.
+    let mut web = crate::web::Live::open(settings)?;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -185,6 +189,9 @@ pub fn execute_judged(
         collector.keep_settled();
     }
     let control = run.control();
+    if let Some(w) = &mut web {
+        w.begin(run.control(), settings, &info);
+    }
     let mut changes = Changes::new(&config.load, config.users.is_some());
     let target_rate = || {
         open_loop
@@ -241,6 +248,9 @@ pub fn execute_judged(
         if save(&mut saver, &mut collector, &mut warnings) {
             export(&collector, false);
         }
+        if let Some(w) = &mut web {
+            w.update(&collector);
+        }
         save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
@@ -265,7 +275,8 @@ pub fn execute_judged(
             }
             Live::Dashboard(dashboard) => dashboard.update(run.elapsed(), &collector),
         };
-        if !interrupted && (stop_key || signals.stop_requested()) {
+        let web_stop = web.as_ref().is_some_and(crate::web::Live::stop_requested);
+        if !interrupted && (stop_key || web_stop || signals.stop_requested()) {
             interrupted = true;
             run.stop();
         }
@@ -296,6 +307,9 @@ pub fn execute_judged(
                 .filter_map(belier_outputs::Delivery::warning),
         );
     }
+    if let Some(w) = &mut web {
+        w.update(&collector);
+    }
     if let Some(w) = saver {
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
@@ -323,6 +337,7 @@ pub fn execute_judged(
         changes: changes.into_vec(),
         window,
         exporter,
+        web,
     })
 }
 
@@ -332,6 +347,17 @@ enum Live {
     Dashboard(Box<Dashboard>),
 }
 
+/// What the run's level counts, for the live views that steer it.
+pub fn unit(settings: &Settings) -> Unit {
+    let open_loop = matches!(settings.engine.load, Load::Open { .. });
+    match (open_loop, settings.engine.users.is_some()) {
+        (true, false) => Unit::Rate,
+        (true, true) => Unit::Iterations,
+        (false, false) => Unit::Connections,
+        (false, true) => Unit::Users,
+    }
+}
+
 /// The dashboard if `--tui` asked for it and the terminal can take it (else one line saying
 /// why, then the progress line).
 fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> Live {
@@ -339,15 +365,9 @@ fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> L
     let open_loop = matches!(config.load, Load::Open { .. });
     let users = config.users.is_some();
     if settings.output.tui {
-        let unit = match (open_loop, users) {
-            (true, false) => Unit::Rate,
-            (true, true) => Unit::Iterations,
-            (false, false) => Unit::Connections,
-            (false, true) => Unit::Users,
-        };
         match Dashboard::open(
             run.control(),
-            unit,
+            unit(settings),
             config.schedule_end(),
             info.steps.clone(),
         ) {

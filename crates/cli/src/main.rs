@@ -22,6 +22,7 @@ mod signals;
 mod steering;
 mod target;
 mod tui;
+mod web;
 
 #[cfg(test)]
 mod parsers_never_panic;
@@ -54,11 +55,12 @@ fn main() -> ExitCode {
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
             Some(Command::Probe(a)) => probe::run(a),
-            Some(Command::Run(a)) => plan::run(a, &signals, cores()),
+            Some(Command::Run(a)) => plan::run(*a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
             Some(Command::Import(a)) => import::run(a),
             Some(Command::Record(a)) => record::run(a, &signals),
+            Some(Command::Web(a)) => web::run(a, &signals, cores()),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
@@ -92,9 +94,13 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     written
 }
 
-/// With `--metrics-listen`, keeps serving the final figures for `--metrics-linger` once the
-/// report is out.
+/// Once the report is out: the web console offers it (and with `--web`, stays up for
+/// `--web-linger`); with `--metrics-listen`, the final figures are served for
+/// `--metrics-linger`.
 fn linger(finished: &mut Finished, signals: &Signals) {
+    if let Some(web) = finished.web.take() {
+        web.end(finished, signals);
+    }
     if let Some(exporter) = finished.exporter.take() {
         exporter.linger(signals);
     }

@@ -65,6 +65,8 @@ pub struct Output {
     pub metrics: Option<crate::metrics::Listen>,
     /// Where the metrics are sent (`--metrics-out`).
     pub metrics_out: Vec<belier_outputs::Spec>,
+    /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
+    pub web: Option<crate::web::Web>,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -91,6 +93,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
             o.metrics_linger,
         )?,
         metrics_out: crate::outputs::specs(&o.metrics_out)?,
+        web: crate::web::listen(o.web, o.web_token, o.web_linger)?.map(crate::web::Web::Serve),
     })
 }
 

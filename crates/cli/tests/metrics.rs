@@ -2,104 +2,17 @@
 //! exactly what the report counts, a real Prometheus scraping it agrees, and a listener off the
 //! loopback needs a token that scrapes must present.
 
+#[path = "support/process.rs"]
+mod process;
 #[path = "support/prometheus.rs"]
 mod prometheus_support;
 
-use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use process::{free_port, Belier};
 use serde_json::Value;
-
-/// Longest any wait in these tests may take.
-const BOUND: Duration = Duration::from_secs(60);
-
-/// A belier process, killed if a test fails before it ends; its stderr lines as they come.
-struct Belier {
-    child: Child,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Belier {
-    fn spawn(args: &[&str]) -> Belier {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(args)
-            .env_remove("BELIER_METRICS_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("belier runs");
-        let (tx, stderr) = channel();
-        let pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Belier {
-            child,
-            stderr,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits for a stderr line containing `text`.
-    fn wait_for(&mut self, text: &str) {
-        let deadline = Instant::now() + BOUND;
-        while !self.seen.iter().any(|l| l.contains(text)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!("no {text:?} on stderr: {:?}", self.seen),
-            }
-        }
-    }
-
-    /// Ctrl-C.
-    fn interrupt(&self) {
-        let ok = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -INT");
-    }
-
-    /// Waits for the exit (bounded): its code, stdout and all of stderr.
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + BOUND;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "belier did not end");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let mut stdout = String::new();
-        let _ = std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut stdout);
-        let code = self.child.wait().unwrap().code();
-        let rest: Vec<String> = self.stderr.try_iter().collect();
-        self.seen.extend(rest);
-        (code, stdout, self.seen.join("\n"))
-    }
-}
-
-impl Drop for Belier {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `GET url` with an optional Authorization header: status and body.
 fn get(url: &str, authorization: Option<&str>) -> (u16, String) {

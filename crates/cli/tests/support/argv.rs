@@ -105,6 +105,10 @@ pub const LIVE: &[(&str, Kind)] = &[
     ("--metrics-listen", Addr),
     ("--metrics-token", Text),
     ("--metrics-linger", Duration),
+    // Bare: with an address it must be `--web=ADDR` (require_equals).
+    ("--web", Switch),
+    ("--web-token", Text),
+    ("--web-linger", Duration),
 ];
 
 /// Flags of `belier capacity` besides [`REQUEST`]; never `--prometheus`, so that a
