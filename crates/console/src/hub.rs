@@ -386,3 +386,109 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
         "steps": step_rows,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_engine::{Config, Load, Profile, RequestSpec, Spacing};
+    use belier_stats::{Gauges, Point, Recorder};
+
+    use super::*;
+
+    /// A real run's handle (the engine's Control has no other constructor): an open loop at
+    /// 1/s against a port nothing listens on, stopped at the end of the test.
+    fn control() -> (belier_engine::Run, Control) {
+        let mut config = Config::new(RequestSpec {
+            method: "GET".into(),
+            host: "127.0.0.1".into(),
+            port: 9,
+            path_and_query: "/".into(),
+            headers: vec![],
+            body: vec![],
+        });
+        config.load = Load::Open {
+            rate: Profile::constant(1.0),
+            spacing: Spacing::Even,
+            max_connections: 1,
+            max_in_flight: None,
+        };
+        config.stop.duration = Some(Duration::from_secs(30));
+        config.threads = 1;
+        let run = belier_engine::start(&config).expect("the engine starts");
+        let control = run.control();
+        (run, control)
+    }
+
+    fn point(requests: u64) -> Point {
+        let mut r = Recorder::new();
+        r.record_errors(belier_stats::ErrorKind::ALL[0], requests);
+        Point::of(
+            &r,
+            Gauges::default(),
+            Duration::ZERO,
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn one_run_at_a_time_and_its_intervals_stay_bounded() {
+        let (run, control) = control();
+        let hub = Hub::default();
+        let mut events = hub.subscribe();
+        assert!(hub.reserve() && !hub.reserve(), "one launch at a time");
+        hub.release();
+        assert!(!hub.busy());
+        let id = hub.begin(RunStart {
+            settings: json!({"url": "http://127.0.0.1:9/"}),
+            unit: Unit::Rate,
+            control,
+            steps: vec![],
+        });
+        assert_eq!(id, 1);
+        assert!(hub.busy() && !hub.reserve());
+        hub.interval(id, &point(1), &Recorder::new());
+        assert!(events.try_recv().unwrap().starts_with("begin\n"));
+        assert!(events.try_recv().unwrap().starts_with("interval\n{"));
+        let (two, total) = (point(2), Recorder::new());
+        for _ in 0..KEPT_INTERVALS + 3 {
+            hub.interval(id, &two, &total);
+        }
+        let current = hub.current();
+        assert_eq!(
+            current["intervals"].as_array().unwrap().len(),
+            KEPT_INTERVALS
+        );
+        assert_eq!(current["latest"]["requests"], 2);
+        assert_eq!(current["state"], "running");
+        // A page that read too slowly skips to the latest events.
+        assert!(matches!(
+            events.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(_))
+        ));
+        assert!(events.try_recv().unwrap().starts_with("interval\n"));
+        // Changes through the handle show in the steering and its history.
+        assert_eq!(hub.steer(|c, _| c.set_level(3.0)), Some(Ok(())));
+        assert_eq!(hub.current()["steering"]["history"][0]["level"], 3.0);
+        assert!(!hub.stop_requested(id));
+        assert!(hub.stop() && hub.stop_requested(id));
+        hub.end(
+            id,
+            RunEnd {
+                report: Report::Html("<html>".into()),
+                results: None,
+                interrupted: true,
+            },
+        );
+        assert!(!hub.busy() && !hub.stop(), "nothing left to stop");
+        assert!(hub.steer(|_, _| ()).is_none(), "nothing left to steer");
+        let list = hub.list();
+        assert_eq!(list[0]["state"], "ended");
+        assert_eq!(list[0]["report"], "/runs/1/report.html");
+        assert!(list[0].get("results").is_none() && list[0].get("intervals").is_none());
+        assert_eq!(hub.report(1), Some(Ok("<html>".into())));
+        assert_eq!(hub.report(2), None);
+        run.stop();
+        run.join();
+    }
+}
