@@ -60,8 +60,9 @@ pub fn load(
     groups
         .into_iter()
         .map(|(name, shards)| {
+            // The reader's messages name the file and line (a merge error, the run).
             let data = results::read_run(shards, from, to, keep_latency_log)
-                .map_err(|e| InputError::new("<FILE>", &name, e.to_string()))?;
+                .map_err(|e| InputError::in_file(e.to_string()))?;
             let mut warnings = data
                 .end
                 .as_ref()
@@ -89,8 +90,7 @@ fn open(path: &Path) -> anyhow::Result<Reader> {
             InputError::new("<FILE>", &source, format!("cannot open it: {e}"))
         })?))
     };
-    Reader::open(input, &source)
-        .map_err(|e| InputError::new("<FILE>", &source, e.to_string()).into())
+    Reader::open(input, &source).map_err(|e| InputError::in_file(e.to_string()).into())
 }
 
 /// `belier report`.
