@@ -137,6 +137,48 @@ fn no_keepalive_opens_a_connection_per_request() {
 }
 
 #[test]
+fn no_keepalive_peak_counts_connections_not_threads() {
+    // Each request holds its connection 50 ms: the 20 connection tasks of 2 threads (then of
+    // 1) overlap, so 20 connections are open at once, not one per thread.
+    let s = server();
+    for threads in ["2", "1"] {
+        let (doc, out) = json_run(&[
+            "-n",
+            "200",
+            "-c",
+            "20",
+            "-t",
+            threads,
+            "--no-keepalive",
+            &s.url("/?delay=50ms"),
+        ]);
+        assert_exit(&out, 0);
+        assert_eq!(doc["summary"]["requests"], 200);
+        assert_eq!(doc["summary"]["connections_opened"], 200);
+        assert_eq!(doc["summary"]["connections_peak"], 20, "-t {threads}");
+    }
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().connections, 400);
+    let out = run(&[
+        "-n",
+        "40",
+        "-c",
+        "20",
+        "-t",
+        "1",
+        "--no-keepalive",
+        &s.url("/?delay=50ms"),
+    ]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at most 20 open at once"), "{text}");
+    assert!(
+        text.contains("on 1 thread,") || text.contains("on 1 thread\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn faults_are_results_with_their_own_kind_and_exit_zero() {
     let s = server();
     for (fault, kind) in [

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::summary::{OpenLoop, Summary};
-use crate::wording::sent_rate;
+use crate::wording::{sent_rate, threads};
 use crate::{Model, NamedReport};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
@@ -128,14 +128,15 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     writeln!(out, "\n### {}\n", md(run.name))?;
     let load = match info.model {
         Model::Closed => format!(
-            "closed loop, {} connections on {} threads",
-            info.connections, info.threads
+            "closed loop, {} connections on {}",
+            info.connections,
+            threads(info.threads)
         ),
         Model::Open => format!(
-            "open loop at {}/s, up to {} connections on {} threads",
+            "open loop at {}/s, up to {} connections on {}",
             rate(info.rate.unwrap_or(0.0)),
             info.max_connections.unwrap_or(info.connections),
-            info.threads
+            threads(info.threads)
         ),
     };
     let shards = if info.shards > 1 {

@@ -560,4 +560,14 @@ mod tests {
         assert!(got.starts_with(&head), "{got}");
         assert!(!got.contains("connections on"), "{got}");
     }
+
+    #[test]
+    fn one_thread_is_singular() {
+        let mut info = fixtures::info();
+        info.connections = 4;
+        info.threads = 1;
+        assert_eq!(load_line(&info), "4 connections on 1 thread");
+        info.threads = 3;
+        assert_eq!(load_line(&info), "4 connections on 3 threads");
+    }
 }
