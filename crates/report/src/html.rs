@@ -19,6 +19,7 @@ use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::summary::{OpenLoop, Summary};
+use crate::wording::latency_cell;
 use crate::{Report, Verdict};
 
 pub use capacity::render_capacity_html;
@@ -254,6 +255,9 @@ fn write_verdict(out: &mut String, v: &Verdict) -> fmt::Result {
 type Row = (&'static str, fn(&Summary) -> String);
 
 fn latency_at(s: &Summary, p: f64) -> String {
+    if s.latency.count == 0 {
+        return "–".into();
+    }
     ms(s.latency.at(p).unwrap_or(0))
 }
 
@@ -287,15 +291,15 @@ const SUMMARY_ROWS: [Row; 23] = [
     ("TLS handshakes resumed", |s| {
         thousands(s.report.totals.tls_resumed())
     }),
-    ("Latency min", |s| ms(s.latency.min_us)),
-    ("mean", |s| ms_f(s.latency.mean_us)),
-    ("stdev", |s| ms_f(s.latency.stdev_us)),
+    ("Latency min", |s| latency_cell(s, |l| ms(l.min_us))),
+    ("mean", |s| latency_cell(s, |l| ms_f(l.mean_us))),
+    ("stdev", |s| latency_cell(s, |l| ms_f(l.stdev_us))),
     ("p50", |s| latency_at(s, 50.0)),
     ("p90", |s| latency_at(s, 90.0)),
     ("p99", |s| latency_at(s, 99.0)),
     ("p99.9", |s| latency_at(s, 99.9)),
     ("p99.99", |s| latency_at(s, 99.99)),
-    ("max", |s| ms(s.latency.max_us)),
+    ("max", |s| latency_cell(s, |l| ms(l.max_us))),
     ("Latency samples", |s| thousands(s.latency.count)),
 ];
 

@@ -70,6 +70,19 @@ pub(crate) fn bound(info: &RunInfo) -> Option<String> {
     }
 }
 
+/// A latency figure of a run, or "–" when no response arrived (a zero would read as an
+/// instant answer).
+pub(crate) fn latency_cell(
+    s: &Summary,
+    figure: fn(&belier_stats::LatencySummary) -> String,
+) -> String {
+    if s.latency.count == 0 {
+        "–".into()
+    } else {
+        figure(&s.latency)
+    }
+}
+
 /// `n` threads, in words: "1 thread", "2 threads".
 pub(crate) fn threads(n: usize) -> String {
     if n == 1 {
