@@ -187,7 +187,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
         )?;
         let facts = [
             ("load", crate::wording::load_line(info)),
-            ("connections", info.connections.to_string()),
+            ("connections", connections_fact(r, s)),
             ("threads", info.threads.to_string()),
             ("protocol", info.protocol.clone()),
             (
@@ -227,6 +227,23 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
     }
     out.push_str("</div>\n");
     Ok(())
+}
+
+/// The run card's connections: a closed loop's number; an open loop's opened and at most open
+/// at once, with the limit beside (the limit alone read as what the run used).
+fn connections_fact(r: &Report, s: &Summary) -> String {
+    if !r.is_open_loop() {
+        return r.info.connections.to_string();
+    }
+    let mut fact = format!(
+        "{} opened, at most {} open at once",
+        thousands(r.totals.connections_opened()),
+        thousands(s.connections_peak)
+    );
+    if let Some(limit) = r.info.max_connections {
+        let _ = write!(fact, " (limit {})", thousands(limit as u64));
+    }
+    fact
 }
 
 /// An open-loop run's verdict: whether belier kept up, and if not what went wrong.
