@@ -47,7 +47,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
-    Probe(RequestArgs),
+    Probe(ProbeArgs),
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
     /// checks, data and thresholds (exit 4 when a threshold fails).
     Run(RunArgs),
@@ -184,6 +184,27 @@ pub enum ReportType {
     /// JUnit XML: a test suite per run, a test case per threshold (or one for the run);
     /// schema: crates/report/schema/junit.xsd.
     Junit,
+}
+
+/// `belier probe`: the request, and how to show what it did.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
+    pub output: ProbeFormat,
+}
+
+/// Output formats of `belier probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeFormat {
+    /// Human-readable text.
+    Text,
+    /// JSON: each phase in milliseconds, the status, the head, the error and the phase a
+    /// timeout ran out in.
+    Json,
 }
 
 /// Output formats of `belier compare`.

@@ -534,3 +534,41 @@ fn probe_shows_phases_status_and_head() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("connection reset"));
 }
+
+#[test]
+fn probe_names_the_phase_a_timeout_ran_out_in_and_speaks_json() {
+    let s = server();
+    // The server accepts and reads the request, then never answers: the connect was done,
+    // the time ran out waiting for the first byte (it said "connect timeout").
+    let stall = s.url("/?fault=stall");
+    let out = run(&["probe", "--timeout", "300ms", &stall]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("timed out in the first byte phase"), "{text}");
+    assert!(!text.contains("connect timeout"), "{text}");
+    let json = |args: &[&str]| -> Value {
+        let out = run(args);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let doc = json(&["probe", "--output", "json", "--timeout", "300ms", &stall]);
+    assert_eq!(doc["error"]["kind"], "timeout");
+    assert_eq!(doc["error"]["timed_out_in"], "first byte");
+    assert!(doc["connect_ms"].as_f64().is_some(), "{doc}");
+    assert!(doc["ttfb_ms"].is_null() && doc["status"].is_null(), "{doc}");
+    let doc = json(&[
+        "probe",
+        "--output",
+        "json",
+        &s.url("/?delay=20ms&status=201"),
+    ]);
+    assert_eq!(doc["status"], 201);
+    assert!(doc["error"].is_null());
+    assert!(doc["ttfb_ms"].as_f64().unwrap() >= 20.0, "{doc}");
+    assert!(
+        doc["head"].as_str().unwrap().starts_with("HTTP/1.1 201"),
+        "{doc}"
+    );
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().requests, 3);
+}
