@@ -145,6 +145,7 @@ pub fn execute_judged(
             .map(|d| d.as_secs_f64()),
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
+        host_name: host::name(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
         ..load_info(settings)
     };
@@ -464,6 +465,8 @@ fn load_info(settings: &Settings) -> RunInfo {
         schedule_s: None,
         timeout_s: 0.0,
         host_cores: 0,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: String::new(),
         model,
         rate,

@@ -127,6 +127,35 @@ fn shards_with_one_name_merge_and_other_names_stand_apart() {
     assert_eq!(runs[0]["run"]["connections"], 9);
     assert_eq!(runs[1]["summary"]["requests"], 300);
     assert_eq!(s.counts().requests, 1200);
+    // The three shards ran on this machine: its cores once, each shard's host listed (their
+    // sum made a 3 × N-core host of it).
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(runs[0]["run"]["host_cores"], cores);
+    assert_eq!(runs[1]["run"]["host_cores"], cores);
+    let hosts = runs[0]["run"]["shard_hosts"]
+        .as_array()
+        .expect("each shard's host");
+    assert_eq!(hosts.len(), 3);
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for h in hosts {
+        assert_eq!(h["cores"], cores);
+        assert_eq!(h["name"], name.trim());
+    }
+    assert!(
+        runs[1]["run"].get("shard_hosts").is_none(),
+        "a single run has none"
+    );
+    let text = run(&[
+        "report",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let each = format!("{} ({cores} cores)", name.trim());
+    assert!(
+        text.contains(&format!("on 2 shards' hosts: {each}, {each}, target")),
+        "{text}"
+    );
 }
 
 #[test]

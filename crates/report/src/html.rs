@@ -204,7 +204,15 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
             ("address", info.address.clone()),
             (
                 "host",
-                format!("{} cores, belier {}", info.host_cores, info.belier_version),
+                if info.shard_hosts.is_empty() {
+                    format!("{} cores, belier {}", info.host_cores, info.belier_version)
+                } else {
+                    format!(
+                        "{}, belier {}",
+                        crate::wording::hosts(info),
+                        info.belier_version
+                    )
+                },
             ),
         ];
         for (name, value) in facts {

@@ -45,8 +45,10 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     )?;
     writeln!(
         out,
-        "  started {} on a {}-core host, target address {}",
-        info.started_at, info.host_cores, info.address
+        "  started {} on {}, target address {}",
+        info.started_at,
+        crate::wording::hosts(info),
+        info.address
     )?;
     // A plan run already said all of it in the two lines above.
     if let Some(line) = plan_line(info).filter(|_| info.plan.is_none()) {

@@ -83,6 +83,19 @@ pub(crate) fn latency_cell(
     }
 }
 
+/// Where the run ran: `a 2-core host`, or each merged shard's host.
+pub(crate) fn hosts(info: &RunInfo) -> String {
+    if info.shard_hosts.is_empty() {
+        return format!("a {}-core host", info.host_cores);
+    }
+    let each: Vec<String> = info.shard_hosts.iter().map(|h| h.describe()).collect();
+    format!(
+        "{} shards' hosts: {}",
+        info.shard_hosts.len(),
+        each.join(", ")
+    )
+}
+
 /// `n` threads, in words: "1 thread", "2 threads".
 pub(crate) fn threads(n: usize) -> String {
     if n == 1 {

@@ -90,6 +90,8 @@ fn info() -> RunInfo {
         schedule_s: None,
         timeout_s: 30.0,
         host_cores: 2,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: "2026-11-22T10:00:00Z".into(),
         model: Model::Open,
         rate: Some(20_000.0),

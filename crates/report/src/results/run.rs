@@ -216,7 +216,23 @@ pub fn read_run(
 fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     a.connections = a.connections.saturating_add(b.connections);
     a.threads = a.threads.saturating_add(b.threads);
-    a.host_cores = a.host_cores.saturating_add(b.host_cores);
+    // Shards may run on one machine or on several: each keeps its own host.
+    let own = |i: &RunInfo| crate::ShardHost {
+        name: i.host_name.clone(),
+        cores: i.host_cores,
+    };
+    if a.shard_hosts.is_empty() {
+        a.shard_hosts.push(own(a));
+    }
+    if b.shard_hosts.is_empty() {
+        a.shard_hosts.push(own(b));
+    } else {
+        a.shard_hosts.extend(b.shard_hosts.iter().cloned());
+    }
+    a.host_cores = a.host_cores.max(b.host_cores);
+    if a.host_name != b.host_name {
+        a.host_name = None;
+    }
     a.shards = a.shards.saturating_add(b.shards);
     a.requests = sum(a.requests, b.requests, u64::saturating_add);
     a.rate = sum(a.rate, b.rate, |x, y| x + y);
