@@ -93,7 +93,18 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
-    execute_judged(settings, signals, None)
+    execute_settled(settings, signals, None, &mut |_| {})
+}
+
+/// Like [`execute`]; `settle` adds to the finished run what the caller knows of it (a plan's
+/// judged thresholds, its warnings) before the results file's end line is written, so that
+/// the file keeps them.
+pub fn execute_then(
+    settings: &Settings,
+    signals: &Signals,
+    settle: &mut dyn FnMut(&mut Finished),
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, None, settle)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -103,6 +114,15 @@ pub fn execute_judged(
     settings: &Settings,
     signals: &Signals,
     judge_from: Option<Duration>,
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, judge_from, &mut |_| {})
+}
+
+fn execute_settled(
+    settings: &Settings,
+    signals: &Signals,
+    judge_from: Option<Duration>,
+    settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     // Opened before the run starts, so an unwritable path stops nothing that was sent.
@@ -282,21 +302,8 @@ pub fn execute_judged(
     save(&mut saver, &mut collector, &mut warnings);
     save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
     export(&collector, true);
-    if let Some(w) = saver {
-        let end = End {
-            elapsed_s: elapsed.as_secs_f64(),
-            interrupted,
-            warnings: warnings.clone(),
-            host: Some(usage),
-        };
-        if let Err(e) = w.end(&end) {
-            warnings.push(format!(
-                "results file: the end line could not be written: {e}"
-            ));
-        }
-    }
     let (totals, series) = collector.finish();
-    Ok(Finished {
+    let mut finished = Finished {
         info,
         totals,
         series,
@@ -309,7 +316,23 @@ pub fn execute_judged(
         changes: changes.into_vec(),
         window,
         exporter,
-    })
+    };
+    settle(&mut finished);
+    if let Some(w) = saver {
+        let end = End {
+            elapsed_s: elapsed.as_secs_f64(),
+            interrupted,
+            warnings: finished.warnings.clone(),
+            host: Some(usage),
+            thresholds: finished.thresholds.clone(),
+        };
+        if let Err(e) = w.end(&end) {
+            finished.warnings.push(format!(
+                "results file: the end line could not be written: {e}"
+            ));
+        }
+    }
+    Ok(finished)
 }
 
 /// What the terminal shows while the run goes.

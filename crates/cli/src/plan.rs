@@ -36,14 +36,17 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     apply_overrides(&mut plan, &args)?;
     let users = plan.users();
     let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
-    let mut finished = crate::load::execute(&settings, signals)?;
-    for e in users.exhausted() {
-        finished.warnings.push(format!(
-            "data `{}` ran out after {} rows: {} users stopped for want of a row",
-            e.data, e.rows, e.users_stopped
-        ));
-    }
-    finished.thresholds = judge(&plan, &finished);
+    // Judged before the results file is closed, so that its end line keeps the outcomes (and
+    // `belier report FILE --type junit` shows them).
+    let mut finished = crate::load::execute_then(&settings, signals, &mut |finished| {
+        for e in users.exhausted() {
+            finished.warnings.push(format!(
+                "data `{}` ran out after {} rows: {} users stopped for want of a row",
+                e.data, e.rows, e.users_stopped
+            ));
+        }
+        finished.thresholds = judge(&plan, finished);
+    })?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else if finished.thresholds.iter().any(|t| !t.passed) {

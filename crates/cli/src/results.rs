@@ -32,7 +32,7 @@ impl Run {
             elapsed: self.data.elapsed,
             interrupted: end.is_some_and(|e| e.interrupted),
             warnings: self.warnings.clone(),
-            thresholds: vec![],
+            thresholds: end.map(|e| e.thresholds.clone()).unwrap_or_default(),
             changes: self.data.changes.clone(),
             host: end.and_then(|e| e.host),
         }
