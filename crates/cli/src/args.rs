@@ -173,8 +173,11 @@ pub enum ReportType {
     Text,
     /// JSON: one report, or an array of reports for several runs.
     Json,
-    /// The per-interval series, one row per run and interval.
+    /// The per-interval series, one row per run and interval (Locust's stats history).
     Csv,
+    /// Per-step statistics, one row per step of a plan and an `Aggregated` row per run
+    /// (Locust's stats table).
+    CsvStats,
     /// A summary table with one column per run.
     Markdown,
     /// An HdrHistogram interval log of the latency histograms.

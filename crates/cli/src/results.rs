@@ -133,6 +133,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
             format!("[\n{}]\n", docs.join(",\n"))
         }
         ReportType::Csv => belier_report::render_csv(&named),
+        ReportType::CsvStats => belier_report::render_csv_stats(&named),
         ReportType::Markdown => belier_report::render_markdown(&named),
         ReportType::Junit => belier_report::render_junit(&named),
         ReportType::Hdr => {

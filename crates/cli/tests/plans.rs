@@ -403,6 +403,22 @@ thresholds:
     assert_eq!(doc["thresholds"][1]["passed"], false);
     let text = report(&[saved.to_str().unwrap()]);
     assert!(text.contains("✗ slow: p99 < 5ms"), "{text}");
+    // Per-step statistics as CSV: the step, then the run.
+    let csv = report(&[saved.to_str().unwrap(), "--type", "csv-stats"]);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0][..4],
+        ["run", "name", "requests", "failures"],
+        "{csv}"
+    );
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert_eq!(rows[1][..2], ["failing", "slow"], "{csv}");
+    assert_eq!(rows[2][..2], ["failing", "Aggregated"], "{csv}");
+    let requests = doc["summary"]["requests"].to_string();
+    assert_eq!(rows[1][2], requests, "{csv}");
+    assert_eq!(rows[2][2], requests, "{csv}");
+    let p50_ms: f64 = rows[1][8].parse().unwrap();
+    assert!(p50_ms >= 30.0, "the server held each request 30 ms: {csv}");
     // Over a window, the outcomes judged on the whole run are left out, and the report says so.
     let windowed = report(&[saved.to_str().unwrap(), "--type", "junit", "--to", "1s"]);
     assert!(windowed.contains(r#"name="run""#), "{windowed}");

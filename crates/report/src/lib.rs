@@ -36,7 +36,7 @@ use belier_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 
 pub use changes::{Change, ChangeKind};
-pub use csv::render_csv;
+pub use csv::{render_csv, render_csv_stats};
 pub use hdrlog::render_hdr_log;
 pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
