@@ -48,6 +48,11 @@ pub enum Command {
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
     Probe(ProbeArgs),
+    /// Print a shell completion script for belier, generated from its flags (bash: `belier
+    /// completions bash > ~/.local/share/bash-completion/completions/belier`).
+    Completions(CompletionsArgs),
+    /// Print belier's man page (roff), generated from its flags (`belier man > belier.1`).
+    Man,
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
     /// checks, data and thresholds (exit 4 when a threshold fails).
     Run(RunArgs),
@@ -187,6 +192,14 @@ pub enum ReportType {
     /// JUnit XML: a test suite per run, a test case per threshold (or one for the run);
     /// schema: crates/report/schema/junit.xsd.
     Junit,
+}
+
+/// `belier completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `belier probe`: the request, and how to show what it did.

@@ -15,6 +15,7 @@ mod prometheus;
 mod raw;
 mod results;
 mod settings;
+mod shell;
 mod signals;
 mod steering;
 mod target;
@@ -51,6 +52,8 @@ fn main() -> ExitCode {
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
             Some(Command::Probe(a)) => probe::run(a),
+            Some(Command::Completions(a)) => shell::completions(a.shell),
+            Some(Command::Man) => shell::man(),
             Some(Command::Run(a)) => plan::run(a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),

@@ -6,12 +6,16 @@
 //! Without Java or the jar the test says it skipped, except under CI (`CI=true`), where that is
 //! a failure: `scripts/install-test-deps` fetches the jar with `mvn dependency:get`.
 
+#[path = "support/run.rs"]
+mod run;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use belier_testserver::{Config, Server};
 use hdrhistogram::Histogram;
+use run::belier_ok;
 use serde_json::Value;
 
 /// The jar `mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2` leaves in the
@@ -42,20 +46,6 @@ fn java_and_jar() -> Option<PathBuf> {
     }
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
     None
-}
-
-fn belier(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(args)
-        .output()
-        .expect("belier runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// The last line of `HistogramLogProcessor -csv`: its Total_ columns cover every interval.
@@ -89,7 +79,7 @@ fn javas_histogram_log_processor_reads_the_log_and_agrees_with_the_report() {
     std::fs::create_dir_all(&dir).unwrap();
     let saved = dir.join("run.jsonl");
     // 3 ms a request: latencies past 2,048 µs, where a histogram bucket is wider than 1 µs.
-    belier(&[
+    belier_ok(&[
         "-n",
         "600",
         "-c",
@@ -99,12 +89,12 @@ fn javas_histogram_log_processor_reads_the_log_and_agrees_with_the_report() {
         &server.url("/?delay=3ms"),
     ]);
     let report: Value = serde_json::from_slice(
-        &belier(&["report", saved.to_str().unwrap(), "--type", "json"]).stdout,
+        &belier_ok(&["report", saved.to_str().unwrap(), "--type", "json"]).stdout,
     )
     .unwrap();
     let latency = &report["latency_us"];
     let log = dir.join("run.hlog");
-    let out = belier(&["report", saved.to_str().unwrap(), "--type", "hdr"]);
+    let out = belier_ok(&["report", saved.to_str().unwrap(), "--type", "hdr"]);
     std::fs::write(&log, &out.stdout).unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("Tag="), "one run: no tags\n{text}");
