@@ -5,6 +5,7 @@
 mod args;
 mod capacity;
 mod demo;
+mod habits;
 mod limits;
 mod load;
 mod metrics;
@@ -42,7 +43,13 @@ const EXIT_USAGE: u8 = 2;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return ExitCode::from(clap_error(e)),
+        Err(e) => match habits::several_urls(std::env::args()) {
+            Some(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            None => return ExitCode::from(clap_error(e)),
+        },
     };
     let result = Signals::install()
         .map_err(anyhow::Error::from)
@@ -74,6 +81,9 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
+    for warning in habits::load_warnings(&args, cores()) {
+        eprintln!("warning: {warning}");
+    }
     let settings = settings::from_args(args, cores())?;
     let mut finished = load::execute(&settings, signals)?;
     let code = if finished.interrupted {

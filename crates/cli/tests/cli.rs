@@ -179,6 +179,38 @@ fn no_keepalive_peak_counts_connections_not_threads() {
 }
 
 #[test]
+fn habits_of_other_tools_are_named() {
+    let s = server();
+    // wrk's -d: the run goes on (a GET with that body), with a warning saying what -d is here.
+    let out = run(&["-n", "3", "-d", "30s", &s.url("/")]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: -d 30s is the request body of each GET here, not a duration"),
+        "{err}"
+    );
+    assert!(err.contains("use -z 30s"), "{err}");
+    // ab's -t, as many threads as seconds.
+    let out = run(&["-n", "3", "-c", "64", "-t", "64", &s.url("/")]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(
+        err.contains("ab's -t is a time limit"),
+        cores < 64,
+        "{cores} cores: {err}"
+    );
+    // Several URLs: exit 2, pointing to a targets file.
+    let out = run(&["-n", "3", &s.url("/a"), &s.url("/b")]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: several URLs given ("), "{err}");
+    assert!(err.contains("--targets FILE"), "{err}");
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().requests, 6);
+}
+
+#[test]
 fn faults_are_results_with_their_own_kind_and_exit_zero() {
     let s = server();
     for (fault, kind) in [
