@@ -233,7 +233,8 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
         _ => {
             return Err(InputError::new(
                 "--type <TYPE>",
-                format!("{:?}", args.kind).to_lowercase(),
+                clap::ValueEnum::to_possible_value(&args.kind)
+                    .map_or_else(String::new, |v| v.get_name().to_string()),
                 "a capacity search reports as text, json or html",
             )
             .into())
