@@ -145,6 +145,15 @@ fn shards_with_one_name_merge_and_other_names_stand_apart() {
         runs[1]["run"].get("shard_hosts").is_none(),
         "a single run has none"
     );
+    let schema: Value = serde_json::from_str(belier_report::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for run in runs {
+        let errors: Vec<String> = validator
+            .iter_errors(run)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
     let text = run(&[
         "report",
         files[0].to_str().unwrap(),
