@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod tools;
+pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    the run completed (failed requests are results, shown in the report)
@@ -192,35 +195,6 @@ pub enum ReportType {
     /// JUnit XML: a test suite per run, a test case per threshold (or one for the run);
     /// schema: crates/report/schema/junit.xsd.
     Junit,
-}
-
-/// `belier completions SHELL`.
-#[derive(Debug, Args)]
-pub struct CompletionsArgs {
-    /// The shell to complete in.
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
-/// `belier probe`: the request, and how to show what it did.
-#[derive(Debug, Args)]
-pub struct ProbeArgs {
-    #[command(flatten)]
-    pub request: RequestArgs,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
-    pub output: ProbeFormat,
-}
-
-/// Output formats of `belier probe`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProbeFormat {
-    /// Human-readable text.
-    Text,
-    /// JSON: each phase in milliseconds, the status, the head, the error and the phase a
-    /// timeout ran out in.
-    Json,
 }
 
 /// Output formats of `belier compare`.
