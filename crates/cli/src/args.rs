@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod tools;
+pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    the run completed (failed requests are results, shown in the report)
@@ -47,7 +50,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
-    Probe(RequestArgs),
+    Probe(ProbeArgs),
+    /// Print a shell completion script for belier, generated from its flags (bash: `belier
+    /// completions bash > ~/.local/share/bash-completion/completions/belier`).
+    Completions(CompletionsArgs),
+    /// Print belier's man page (roff), generated from its flags (`belier man > belier.1`).
+    Man,
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
     /// checks, data and thresholds (exit 4 when a threshold fails).
     Run(Box<RunArgs>),
@@ -182,8 +190,11 @@ pub enum ReportType {
     Text,
     /// JSON: one report, or an array of reports for several runs.
     Json,
-    /// The per-interval series, one row per run and interval.
+    /// The per-interval series, one row per run and interval (Locust's stats history).
     Csv,
+    /// Per-step statistics, one row per step of a plan and an `Aggregated` row per run
+    /// (Locust's stats table).
+    CsvStats,
     /// A summary table with one column per run.
     Markdown,
     /// An HdrHistogram interval log of the latency histograms.

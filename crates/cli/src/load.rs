@@ -95,7 +95,18 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
-    execute_judged(settings, signals, None)
+    execute_settled(settings, signals, None, &mut |_| {})
+}
+
+/// Like [`execute`]; `settle` adds to the finished run what the caller knows of it (a plan's
+/// judged thresholds, its warnings) before the results file's end line is written, so that
+/// the file keeps them.
+pub fn execute_then(
+    settings: &Settings,
+    signals: &Signals,
+    settle: &mut dyn FnMut(&mut Finished),
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, None, settle)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -105,6 +116,15 @@ pub fn execute_judged(
     settings: &Settings,
     signals: &Signals,
     judge_from: Option<Duration>,
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, judge_from, &mut |_| {})
+}
+
+fn execute_settled(
+    settings: &Settings,
+    signals: &Signals,
+    judge_from: Option<Duration>,
+    settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     // Opened before the run starts, so an unwritable path stops nothing that was sent.
@@ -151,6 +171,7 @@ pub fn execute_judged(
             .map(|d| d.as_secs_f64()),
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
+        host_name: host::name(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
         ..load_info(settings)
     };
@@ -310,21 +331,8 @@ pub fn execute_judged(
     if let Some(w) = &mut web {
         w.update(&collector);
     }
-    if let Some(w) = saver {
-        let end = End {
-            elapsed_s: elapsed.as_secs_f64(),
-            interrupted,
-            warnings: warnings.clone(),
-            host: Some(usage),
-        };
-        if let Err(e) = w.end(&end) {
-            warnings.push(format!(
-                "results file: the end line could not be written: {e}"
-            ));
-        }
-    }
     let (totals, series) = collector.finish();
-    Ok(Finished {
+    let mut finished = Finished {
         info,
         totals,
         series,
@@ -338,7 +346,23 @@ pub fn execute_judged(
         window,
         exporter,
         web,
-    })
+    };
+    settle(&mut finished);
+    if let Some(w) = saver {
+        let end = End {
+            elapsed_s: elapsed.as_secs_f64(),
+            interrupted,
+            warnings: finished.warnings.clone(),
+            host: Some(usage),
+            thresholds: finished.thresholds.clone(),
+        };
+        if let Err(e) = w.end(&end) {
+            finished.warnings.push(format!(
+                "results file: the end line could not be written: {e}"
+            ));
+        }
+    }
+    Ok(finished)
 }
 
 /// What the terminal shows while the run goes.
@@ -499,6 +523,8 @@ fn load_info(settings: &Settings) -> RunInfo {
         schedule_s: None,
         timeout_s: 0.0,
         host_cores: 0,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: String::new(),
         model,
         rate,

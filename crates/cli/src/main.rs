@@ -5,6 +5,7 @@
 mod args;
 mod capacity;
 mod demo;
+mod habits;
 mod import;
 mod limits;
 mod load;
@@ -18,6 +19,7 @@ mod raw;
 mod record;
 mod results;
 mod settings;
+mod shell;
 mod signals;
 mod steering;
 mod target;
@@ -45,7 +47,13 @@ const EXIT_USAGE: u8 = 2;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return ExitCode::from(clap_error(e)),
+        Err(e) => match habits::several_urls(std::env::args()) {
+            Some(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            None => return ExitCode::from(clap_error(e)),
+        },
     };
     let result = Signals::install()
         .map_err(anyhow::Error::from)
@@ -55,6 +63,8 @@ fn main() -> ExitCode {
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
             Some(Command::Probe(a)) => probe::run(a),
+            Some(Command::Completions(a)) => shell::completions(a.shell),
+            Some(Command::Man) => shell::man(),
             Some(Command::Run(a)) => plan::run(*a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
@@ -82,6 +92,9 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
+    for warning in habits::load_warnings(&args, cores()) {
+        eprintln!("warning: {warning}");
+    }
     let settings = settings::from_args(args, cores())?;
     let mut finished = load::execute(&settings, signals)?;
     let code = if finished.interrupted {

@@ -33,8 +33,11 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let (settings, prepared) = prepare(args, cores)?;
-    let mut finished = crate::load::execute(&settings, signals)?;
-    prepared.conclude(&mut finished);
+    // Judged before the results file is closed, so that its end line keeps the outcomes (and
+    // `belier report FILE --type junit` shows them).
+    let mut finished = crate::load::execute_then(&settings, signals, &mut |finished| {
+        prepared.conclude(finished)
+    })?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else if finished.thresholds.iter().any(|t| !t.passed) {

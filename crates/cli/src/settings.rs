@@ -126,11 +126,19 @@ impl InputError {
             reason: reason.into(),
         }
     }
+
+    /// Bad content of an input file, whose message already names the file and line
+    /// (`run.jsonl:3: …`): shown as it is.
+    pub(crate) fn in_file(reason: impl Into<String>) -> Self {
+        InputError::new("", "", reason)
+    }
 }
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.value.is_empty() {
+        if self.flag.is_empty() {
+            f.write_str(&self.reason)
+        } else if self.value.is_empty() {
             write!(f, "{} {}", self.flag, self.reason)
         } else {
             write!(
