@@ -285,7 +285,9 @@ impl Report<'_> {
     /// covers (its start rate and stages). Arrivals come whole, so their count over a span is
     /// not the rate times it: 1/s for 3.5 s schedules 4 of them (at 0, 1, 2 and 3 s), which
     /// is not a target of 1.14/s. Results without a configured rate: arrivals due per second
-    /// of the schedule.
+    /// of the schedule; nor do the configured rate and stages describe a run whose rate was
+    /// changed while it ran (set, paused, resumed): its schedule followed the changes, and
+    /// the arrivals it made due are its target.
     pub fn target_rate(&self) -> f64 {
         let span = self.schedule_span().as_secs_f64();
         let from = self
@@ -293,8 +295,16 @@ impl Report<'_> {
             .points()
             .first()
             .map_or(0.0, |p| p.offset.as_secs_f64());
+        let steered = self.changes.iter().any(|c| {
+            matches!(
+                c.what,
+                ChangeKind::Rate | ChangeKind::Pause | ChangeKind::Resume
+            )
+        });
         match self.info.rate {
-            Some(start) if span > 0.0 => mean_rate(start, &self.info.stages, from, span),
+            Some(start) if span > 0.0 && !steered => {
+                mean_rate(start, &self.info.stages, from, span)
+            }
             _ => per_second(self.totals.scheduled(), self.schedule_span()),
         }
     }
@@ -484,6 +494,45 @@ mod tests {
             host: None,
         };
         assert_eq!(report.target_rate(), 1.0);
+    }
+
+    #[test]
+    fn a_steered_rate_s_target_is_what_its_schedule_made_due() {
+        // 200/s for 2 s, then set to 400/s for 2 s: 1,200 arrivals due in 4 s. The configured
+        // 200/s is not the target of this run (the verdict read "273.8/s of 200/s sent").
+        let mut info = fixtures::info();
+        info.model = Model::Open;
+        info.rate = Some(200.0);
+        info.schedule_s = Some(4.0);
+        let mut r = Recorder::new();
+        for _ in 0..1200 {
+            r.record_scheduled();
+        }
+        let mut c = Collector::new(1, Duration::from_secs(1));
+        c.add(0, 0, &r, Gauges::default());
+        c.finish_worker(0, Duration::from_secs(4));
+        let (totals, series) = c.finish();
+        let set = Change {
+            at_s: 2.0,
+            what: ChangeKind::Rate,
+            level: 400.0,
+            from: 200.0,
+        };
+        let report = |changes: Vec<Change>| Report {
+            changes,
+            elapsed: Duration::from_secs(4),
+            ..fixtures::report(&info, &totals, &series)
+        };
+        assert_eq!(report(vec![set]).target_rate(), 300.0);
+        assert_eq!(report(vec![set]).sent_rate(), 300.0);
+        // Unsteered, the configured rate stays the target (and 300/s were sent against it).
+        assert_eq!(report(vec![]).target_rate(), 200.0);
+        // A closed loop's changes (connections, users) do not touch an open loop's figure.
+        let users = Change {
+            what: ChangeKind::Users,
+            ..set
+        };
+        assert_eq!(report(vec![users]).target_rate(), 200.0);
     }
 
     #[test]
