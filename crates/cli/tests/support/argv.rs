@@ -104,6 +104,7 @@ pub const LIVE: &[(&str, Kind)] = &[
     ("--metrics-listen", Addr),
     ("--metrics-token", Text),
     ("--metrics-linger", Duration),
+    ("--metrics-out", Text),
 ];
 
 /// Flags of `belier capacity` besides [`REQUEST`]; never `--prometheus`, so that a
