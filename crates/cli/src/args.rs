@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod tools;
+pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0    the run completed (failed requests are results, shown in the report)
@@ -47,15 +50,29 @@ pub enum Command {
     Compare(CompareArgs),
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
-    Probe(RequestArgs),
+    Probe(ProbeArgs),
+    /// Print a shell completion script for belier, generated from its flags (bash: `belier
+    /// completions bash > ~/.local/share/bash-completion/completions/belier`).
+    Completions(CompletionsArgs),
+    /// Print belier's man page (roff), generated from its flags (`belier man > belier.1`).
+    Man,
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
     /// checks, data and thresholds (exit 4 when a threshold fails).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Validate a plan file without sending anything and print the plan as belier reads it.
     Check(CheckArgs),
+    /// A web console without a run (Locust's model): start runs from a form or a plan file of
+    /// the working directory, watch and steer them, keep their reports and results.
+    Web(WebArgs),
     /// Find the highest rate that meets SLOs (--slo p99<50ms …) with steady open-loop steps,
     /// then how the service behaves past it and whether it recovers (exit 5 when no rate did).
     Capacity(Box<crate::capacity::CapacityArgs>),
+    /// Make a plan from a HAR recording (`import har FILE`) or a curl command
+    /// (`import curl 'curl …'`).
+    Import(crate::import::ImportArgs),
+    /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
+    /// your client's requests and writes them as a plan as they go.
+    Record(crate::record::RecordArgs),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.
@@ -173,8 +190,11 @@ pub enum ReportType {
     Text,
     /// JSON: one report, or an array of reports for several runs.
     Json,
-    /// The per-interval series, one row per run and interval.
+    /// The per-interval series, one row per run and interval (Locust's stats history).
     Csv,
+    /// Per-step statistics, one row per step of a plan and an `Aggregated` row per run
+    /// (Locust's stats table).
+    CsvStats,
     /// A summary table with one column per run.
     Markdown,
     /// An HdrHistogram interval log of the latency histograms.
@@ -381,6 +401,28 @@ pub struct OutputArgs {
         help_heading = "Metrics"
     )]
     pub metrics_out: Vec<String>,
+    /// Watch and steer the run in a browser: a web console at http://ADDR/ [default:
+    /// 127.0.0.1:5665] with live charts, tables and controls (rate or users, pause, resume,
+    /// stop), and the report at the end. Give ADDR with '=' (--web=127.0.0.1:8000). An address
+    /// off the loopback needs --web-token.
+    #[arg(long = "web", value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = belier_console::DEFAULT_ADDR, help_heading = "Web console")]
+    pub web: Option<std::net::SocketAddr>,
+
+    /// The web console's token: the page must be opened once with ?token=TOKEN, API calls
+    /// send 'Authorization: Bearer TOKEN' (else 401). 'generate' makes a random one, printed
+    /// at start. Required off the loopback. Without the flag, BELIER_WEB_TOKEN is read.
+    #[arg(
+        long = "web-token",
+        value_name = "TOKEN",
+        requires = "web",
+        help_heading = "Web console"
+    )]
+    pub web_token: Option<String>,
+
+    /// After the run, keep the console up for D so its report and results can be fetched
+    /// (0: exit at once; Ctrl-C ends it early) [default: 1m]
+    #[arg(long = "web-linger", value_name = "D", value_parser = parse_duration_or_zero, requires = "web", help_heading = "Web console")]
+    pub web_linger: Option<Duration>,
 }
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.
@@ -527,6 +569,21 @@ pub struct TargetArgs {
     /// Beyond the queue, answer 503 at once instead of closing the connection.
     #[arg(long, requires = "queue", help_heading = "Known capacity")]
     pub shed: bool,
+}
+
+/// Options of `belier web`.
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Address to listen on. An address off the loopback needs --token.
+    #[arg(long, value_name = "ADDR", default_value = belier_console::DEFAULT_ADDR)]
+    pub listen: std::net::SocketAddr,
+    /// The console's token (see --web-token; 'generate' makes one). Without the flag,
+    /// BELIER_WEB_TOKEN is read.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Where each run's results file and HTML report are kept, one directory per run.
+    #[arg(long = "runs-dir", value_name = "DIR", default_value = "belier-runs")]
+    pub runs_dir: PathBuf,
 }
 
 /// Options of `belier demo`.

@@ -45,6 +45,8 @@ pub struct Finished {
     pub changes: Vec<Change>,
     /// The Prometheus exporter, still serving the final figures (`--metrics-linger`).
     pub exporter: Option<Exporter>,
+    /// The web console's link to the run, to hand it the report.
+    pub web: Option<crate::web::Live>,
 }
 
 impl Finished {
@@ -93,7 +95,18 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
-    execute_judged(settings, signals, None)
+    execute_settled(settings, signals, None, &mut |_| {})
+}
+
+/// Like [`execute`]; `settle` adds to the finished run what the caller knows of it (a plan's
+/// judged thresholds, its warnings) before the results file's end line is written, so that
+/// the file keeps them.
+pub fn execute_then(
+    settings: &Settings,
+    signals: &Signals,
+    settle: &mut dyn FnMut(&mut Finished),
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, None, settle)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -103,6 +116,15 @@ pub fn execute_judged(
     settings: &Settings,
     signals: &Signals,
     judge_from: Option<Duration>,
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, judge_from, &mut |_| {})
+}
+
+fn execute_settled(
+    settings: &Settings,
+    signals: &Signals,
+    judge_from: Option<Duration>,
+    settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
     // Opened before the run starts, so an unwritable path stops nothing that was sent.
@@ -123,6 +145,8 @@ pub fn execute_judged(
     };
     // Started before the run too; an endpoint down now is a warning, not a refusal.
     let (outputs, outputs_warnings) = crate::outputs::start(settings)?;
+    // Listening before the run starts too.
+    let mut web = crate::web::Live::open(settings)?;
     let run = belier_engine::start(config).context("cannot start the run")?;
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
@@ -147,6 +171,7 @@ pub fn execute_judged(
             .map(|d| d.as_secs_f64()),
         timeout_s: config.timeout.as_secs_f64(),
         host_cores: crate::cores(),
+        host_name: host::name(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
         ..load_info(settings)
     };
@@ -185,6 +210,9 @@ pub fn execute_judged(
         collector.keep_settled();
     }
     let control = run.control();
+    if let Some(w) = &mut web {
+        w.begin(run.control(), settings, &info);
+    }
     let mut changes = Changes::new(&config.load, config.users.is_some());
     let target_rate = || {
         open_loop
@@ -241,6 +269,9 @@ pub fn execute_judged(
         if save(&mut saver, &mut collector, &mut warnings) {
             export(&collector, false);
         }
+        if let Some(w) = &mut web {
+            w.update(&collector);
+        }
         save_changes(&mut saver, changes.since(&control.history()), &mut warnings);
         if Instant::now() >= next_reading {
             next_reading += HOST_READING;
@@ -265,7 +296,8 @@ pub fn execute_judged(
             }
             Live::Dashboard(dashboard) => dashboard.update(run.elapsed(), &collector),
         };
-        if !interrupted && (stop_key || signals.stop_requested()) {
+        let web_stop = web.as_ref().is_some_and(crate::web::Live::stop_requested);
+        if !interrupted && (stop_key || web_stop || signals.stop_requested()) {
             interrupted = true;
             run.stop();
         }
@@ -296,21 +328,11 @@ pub fn execute_judged(
                 .filter_map(belier_outputs::Delivery::warning),
         );
     }
-    if let Some(w) = saver {
-        let end = End {
-            elapsed_s: elapsed.as_secs_f64(),
-            interrupted,
-            warnings: warnings.clone(),
-            host: Some(usage),
-        };
-        if let Err(e) = w.end(&end) {
-            warnings.push(format!(
-                "results file: the end line could not be written: {e}"
-            ));
-        }
+    if let Some(w) = &mut web {
+        w.update(&collector);
     }
     let (totals, series) = collector.finish();
-    Ok(Finished {
+    let mut finished = Finished {
         info,
         totals,
         series,
@@ -323,13 +345,41 @@ pub fn execute_judged(
         changes: changes.into_vec(),
         window,
         exporter,
-    })
+        web,
+    };
+    settle(&mut finished);
+    if let Some(w) = saver {
+        let end = End {
+            elapsed_s: elapsed.as_secs_f64(),
+            interrupted,
+            warnings: finished.warnings.clone(),
+            host: Some(usage),
+            thresholds: finished.thresholds.clone(),
+        };
+        if let Err(e) = w.end(&end) {
+            finished.warnings.push(format!(
+                "results file: the end line could not be written: {e}"
+            ));
+        }
+    }
+    Ok(finished)
 }
 
 /// What the terminal shows while the run goes.
 enum Live {
     Line(Progress),
     Dashboard(Box<Dashboard>),
+}
+
+/// What the run's level counts, for the live views that steer it.
+pub fn unit(settings: &Settings) -> Unit {
+    let open_loop = matches!(settings.engine.load, Load::Open { .. });
+    match (open_loop, settings.engine.users.is_some()) {
+        (true, false) => Unit::Rate,
+        (true, true) => Unit::Iterations,
+        (false, false) => Unit::Connections,
+        (false, true) => Unit::Users,
+    }
 }
 
 /// The dashboard if `--tui` asked for it and the terminal can take it (else one line saying
@@ -339,15 +389,9 @@ fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> L
     let open_loop = matches!(config.load, Load::Open { .. });
     let users = config.users.is_some();
     if settings.output.tui {
-        let unit = match (open_loop, users) {
-            (true, false) => Unit::Rate,
-            (true, true) => Unit::Iterations,
-            (false, false) => Unit::Connections,
-            (false, true) => Unit::Users,
-        };
         match Dashboard::open(
             run.control(),
-            unit,
+            unit(settings),
             config.schedule_end(),
             info.steps.clone(),
         ) {
@@ -479,6 +523,8 @@ fn load_info(settings: &Settings) -> RunInfo {
         schedule_s: None,
         timeout_s: 0.0,
         host_cores: 0,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: String::new(),
         model,
         rate,

@@ -5,6 +5,8 @@
 mod args;
 mod capacity;
 mod demo;
+mod habits;
+mod import;
 mod limits;
 mod load;
 mod metrics;
@@ -14,12 +16,15 @@ mod probe;
 mod progress;
 mod prometheus;
 mod raw;
+mod record;
 mod results;
 mod settings;
+mod shell;
 mod signals;
 mod steering;
 mod target;
 mod tui;
+mod web;
 
 #[cfg(test)]
 mod parsers_never_panic;
@@ -42,7 +47,13 @@ const EXIT_USAGE: u8 = 2;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return ExitCode::from(clap_error(e)),
+        Err(e) => match habits::several_urls(std::env::args()) {
+            Some(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            None => return ExitCode::from(clap_error(e)),
+        },
     };
     let result = Signals::install()
         .map_err(anyhow::Error::from)
@@ -52,14 +63,23 @@ fn main() -> ExitCode {
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
             Some(Command::Probe(a)) => probe::run(a),
-            Some(Command::Run(a)) => plan::run(a, &signals, cores()),
+            Some(Command::Completions(a)) => shell::completions(a.shell),
+            Some(Command::Man) => shell::man(),
+            Some(Command::Run(a)) => plan::run(*a, &signals, cores()),
             Some(Command::Check(a)) => plan::check(a),
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
+            Some(Command::Import(a)) => import::run(a),
+            Some(Command::Record(a)) => record::run(a, &signals),
+            Some(Command::Web(a)) => web::run(a, &signals, cores()),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
         Ok(code) => code,
-        Err(e) if e.is::<InputError>() || e.is::<belier_scenario::PlanError>() => {
+        Err(e)
+            if e.is::<InputError>()
+                || e.is::<belier_scenario::PlanError>()
+                || e.is::<belier_scenario::import::ImportError>() =>
+        {
             eprintln!("error: {e}");
             EXIT_USAGE
         }
@@ -72,6 +92,9 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
+    for warning in habits::load_warnings(&args, cores()) {
+        eprintln!("warning: {warning}");
+    }
     let settings = settings::from_args(args, cores())?;
     let mut finished = load::execute(&settings, signals)?;
     let code = if finished.interrupted {
@@ -84,9 +107,13 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     written
 }
 
-/// With `--metrics-listen`, keeps serving the final figures for `--metrics-linger` once the
-/// report is out.
+/// Once the report is out: the web console offers it (and with `--web`, stays up for
+/// `--web-linger`); with `--metrics-listen`, the final figures are served for
+/// `--metrics-linger`.
 fn linger(finished: &mut Finished, signals: &Signals) {
+    if let Some(web) = finished.web.take() {
+        web.end(finished, signals);
+    }
     if let Some(exporter) = finished.exporter.take() {
         exporter.linger(signals);
     }

@@ -19,10 +19,8 @@
 //! - gauges `belier_in_flight`, `belier_target_rate` (open loop), `belier_run_ended`, and
 //!   `belier_run_info{url,name}` 1.
 
-use std::future::IntoFuture as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -30,6 +28,7 @@ use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 use axum::routing::any;
 use axum::Router;
+use belier_console::server::{same, Server, StartError};
 use belier_outputs::text::escape;
 pub use belier_outputs::Figures;
 use belier_stats::Recorder;
@@ -42,9 +41,6 @@ pub const DEFAULT_LINGER: Duration = Duration::from_secs(5);
 
 /// How often a lingering exporter checks for Ctrl-C.
 const LINGER_POLL: Duration = Duration::from_millis(100);
-
-/// How long a stopping exporter lets scrapes in progress finish before it drops them.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// The exporter's settings, validated.
 #[derive(Debug)]
@@ -110,40 +106,19 @@ pub fn listen(
 
 /// A running exporter; stops serving when dropped.
 pub struct Exporter {
-    /// Set to true to stop serving.
-    stop: tokio::sync::watch::Sender<bool>,
+    /// Serving until dropped.
+    server: Server,
     page: Arc<Mutex<Arc<String>>>,
     info: String,
-    addr: SocketAddr,
     linger: Duration,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl Exporter {
     /// Listens on `listen.addr` and serves an empty page until the first update. `url` and
     /// `name` label `belier_run_info` (the URL without credentials or query).
     pub fn start(listen: &Listen, url: &str, name: &str) -> Result<Exporter, InputError> {
-        let cannot = |what: &str, e: std::io::Error| {
-            InputError::new(
-                "--metrics-listen <ADDR>",
-                listen.addr,
-                format!("{what}: {e}"),
-            )
-        };
-        // Bound here, on the caller's thread, so that a taken address fails before any load.
-        let socket = std::net::TcpListener::bind(listen.addr)
-            .and_then(|s| s.set_nonblocking(true).map(|()| s))
-            .map_err(|e| cannot("cannot listen there", e))?;
-        let addr = socket.local_addr().unwrap_or(listen.addr);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| cannot("cannot start", e))?;
-        let socket = {
-            let _context = runtime.enter();
-            tokio::net::TcpListener::from_std(socket).map_err(|e| cannot("cannot start", e))?
-        };
+        let cannot =
+            |e: StartError| InputError::new("--metrics-listen <ADDR>", listen.addr, e.to_string());
         let info = format!(
             "# HELP belier_run_info The run: its URL (no credentials, no query) and name.\n\
              # TYPE belier_run_info gauge\n\
@@ -156,18 +131,13 @@ impl Exporter {
             page: Arc::clone(&page),
             token: listen.token.as_ref().map(|t| format!("Bearer {}", t.0)),
         });
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let thread = std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || serve(&runtime, socket, shared, stopped))
-            .map_err(|e| cannot("cannot start", e))?;
+        // Bound here, on the caller's thread, so that a taken address fails before any load.
+        let server = Server::start(listen.addr, router(shared), "metrics").map_err(cannot)?;
         let exporter = Exporter {
-            stop,
+            server,
             page,
             info,
-            addr,
             linger: listen.linger,
-            thread: Some(thread),
         };
         exporter.update(&Figures {
             total: &Recorder::new(),
@@ -181,7 +151,7 @@ impl Exporter {
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// Renders `figures` and serves them from now on.
@@ -205,21 +175,12 @@ impl Exporter {
         }
         eprintln!(
             "belier: serving the final metrics at http://{}/metrics for {} (Ctrl-C to stop)",
-            self.addr,
+            self.addr(),
             humantime::format_duration(self.linger)
         );
         let deadline = Instant::now() + self.linger;
         while Instant::now() < deadline && !signals.stop_requested() {
             std::thread::sleep(LINGER_POLL.min(deadline.saturating_duration_since(Instant::now())));
-        }
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        self.stop.send_replace(true);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
@@ -232,16 +193,10 @@ struct Shared {
     token: Option<String>,
 }
 
-/// Answers every request until `stopped` turns true, then lets scrapes in progress finish
-/// (for [`SHUTDOWN_GRACE`] at most): the latest page at `GET /metrics`, 401 without the token,
-/// 404 elsewhere, 405 for other methods.
-fn serve(
-    runtime: &tokio::runtime::Runtime,
-    socket: tokio::net::TcpListener,
-    shared: Arc<Shared>,
-    stopped: tokio::sync::watch::Receiver<bool>,
-) {
-    let app = Router::new()
+/// The latest page at `GET /metrics`, 401 without the token, 404 elsewhere, 405 for other
+/// methods.
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
         .route("/metrics", any(metrics))
         .fallback(|| async {
             text_response(
@@ -250,21 +205,7 @@ fn serve(
                 "only /metrics is served here\n".into(),
             )
         })
-        .with_state(shared);
-    let stop = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-        // A dropped sender stops it too.
-        let _ = stopped.wait_for(|&stop| stop).await;
-    };
-    runtime.block_on(async {
-        let server = tokio::spawn(
-            axum::serve(socket, app)
-                .with_graceful_shutdown(stop(stopped.clone()))
-                .into_future(),
-        );
-        stop(stopped).await;
-        // Whatever is still running when the runtime is dropped is dropped with it.
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
-    });
+        .with_state(shared)
 }
 
 /// `/metrics`, any method.
@@ -316,12 +257,6 @@ fn text_response(
             .insert(name, axum::http::HeaderValue::from_static(value));
     }
     response
-}
-
-/// Compares in time independent of where the first difference is, so the token cannot be
-/// guessed byte by byte from response times.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The URL as a label: without user, password or query string, which may carry secrets.

@@ -77,7 +77,7 @@ fn check_argv(argv: &[String]) -> Result<(), TestCaseError> {
             }
         }
         Some(Command::Probe(a)) => {
-            let _ = crate::settings::request_config(&a);
+            let _ = crate::settings::request_config(&a.request);
         }
         _ => {}
     }

@@ -32,18 +32,12 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
-    let mut plan = belier_scenario::load(&args.plan)?;
-    apply_overrides(&mut plan, &args)?;
-    let users = plan.users();
-    let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
-    let mut finished = crate::load::execute(&settings, signals)?;
-    for e in users.exhausted() {
-        finished.warnings.push(format!(
-            "data `{}` ran out after {} rows: {} users stopped for want of a row",
-            e.data, e.rows, e.users_stopped
-        ));
-    }
-    finished.thresholds = judge(&plan, &finished);
+    let (settings, prepared) = prepare(args, cores)?;
+    // Judged before the results file is closed, so that its end line keeps the outcomes (and
+    // `belier report FILE --type junit` shows them).
+    let mut finished = crate::load::execute_then(&settings, signals, &mut |finished| {
+        prepared.conclude(finished)
+    })?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else if finished.thresholds.iter().any(|t| !t.passed) {
@@ -54,6 +48,35 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let written = write_report(&settings, &finished, code);
     crate::linger(&mut finished, signals);
     written
+}
+
+/// A plan read and made ready to run, for what follows the run.
+pub struct Prepared {
+    plan: Plan,
+    users: Arc<PlanUsers>,
+}
+
+/// Reads the plan of `args`, applies their overrides and returns the run's settings.
+pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
+    let mut plan = belier_scenario::load(&args.plan)?;
+    apply_overrides(&mut plan, &args)?;
+    let users = plan.users();
+    let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    Ok((settings, Prepared { plan, users }))
+}
+
+impl Prepared {
+    /// Adds to a finished run what only the plan knows: data files that ran out, and the
+    /// thresholds judged.
+    pub fn conclude(&self, finished: &mut Finished) {
+        for e in self.users.exhausted() {
+            finished.warnings.push(format!(
+                "data `{}` ran out after {} rows: {} users stopped for want of a row",
+                e.data, e.rows, e.users_stopped
+            ));
+        }
+        finished.thresholds = judge(&self.plan, finished);
+    }
 }
 
 /// `-H` and `--insecure` on a plan: headers every request of the plan sends, and no

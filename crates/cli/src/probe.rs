@@ -6,15 +6,56 @@ use std::time::Duration;
 use anyhow::Context;
 use belier_engine::Probe;
 
-use crate::args::RequestArgs;
+use crate::args::{ProbeArgs, ProbeFormat};
 use crate::settings::request_config;
 
 /// Runs the probe and prints it; exits 0 when a response arrived (any status), 1 otherwise.
-pub fn run(args: RequestArgs) -> anyhow::Result<u8> {
-    let (config, url) = request_config(&args)?;
+pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
+    let (config, url) = request_config(&args.request)?;
     let probe = belier_engine::probe(&config).context("cannot probe")?;
-    print!("{}", render(&url, &config.request.method, &probe));
+    match args.output {
+        ProbeFormat::Text => print!("{}", render(&url, &config.request.method, &probe)),
+        ProbeFormat::Json => println!("{}", render_json(&url, &config.request.method, &probe)),
+    }
     Ok(if probe.error.is_none() { 0 } else { 1 })
+}
+
+/// What a timeout that ran out in `phase` was waiting for.
+fn waiting_for(phase: &str) -> &'static str {
+    match phase {
+        "connect" => "the TCP connect did not complete",
+        "tls" => "the TLS handshake did not complete",
+        "first byte" => "the request was sent and no response byte came",
+        _ => "the response started and did not finish",
+    }
+}
+
+/// The probe as one JSON object: durations in milliseconds, `null` for phases that did not
+/// happen.
+fn render_json(url: &str, method: &str, p: &Probe) -> String {
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+    let doc = serde_json::json!({
+        "url": url,
+        "method": method,
+        "address": p.addr.to_string(),
+        "dns_ms": ms(Some(p.dns)),
+        "connect_ms": ms(p.connect),
+        "tls_ms": ms(p.tls),
+        "ttfb_ms": ms(p.ttfb),
+        "transfer_ms": ms(p.transfer),
+        "total_ms": ms(Some(p.total)),
+        "tls_session": p.tls_session,
+        "status": p.status,
+        "head": p.head,
+        "bytes_out": p.bytes_out,
+        "bytes_in": p.bytes_in,
+        "error": p.error.as_ref().map(|(kind, message)| serde_json::json!({
+            "kind": kind.name(),
+            "message": message,
+            "timed_out_in": p.timed_out_in,
+        })),
+    });
+    serde_json::to_string_pretty(&doc).expect("a JSON value serializes")
 }
 
 fn ms(d: Duration) -> String {
@@ -44,7 +85,20 @@ fn render(url: &str, method: &str, p: &Probe) -> String {
     let _ = writeln!(out, "  bytes    {} out, {} in", p.bytes_out, p.bytes_in);
     match (&p.error, p.status) {
         (Some((kind, message)), _) => {
-            let _ = writeln!(out, "  error    {}: {message}", kind.description());
+            match p.timed_out_in {
+                // The kind alone (a connect timeout, a request timeout) does not say which
+                // phase the time ran out in.
+                Some(phase) => {
+                    let _ = writeln!(
+                        out,
+                        "  error    timed out in the {phase} phase: {}",
+                        waiting_for(phase)
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  error    {}: {message}", kind.description());
+                }
+            }
         }
         (None, Some(status)) => {
             let _ = writeln!(out, "  status   {status}");

@@ -32,7 +32,7 @@ impl Run {
             elapsed: self.data.elapsed,
             interrupted: end.is_some_and(|e| e.interrupted),
             warnings: self.warnings.clone(),
-            thresholds: vec![],
+            thresholds: end.map(|e| e.thresholds.clone()).unwrap_or_default(),
             changes: self.data.changes.clone(),
             host: end.and_then(|e| e.host),
         }
@@ -60,8 +60,9 @@ pub fn load(
     groups
         .into_iter()
         .map(|(name, shards)| {
+            // The reader's messages name the file and line (a merge error, the run).
             let data = results::read_run(shards, from, to, keep_latency_log)
-                .map_err(|e| InputError::new("<FILE>", &name, e.to_string()))?;
+                .map_err(|e| InputError::in_file(e.to_string()))?;
             let mut warnings = data
                 .end
                 .as_ref()
@@ -89,8 +90,7 @@ fn open(path: &Path) -> anyhow::Result<Reader> {
             InputError::new("<FILE>", &source, format!("cannot open it: {e}"))
         })?))
     };
-    Reader::open(input, &source)
-        .map_err(|e| InputError::new("<FILE>", &source, e.to_string()).into())
+    Reader::open(input, &source).map_err(|e| InputError::in_file(e.to_string()).into())
 }
 
 /// `belier report`.
@@ -133,6 +133,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
             format!("[\n{}]\n", docs.join(",\n"))
         }
         ReportType::Csv => belier_report::render_csv(&named),
+        ReportType::CsvStats => belier_report::render_csv_stats(&named),
         ReportType::Markdown => belier_report::render_markdown(&named),
         ReportType::Junit => belier_report::render_junit(&named),
         ReportType::Hdr => {
@@ -232,7 +233,8 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
         _ => {
             return Err(InputError::new(
                 "--type <TYPE>",
-                format!("{:?}", args.kind).to_lowercase(),
+                clap::ValueEnum::to_possible_value(&args.kind)
+                    .map_or_else(String::new, |v| v.get_name().to_string()),
                 "a capacity search reports as text, json or html",
             )
             .into())

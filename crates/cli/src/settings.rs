@@ -65,6 +65,8 @@ pub struct Output {
     pub metrics: Option<crate::metrics::Listen>,
     /// Where the metrics are sent (`--metrics-out`).
     pub metrics_out: Vec<belier_outputs::Spec>,
+    /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
+    pub web: Option<crate::web::Web>,
 }
 
 /// Validates the report and results flags, and sets the engine's interval from them.
@@ -91,6 +93,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
             o.metrics_linger,
         )?,
         metrics_out: crate::outputs::specs(&o.metrics_out)?,
+        web: crate::web::listen(o.web, o.web_token, o.web_linger)?.map(crate::web::Web::Serve),
     })
 }
 
@@ -123,11 +126,19 @@ impl InputError {
             reason: reason.into(),
         }
     }
+
+    /// Bad content of an input file, whose message already names the file and line
+    /// (`run.jsonl:3: …`): shown as it is.
+    pub(crate) fn in_file(reason: impl Into<String>) -> Self {
+        InputError::new("", "", reason)
+    }
 }
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.value.is_empty() {
+        if self.flag.is_empty() {
+            f.write_str(&self.reason)
+        } else if self.value.is_empty() {
             write!(f, "{} {}", self.flag, self.reason)
         } else {
             write!(

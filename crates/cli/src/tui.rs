@@ -18,6 +18,7 @@ use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 
 use keys::Action;
+use view::Show as _;
 pub use view::Unit;
 use view::{Snapshot, MIN_HEIGHT, MIN_WIDTH};
 

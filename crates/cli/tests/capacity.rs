@@ -250,6 +250,13 @@ fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
     assert!(page.contains("No rate met p99&lt;10ms"), "{page}");
     assert_eq!(report("csv").status.code(), Some(2));
+    let stats = report("csv-stats");
+    assert_eq!(stats.status.code(), Some(2));
+    assert!(
+        stderr(&stats).contains("invalid value 'csv-stats' for '--type <TYPE>'"),
+        "{}",
+        stderr(&stats)
+    );
 }
 
 #[test]

@@ -137,6 +137,80 @@ fn no_keepalive_opens_a_connection_per_request() {
 }
 
 #[test]
+fn no_keepalive_peak_counts_connections_not_threads() {
+    // Each request holds its connection 50 ms: the 20 connection tasks of 2 threads (then of
+    // 1) overlap, so 20 connections are open at once, not one per thread.
+    let s = server();
+    for threads in ["2", "1"] {
+        let (doc, out) = json_run(&[
+            "-n",
+            "200",
+            "-c",
+            "20",
+            "-t",
+            threads,
+            "--no-keepalive",
+            &s.url("/?delay=50ms"),
+        ]);
+        assert_exit(&out, 0);
+        assert_eq!(doc["summary"]["requests"], 200);
+        assert_eq!(doc["summary"]["connections_opened"], 200);
+        assert_eq!(doc["summary"]["connections_peak"], 20, "-t {threads}");
+    }
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().connections, 400);
+    let out = run(&[
+        "-n",
+        "40",
+        "-c",
+        "20",
+        "-t",
+        "1",
+        "--no-keepalive",
+        &s.url("/?delay=50ms"),
+    ]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at most 20 open at once"), "{text}");
+    assert!(
+        text.contains("on 1 thread,") || text.contains("on 1 thread\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn habits_of_other_tools_are_named() {
+    let s = server();
+    // wrk's -d: the run goes on (a GET with that body), with a warning saying what -d is here.
+    let out = run(&["-n", "3", "-d", "30s", &s.url("/")]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: -d 30s is the request body of each GET here, not a duration"),
+        "{err}"
+    );
+    assert!(err.contains("use -z 30s"), "{err}");
+    // ab's -t, as many threads as seconds.
+    let out = run(&["-n", "3", "-c", "64", "-t", "64", &s.url("/")]);
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(
+        err.contains("ab's -t is a time limit"),
+        cores < 64,
+        "{cores} cores: {err}"
+    );
+    // Several URLs: exit 2, pointing to a targets file.
+    let out = run(&["-n", "3", &s.url("/a"), &s.url("/b")]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: several URLs given ("), "{err}");
+    assert!(err.contains("--targets FILE"), "{err}");
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().requests, 6);
+}
+
+#[test]
 fn faults_are_results_with_their_own_kind_and_exit_zero() {
     let s = server();
     for (fault, kind) in [
@@ -491,4 +565,42 @@ fn probe_shows_phases_status_and_head() {
     let out = run(&["probe", &s.url("/?fault=reset")]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("connection reset"));
+}
+
+#[test]
+fn probe_names_the_phase_a_timeout_ran_out_in_and_speaks_json() {
+    let s = server();
+    // The server accepts and reads the request, then never answers: the connect was done,
+    // the time ran out waiting for the first byte (it said "connect timeout").
+    let stall = s.url("/?fault=stall");
+    let out = run(&["probe", "--timeout", "300ms", &stall]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("timed out in the first byte phase"), "{text}");
+    assert!(!text.contains("connect timeout"), "{text}");
+    let json = |args: &[&str]| -> Value {
+        let out = run(args);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let doc = json(&["probe", "--output", "json", "--timeout", "300ms", &stall]);
+    assert_eq!(doc["error"]["kind"], "timeout");
+    assert_eq!(doc["error"]["timed_out_in"], "first byte");
+    assert!(doc["connect_ms"].as_f64().is_some(), "{doc}");
+    assert!(doc["ttfb_ms"].is_null() && doc["status"].is_null(), "{doc}");
+    let doc = json(&[
+        "probe",
+        "--output",
+        "json",
+        &s.url("/?delay=20ms&status=201"),
+    ]);
+    assert_eq!(doc["status"], 201);
+    assert!(doc["error"].is_null());
+    assert!(doc["ttfb_ms"].as_f64().unwrap() >= 20.0, "{doc}");
+    assert!(
+        doc["head"].as_str().unwrap().starts_with("HTTP/1.1 201"),
+        "{doc}"
+    );
+    s.wait_idle(Duration::from_secs(5));
+    assert_eq!(s.counts().requests, 3);
 }

@@ -2,103 +2,36 @@
 //! exactly what the report counts, a real Prometheus scraping it agrees, and a listener off the
 //! loopback needs a token that scrapes must present.
 
+#[path = "support/process.rs"]
+mod process;
 #[path = "support/prometheus.rs"]
 mod prometheus_support;
 
-use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use process::{free_port, Belier, BOUND};
 use serde_json::Value;
 
-/// Longest any wait in these tests may take.
-const BOUND: Duration = Duration::from_secs(60);
-
-/// A belier process, killed if a test fails before it ends; its stderr lines as they come.
-struct Belier {
-    child: Child,
-    stderr: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Belier {
-    fn spawn(args: &[&str]) -> Belier {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(args)
-            .env_remove("BELIER_METRICS_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("belier runs");
-        let (tx, stderr) = channel();
-        let pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Belier {
-            child,
-            stderr,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits for a stderr line containing `text`.
-    fn wait_for(&mut self, text: &str) {
-        let deadline = Instant::now() + BOUND;
-        while !self.seen.iter().any(|l| l.contains(text)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!("no {text:?} on stderr: {:?}", self.seen),
-            }
-        }
-    }
-
-    /// Ctrl-C.
-    fn interrupt(&self) {
-        let ok = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -INT");
-    }
-
-    /// Waits for the exit (bounded): its code, stdout and all of stderr.
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + BOUND;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "belier did not end");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let mut stdout = String::new();
-        let _ = std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut stdout);
-        let code = self.child.wait().unwrap().code();
-        let rest: Vec<String> = self.stderr.try_iter().collect();
-        self.seen.extend(rest);
-        (code, stdout, self.seen.join("\n"))
-    }
-}
-
-impl Drop for Belier {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A 3 s open loop at 100/s on one thread serving `/metrics` on `listen`, lingering 60 s
+/// after it (Ctrl-C ends the linger), with `more` flags.
+fn lingering_run(url: &str, listen: &str, more: &[&str]) -> Belier {
+    let mut args = vec![
+        url,
+        "--rate",
+        "100",
+        "-z",
+        "3s",
+        "-t",
+        "1",
+        "--metrics-listen",
+        listen,
+        "--metrics-linger",
+        "60s",
+    ];
+    args.extend_from_slice(more);
+    Belier::spawn(&args)
 }
 
 /// `GET url` with an optional Authorization header: status and body.
@@ -190,23 +123,11 @@ fn prometheus_scraping_belier_agrees_with_the_report() {
     let dir = std::env::temp_dir().join(format!("belier-metrics-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let report_path = dir.join("report.json");
-    let mut belier = Belier::spawn(&[
+    let mut belier = lingering_run(
         &server.url("/"),
-        "--rate",
-        "100",
-        "-z",
-        "3s",
-        "-t",
-        "1",
-        "--metrics-listen",
         &listen,
-        "--metrics-linger",
-        "60s",
-        "--output",
-        "json",
-        "--out",
-        report_path.to_str().unwrap(),
-    ]);
+        &["--output", "json", "--out", report_path.to_str().unwrap()],
+    );
     belier.wait_for("Prometheus metrics at");
     let Some(prometheus) = prometheus_support::Prometheus::start(&[listen.parse().unwrap()]) else {
         return;
@@ -323,5 +244,162 @@ fn off_the_loopback_a_token_is_required_and_checked() {
         !stdout.contains(secret) && !stderr.contains(secret),
         "{stdout}{stderr}"
     );
+    server.stop();
+}
+
+/// The Grafana dashboard in the repository, parsed.
+fn dashboard() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../dashboards/grafana-belier.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard is in the repo"))
+        .expect("the dashboard is JSON")
+}
+
+/// Every PromQL expression of the dashboard, and the variables of each made concrete as
+/// Grafana makes them: all instances, a rate interval of several scrapes.
+fn dashboard_queries(doc: &Value) -> Vec<(String, String)> {
+    doc["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| {
+            let expr = t["expr"].as_str().expect("every target has an expression");
+            let concrete = expr
+                .replace("$__rate_interval", "15s")
+                .replace("$instance", ".*");
+            (expr.to_string(), concrete)
+        })
+        .collect()
+}
+
+/// The metric names a `/metrics` page defines (a histogram's series included).
+fn exported_names(page: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in page.lines() {
+        let Some(rest) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let (name, kind) = rest.split_once(' ').unwrap();
+        names.insert(name.to_string());
+        if kind == "histogram" {
+            for suffix in ["_bucket", "_sum", "_count"] {
+                names.insert(format!("{name}{suffix}"));
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_grafana_dashboard_imports_as_it_is_and_queries_what_belier_exports() {
+    let doc = dashboard();
+    // Importable as it is: the data source is an input the import asks for.
+    assert_eq!(doc["__inputs"][0]["name"], "DS_PROMETHEUS");
+    assert_eq!(doc["__inputs"][0]["pluginId"], "prometheus");
+    let panels = doc["panels"].as_array().unwrap();
+    let mut ids: Vec<u64> = panels.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), panels.len(), "panel ids are unique");
+    for p in panels {
+        assert_eq!(p["datasource"]["uid"], "${DS_PROMETHEUS}", "{}", p["title"]);
+        for t in p["targets"].as_array().unwrap() {
+            assert_eq!(t["datasource"]["uid"], "${DS_PROMETHEUS}", "{}", p["title"]);
+        }
+    }
+    let queries = dashboard_queries(&doc);
+    let all: String = queries.iter().map(|(e, _)| e.as_str()).collect();
+    for wanted in [
+        "histogram_quantile(0.5,",
+        "histogram_quantile(0.9,",
+        "histogram_quantile(0.99,",
+        "belier_target_rate",
+        "belier_in_flight",
+        "sum by (status)",
+        "sum by (error)",
+    ] {
+        assert!(all.contains(wanted), "the dashboard shows {wanted}");
+    }
+
+    // The names the exporter really serves, from a run's page.
+    let server = Server::start(Config::default()).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut belier = lingering_run(&server.url("/?delay=2ms"), &listen, &[]);
+    belier.wait_for("Prometheus metrics at");
+    // The open loop's target rate shows from the first settled interval on.
+    let deadline = Instant::now() + BOUND;
+    let page = loop {
+        let (status, page) = get(&format!("http://{listen}/metrics"), None);
+        assert_eq!(status, 200);
+        if page.contains("# TYPE belier_target_rate") || Instant::now() > deadline {
+            break page;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let exported = exported_names(&page);
+    assert!(
+        exported.contains("belier_request_duration_seconds_bucket"),
+        "{page}"
+    );
+    for (expr, _) in &queries {
+        for (i, _) in expr.match_indices("belier_") {
+            let name: String = expr[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                exported.contains(&name),
+                "{name} in `{expr}` is not exported: {exported:?}"
+            );
+        }
+    }
+
+    // Each expression parses and runs in a real Prometheus scraping that run.
+    let Some(prometheus) = prometheus_support::Prometheus::start(&[listen.parse().unwrap()]) else {
+        return;
+    };
+    belier.wait_for("serving the final metrics");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let query = |promql: &str| -> Value {
+        let mut response = agent
+            .get(format!("{}/api/v1/query", prometheus.url()))
+            .query("query", promql)
+            .call()
+            .expect("prometheus answers");
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+    };
+    // A broken expression is an error, so the check below can fail.
+    assert_eq!(
+        query("sum(rate(belier_requests_total[15s])")["status"],
+        "error"
+    );
+    let deadline = Instant::now() + BOUND;
+    for (expr, concrete) in &queries {
+        loop {
+            let answer = query(concrete);
+            assert_eq!(answer["status"], "success", "`{expr}`: {answer}");
+            // Rates need two scrapes of the run: wait for the run's figures to show, except
+            // where a run without errors or drops rightly has none.
+            let quiet = expr.contains("> 0");
+            if quiet
+                || answer["data"]["result"]
+                    .as_array()
+                    .is_some_and(|r| !r.is_empty())
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "`{expr}` has no data: {answer}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
     server.stop();
 }

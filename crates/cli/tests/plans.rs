@@ -350,10 +350,18 @@ thresholds:
         ]
     );
     let junit = dir.join("junit.xml");
+    let saved = dir.join("failing.jsonl");
     let out = run_plan(
         &failing,
         &s,
-        &["-i", "6", "--junit", junit.to_str().unwrap()],
+        &[
+            "-i",
+            "6",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--save",
+            saved.to_str().unwrap(),
+        ],
     );
     assert_exit(&out, 4);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -373,6 +381,48 @@ thresholds:
         "{xml}"
     );
     assert!(xml.contains(r#"<failure message="actual "#), "{xml}");
+    // The results file keeps the outcomes: its JUnit report has the same cases (it had only
+    // `run`), and its JSON and text reports list them.
+    let report = |args: &[&str]| {
+        let out = belier()
+            .arg("report")
+            .args(args)
+            .output()
+            .expect("belier runs");
+        assert_exit(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let from_file = report(&[saved.to_str().unwrap(), "--type", "junit"]);
+    assert_eq!(
+        from_file, xml,
+        "the same JUnit from the file as from the run"
+    );
+    let doc: Value =
+        serde_json::from_str(&report(&[saved.to_str().unwrap(), "--type", "json"])).unwrap();
+    assert_eq!(doc["thresholds"][1]["expression"], "slow: p99 < 5ms");
+    assert_eq!(doc["thresholds"][1]["passed"], false);
+    let text = report(&[saved.to_str().unwrap()]);
+    assert!(text.contains("✗ slow: p99 < 5ms"), "{text}");
+    // Per-step statistics as CSV: the step, then the run.
+    let csv = report(&[saved.to_str().unwrap(), "--type", "csv-stats"]);
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0][..4],
+        ["run", "name", "requests", "failures"],
+        "{csv}"
+    );
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert_eq!(rows[1][..2], ["failing", "slow"], "{csv}");
+    assert_eq!(rows[2][..2], ["failing", "Aggregated"], "{csv}");
+    let requests = doc["summary"]["requests"].to_string();
+    assert_eq!(rows[1][2], requests, "{csv}");
+    assert_eq!(rows[2][2], requests, "{csv}");
+    let p50_ms: f64 = rows[1][8].parse().unwrap();
+    assert!(p50_ms >= 30.0, "the server held each request 30 ms: {csv}");
+    // Over a window, the outcomes judged on the whole run are left out, and the report says so.
+    let windowed = report(&[saved.to_str().unwrap(), "--type", "junit", "--to", "1s"]);
+    assert!(windowed.contains(r#"name="run""#), "{windowed}");
+    assert!(!windowed.contains("slow: p99"), "{windowed}");
 
     let passing = write(
         &dir,

@@ -127,6 +127,44 @@ fn shards_with_one_name_merge_and_other_names_stand_apart() {
     assert_eq!(runs[0]["run"]["connections"], 9);
     assert_eq!(runs[1]["summary"]["requests"], 300);
     assert_eq!(s.counts().requests, 1200);
+    // The three shards ran on this machine: its cores once, each shard's host listed (their
+    // sum made a 3 × N-core host of it).
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(runs[0]["run"]["host_cores"], cores);
+    assert_eq!(runs[1]["run"]["host_cores"], cores);
+    let hosts = runs[0]["run"]["shard_hosts"]
+        .as_array()
+        .expect("each shard's host");
+    assert_eq!(hosts.len(), 3);
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for h in hosts {
+        assert_eq!(h["cores"], cores);
+        assert_eq!(h["name"], name.trim());
+    }
+    assert!(
+        runs[1]["run"].get("shard_hosts").is_none(),
+        "a single run has none"
+    );
+    let schema: Value = serde_json::from_str(belier_report::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for run in runs {
+        let errors: Vec<String> = validator
+            .iter_errors(run)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    let text = run(&[
+        "report",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let each = format!("{} ({cores} cores)", name.trim());
+    assert!(
+        text.contains(&format!("on 2 shards' hosts: {each}, {each}, target")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -290,6 +328,105 @@ fn bad_results_files_name_file_and_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--save"));
+}
+
+/// A saved run's file, one line replaced by `edit` (line index from 0).
+fn edited_copy(
+    dir: &Path,
+    name: &str,
+    from: &Path,
+    edit: impl Fn(usize, &str) -> String,
+) -> PathBuf {
+    let text = std::fs::read_to_string(from).unwrap();
+    let edited: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| edit(i, l) + "\n")
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, edited).unwrap();
+    path
+}
+
+#[test]
+fn damaged_results_lines_name_file_and_line_not_the_run() {
+    let server = server();
+    let dir = temp_dir("damaged");
+    let saved = dir.join("good.jsonl");
+    let url = server.url("/");
+    let out = run(&[
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--save",
+        saved.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = std::fs::read_to_string(&saved).unwrap().lines().count() - 1;
+    let cases = [
+        // A garbage line among the records.
+        (
+            "garbage.jsonl",
+            1,
+            "garbage".to_string(),
+            "not a belier results line",
+        ),
+        // Seconds no Duration holds (Duration::from_secs_f64 panicked on them).
+        (
+            "elapsed.jsonl",
+            last,
+            r#"{"end":{"elapsed_s":1e300,"interrupted":false,"warnings":[],"host":null}}"#.into(),
+            "elapsed_s",
+        ),
+        (
+            "negative.jsonl",
+            last,
+            r#"{"end":{"elapsed_s":-5,"interrupted":false,"warnings":[],"host":null}}"#.into(),
+            "elapsed_s",
+        ),
+    ];
+    for (name, line, replacement, what) in cases {
+        let file = edited_copy(&dir, name, &saved, |i, l| {
+            if i == line {
+                replacement.clone()
+            } else {
+                l.to_string()
+            }
+        });
+        for kind in ["text", "json", "html", "hdr", "csv"] {
+            let out = run(&["report", file.to_str().unwrap(), "--type", kind]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} --type {kind}: {err}");
+            let expected = format!("error: {}:{}: ", file.display(), line + 1);
+            assert!(err.starts_with(&expected), "{name}: {err}");
+            assert!(err.contains(what), "{name}: {err}");
+            assert!(
+                !err.contains("'good'"),
+                "the run's name is not the culprit: {err}"
+            );
+        }
+    }
+    // An interval no Duration holds, in the header.
+    let file = edited_copy(&dir, "interval.jsonl", &saved, |i, l| {
+        if i == 0 {
+            l.replace("\"interval_s\":1.0", "\"interval_s\":1e300")
+        } else {
+            l.to_string()
+        }
+    });
+    let out = run(&["report", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("error: {}:1: interval_s", file.display())),
+        "{err}"
+    );
 }
 
 #[test]

@@ -16,6 +16,13 @@ pub struct HostReading {
     pub ephemeral_ports_in_use: Option<u64>,
 }
 
+/// The machine's name (`/proc/sys/kernel/hostname`), so that the shards of a run say where
+/// each ran.
+pub fn name() -> Option<String> {
+    let text = fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    Some(text.trim().to_string()).filter(|n| !n.is_empty())
+}
+
 /// The kernel's ephemeral port range, inclusive.
 pub fn ephemeral_port_range() -> Option<(u16, u16)> {
     let text = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;

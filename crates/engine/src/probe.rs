@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use belier_stats::ErrorKind;
 
-use crate::connection::{Connection, Progress};
+use crate::connection::{Connection, Phase, Progress};
 use crate::{request, tls, Config, StartError};
 
 /// Everything one request showed.
@@ -36,6 +36,10 @@ pub struct Probe {
     pub bytes_in: u64,
     /// How the request failed, if it did.
     pub error: Option<(ErrorKind, String)>,
+    /// When the timeout ran out, the phase it ran out in: `connect`, `tls`, `first byte`
+    /// (the request was written and nothing came back) or `transfer` (the response started
+    /// and did not finish).
+    pub timed_out_in: Option<&'static str>,
 }
 
 /// Sends `config.request` once on a new connection and reports each phase.
@@ -63,15 +67,28 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         let exchange = async {
             let mut conn = Connection::open(addr, tls.as_ref(), &mut p).await?;
             let session = conn.tls_session();
+            // Past the connect and handshake: a timeout from here is the response's.
+            p.phase = Phase::Exchanging;
             p.sent = Some(Instant::now());
             let response = conn
                 .exchange(&bytes, 0, request::is_head(&spec.method), &mut p)
                 .await?;
             Ok::<_, crate::connection::Failure>((response, session))
         };
-        let result = match tokio::time::timeout(config.timeout, exchange).await {
-            Ok(r) => r,
-            Err(_) => Err(crate::connection::Failure::timeout(p.phase)),
+        let (result, timed_out_in) = match tokio::time::timeout(config.timeout, exchange).await {
+            Ok(r) => (r, None),
+            Err(_) => {
+                let phase = match p.phase {
+                    Phase::Connecting => "connect",
+                    Phase::Handshaking => "tls",
+                    Phase::Exchanging if p.first_byte.is_none() => "first byte",
+                    Phase::Exchanging => "transfer",
+                };
+                (
+                    Err(crate::connection::Failure::timeout(p.phase)),
+                    Some(phase),
+                )
+            }
         };
         let done = Instant::now();
         let between = |a: Option<Instant>, b: Option<Instant>| {
@@ -95,6 +112,7 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
             bytes_out: p.bytes_out,
             bytes_in: p.bytes_in,
             error,
+            timed_out_in,
         }
     }))
 }

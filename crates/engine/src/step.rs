@@ -64,7 +64,14 @@ pub(crate) async fn send(
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
     let reused = link.is_open();
-    local.connections.track_open(reused, counted);
+    // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
+    // from the start of its connect, not once the exchange is over. Otherwise a connection
+    // that lives for one request (--no-keepalive) is counted only between its response and
+    // its close, a moment no other task of the worker can share, and the peak says threads,
+    // not connections.
+    local
+        .connections
+        .track_open(reused || matches!(link, Link::Http1(None)), counted);
     let (dispatched, written) = request.taken.unwrap_or_else(|| (Instant::now(), 0));
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);

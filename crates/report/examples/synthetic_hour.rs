@@ -44,6 +44,8 @@ fn main() -> std::io::Result<()> {
         schedule_s: None,
         timeout_s: 30.0,
         host_cores: 2,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: "2026-11-22T00:00:00Z".into(),
         model: Model::Open,
         rate: Some(rate as f64),

@@ -1,6 +1,8 @@
-//! The per-interval series as CSV, for spreadsheets and plotting tools.
+//! Reports as CSV, for spreadsheets and plotting tools: the per-interval series
+//! ([`render_csv`], Locust's stats history) and the per-step statistics ([`render_csv_stats`],
+//! Locust's stats table).
 //!
-//! One row per run per interval, runs one after the other, in the order given. Fields are
+//! One row per run per interval (or per step), runs one after the other, in the order given. Fields are
 //! quoted as RFC 4180 says (a run name may hold commas, quotes or line breaks); records end in
 //! `\n` rather than RFC 4180's `\r\n`, which every CSV reader accepts and line tools (`awk`,
 //! `cut`, `grep`) handle without a stray `\r` in the last column.
@@ -9,6 +11,8 @@ use std::fmt::Write as _;
 
 use belier_stats::Point;
 
+use crate::steps::{step_lines, StepLine};
+use crate::summary::Summary;
 use crate::NamedReport;
 
 /// The header row of [`render_csv`].
@@ -36,6 +40,76 @@ pub fn render_csv(runs: &[NamedReport]) -> String {
         }
     }
     out
+}
+
+/// The header row of [`render_csv_stats`].
+const STATS_HEADER: &str = "run,name,requests,failures,failure_percent,rate_per_s,\
+                            failures_per_s,min_ms,p50_ms,p90_ms,p99_ms,max_ms,bytes_in,bytes_out";
+
+/// Name of the row that sums up a run, as Locust names it.
+const AGGREGATED: &str = "Aggregated";
+
+/// Renders each run's statistics as CSV with a header row: one row per step of a plan (its
+/// requests, failures, rate over the run, latency percentiles of its complete responses), then
+/// an `Aggregated` row for the whole run; a run of a single request has the `Aggregated` row
+/// alone. The same figures as the per-step table of the other formats.
+///
+/// A failure is a request without a successful response (an error, or a status of 400 or
+/// more). Latency cells are empty where no response arrived. The `Aggregated` rate is the
+/// report's attempted rate (an open loop's, per second of its schedule); a step's, its requests
+/// over the run's elapsed time.
+pub fn render_csv_stats(runs: &[NamedReport]) -> String {
+    let mut out = String::from(STATS_HEADER);
+    out.push('\n');
+    for run in runs {
+        let name = field(run.name);
+        let r = run.report;
+        let secs = r.elapsed.as_secs_f64();
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        for step in step_lines(r) {
+            // Writing into a String cannot fail.
+            let _ = stats_row(&mut out, &name, &step, per_s(step.failures));
+        }
+        let s = Summary::of(r);
+        let requests = r.totals.requests();
+        let failures = requests.saturating_sub(r.totals.succeeded());
+        let l = &s.latency;
+        let aggregated = StepLine {
+            name: AGGREGATED.into(),
+            requests,
+            failures,
+            failure_ratio: if requests == 0 {
+                0.0
+            } else {
+                failures as f64 / requests as f64
+            },
+            rate: s.attempted_rate,
+            responses: l.count,
+            min_us: l.min_us,
+            percentiles_us: crate::steps::STEP_PERCENTILES.map(|p| l.at(p).unwrap_or(0)),
+            max_us: l.max_us,
+            bytes_in: r.totals.bytes_in(),
+            bytes_out: r.totals.bytes_out(),
+        };
+        let _ = stats_row(&mut out, &name, &aggregated, per_s(failures));
+    }
+    out
+}
+
+fn stats_row(out: &mut String, run: &str, s: &StepLine, failures_per_s: f64) -> std::fmt::Result {
+    let [min, p50, p90, p99, max] = s.latency_cells(ms, "");
+    writeln!(
+        out,
+        "{run},{},{},{},{:.2},{:.3},{:.3},{min},{p50},{p90},{p99},{max},{},{}",
+        field(&s.name),
+        s.requests,
+        s.failures,
+        s.failure_ratio * 100.0,
+        s.rate,
+        failures_per_s,
+        s.bytes_in,
+        s.bytes_out
+    )
 }
 
 fn row(out: &mut String, name: &str, open: bool, p: &Point) -> std::fmt::Result {
@@ -94,6 +168,41 @@ mod tests {
         let reports = [a.report(), b.report()];
         let got = render_csv(&seeded::named(&reports));
         crate::golden::check("series.csv", &got);
+    }
+
+    #[test]
+    fn golden_csv_stats() {
+        let (a, b) = (seeded::base(), seeded::new());
+        let steps = seeded::with_steps();
+        let reports = [a.report(), b.report(), steps.report()];
+        let named: Vec<NamedReport> = ["base", "new", "shop"]
+            .iter()
+            .zip(&reports)
+            .map(|(name, report)| NamedReport { name, report })
+            .collect();
+        let got = render_csv_stats(&named);
+        crate::golden::check("stats.csv", &got);
+        let rows = parse(&got);
+        assert_eq!(rows[0].len(), 14);
+        assert!(rows.iter().all(|r| r.len() == 14), "{got}");
+        // A run of one request: the Aggregated row alone; a plan: a row per step, then it.
+        let names: Vec<&str> = rows[1..].iter().map(|r| r[1].as_str()).collect();
+        assert_eq!(
+            names,
+            [AGGREGATED, AGGREGATED, "login", "browse", "checkout", AGGREGATED]
+        );
+        // The steps add up to the run.
+        let sum = |col: usize| -> u64 {
+            rows[3..6]
+                .iter()
+                .map(|r| r[col].parse::<u64>().unwrap())
+                .sum()
+        };
+        assert_eq!(sum(2), rows[6][2].parse::<u64>().unwrap());
+        assert_eq!(rows[6][2], steps.totals.requests().to_string());
+        // A step without responses has no latency, not a latency of zero.
+        assert_eq!(rows[5][2], "0");
+        assert!(rows[5][7..12].iter().all(String::is_empty), "{:?}", rows[5]);
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! (Java's `HistogramLogProcessor`, HdrHistogram_py's `HistogramLogReader`, the plotters built
 //! on them).
 //!
-//! Each run's latency histogram of each interval becomes one line tagged with the run's name,
-//! its histogram in the V2 compressed encoding, base64 — the same bytes a results file holds,
-//! so nothing is lost. Values are microseconds.
+//! Each run's latency histogram of each interval becomes one line, its histogram in the V2
+//! compressed encoding, base64 — the same bytes a results file holds, so nothing is lost.
+//! Values are microseconds. The lines of a single run are untagged, as HdrHistogram's own
+//! writers leave them (Java's `HistogramLogProcessor` reads untagged lines unless given
+//! `-tag`, and a log of tagged lines alone made it fail); where several runs share one log,
+//! each line is tagged with its run's name.
 
 use std::time::{Duration, SystemTime};
 
@@ -28,7 +31,7 @@ const MAX_VALUE_DIVISOR: f64 = 1000.0;
 /// as the log's `#[StartTime: …]` when the runs' `started_at` are RFC 3339 (belier writes
 /// them so); a run whose start cannot be read is placed as if it started then. Tags are the run
 /// names with the characters the format forbids (comma, space, line breaks) replaced by `_`,
-/// and made unique with `-2`, `-3`… if two names collide.
+/// and made unique with `-2`, `-3`… if two names collide; a log of one run has no tags.
 pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     use std::fmt::Write as _;
     let starts: Vec<Option<SystemTime>> = runs
@@ -58,10 +61,13 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     builder
         .add_comment(&format!("[Logged with belier {version}]"))
         .add_comment("[Histogram log format version 1.3]")
-        .add_comment(
+        .add_comment(if runs.len() > 1 {
             "[Latency in microseconds, from each request's intended start to its last byte; \
-             responses only; one tag per run]",
-        )
+             responses only; one tag per run]"
+        } else {
+            "[Latency in microseconds, from each request's intended start to its last byte; \
+             responses only]"
+        })
         .with_max_value_divisor(MAX_VALUE_DIVISOR);
     if let Some(start) = log_start {
         builder.with_start_time(start);
@@ -77,10 +83,12 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     // same form the crate's IntervalLogWriter uses, without decoding them again.
     for (start, run, i) in lines {
         let logged = &runs[run].1.latency_log[i];
+        if runs.len() > 1 {
+            let _ = write!(out, "Tag={},", tags[run]);
+        }
         let _ = writeln!(
             out,
-            "Tag={},{:.3},{:.3},{:.3},{}",
-            tags[run],
+            "{:.3},{:.3},{:.3},{}",
             start.as_secs_f64(),
             logged.width.as_secs_f64(),
             logged.max_us as f64 / MAX_VALUE_DIVISOR,

@@ -19,6 +19,7 @@ use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::summary::{OpenLoop, Summary};
+use crate::wording::latency_cell;
 use crate::{Report, Verdict};
 
 pub use capacity::render_capacity_html;
@@ -186,7 +187,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
         )?;
         let facts = [
             ("load", crate::wording::load_line(info)),
-            ("connections", info.connections.to_string()),
+            ("connections", connections_fact(r, s)),
             ("threads", info.threads.to_string()),
             ("protocol", info.protocol.clone()),
             (
@@ -203,7 +204,15 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
             ("address", info.address.clone()),
             (
                 "host",
-                format!("{} cores, belier {}", info.host_cores, info.belier_version),
+                if info.shard_hosts.is_empty() {
+                    format!("{} cores, belier {}", info.host_cores, info.belier_version)
+                } else {
+                    format!(
+                        "{}, belier {}",
+                        crate::wording::hosts(info),
+                        info.belier_version
+                    )
+                },
             ),
         ];
         for (name, value) in facts {
@@ -226,6 +235,23 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
     }
     out.push_str("</div>\n");
     Ok(())
+}
+
+/// The run card's connections: a closed loop's number; an open loop's opened and at most open
+/// at once, with the limit beside (the limit alone read as what the run used).
+fn connections_fact(r: &Report, s: &Summary) -> String {
+    if !r.is_open_loop() {
+        return r.info.connections.to_string();
+    }
+    let mut fact = format!(
+        "{} opened, at most {} open at once",
+        thousands(r.totals.connections_opened()),
+        thousands(s.connections_peak)
+    );
+    if let Some(limit) = r.info.max_connections {
+        let _ = write!(fact, " (limit {})", thousands(limit as u64));
+    }
+    fact
 }
 
 /// An open-loop run's verdict: whether belier kept up, and if not what went wrong.
@@ -254,6 +280,9 @@ fn write_verdict(out: &mut String, v: &Verdict) -> fmt::Result {
 type Row = (&'static str, fn(&Summary) -> String);
 
 fn latency_at(s: &Summary, p: f64) -> String {
+    if s.latency.count == 0 {
+        return "–".into();
+    }
     ms(s.latency.at(p).unwrap_or(0))
 }
 
@@ -287,15 +316,15 @@ const SUMMARY_ROWS: [Row; 23] = [
     ("TLS handshakes resumed", |s| {
         thousands(s.report.totals.tls_resumed())
     }),
-    ("Latency min", |s| ms(s.latency.min_us)),
-    ("mean", |s| ms_f(s.latency.mean_us)),
-    ("stdev", |s| ms_f(s.latency.stdev_us)),
+    ("Latency min", |s| latency_cell(s, |l| ms(l.min_us))),
+    ("mean", |s| latency_cell(s, |l| ms_f(l.mean_us))),
+    ("stdev", |s| latency_cell(s, |l| ms_f(l.stdev_us))),
     ("p50", |s| latency_at(s, 50.0)),
     ("p90", |s| latency_at(s, 90.0)),
     ("p99", |s| latency_at(s, 99.0)),
     ("p99.9", |s| latency_at(s, 99.9)),
     ("p99.99", |s| latency_at(s, 99.99)),
-    ("max", |s| ms(s.latency.max_us)),
+    ("max", |s| latency_cell(s, |l| ms(l.max_us))),
     ("Latency samples", |s| thousands(s.latency.count)),
 ];
 

@@ -36,7 +36,7 @@ use belier_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 
 pub use changes::{Change, ChangeKind};
-pub use csv::render_csv;
+pub use csv::{render_csv, render_csv_stats};
 pub use hdrlog::render_hdr_log;
 pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
@@ -79,8 +79,17 @@ pub struct RunInfo {
     pub schedule_s: Option<f64>,
     /// Per-request timeout in seconds.
     pub timeout_s: f64,
-    /// Logical cores of the machine belier ran on.
+    /// Logical cores of the machine belier ran on (merged shards: the most of any shard's
+    /// host; each shard's is in `shard_hosts`).
     pub host_cores: usize,
+    /// Name of the machine belier ran on (absent from results files written before it was
+    /// recorded, and where the system does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<String>,
+    /// Merged shards: each shard's host, in the order its file was given; empty for a single
+    /// run. Shards may share a machine: their cores are not added up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_hosts: Vec<ShardHost>,
     /// Start of the run, RFC 3339 UTC.
     pub started_at: String,
     /// Load model: `closed` (fixed or ramping connections) or `open` (arrival rate).
@@ -123,6 +132,26 @@ pub struct RunInfo {
     /// Names of the plan's checks, by check number.
     #[serde(default)]
     pub checks: Vec<String>,
+}
+
+/// The machine one shard of a merged run ran on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardHost {
+    /// Its name, when the shard's file recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its logical cores.
+    pub cores: usize,
+}
+
+impl ShardHost {
+    /// `name (N cores)`, or `a N-core host` when the name is unknown.
+    pub fn describe(&self) -> String {
+        match &self.name {
+            Some(name) => format!("{name} ({} cores)", self.cores),
+            None => format!("a {}-core host", self.cores),
+        }
+    }
 }
 
 fn http1() -> String {
@@ -509,6 +538,8 @@ pub(crate) mod fixtures {
             schedule_s: None,
             timeout_s: 30.0,
             host_cores: 2,
+            host_name: None,
+            shard_hosts: Vec::new(),
             started_at: "2026-11-22T10:00:00Z".into(),
             model: super::Model::Closed,
             rate: None,

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::summary::{OpenLoop, Summary};
-use crate::wording::sent_rate;
+use crate::wording::{latency_cell, sent_rate, threads};
 use crate::{Model, NamedReport};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
@@ -60,14 +60,20 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
         format!("{}/s", rate(s.attempted_rate))
     })?;
     row(out, "Throughput", &|s| format!("{}/s", rate(s.throughput)))?;
-    row(out, "Latency min", &|s| ms(s.latency.min_us))?;
-    row(out, "Latency mean", &|s| ms_f(s.latency.mean_us))?;
+    row(out, "Latency min", &|s| latency_cell(s, |l| ms(l.min_us)))?;
+    row(out, "Latency mean", &|s| {
+        latency_cell(s, |l| ms_f(l.mean_us))
+    })?;
     for p in [50.0, 90.0, 99.0, 99.9] {
         row(out, &format!("Latency p{p}"), &|s| {
-            ms(s.latency.at(p).unwrap_or(0))
+            if s.latency.count == 0 {
+                "–".into()
+            } else {
+                ms(s.latency.at(p).unwrap_or(0))
+            }
         })?;
     }
-    row(out, "Latency max", &|s| ms(s.latency.max_us))?;
+    row(out, "Latency max", &|s| latency_cell(s, |l| ms(l.max_us)))?;
     row(out, "Bytes in", &|s| {
         bytes(s.report.totals.bytes_in() as f64)
     })?;
@@ -128,14 +134,15 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     writeln!(out, "\n### {}\n", md(run.name))?;
     let load = match info.model {
         Model::Closed => format!(
-            "closed loop, {} connections on {} threads",
-            info.connections, info.threads
+            "closed loop, {} connections on {}",
+            info.connections,
+            threads(info.threads)
         ),
         Model::Open => format!(
-            "open loop at {}/s, up to {} connections on {} threads",
+            "open loop at {}/s, up to {} connections on {}",
             rate(info.rate.unwrap_or(0.0)),
             info.max_connections.unwrap_or(info.connections),
-            info.threads
+            threads(info.threads)
         ),
     };
     let shards = if info.shards > 1 {
@@ -322,6 +329,38 @@ mod tests {
         assert_eq!(
             md("*bold* _it_ `code` [link]"),
             "\\*bold\\* \\_it\\_ \\`code\\` \\[link\\]"
+        );
+    }
+
+    #[test]
+    fn a_run_without_responses_has_no_latency_figures() {
+        let a = seeded::base();
+        let (totals, series) = (belier_stats::Recorder::new(), belier_stats::Series::new());
+        let empty = Report {
+            totals: &totals,
+            series: &series,
+            ..a.report()
+        };
+        let reports = [a.report(), empty];
+        let got = render_markdown(&seeded::named(&reports));
+        let p50 = got
+            .lines()
+            .find(|l| l.starts_with("| Latency p50 |"))
+            .unwrap();
+        assert!(p50.ends_with("| – |"), "{p50}");
+        let html = crate::render_html(&[
+            crate::HtmlRun {
+                name: "a".into(),
+                report: &reports[0],
+            },
+            crate::HtmlRun {
+                name: "b".into(),
+                report: &reports[1],
+            },
+        ]);
+        assert!(
+            html.contains("<td>–</td>"),
+            "the empty run's latency cells are blank"
         );
     }
 

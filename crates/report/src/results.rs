@@ -4,7 +4,7 @@
 //! The file is JSON Lines. The first line is the header (`{"header": …}`: format, version,
 //! run name, interval, and the run information); then one `{"interval": …}` line per record,
 //! flushed as soon as the record is complete, so a process killed with SIGKILL loses at most
-//! the record in progress; last, an `{"end": …}` line. A run steered while it ran (its level
+//! the record in progress; last, an `{"end": …}` line (which keeps a plan's threshold outcomes). A run steered while it ran (its level
 //! set, paused, resumed) has one `{"change": …}` line per change among the records, written and
 //! flushed as it is made: when (`at_s`), what (`rate`, `connections`, `users`, `pause`,
 //! `resume`), the level from then on and the level before (`level`, `from`). Each record carries its first interval
@@ -31,7 +31,7 @@ use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{Change, HostUsage, RunInfo};
+use crate::{Change, HostUsage, RunInfo, ThresholdOutcome};
 
 mod coarsening;
 mod reader;
@@ -80,6 +80,11 @@ pub struct End {
     pub warnings: Vec<String>,
     /// What belier used of its machine.
     pub host: Option<HostUsage>,
+    /// A plan's thresholds as judged at the end of the run, in the plan's order. Came after
+    /// version 2 was defined: absent from older files and from runs without thresholds, which
+    /// read as none (the version stays 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdOutcome>,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -45,8 +45,10 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     )?;
     writeln!(
         out,
-        "  started {} on a {}-core host, target address {}",
-        info.started_at, info.host_cores, info.address
+        "  started {} on {}, target address {}",
+        info.started_at,
+        crate::wording::hosts(info),
+        info.address
     )?;
     // A plan run already said all of it in the two lines above.
     if let Some(line) = plan_line(info).filter(|_| info.plan.is_none()) {
@@ -153,7 +155,13 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         "\nLatency  (from intended start to last byte; {} responses)",
         thousands(l.count)
     )?;
-    if let Some(o) = &s.open_loop {
+    if l.count == 0 {
+        // A table of zeros would read as instant answers.
+        writeln!(
+            out,
+            "  none: no response arrived, so there is no latency to report"
+        )?;
+    } else if s.open_loop.is_some() {
         // Side by side: the uncorrected column is what a tool with coordinated omission
         // would have reported for the same requests.
         let u = &s.uncorrected;
@@ -172,6 +180,15 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "  (uncorrected: from when a connection took the request up, as a tool with \
              coordinated omission would measure)"
         )?;
+    } else {
+        writeln!(out, "  {:<8}{:>16}", "min", ms(l.min_us))?;
+        writeln!(out, "  {:<8}{:>16}", "mean", ms_f(l.mean_us))?;
+        writeln!(out, "  {:<8}{:>16}", "stdev", ms_f(l.stdev_us))?;
+        for &(p, v) in &l.percentiles_us {
+            writeln!(out, "  {:<8}{:>16}", percentile_label(p), ms(v))?;
+        }
+    }
+    if let Some(o) = &s.open_loop {
         let lag = &o.lag;
         writeln!(
             out,
@@ -185,13 +202,6 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
                 "  of which belier's own lateness: {}  (the rest waited for a free connection)",
                 lag_figures(&o.dispatch)
             )?;
-        }
-    } else {
-        writeln!(out, "  {:<8}{:>16}", "min", ms(l.min_us))?;
-        writeln!(out, "  {:<8}{:>16}", "mean", ms_f(l.mean_us))?;
-        writeln!(out, "  {:<8}{:>16}", "stdev", ms_f(l.stdev_us))?;
-        for &(p, v) in &l.percentiles_us {
-            writeln!(out, "  {:<8}{:>16}", percentile_label(p), ms(v))?;
         }
     }
 
@@ -267,8 +277,11 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     Ok(())
 }
 
-/// ab's "Connection Times" table: one row per phase that happened.
+/// ab's "Connection Times" table: one row per phase that happened, none when nothing did.
 fn write_phases(out: &mut String, s: &Summary) -> std::fmt::Result {
+    if s.latency.count == 0 && s.phases.iter().all(|(_, l)| l.count == 0) {
+        return Ok(());
+    }
     writeln!(out, "\nPhases  (ms)")?;
     writeln!(
         out,
@@ -295,7 +308,9 @@ fn write_phases(out: &mut String, s: &Summary) -> std::fmt::Result {
             row(out, metric.name(), l)?;
         }
     }
-    row(out, "total", &s.latency)?;
+    if s.latency.count > 0 {
+        row(out, "total", &s.latency)?;
+    }
     Ok(())
 }
 
@@ -483,6 +498,12 @@ mod tests {
         assert!(got.contains("WARNING: 1 worker thread crashed"));
         assert!(got.contains("(no responses)"));
         assert!(!got.contains("NaN"));
+        assert!(
+            got.contains("none: no response arrived, so there is no latency to report"),
+            "{got}"
+        );
+        assert!(!got.contains("0.000 ms"), "no table of zeros: {got}");
+        assert!(!got.contains("Phases"), "{got}");
     }
 
     #[test]
@@ -559,5 +580,15 @@ mod tests {
         );
         assert!(got.starts_with(&head), "{got}");
         assert!(!got.contains("connections on"), "{got}");
+    }
+
+    #[test]
+    fn one_thread_is_singular() {
+        let mut info = fixtures::info();
+        info.connections = 4;
+        info.threads = 1;
+        assert_eq!(load_line(&info), "4 connections on 1 thread");
+        info.threads = 3;
+        assert_eq!(load_line(&info), "4 connections on 3 threads");
     }
 }

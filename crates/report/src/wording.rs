@@ -70,7 +70,41 @@ pub(crate) fn bound(info: &RunInfo) -> Option<String> {
     }
 }
 
-/// How the load was generated, in one phrase.
+/// A latency figure of a run, or "–" when no response arrived (a zero would read as an
+/// instant answer).
+pub(crate) fn latency_cell(
+    s: &Summary,
+    figure: fn(&belier_stats::LatencySummary) -> String,
+) -> String {
+    if s.latency.count == 0 {
+        "–".into()
+    } else {
+        figure(&s.latency)
+    }
+}
+
+/// Where the run ran: `a 2-core host`, or each merged shard's host.
+pub(crate) fn hosts(info: &RunInfo) -> String {
+    if info.shard_hosts.is_empty() {
+        return format!("a {}-core host", info.host_cores);
+    }
+    let each: Vec<String> = info.shard_hosts.iter().map(|h| h.describe()).collect();
+    format!(
+        "{} shards' hosts: {}",
+        info.shard_hosts.len(),
+        each.join(", ")
+    )
+}
+
+/// `n` threads, in words: "1 thread", "2 threads".
+pub(crate) fn threads(n: usize) -> String {
+    if n == 1 {
+        "1 thread".into()
+    } else {
+        format!("{n} threads")
+    }
+}
+
 /// The load in one line: model, connections or rate and its stages, arrivals, threads.
 pub(crate) fn load_line(info: &RunInfo) -> String {
     if info.plan.is_some() {
@@ -84,21 +118,22 @@ pub(crate) fn load_line(info: &RunInfo) -> String {
     };
     match info.model {
         Model::Closed if !info.stages.is_empty() => format!(
-            "closed loop, connections 0{} (peak {}), on {} threads",
+            "closed loop, connections 0{} (peak {}), on {}",
             stages(""),
             info.connections,
-            info.threads
+            threads(info.threads)
         ),
         Model::Closed => match info.ramp_up_s {
             Some(d) => format!(
-                "{} connections started over {} s, on {} threads",
+                "{} connections started over {} s, on {}",
                 info.connections,
                 trim(d),
-                info.threads
+                threads(info.threads)
             ),
             None => format!(
-                "{} connections on {} threads",
-                info.connections, info.threads
+                "{} connections on {}",
+                info.connections,
+                threads(info.threads)
             ),
         },
         Model::Open => {
@@ -121,9 +156,9 @@ pub(crate) fn load_line(info: &RunInfo) -> String {
                 let _ = write!(cap, ", timer slack {}", ms(slack));
             }
             format!(
-                "open loop at {shape} ({arrivals}), up to {} connections{cap}, on {} threads",
+                "open loop at {shape} ({arrivals}), up to {} connections{cap}, on {}",
                 info.max_connections.unwrap_or(info.connections),
-                info.threads
+                threads(info.threads)
             )
         }
     }
@@ -141,12 +176,12 @@ fn plan_load_line(info: &RunInfo) -> String {
     match info.model {
         Model::Closed => {
             let mut line = if info.stages.is_empty() {
-                format!("{users} virtual users on {} threads", info.threads)
+                format!("{users} virtual users on {}", threads(info.threads))
             } else {
                 format!(
-                    "closed loop, virtual users 0{} (peak {users}), on {} threads",
+                    "closed loop, virtual users 0{} (peak {users}), on {}",
                     stages(""),
-                    info.threads
+                    threads(info.threads)
                 )
             };
             if let Some(pacing) = info.pacing_s {
@@ -162,9 +197,9 @@ fn plan_load_line(info: &RunInfo) -> String {
                 (None, _) => "even arrivals".into(),
             };
             format!(
-                "iterations at {start}/s{} ({arrivals}), up to {users} virtual users, on {} threads",
+                "iterations at {start}/s{} ({arrivals}), up to {users} virtual users, on {}",
                 stages("/s"),
-                info.threads
+                threads(info.threads)
             )
         }
     }

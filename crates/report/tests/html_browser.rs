@@ -38,6 +38,8 @@ fn info(url: &str) -> RunInfo {
         schedule_s: None,
         timeout_s: 2.0,
         host_cores: 2,
+        host_name: None,
+        shard_hosts: Vec::new(),
         started_at: "2026-11-22T10:00:00Z".into(),
         model: Model::Closed,
         rate: None,

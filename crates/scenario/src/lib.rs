@@ -18,6 +18,7 @@ mod duration;
 mod error;
 mod extract;
 mod feeder;
+pub mod import;
 mod model;
 mod parse;
 mod steps;

@@ -125,6 +125,7 @@ impl Target {
                 tui: false,
                 metrics: None,
                 metrics_out: Vec::new(),
+                web: None,
             },
             raw: None,
             plan: plan_path,

@@ -265,6 +265,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             tui: false,
             metrics: None,
             metrics_out: Vec::new(),
+            web: None,
         },
         raw: None,
         plan: Some("plan.yaml".into()),

@@ -21,22 +21,19 @@ pub const MIN_HEIGHT: u16 = 16;
 /// Most intervals a chart shows (two minutes of one-second intervals).
 const MAX_CHART_POINTS: usize = 120;
 
-/// What the steered level counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Requests per second (open loop).
-    Rate,
-    /// A plan's iterations per second (open loop with scripted users).
-    Iterations,
-    /// Connections (closed loop).
-    Connections,
-    /// Scripted users (closed loop).
-    Users,
+/// What the steered level counts: the web console's unit, shown here in words.
+pub use belier_console::Unit;
+
+/// A level with its unit, in words.
+pub trait Show {
+    /// `level` with its unit: "55.0/s", "12 users".
+    fn show(self, level: f64) -> String;
+    /// `level` with a short unit, for a narrow panel: "55.0/s", "4 conns".
+    fn short(self, level: f64) -> String;
 }
 
-impl Unit {
-    /// `level` with its unit: "55.0/s", "12 users".
-    pub fn show(self, level: f64) -> String {
+impl Show for Unit {
+    fn show(self, level: f64) -> String {
         match self {
             Unit::Rate => format!("{level:.1}/s"),
             Unit::Iterations => format!("{level:.1} iterations/s"),
@@ -45,7 +42,6 @@ impl Unit {
         }
     }
 
-    /// `level` with a short unit, for a narrow panel: "55.0/s", "4 conns".
     fn short(self, level: f64) -> String {
         match self {
             Unit::Rate => format!("{level:.1}/s"),
@@ -53,10 +49,6 @@ impl Unit {
             Unit::Connections => format!("{level:.0} conns"),
             Unit::Users => format!("{level:.0} users"),
         }
-    }
-
-    fn open_loop(self) -> bool {
-        matches!(self, Unit::Rate | Unit::Iterations)
     }
 }
 
@@ -231,7 +223,7 @@ fn draw_rate(frame: &mut Frame, area: Rect, window: &[Point], unit: Unit) {
         .map(|&(_, y)| y)
         .fold(0.0, f64::max);
     let mut datasets = vec![line_dataset("achieved", Color::Cyan, &achieved)];
-    if unit.open_loop() {
+    if unit.is_rate() {
         let name = if unit == Unit::Iterations {
             "iterations due"
         } else {
@@ -358,7 +350,7 @@ fn load_lines(s: &Snapshot) -> Vec<Line<'static>> {
     if let Some(p) = s.points.last() {
         lines.push(Line::raw(format!("connections {}", p.connections_peak)));
         lines.push(Line::raw(format!("in flight   {}", p.in_flight)));
-        if s.unit.open_loop() {
+        if s.unit.is_rate() {
             lines.push(Line::raw(format!("dropped     {}", s.settled.dropped())));
         }
     }

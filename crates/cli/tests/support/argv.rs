@@ -37,7 +37,8 @@ pub enum Kind {
 use Kind::*;
 
 pub const SUBCOMMANDS: &[&str] = &[
-    "target", "demo", "report", "compare", "probe", "run", "check", "capacity", "help",
+    "target", "demo", "report", "compare", "probe", "run", "check", "capacity", "import", "record",
+    "help",
 ];
 
 /// Flags of a request (load tests, `probe`, `capacity`).
@@ -105,6 +106,10 @@ pub const LIVE: &[(&str, Kind)] = &[
     ("--metrics-token", Text),
     ("--metrics-linger", Duration),
     ("--metrics-out", Text),
+    // Bare: with an address it must be `--web=ADDR` (require_equals).
+    ("--web", Switch),
+    ("--web-token", Text),
+    ("--web-linger", Duration),
 ];
 
 /// Flags of `belier capacity` besides [`REQUEST`]; never `--prometheus`, so that a

@@ -151,6 +151,9 @@ fn an_unreadable_start_leaves_offsets_from_the_run_start() {
     assert!(!log.contains("StartTime"), "{log}");
     let (start, lines) = read(&log);
     assert_eq!(start, None);
+    // One run: untagged lines, as HdrHistogram's own writers leave them.
+    assert!(lines.iter().all(|l| l.tag.is_none()));
+    assert!(!log.contains("Tag="), "{log}");
     let starts: Vec<f64> = lines.iter().map(|l| l.start.as_secs_f64()).collect();
     assert_eq!(starts, [0.0, 1.0]);
 }

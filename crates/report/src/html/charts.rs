@@ -132,7 +132,8 @@ impl Timeline {
             .iter()
             .map(|r| {
                 let open = r.report.is_open_loop();
-                let (cols, merged) = bin(r.report.series, column_s, columns, open);
+                let load_end_s = r.report.schedule_span().as_secs_f64();
+                let (cols, merged) = bin(r.report.series, column_s, columns, open, load_end_s);
                 bucketed |= merged;
                 cols
             })
@@ -166,7 +167,19 @@ impl Timeline {
 }
 
 /// The columns of one series, and whether any column merges several points.
-fn bin(series: &Series, column_s: f64, columns: usize, open: bool) -> (Vec<Column>, bool) {
+///
+/// A point that starts once the load ended (`load_end_s`: the end of the open loop's schedule
+/// or of the run's duration) holds only the last answers coming in, over a few milliseconds
+/// and with nothing due: its rates would draw a fall of the rate and of the target to 0 that
+/// never happened, so it has no rates (its latencies are drawn). A last point cut short
+/// inside the load is drawn at its rate over its real length, as every point is.
+fn bin(
+    series: &Series,
+    column_s: f64,
+    columns: usize,
+    open: bool,
+    load_end_s: f64,
+) -> (Vec<Column>, bool) {
     let mut cols = vec![Column::default(); columns];
     let mut merged = false;
     let mut last = None;
@@ -183,7 +196,8 @@ fn bin(series: &Series, column_s: f64, columns: usize, open: bool) -> (Vec<Colum
                 None => v,
             });
         }
-        if !p.width.is_zero() {
+        let draining = p.offset.as_secs_f64() >= load_end_s;
+        if !p.width.is_zero() && !draining {
             let w = p.width.as_secs_f64();
             let v = [p.requests as f64 / w, p.errors as f64 / w];
             c.rates = Some(match c.rates {
@@ -385,7 +399,8 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
         &legend(runs, &keys),
         &chart.finish(),
         &format!(
-            "Requests finished per second of each interval (responses of any status and errors){}.{}",
+            "Requests finished per second of each interval (responses of any status and errors){}; \
+             the last answers coming in after the load ended are not drawn as a rate.{}",
             if open {
                 "; for an open loop, the arrivals due per second as well"
             } else {

@@ -326,6 +326,58 @@ fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
     assert!(html.contains("<li>the target rate was not reached: 1,000.0/s of 2,000.0/s"));
 }
 
+#[test]
+fn the_last_answers_after_the_load_are_no_fall_of_the_rate_and_the_card_shows_connections_used() {
+    // A 3 s open loop at 2,000/s: three full seconds, then 11 ms in which the last 10 answers
+    // came in and nothing was due. Drawn as a rate, that point fell to 909/s and the target
+    // to 0.
+    let mut info = fixtures::info();
+    info.model = crate::Model::Open;
+    info.rate = Some(2000.0);
+    info.schedule_s = Some(3.0);
+    info.duration_s = Some(3.0);
+    info.max_connections = Some(10_000);
+    let mut series = Series::new();
+    for i in 0..3 {
+        let mut p = point(i, 2000, 0, 1_000);
+        p.scheduled = 2000;
+        series.push(p);
+    }
+    let mut drain = point(3, 10, 0, 1_000);
+    drain.width = Duration::from_millis(11);
+    series.push(drain);
+    let mut totals = Recorder::new();
+    for _ in 0..20 {
+        totals.record_connection();
+    }
+    let mut r = report(&info, &totals, &series);
+    r.elapsed = Duration::from_millis(3_011);
+    let html = render_html(&[run("open", &r)]);
+    assert_finite_geometry(&html);
+    assert_eq!(
+        html.matches("open: 2,000 requests/s · 0.0 errors/s · target 2,000/s")
+            .count(),
+        3,
+        "the full seconds are drawn"
+    );
+    assert!(
+        !html.contains("open: 909"),
+        "the last answers are not a rate"
+    );
+    assert!(
+        !html.contains("· target 0"),
+        "the target does not fall to 0"
+    );
+    // Its latencies are drawn: the latency chart has a column for it.
+    assert!(html.contains("3–3.011 s"), "{html}");
+    assert!(
+        html.contains(
+            "<dt>connections</dt><dd>20 opened, at most 0 open at once (limit 10,000)</dd>"
+        ),
+        "{html}"
+    );
+}
+
 mod capacity {
     use belier_capacity::overload::Behaviour;
     use belier_capacity::{Dimension, LimitedBy, Outcome, Overload, Step, StepKind};

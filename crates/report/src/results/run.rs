@@ -174,6 +174,11 @@ pub fn read_run(
     let mut end: Option<End> = None;
     let mut notes = Vec::new();
     let mut changes = Vec::new();
+    let merged = shards.len() > 1;
+    let shards_thresholds = shards
+        .iter()
+        .filter(|s| s.end.as_ref().is_some_and(|e| !e.thresholds.is_empty()))
+        .count();
     for shard in shards {
         notes.extend(shard.notes);
         changes.extend(shard.changes.into_iter().filter(|c| {
@@ -184,6 +189,21 @@ pub fn read_run(
             (Some(x), Some(y)) => Some(merge_end(x, y)),
             (x, y) => x.or(y),
         };
+    }
+    // Thresholds were judged on the whole of one process's run: they say nothing of several
+    // shards merged, nor of a window of the run.
+    if let Some(e) = end
+        .as_mut()
+        .filter(|_| merged || from.is_some() || to.is_some())
+    {
+        if shards_thresholds > 0 {
+            notes.push(if merged {
+                "the plan's thresholds were judged by each shard on its own share; the merged run's are not known".into()
+            } else {
+                "the plan's thresholds were judged on the whole run, not on the --from/--to window".into()
+            });
+        }
+        e.thresholds.clear();
     }
     // The run ends where its end line says, or with the last record written.
     let last = last.map(|(s, e)| (at(s), at(e)));
@@ -216,7 +236,23 @@ pub fn read_run(
 fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     a.connections = a.connections.saturating_add(b.connections);
     a.threads = a.threads.saturating_add(b.threads);
-    a.host_cores = a.host_cores.saturating_add(b.host_cores);
+    // Shards may run on one machine or on several: each keeps its own host.
+    let own = |i: &RunInfo| crate::ShardHost {
+        name: i.host_name.clone(),
+        cores: i.host_cores,
+    };
+    if a.shard_hosts.is_empty() {
+        a.shard_hosts.push(own(a));
+    }
+    if b.shard_hosts.is_empty() {
+        a.shard_hosts.push(own(b));
+    } else {
+        a.shard_hosts.extend(b.shard_hosts.iter().cloned());
+    }
+    a.host_cores = a.host_cores.max(b.host_cores);
+    if a.host_name != b.host_name {
+        a.host_name = None;
+    }
     a.shards = a.shards.saturating_add(b.shards);
     a.requests = sum(a.requests, b.requests, u64::saturating_add);
     a.rate = sum(a.rate, b.rate, |x, y| x + y);
@@ -247,6 +283,8 @@ fn merge_end(x: End, y: End) -> End {
             }),
             (p, q) => p.or(q),
         },
+        // Each shard judged its own share of the load: see `read_run`.
+        thresholds: Vec::new(),
     }
 }
 

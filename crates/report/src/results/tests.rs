@@ -297,6 +297,50 @@ fn shards_interleave_and_sum_per_interval() {
     assert_eq!(window.totals.requests(), 30);
 }
 
+#[test]
+fn threshold_outcomes_ride_on_the_end_line_and_older_end_lines_read_as_none() {
+    let outcome = |expression: &str, passed| crate::ThresholdOutcome {
+        expression: expression.into(),
+        passed,
+        actual: "12.0 ms".into(),
+    };
+    let judged = End {
+        thresholds: vec![outcome("p99 < 5ms", false), outcome("requests >= 1", true)],
+        ..end(3.0)
+    };
+    let intervals: Vec<Settled> = (0..3)
+        .map(|i| settled(i, recorder_with(&[(1_000, 0)])))
+        .collect();
+    let bytes = write(&header("t"), &intervals, Some(&judged));
+    let last = String::from_utf8(bytes.clone()).unwrap();
+    assert!(last
+        .lines()
+        .last()
+        .unwrap()
+        .contains(r#""thresholds":[{"expression":"p99 < 5ms""#));
+    let run = read(vec![bytes.clone()], None, None).unwrap();
+    assert_eq!(run.end.as_ref().unwrap().thresholds, judged.thresholds);
+    assert!(run.notes.is_empty(), "{:?}", run.notes);
+    // Judged on the whole run: not on a window, not on the sum of shards (each judged its own).
+    let window = read(vec![bytes.clone()], Some(Duration::from_secs(1)), None).unwrap();
+    assert!(window.end.unwrap().thresholds.is_empty());
+    assert!(
+        window.notes[0].contains("--from/--to"),
+        "{:?}",
+        window.notes
+    );
+    let merged = read(vec![bytes.clone(), bytes], None, None).unwrap();
+    assert!(merged.end.unwrap().thresholds.is_empty());
+    assert!(merged.notes[0].contains("each shard"), "{:?}", merged.notes);
+    // A file written before the outcomes were kept: its end line has no `thresholds`.
+    let old = write(&header("t"), &intervals, Some(&end(3.0)));
+    assert!(!String::from_utf8(old.clone())
+        .unwrap()
+        .contains("thresholds"));
+    let run = read(vec![old], None, None).unwrap();
+    assert!(run.end.unwrap().thresholds.is_empty());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 

@@ -1,0 +1,35 @@
+//! Flags of the tool subcommands, apart from the load's: `belier probe` and `belier
+//! completions`.
+
+use clap::{Args, ValueEnum};
+
+use super::RequestArgs;
+
+/// `belier completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `belier probe`: the request, and how to show what it did.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
+    pub output: ProbeFormat,
+}
+
+/// Output formats of `belier probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProbeFormat {
+    /// Human-readable text.
+    Text,
+    /// JSON: each phase in milliseconds, the status, the head, the error and the phase a
+    /// timeout ran out in.
+    Json,
+}

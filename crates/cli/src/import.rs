@@ -1,0 +1,145 @@
+//! `belier import har FILE` and `belier import curl 'curl …'`: a recording or a command made
+//! into a plan (the importers are `belier_scenario::import`'s; this module reads the input,
+//! writes the plan and says what it did, naming variables and counts, never header values).
+
+use std::path::{Path, PathBuf};
+
+use belier_scenario::import::{self, Draft, DraftStep, Extract, ImportError};
+use clap::{Args, Subcommand};
+
+/// Options of `belier import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// What to import.
+    #[command(subcommand)]
+    pub what: ImportCommand,
+}
+
+/// What `belier import` reads.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A HAR 1.2 file (browser developer tools: "Save all as HAR") → a plan: the requests in
+    /// order, pauses from the recorded gaps, tokens from earlier responses extracted.
+    Har(HarArgs),
+    /// A curl command (`belier import curl 'curl -X POST -H … URL'`, as "Copy as cURL" writes
+    /// it) → the equivalent belier flags on standard output, and with --out a plan.
+    Curl(CurlArgs),
+}
+
+/// Options of `belier import curl`.
+#[derive(Debug, Args)]
+pub struct CurlArgs {
+    /// The whole curl command, quoted as one argument.
+    #[arg(value_name = "'curl …'")]
+    pub command: String,
+    /// Also write a plan of the request to this file.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Options of `belier import har`.
+#[derive(Debug, Args)]
+pub struct HarArgs {
+    /// The HAR file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Keep only the entries on this host (`host` or `host:port`; repeatable). Without it the
+    /// plan takes the origin of the first entry and leaves the others out.
+    #[arg(long = "include-host", value_name = "H")]
+    pub include_hosts: Vec<String>,
+    /// Leave out stylesheets, scripts, images, fonts and media.
+    #[arg(long = "exclude-static")]
+    pub exclude_static: bool,
+    /// Write the plan to this file instead of standard output.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `belier import …`.
+pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
+    match args.what {
+        ImportCommand::Har(a) => har(a),
+        ImportCommand::Curl(a) => curl(a),
+    }
+}
+
+fn curl(args: CurlArgs) -> anyhow::Result<u8> {
+    let mut read = |path: &str| std::fs::read(path);
+    let mut imported = import::from_curl(&args.command, &mut read)?;
+    let command = format!("belier {}", shell_words::join(&imported.flags));
+    if let Some(out) = &args.out {
+        // The plan reads a body file from its own directory: name it from anywhere.
+        for step in &mut imported.draft.steps {
+            if let DraftStep::Request(r) = step {
+                if let Some(file) = &mut r.body_file {
+                    *file = std::path::absolute(&*file)?;
+                }
+            }
+        }
+        let comment = format!(
+            "Imported by `belier import curl`; the same request as flags (add -n/-z, -c or --rate):\n{command}"
+        );
+        write_plan(&imported.draft, &comment, Some(out))?;
+    }
+    for note in &imported.notes {
+        eprintln!("note: {note}");
+    }
+    println!("{command}");
+    Ok(0)
+}
+
+fn har(args: HarArgs) -> anyhow::Result<u8> {
+    let name = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| ImportError::new(&name, format!("cannot read the HAR file: {e}")))?;
+    let options = import::HarOptions {
+        include_hosts: args.include_hosts,
+        exclude_static: args.exclude_static,
+    };
+    let imported = import::from_har(&text, &name, &options)?;
+    let comment = format!(
+        "Imported by `belier import har` from {name}.\nRun it: belier run PLAN (add -u N -z D for more users and time)."
+    );
+    write_plan(&imported.draft, &comment, args.out.as_deref())?;
+    for c in &imported.correlations {
+        let source = match &c.source {
+            Extract::Json(path) => format!("json {path}"),
+            Extract::Header(h) => format!("header {h}"),
+        };
+        let used: Vec<String> = c.used_by.iter().map(|i| (i + 1).to_string()).collect();
+        eprintln!(
+            "extracted `{}` from the response of request {} ({source}), used by request {}",
+            c.var,
+            c.from_step + 1,
+            used.join(", ")
+        );
+    }
+    for note in &imported.notes {
+        eprintln!("note: {note}");
+    }
+    Ok(0)
+}
+
+/// Writes the plan's YAML to `out` (or standard output) after checking that belier reads it
+/// back (an importer that wrote a plan `belier run` refuses would be a bug, reported as one).
+fn write_plan(draft: &Draft, comment: &str, out: Option<&Path>) -> anyhow::Result<()> {
+    let yaml = draft.to_yaml(comment);
+    let as_path = out.unwrap_or(Path::new("imported.yaml"));
+    if let Err(e) = belier_scenario::parse(&yaml, as_path) {
+        anyhow::bail!("the imported plan does not read back ({e}); please report this");
+    }
+    let requests = draft.requests().count();
+    let pauses = draft.steps.len() - requests;
+    match out {
+        Some(path) => {
+            std::fs::write(path, &yaml)
+                .map_err(|e| anyhow::anyhow!("cannot write the plan to {}: {e}", path.display()))?;
+            eprintln!(
+                "plan written to {}: {requests} requests, {pauses} pauses",
+                path.display()
+            );
+        }
+        None => print!("{yaml}"),
+    }
+    Ok(())
+}

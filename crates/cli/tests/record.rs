@@ -1,0 +1,407 @@
+//! `belier record` through the real binary, with real curl as the client: requests pass the
+//! proxy to a local server, the plan written as they go replays with `belier run`, and the
+//! server counts every request exactly (the client's and the replay's). HTTPS goes through
+//! CONNECT with the recorder's CA trusted by curl `--cacert`. Off the loopback, the proxy
+//! wants its token.
+//!
+//! Needs curl: outside CI a test without it prints that it skipped; with CI=true it fails.
+#![allow(clippy::print_stderr)]
+
+#[path = "support/shop.rs"]
+mod shop;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use belier_testserver::{Config, Server, TlsConfig};
+use serde_json::Value;
+use shop::Shop;
+
+fn belier() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_belier"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("record-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Whether curl is here; outside CI a test without it skips, under CI it fails.
+fn have_curl(test: &str) -> bool {
+    let found = Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: curl is required under CI (scripts/install-test-deps installs it)"
+        );
+        eprintln!("{test}: skipped: curl is not installed (scripts/install-test-deps installs it)");
+    }
+    found
+}
+
+/// A recorder started with `--out PLAN --ca-dir DIR/ca`, the proxy address and CA it printed,
+/// and its standard error, read by a thread as it comes.
+struct Recorder {
+    child: Child,
+    proxy: String,
+    ca: PathBuf,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Recorder {
+    fn start(dir: &Path, plan: &Path, extra: &[&str]) -> Recorder {
+        let mut child = belier()
+            .args(["record", "--out"])
+            .arg(plan)
+            .arg("--ca-dir")
+            .arg(dir.join("ca"))
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut said = String::new();
+        let (mut proxy, mut ca) = (None, None);
+        while proxy.is_none() || ca.is_none() {
+            let line = lines
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("the recorder did not start: {said}"));
+            if let Some(rest) = line.split("proxy listening on ").nth(1) {
+                proxy = rest.split_whitespace().next().map(str::to_string);
+            }
+            if let Some(rest) = line.split("trust the CA ").nth(1) {
+                ca = rest.split(" (").next().map(PathBuf::from);
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        Recorder {
+            child,
+            proxy: proxy.unwrap(),
+            ca: ca.unwrap(),
+            lines,
+        }
+    }
+
+    /// Waits for the recorder to end by itself (`--max-requests`), at most 10 s, and returns
+    /// its exit code and what it said after starting.
+    fn wait(mut self) -> (i32, String) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let said: Vec<String> = self.lines.iter().collect();
+                return (status.code().unwrap_or(-1), said.join("\n"));
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the recorder did not stop");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Ctrl-C, then waits.
+    fn interrupt(self) -> (i32, String) {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.wait()
+    }
+}
+
+fn curl(args: &[&str]) -> Output {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "10"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "curl {args:?}: {}", text(&out.stderr));
+    out
+}
+
+fn run_plan(plan: &Path, extra: &[&str]) -> Value {
+    let out = belier()
+        .arg("run")
+        .arg(plan)
+        .args(["--output", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
+    if !have_curl("a_login_flow_through_the_proxy_replays_with_a_fresh_token") {
+        return;
+    }
+    let dir = temp_dir("plain");
+    let plan = dir.join("plan.yaml");
+    let shop = Shop::start();
+    let recorder = Recorder::start(
+        &dir,
+        &plan,
+        &["--listen", "127.0.0.1:0", "--max-requests", "3"],
+    );
+    let proxy = ["--proxy", recorder.proxy.as_str()];
+    let login = curl(
+        &[
+            &proxy[..],
+            &[
+                "--compressed",
+                "-H",
+                "Content-Type: application/json",
+                "--data-raw",
+                r#"{"user":"ann","password":"correct horse"}"#,
+            ],
+            &[&format!("{}/api/login", shop.url())],
+        ]
+        .concat(),
+    );
+    let token = serde_json::from_slice::<Value>(&login.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bearer = format!("Authorization: Bearer {token}");
+    for path in ["/api/items?page=1", "/api/items/42"] {
+        let out = curl(
+            &[
+                &proxy[..],
+                &["-f", "-H", &bearer, &format!("{}{path}", shop.url())],
+            ]
+            .concat(),
+        );
+        assert!(!out.stdout.is_empty());
+    }
+    let (code, said) = recorder.wait();
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(&format!("recorded 3 requests to {}", shop.url())),
+        "{said}"
+    );
+    assert!(
+        said.contains("extracted `token` from the response of request 1, used by request 2, 3"),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&token),
+        "the token is printed nowhere: {said}"
+    );
+    let yaml = std::fs::read_to_string(&plan).unwrap();
+    assert!(!yaml.contains(&token), "{yaml}");
+    assert_eq!(shop.seen().len(), 3, "every request passed the proxy once");
+    assert!(shop.seen().iter().all(|s| s.status == 200));
+    assert!(shop
+        .seen()
+        .iter()
+        .all(|s| s.header("proxy-connection").is_none()));
+    // Asked for uncompressed answers, so the token in the login's could be read.
+    assert_eq!(shop.seen()[0].header("accept-encoding"), None);
+
+    let doc = run_plan(&plan, &[]);
+    assert_eq!(doc["summary"]["requests"], 3);
+    let seen = shop.seen();
+    assert_eq!(seen.len(), 6, "3 recorded, 3 replayed");
+    let tokens = shop.tokens();
+    assert_eq!(tokens.len(), 2);
+    let replayed: Vec<(&str, &str, u16)> = seen[3..]
+        .iter()
+        .map(|s| (s.method.as_str(), s.target.as_str(), s.status))
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("POST", "/api/login", 200),
+            ("GET", "/api/items?page=1", 200),
+            ("GET", "/api/items/42", 200)
+        ]
+    );
+    for s in &seen[4..] {
+        assert_eq!(
+            s.header("authorization"),
+            Some(format!("Bearer {}", tokens[1]).as_str())
+        );
+    }
+}
+
+#[test]
+fn https_through_connect_with_the_recorders_ca() {
+    if !have_curl("https_through_connect_with_the_recorders_ca") {
+        return;
+    }
+    let dir = temp_dir("tls");
+    let plan = dir.join("plan.yaml");
+    let (tls, origin_ca) = TlsConfig::self_signed(&["localhost"]);
+    let origin_ca_file = dir.join("origin-ca.pem");
+    std::fs::write(&origin_ca_file, origin_ca).unwrap();
+    let server = Server::start(Config {
+        threads: 1,
+        tls: Some(tls),
+        ..Config::default()
+    })
+    .unwrap();
+    let url = format!("https://localhost:{}", server.addr().port());
+    let recorder = Recorder::start(
+        &dir,
+        &plan,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream-cacert",
+            origin_ca_file.to_str().unwrap(),
+        ],
+    );
+    let ca = recorder.ca.to_str().unwrap().to_string();
+    for path in ["/hello", "/items?json=1"] {
+        let out = curl(&[
+            "--proxy",
+            &recorder.proxy,
+            "--cacert",
+            &ca,
+            "-f",
+            &format!("{url}{path}"),
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    // Without the CA, curl refuses the minted certificate: the tunnel really is TLS by belier.
+    let refused = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "--proxy",
+            &recorder.proxy,
+            &format!("{url}/hello"),
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let (code, said) = recorder.interrupt();
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(&format!("recorded 2 requests to {url}")),
+        "{said}"
+    );
+    assert_eq!(server.counts().requests, 2);
+
+    let doc = run_plan(&plan, &["-k", "--connect-to", &server.addr().to_string()]);
+    assert_eq!(doc["summary"]["requests"], 2);
+    server.wait_idle(Duration::from_secs(5));
+    assert_eq!(server.counts().requests, 4);
+}
+
+#[test]
+fn off_the_loopback_the_proxy_wants_its_token() {
+    let dir = temp_dir("token");
+    let plan = dir.join("plan.yaml");
+    let out = belier()
+        .args(["record", "--listen", "0.0.0.0:0", "--out"])
+        .arg(&plan)
+        .env_remove("BELIER_RECORD_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("'--listen <ADDR>'") && said.contains("--token"),
+        "{said}"
+    );
+    if !have_curl("off_the_loopback_the_proxy_wants_its_token") {
+        return;
+    }
+    let shop = Shop::start();
+    let recorder = Recorder::start(
+        &dir,
+        &plan,
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--token",
+            "s3cret-42",
+            "--max-requests",
+            "1",
+        ],
+    );
+    let port = recorder.proxy.rsplit(':').next().unwrap().to_string();
+    let proxy = format!("http://127.0.0.1:{port}");
+    let status = |extra: &[&str]| {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--proxy",
+                &proxy,
+            ])
+            .args(extra)
+            .arg(shop.url())
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    };
+    assert_eq!(status(&[]), "407");
+    assert_eq!(status(&["--proxy-user", "me:wrong"]), "407");
+    assert!(shop.seen().is_empty());
+    curl(&[
+        "--proxy",
+        &proxy,
+        "--proxy-user",
+        "me:s3cret-42",
+        "-f",
+        // A body large enough that curl asks for 100 Continue first.
+        "-H",
+        "Expect: 100-continue",
+        "--data-binary",
+        &"x".repeat(2000),
+        &format!("{}/api/upload", shop.url()),
+    ]);
+    let (code, said) = recorder.wait();
+    assert_eq!(code, 0, "{said}");
+    assert!(!said.contains("s3cret-42"), "{said}");
+    assert_eq!(shop.seen().len(), 1);
+    let seen = &shop.seen()[0];
+    assert!(seen.header("proxy-authorization").is_none());
+    assert!(seen.header("expect").is_none());
+    assert_eq!((seen.method.as_str(), seen.body.len()), ("POST", 2000));
+    let yaml = std::fs::read_to_string(&plan).unwrap();
+    let lower = yaml.to_ascii_lowercase();
+    assert!(
+        !yaml.contains("s3cret")
+            && !lower.contains("proxy-authorization")
+            && !lower.contains("expect"),
+        "{yaml}"
+    );
+    assert!(yaml.contains(&"x".repeat(2000)), "{yaml}");
+}

@@ -1,0 +1,509 @@
+//! The web console (#15): headless Chromium (over chromedriver) opens `belier web`, starts a
+//! run against the built-in target from the form at 200/s, sees the charts' numbers move, raises
+//! the rate to 400/s and stops; the target's own arrivals show both rates and the results file
+//! holds the change. Then the safety rules over plain HTTP: no token off the loopback, 401
+//! without the token, 403 from another origin; and `--web` on a flag run offering its report
+//! and results file.
+
+#[path = "support/process.rs"]
+mod process;
+#[path = "support/webdriver.rs"]
+mod webdriver;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use belier_testserver::{Config, Server};
+use process::{free_port, Belier};
+use serde_json::Value;
+use webdriver::Browser;
+
+/// Longest the page may take to show something (a debug build on a busy machine).
+const WAIT: Duration = Duration::from_secs(30);
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("web-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A request to the console: status, headers we look at, body.
+struct Answer {
+    status: u16,
+    set_cookie: Option<String>,
+    body: String,
+}
+
+fn request(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(10)))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let mut response = if method == "GET" {
+        let mut r = agent.get(url);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        r.call()
+    } else {
+        let mut r = agent.post(url);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        r.send(body.to_string())
+    }
+    .expect("the console answers");
+    Answer {
+        status: response.status().as_u16(),
+        set_cookie: response
+            .headers()
+            .get("set-cookie")
+            .map(|v| v.to_str().unwrap().to_string()),
+        body: response.body_mut().read_to_string().unwrap(),
+    }
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The number shown in `css`, if any.
+fn number(browser: &Browser, css: &str) -> Option<f64> {
+    browser.text(css).trim().parse().ok()
+}
+
+/// The page's figures are those of the latest interval the API holds. (How near each interval
+/// comes to the rate set is for the target's own count to say, over seconds: one interval of a
+/// busy debug build may run late and the next catch up.)
+fn shows_the_latest_interval(browser: &Browser, console: &str) {
+    for _ in 0..10 {
+        let n = number(browser, "#interval-count").unwrap_or(0.0) as usize;
+        let rate = browser.text("#rate-now");
+        let p99 = browser.text("#p99-now");
+        if n == 0 || number(browser, "#interval-count") != Some(n as f64) {
+            continue; // an interval came in between
+        }
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        let interval = &run["intervals"][n - 1];
+        assert_eq!(rate, format!("{:.1}", interval["rate"].as_f64().unwrap()));
+        assert_eq!(p99, format!("{:.2}", interval["p99_ms"].as_f64().unwrap()));
+        return;
+    }
+    panic!("the page's interval count never held still");
+}
+
+#[test]
+fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
+    let Some(browser) = Browser::start("web") else {
+        return;
+    };
+    let target = Server::start(Config {
+        record_requests: 50_000,
+        ..Config::default()
+    })
+    .unwrap();
+    let dir = temp_dir("browser");
+    let port = free_port();
+    let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+
+    browser.goto(&format!("{console}/"));
+    browser.wait_until("the form", WAIT, |b| {
+        b.script("return !document.getElementById('new-run').hidden;", &[]) == true
+    });
+    browser.type_into("#f-url", &target.url("/"));
+    browser.script("document.getElementById('f-model').value = 'open';", &[]);
+    browser.type_into("#f-rate", "200");
+    browser.type_into("#f-duration", "60s");
+    browser.click("#start");
+
+    // The figures and the charts move from one interval to the next.
+    let intervals = |b: &Browser| number(b, "#interval-count").unwrap_or(0.0) as u64;
+    let chart = |b: &Browser| {
+        b.script(
+            "return [...document.querySelectorAll('#chart-rate polyline, #chart-latency polyline')]\
+             .map(p => p.getAttribute('points')).join('|');",
+            &[],
+        )
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+    };
+    browser.wait_until("a first interval", WAIT, |b| intervals(b) >= 1);
+    let first = (intervals(&browser), chart(&browser));
+    browser.wait_until("two more intervals", WAIT, |b| intervals(b) >= first.0 + 2);
+    let later = (intervals(&browser), chart(&browser));
+    assert_ne!(first.1, later.1, "the charts did not change");
+    assert!(!later.1.is_empty());
+    shows_the_latest_interval(&browser, &console);
+    assert_eq!(number(&browser, "#target-now"), Some(200.0));
+
+    // Raise the rate to 400/s with the level field.
+    browser.type_into("#level", "400");
+    browser.click("#set");
+    let raised_at = intervals(&browser);
+    browser.wait_until("the target at 400/s", WAIT, |b| {
+        number(b, "#target-now") == Some(400.0) && intervals(b) >= raised_at + 2
+    });
+    browser.wait_until("two full intervals at 400/s", WAIT, |b| {
+        intervals(b) >= raised_at + 4
+    });
+    shows_the_latest_interval(&browser, &console);
+    let markers = browser.script(
+        "return document.querySelectorAll('#chart-rate line.change, #chart-latency line.change')\
+         .length;",
+        &[],
+    );
+    assert_eq!(markers, 2, "the change is marked on both charts");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-console.png");
+    browser.screenshot(&shot);
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "{}",
+        shot.display()
+    );
+
+    browser.click("#stop");
+    browser.wait_until("the run ended", WAIT, |b| b.text("#state") == "ended");
+    browser.wait_until("the report link", WAIT, |b| {
+        b.script("return !document.getElementById('links').hidden;", &[]) == true
+    });
+    let report = browser.script("return document.getElementById('report-link').href;", &[]);
+    let report = request("GET", report.as_str().unwrap(), &[], "");
+    assert_eq!(report.status, 200);
+    assert!(report.body.contains("<svg"), "an HTML report with charts");
+
+    // The results file the page links to is the run's, and holds the change.
+    let results = request("GET", &format!("{console}/runs/1/results.jsonl"), &[], "");
+    assert_eq!(results.status, 200);
+    let on_disk = std::fs::read_to_string(dir.join("belier-runs/run-1/results.jsonl")).unwrap();
+    assert_eq!(results.body, on_disk);
+    let lines: Vec<Value> = on_disk.lines().map(json).collect();
+    let changes: Vec<&Value> = lines.iter().filter_map(|l| l.get("change")).collect();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let change = changes[0];
+    assert_eq!(change["what"], "rate");
+    assert_eq!(change["level"], 400.0);
+    assert_eq!(change["from"], 200.0);
+    let at_s = change["at_s"].as_f64().unwrap();
+
+    // The target's own arrivals: 2 s before the change at 200/s, 2 s after it at 400/s.
+    let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+    let sent = run["totals"]["requests"].as_u64().unwrap();
+    assert_eq!(
+        target.counts().requests,
+        sent,
+        "the target saw what belier counted"
+    );
+    let seen = target.recent_requests();
+    assert_eq!(seen.len() as u64, sent);
+    let start = seen[0].arrived;
+    let count = |from: f64, to: f64| {
+        seen.iter()
+            .filter(|r| {
+                let t = r.arrived.duration_since(start).as_secs_f64();
+                t >= from && t < to
+            })
+            .count() as f64
+    };
+    let before = count(at_s - 2.0, at_s);
+    let after = count(at_s + 0.5, at_s + 2.5);
+    assert!(
+        (before - 400.0).abs() <= 12.0,
+        "{before} requests in the 2 s before the change"
+    );
+    assert!(
+        (after - 800.0).abs() <= 24.0,
+        "{after} requests in 2 s after the change"
+    );
+
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "Ctrl-C ends belier web: {stderr}");
+}
+
+#[test]
+fn off_the_loopback_a_token_is_required() {
+    for args in [
+        vec!["--web=0.0.0.0:5665", "http://127.0.0.1:1/", "-n", "1"],
+        vec!["web", "--listen", "0.0.0.0:5665"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args(&args)
+            .env_remove("BELIER_WEB_TOKEN")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("not a loopback address") && stderr.contains("token"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn every_call_needs_the_token_and_control_refuses_other_origins() {
+    let port = free_port();
+    let dir = temp_dir("token");
+    let mut belier = Belier::spawn_in(
+        &dir,
+        &[
+            "web",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--token",
+            "generate",
+        ],
+    );
+    let line = belier.wait_for("web console at");
+    let token = line
+        .rsplit_once("?token=")
+        .expect("the token printed")
+        .1
+        .to_string();
+    assert_eq!(token.len(), 32, "{line}");
+    let console = format!("http://127.0.0.1:{port}");
+    let bearer = format!("Bearer {token}");
+    let auth = [("Authorization", bearer.as_str())];
+
+    for path in ["/", "/api/run", "/api/runs", "/api/stream", "/console.js"] {
+        let a = request("GET", &format!("{console}{path}"), &[], "");
+        assert_eq!(a.status, 401, "GET {path} without the token");
+    }
+    let wrong = request(
+        "GET",
+        &format!("{console}/api/run"),
+        &[("Authorization", "Bearer nope")],
+        "",
+    );
+    assert_eq!(wrong.status, 401);
+    for path in ["/api/run/pause", "/api/run/stop", "/api/runs"] {
+        let a = request("POST", &format!("{console}{path}"), &[], "{}");
+        assert_eq!(a.status, 401, "POST {path} without the token");
+    }
+    assert_eq!(
+        request("GET", &format!("{console}/api/run"), &auth, "").body,
+        "null"
+    );
+
+    // Opening the page once with ?token= sets a cookie that then opens everything.
+    let opened = request("GET", &format!("{console}/?token={token}"), &[], "");
+    assert_eq!(opened.status, 303);
+    let cookie = opened.set_cookie.expect("a cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let page = request("GET", &format!("{console}/"), &[("Cookie", &cookie)], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("/console.js") && !page.body.contains("://cdn"));
+
+    // Control from another origin: 403 even with the token; the console's own origin passes
+    // the check (and finds no run to pause: 409).
+    let own = format!("http://127.0.0.1:{port}");
+    for (origin, status) in [("http://evil.example", 403), (own.as_str(), 409)] {
+        let a = request(
+            "POST",
+            &format!("{console}/api/run/pause"),
+            &[("Cookie", &cookie), ("Origin", origin)],
+            "",
+        );
+        assert_eq!(a.status, status, "{origin}: {}", a.body);
+    }
+    let a = request(
+        "POST",
+        &format!("{console}/api/runs"),
+        &[("Cookie", &cookie), ("Sec-Fetch-Site", "cross-site")],
+        "{}",
+    );
+    assert_eq!(a.status, 403);
+    // Control is POST only.
+    let a = request("GET", &format!("{console}/api/run/stop"), &auth, "");
+    assert_eq!(a.status, 405);
+    // No file outside the console's runs: unknown runs and paths are 404.
+    for path in [
+        "/runs/1/report.html",
+        "/runs/1/results.jsonl",
+        "/runs/..%2f..%2fetc/passwd",
+    ] {
+        let a = request("GET", &format!("{console}{path}"), &auth, "");
+        assert_eq!(a.status, 404, "{path}");
+    }
+    // A form value gets the flag's validation and words.
+    let a = request(
+        "POST",
+        &format!("{console}/api/runs"),
+        &auth,
+        r#"{"url": "http://127.0.0.1:1/", "connections": "0"}"#,
+    );
+    assert_eq!(a.status, 400);
+    assert!(a.body.contains("'--connections <N>'"), "{}", a.body);
+
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "Ctrl-C ends belier web: {stderr}");
+    assert_eq!(
+        stderr.matches(&token).count(),
+        1,
+        "the token is printed once: {stderr}"
+    );
+}
+
+#[test]
+fn a_web_run_offers_its_report_and_results_at_the_end() {
+    let target = Server::start(Config::default()).unwrap();
+    let dir = temp_dir("flags");
+    let save = dir.join("run.jsonl");
+    let port = free_port();
+    let mut belier = Belier::spawn(&[
+        &target.url("/"),
+        "--rate",
+        "100",
+        "-n",
+        "150",
+        &format!("--web=127.0.0.1:{port}"),
+        "--web-linger",
+        "60s",
+        "--save",
+        save.to_str().unwrap(),
+    ]);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + WAIT;
+    let run = loop {
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        if run["state"] == "ended" {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(run["totals"]["requests"], 150);
+    assert_eq!(target.counts().requests, 150);
+    let report = request(
+        "GET",
+        &format!("{console}{}", run["report"].as_str().unwrap()),
+        &[],
+        "",
+    );
+    assert_eq!(report.status, 200);
+    assert!(report.body.contains("150"));
+    let results = request(
+        "GET",
+        &format!("{console}{}", run["results"].as_str().unwrap()),
+        &[],
+        "",
+    );
+    assert_eq!(results.body, std::fs::read_to_string(&save).unwrap());
+    // A console that only watches starts no run.
+    let a = request("POST", &format!("{console}/api/runs"), &[], "{}");
+    assert_eq!(a.status, 404);
+    belier.wait_for("offers the report");
+    belier.interrupt();
+    let (code, stdout, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("150"),
+        "the report is printed as usual: {stdout}"
+    );
+}
+
+#[test]
+fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
+    let target = Server::start(Config::default()).unwrap();
+    let dir = temp_dir("plan");
+    std::fs::write(
+        dir.join("visit.yaml"),
+        format!(
+            "target: {}\nload:\n  vus: 1\n  duration: 1m\nscenarios:\n  - name: visitor\n    \
+             steps:\n      - name: home\n        get: /\n      - pause: 50ms\n",
+            target.url("")
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+    let call = |method: &str, path: &str, body: &str| {
+        request(method, &format!("{console}{path}"), &[], body)
+    };
+    let offered = json(&call("GET", "/api/console", "").body);
+    assert_eq!(offered["plans"], serde_json::json!(["visit.yaml"]));
+    let started = call(
+        "POST",
+        "/api/runs",
+        r#"{"plan": "visit.yaml", "connections": "2", "duration": "30s"}"#,
+    );
+    assert_eq!(started.status, 202, "{}", started.body);
+    let again = call("POST", "/api/runs", r#"{"plan": "visit.yaml"}"#);
+    assert_eq!(again.status, 409, "one run at a time");
+    let intervals = || {
+        json(&call("GET", "/api/run", "").body)["intervals"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let deadline = Instant::now() + WAIT;
+    while intervals() < 2 {
+        assert!(Instant::now() < deadline, "no intervals");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let wrong = call("POST", "/api/run/rate", r#"{"rate": 10}"#);
+    assert_eq!(wrong.status, 409);
+    assert!(wrong.body.contains("/api/run/users"), "{}", wrong.body);
+    let fraction = call("POST", "/api/run/users", r#"{"users": 2.5}"#);
+    assert_eq!(fraction.status, 400, "{}", fraction.body);
+    let raised = call("POST", "/api/run/users", r#"{"users": 4}"#);
+    assert_eq!(raised.status, 200, "{}", raised.body);
+    assert_eq!(json(&raised.body)["level"], 4.0);
+    assert_eq!(json(&raised.body)["unit"], "users");
+    let raised_at = intervals();
+    while intervals() < raised_at + 2 {
+        assert!(
+            Instant::now() < deadline + WAIT,
+            "no intervals after the change"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(call("POST", "/api/run/stop", "").status, 200);
+    let run = loop {
+        let run = json(&call("GET", "/api/run", "").body);
+        if run["state"] == "ended" {
+            break run;
+        }
+        assert!(Instant::now() < deadline + 2 * WAIT, "the run did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(run["settings"]["plan"], "visit.yaml");
+    let steps = &run["totals"]["steps"];
+    assert_eq!(steps[0]["step"], "home", "{steps}");
+    assert_eq!(steps[0]["requests"], run["totals"]["requests"]);
+    assert_eq!(
+        target.counts().requests,
+        run["totals"]["requests"].as_u64().unwrap()
+    );
+    let results = std::fs::read_to_string(dir.join("belier-runs/run-1/results.jsonl")).unwrap();
+    let change = results
+        .lines()
+        .map(json)
+        .find_map(|l| l.get("change").cloned())
+        .expect("the change in the results file");
+    assert_eq!(
+        (&change["what"], &change["level"], &change["from"]),
+        (&"users".into(), &4.0.into(), &2.0.into())
+    );
+    let past = json(&call("GET", "/api/runs", "").body);
+    assert_eq!(past.as_array().unwrap().len(), 1);
+    assert_eq!(past[0]["report"], "/runs/1/report.html");
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}

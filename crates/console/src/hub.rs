@@ -1,0 +1,494 @@
+//! What the console knows of its runs: the one in progress (its intervals, totals, steering
+//! handle) and those that ended (their reports and results files). The run loop feeds it once
+//! per settled interval; the API reads it and streams each new interval to every open page.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use belier_engine::Control;
+use belier_stats::{ErrorKind, Point, Recorder};
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+/// Intervals kept for a page that opens mid-run: two hours of one-second intervals.
+pub const KEPT_INTERVALS: usize = 7_200;
+
+/// Events buffered for a page that reads its stream slowly; one that falls further behind
+/// skips to the latest.
+const STREAM_BACKLOG: usize = 64;
+
+/// What a run's level means, as the page and the API name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// Requests per second (open loop).
+    Rate,
+    /// A plan's iterations per second (open loop).
+    Iterations,
+    /// Connections at once (closed loop).
+    Connections,
+    /// A plan's virtual users at once (closed loop).
+    Users,
+}
+
+impl Unit {
+    /// Whether the level is a rate (set with `POST /api/run/rate`) rather than a number of
+    /// connections or users (`POST /api/run/users`).
+    pub fn is_rate(self) -> bool {
+        matches!(self, Unit::Rate | Unit::Iterations)
+    }
+}
+
+/// A run as it starts, handed over by whoever runs it.
+pub struct RunStart {
+    /// How the run was set up (the report's run information), shown as given.
+    pub settings: Value,
+    /// What its level means.
+    pub unit: Unit,
+    /// The handle that steers it.
+    pub control: Control,
+    /// A plan's step names, in order (empty otherwise).
+    pub steps: Vec<String>,
+}
+
+/// A run's HTML report.
+pub enum Report {
+    /// The report itself.
+    Html(String),
+    /// The file the run wrote it to (a console of many runs keeps none of them in memory).
+    File(PathBuf),
+}
+
+/// What a run left behind, for the page's links.
+pub struct RunEnd {
+    /// The HTML report.
+    pub report: Report,
+    /// The results file, if the run kept one.
+    pub results: Option<PathBuf>,
+    /// Whether it was stopped before its planned end.
+    pub interrupted: bool,
+}
+
+/// A run of this console, in progress or ended.
+struct Run {
+    id: u64,
+    settings: Value,
+    unit: Unit,
+    control: Control,
+    steps: Vec<String>,
+    intervals: VecDeque<Value>,
+    totals: Value,
+    stop_asked: bool,
+    end: Option<RunEnd>,
+}
+
+#[derive(Default)]
+struct Inner {
+    runs: Vec<Run>,
+    /// A run is being prepared (between a launch and its first [`Hub::begin`]).
+    launching: bool,
+}
+
+/// The console's state, shared by the run loop and the API.
+pub struct Hub {
+    inner: Mutex<Inner>,
+    events: broadcast::Sender<Arc<str>>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            inner: Mutex::default(),
+            events: broadcast::channel(STREAM_BACKLOG).0,
+        }
+    }
+}
+
+/// A run's number in this console, from 1.
+pub type RunId = u64;
+
+impl Hub {
+    /// A new run in progress; returns its number.
+    pub fn begin(&self, start: RunStart) -> RunId {
+        let mut inner = self.lock();
+        let id = inner.runs.len() as u64 + 1;
+        inner.launching = false;
+        inner.runs.push(Run {
+            id,
+            settings: start.settings,
+            unit: start.unit,
+            control: start.control,
+            steps: start.steps,
+            intervals: VecDeque::new(),
+            totals: totals(&Recorder::new(), &[]),
+            stop_asked: false,
+            end: None,
+        });
+        let event = run_json(inner.runs.last().expect("just pushed"), false);
+        drop(inner);
+        self.send("begin", &event);
+        id
+    }
+
+    /// A settled interval of run `id`, `point`, with everything settled so far, `total`.
+    pub fn interval(&self, id: RunId, point: &Point, total: &Recorder) {
+        let mut inner = self.lock();
+        let Some(run) = inner.runs.iter_mut().find(|r| r.id == id) else {
+            return;
+        };
+        let steer = run.control.state();
+        let interval = json!({
+            "t_s": (point.offset + point.width).as_secs_f64(),
+            "width_s": point.width.as_secs_f64(),
+            "requests": point.requests,
+            "errors": point.errors,
+            "rate": point.rate(),
+            "target": run.unit.is_rate().then(|| point.target_rate()),
+            "level": if steer.paused { 0.0 } else { steer.level },
+            "p50_ms": point.p50_us as f64 / 1e3,
+            "p90_ms": point.p90_us as f64 / 1e3,
+            "p99_ms": point.p99_us as f64 / 1e3,
+            "in_flight": point.in_flight,
+            "connections": point.connections_peak,
+        });
+        if run.intervals.len() == KEPT_INTERVALS {
+            run.intervals.pop_front();
+        }
+        run.intervals.push_back(interval.clone());
+        run.totals = totals(total, &run.steps);
+        let event = json!({
+            "run": id,
+            "interval": interval,
+            "totals": run.totals,
+            "steering": steering(run),
+        });
+        drop(inner);
+        self.send("interval", &event);
+    }
+
+    /// Run `id` has ended and left `end` behind.
+    pub fn end(&self, id: RunId, end: RunEnd) {
+        let mut inner = self.lock();
+        let Some(run) = inner.runs.iter_mut().find(|r| r.id == id) else {
+            return;
+        };
+        run.end = Some(end);
+        let event = run_json(run, false);
+        drop(inner);
+        self.send("end", &event);
+    }
+
+    /// Whether a stop of run `id` was asked for through the API.
+    pub fn stop_requested(&self, id: RunId) -> bool {
+        self.lock().runs.iter().any(|r| r.id == id && r.stop_asked)
+    }
+
+    /// A run that was launched could not start (`why`): the console is free again, and the
+    /// pages hear of it.
+    pub fn failed(&self, why: &str) {
+        self.lock().launching = false;
+        self.send("failed", &json!({ "error": why }));
+    }
+
+    /// Whether a run is in progress (or being prepared).
+    pub fn busy(&self) -> bool {
+        let inner = self.lock();
+        inner.launching || inner.runs.last().is_some_and(|r| r.end.is_none())
+    }
+
+    /// Marks a run as being prepared, unless one is in progress already: returns whether
+    /// the caller may go on.
+    pub(crate) fn reserve(&self) -> bool {
+        let mut inner = self.lock();
+        if inner.launching || inner.runs.last().is_some_and(|r| r.end.is_none()) {
+            return false;
+        }
+        inner.launching = true;
+        true
+    }
+
+    /// Undoes [`Hub::reserve`] when a launch failed.
+    pub(crate) fn release(&self) {
+        self.lock().launching = false;
+    }
+
+    /// The latest run, with its intervals, as `GET /api/run` shows it (`null` before any).
+    pub(crate) fn current(&self) -> Value {
+        self.lock()
+            .runs
+            .last()
+            .map_or(Value::Null, |r| run_json(r, true))
+    }
+
+    /// Every run of this console, newest first, without intervals.
+    pub(crate) fn list(&self) -> Value {
+        Value::Array(
+            self.lock()
+                .runs
+                .iter()
+                .rev()
+                .map(|r| run_json(r, false))
+                .collect(),
+        )
+    }
+
+    /// Runs `f` with the latest run's steering handle and unit, if that run is in progress.
+    pub(crate) fn steer<T>(&self, f: impl FnOnce(&Control, Unit) -> T) -> Option<T> {
+        let inner = self.lock();
+        let run = inner.runs.last().filter(|r| r.end.is_none())?;
+        Some(f(&run.control, run.unit))
+    }
+
+    /// Asks the run in progress to stop; false if there is none.
+    pub(crate) fn stop(&self) -> bool {
+        let mut inner = self.lock();
+        let Some(run) = inner.runs.last_mut().filter(|r| r.end.is_none()) else {
+            return false;
+        };
+        run.stop_asked = true;
+        run.control.stop();
+        true
+    }
+
+    /// Tells every page that the steering of the run in progress changed.
+    pub(crate) fn steered(&self) {
+        let inner = self.lock();
+        let Some(run) = inner.runs.last() else { return };
+        let event = json!({"run": run.id, "steering": steering(run)});
+        drop(inner);
+        self.send("steering", &event);
+    }
+
+    /// The HTML report of run `id`, once it has ended: the text, or the file that holds it.
+    pub(crate) fn report(&self, id: RunId) -> Option<Result<String, PathBuf>> {
+        let inner = self.lock();
+        let run = inner.runs.iter().find(|r| r.id == id)?;
+        run.end.as_ref().map(|e| match &e.report {
+            Report::Html(html) => Ok(html.clone()),
+            Report::File(path) => Err(path.clone()),
+        })
+    }
+
+    /// The results file of run `id`, once it has ended, if it kept one.
+    pub(crate) fn results(&self, id: RunId) -> Option<PathBuf> {
+        let inner = self.lock();
+        let run = inner.runs.iter().find(|r| r.id == id)?;
+        run.end.as_ref().and_then(|e| e.results.clone())
+    }
+
+    /// A receiver of every event from now on: its name, a newline, its JSON.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.events.subscribe()
+    }
+
+    fn send(&self, name: &str, data: &Value) {
+        // No page open is not an error.
+        let _ = self.events.send(Arc::from(format!("{name}\n{data}")));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves a state that is still whole.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A run as the API shows it; with `intervals`, every interval kept.
+fn run_json(run: &Run, intervals: bool) -> Value {
+    let state = match (&run.end, run.control.state().paused) {
+        (Some(_), _) => "ended",
+        (None, true) => "paused",
+        (None, false) => "running",
+    };
+    let mut v = json!({
+        "id": run.id,
+        "state": state,
+        "settings": run.settings,
+        "steering": steering(run),
+        "latest": run.intervals.back(),
+        "totals": run.totals,
+    });
+    if let Some(end) = &run.end {
+        v["interrupted"] = json!(end.interrupted);
+        v["report"] = json!(format!("/runs/{}/report.html", run.id));
+        if end.results.is_some() {
+            v["results"] = json!(format!("/runs/{}/results.jsonl", run.id));
+        }
+    }
+    if intervals {
+        v["intervals"] = json!(run.intervals);
+    }
+    v
+}
+
+fn steering(run: &Run) -> Value {
+    let s = run.control.state();
+    // Every change so far, for the charts' markers: from `at_s` on, the level (0: paused).
+    let history: Vec<Value> = run
+        .control
+        .history()
+        .iter()
+        .map(|&(at, level)| json!({"at_s": at.as_secs_f64(), "level": level}))
+        .collect();
+    json!({
+        "unit": run.unit,
+        "level": s.level,
+        "paused": s.paused,
+        "changes": s.changes,
+        "history": history,
+        "stop_asked": run.stop_asked,
+    })
+}
+
+/// The tables: responses by status, failures by error kind, and a plan's steps.
+fn totals(total: &Recorder, steps: &[String]) -> Value {
+    let latency = total.latency_us();
+    let ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1e3
+        }
+    };
+    let statuses: Vec<Value> = total
+        .status_counts()
+        .map(|(code, n)| json!({"status": code, "count": n}))
+        .collect();
+    let errors: Vec<Value> = ErrorKind::ALL
+        .iter()
+        .map(|&k| (k, total.errors_of(k)))
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| json!({"kind": k.name(), "count": n}))
+        .collect();
+    let step_rows: Vec<Value> = total
+        .steps()
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            json!({
+                "step": steps.get(i).cloned().unwrap_or_else(|| format!("step {}", i + 1)),
+                "requests": row.counts.requests,
+                "failures": row.counts.failures,
+                "p50_ms": ms(row.latency_us(), 0.5),
+                "p99_ms": ms(row.latency_us(), 0.99),
+            })
+        })
+        .collect();
+    json!({
+        "requests": total.requests(),
+        "errors": total.errors(),
+        "p50_ms": ms(latency, 0.5),
+        "p90_ms": ms(latency, 0.9),
+        "p99_ms": ms(latency, 0.99),
+        "statuses": statuses,
+        "error_kinds": errors,
+        "steps": step_rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_engine::{Config, Load, Profile, RequestSpec, Spacing};
+    use belier_stats::{Gauges, Point, Recorder};
+
+    use super::*;
+
+    /// A real run's handle (the engine's Control has no other constructor): an open loop at
+    /// 1/s against a port nothing listens on, stopped at the end of the test.
+    fn control() -> (belier_engine::Run, Control) {
+        let mut config = Config::new(RequestSpec {
+            method: "GET".into(),
+            host: "127.0.0.1".into(),
+            port: 9,
+            path_and_query: "/".into(),
+            headers: vec![],
+            body: vec![],
+        });
+        config.load = Load::Open {
+            rate: Profile::constant(1.0),
+            spacing: Spacing::Even,
+            max_connections: 1,
+            max_in_flight: None,
+        };
+        config.stop.duration = Some(Duration::from_secs(30));
+        config.threads = 1;
+        let run = belier_engine::start(&config).expect("the engine starts");
+        let control = run.control();
+        (run, control)
+    }
+
+    fn point(requests: u64) -> Point {
+        let mut r = Recorder::new();
+        r.record_errors(belier_stats::ErrorKind::ALL[0], requests);
+        Point::of(
+            &r,
+            Gauges::default(),
+            Duration::ZERO,
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn one_run_at_a_time_and_its_intervals_stay_bounded() {
+        let (run, control) = control();
+        let hub = Hub::default();
+        let mut events = hub.subscribe();
+        assert!(hub.reserve() && !hub.reserve(), "one launch at a time");
+        hub.release();
+        assert!(!hub.busy());
+        let id = hub.begin(RunStart {
+            settings: json!({"url": "http://127.0.0.1:9/"}),
+            unit: Unit::Rate,
+            control,
+            steps: vec![],
+        });
+        assert_eq!(id, 1);
+        assert!(hub.busy() && !hub.reserve());
+        hub.interval(id, &point(1), &Recorder::new());
+        assert!(events.try_recv().unwrap().starts_with("begin\n"));
+        assert!(events.try_recv().unwrap().starts_with("interval\n{"));
+        let (two, total) = (point(2), Recorder::new());
+        for _ in 0..KEPT_INTERVALS + 3 {
+            hub.interval(id, &two, &total);
+        }
+        let current = hub.current();
+        assert_eq!(
+            current["intervals"].as_array().unwrap().len(),
+            KEPT_INTERVALS
+        );
+        assert_eq!(current["latest"]["requests"], 2);
+        assert_eq!(current["state"], "running");
+        // A page that read too slowly skips to the latest events.
+        assert!(matches!(
+            events.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(_))
+        ));
+        assert!(events.try_recv().unwrap().starts_with("interval\n"));
+        // Changes through the handle show in the steering and its history.
+        assert_eq!(hub.steer(|c, _| c.set_level(3.0)), Some(Ok(())));
+        assert_eq!(hub.current()["steering"]["history"][0]["level"], 3.0);
+        assert!(!hub.stop_requested(id));
+        assert!(hub.stop() && hub.stop_requested(id));
+        hub.end(
+            id,
+            RunEnd {
+                report: Report::Html("<html>".into()),
+                results: None,
+                interrupted: true,
+            },
+        );
+        assert!(!hub.busy() && !hub.stop(), "nothing left to stop");
+        assert!(hub.steer(|_, _| ()).is_none(), "nothing left to steer");
+        let list = hub.list();
+        assert_eq!(list[0]["state"], "ended");
+        assert_eq!(list[0]["report"], "/runs/1/report.html");
+        assert!(list[0].get("results").is_none() && list[0].get("intervals").is_none());
+        assert_eq!(hub.report(1), Some(Ok("<html>".into())));
+        assert_eq!(hub.report(2), None);
+        run.stop();
+        run.join();
+    }
+}

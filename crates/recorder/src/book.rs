@@ -1,0 +1,233 @@
+//! The exchanges recorded so far, and the plan written after each.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use belier_scenario::import::{self, Correlation, Recorded};
+
+/// What a recording gave.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Exchanges in the plan.
+    pub recorded: u64,
+    /// The plan's origin, if anything was recorded.
+    pub origin: Option<String>,
+    /// Tokens carried from a response to later requests.
+    pub correlations: Vec<Correlation>,
+    /// Exchanges forwarded but not in the plan, and why (host names and counts only).
+    pub notes: Vec<String>,
+    /// The last error writing the plan, if any.
+    pub write_error: Option<String>,
+}
+
+pub(crate) struct Book {
+    out: PathBuf,
+    max: Option<u64>,
+    include_hosts: Vec<String>,
+    started: Instant,
+    count: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    origin: Option<String>,
+    recorded: Vec<Recorded>,
+    correlations: Vec<Correlation>,
+    other_hosts: Vec<(String, u64)>,
+    not_text: u64,
+    write_error: Option<String>,
+}
+
+impl Book {
+    pub(crate) fn new(out: PathBuf, max: Option<u64>, include_hosts: Vec<String>) -> Book {
+        Book {
+            out,
+            max,
+            include_hosts,
+            started: Instant::now(),
+            count: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub(crate) fn recorded(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn full(&self) -> bool {
+        self.max.is_some_and(|m| self.recorded() >= m)
+    }
+
+    /// Time since the recording started, the clock of [`Recorded::start`].
+    pub(crate) fn now(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
+    /// Adds an exchange on `origin` (`host_port` names it in notes) and writes the plan again.
+    pub(crate) fn add(
+        &self,
+        origin: String,
+        host: &str,
+        host_port: &str,
+        recorded: Option<Recorded>,
+    ) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.full() {
+            return;
+        }
+        let wanted = if self.include_hosts.is_empty() {
+            state.origin.as_ref().is_none_or(|o| *o == origin)
+        } else {
+            self.include_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_port))
+                && state.origin.as_ref().is_none_or(|o| *o == origin)
+        };
+        if !wanted {
+            match state.other_hosts.iter_mut().find(|(h, _)| h == host_port) {
+                Some((_, n)) => *n += 1,
+                None => state.other_hosts.push((host_port.to_string(), 1)),
+            }
+            return;
+        }
+        let Some(recorded) = recorded else {
+            state.not_text += 1;
+            return;
+        };
+        state.origin.get_or_insert(origin.clone());
+        state.recorded.push(recorded);
+        let (draft, correlations) = import::plan(origin, "recorded", state.recorded.clone());
+        state.correlations = correlations;
+        let yaml = draft.to_yaml(
+            "Recorded by `belier record`; rewritten after each request, so it is complete whenever\nthe recorder stops. Run it: belier run PLAN (add -u N -z D for more users and time).",
+        );
+        // A rename replaces the plan in one step: a reader (or a Ctrl-C) never finds half a plan.
+        let tmp = self.out.with_extension("yaml.partial");
+        match std::fs::write(&tmp, yaml).and_then(|()| std::fs::rename(&tmp, &self.out)) {
+            Ok(()) => {
+                self.count.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                state.recorded.pop();
+                state.write_error = Some(format!(
+                    "cannot write the plan to {}: {e}",
+                    self.out.display()
+                ));
+            }
+        }
+    }
+
+    pub(crate) fn summary(&self) -> Summary {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut notes = Vec::new();
+        if !state.other_hosts.is_empty() {
+            let list: Vec<String> = state
+                .other_hosts
+                .iter()
+                .map(|(h, n)| format!("{h} ({n})"))
+                .collect();
+            notes.push(format!(
+                "forwarded but not recorded, a plan sends to one origin (choose with --include-host): {}",
+                list.join(", ")
+            ));
+        }
+        if state.not_text > 0 {
+            notes.push(format!(
+                "{} requests forwarded but not recorded: a body that is not UTF-8 text, or text holding `{{{{` (a plan's template mark)",
+                state.not_text
+            ));
+        }
+        Summary {
+            recorded: state.recorded.len() as u64,
+            origin: state.origin.clone(),
+            correlations: state.correlations.clone(),
+            notes,
+            write_error: state.write_error.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use belier_scenario::import::{DraftRequest, Exchange, Response};
+
+    use super::*;
+
+    fn get(path: &str, at_ms: u64) -> Option<Recorded> {
+        Some(Recorded {
+            start: Duration::from_millis(at_ms),
+            took: Duration::from_millis(5),
+            exchange: Exchange {
+                request: DraftRequest {
+                    method: "GET".into(),
+                    path: path.into(),
+                    ..DraftRequest::default()
+                },
+                response: Response::default(),
+            },
+        })
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("belier-book-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn one_origin_up_to_the_limit_and_a_valid_plan_after_each() {
+        let out = dir("limit").join("plan.yaml");
+        let book = Book::new(out.clone(), Some(2), vec![]);
+        let a = "http://a.test:8080".to_string();
+        book.add(a.clone(), "a.test", "a.test:8080", get("/one", 0));
+        let plan = belier_scenario::load(&out).unwrap();
+        assert_eq!(plan.target.url(), "http://a.test:8080");
+        book.add(
+            "http://b.test".into(),
+            "b.test",
+            "b.test:80",
+            get("/other", 10),
+        );
+        book.add(a.clone(), "a.test", "a.test:8080", None);
+        assert!(!book.full());
+        book.add(a.clone(), "a.test", "a.test:8080", get("/two", 600));
+        assert!(book.full());
+        book.add(a, "a.test", "a.test:8080", get("/three", 700));
+        let summary = book.summary();
+        assert_eq!(summary.recorded, 2);
+        assert_eq!(summary.origin.as_deref(), Some("http://a.test:8080"));
+        assert!(
+            summary.notes[0].ends_with("b.test:80 (1)"),
+            "{:?}",
+            summary.notes
+        );
+        assert!(summary.notes[1].starts_with("1 requests forwarded but not recorded"));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            text.contains("/two") && text.contains("pause: 595ms") && !text.contains("/three"),
+            "{text}"
+        );
+        belier_scenario::load(&out).unwrap();
+    }
+
+    #[test]
+    fn include_hosts_choose_the_origin_and_write_errors_are_kept() {
+        let out = dir("include").join("missing-dir").join("plan.yaml");
+        let book = Book::new(out, None, vec!["b.test".into()]);
+        book.add("http://a.test".into(), "a.test", "a.test:80", get("/a", 0));
+        book.add("http://b.test".into(), "b.test", "b.test:80", get("/b", 0));
+        let summary = book.summary();
+        assert_eq!(summary.recorded, 0, "the plan could not be written");
+        assert!(summary
+            .write_error
+            .unwrap()
+            .contains("cannot write the plan"));
+        assert!(summary.notes[0].ends_with("a.test:80 (1)"));
+    }
+}

@@ -1,0 +1,242 @@
+//! A plan as data, as importers build it, and its YAML text.
+
+use std::time::Duration;
+
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlEmitter};
+
+/// A plan an importer made: one scenario, run once by one user unless the user's flags say
+/// otherwise (`belier run plan.yaml -u 20 -z 1m`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Draft {
+    /// The origin every step is sent to: `scheme://host[:port]`.
+    pub origin: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// Headers every request sends (the plan's top-level `headers`).
+    pub headers: Vec<(String, String)>,
+    /// https: do not verify the certificate.
+    pub insecure: bool,
+    /// The steps, in order.
+    pub steps: Vec<DraftStep>,
+}
+
+/// A step of a [`Draft`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DraftStep {
+    /// A request.
+    Request(DraftRequest),
+    /// Think time.
+    Pause(Duration),
+}
+
+/// A request step: its texts may hold `{{ name }}` templates of earlier extractions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraftRequest {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query, from `/`.
+    pub path: String,
+    /// Headers of this step, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    pub body: Option<String>,
+    /// A file sent as the body, as it is (`body_file`; a relative path is read from the
+    /// plan's directory).
+    pub body_file: Option<std::path::PathBuf>,
+    /// Values this step's response gives to later steps: variable name and where it is.
+    pub extract: Vec<(String, Extract)>,
+}
+
+/// Where an extracted value is in a response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Extract {
+    /// A JSONPath into the JSON body (`$.token`).
+    Json(String),
+    /// A response header, by name.
+    Header(String),
+}
+
+impl Draft {
+    /// The request steps, in order.
+    pub fn requests(&self) -> impl Iterator<Item = &DraftRequest> {
+        self.steps.iter().filter_map(|s| match s {
+            DraftStep::Request(r) => Some(r),
+            DraftStep::Pause(_) => None,
+        })
+    }
+
+    /// Moves headers that every request sends with the same value to the plan-wide `headers`,
+    /// so the steps show only what differs between them.
+    pub fn hoist_common_headers(&mut self) {
+        let mut requests = self.steps.iter().filter_map(|s| match s {
+            DraftStep::Request(r) => Some(r),
+            DraftStep::Pause(_) => None,
+        });
+        let Some(first) = requests.next() else {
+            return;
+        };
+        let others: Vec<&DraftRequest> = requests.collect();
+        if others.is_empty() {
+            return;
+        }
+        let common: Vec<(String, String)> = first
+            .headers
+            .iter()
+            .filter(|(name, value)| {
+                others.iter().all(|r| {
+                    r.headers
+                        .iter()
+                        .any(|(n, v)| n.eq_ignore_ascii_case(name) && v == value)
+                })
+            })
+            .cloned()
+            .collect();
+        for step in &mut self.steps {
+            if let DraftStep::Request(r) = step {
+                r.headers
+                    .retain(|(n, _)| !common.iter().any(|(c, _)| c.eq_ignore_ascii_case(n)));
+            }
+        }
+        self.headers.extend(common);
+    }
+
+    /// The plan as YAML, after `comment` lines (each written as `# line`).
+    pub fn to_yaml(&self, comment: &str) -> String {
+        let mut plan = Hash::new();
+        plan.insert(s("target"), s(&self.origin));
+        if self.insecure {
+            plan.insert(s("insecure"), Yaml::Boolean(true));
+        }
+        if !self.headers.is_empty() {
+            plan.insert(s("headers"), pairs(&self.headers));
+        }
+        let mut load = Hash::new();
+        load.insert(s("vus"), Yaml::Integer(1));
+        load.insert(s("iterations"), Yaml::Integer(1));
+        plan.insert(s("load"), Yaml::Hash(load));
+        let mut scenario = Hash::new();
+        scenario.insert(s("name"), s(&self.scenario));
+        scenario.insert(
+            s("steps"),
+            Yaml::Array(self.steps.iter().map(step).collect()),
+        );
+        plan.insert(s("scenarios"), Yaml::Array(vec![Yaml::Hash(scenario)]));
+
+        let mut text = String::new();
+        for line in comment.lines() {
+            text.push_str("# ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        let mut emitted = String::new();
+        // Writing into a String cannot fail, and every node here is a string, number,
+        // boolean, list or mapping, which the emitter always writes.
+        let _ = YamlEmitter::new(&mut emitted).dump(&Yaml::Hash(plan));
+        text.push_str(&emitted);
+        text.push('\n');
+        text
+    }
+}
+
+fn s(text: &str) -> Yaml {
+    Yaml::String(text.to_string())
+}
+
+fn pairs(list: &[(String, String)]) -> Yaml {
+    let mut map = Hash::new();
+    for (k, v) in list {
+        map.insert(s(k), s(v));
+    }
+    Yaml::Hash(map)
+}
+
+fn step(step: &DraftStep) -> Yaml {
+    let mut map = Hash::new();
+    match step {
+        DraftStep::Pause(d) => {
+            map.insert(s("pause"), s(&format!("{}ms", d.as_millis())));
+        }
+        DraftStep::Request(r) => {
+            map.insert(s("method"), s(&r.method));
+            map.insert(s("path"), s(&r.path));
+            if !r.headers.is_empty() {
+                map.insert(s("headers"), pairs(&r.headers));
+            }
+            if let Some(body) = &r.body {
+                map.insert(s("body"), s(body));
+            }
+            if let Some(file) = &r.body_file {
+                map.insert(s("body_file"), s(&file.to_string_lossy()));
+            }
+            if !r.extract.is_empty() {
+                let mut extract = Hash::new();
+                for (var, how) in &r.extract {
+                    let mut source = Hash::new();
+                    match how {
+                        Extract::Json(path) => source.insert(s("json"), s(path)),
+                        Extract::Header(name) => source.insert(s("header"), s(name)),
+                    };
+                    extract.insert(s(var), Yaml::Hash(source));
+                }
+                map.insert(s("extract"), Yaml::Hash(extract));
+            }
+        }
+    }
+    Yaml::Hash(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> DraftStep {
+        DraftStep::Request(DraftRequest {
+            method: method.into(),
+            path: path.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            ..DraftRequest::default()
+        })
+    }
+
+    #[test]
+    fn yaml_reads_back_as_the_same_plan() {
+        let mut draft = Draft {
+            origin: "http://127.0.0.1:8080".into(),
+            scenario: "recorded".into(),
+            headers: vec![],
+            insecure: false,
+            steps: vec![
+                request("POST", "/login", &[("Accept", "*/*"), ("X-Mode", "a: b")]),
+                DraftStep::Pause(Duration::from_millis(1500)),
+                request(
+                    "GET",
+                    "/items?q=1&r=yes",
+                    &[("Accept", "*/*"), ("Authorization", "Bearer {{ token }}")],
+                ),
+            ],
+        };
+        if let DraftStep::Request(r) = &mut draft.steps[0] {
+            r.body = Some("{\"user\": \"ann\", \"n\": 1}\nline two".into());
+            r.extract
+                .push(("token".into(), Extract::Json("$.token".into())));
+        }
+        draft.hoist_common_headers();
+        assert_eq!(draft.headers, vec![("Accept".into(), "*/*".into())]);
+        let yaml = draft.to_yaml("made by a test\nsecond line");
+        assert!(
+            yaml.starts_with("# made by a test\n# second line\n"),
+            "{yaml}"
+        );
+        let plan = crate::parse(&yaml, std::path::Path::new("imported.yaml"))
+            .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        let described = plan.describe();
+        assert!(described.contains("POST /login"), "{described}");
+        assert!(described.contains("pause 1500ms"), "{described}");
+        assert_eq!(plan.options.headers, vec![("Accept".into(), "*/*".into())]);
+        assert_eq!(plan.load.iterations, Some(1));
+    }
+}
