@@ -112,6 +112,16 @@ fn bucket_of(seconds: f64) -> (f64, f64) {
     )
 }
 
+/// `(not delivered, offered)` from a warning "--metrics-out …: N of M intervals not delivered".
+fn undelivered(warning: &str) -> (u64, u64) {
+    warning
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_once(" intervals"))
+        .and_then(|(n, _)| n.split_once(" of "))
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .unwrap_or_else(|| panic!("no count in {warning:?}"))
+}
+
 #[test]
 fn prometheus_pushgateway_and_influxdb_hold_the_reports_totals() {
     let prometheus = Prometheus::start_with(&[], &["--web.enable-remote-write-receiver"]);
@@ -295,12 +305,7 @@ fn killing_prometheus_mid_run_costs_only_the_intervals_not_delivered() {
         .iter()
         .find(|w| w.contains("intervals not delivered"))
         .unwrap_or_else(|| panic!("no count of undelivered intervals: {warnings:?}"));
-    let (not_delivered, offered) = missing
-        .split_once(": ")
-        .and_then(|(_, rest)| rest.split_once(" intervals"))
-        .and_then(|(n, _)| n.split_once(" of "))
-        .map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap()))
-        .unwrap();
+    let (not_delivered, offered) = undelivered(missing);
     assert!(
         not_delivered >= 1 && not_delivered < offered,
         "some delivered, some not: {missing}"
@@ -453,5 +458,54 @@ fn a_plans_steps_reach_the_pushgateway_with_their_names() {
         report["summary"]["requests"].as_f64().unwrap()
     );
     let _ = std::fs::remove_dir_all(&dir);
+    server.stop();
+}
+
+#[test]
+fn an_endpoint_that_never_answers_slows_nothing_and_every_interval_is_counted() {
+    // Takes connections and never answers: each delivery waits for its timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming() {
+            held.push(stream);
+        }
+    });
+    let server = Server::start(Config::default()).unwrap();
+    let started = Instant::now();
+    let out = belier(&[
+        &server.url("/"),
+        "--rate",
+        "200",
+        "-z",
+        "2s",
+        "--interval",
+        "100ms",
+        "--output",
+        "json",
+        "--metrics-out",
+        &format!("pushgateway=http://{addr}"),
+    ]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let requests = report["summary"]["requests"].as_u64().unwrap();
+    assert!(requests > 350, "{requests}");
+    assert_eq!(server.counts().requests, requests);
+    // Retrying every interval in turn would take minutes; the run ends with its drain time.
+    assert!(
+        took < Duration::from_secs(2) + belier_outputs::DRAIN + Duration::from_secs(10),
+        "{took:?}"
+    );
+    let warnings = report["warnings"].to_string();
+    let line = warnings
+        .split("\",\"")
+        .find(|w| w.contains("intervals not delivered"))
+        .unwrap_or_else(|| panic!("{warnings}"));
+    let (missing, offered) = undelivered(line);
+    assert_eq!(missing, offered, "nothing was delivered: {line}");
+    assert!(offered >= 20, "{line}");
+    assert!(!line.contains(" 0 dropped with the queue full"), "{line}");
     server.stop();
 }

@@ -99,13 +99,13 @@ impl Spec {
         };
         let Some((name, address)) = raw.split_once('=') else {
             return Err(fail(
-                raw,
+                &redacted(raw),
                 format!("expected KIND=URL, KIND one of {}", kinds()),
             ));
         };
         let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == name.trim()) else {
             return Err(fail(
-                raw,
+                &redacted(raw),
                 format!("unknown output '{name}': one of {}", kinds()),
             ));
         };
@@ -161,6 +161,25 @@ impl Spec {
     /// What reports call it: `KIND=URL`, without credentials.
     pub fn label(&self) -> String {
         format!("{}={}", self.kind.name(), self.url)
+    }
+}
+
+/// `raw` as an error may show it: the URL after `KIND=` without its userinfo, or nothing of
+/// what cannot be parsed but may hold one.
+fn redacted(raw: &str) -> String {
+    let (name, address) = raw.split_once('=').unwrap_or(("", raw));
+    let address = match Url::parse(address.trim()) {
+        Ok(mut url) => {
+            take_credential(&mut url);
+            url.to_string()
+        }
+        Err(_) if address.contains('@') => "…".to_string(),
+        Err(_) => address.to_string(),
+    };
+    if name.is_empty() && !raw.contains('=') {
+        address
+    } else {
+        format!("{name}={address}")
     }
 }
 
@@ -260,5 +279,27 @@ mod tests {
             !e.value.contains("hidden") && !e.why.contains("hidden"),
             "{e:?}"
         );
+    }
+
+    proptest::proptest! {
+        /// Any value near a valid one gives a spec or an error, and an error never shows
+        /// the password it was given.
+        #[test]
+        fn parsing_never_panics_nor_shows_a_password(
+            kind in proptest::sample::select(vec![
+                "prometheus-rw", "pushgateway", "influx", "otlp", "statsd", "graphite",
+            ]),
+            scheme in proptest::sample::select(vec!["http", "https", "udp", "ftp", ""]),
+            rest in "[a-z0-9:@%./?=&\\[\\] -]{0,30}",
+        ) {
+            let raw = format!("{kind}={scheme}://u:pw9secret@{rest}");
+            match Spec::parse(&raw) {
+                Ok(spec) => proptest::prop_assert!(!spec.label().contains("pw9secret")),
+                Err(e) => proptest::prop_assert!(
+                    !e.value.contains("pw9secret") && !e.why.contains("pw9secret"),
+                    "{:?}", e
+                ),
+            }
+        }
     }
 }

@@ -105,6 +105,7 @@ pub const LIVE: &[(&str, Kind)] = &[
     ("--metrics-listen", Addr),
     ("--metrics-token", Text),
     ("--metrics-linger", Duration),
+    ("--metrics-out", Text),
     // Bare: with an address it must be `--web=ADDR` (require_equals).
     ("--web", Switch),
     ("--web-token", Text),
