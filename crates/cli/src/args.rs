@@ -205,6 +205,10 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// Many requests from a targets file.
+    #[command(flatten)]
+    pub targets: crate::targets::TargetsArgs,
+
     /// Total requests to send. With --duration too, the run stops at whichever comes first.
     /// With neither, the run lasts 10 s.
     #[arg(short = 'n', long = "requests", value_name = "N")]
@@ -247,7 +251,7 @@ pub struct LoadArgs {
     pub arrivals: Option<ArrivalsArg>,
 
     /// Seed of the Poisson arrivals, to repeat a run's schedule [default: random, shown in
-    /// the report]
+    /// the report]; also of --order random
     #[arg(long = "seed", value_name = "N", help_heading = "Open loop")]
     pub seed: Option<u64>,
 

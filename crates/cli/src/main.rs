@@ -18,6 +18,7 @@ mod settings;
 mod signals;
 mod steering;
 mod target;
+mod targets;
 mod tui;
 
 #[cfg(test)]
@@ -71,8 +72,12 @@ fn main() -> ExitCode {
 
 /// Validates `args`, runs the load test and writes its report.
 fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
-    let settings = settings::from_args(args, cores())?;
+    let settings = targets::settings(args, cores())?;
     let mut finished = load::execute(&settings, signals)?;
+    let stream_error = settings
+        .targets
+        .as_ref()
+        .and_then(|t| targets::complete(t, &mut finished));
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else {
@@ -80,7 +85,11 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     };
     let written = write_report(&settings, &finished, code);
     linger(&mut finished, signals);
-    written
+    // A stream of targets that broke off: its report is out, and the line is named.
+    match stream_error {
+        Some(e) => Err(e.into()),
+        None => written,
+    }
 }
 
 /// With `--metrics-listen`, keeps serving the final figures for `--metrics-linger` once the

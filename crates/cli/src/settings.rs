@@ -42,6 +42,8 @@ pub struct Settings {
     pub plan: Option<PathBuf>,
     /// The soft open-file limit in force, which the connections fit.
     pub fd_limit: u64,
+    /// A targets run's targets (`--targets`).
+    pub targets: Option<crate::targets::TargetsRun>,
 }
 
 /// Where a run's report and results go, validated.
@@ -179,7 +181,20 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
 
 /// Validates `args`. `cores` is the default thread count.
 pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
-    let (mut engine, url) = request_config(&args.request)?;
+    let (engine, url) = request_config(&args.request)?;
+    with_request(args, cores, engine, url, None)
+}
+
+/// Validates the load and output flags of `args` for a run whose request side (`engine`, the
+/// report's `url`) is made already: by [`request_config`], or from a targets file whose
+/// `targets` then drive the run.
+pub fn with_request(
+    args: LoadArgs,
+    cores: usize,
+    mut engine: Config,
+    url: String,
+    targets: Option<crate::targets::TargetsRun>,
+) -> Result<Settings, InputError> {
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -210,7 +225,12 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         engine.timer_slack = slack;
     }
     let output = output(args.results, &mut engine)?;
-    Draft {
+    if let Some(t) = &targets {
+        // Each of the users' iterations is one request: -n counts both.
+        engine.users = Some(t.users.clone());
+        engine.stop.iterations = args.requests;
+    }
+    let mut settings = Draft {
         engine,
         url,
         output,
@@ -224,7 +244,9 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         },
         cap_given: args.max_connections.is_some(),
     }
-    .finish()
+    .finish()?;
+    settings.targets = targets;
+    Ok(settings)
 }
 
 /// The load model the flags ask for.
@@ -235,7 +257,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             (args.max_connections.is_some(), "--max-connections"),
             (args.max_in_flight.is_some(), "--max-in-flight"),
             (args.arrivals.is_some(), "--arrivals"),
-            (args.seed.is_some(), "--seed"),
+            (
+                args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
+                "--seed",
+            ),
             (args.timer_slack.is_some(), "--timer-slack"),
         ] {
             if given {
@@ -311,7 +336,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             seed: args.seed.unwrap_or_else(random_seed),
         },
     };
-    if args.seed.is_some() && spacing == Spacing::Even {
+    if args.seed.is_some()
+        && spacing == Spacing::Even
+        && args.targets.order != crate::targets::OrderArg::Random
+    {
         return Err(InputError::new(
             "--seed",
             "",
@@ -327,7 +355,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
 }
 
 /// TLS settings for an https URL; TLS flags on an http URL are a mistake worth naming.
-fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, InputError> {
+pub(crate) fn tls_options(
+    args: &RequestArgs,
+    https: bool,
+) -> Result<Option<TlsOptions>, InputError> {
     if !https {
         for (given, flag) in [
             (args.insecure, "--insecure"),

@@ -54,6 +54,7 @@ fn info(url: &str) -> RunInfo {
         pacing_s: None,
         steps: vec![],
         checks: vec![],
+        targets: vec![],
     }
 }
 

@@ -1,0 +1,196 @@
+//! `belier --targets FILE` (or `-` for standard input): many requests in one run. The file
+//! is read by the scenario crate into users of their own; here the flags are turned into
+//! them, the run's connection settings are taken from the first target, and once the run is
+//! over the report is given its per-target rows.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use belier_engine::{Config, RequestSpec};
+use belier_report::TargetInfo;
+use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
+use belier_scenario::{PlanError, Pos, Scheme};
+use clap::{Args, ValueEnum};
+
+use crate::args::{LoadArgs, RequestArgs};
+use crate::load::Finished;
+use crate::settings::{self, tls_options, InputError, Settings};
+
+/// The flags of a targets run.
+#[derive(Debug, Args)]
+pub struct TargetsArgs {
+    /// Send the requests of a targets file instead of one URL ('-': read them from standard
+    /// input as they come, each sent once): vegeta's format, JSON lines or Siege's URL list.
+    #[arg(
+        long = "targets",
+        value_name = "FILE",
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers"],
+        help_heading = "Targets"
+    )]
+    pub targets: Option<PathBuf>,
+
+    /// Format of the targets [default: detected from the first line]
+    #[arg(
+        long = "targets-format",
+        value_name = "FORMAT",
+        value_enum,
+        requires = "targets",
+        help_heading = "Targets"
+    )]
+    pub format: Option<FormatArg>,
+
+    /// Order the targets of a file are sent in: in turn (the file's order, over and over), or
+    /// at random (seeded by --seed, or a fixed default so that a run repeats)
+    #[arg(
+        long = "order",
+        value_name = "ORDER",
+        value_enum,
+        default_value = "in-turn",
+        help_heading = "Targets"
+    )]
+    pub order: OrderArg,
+}
+
+/// `--targets-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// vegeta's: 'METHOD URL', header lines, '@file' body, a blank line between targets.
+    Http,
+    /// One JSON object a line: method, url, header (a map of lists), body (base64).
+    Json,
+    /// Siege's URL list: 'URL' or 'URL POST body' a line.
+    Siege,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    /// In the file's order, in turn.
+    InTurn,
+    /// At random, seeded.
+    Random,
+}
+
+/// What a targets run adds to a flag run's settings.
+pub struct TargetsRun {
+    /// The users the engine drives.
+    pub users: Arc<TargetUsers>,
+}
+
+impl std::fmt::Debug for TargetsRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.users.fmt(f)
+    }
+}
+
+impl TargetsRun {
+    /// The per-target rows so far (a stream's grow while it runs).
+    pub fn rows(&self) -> Vec<TargetInfo> {
+        self.users
+            .rows()
+            .into_iter()
+            .map(|(method, url)| TargetInfo { method, url })
+            .collect()
+    }
+}
+
+/// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
+pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
+    match configure(&args.targets, &args.request, args.seed)? {
+        Some((engine, url, run)) => {
+            Ok(settings::with_request(args, cores, engine, url, Some(run))?)
+        }
+        None => Ok(settings::from_args(args, cores)?),
+    }
+}
+
+/// Reads the targets `args` name (a file whole, a stream up to its first target) and makes
+/// the run's engine configuration: where to connect and with what TLS settings, from the
+/// first target, and its users. `seed` is `--seed`, for `--order random`.
+fn configure(
+    args: &TargetsArgs,
+    request: &RequestArgs,
+    seed: Option<u64>,
+) -> Result<Option<(Config, String, TargetsRun)>, anyhow::Error> {
+    let Some(path) = &args.targets else {
+        return Ok(None);
+    };
+    let format = args.format.map(|f| match f {
+        FormatArg::Http => Format::Http,
+        FormatArg::Json => Format::Json,
+        FormatArg::Siege => Format::Siege,
+    });
+    let order = match args.order {
+        OrderArg::InTurn => Order::InTurn,
+        OrderArg::Random => Order::Random {
+            seed: seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+        },
+    };
+    let users = if path.as_os_str() == "-" {
+        if order != Order::InTurn {
+            return Err(InputError::new(
+                "--order <ORDER>",
+                "random",
+                "needs a targets file: targets read from standard input are sent as they come",
+            )
+            .into());
+        }
+        stream(format)?
+    } else {
+        TargetUsers::from_file(targets::load(path, format)?, order)?
+    };
+    let origin = users.origin().clone();
+    let https = origin.scheme == Scheme::Https;
+    let mut engine = Config::new(RequestSpec {
+        method: "GET".into(),
+        host: origin.host.clone(),
+        port: origin.port,
+        path_and_query: "/".into(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    });
+    engine.timeout = request.timeout;
+    engine.tls = tls_options(request, https)?;
+    engine.connect_to = request.connect_to;
+    Ok(Some((
+        engine,
+        origin.url(),
+        TargetsRun {
+            users: Arc::new(users),
+        },
+    )))
+}
+
+/// Standard input's users: its first target is waited for here (it says where to connect),
+/// the rest are read while the run goes.
+fn stream(format: Option<Format>) -> Result<TargetUsers, PlanError> {
+    let name = Path::new("-");
+    let input: Box<dyn BufRead + Send> = Box::new(std::io::BufReader::new(std::io::stdin()));
+    let base = std::env::current_dir().unwrap_or_default();
+    let mut reader = Reader::new(input, name, base, format);
+    match reader.next_target()? {
+        Some(first) => Ok(TargetUsers::from_stream(first, reader)),
+        None => Err(PlanError::new(
+            name,
+            Pos {
+                line: reader.line().max(1),
+                col: 1,
+            },
+            "expected at least one target on standard input, found none",
+        )),
+    }
+}
+
+/// Gives the report of a finished targets run its per-target rows (a stream's are known only
+/// now), and returns the error that ended a stream early, if one did.
+pub fn complete(run: &TargetsRun, finished: &mut Finished) -> Option<PlanError> {
+    let rows = run.rows();
+    finished.info.steps = rows
+        .iter()
+        // The row of a stream's targets past its cap has no method.
+        .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
+        .collect();
+    finished.info.targets = rows;
+    run.users.stream_error()
+}
