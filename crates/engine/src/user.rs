@@ -131,6 +131,13 @@ pub trait Users: Send + Sync {
 
     /// A new user; `vu` numbers the run's users from 0, across workers.
     fn user(&self, vu: u64) -> Box<dyn User>;
+
+    /// Whether no user will send anything any more: their requests came from a stream that
+    /// has ended. An open loop then starts no more iterations (each would make a user that
+    /// stops at once); a closed loop's users end by [`Action::Stop`] themselves.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

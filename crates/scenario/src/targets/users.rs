@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -84,6 +84,8 @@ enum Source {
         rows: Arc<Mutex<Rows>>,
         /// Why the stream ended early, if it did.
         error: Arc<Mutex<Option<PlanError>>>,
+        /// A user found the stream ended and read to its end.
+        drained: AtomicBool,
     },
 }
 
@@ -221,6 +223,7 @@ impl TargetUsers {
                     targets: Mutex::new(rx),
                     rows,
                     error,
+                    drained: AtomicBool::new(false),
                 },
                 origin,
                 rows: Vec::new(),
@@ -264,6 +267,10 @@ impl Users for TargetUsers {
 
     fn checks(&self) -> &[String] {
         &[]
+    }
+
+    fn finished(&self) -> bool {
+        matches!(&self.shared.source, Source::Stream { drained, .. } if drained.load(Ordering::Relaxed))
     }
 
     fn user(&self, vu: u64) -> Box<dyn User> {
@@ -311,11 +318,16 @@ impl User for TargetUser {
                 };
                 targets[i].clone()
             }
-            Source::Stream { targets, .. } => match lock(targets).try_recv() {
+            Source::Stream {
+                targets, drained, ..
+            } => match lock(targets).try_recv() {
                 Ok(o) => o,
                 // The generator is behind: a pause frees the worker for the other users.
                 Err(TryRecvError::Empty) => return Action::Pause(STREAM_POLL),
-                Err(TryRecvError::Disconnected) => return Action::Stop,
+                Err(TryRecvError::Disconnected) => {
+                    drained.store(true, Ordering::Relaxed);
+                    return Action::Stop;
+                }
             },
         };
         self.sent = true;
@@ -431,6 +443,7 @@ mod tests {
         assert_eq!(got, [(0, "/a".into()), (1, "/b".into()), (0, "/a".into())]);
         assert_eq!(users.rows().len(), 2);
         assert!(users.stream_error().is_none());
+        assert!(users.finished());
     }
 
     #[test]
