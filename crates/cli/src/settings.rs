@@ -146,14 +146,21 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let url = r.url.clone().ok_or_else(|| {
         InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
     })?;
+    let (url, auth) = without_credentials(url);
     let (host, port, path_and_query, https) = parse_url(&url)?;
     let tls = tls_options(r, https)?;
     check_token("--method <METHOD>", &r.method)?;
-    let headers = r
+    let mut headers = r
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    // An Authorization header given with -H wins over the URL's credentials, as with curl.
+    if let Some(auth) = auth {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&auth.0)) {
+            headers.insert(0, auth);
+        }
+    }
     let body = match (&r.body, &r.body_file) {
         (Some(s), _) => s.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path).map_err(|e| {
@@ -461,6 +468,19 @@ fn random_seed() -> u64 {
     std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish()
+}
+
+/// `user:pass@` taken out of the URL (which the reports show) as the Basic `Authorization`
+/// header it stands for. A URL that does not parse is left as it is, for [`parse_url`] to name
+/// its fault.
+fn without_credentials(raw: String) -> (String, Option<(String, String)>) {
+    match url::Url::parse(&raw) {
+        Ok(mut url) => match belier_scenario::targets::basic_auth(&mut url) {
+            Some(auth) => (url.to_string(), Some(auth)),
+            None => (raw, None),
+        },
+        Err(_) => (raw, None),
+    }
 }
 
 fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {

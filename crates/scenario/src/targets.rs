@@ -113,6 +113,30 @@ impl Origin {
     }
 }
 
+/// Takes the credentials out of `url` (`user:pass@`, percent-decoded) and returns them as the
+/// Basic `Authorization` header they stand for, as curl sends them: the URL is left without
+/// them, fit to be shown in a report.
+pub fn basic_auth(url: &mut url::Url) -> Option<(String, String)> {
+    use base64::Engine as _;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |s: &str| {
+        // Percent-decoding; a `+` in a user name or password is a plus, not a space.
+        url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    let user = decode(url.username());
+    let password = decode(url.password().unwrap_or(""));
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    // Neither the password nor the user name is shown anywhere the URL is.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    Some(("Authorization".to_string(), format!("Basic {token}")))
+}
+
 /// A targets file read whole: its targets in order.
 #[derive(Clone, Debug)]
 pub struct Targets {

@@ -257,23 +257,7 @@ impl<R: BufRead> Reader<R> {
             path_and_query.push('?');
             path_and_query.push_str(q);
         }
-        let mut headers = Vec::new();
-        if !parsed.username().is_empty() || parsed.password().is_some() {
-            let decode = |s: &str| {
-                url::form_urlencoded::parse(format!("x={s}").as_bytes())
-                    .next()
-                    .map(|(_, v)| v.into_owned())
-                    .unwrap_or_default()
-            };
-            let user = decode(parsed.username());
-            let password = decode(parsed.password().unwrap_or(""));
-            let token =
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            headers.push(("Authorization".to_string(), format!("Basic {token}")));
-            // Neither the password nor the user name is shown anywhere the URL is.
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-        }
+        let headers = super::basic_auth(&mut parsed).into_iter().collect();
         parsed.set_fragment(None);
         Ok(Target {
             method: method.to_string(),
