@@ -453,6 +453,15 @@ pub struct RequestArgs {
     /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Connect to ADDR for the URL's HOST and PORT instead of resolving it (curl's --resolve),
+    /// e.g. api.test:443:127.0.0.1 or api.test:443:[::1]; the Host header and TLS name stay
+    /// the URL's.
+    #[arg(
+        long = "resolve",
+        value_name = "HOST:PORT:ADDR",
+        conflicts_with = "connect_to"
+    )]
+    pub resolve: Vec<String>,
 }
 
 /// Spacing of open-loop arrivals.

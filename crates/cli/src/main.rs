@@ -13,6 +13,7 @@ mod probe;
 mod progress;
 mod prometheus;
 mod raw;
+mod resolve;
 mod results;
 mod settings;
 mod signals;

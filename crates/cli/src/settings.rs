@@ -149,6 +149,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let (url, auth) = without_credentials(url);
     let (host, port, path_and_query, https) = parse_url(&url)?;
     let tls = tls_options(r, https)?;
+    let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
     let mut headers = r
         .headers
@@ -182,7 +183,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     });
     engine.timeout = r.timeout;
     engine.tls = tls;
-    engine.connect_to = r.connect_to;
+    engine.connect_to = r.connect_to.or(resolved);
     Ok((engine, url))
 }
 

@@ -152,7 +152,11 @@ fn configure(
     });
     engine.timeout = request.timeout;
     engine.tls = tls_options(request, https)?;
-    engine.connect_to = request.connect_to;
+    engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
+        &request.resolve,
+        &origin.host,
+        origin.port,
+    )?);
     Ok(Some((
         engine,
         origin.url(),
