@@ -99,7 +99,16 @@ impl TargetsRun {
 pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
     match configure(&args.targets, &args.request, args.seed)? {
         Some((engine, url, run)) => {
-            Ok(settings::with_request(args, cores, engine, url, Some(run))?)
+            let settings = settings::with_request(args, cores, engine, url, Some(run))?;
+            if settings.engine.http2 && !settings.engine.origins.is_empty() {
+                return Err(InputError::new(
+                    "--http2",
+                    "",
+                    "takes targets on one host only: several hosts need HTTP/1.1",
+                )
+                .into());
+            }
+            Ok(settings)
         }
         None => Ok(settings::from_args(args, cores)?),
     }
@@ -140,7 +149,7 @@ fn configure(
     } else {
         TargetUsers::from_file(targets::load(path, format)?, order)?
     };
-    let origin = users.origin().clone();
+    let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
     let mut engine = Config::new(RequestSpec {
         method: "GET".into(),
@@ -152,6 +161,11 @@ fn configure(
     });
     engine.timeout = request.timeout;
     engine.tls = tls_options(request, https)?;
+    // The other hosts of a file: a connection pool each.
+    engine.origins = users.origins()[1..]
+        .iter()
+        .map(|o| (o.host.clone(), o.port))
+        .collect();
     engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
         &request.resolve,
         &origin.host,

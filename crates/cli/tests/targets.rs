@@ -290,15 +290,19 @@ fn a_malformed_line_exits_2_naming_the_file_and_line() {
     );
     assert_eq!(s.counts().requests, 0, "nothing is sent from a bad file");
 
-    // A second host is named with its line.
+    // A host on another scheme is named with its line.
     std::fs::write(
         &file,
-        format!("GET {}\n\nGET http://127.0.0.2:1/b\n", s.url("/a")),
+        format!("GET {}\n\nGET https://127.0.0.2:1/b\n", s.url("/a")),
     )
     .unwrap();
     let out = run(&file, &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains(":3:1: expected a target on"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":3:1: expected a target on the first one's scheme"),
+        "{err}"
+    );
 
     // In a stream the targets before the bad line are sent and reported; then exit 2.
     let mut child = belier()
@@ -324,4 +328,74 @@ fn a_malformed_line_exits_2_naming_the_file_and_line() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("the report still");
     assert_eq!(doc["summary"]["requests"], 2);
     assert_eq!(s.counts().requests, 2);
+}
+
+#[test]
+fn targets_on_several_hosts_get_a_connection_pool_each() {
+    let (one, two) = (server(), server());
+    let dir = temp_dir("hosts");
+    let file = dir.join("targets.txt");
+    std::fs::write(
+        &file,
+        format!(
+            "GET {}\n\nGET {}\n\nPOST {}\n@item.json\n",
+            one.url("/a"),
+            two.url("/b"),
+            one.url("/c")
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("item.json"), BODY).unwrap();
+    let out = run(
+        &file,
+        &["-n", "60", "-c", "2", "-t", "1", "--output", "json"],
+    );
+    let doc = json(&out);
+    validate(&doc);
+    let count = |s: &Server, method: &str, path: &str| {
+        s.recent_requests()
+            .iter()
+            .filter(|r| r.method == method && r.target == path)
+            .count()
+    };
+    assert_eq!(count(&one, "GET", "/a"), 20);
+    assert_eq!(count(&one, "POST", "/c"), 20);
+    assert_eq!(one.counts().requests, 40);
+    assert_eq!(count(&two, "GET", "/b"), 20);
+    assert_eq!(two.counts().requests, 20);
+    // Each request named its own host, and each user kept one connection to each host it
+    // sent to (2 users: at most 2 connections a host).
+    for s in [&one, &two] {
+        let host = s.addr().to_string();
+        assert!(s
+            .recent_requests()
+            .iter()
+            .all(|r| r.header("Host") == Some(&host)));
+        let c = s.counts().connections;
+        assert!((1..=2).contains(&c), "{c} connections");
+    }
+    let urls: Vec<_> = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["url"].as_str().unwrap().to_string(),
+                t["requests"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            (one.url("/a"), 20),
+            (two.url("/b"), 20),
+            (one.url("/c"), 20)
+        ]
+    );
+
+    // HTTP/2 shares a connection per host: several hosts are refused, naming the flag.
+    let out = run(&file, &["-n", "3", "--http2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--http2"));
 }

@@ -247,6 +247,7 @@ impl Local {
         });
         Outgoing {
             step: request.step,
+            origin: 0,
             method: request.method.clone(),
             path_and_query: path,
             headers,

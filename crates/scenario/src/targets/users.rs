@@ -100,7 +100,8 @@ pub struct TargetUsers {
 /// What the users of a run share.
 struct Shared {
     source: Source,
-    origin: Origin,
+    /// Where the targets go: the first target's host first (`Outgoing::origin` indexes them).
+    origins: Vec<Origin>,
     /// The file's rows (a stream's are in its [`Source::Stream`]).
     rows: Vec<(String, String)>,
 }
@@ -108,35 +109,73 @@ struct Shared {
 impl std::fmt::Debug for TargetUsers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TargetUsers")
-            .field("origin", &self.shared.origin)
+            .field("origins", &self.shared.origins)
             .field("rows", &self.rows())
             .finish()
     }
 }
 
-/// Checks that `target` goes where the run's connections go.
+/// Checks that a stream's `target` goes where its first went: the run's connections are
+/// decided before the rest of a stream is read.
 fn same_origin(file: &std::path::Path, origin: &Origin, target: &Target) -> Result<(), PlanError> {
     if &target.origin == origin {
         return Ok(());
     }
-    Err(PlanError::new(
+    Err(at_line(
         file,
-        Pos {
-            line: target.line,
-            col: 1,
-        },
+        target,
         format!(
-            "expected a target on {} like the first one, found {}: one run goes to one \
-             scheme, host and port (several hosts in one run are not supported yet)",
+            "expected a target on {} like the first one, found {}: targets read from standard \
+             input go to one scheme, host and port (a file's may go to several hosts)",
             origin.url(),
             target.origin.url()
         ),
     ))
 }
 
-fn outgoing(target: Target, step: usize) -> Outgoing {
+fn at_line(file: &std::path::Path, target: &Target, message: String) -> PlanError {
+    PlanError::new(
+        file,
+        Pos {
+            line: target.line,
+            col: 1,
+        },
+        message,
+    )
+}
+
+/// The index of `target`'s host among `origins`, added if new; every host of a run speaks the
+/// first one's scheme (one set of TLS settings).
+fn origin_of(
+    file: &std::path::Path,
+    origins: &mut Vec<Origin>,
+    target: &Target,
+) -> Result<usize, PlanError> {
+    if let Some(i) = origins.iter().position(|o| o == &target.origin) {
+        return Ok(i);
+    }
+    if let Some(first) = origins.first() {
+        if first.scheme != target.origin.scheme {
+            return Err(at_line(
+                file,
+                target,
+                format!(
+                    "expected a target on the first one's scheme ({}), found {}: one run \
+                     speaks either http or https",
+                    first.url(),
+                    target.origin.url()
+                ),
+            ));
+        }
+    }
+    origins.push(target.origin.clone());
+    Ok(origins.len() - 1)
+}
+
+fn outgoing(target: Target, step: usize, origin: usize) -> Outgoing {
     Outgoing {
         step,
+        origin,
         method: target.method,
         path_and_query: target.path_and_query,
         headers: target.headers,
@@ -149,13 +188,13 @@ fn outgoing(target: Target, step: usize) -> Outgoing {
 impl TargetUsers {
     /// The users of a targets file, read whole.
     pub fn from_file(targets: Targets, order: Order) -> Result<TargetUsers, PlanError> {
-        let origin = targets.targets[0].origin.clone();
+        let mut origins = Vec::new();
         let mut rows = Rows::default();
         let mut list = Vec::with_capacity(targets.targets.len());
         for target in targets.targets {
-            same_origin(&targets.file, &origin, &target)?;
+            let origin = origin_of(&targets.file, &mut origins, &target)?;
             let step = rows.of(&target, usize::MAX);
-            list.push(outgoing(target, step));
+            list.push(outgoing(target, step, origin));
         }
         Ok(TargetUsers {
             names: rows.keys.iter().map(|(m, u)| format!("{m} {u}")).collect(),
@@ -165,7 +204,7 @@ impl TargetUsers {
                     order,
                     next: AtomicU64::new(0),
                 },
-                origin,
+                origins,
                 rows: rows.keys,
             }),
         })
@@ -188,7 +227,7 @@ impl TargetUsers {
         let send = move |tx: &SyncSender<Outgoing>, target: Target| {
             let step = lock(&thread_rows).of(&target, MAX_STREAM_ROWS);
             // The users are gone (the run ended): nothing more to read for.
-            tx.send(outgoing(target, step)).is_ok()
+            tx.send(outgoing(target, step, 0)).is_ok()
         };
         std::thread::Builder::new()
             .name("belier-targets".into())
@@ -225,15 +264,16 @@ impl TargetUsers {
                     error,
                     drained: AtomicBool::new(false),
                 },
-                origin,
+                origins: vec![origin],
                 rows: Vec::new(),
             }),
         }
     }
 
-    /// Where every target goes.
-    pub fn origin(&self) -> &Origin {
-        &self.shared.origin
+    /// Where the targets go, the first target's host first: `Outgoing::origin` indexes them
+    /// (a stream's all go to its first).
+    pub fn origins(&self) -> &[Origin] {
+        &self.shared.origins
     }
 
     /// `(method, url)` of every statistics row so far, in row order (a stream's grow as its
@@ -415,14 +455,33 @@ mod tests {
     }
 
     #[test]
-    fn a_second_host_is_refused_with_its_line() {
+    fn each_host_has_its_origin_and_one_scheme_is_spoken() {
+        let users = TargetUsers::from_file(
+            targets(
+                "GET http://h:1/a\n\nGET http://g:1/b\n\nGET http://h:2/c\n\nGET http://h:1/d\n",
+            ),
+            Order::InTurn,
+        )
+        .unwrap();
+        assert_eq!(
+            users.origins().iter().map(Origin::url).collect::<Vec<_>>(),
+            ["http://h:1", "http://g:1", "http://h:2"]
+        );
+        let mut user = users.user(0);
+        let sent: Vec<usize> = (0..4)
+            .map(|_| match (user.next(), user.next()) {
+                (Action::Send(o), Action::EndIteration) => o.origin,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(sent, [0, 1, 2, 0]);
         let e = TargetUsers::from_file(
-            targets("GET http://h:1/a\n\nGET http://g:1/b\n"),
+            targets("GET http://h:1/a\n\nGET https://g:1/b\n"),
             Order::InTurn,
         )
         .unwrap_err();
         assert_eq!(e.pos.line, 3);
-        assert!(e.message.contains("http://g:1"), "{e}");
+        assert!(e.message.contains("https://g:1"), "{e}");
     }
 
     #[test]
