@@ -504,6 +504,11 @@ pub struct TargetArgs {
     /// (per request: ?fault=reset).
     #[arg(long, value_name = "FAULT")]
     pub fault: Option<belier_testserver::Fault>,
+    /// Serve HTTPS with a certificate generated at start (a fresh CA and a leaf for the listen
+    /// address, 127.0.0.1, ::1 and localhost); prints its SHA-256 fingerprint and the file
+    /// holding the CA, for clients' --cacert.
+    #[arg(long)]
+    pub tls: bool,
     /// A known capacity: K handlers, each holding a request for --service-time (waiting, not
     /// burning CPU); the capacity is K / service time. Also serves /metrics for Prometheus.
     #[arg(
