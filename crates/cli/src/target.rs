@@ -98,7 +98,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     }
     eprintln!(
         "  per-request knobs: ?delay=20ms &status=503 &size=1024 &chunked=1 &close=1 \
-         &token=1 &json=1 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
+         &token=1 &json=1 &redirect=3 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
     );
     eprintln!("  Ctrl-C stops it");
     while !signals.stop_requested() {

@@ -288,6 +288,15 @@ impl<S: Transport> Connection<S> {
         } else {
             connection
         };
+        if let Some(location) = &request.redirect {
+            let status = match behaviour.status {
+                s @ (301 | 303 | 307 | 308) => s,
+                _ => 302,
+            };
+            response::write_redirect(&mut self.io.out, status, location, connection);
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
         if behaviour.token || behaviour.json {
             let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
             let body = match &token {

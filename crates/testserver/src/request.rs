@@ -35,6 +35,8 @@ pub(crate) struct Request {
     pub(crate) seen: Option<SeenRequest>,
     /// `GET /metrics`: the server's counters, not a request to the target.
     pub(crate) metrics: bool,
+    /// The `redirect` knob asked for a redirect: where to.
+    pub(crate) redirect: Option<String>,
 }
 
 impl Request {
@@ -112,6 +114,8 @@ impl Request {
             }
             _ => Ok(None),
         };
+        let redirect = matches!(&knobs, Ok(Some(b)) if b.redirect > 0)
+            .then(|| crate::behaviour::next_hop(target));
         let seen = shared.recorder.as_ref().map(|_| SeenRequest {
             method: method.to_owned(),
             target: target.to_owned(),
@@ -137,6 +141,7 @@ impl Request {
             knobs,
             seen,
             metrics: method == "GET" && target == "/metrics",
+            redirect,
         }))
     }
 }

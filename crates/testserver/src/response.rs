@@ -64,6 +64,11 @@ pub(crate) fn write_head(
 ) {
     // Writing into a Vec cannot fail, hence the ignored results.
     let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    write_head_tail(out, framing, connection);
+}
+
+/// The framing and connection headers and the blank line that end a head.
+fn write_head_tail(out: &mut Vec<u8>, framing: Framing, connection: ConnectionHeader) {
     match framing {
         Framing::Length(n) => {
             let _ = write!(out, "Content-Length: {n}\r\n");
@@ -77,6 +82,21 @@ pub(crate) fn write_head(
         ConnectionHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a complete redirect to `location`, without a body.
+pub(crate) fn write_redirect(
+    out: &mut Vec<u8>,
+    status: u16,
+    location: &str,
+    connection: ConnectionHeader,
+) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nLocation: {location}\r\n",
+        reason(status)
+    );
+    write_head_tail(out, Framing::Length(0), connection);
 }
 
 /// Appends a complete `text/plain` response whose body is `message` and a newline.

@@ -662,3 +662,33 @@ fn client_half_close_still_gets_the_response() -> io::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn redirect_chains_count_down_to_the_answer_on_one_connection() {
+    let server = start();
+    let mut reader = BufReader::new(connect(&server));
+    let mut target = "/chain?redirect=3&size=5".to_string();
+    let mut hops = Vec::new();
+    loop {
+        reader.get_mut().write_all(get(&target).as_bytes()).unwrap();
+        let response = read_response(&mut reader, false);
+        hops.push(response.status);
+        match response.header("location") {
+            Some(next) => {
+                assert_eq!(response.body, b"");
+                target = next.to_string();
+            }
+            None => {
+                assert_eq!(response.body.len(), 5);
+                break;
+            }
+        }
+    }
+    assert_eq!(hops, [302, 302, 302, 200]);
+    assert_eq!(target, "/chain?size=5");
+    assert_eq!(server.counts().connections, 1);
+    // A redirect status asked for is the one sent.
+    let response = request(&server, &get("/x?redirect=1&status=307"));
+    assert_eq!(response.status, 307);
+    assert_eq!(response.header("location"), Some("/x?status=307"));
+}
