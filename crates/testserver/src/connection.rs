@@ -318,6 +318,16 @@ impl<S: Transport> Connection<S> {
         }
         let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
         let framing = response::framing(behaviour, request.http10);
+        if request.gzip && !request.is_head && matches!(framing, Framing::Length(n) if n > 0) {
+            response::write_gzip(
+                &mut self.io.out,
+                behaviour.status,
+                behaviour.body_size,
+                connection,
+            );
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
         if knobs.is_none() && !request.http10 {
             let head = if close {
                 &self.shared.default_head_close

@@ -84,6 +84,40 @@ fn write_head_tail(out: &mut Vec<u8>, framing: Framing, connection: ConnectionHe
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends a complete response whose body, the bytes the plain answer would send
+/// ([`DEFAULT_BODY`] without a size, else `body_size` [`FILLER`] bytes), goes gzip-compressed
+/// (`Content-Encoding: gzip`, the compressed length in `Content-Length`).
+pub(crate) fn write_gzip(
+    out: &mut Vec<u8>,
+    status: u16,
+    body_size: Option<usize>,
+    connection: ConnectionHeader,
+) {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec cannot fail.
+    match body_size {
+        None => {
+            let _ = encoder.write_all(DEFAULT_BODY);
+        }
+        Some(mut left) => {
+            while left > 0 {
+                let n = left.min(FILLER.len());
+                let _ = encoder.write_all(&FILLER[..n]);
+                left -= n;
+            }
+        }
+    }
+    let gz = encoder.finish().unwrap_or_default();
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nContent-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
+        reason(status)
+    );
+    write_head_tail(out, Framing::Length(gz.len()), connection);
+    out.extend_from_slice(&gz);
+}
+
 /// Appends a complete redirect to `location`, without a body.
 pub(crate) fn write_redirect(
     out: &mut Vec<u8>,

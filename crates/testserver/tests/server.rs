@@ -692,3 +692,45 @@ fn redirect_chains_count_down_to_the_answer_on_one_connection() {
     assert_eq!(response.status, 307);
     assert_eq!(response.header("location"), Some("/x?status=307"));
 }
+
+#[test]
+fn bodies_go_gzip_compressed_to_clients_that_accept_it() {
+    use std::io::Read as _;
+    let server = start();
+    let mut reader = BufReader::new(connect(&server));
+    let ask = |path: &str, encoding: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: test\r\nAccept-Encoding: {encoding}\r\n\r\n")
+    };
+    for (path, plain) in [
+        ("/?size=10000", vec![b'x'; 10_000]),
+        ("/", b"hello\n".to_vec()),
+    ] {
+        reader
+            .get_mut()
+            .write_all(ask(path, "br;q=1.0, gzip;q=0.8").as_bytes())
+            .unwrap();
+        let response = read_response(&mut reader, false);
+        assert_eq!(response.header("content-encoding"), Some("gzip"));
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&response.body[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        assert_eq!(decoded, plain, "{path}");
+    }
+    // 10,000 bytes of one letter go in far fewer.
+    reader
+        .get_mut()
+        .write_all(ask("/?size=10000", "gzip").as_bytes())
+        .unwrap();
+    let response = read_response(&mut reader, false);
+    assert!(response.body.len() < 200, "{}", response.body.len());
+    // Without gzip among the codings, the body goes as it is, on the same connection.
+    reader
+        .get_mut()
+        .write_all(ask("/?size=100", "br, zstd").as_bytes())
+        .unwrap();
+    let response = read_response(&mut reader, false);
+    assert_eq!(response.header("content-encoding"), None);
+    assert_eq!(response.body, vec![b'x'; 100]);
+    assert_eq!(server.counts().connections, 1);
+}
