@@ -50,6 +50,11 @@ pub struct TargetsArgs {
         help_heading = "Targets"
     )]
     pub order: OrderArg,
+
+    /// Keep cookies: each connection (user) stores the Set-Cookie headers it receives and sends
+    /// them back in a Cookie header, as a browser would (with --targets, a jar per host)
+    #[arg(long = "cookies")]
+    pub cookies: bool,
 }
 
 /// `--targets-format`.
@@ -110,6 +115,38 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
             }
             Ok(settings)
         }
+        None if args.targets.cookies => {
+            // One URL with cookies: its request becomes the one target of users with jars.
+            let (engine, url) = settings::request_config(&args.request)?;
+            let spec = &engine.request;
+            let target = targets::Target {
+                method: spec.method.clone(),
+                url: url.clone(),
+                origin: targets::Origin {
+                    scheme: if engine.tls.is_some() {
+                        Scheme::Https
+                    } else {
+                        Scheme::Http
+                    },
+                    host: spec.host.clone(),
+                    port: spec.port,
+                },
+                path_and_query: spec.path_and_query.clone(),
+                headers: spec.headers.clone(),
+                body: spec.body.clone(),
+                line: 1,
+            };
+            let one = targets::Targets {
+                file: url.clone().into(),
+                format: Format::Http,
+                targets: vec![target],
+            };
+            let users = TargetUsers::from_file(one, Order::InTurn)?.with_cookies();
+            let run = TargetsRun {
+                users: Arc::new(users),
+            };
+            Ok(settings::with_request(args, cores, engine, url, Some(run))?)
+        }
         None => Ok(settings::from_args(args, cores)?),
     }
 }
@@ -148,6 +185,11 @@ fn configure(
         stream(format)?
     } else {
         TargetUsers::from_file(targets::load(path, format)?, order)?
+    };
+    let users = if args.cookies {
+        users.with_cookies()
+    } else {
+        users
     };
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;

@@ -81,3 +81,43 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
         assert_eq!(auth[0].1, "Bearer xyz");
     }
 }
+
+/// `--cookies`: each connection sends back the cookie its previous response set. The test
+/// server's `token` knob sets `session=t<C>-<K>` (connection C, request K on it), so every
+/// request but a connection's first must carry the token of the one before it.
+#[test]
+fn cookies_go_back_to_the_server_that_set_them() {
+    let s = server();
+    let url = s.url("/login?token=1");
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([&url, "-n", "30", "-c", "3", "-t", "1", "--cookies"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = s.recent_requests();
+    assert_eq!(seen.len(), 30);
+    let mut index = std::collections::HashMap::new();
+    for r in &seen {
+        let k = index.entry(r.connection).or_insert(0u64);
+        let want = (*k > 0).then(|| format!("session=t{}-{}", r.connection, *k - 1));
+        assert_eq!(r.header("Cookie").map(str::to_string), want, "{r:?}");
+        *k += 1;
+    }
+    assert!(seen.iter().filter(|r| r.header("Cookie").is_some()).count() >= 27);
+
+    // Without --cookies, none goes back.
+    let s = server();
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([&s.url("/login?token=1"), "-n", "5", "-c", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(s
+        .recent_requests()
+        .iter()
+        .all(|r| r.header("Cookie").is_none()));
+}

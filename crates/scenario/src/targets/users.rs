@@ -6,11 +6,12 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
 use super::{Origin, Reader, Target, Targets};
+use crate::cookie::Jar;
 use crate::error::{PlanError, Pos};
 
 /// Most statistics rows a stream of targets gets: its first this many distinct targets have
@@ -104,6 +105,8 @@ struct Shared {
     origins: Vec<Origin>,
     /// The file's rows (a stream's are in its [`Source::Stream`]).
     rows: Vec<(String, String)>,
+    /// Each user keeps cookies, a jar per host ([`TargetUsers::with_cookies`]).
+    cookies: bool,
 }
 
 impl std::fmt::Debug for TargetUsers {
@@ -206,6 +209,7 @@ impl TargetUsers {
                 },
                 origins,
                 rows: rows.keys,
+                cookies: false,
             }),
         })
     }
@@ -266,8 +270,19 @@ impl TargetUsers {
                 },
                 origins: vec![origin],
                 rows: Vec::new(),
+                cookies: false,
             }),
         }
+    }
+
+    /// Gives every user a cookie jar per host: the `Set-Cookie` headers of its responses go
+    /// back in the `Cookie` header of its later requests (a browser's storage model, paths and
+    /// expiry honoured). Call before the run.
+    pub fn with_cookies(mut self) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.cookies = true;
+        }
+        self
     }
 
     /// Where the targets go, the first target's host first: `Outgoing::origin` indexes them
@@ -325,9 +340,15 @@ impl Users for TargetUsers {
             _ => None,
         };
         Box::new(TargetUser {
+            jars: if self.shared.cookies {
+                vec![Jar::default(); self.shared.origins.len()]
+            } else {
+                Vec::new()
+            },
             shared: Arc::clone(&self.shared),
             rng,
             sent: false,
+            pending: None,
         })
     }
 }
@@ -339,6 +360,10 @@ struct TargetUser {
     rng: Option<fastrand::Rng>,
     /// The iteration's request went: the next action ends the iteration.
     sent: bool,
+    /// With cookies: a jar per host, by origin.
+    jars: Vec<Jar>,
+    /// With cookies: the origin and path of the request in flight, for its `Set-Cookie`s.
+    pending: Option<(usize, String)>,
 }
 
 impl User for TargetUser {
@@ -370,17 +395,27 @@ impl User for TargetUser {
                 }
             },
         };
+        let mut outgoing = outgoing;
+        if let Some(jar) = self.jars.get(outgoing.origin) {
+            let path = outgoing.path_and_query.split('?').next().unwrap_or("/");
+            jar.add_to(&mut outgoing.headers, path, SystemTime::now());
+            self.pending = Some((outgoing.origin, path.to_string()));
+        }
         self.sent = true;
         Action::Send(outgoing)
     }
 
     fn reply(&mut self, reply: &Reply<'_>, _tally: &mut dyn FnMut(usize, bool)) -> Verdict {
+        if let Some((origin, path)) = self.pending.take() {
+            self.jars[origin].store_all(reply.headers(), &path, SystemTime::now());
+        }
         Verdict {
             failed: reply.status >= 400,
         }
     }
 
     fn failed(&mut self, _kind: ErrorKind) -> Verdict {
+        self.pending = None;
         Verdict { failed: true }
     }
 }
