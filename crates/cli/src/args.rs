@@ -543,6 +543,10 @@ pub struct DemoArgs {
     /// Concurrent connections.
     #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
     pub connections: usize,
+    /// Over HTTPS: the target serves a certificate generated at start, which belier trusts
+    /// through --cacert.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// Parses `30s`, `2m`, `1h30m`, `250ms`, or a bare number of seconds.

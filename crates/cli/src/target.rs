@@ -1,6 +1,7 @@
 //! `belier target`: the built-in target server in the foreground.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,8 +11,21 @@ use crate::args::TargetArgs;
 use crate::settings::InputError;
 use crate::signals::Signals;
 
+/// Writes the CA of `server`'s generated certificate where clients can find it, prints the
+/// certificate's fingerprint, and returns the CA file's path.
+pub(crate) fn write_ca(server: &Server, config: &TlsConfig, ca: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::temp_dir().join(format!("belier-target-{}-ca.pem", server.addr().port()));
+    std::fs::write(&path, ca)
+        .with_context(|| format!("cannot write the CA to {}", path.display()))?;
+    eprintln!(
+        "  TLS: generated certificate, SHA-256 fingerprint {}",
+        config.fingerprint_sha256().unwrap_or_default()
+    );
+    Ok(path)
+}
+
 /// A certificate for `listen`'s address and the loopback names, and the CA that signed it.
-fn self_signed(listen: SocketAddr) -> (TlsConfig, String) {
+pub(crate) fn self_signed(listen: SocketAddr) -> (TlsConfig, String) {
     let ip = listen.ip();
     let own = (!ip.is_unspecified()).then(|| ip.to_string());
     let mut names = vec!["localhost", "127.0.0.1", "::1"];
@@ -67,14 +81,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!("belier target listening on {}", server.url("/"));
     if let Some((config, ca)) = &tls {
-        let path =
-            std::env::temp_dir().join(format!("belier-target-{}-ca.pem", server.addr().port()));
-        std::fs::write(&path, ca)
-            .with_context(|| format!("cannot write the CA to {}", path.display()))?;
-        eprintln!(
-            "  TLS: generated certificate, SHA-256 fingerprint {}",
-            config.fingerprint_sha256().unwrap_or_default()
-        );
+        let path = write_ca(&server, config, ca)?;
         eprintln!(
             "  clients trust it with --cacert {} (or skip the check with -k)",
             path.display()

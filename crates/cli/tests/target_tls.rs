@@ -105,3 +105,27 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
         assert_eq!(seen, fingerprint);
     }
 }
+
+#[test]
+fn the_demo_over_tls_trusts_the_generated_certificate() {
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["demo", "--tls", "-z", "1s", "-c", "2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("SHA-256 fingerprint"), "{stderr}");
+    assert!(stdout.contains("https://127.0.0.1:"), "{stdout}");
+    // Every request was answered: the report's count is the target's, and no error.
+    let counted: u64 = stdout
+        .split("The target counted ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("the target's count");
+    assert!(counted > 0);
+    assert!(stdout.contains("Errors\n  none"), "{stdout}");
+}
