@@ -462,6 +462,15 @@ pub struct RequestArgs {
         conflicts_with = "connect_to"
     )]
     pub resolve: Vec<String>,
+
+    /// Send http:// requests through this HTTP proxy (absolute-form request targets; its
+    /// user:pass@ as Proxy-Authorization). Hosts in NO_PROXY are reached directly.
+    #[arg(
+        long = "proxy",
+        value_name = "URL",
+        conflicts_with_all = ["connect_to", "resolve"]
+    )]
+    pub proxy: Option<String>,
 }
 
 /// Spacing of open-loop arrivals.

@@ -12,6 +12,7 @@ mod plan;
 mod probe;
 mod progress;
 mod prometheus;
+mod proxy;
 mod raw;
 mod resolve;
 mod results;

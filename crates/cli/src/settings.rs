@@ -184,6 +184,9 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     engine.timeout = r.timeout;
     engine.tls = tls;
     engine.connect_to = r.connect_to.or(resolved);
+    if let Some(proxy) = &r.proxy {
+        crate::proxy::apply(&mut engine, proxy, &url)?;
+    }
     Ok((engine, url))
 }
 

@@ -25,7 +25,7 @@ pub struct TargetsArgs {
     #[arg(
         long = "targets",
         value_name = "FILE",
-        conflicts_with_all = ["url", "method", "body", "body_file", "headers"],
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
         help_heading = "Targets"
     )]
     pub targets: Option<PathBuf>,
@@ -53,7 +53,7 @@ pub struct TargetsArgs {
 
     /// Keep cookies: each connection (user) stores the Set-Cookie headers it receives and sends
     /// them back in a Cookie header, as a browser would (with --targets, a jar per host)
-    #[arg(long = "cookies")]
+    #[arg(long = "cookies", conflicts_with = "proxy")]
     pub cookies: bool,
 }
 
