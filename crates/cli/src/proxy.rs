@@ -1,10 +1,11 @@
 //! `--proxy URL`: an http:// URL's requests go through an HTTP proxy, in absolute form (RFC
-//! 9112 §3.2.2), with the proxy's own credentials as `Proxy-Authorization`; hosts listed in
-//! `NO_PROXY` (or `no_proxy`) are reached directly, as curl does.
+//! 9112 §3.2.2), an https:// URL's through a `CONNECT` tunnel, with the proxy's own
+//! credentials as `Proxy-Authorization`; hosts listed in `NO_PROXY` (or `no_proxy`) are
+//! reached directly, as curl does.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use belier_engine::Config;
+use belier_engine::{Config, Tunnel};
 
 use crate::settings::InputError;
 
@@ -28,14 +29,6 @@ pub fn apply(engine: &mut Config, raw: &str, url: &str) -> Result<(), InputError
             "only http:// proxies are supported",
         ));
     }
-    if engine.tls.is_some() {
-        return Err(InputError::new(
-            FLAG,
-            raw,
-            "https URLs go through a proxy with CONNECT, which belier does not speak yet; \
-             http:// URLs only",
-        ));
-    }
     let auth = belier_scenario::targets::basic_auth(&mut proxy);
     let host = proxy
         .host_str()
@@ -49,6 +42,13 @@ pub fn apply(engine: &mut Config, raw: &str, url: &str) -> Result<(), InputError
         .and_then(|mut a| a.next())
         .ok_or_else(|| InputError::new(FLAG, raw, "its host does not resolve"))?;
     engine.connect_to = Some(addr);
+    if engine.tls.is_some() {
+        // https: a tunnel to the origin, the requests inside it as they would go direct.
+        engine.tunnel = Some(Tunnel {
+            proxy_authorization: auth.map(|(_, value)| value),
+        });
+        return Ok(());
+    }
     let mut absolute =
         url::Url::parse(url).map_err(|e| InputError::new("<URL>", url, e.to_string()))?;
     absolute.set_fragment(None);

@@ -135,16 +135,6 @@ fn requests_go_through_the_proxy_unless_no_proxy_names_the_host() {
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 5);
     assert!(seen.iter().all(|r| r.header("Via").is_none()));
-
-    // https through a proxy needs CONNECT: refused, naming the flag.
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["https://127.0.0.1:1/", "-n", "1", "--proxy", &proxy_url])
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--proxy"));
 }
 
 #[test]
@@ -182,4 +172,56 @@ fn the_proxys_credentials_go_as_proxy_authorization() {
         .recent_requests()
         .iter()
         .all(|r| r.header("Proxy-Authorization").is_none()));
+}
+
+#[test]
+fn https_goes_through_a_connect_tunnel_with_keep_alive_inside() {
+    let Some(proxy) = Tinyproxy::start("BasicAuth belier s3cret\n") else {
+        return;
+    };
+    let (tls, ca) = belier_testserver::TlsConfig::self_signed(&["127.0.0.1"]);
+    let s = Server::start(Config {
+        tls: Some(tls),
+        record_requests: 100,
+        ..Config::default()
+    })
+    .unwrap();
+    let ca_file = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tunnel-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca_file, ca).unwrap();
+    let run = |proxy_url: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args([&s.url("/secure"), "-n", "20", "-c", "2", "-t", "1"])
+            .args(["--cacert", ca_file.to_str().unwrap()])
+            .args(["--proxy", proxy_url, "--output", "json"])
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
+        doc
+    };
+    // Without credentials the proxy refuses the tunnel: every request fails to connect.
+    let refused = run(&format!("http://127.0.0.1:{}", proxy.port));
+    assert_eq!(refused["summary"]["requests"], 20, "{refused}");
+    let errors = &refused["errors"];
+    assert_eq!(errors[0]["kind"], "connect_refused", "{errors}");
+    assert_eq!(errors[0]["count"], 20, "{errors}");
+    assert!(
+        errors[0]["example"].as_str().unwrap().contains("407"),
+        "{errors}"
+    );
+    assert_eq!(s.counts().requests, 0);
+    // With them: 20 requests in 2 tunnels, each kept alive (one TLS handshake each).
+    let passed = run(&format!("http://belier:s3cret@127.0.0.1:{}", proxy.port));
+    assert_eq!(passed["status_codes"]["200"], 20, "{passed}");
+    let c = s.counts();
+    assert_eq!((c.requests, c.connections, c.tls_handshakes), (20, 2, 2));
+    assert!(s.recent_requests().iter().all(|r| r.target == "/secure"));
 }

@@ -161,6 +161,16 @@ pub struct Config {
     /// a connection of its own from every user that sends to it: a pool per host. HTTP/1.1
     /// only.
     pub origins: Vec<(String, u16)>,
+    /// https through an HTTP proxy: connections go to [`Config::connect_to`] (the proxy),
+    /// open a tunnel to each host with `CONNECT`, then the TLS session through it.
+    pub tunnel: Option<Tunnel>,
+}
+
+/// How to open a tunnel through an HTTP proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The `Proxy-Authorization` value the proxy asks for, if any.
+    pub proxy_authorization: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -185,6 +195,7 @@ impl std::fmt::Debug for Config {
             .field("users", &self.users.as_ref().map(|u| u.steps()))
             .field("pacing", &self.pacing)
             .field("origins", &self.origins)
+            .field("tunnel", &self.tunnel.as_ref().map(|_| "CONNECT"))
             .finish()
     }
 }
@@ -252,6 +263,7 @@ impl Config {
             users: None,
             pacing: None,
             origins: Vec::new(),
+            tunnel: None,
         }
     }
 }

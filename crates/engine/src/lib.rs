@@ -54,8 +54,8 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
-    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
+    Config, Load, RequestSpec, StopWhen, Tunnel, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
+    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
     DEFAULT_TIMER_SLACK,
 };
 pub use control::{Control, ControlError, Knob, Steer};
@@ -201,7 +201,11 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
                 tls::Tls::new(options, &spec.host)
             }
         })
-        .transpose()?;
+        .transpose()?
+        .map(|t| match &config.tunnel {
+            Some(tunnel) => t.through(tunnel, &spec.host, spec.port),
+            None => t,
+        });
     let others = config
         .origins
         .iter()
@@ -211,7 +215,12 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
                 tls: config
                     .tls
                     .as_ref()
-                    .map(|options| tls::Tls::new(options, host))
+                    .map(|options| {
+                        tls::Tls::new(options, host).map(|t| match &config.tunnel {
+                            Some(tunnel) => t.through(tunnel, host, *port),
+                            None => t,
+                        })
+                    })
                     .transpose()?,
                 host_header: request::host_header(host, *port),
             })
