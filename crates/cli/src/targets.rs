@@ -55,6 +55,11 @@ pub struct TargetsArgs {
     /// them back in a Cookie header, as a browser would (with --targets, a jar per host)
     #[arg(long = "cookies", conflicts_with = "proxy")]
     pub cookies: bool,
+
+    /// Follow up to N redirects of each request (to the same host): each hop is a request of
+    /// its own, counted and timed in its own row of the per-target table
+    #[arg(long = "follow", value_name = "N", conflicts_with = "proxy")]
+    pub follow: Option<usize>,
 }
 
 /// `--targets-format`.
@@ -115,7 +120,7 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
             }
             Ok(settings)
         }
-        None if args.targets.cookies => {
+        None if args.targets.cookies || args.targets.follow.is_some() => {
             // One URL with cookies: its request becomes the one target of users with jars.
             let (engine, url) = settings::request_config(&args.request)?;
             let spec = &engine.request;
@@ -141,7 +146,8 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
                 format: Format::Http,
                 targets: vec![target],
             };
-            let users = TargetUsers::from_file(one, Order::InTurn)?.with_cookies();
+            let users = TargetUsers::from_file(one, Order::InTurn)?;
+            let users = jars_and_hops(users, &args.targets)?;
             let run = TargetsRun {
                 users: Arc::new(users),
             };
@@ -186,11 +192,7 @@ fn configure(
     } else {
         TargetUsers::from_file(targets::load(path, format)?, order)?
     };
-    let users = if args.cookies {
-        users.with_cookies()
-    } else {
-        users
-    };
+    let users = jars_and_hops(users, args)?;
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
     let mut engine = Config::new(RequestSpec {
@@ -221,6 +223,33 @@ fn configure(
         },
     )))
 }
+
+/// `--cookies` and `--follow N` on the users.
+fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, InputError> {
+    let users = if args.cookies {
+        users.with_cookies()
+    } else {
+        users
+    };
+    match args.follow {
+        None => Ok(users),
+        Some(n) if !(1..=MAX_FOLLOW).contains(&n) => Err(InputError::new(
+            "--follow <N>",
+            n,
+            format!("must be between 1 and {MAX_FOLLOW}"),
+        )),
+        Some(_) if args.targets.as_deref() == Some(Path::new("-")) => Err(InputError::new(
+            "--follow <N>",
+            "",
+            "needs a targets file: the rows of targets read from standard input are not known \
+             ahead",
+        )),
+        Some(n) => Ok(users.following(n)),
+    }
+}
+
+/// Most redirects `--follow` takes.
+const MAX_FOLLOW: usize = 20;
 
 /// Standard input's users: its first target is waited for here (it says where to connect),
 /// the rest are read while the run goes.

@@ -399,3 +399,48 @@ fn targets_on_several_hosts_get_a_connection_pool_each() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--http2"));
 }
+
+/// `--follow`: a chain of 3 redirects from the built-in target is 4 hops per request, each
+/// counted and timed in its own row, and each seen by the server.
+#[test]
+fn follow_times_every_hop_of_a_redirect_chain() {
+    let s = server();
+    let url = s.url("/chain?redirect=3");
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([
+            &url, "--follow", "5", "-n", "40", "-c", "1", "--output", "json",
+        ])
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    validate(&doc);
+    let seen = seen(&s);
+    let hops = [
+        "/chain?redirect=3",
+        "/chain?redirect=2",
+        "/chain?redirect=1",
+        "/chain",
+    ];
+    for path in hops {
+        assert_eq!(
+            seen.get(&("GET".to_string(), path.to_string(), String::new())),
+            Some(&10),
+            "{path}: {seen:?}"
+        );
+    }
+    assert_eq!(s.counts().requests, 40);
+    let rows = doc["targets"].as_array().unwrap();
+    // The target's row, then one per hop followed: 3 of the 5 allowed were needed.
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|r| r["requests"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [10, 10, 10, 10, 0, 0]);
+    for row in &rows[..4] {
+        assert_eq!(row["latency_us"]["count"], 10, "{row}");
+        assert_eq!(row["failures"], 0, "{row}");
+    }
+    assert_eq!(doc["status_codes"]["302"], 30);
+    assert_eq!(doc["status_codes"]["200"], 10);
+    assert_eq!(doc["iterations"]["count"], 10);
+}

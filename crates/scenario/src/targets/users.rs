@@ -107,6 +107,8 @@ struct Shared {
     rows: Vec<(String, String)>,
     /// Each user keeps cookies, a jar per host ([`TargetUsers::with_cookies`]).
     cookies: bool,
+    /// Redirects followed per request ([`TargetUsers::following`]); 0: none.
+    follow: usize,
 }
 
 impl std::fmt::Debug for TargetUsers {
@@ -210,6 +212,7 @@ impl TargetUsers {
                 origins,
                 rows: rows.keys,
                 cookies: false,
+                follow: 0,
             }),
         })
     }
@@ -271,6 +274,7 @@ impl TargetUsers {
                 origins: vec![origin],
                 rows: Vec::new(),
                 cookies: false,
+                follow: 0,
             }),
         }
     }
@@ -281,6 +285,35 @@ impl TargetUsers {
     pub fn with_cookies(mut self) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.cookies = true;
+        }
+        self
+    }
+
+    /// Follows up to `hops` redirects of each request, in the same iteration: every hop is a
+    /// request of its own, counted and timed in its own row (target `r`'s hop `k` is row
+    /// `r·(hops+1)+k`, named after the target). Redirects to another host are not followed.
+    /// A file's targets only (a stream's rows are not known ahead); call before the run.
+    pub fn following(mut self, hops: usize) -> Self {
+        if hops == 0 || !matches!(self.shared.source, Source::File { .. }) {
+            return self;
+        }
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.follow = hops;
+            let rows = std::mem::take(&mut shared.rows);
+            shared.rows = rows
+                .into_iter()
+                .flat_map(|(method, url)| {
+                    (0..=hops).map(move |k| match k {
+                        0 => (method.clone(), url.clone()),
+                        k => (String::new(), format!("{url} → redirect {k}")),
+                    })
+                })
+                .collect();
+            self.names = shared
+                .rows
+                .iter()
+                .map(|(m, u)| format!("{m} {u}").trim_start().to_string())
+                .collect();
         }
         self
     }
@@ -349,6 +382,8 @@ impl Users for TargetUsers {
             rng,
             sent: false,
             pending: None,
+            hop: None,
+            next_hop: None,
         })
     }
 }
@@ -364,10 +399,35 @@ struct TargetUser {
     jars: Vec<Jar>,
     /// With cookies: the origin and path of the request in flight, for its `Set-Cookie`s.
     pending: Option<(usize, String)>,
+    /// Following redirects: the request in flight and its hop number; then the next hop to
+    /// send, if its answer was a redirect.
+    hop: Option<(Outgoing, usize)>,
+    next_hop: Option<Outgoing>,
+}
+
+impl TargetUser {
+    /// Sends `outgoing` with the user's cookies, keeping what following its redirect needs.
+    fn send(&mut self, mut outgoing: Outgoing) -> Action {
+        if self.shared.follow > 0 {
+            // Hop `k` of a target is its row plus `k`. Kept before cookies are added: the
+            // next hop gets the jar's cookies as they are then.
+            let k = outgoing.step % (self.shared.follow + 1);
+            self.hop = Some((outgoing.clone(), k));
+        }
+        if let Some(jar) = self.jars.get(outgoing.origin) {
+            let path = outgoing.path_and_query.split('?').next().unwrap_or("/");
+            jar.add_to(&mut outgoing.headers, path, SystemTime::now());
+            self.pending = Some((outgoing.origin, path.to_string()));
+        }
+        Action::Send(outgoing)
+    }
 }
 
 impl User for TargetUser {
     fn next(&mut self) -> Action {
+        if let Some(hop) = self.next_hop.take() {
+            return self.send(hop);
+        }
         if std::mem::take(&mut self.sent) {
             return Action::EndIteration;
         }
@@ -396,18 +456,29 @@ impl User for TargetUser {
             },
         };
         let mut outgoing = outgoing;
-        if let Some(jar) = self.jars.get(outgoing.origin) {
-            let path = outgoing.path_and_query.split('?').next().unwrap_or("/");
-            jar.add_to(&mut outgoing.headers, path, SystemTime::now());
-            self.pending = Some((outgoing.origin, path.to_string()));
+        if self.shared.follow > 0 {
+            // Row `r` of the targets is row `r·(hops+1)` once each has its hops' rows.
+            outgoing.step *= self.shared.follow + 1;
         }
         self.sent = true;
-        Action::Send(outgoing)
+        self.send(outgoing)
     }
 
     fn reply(&mut self, reply: &Reply<'_>, _tally: &mut dyn FnMut(usize, bool)) -> Verdict {
         if let Some((origin, path)) = self.pending.take() {
             self.jars[origin].store_all(reply.headers(), &path, SystemTime::now());
+        }
+        if let (Some((sent, k)), Some(location)) = (self.hop.take(), reply.header("location")) {
+            if k < self.shared.follow {
+                let location = String::from_utf8_lossy(location);
+                self.next_hop = super::follow::next_hop(
+                    &sent,
+                    &self.shared.origins[sent.origin],
+                    reply.status,
+                    &location,
+                    sent.step + 1,
+                );
+            }
         }
         Verdict {
             failed: reply.status >= 400,
@@ -416,156 +487,10 @@ impl User for TargetUser {
 
     fn failed(&mut self, _kind: ErrorKind) -> Verdict {
         self.pending = None;
+        self.hop = None;
         Verdict { failed: true }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::targets::Format;
-
-    fn targets(text: &str) -> Targets {
-        let mut r = Reader::new(text.as_bytes(), Path::new("t"), ".".into(), None);
-        let mut targets = Vec::new();
-        while let Some(t) = r.next_target().unwrap() {
-            targets.push(t);
-        }
-        Targets {
-            file: "t".into(),
-            format: Format::Http,
-            targets,
-        }
-    }
-
-    fn paths(user: &mut dyn User, n: usize) -> Vec<(usize, String)> {
-        (0..n)
-            .map(|_| match user.next() {
-                Action::Send(o) => {
-                    assert_eq!(user.next(), Action::EndIteration);
-                    (o.step, o.path_and_query)
-                }
-                other => panic!("{other:?}"),
-            })
-            .collect()
-    }
-
-    const THREE: &str =
-        "GET http://h:1/a\n\nPOST http://h:1/b\n\nGET http://h:1/a\n\nGET http://h:1/c\n";
-
-    #[test]
-    fn in_turn_across_users_with_a_row_per_method_and_url() {
-        let users = TargetUsers::from_file(targets(THREE), Order::InTurn).unwrap();
-        assert_eq!(
-            users.steps(),
-            ["GET http://h:1/a", "POST http://h:1/b", "GET http://h:1/c"]
-        );
-        let (mut u0, mut u1) = (users.user(0), users.user(1));
-        let mut got = paths(u0.as_mut(), 2);
-        got.extend(paths(u1.as_mut(), 3));
-        assert_eq!(
-            got,
-            [
-                (0, "/a".into()),
-                (1, "/b".into()),
-                (0, "/a".into()),
-                (2, "/c".into()),
-                (0, "/a".into())
-            ]
-        );
-    }
-
-    #[test]
-    fn random_order_repeats_with_its_seed() {
-        let draw = |seed| {
-            let users = TargetUsers::from_file(targets(THREE), Order::Random { seed }).unwrap();
-            paths(users.user(3).as_mut(), 40)
-        };
-        assert_eq!(draw(7), draw(7));
-        assert_ne!(draw(7), draw(8));
-        let all = draw(7);
-        assert!((0..3).all(|step| all.iter().any(|(s, _)| *s == step)));
-    }
-
-    #[test]
-    fn each_host_has_its_origin_and_one_scheme_is_spoken() {
-        let users = TargetUsers::from_file(
-            targets(
-                "GET http://h:1/a\n\nGET http://g:1/b\n\nGET http://h:2/c\n\nGET http://h:1/d\n",
-            ),
-            Order::InTurn,
-        )
-        .unwrap();
-        assert_eq!(
-            users.origins().iter().map(Origin::url).collect::<Vec<_>>(),
-            ["http://h:1", "http://g:1", "http://h:2"]
-        );
-        let mut user = users.user(0);
-        let sent: Vec<usize> = (0..4)
-            .map(|_| match (user.next(), user.next()) {
-                (Action::Send(o), Action::EndIteration) => o.origin,
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(sent, [0, 1, 2, 0]);
-        let e = TargetUsers::from_file(
-            targets("GET http://h:1/a\n\nGET https://g:1/b\n"),
-            Order::InTurn,
-        )
-        .unwrap_err();
-        assert_eq!(e.pos.line, 3);
-        assert!(e.message.contains("https://g:1"), "{e}");
-    }
-
-    #[test]
-    fn a_stream_sends_each_target_once_then_stops() {
-        let text = "GET http://h:1/a\n\nGET http://h:1/b\n\nGET http://h:1/a\n";
-        let mut reader = Reader::new(text.as_bytes(), Path::new("-"), ".".into(), None);
-        let first = reader.next_target().unwrap().unwrap();
-        let users = TargetUsers::from_stream(first, reader);
-        let mut user = users.user(0);
-        let mut got = Vec::new();
-        loop {
-            match user.next() {
-                Action::Send(o) => got.push((o.step, o.path_and_query)),
-                Action::EndIteration | Action::Pause(_) => {}
-                Action::Stop => break,
-            }
-        }
-        assert_eq!(got, [(0, "/a".into()), (1, "/b".into()), (0, "/a".into())]);
-        assert_eq!(users.rows().len(), 2);
-        assert!(users.stream_error().is_none());
-        assert!(users.finished());
-    }
-
-    #[test]
-    fn a_stream_error_ends_the_stream_and_is_kept() {
-        let text = "GET http://h:1/a\n\nGET http://h:1/b\nbroken\n";
-        let mut reader = Reader::new(text.as_bytes(), Path::new("-"), ".".into(), None);
-        let first = reader.next_target().unwrap().unwrap();
-        let users = TargetUsers::from_stream(first, reader);
-        let mut user = users.user(0);
-        let mut sent = 0;
-        while user.next() != Action::Stop {
-            sent += 1;
-        }
-        assert!(sent >= 1);
-        let e = users.stream_error().expect("the error");
-        assert_eq!(e.pos.line, 4);
-    }
-
-    #[test]
-    fn rows_past_the_cap_share_the_last() {
-        let mut rows = Rows::default();
-        let t = |p: &str| targets(&format!("GET http://h:1/{p}\n")).targets.remove(0);
-        assert_eq!(rows.of(&t("a"), 3), 0);
-        assert_eq!(rows.of(&t("b"), 3), 1);
-        assert_eq!(rows.of(&t("c"), 3), 2);
-        assert_eq!(rows.of(&t("d"), 3), 2);
-        assert_eq!(rows.of(&t("a"), 3), 0);
-        assert_eq!(rows.keys.len(), 3);
-        assert_eq!(rows.keys[2].1, OTHER_TARGETS);
-    }
-}
+mod tests;
