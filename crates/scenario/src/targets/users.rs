@@ -218,7 +218,7 @@ impl TargetUsers {
     }
 
     /// The users of a stream whose first target (which decides where the run connects) is
-    /// read already: a thread reads the rest as it comes, up to [`STREAM_BUFFER`] ahead of
+    /// read already: a thread reads the rest as it comes, up to 1,024 targets ahead of
     /// the users, and ends the stream at its end or at its first error
     /// ([`TargetUsers::stream_error`]). Each target is sent once.
     pub fn from_stream<R>(first: Target, mut reader: Reader<R>) -> TargetUsers
