@@ -225,6 +225,10 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// Many requests from a targets file.
+    #[command(flatten)]
+    pub targets: crate::targets::TargetsArgs,
+
     /// Total requests to send. With --duration too, the run stops at whichever comes first.
     /// With neither, the run lasts 10 s.
     #[arg(short = 'n', long = "requests", value_name = "N")]
@@ -267,7 +271,7 @@ pub struct LoadArgs {
     pub arrivals: Option<ArrivalsArg>,
 
     /// Seed of the Poisson arrivals, to repeat a run's schedule [default: random, shown in
-    /// the report]
+    /// the report]; also of --order random
     #[arg(long = "seed", value_name = "N", help_heading = "Open loop")]
     pub seed: Option<u64>,
 
@@ -504,6 +508,24 @@ pub struct RequestArgs {
     /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Connect to ADDR for the URL's HOST and PORT instead of resolving it (curl's --resolve),
+    /// e.g. api.test:443:127.0.0.1 or api.test:443:[::1]; the Host header and TLS name stay
+    /// the URL's.
+    #[arg(
+        long = "resolve",
+        value_name = "HOST:PORT:ADDR",
+        conflicts_with = "connect_to"
+    )]
+    pub resolve: Vec<String>,
+
+    /// Send http:// requests through this HTTP proxy (absolute-form request targets; its
+    /// user:pass@ as Proxy-Authorization). Hosts in NO_PROXY are reached directly.
+    #[arg(
+        long = "proxy",
+        value_name = "URL",
+        conflicts_with_all = ["connect_to", "resolve"]
+    )]
+    pub proxy: Option<String>,
 }
 
 /// Spacing of open-loop arrivals.
@@ -546,6 +568,11 @@ pub struct TargetArgs {
     /// (per request: ?fault=reset).
     #[arg(long, value_name = "FAULT")]
     pub fault: Option<belier_testserver::Fault>,
+    /// Serve HTTPS with a certificate generated at start (a fresh CA and a leaf for the listen
+    /// address, 127.0.0.1, ::1 and localhost); prints its SHA-256 fingerprint and the file
+    /// holding the CA, for clients' --cacert.
+    #[arg(long)]
+    pub tls: bool,
     /// A known capacity: K handlers, each holding a request for --service-time (waiting, not
     /// burning CPU); the capacity is K / service time. Also serves /metrics for Prometheus.
     #[arg(
@@ -595,6 +622,10 @@ pub struct DemoArgs {
     /// Concurrent connections.
     #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
     pub connections: usize,
+    /// Over HTTPS: the target serves a certificate generated at start, which belier trusts
+    /// through --cacert.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// Parses `30s`, `2m`, `1h30m`, `250ms`, or a bare number of seconds.

@@ -10,9 +10,17 @@ use crate::signals::Signals;
 
 /// Starts the target, loads it, prints the report and the server's own count.
 pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
-    let server = Server::start(Config::default()).context("cannot start the built-in target")?;
+    let defaults = Config::default();
+    let tls = args
+        .tls
+        .then(|| crate::target::self_signed(defaults.listen));
+    let server = Server::start(Config {
+        tls: tls.as_ref().map(|(config, _)| config.clone()),
+        ..defaults
+    })
+    .context("cannot start the built-in target")?;
     // Built as the command line a user would type, so the demo runs exactly that.
-    let argv = [
+    let mut argv = vec![
         "belier".to_string(),
         server.url("/"),
         "-z".into(),
@@ -20,6 +28,10 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         "-c".into(),
         args.connections.to_string(),
     ];
+    if let Some((config, ca)) = &tls {
+        let path = crate::target::write_ca(&server, config, ca)?;
+        argv.extend(["--cacert".to_string(), path.display().to_string()]);
+    }
     let load = crate::args::Cli::try_parse_from(argv)
         .context("demo arguments")?
         .load;

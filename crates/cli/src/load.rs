@@ -546,6 +546,11 @@ fn load_info(settings: &Settings) -> RunInfo {
         pacing_s: settings.engine.pacing.map(|d| d.as_secs_f64()),
         steps: users.map(|u| u.steps().to_vec()).unwrap_or_default(),
         checks: users.map(|u| u.checks().to_vec()).unwrap_or_default(),
+        targets: settings
+            .targets
+            .as_ref()
+            .map(crate::targets::TargetsRun::rows)
+            .unwrap_or_default(),
     }
 }
 

@@ -15,14 +15,17 @@ mod plan;
 mod probe;
 mod progress;
 mod prometheus;
+mod proxy;
 mod raw;
 mod record;
+mod resolve;
 mod results;
 mod settings;
 mod shell;
 mod signals;
 mod steering;
 mod target;
+mod targets;
 mod tui;
 mod web;
 
@@ -95,8 +98,12 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     for warning in habits::load_warnings(&args, cores()) {
         eprintln!("warning: {warning}");
     }
-    let settings = settings::from_args(args, cores())?;
+    let settings = targets::settings(args, cores())?;
     let mut finished = load::execute(&settings, signals)?;
+    let stream_error = settings
+        .targets
+        .as_ref()
+        .and_then(|t| targets::complete(t, &mut finished));
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else {
@@ -104,7 +111,11 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     };
     let written = write_report(&settings, &finished, code);
     linger(&mut finished, signals);
-    written
+    // A stream of targets that broke off: its report is out, and the line is named.
+    match stream_error {
+        Some(e) => Err(e.into()),
+        None => written,
+    }
 }
 
 /// Once the report is out: the web console offers it (and with `--web`, stays up for

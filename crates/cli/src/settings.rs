@@ -42,6 +42,8 @@ pub struct Settings {
     pub plan: Option<PathBuf>,
     /// The soft open-file limit in force, which the connections fit.
     pub fd_limit: u64,
+    /// A targets run's targets (`--targets`).
+    pub targets: Option<crate::targets::TargetsRun>,
 }
 
 /// Where a run's report and results go, validated.
@@ -158,14 +160,22 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let url = r.url.clone().ok_or_else(|| {
         InputError::new("<URL>", "", "is required (usage: belier [OPTIONS] <URL>)")
     })?;
+    let (url, auth) = without_credentials(url);
     let (host, port, path_and_query, https) = parse_url(&url)?;
     let tls = tls_options(r, https)?;
+    let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
-    let headers = r
+    let mut headers = r
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    // An Authorization header given with -H wins over the URL's credentials, as with curl.
+    if let Some(auth) = auth {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&auth.0)) {
+            headers.insert(0, auth);
+        }
+    }
     let body = match (&r.body, &r.body_file) {
         (Some(s), _) => s.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path).map_err(|e| {
@@ -187,13 +197,29 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     });
     engine.timeout = r.timeout;
     engine.tls = tls;
-    engine.connect_to = r.connect_to;
+    engine.connect_to = r.connect_to.or(resolved);
+    if let Some(proxy) = &r.proxy {
+        crate::proxy::apply(&mut engine, proxy, &url)?;
+    }
     Ok((engine, url))
 }
 
 /// Validates `args`. `cores` is the default thread count.
 pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
-    let (mut engine, url) = request_config(&args.request)?;
+    let (engine, url) = request_config(&args.request)?;
+    with_request(args, cores, engine, url, None)
+}
+
+/// Validates the load and output flags of `args` for a run whose request side (`engine`, the
+/// report's `url`) is made already: by [`request_config`], or from a targets file whose
+/// `targets` then drive the run.
+pub fn with_request(
+    args: LoadArgs,
+    cores: usize,
+    mut engine: Config,
+    url: String,
+    targets: Option<crate::targets::TargetsRun>,
+) -> Result<Settings, InputError> {
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -224,7 +250,12 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         engine.timer_slack = slack;
     }
     let output = output(args.results, &mut engine)?;
-    Draft {
+    if let Some(t) = &targets {
+        // Each of the users' iterations is one request: -n counts both.
+        engine.users = Some(t.users.clone());
+        engine.stop.iterations = args.requests;
+    }
+    let mut settings = Draft {
         engine,
         url,
         output,
@@ -238,7 +269,9 @@ pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
         },
         cap_given: args.max_connections.is_some(),
     }
-    .finish()
+    .finish()?;
+    settings.targets = targets;
+    Ok(settings)
 }
 
 /// The load model the flags ask for.
@@ -249,7 +282,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             (args.max_connections.is_some(), "--max-connections"),
             (args.max_in_flight.is_some(), "--max-in-flight"),
             (args.arrivals.is_some(), "--arrivals"),
-            (args.seed.is_some(), "--seed"),
+            (
+                args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
+                "--seed",
+            ),
             (args.timer_slack.is_some(), "--timer-slack"),
         ] {
             if given {
@@ -325,7 +361,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             seed: args.seed.unwrap_or_else(random_seed),
         },
     };
-    if args.seed.is_some() && spacing == Spacing::Even {
+    if args.seed.is_some()
+        && spacing == Spacing::Even
+        && args.targets.order != crate::targets::OrderArg::Random
+    {
         return Err(InputError::new(
             "--seed",
             "",
@@ -341,7 +380,10 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
 }
 
 /// TLS settings for an https URL; TLS flags on an http URL are a mistake worth naming.
-fn tls_options(args: &RequestArgs, https: bool) -> Result<Option<TlsOptions>, InputError> {
+pub(crate) fn tls_options(
+    args: &RequestArgs,
+    https: bool,
+) -> Result<Option<TlsOptions>, InputError> {
     if !https {
         for (given, flag) in [
             (args.insecure, "--insecure"),
@@ -444,6 +486,19 @@ fn random_seed() -> u64 {
     std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish()
+}
+
+/// `user:pass@` taken out of the URL (which the reports show) as the Basic `Authorization`
+/// header it stands for. A URL that does not parse is left as it is, for [`parse_url`] to name
+/// its fault.
+fn without_credentials(raw: String) -> (String, Option<(String, String)>) {
+    match url::Url::parse(&raw) {
+        Ok(mut url) => match belier_scenario::targets::basic_auth(&mut url) {
+            Some(auth) => (url.to_string(), Some(auth)),
+            None => (raw, None),
+        },
+        Err(_) => (raw, None),
+    }
 }
 
 fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {

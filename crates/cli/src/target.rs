@@ -1,13 +1,39 @@
 //! `belier target`: the built-in target server in the foreground.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_testserver::{Behaviour, Config, Handlers, Server};
+use belier_testserver::{Behaviour, Config, Handlers, Server, TlsConfig};
 
 use crate::args::TargetArgs;
 use crate::settings::InputError;
 use crate::signals::Signals;
+
+/// Writes the CA of `server`'s generated certificate where clients can find it, prints the
+/// certificate's fingerprint, and returns the CA file's path.
+pub(crate) fn write_ca(server: &Server, config: &TlsConfig, ca: &str) -> anyhow::Result<PathBuf> {
+    let path = std::env::temp_dir().join(format!("belier-target-{}-ca.pem", server.addr().port()));
+    std::fs::write(&path, ca)
+        .with_context(|| format!("cannot write the CA to {}", path.display()))?;
+    eprintln!(
+        "  TLS: generated certificate, SHA-256 fingerprint {}",
+        config.fingerprint_sha256().unwrap_or_default()
+    );
+    Ok(path)
+}
+
+/// A certificate for `listen`'s address and the loopback names, and the CA that signed it.
+pub(crate) fn self_signed(listen: SocketAddr) -> (TlsConfig, String) {
+    let ip = listen.ip();
+    let own = (!ip.is_unspecified()).then(|| ip.to_string());
+    let mut names = vec!["localhost", "127.0.0.1", "::1"];
+    if let Some(own) = own.as_deref().filter(|o| !names.contains(o)) {
+        names.push(own);
+    }
+    TlsConfig::self_signed(&names)
+}
 
 /// Serves until Ctrl-C, then prints what the server saw.
 pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
@@ -43,16 +69,24 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         }),
         _ => None,
     };
+    let tls = args.tls.then(|| self_signed(args.listen));
     let server = Server::start(Config {
         listen: args.listen,
         threads: args.threads,
         defaults,
         record_requests: 0,
-        tls: None,
+        tls: tls.as_ref().map(|(config, _)| config.clone()),
         handlers: handlers.clone(),
     })
     .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!("belier target listening on {}", server.url("/"));
+    if let Some((config, ca)) = &tls {
+        let path = write_ca(&server, config, ca)?;
+        eprintln!(
+            "  clients trust it with --cacert {} (or skip the check with -k)",
+            path.display()
+        );
+    }
     if let Some(h) = &handlers {
         eprintln!(
             "  {} handlers of {:?} each: capacity {:.0} requests/s; queue {}; beyond it {}; \
@@ -71,7 +105,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     }
     eprintln!(
         "  per-request knobs: ?delay=20ms &status=503 &size=1024 &chunked=1 &close=1 \
-         &token=1 &json=1 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
+         &token=1 &json=1 &redirect=3 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
     );
     eprintln!("  Ctrl-C stops it");
     while !signals.stop_requested() {

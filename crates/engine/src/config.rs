@@ -155,6 +155,22 @@ pub struct Config {
     /// Scripted users in a closed loop: each user starts an iteration at most this often
     /// (one that runs longer is followed at once by the next). `None`: back to back.
     pub pacing: Option<Duration>,
+    /// Scripted users: other hosts (name or address literal, port) their requests may go to,
+    /// [`crate::user::Outgoing::origin`] `i` being `origins[i - 1]`. Each is resolved once at
+    /// the start, spoken to with the run's scheme (TLS settings, under its own name), and gets
+    /// a connection of its own from every user that sends to it: a pool per host. HTTP/1.1
+    /// only.
+    pub origins: Vec<(String, u16)>,
+    /// https through an HTTP proxy: connections go to [`Config::connect_to`] (the proxy),
+    /// open a tunnel to each host with `CONNECT`, then the TLS session through it.
+    pub tunnel: Option<Tunnel>,
+}
+
+/// How to open a tunnel through an HTTP proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The `Proxy-Authorization` value the proxy asks for, if any.
+    pub proxy_authorization: Option<String>,
 }
 
 impl std::fmt::Debug for Config {
@@ -178,6 +194,8 @@ impl std::fmt::Debug for Config {
             .field("timer_slack", &self.timer_slack)
             .field("users", &self.users.as_ref().map(|u| u.steps()))
             .field("pacing", &self.pacing)
+            .field("origins", &self.origins)
+            .field("tunnel", &self.tunnel.as_ref().map(|_| "CONNECT"))
             .finish()
     }
 }
@@ -244,6 +262,8 @@ impl Config {
             connect_to: None,
             users: None,
             pacing: None,
+            origins: Vec::new(),
+            tunnel: None,
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::tls::{handshake_error_kind, Tls};
 use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod reuse;
+pub(crate) mod tunnel;
 
 pub(crate) use reuse::{exchange_http1, Http1Request, IDLE_CHECK_AFTER};
 
@@ -271,12 +272,17 @@ pub(crate) async fn open_stream(
     p: &mut Progress,
 ) -> Result<Stream, Failure> {
     p.phase = Phase::Connecting;
-    let tcp = TcpStream::connect(addr)
+    let mut tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| Failure::io(e, true))?;
     // Requests are written in one piece; Nagle would only delay them.
     tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
     p.connected = Some(Instant::now());
+    if let Some(connect) = tls.and_then(|t| t.tunnel.as_deref()) {
+        // Through a proxy: its tunnel is part of the handshake.
+        p.phase = Phase::Handshaking;
+        tunnel::open(&mut tcp, connect).await?;
+    }
     let stream = match tls {
         None => Stream::Plain(tcp),
         Some(tls) => {

@@ -443,6 +443,7 @@ mod tests {
     fn outgoing(headers: &[(&str, &str)], body: &[u8]) -> Outgoing {
         Outgoing {
             step: 0,
+            origin: 0,
             method: "POST".into(),
             path_and_query: "/items?page=2".into(),
             headers: headers

@@ -54,8 +54,8 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, Load, RequestSpec, StopWhen, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE,
-    DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
+    Config, Load, RequestSpec, StopWhen, Tunnel, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
+    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
     DEFAULT_TIMER_SLACK,
 };
 pub use control::{Control, ControlError, Knob, Steer};
@@ -179,6 +179,11 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));
     }
+    if config.http2 && !config.origins.is_empty() {
+        return Err(StartError::Invalid(
+            "several hosts in one run need HTTP/1.1 (HTTP/2 shares one connection per host)",
+        ));
+    }
     let spec = &config.request;
     let dns_started = Instant::now();
     let addr = resolve(config)?;
@@ -196,7 +201,31 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
                 tls::Tls::new(options, &spec.host)
             }
         })
-        .transpose()?;
+        .transpose()?
+        .map(|t| match &config.tunnel {
+            Some(tunnel) => t.through(tunnel, &spec.host, spec.port),
+            None => t,
+        });
+    let others = config
+        .origins
+        .iter()
+        .map(|(host, port)| {
+            Ok(plan::Dest {
+                addr: resolve_host(host, *port)?,
+                tls: config
+                    .tls
+                    .as_ref()
+                    .map(|options| {
+                        tls::Tls::new(options, host).map(|t| match &config.tunnel {
+                            Some(tunnel) => t.through(tunnel, host, *port),
+                            None => t,
+                        })
+                    })
+                    .transpose()?,
+                host_header: request::host_header(host, *port),
+            })
+        })
+        .collect::<Result<Vec<_>, StartError>>()?;
     let http2 = if config.http2 {
         Some(plan::Http2 {
             request: http2::Template::new(spec, tls.is_some())?,
@@ -283,6 +312,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         pacing: config.pacing,
         iterations: config.stop.iterations,
         host_header: request::host_header(&spec.host, spec.port),
+        others,
     });
     let iterations = config.stop.iterations.map(|n| split(n, threads));
     let requests = config.stop.requests.map(|n| split(n, threads));
@@ -395,15 +425,20 @@ fn resolve(config: &Config) -> Result<SocketAddr, StartError> {
     let spec = &config.request;
     match config.connect_to {
         Some(addr) => Ok(addr),
-        None => (spec.host.as_str(), spec.port)
-            .to_socket_addrs()
-            .map_err(|source| StartError::Resolve {
-                host: spec.host.clone(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| StartError::NoAddress(spec.host.clone())),
+        None => resolve_host(&spec.host, spec.port),
     }
+}
+
+/// `host`'s first address, with `port`.
+fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, StartError> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|source| StartError::Resolve {
+            host: host.to_string(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| StartError::NoAddress(host.to_string()))
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.

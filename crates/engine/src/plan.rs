@@ -49,6 +49,28 @@ pub(crate) struct Plan {
     pub iterations: Option<u64>,
     /// The `Host` header scripted users' requests carry unless they give their own.
     pub host_header: String,
+    /// Scripted users' other hosts (`Config::origins`), by `Outgoing::origin - 1`.
+    pub others: Vec<Dest>,
+}
+
+/// One of a run's other hosts, resolved.
+pub(crate) struct Dest {
+    pub addr: SocketAddr,
+    pub tls: Option<crate::tls::Tls>,
+    pub host_header: String,
+}
+
+impl Plan {
+    /// Address, TLS settings and `Host` header of `origin` (see `Outgoing::origin`).
+    pub(crate) fn dest(&self, origin: usize) -> (SocketAddr, Option<&crate::tls::Tls>, &str) {
+        match origin.checked_sub(1) {
+            None => (self.addr, self.tls.as_ref(), &self.host_header),
+            Some(i) => {
+                let d = &self.others[i];
+                (d.addr, d.tls.as_ref(), &d.host_header)
+            }
+        }
+    }
 }
 
 /// What HTTP/2 runs add to the plan.

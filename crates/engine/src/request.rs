@@ -178,6 +178,7 @@ mod tests {
         s.body = b"hi".to_vec();
         let outgoing = Outgoing {
             step: 0,
+            origin: 0,
             method: s.method.clone(),
             path_and_query: s.path_and_query.clone(),
             headers: s.headers.clone(),

@@ -37,6 +37,8 @@ pub(crate) struct Request<'a> {
     /// HTTP/1.1: whether it may go again on a new connection after the server closed the
     /// idle one under it (see [`exchange_http1`]).
     pub resend: bool,
+    /// Which of the run's hosts it goes to (see [`Outgoing::origin`]); 0 for the run's own.
+    pub origin: usize,
 }
 
 /// Where an HTTP/2 request's head comes from.
@@ -173,5 +175,6 @@ async fn exchange(
         head_request: request.head_request,
         resend: request.resend,
     };
-    exchange_http1(slot, plan.addr, plan.tls.as_ref(), &http1, p).await
+    let (addr, tls, _) = plan.dest(request.origin);
+    exchange_http1(slot, addr, tls, &http1, p).await
 }

@@ -58,6 +58,8 @@ pub enum TlsSetupError {
 pub(crate) struct Tls {
     pub connector: tokio_rustls::TlsConnector,
     pub server_name: ServerName<'static>,
+    /// Through an HTTP proxy: the `CONNECT` request that opens the tunnel to the origin.
+    pub tunnel: Option<Vec<u8>>,
     /// Set once a server certificate was accepted as pinned.
     pinned: Arc<AtomicBool>,
 }
@@ -111,8 +113,23 @@ impl Tls {
         Ok(Tls {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,
+            tunnel: None,
             pinned,
         })
+    }
+
+    /// Connections reach `host:port` through the proxy they connect to, with `CONNECT`.
+    pub(crate) fn through(mut self, tunnel: &crate::Tunnel, host: &str, port: u16) -> Tls {
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        self.tunnel = Some(crate::connection::tunnel::connect_request(
+            &format!("{host}:{port}"),
+            tunnel.proxy_authorization.as_deref(),
+        ));
+        self
     }
 
     /// Whether a server certificate was accepted as pinned by `--cacert` (see

@@ -17,12 +17,15 @@ pub use belier_stats::ErrorKind;
 /// kept ([`Reply::body_truncated`]).
 pub const MAX_KEPT_BODY_BYTES: usize = 1 << 20;
 
-/// One request a user wants sent to the run's target: on the user's own connection over
-/// HTTP/1.1, as a stream on a shared connection over HTTP/2.
+/// One request a user wants sent to the run's target (or another of its hosts): on the user's
+/// own connection to that host over HTTP/1.1, as a stream on a shared connection over HTTP/2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
     /// Statistics row: an index into [`Users::steps`].
     pub step: usize,
+    /// Where it goes: 0 for the run's own host ([`crate::Config::request`]'s), `i` for
+    /// [`crate::Config::origins`]`[i - 1]`.
+    pub origin: usize,
     /// Method, e.g. `GET`.
     pub method: String,
     /// Origin-form request target: path and query, starting with `/`.
@@ -131,6 +134,13 @@ pub trait Users: Send + Sync {
 
     /// A new user; `vu` numbers the run's users from 0, across workers.
     fn user(&self, vu: u64) -> Box<dyn User>;
+
+    /// Whether no user will send anything any more: their requests came from a stream that
+    /// has ended. An open loop then starts no more iterations (each would make a user that
+    /// stops at once); a closed loop's users end by [`Action::Stop`] themselves.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ struct Vu {
     link: Link,
     /// Whether the link's own connection (HTTP/1.1) is counted among the worker's open ones.
     counted: bool,
+    /// Links to the run's other hosts (`Outgoing::origin` 1, 2, ...), each with its `counted`;
+    /// made as the user first sends to each.
+    others: Vec<(Link, bool)>,
     request: Vec<u8>,
     head: Vec<u8>,
     body: Vec<u8>,
@@ -138,6 +141,7 @@ impl Vu {
         Vu {
             link,
             counted: false,
+            others: Vec::new(),
             request: Vec::new(),
             head: Vec::new(),
             body: Vec::new(),
@@ -148,6 +152,10 @@ impl Vu {
     fn close(&mut self, local: &Local) {
         self.link.release();
         local.connections.track_open(false, &mut self.counted);
+        for (link, counted) in &mut self.others {
+            link.release();
+            local.connections.track_open(false, counted);
+        }
     }
 
     /// Waits while a closed loop's ramp has this user inactive (it closes its connection
@@ -241,7 +249,7 @@ impl Vu {
             encode_outgoing(
                 &mut self.request,
                 outgoing,
-                &plan.host_header,
+                plan.dest(outgoing.origin).2,
                 plan.keepalive,
             );
         }
@@ -263,13 +271,27 @@ impl Vu {
             head: step::Head::Outgoing(outgoing),
             head_request: http1 && is_head(&outgoing.method),
             resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
+            origin: outgoing.origin,
         };
         step_active(local, outgoing.step, true);
+        // Another host's requests go on the user's link to that host (HTTP/1.1 only: the
+        // engine refuses other hosts with HTTP/2).
+        let (link, counted) = match outgoing.origin.checked_sub(1) {
+            None => (&mut self.link, &mut self.counted),
+            Some(i) => {
+                if self.others.len() <= i {
+                    self.others
+                        .resize_with(i + 1, || (Link::Http1(None), false));
+                }
+                let (link, counted) = &mut self.others[i];
+                (link, counted)
+            }
+        };
         let (result, sample) = step::send(
             local,
             plan,
-            &mut self.link,
-            &mut self.counted,
+            link,
+            counted,
             self.timer.as_mut(),
             &request,
             &mut progress,

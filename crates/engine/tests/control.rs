@@ -182,6 +182,7 @@ impl belier_engine::user::User for OneRequest {
         }
         Action::Send(Outgoing {
             step: 0,
+            origin: 0,
             method: "GET".into(),
             path_and_query: "/?delay=20ms".into(),
             headers: Vec::new(),

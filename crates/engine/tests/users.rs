@@ -120,6 +120,7 @@ impl User for ScriptUser {
         match op {
             Op::Get { step, path } => Action::Send(Outgoing {
                 step: *step,
+                origin: 0,
                 method: "GET".into(),
                 path_and_query: (*path).into(),
                 headers: vec![("X-Step".into(), step.to_string())],

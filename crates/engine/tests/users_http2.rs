@@ -187,6 +187,7 @@ impl User for ScriptUser {
                     - 1;
                 Action::Send(Outgoing {
                     step,
+                    origin: 0,
                     method: "GET".into(),
                     path_and_query: path.into(),
                     // Connection-specific headers have no place in HTTP/2: they are left out

@@ -427,13 +427,19 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
         }
         writeln!(
             out,
-            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Steps of {}</h2>",
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>{} of {}</h2>",
             colour(i),
+            crate::steps::table_names(s.has_targets).0,
             esc(&run.name)
         )?;
         if s.has_steps {
+            out.push_str(if s.has_targets {
+                "<table class=\"steps\"><thead><tr><th>target</th>"
+            } else {
+                "<table class=\"steps\"><thead><tr><th>step</th>"
+            });
             out.push_str(
-                "<table class=\"steps\"><thead><tr><th>step</th><th>requests</th>\
+                "<th>requests</th>\
                  <th>failures</th><th>fail %</th><th>rate/s</th><th>min</th><th>p50</th>\
                  <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
             );

@@ -126,34 +126,65 @@ fn to_value(r: &Report) -> Value {
     if !r.changes.is_empty() {
         doc["changes"] = json!(r.changes);
     }
+    // Only a targets run has the key, likewise.
+    if s.has_targets {
+        doc["targets"] = json!(target_rows(&s));
+    }
     doc
 }
 
 /// Locust's table as JSON: one object per request step.
 fn step_rows(s: &Summary) -> Vec<Value> {
+    s.steps.iter().map(step_row).collect()
+}
+
+/// A targets run's per-target table: each step row under its target's method and URL, with
+/// its requests that got no response (`errors`) apart from its failures (which count error
+/// statuses as well).
+fn target_rows(s: &Summary) -> Vec<Value> {
+    let targets = &s.report.info.targets;
     s.steps
         .iter()
-        .map(|l| {
-            let [p50, p90, p99] = l.percentiles_us;
-            json!({
-                "name": l.name,
-                "requests": l.requests,
-                "failures": l.failures,
-                "failure_ratio": l.failure_ratio,
-                "rate_per_s": l.rate,
-                "bytes_in": l.bytes_in,
-                "bytes_out": l.bytes_out,
-                "latency_us": (l.responses > 0).then(|| json!({
-                    "count": l.responses,
-                    "min": l.min_us,
-                    "p50": p50,
-                    "p90": p90,
-                    "p99": p99,
-                    "max": l.max_us,
-                })),
-            })
+        .enumerate()
+        .map(|(i, l)| {
+            let mut row = step_row(l);
+            if let Value::Object(fields) = &mut row {
+                fields.remove("name");
+                let (method, url) = targets.get(i).map_or(("", l.name.as_str()), |t| {
+                    (t.method.as_str(), t.url.as_str())
+                });
+                fields.insert("method".into(), json!(method));
+                fields.insert("url".into(), json!(url));
+                fields.insert(
+                    "errors".into(),
+                    json!(l.requests.saturating_sub(l.responses)),
+                );
+            }
+            row
         })
         .collect()
+}
+
+/// One row of the per-step table.
+fn step_row(l: &crate::steps::StepLine) -> Value {
+    let [p50, p90, p99] = l.percentiles_us;
+    json!({
+        "name": l.name,
+        "requests": l.requests,
+        "failures": l.failures,
+        "failure_ratio": l.failure_ratio,
+        "rate_per_s": l.rate,
+        "bytes_in": l.bytes_in,
+        "bytes_out": l.bytes_out,
+        "latency_us": (l.responses > 0).then(|| json!({
+            "count": l.responses,
+            "min": l.min_us,
+            "p50": p50,
+            "p90": p90,
+            "p99": p99,
+            "max": l.max_us,
+        })),
+    })
 }
 
 fn check_rows(s: &Summary) -> Vec<Value> {
@@ -224,6 +255,77 @@ mod tests {
             .unwrap()
             .remove("failures");
         assert!(!validator.is_valid(&broken));
+    }
+
+    #[test]
+    fn a_targets_run_has_a_per_target_table_that_validates() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let mut run = crate::seeded::with_steps();
+        run.info.plan = None;
+        run.info.checks = vec![];
+        let urls = [
+            "http://127.0.0.1:8080/a",
+            "http://127.0.0.1:8080/b",
+            "http://127.0.0.1:8080/c",
+        ];
+        run.info.targets = ["GET", "POST", "PUT"]
+            .iter()
+            .zip(urls)
+            .map(|(m, u)| crate::TargetInfo {
+                method: m.to_string(),
+                url: u.to_string(),
+            })
+            .collect();
+        run.info.steps = run
+            .info
+            .targets
+            .iter()
+            .map(|t| format!("{} {}", t.method, t.url))
+            .collect();
+        let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let targets = doc["targets"].as_array().unwrap();
+        assert_eq!(targets.len(), 3);
+        assert_eq!(
+            (&targets[1]["method"], &targets[1]["url"]),
+            (&json!("POST"), &json!(urls[1]))
+        );
+        // The same rows as the step table, with the requests that got no response apart.
+        for (t, s) in targets.iter().zip(doc["steps"].as_array().unwrap()) {
+            assert_eq!(t["requests"], s["requests"]);
+            assert_eq!(t["latency_us"], s["latency_us"]);
+            let responses = s["latency_us"]["count"].as_u64().unwrap_or(0);
+            assert_eq!(
+                t["errors"].as_u64().unwrap(),
+                s["requests"].as_u64().unwrap() - responses
+            );
+        }
+        assert!(
+            targets[0]["errors"].as_u64().unwrap() > 0,
+            "the seeded timeouts"
+        );
+        assert_eq!(doc["run"]["targets"][2]["method"], "PUT");
+        let text = crate::render_text(&run.report());
+        assert!(text.contains("\nTargets  (latency"), "{text}");
+        assert!(text.contains("  target "), "{text}");
+        let report = run.report();
+        let named = [crate::NamedReport {
+            name: "targets",
+            report: &report,
+        }];
+        assert!(crate::render_markdown(&named).contains("| Target | Requests |"));
+        assert!(crate::render_html(&[crate::HtmlRun {
+            name: "targets".into(),
+            report: &report,
+        }])
+        .contains("<th>target</th>"));
+        // Any other run's document has no such key.
+        let plain: Value =
+            serde_json::from_str(&render_json(&crate::seeded::with_steps().report())).unwrap();
+        assert!(plain.get("targets").is_none());
+        assert!(plain["run"].get("targets").is_none());
     }
 
     #[test]

@@ -132,6 +132,19 @@ pub struct RunInfo {
     /// Names of the plan's checks, by check number.
     #[serde(default)]
     pub checks: Vec<String>,
+    /// A targets run (`--targets`): the method and URL of each statistics row, by step
+    /// number; the per-step table is then the per-target table. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetInfo>,
+}
+
+/// One row of a targets run's per-target table: a distinct method and URL.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// Method, e.g. `GET`.
+    pub method: String,
+    /// The URL, without credentials.
+    pub url: String,
 }
 
 /// The machine one shard of a merged run ran on.
@@ -605,6 +618,7 @@ pub(crate) mod fixtures {
             pacing_s: None,
             steps: vec![],
             checks: vec![],
+            targets: vec![],
         }
     }
 

@@ -223,9 +223,10 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
 fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     let r = s.report;
     if s.has_steps {
+        let column = if s.has_targets { "Target" } else { "Step" };
         writeln!(
             out,
-            "\n| Step | Requests | Failures | Fail % | Rate | Min | p50 | p90 | p99 | Max |\n\
+            "\n| {column} | Requests | Failures | Fail % | Rate | Min | p50 | p90 | p99 | Max |\n\
              | :-- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"
         )?;
         for l in &s.steps {

@@ -73,6 +73,16 @@ pub(crate) struct CheckLine {
     pub pass_ratio: Option<f64>,
 }
 
+/// The per-step table's title and the name of its first column: a targets run's rows are
+/// its targets.
+pub(crate) fn table_names(has_targets: bool) -> (&'static str, &'static str) {
+    if has_targets {
+        ("Targets", "target")
+    } else {
+        ("Steps", "name")
+    }
+}
+
 /// Whether the run had scripted users, and so step and check tables to show.
 pub(crate) fn has_steps(r: &Report) -> bool {
     !r.info.steps.is_empty() || !r.totals.steps().is_empty()

@@ -46,6 +46,9 @@ pub(crate) struct Summary<'a> {
     pub verdict: Verdict,
     /// Whether the run had scripted users, and so step and check tables to show.
     pub has_steps: bool,
+    /// Whether the steps are a targets run's targets (`--targets`): the step table is then
+    /// the per-target table.
+    pub has_targets: bool,
     /// The per-step and per-check tables (empty without scripted users).
     pub steps: Vec<StepLine>,
     pub checks: Vec<CheckLine>,
@@ -112,6 +115,7 @@ impl<'a> Summary<'a> {
             open_loop,
             errors,
             has_steps: steps::has_steps(report),
+            has_targets: !report.info.targets.is_empty(),
             steps: steps::step_lines(report),
             checks: steps::check_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),

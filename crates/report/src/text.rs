@@ -328,15 +328,21 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
         return Ok(());
     }
     let lines = &s.steps;
-    let width = lines.iter().map(|l| l.name.len()).max().unwrap_or(0).max(4);
+    let (title, column) = crate::steps::table_names(s.has_targets);
+    let width = lines
+        .iter()
+        .map(|l| l.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(column.len());
     writeln!(
         out,
-        "\nSteps  (latency in ms from intended start to last byte, responses only)"
+        "\n{title}  (latency in ms from intended start to last byte, responses only)"
     )?;
     writeln!(
         out,
         "  {:<width$}{:>10}{:>10}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "name", "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
+        column, "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
     )?;
     for l in lines {
         write!(out, "  {:<width$}", l.name)?;

@@ -85,6 +85,38 @@ impl Jar {
         Some(pairs.join("; "))
     }
 
+    /// Adds the cookies that apply to a request to `request_path` to its `headers`: to its own
+    /// `Cookie` header if it has one, else as a new one.
+    pub fn add_to(&self, headers: &mut Vec<(String, String)>, request_path: &str, now: SystemTime) {
+        let Some(cookies) = self.header(request_path, now) else {
+            return;
+        };
+        match headers
+            .iter_mut()
+            .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
+        {
+            Some((_, existing)) => {
+                existing.push_str("; ");
+                existing.push_str(&cookies);
+            }
+            None => headers.push(("Cookie".to_string(), cookies)),
+        }
+    }
+
+    /// Stores every `Set-Cookie` of a response to a request to `request_path`.
+    pub fn store_all<'a>(
+        &mut self,
+        headers: impl Iterator<Item = (&'a str, &'a [u8])>,
+        request_path: &str,
+        now: SystemTime,
+    ) {
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case("set-cookie") {
+                self.store(&String::from_utf8_lossy(value), request_path, now);
+            }
+        }
+    }
+
     /// The value of a live cookie named `name`.
     pub fn get(&self, name: &str, now: SystemTime) -> Option<&str> {
         self.cookies

@@ -7,6 +7,9 @@
 //! iteration, renders templates, keeps its variables and cookies, extracts values and runs
 //! checks. Every plan error names the file, line and column ([`PlanError`]).
 //!
+//! [`targets`] reads targets files (vegeta's, JSON lines, Siege's URL lists) into users of
+//! their own, one request per iteration.
+//!
 //! The crate reads the plan and the data and body files it names, when asked to load it, and
 //! does no other I/O.
 #![deny(missing_docs)]
@@ -22,6 +25,7 @@ pub mod import;
 mod model;
 mod parse;
 mod steps;
+pub mod targets;
 mod template;
 mod threshold;
 mod user;

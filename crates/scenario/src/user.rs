@@ -227,18 +227,7 @@ impl Local {
             }
         };
         if shared.cookies {
-            if let Some(cookies) = self.jar.header(&path, SystemTime::now()) {
-                match headers
-                    .iter_mut()
-                    .find(|(n, _)| n.eq_ignore_ascii_case("cookie"))
-                {
-                    Some((_, existing)) => {
-                        existing.push_str("; ");
-                        existing.push_str(&cookies);
-                    }
-                    None => headers.push(("Cookie".to_string(), cookies)),
-                }
-            }
+            self.jar.add_to(&mut headers, &path, SystemTime::now());
         }
         self.pending = Some(Pending {
             request: index,
@@ -247,6 +236,7 @@ impl Local {
         });
         Outgoing {
             step: request.step,
+            origin: 0,
             method: request.method.clone(),
             path_and_query: path,
             headers,
@@ -385,12 +375,7 @@ impl Local {
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
         if shared.cookies {
-            for (name, value) in reply.headers() {
-                if name.eq_ignore_ascii_case("set-cookie") {
-                    self.jar
-                        .store(&String::from_utf8_lossy(value), &pending.path, now);
-                }
-            }
+            self.jar.store_all(reply.headers(), &pending.path, now);
         }
         let mut failed = !request.status_checked && reply.status >= 400;
         if let Some(check) = request.vars_check {

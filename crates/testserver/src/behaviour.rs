@@ -47,7 +47,14 @@ pub struct Behaviour {
     /// that JSON checks and extractions have something to read. Takes precedence over `size`;
     /// never chunked.
     pub json: bool,
+    /// Answer with a redirect to the same path and query with this knob one less (`302 Found`,
+    /// or `status` when it is 301, 303, 307 or 308), so `?redirect=3` is a chain of three
+    /// redirects before the answer the other knobs ask for. At most [`MAX_REDIRECTS`].
+    pub redirect: u32,
 }
+
+/// Longest redirect chain the `redirect` knob asks for.
+pub const MAX_REDIRECTS: u32 = 100;
 
 /// Body sent for the `json` knob.
 pub const JSON_BODY: &str = r#"{"ok":true,"items":[{"id":1},{"id":2}]}"#;
@@ -63,13 +70,14 @@ impl Default for Behaviour {
             chunked: false,
             token: false,
             json: false,
+            redirect: 0,
         }
     }
 }
 
 /// Names of the query-string knobs, as accepted by [`Behaviour::apply_query`].
-pub const KNOBS: [&str; 8] = [
-    "delay", "status", "size", "fault", "close", "chunked", "token", "json",
+pub const KNOBS: [&str; 9] = [
+    "delay", "status", "size", "fault", "close", "chunked", "token", "json", "redirect",
 ];
 
 impl Behaviour {
@@ -123,6 +131,13 @@ impl Behaviour {
             "fault" => {
                 self.fault = Some(text.parse().map_err(|_| bad(Fault::EXPECTED))?);
             }
+            "redirect" => {
+                self.redirect = text
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= MAX_REDIRECTS)
+                    .ok_or_else(|| bad("a number of redirects, at most 100"))?;
+            }
             "close" | "chunked" | "token" | "json" => {
                 let on = match value {
                     None => true,
@@ -140,6 +155,30 @@ impl Behaviour {
             _ => unreachable!("every name in KNOBS has an arm"),
         }
         Ok(())
+    }
+}
+
+/// Where a request for `target` (path and query) with `redirect=N` in its query is sent next:
+/// the same target with `N - 1`, the knob left out once it reaches 0.
+pub(crate) fn next_hop(target: &str) -> String {
+    let Some((path, query)) = target.split_once('?') else {
+        return target.to_string();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .filter_map(|pair| match pair.split_once('=') {
+            Some(("redirect", n)) => match n.parse::<u32>() {
+                Ok(n) if n > 1 => Some(format!("redirect={}", n - 1)),
+                _ => None,
+            },
+            _ => Some(pair.to_string()),
+        })
+        .collect();
+    if pairs.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", pairs.join("&"))
     }
 }
 
@@ -197,6 +236,9 @@ impl fmt::Display for Behaviour {
         }
         if self.json {
             knob(f, format_args!("json=1"))?;
+        }
+        if self.redirect > 0 {
+            knob(f, format_args!("redirect={}", self.redirect))?;
         }
         Ok(())
     }
@@ -291,6 +333,19 @@ pub struct ParseFaultError(String);
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn redirect_hops_count_down_and_keep_the_other_knobs() {
+        assert_eq!(next_hop("/a?redirect=3&size=5"), "/a?redirect=2&size=5");
+        assert_eq!(next_hop("/a?size=5&redirect=1"), "/a?size=5");
+        assert_eq!(next_hop("/a?redirect=1"), "/a");
+        let b: Behaviour = "redirect=3&status=307".parse().unwrap();
+        assert_eq!((b.redirect, b.status), (3, 307));
+        assert_eq!(b.to_string().parse::<Behaviour>().unwrap(), b);
+        assert!("redirect=101".parse::<Behaviour>().is_err());
+        assert!("redirect=x".parse::<Behaviour>().is_err());
+    }
+
     use super::*;
 
     fn parse(query: &str) -> Result<Behaviour, KnobError> {
@@ -396,6 +451,7 @@ mod tests {
                 chunked: true,
                 token: true,
                 json: true,
+                redirect: 2,
             },
         ];
         for b in behaviours {

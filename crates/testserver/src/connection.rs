@@ -288,6 +288,15 @@ impl<S: Transport> Connection<S> {
         } else {
             connection
         };
+        if let Some(location) = &request.redirect {
+            let status = match behaviour.status {
+                s @ (301 | 303 | 307 | 308) => s,
+                _ => 302,
+            };
+            response::write_redirect(&mut self.io.out, status, location, connection);
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
         if behaviour.token || behaviour.json {
             let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
             let body = match &token {
@@ -309,6 +318,16 @@ impl<S: Transport> Connection<S> {
         }
         let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
         let framing = response::framing(behaviour, request.http10);
+        if request.gzip && !request.is_head && matches!(framing, Framing::Length(n) if n > 0) {
+            response::write_gzip(
+                &mut self.io.out,
+                behaviour.status,
+                behaviour.body_size,
+                connection,
+            );
+            self.shared.counters.responses.fetch_add(1, Relaxed);
+            return if close { Err(Finish::Close) } else { Ok(()) };
+        }
         if knobs.is_none() && !request.http10 {
             let head = if close {
                 &self.shared.default_head_close

@@ -52,7 +52,7 @@ mod tls;
 
 pub use behaviour::{
     Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY,
-    JSON_BODY, KNOBS,
+    JSON_BODY, KNOBS, MAX_REDIRECTS,
 };
 pub use connection::RECORDED_BODY_BYTES;
 pub use handlers::{Handlers, PoolStats};

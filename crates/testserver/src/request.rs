@@ -35,6 +35,10 @@ pub(crate) struct Request {
     pub(crate) seen: Option<SeenRequest>,
     /// `GET /metrics`: the server's counters, not a request to the target.
     pub(crate) metrics: bool,
+    /// The `redirect` knob asked for a redirect: where to.
+    pub(crate) redirect: Option<String>,
+    /// The client accepts gzip (`Accept-Encoding`): bodies framed by length go compressed.
+    pub(crate) gzip: bool,
 }
 
 impl Request {
@@ -65,9 +69,15 @@ impl Request {
         let mut length = None;
         let mut chunked = false;
         let mut expect_continue = false;
+        let mut gzip = false;
         for header in parsed.headers.iter() {
             let name = header.name;
-            if name.eq_ignore_ascii_case("connection") {
+            if name.eq_ignore_ascii_case("accept-encoding") {
+                gzip |= header.value.split(|&b| b == b',').any(|coding| {
+                    let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
+                    coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
+                });
+            } else if name.eq_ignore_ascii_case("connection") {
                 for token in header.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                     close |= token.eq_ignore_ascii_case(b"close");
                     keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
@@ -112,6 +122,8 @@ impl Request {
             }
             _ => Ok(None),
         };
+        let redirect = matches!(&knobs, Ok(Some(b)) if b.redirect > 0)
+            .then(|| crate::behaviour::next_hop(target));
         let seen = shared.recorder.as_ref().map(|_| SeenRequest {
             method: method.to_owned(),
             target: target.to_owned(),
@@ -137,6 +149,8 @@ impl Request {
             knobs,
             seen,
             metrics: method == "GET" && target == "/metrics",
+            redirect,
+            gzip,
         }))
     }
 }

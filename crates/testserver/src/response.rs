@@ -64,6 +64,11 @@ pub(crate) fn write_head(
 ) {
     // Writing into a Vec cannot fail, hence the ignored results.
     let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    write_head_tail(out, framing, connection);
+}
+
+/// The framing and connection headers and the blank line that end a head.
+fn write_head_tail(out: &mut Vec<u8>, framing: Framing, connection: ConnectionHeader) {
     match framing {
         Framing::Length(n) => {
             let _ = write!(out, "Content-Length: {n}\r\n");
@@ -77,6 +82,55 @@ pub(crate) fn write_head(
         ConnectionHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a complete response whose body, the bytes the plain answer would send
+/// ([`DEFAULT_BODY`] without a size, else `body_size` [`FILLER`] bytes), goes gzip-compressed
+/// (`Content-Encoding: gzip`, the compressed length in `Content-Length`).
+pub(crate) fn write_gzip(
+    out: &mut Vec<u8>,
+    status: u16,
+    body_size: Option<usize>,
+    connection: ConnectionHeader,
+) {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec cannot fail.
+    match body_size {
+        None => {
+            let _ = encoder.write_all(DEFAULT_BODY);
+        }
+        Some(mut left) => {
+            while left > 0 {
+                let n = left.min(FILLER.len());
+                let _ = encoder.write_all(&FILLER[..n]);
+                left -= n;
+            }
+        }
+    }
+    let gz = encoder.finish().unwrap_or_default();
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nContent-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
+        reason(status)
+    );
+    write_head_tail(out, Framing::Length(gz.len()), connection);
+    out.extend_from_slice(&gz);
+}
+
+/// Appends a complete redirect to `location`, without a body.
+pub(crate) fn write_redirect(
+    out: &mut Vec<u8>,
+    status: u16,
+    location: &str,
+    connection: ConnectionHeader,
+) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nLocation: {location}\r\n",
+        reason(status)
+    );
+    write_head_tail(out, Framing::Length(0), connection);
 }
 
 /// Appends a complete `text/plain` response whose body is `message` and a newline.

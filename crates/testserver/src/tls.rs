@@ -107,6 +107,24 @@ impl TlsConfig {
         (config, ca_cert.pem())
     }
 
+    /// The SHA-256 fingerprint of the leaf certificate, as `openssl x509 -fingerprint -sha256`
+    /// and browsers show it (`AB:CD:…`, 32 pairs); `None` when the chain holds no certificate.
+    pub fn fingerprint_sha256(&self) -> Option<String> {
+        let leaf = certificates(&self.cert_chain_pem, "cert_chain_pem")
+            .ok()?
+            .into_iter()
+            .next()?;
+        let digest = ring::digest::digest(&ring::digest::SHA256, leaf.as_ref());
+        Some(
+            digest
+                .as_ref()
+                .iter()
+                .map(|b| format!("{b:02X}"))
+                .collect::<Vec<_>>()
+                .join(":"),
+        )
+    }
+
     /// The rustls acceptor for this configuration.
     ///
     /// # Errors

@@ -662,3 +662,75 @@ fn client_half_close_still_gets_the_response() -> io::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn redirect_chains_count_down_to_the_answer_on_one_connection() {
+    let server = start();
+    let mut reader = BufReader::new(connect(&server));
+    let mut target = "/chain?redirect=3&size=5".to_string();
+    let mut hops = Vec::new();
+    loop {
+        reader.get_mut().write_all(get(&target).as_bytes()).unwrap();
+        let response = read_response(&mut reader, false);
+        hops.push(response.status);
+        match response.header("location") {
+            Some(next) => {
+                assert_eq!(response.body, b"");
+                target = next.to_string();
+            }
+            None => {
+                assert_eq!(response.body.len(), 5);
+                break;
+            }
+        }
+    }
+    assert_eq!(hops, [302, 302, 302, 200]);
+    assert_eq!(target, "/chain?size=5");
+    assert_eq!(server.counts().connections, 1);
+    // A redirect status asked for is the one sent.
+    let response = request(&server, &get("/x?redirect=1&status=307"));
+    assert_eq!(response.status, 307);
+    assert_eq!(response.header("location"), Some("/x?status=307"));
+}
+
+#[test]
+fn bodies_go_gzip_compressed_to_clients_that_accept_it() {
+    use std::io::Read as _;
+    let server = start();
+    let mut reader = BufReader::new(connect(&server));
+    let ask = |path: &str, encoding: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: test\r\nAccept-Encoding: {encoding}\r\n\r\n")
+    };
+    for (path, plain) in [
+        ("/?size=10000", vec![b'x'; 10_000]),
+        ("/", b"hello\n".to_vec()),
+    ] {
+        reader
+            .get_mut()
+            .write_all(ask(path, "br;q=1.0, gzip;q=0.8").as_bytes())
+            .unwrap();
+        let response = read_response(&mut reader, false);
+        assert_eq!(response.header("content-encoding"), Some("gzip"));
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&response.body[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        assert_eq!(decoded, plain, "{path}");
+    }
+    // 10,000 bytes of one letter go in far fewer.
+    reader
+        .get_mut()
+        .write_all(ask("/?size=10000", "gzip").as_bytes())
+        .unwrap();
+    let response = read_response(&mut reader, false);
+    assert!(response.body.len() < 200, "{}", response.body.len());
+    // Without gzip among the codings, the body goes as it is, on the same connection.
+    reader
+        .get_mut()
+        .write_all(ask("/?size=100", "br, zstd").as_bytes())
+        .unwrap();
+    let response = read_response(&mut reader, false);
+    assert_eq!(response.header("content-encoding"), None);
+    assert_eq!(response.body, vec![b'x'; 100]);
+    assert_eq!(server.counts().connections, 1);
+}

@@ -87,6 +87,7 @@ impl Draft {
             raw,
             plan,
             fd_limit,
+            targets: None,
         })
     }
 }

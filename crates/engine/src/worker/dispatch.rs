@@ -275,7 +275,8 @@ fn spawn_open(local: &Rc<Local>, plan: &Arc<Plan>, source: Source) {
 /// new one while fewer than `slots` exist; drops it when neither can be had. A worker
 /// `behind` its schedule starts no new user (each would open a connection, see [`BEHIND`])
 /// while it has one: the iteration waits for the next user to finish. False when no more
-/// iterations can run (every user stopped, or the request budget is spent).
+/// iterations can run (every user stopped, the users are [`Users::finished`], or the request
+/// budget is spent).
 fn dispatch_iteration(
     local: &Rc<Local>,
     plan: &Arc<Plan>,
@@ -285,7 +286,8 @@ fn dispatch_iteration(
     share: Share,
     behind: bool,
 ) -> bool {
-    if local.schedule.stopped.get() >= slots || local.schedule.budget.get() == 0 {
+    if local.schedule.stopped.get() >= slots || local.schedule.budget.get() == 0 || users.finished()
+    {
         return false;
     }
     local.recording.recorder.borrow_mut().record_scheduled();

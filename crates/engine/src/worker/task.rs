@@ -151,6 +151,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             head: step::Head::Run,
             head_request: plan.head_request,
             resend: plan.resend && plan.idempotent && plan.keepalive,
+            origin: 0,
         };
         let mut progress = Progress::default();
         let _ = step::send(

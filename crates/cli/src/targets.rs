@@ -1,0 +1,285 @@
+//! `belier --targets FILE` (or `-` for standard input): many requests in one run. The file
+//! is read by the scenario crate into users of their own; here the flags are turned into
+//! them, the run's connection settings are taken from the first target, and once the run is
+//! over the report is given its per-target rows.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use belier_engine::{Config, RequestSpec};
+use belier_report::TargetInfo;
+use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
+use belier_scenario::{PlanError, Pos, Scheme};
+use clap::{Args, ValueEnum};
+
+use crate::args::{LoadArgs, RequestArgs};
+use crate::load::Finished;
+use crate::settings::{self, tls_options, InputError, Settings};
+
+/// The flags of a targets run.
+#[derive(Debug, Args)]
+pub struct TargetsArgs {
+    /// Send the requests of a targets file instead of one URL ('-': read them from standard
+    /// input as they come, each sent once): vegeta's format, JSON lines or Siege's URL list.
+    #[arg(
+        long = "targets",
+        value_name = "FILE",
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
+        help_heading = "Targets"
+    )]
+    pub targets: Option<PathBuf>,
+
+    /// Format of the targets [default: detected from the first line]
+    #[arg(
+        long = "targets-format",
+        value_name = "FORMAT",
+        value_enum,
+        requires = "targets",
+        help_heading = "Targets"
+    )]
+    pub format: Option<FormatArg>,
+
+    /// Order the targets of a file are sent in: in turn (the file's order, over and over), or
+    /// at random (seeded by --seed, or a fixed default so that a run repeats)
+    #[arg(
+        long = "order",
+        value_name = "ORDER",
+        value_enum,
+        default_value = "in-turn",
+        help_heading = "Targets"
+    )]
+    pub order: OrderArg,
+
+    /// Keep cookies: each connection (user) stores the Set-Cookie headers it receives and sends
+    /// them back in a Cookie header, as a browser would (with --targets, a jar per host)
+    #[arg(long = "cookies", conflicts_with = "proxy")]
+    pub cookies: bool,
+
+    /// Follow up to N redirects of each request (to the same host): each hop is a request of
+    /// its own, counted and timed in its own row of the per-target table
+    #[arg(long = "follow", value_name = "N", conflicts_with = "proxy")]
+    pub follow: Option<usize>,
+}
+
+/// `--targets-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// vegeta's: 'METHOD URL', header lines, '@file' body, a blank line between targets.
+    Http,
+    /// One JSON object a line: method, url, header (a map of lists), body (base64).
+    Json,
+    /// Siege's URL list: 'URL' or 'URL POST body' a line.
+    Siege,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    /// In the file's order, in turn.
+    InTurn,
+    /// At random, seeded.
+    Random,
+}
+
+/// What a targets run adds to a flag run's settings.
+pub struct TargetsRun {
+    /// The users the engine drives.
+    pub users: Arc<TargetUsers>,
+}
+
+impl std::fmt::Debug for TargetsRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.users.fmt(f)
+    }
+}
+
+impl TargetsRun {
+    /// The per-target rows so far (a stream's grow while it runs).
+    pub fn rows(&self) -> Vec<TargetInfo> {
+        self.users
+            .rows()
+            .into_iter()
+            .map(|(method, url)| TargetInfo { method, url })
+            .collect()
+    }
+}
+
+/// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
+pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
+    match configure(&args.targets, &args.request, args.seed)? {
+        Some((engine, url, run)) => {
+            let settings = settings::with_request(args, cores, engine, url, Some(run))?;
+            if settings.engine.http2 && !settings.engine.origins.is_empty() {
+                return Err(InputError::new(
+                    "--http2",
+                    "",
+                    "takes targets on one host only: several hosts need HTTP/1.1",
+                )
+                .into());
+            }
+            Ok(settings)
+        }
+        None if args.targets.cookies || args.targets.follow.is_some() => {
+            // One URL with cookies: its request becomes the one target of users with jars.
+            let (engine, url) = settings::request_config(&args.request)?;
+            let spec = &engine.request;
+            let target = targets::Target {
+                method: spec.method.clone(),
+                url: url.clone(),
+                origin: targets::Origin {
+                    scheme: if engine.tls.is_some() {
+                        Scheme::Https
+                    } else {
+                        Scheme::Http
+                    },
+                    host: spec.host.clone(),
+                    port: spec.port,
+                },
+                path_and_query: spec.path_and_query.clone(),
+                headers: spec.headers.clone(),
+                body: spec.body.clone(),
+                line: 1,
+            };
+            let one = targets::Targets {
+                file: url.clone().into(),
+                format: Format::Http,
+                targets: vec![target],
+            };
+            let users = TargetUsers::from_file(one, Order::InTurn)?;
+            let users = jars_and_hops(users, &args.targets)?;
+            let run = TargetsRun {
+                users: Arc::new(users),
+            };
+            Ok(settings::with_request(args, cores, engine, url, Some(run))?)
+        }
+        None => Ok(settings::from_args(args, cores)?),
+    }
+}
+
+/// Reads the targets `args` name (a file whole, a stream up to its first target) and makes
+/// the run's engine configuration: where to connect and with what TLS settings, from the
+/// first target, and its users. `seed` is `--seed`, for `--order random`.
+fn configure(
+    args: &TargetsArgs,
+    request: &RequestArgs,
+    seed: Option<u64>,
+) -> Result<Option<(Config, String, TargetsRun)>, anyhow::Error> {
+    let Some(path) = &args.targets else {
+        return Ok(None);
+    };
+    let format = args.format.map(|f| match f {
+        FormatArg::Http => Format::Http,
+        FormatArg::Json => Format::Json,
+        FormatArg::Siege => Format::Siege,
+    });
+    let order = match args.order {
+        OrderArg::InTurn => Order::InTurn,
+        OrderArg::Random => Order::Random {
+            seed: seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+        },
+    };
+    let users = if path.as_os_str() == "-" {
+        if order != Order::InTurn {
+            return Err(InputError::new(
+                "--order <ORDER>",
+                "random",
+                "needs a targets file: targets read from standard input are sent as they come",
+            )
+            .into());
+        }
+        stream(format)?
+    } else {
+        TargetUsers::from_file(targets::load(path, format)?, order)?
+    };
+    let users = jars_and_hops(users, args)?;
+    let origin = users.origins()[0].clone();
+    let https = origin.scheme == Scheme::Https;
+    let mut engine = Config::new(RequestSpec {
+        method: "GET".into(),
+        host: origin.host.clone(),
+        port: origin.port,
+        path_and_query: "/".into(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    });
+    engine.timeout = request.timeout;
+    engine.tls = tls_options(request, https)?;
+    // The other hosts of a file: a connection pool each.
+    engine.origins = users.origins()[1..]
+        .iter()
+        .map(|o| (o.host.clone(), o.port))
+        .collect();
+    engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
+        &request.resolve,
+        &origin.host,
+        origin.port,
+    )?);
+    Ok(Some((
+        engine,
+        origin.url(),
+        TargetsRun {
+            users: Arc::new(users),
+        },
+    )))
+}
+
+/// `--cookies` and `--follow N` on the users.
+fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, InputError> {
+    let users = if args.cookies {
+        users.with_cookies()
+    } else {
+        users
+    };
+    match args.follow {
+        None => Ok(users),
+        Some(n) if !(1..=MAX_FOLLOW).contains(&n) => Err(InputError::new(
+            "--follow <N>",
+            n,
+            format!("must be between 1 and {MAX_FOLLOW}"),
+        )),
+        Some(_) if args.targets.as_deref() == Some(Path::new("-")) => Err(InputError::new(
+            "--follow <N>",
+            "",
+            "needs a targets file: the rows of targets read from standard input are not known \
+             ahead",
+        )),
+        Some(n) => Ok(users.following(n)),
+    }
+}
+
+/// Most redirects `--follow` takes.
+const MAX_FOLLOW: usize = 20;
+
+/// Standard input's users: its first target is waited for here (it says where to connect),
+/// the rest are read while the run goes.
+fn stream(format: Option<Format>) -> Result<TargetUsers, PlanError> {
+    let name = Path::new("-");
+    let input: Box<dyn BufRead + Send> = Box::new(std::io::BufReader::new(std::io::stdin()));
+    let base = std::env::current_dir().unwrap_or_default();
+    let mut reader = Reader::new(input, name, base, format);
+    match reader.next_target()? {
+        Some(first) => Ok(TargetUsers::from_stream(first, reader)),
+        None => Err(PlanError::new(
+            name,
+            Pos {
+                line: reader.line().max(1),
+                col: 1,
+            },
+            "expected at least one target on standard input, found none",
+        )),
+    }
+}
+
+/// Gives the report of a finished targets run its per-target rows (a stream's are known only
+/// now), and returns the error that ended a stream early, if one did.
+pub fn complete(run: &TargetsRun, finished: &mut Finished) -> Option<PlanError> {
+    let rows = run.rows();
+    finished.info.steps = rows
+        .iter()
+        // The row of a stream's targets past its cap has no method.
+        .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
+        .collect();
+    finished.info.targets = rows;
+    run.users.stream_error()
+}
