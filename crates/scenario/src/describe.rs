@@ -26,7 +26,12 @@ impl Plan {
         let p = &self.program;
         let o = &self.options;
         let _ = writeln!(out, "plan: {}", self.file.display());
-        let _ = writeln!(out, "target: {}", self.target.url());
+        if self.target_written.contains("{{") {
+            // Resolved from the environment: shown as written.
+            let _ = writeln!(out, "target: {}", self.target_written);
+        } else {
+            let _ = writeln!(out, "target: {}", self.target.url());
+        }
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             out,

@@ -191,7 +191,12 @@ pub(super) fn request(
         ));
     }
     let body = if let Some(n) = f.get("body") {
-        Body::Text(c.template(n, "a body", defined, feeders)?)
+        let t = c.template(n, "a body", defined, feeders)?;
+        match t.as_literal() {
+            // Nothing that changes per request: made once.
+            Some(text) => Body::Bytes(Arc::from(text.into_bytes()), " [body]"),
+            None => Body::Text(t),
+        }
     } else if let Some(n) = f.get("json") {
         if !headers
             .iter()
@@ -335,7 +340,12 @@ fn json_template(
     Ok(match &node.kind {
         Kind::Scalar { text, .. } => match node.to_json() {
             serde_json::Value::String(_) if text.contains("{{") => {
-                JsonTemplate::Text(c.template(node, "a JSON string", defined, feeders)?)
+                let t = c.template(node, "a JSON string", defined, feeders)?;
+                match t.as_literal() {
+                    // Only `{{ env.NAME }}`: fixed since the plan loaded.
+                    Some(text) => JsonTemplate::Fixed(serde_json::Value::String(text)),
+                    None => JsonTemplate::Text(t),
+                }
             }
             other => JsonTemplate::Fixed(other),
         },
