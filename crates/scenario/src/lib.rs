@@ -18,6 +18,7 @@ mod duration;
 mod error;
 mod extract;
 mod feeder;
+mod form;
 pub mod import;
 mod model;
 mod parse;

@@ -9,6 +9,7 @@ use belier_engine::{Load, Profile, Spacing};
 use crate::check::Check;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
+use crate::form::{Form, Multipart};
 use crate::template::Template;
 use crate::threshold::Threshold;
 
@@ -153,6 +154,10 @@ pub(crate) enum Body {
     /// Bytes fixed at load time: a `body_file` (sent as is), or a `json` body without
     /// templates (serialised once); the label says which, for `describe`.
     Bytes(Arc<[u8]>, &'static str),
+    /// `form:` fields, URL-encoded per request.
+    Form(Form),
+    /// `multipart:` fields and files.
+    Multipart(Multipart),
 }
 
 /// A JSON body whose strings are templates.

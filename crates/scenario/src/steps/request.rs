@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::extract::{Extraction, Source};
 use crate::model::{Body, JsonTemplate, Request, Scheme};
 use crate::parse::{is_token_byte, Compiler};
+use crate::steps::form;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
 
@@ -35,6 +36,8 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "body",
     "json",
     "body_file",
+    "form",
+    "multipart",
     "extract",
     "check",
     "abort_on_fail",
@@ -180,16 +183,21 @@ pub(super) fn request(
             headers.push((h, t));
         }
     }
-    let bodies: Vec<&str> = ["body", "json", "body_file"]
+    let bodies: Vec<&str> = ["body", "json", "body_file", "form", "multipart"]
         .into_iter()
         .filter(|k| f.get(k).is_some())
         .collect();
     if bodies.len() > 1 {
         return Err(rd.err(
             f.key_node(bodies[1]).unwrap_or(f.node),
-            "give one of `body`, `json` or `body_file`",
+            "give one of `body`, `json`, `body_file`, `form` or `multipart`",
         ));
     }
+    let has_content_type = |headers: &[(String, Template)]| {
+        headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
+    };
     let body = if let Some(n) = f.get("body") {
         let t = c.template(n, "a body", defined, feeders)?;
         match t.as_literal() {
@@ -198,10 +206,7 @@ pub(super) fn request(
             None => Body::Text(t),
         }
     } else if let Some(n) = f.get("json") {
-        if !headers
-            .iter()
-            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
-        {
+        if !has_content_type(&headers) {
             headers.push(("Content-Type".into(), Template::literal("application/json")));
         }
         let json = json_template(c, n, defined, feeders)?;
@@ -219,6 +224,28 @@ pub(super) fn request(
             )
         })?;
         Body::Bytes(Arc::from(bytes), " [body file]")
+    } else if let Some(n) = f.get("form") {
+        if !has_content_type(&headers) {
+            headers.push((
+                "Content-Type".into(),
+                Template::literal("application/x-www-form-urlencoded"),
+            ));
+        }
+        let form = form::form(c, n, defined, feeders)?;
+        match form.fixed() {
+            // No field changes per request: encoded once.
+            Some(bytes) => Body::Bytes(Arc::from(bytes), " [form]"),
+            None => Body::Form(form),
+        }
+    } else if let Some(n) = f.get("multipart") {
+        let body = form::multipart(c, n, defined, feeders)?;
+        // The boundary is the body's own: any other Content-Type would make it unreadable.
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case("content-type"));
+        headers.push((
+            "Content-Type".into(),
+            Template::literal(&format!("multipart/form-data; boundary={}", body.boundary)),
+        ));
+        Body::Multipart(body)
     } else {
         Body::None
     };
@@ -231,6 +258,8 @@ pub(super) fn request(
         match &body {
             Body::Text(t) => slots.extend(t.vars()),
             Body::Json(j) => json_vars(j, &mut slots),
+            Body::Form(form) => slots.extend(form.fields.iter().flat_map(|(_, t)| t.vars())),
+            Body::Multipart(m) => slots.extend(m.vars()),
             Body::None | Body::Bytes(..) => {}
         }
         slots
