@@ -234,7 +234,7 @@ scenarios:
         check: { status: 200 }
       - name: form
         post: /form
-        form: { q: "a b&c=d/é+%", n: "{{ iteration }}", empty: "" }
+        form: { q: "a b&c=d/é+%", n: "{{ iteration }}", empty: "", tag: [x, "y{{ iteration }}"] }
         check: { status: 200 }
 "#,
     )
@@ -288,6 +288,8 @@ scenarios:
                 ("q".to_string(), "a b&c=d/é+%".to_string()),
                 ("n".to_string(), iteration.to_string()),
                 ("empty".to_string(), String::new()),
+                ("tag".to_string(), "x".to_string()),
+                ("tag".to_string(), format!("y{iteration}")),
             ]
         );
     }
@@ -300,7 +302,7 @@ scenarios:
         shown.contains("[multipart: title, note, photo ← file my photo.bin (4116 bytes)]"),
         "{shown}"
     );
-    assert!(shown.contains("[form: q, n, empty]"), "{shown}");
+    assert!(shown.contains("[form: q, n, empty, tag, tag]"), "{shown}");
     std::fs::remove_file(dir.join("photo.bin")).unwrap();
     let out = belier().arg("check").arg(&plan).output().unwrap();
     assert_exit(&out, 2);

@@ -487,7 +487,7 @@ variables: { who: ann }
 scenarios:
   - steps:
       - post: /f
-        form: { q: "a b", who: "{{ who }}" }
+        form: { q: "a b", who: "{{ who }}", tag: [x, "{{ who }}"] }
       - post: /u
         multipart:
           title: "hi {{ who }}"
@@ -497,7 +497,7 @@ scenarios:
     let loaded = common::load("multipart-ok", plan, &[("doc.bin", "12345")]).unwrap();
     let shown = loaded.describe();
     assert!(
-        shown.contains("- POST /f  → row `POST /f` [form: q, who]"),
+        shown.contains("- POST /f  → row `POST /f` [form: q, who, tag, tag]"),
         "{shown}"
     );
     assert!(

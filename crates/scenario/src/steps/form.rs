@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::form::{Form, Multipart, Part};
 use crate::parse::Compiler;
+use crate::steps::request::strings;
 use crate::yaml::{Kind, Node};
 
 /// Keys of a file part of `multipart:`.
@@ -15,7 +16,8 @@ const FILE_KEYS: &[&str] = &["file", "content_type", "filename"];
 /// Content type of a file part that names none.
 const DEFAULT_FILE_TYPE: &str = "application/octet-stream";
 
-/// `form: { name: value, … }`.
+/// `form: { name: value, tags: [a, b], … }`: a list repeats the field, as a form's
+/// multiple-choice inputs do.
 pub(super) fn form(
     c: &Compiler<'_>,
     node: &Node,
@@ -24,8 +26,10 @@ pub(super) fn form(
 ) -> Result<Form> {
     let mut fields = Vec::new();
     for (name, _, value) in c.rd.map(node, "form fields (name: value)", &[])?.iter() {
-        let value = c.template(value, "a form field value", defined, feeders)?;
-        fields.push((name.to_string(), value));
+        for value in strings(c, value, "a form field value")? {
+            let value = c.template(value, "a form field value", defined, feeders)?;
+            fields.push((name.to_string(), value));
+        }
     }
     Ok(Form { fields })
 }
@@ -78,10 +82,15 @@ pub(super) fn multipart(
                     bytes: Arc::from(bytes),
                 }
             }
-            _ => Part::Field {
-                name: name.to_string(),
-                value: c.template(value, "a multipart field value", defined, feeders)?,
-            },
+            _ => {
+                for value in strings(c, value, "a multipart field value")? {
+                    parts.push(Part::Field {
+                        name: name.to_string(),
+                        value: c.template(value, "a multipart field value", defined, feeders)?,
+                    });
+                }
+                continue;
+            }
         };
         parts.push(part);
     }

@@ -449,7 +449,7 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
 }
 
 /// One or several strings.
-fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
+pub(super) fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
     match &node.kind {
         Kind::Seq(items) => Ok(items.iter().collect()),
         _ => {
