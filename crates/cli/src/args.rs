@@ -103,6 +103,10 @@ pub struct RunArgs {
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
 
+    /// Set plan variable NAME to VALUE instead of the plan's `variables` value (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+
     /// https: do not verify the server's certificate, whatever the plan says.
     #[arg(long = "insecure", short = 'k')]
     pub insecure: bool,
@@ -136,6 +140,10 @@ pub struct CheckArgs {
     /// The plan file.
     #[arg(value_name = "PLAN")]
     pub plan: PathBuf,
+
+    /// Set plan variable NAME to VALUE instead of the plan's `variables` value (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
 }
 
 /// Options of `belier report`.

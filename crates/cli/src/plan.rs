@@ -25,7 +25,8 @@ const MAX_VUS: u64 = 1_000_000;
 /// `belier check PLAN`: reads the plan and its data files, sends nothing, prints the plan as
 /// it was understood.
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let plan = belier_scenario::load(&args.plan)?;
+    let mut plan = belier_scenario::load(&args.plan)?;
+    apply_vars(&mut plan, &args.vars)?;
     print!("{}", plan.describe());
     Ok(0)
 }
@@ -96,9 +97,27 @@ pub fn apply_headers(
     Ok(())
 }
 
+/// `--var NAME=VALUE` on a plan: each replaces the value of one of the plan's variables. The
+/// value is never echoed in an error: it may be a secret.
+pub fn apply_vars(plan: &mut Plan, vars: &[String]) -> Result<(), InputError> {
+    for raw in vars {
+        let Some((name, value)) = raw.split_once('=') else {
+            return Err(InputError::new(
+                "--var <NAME=VALUE>",
+                "",
+                "expects NAME=VALUE (found no `=`)",
+            ));
+        };
+        plan.set_variable(name.trim(), value)
+            .map_err(|why| InputError::new("--var <NAME=VALUE>", "", why))?;
+    }
+    Ok(())
+}
+
 /// The flags that change the plan itself before its users are made.
 fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
     apply_headers(plan, &args.headers, args.insecure)?;
+    apply_vars(plan, &args.vars)?;
     if let Some(n) = args.vus {
         if !(1..=MAX_VUS).contains(&n) {
             return Err(InputError::new(

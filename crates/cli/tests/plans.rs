@@ -538,7 +538,15 @@ fn every_example_is_accepted_and_runs_clean_against_the_test_server() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["rest-crud.yaml", "search.yaml", "three-pages.yaml"]);
+    assert_eq!(
+        names,
+        [
+            "rest-crud.yaml",
+            "search.yaml",
+            "three-pages.yaml",
+            "upload.yaml"
+        ]
+    );
     let dir = temp_dir("examples");
     for plan in plans {
         let name = plan.file_name().unwrap().to_string_lossy().into_owned();

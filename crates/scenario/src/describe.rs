@@ -26,7 +26,12 @@ impl Plan {
         let p = &self.program;
         let o = &self.options;
         let _ = writeln!(out, "plan: {}", self.file.display());
-        let _ = writeln!(out, "target: {}", self.target.url());
+        if self.target_written.contains("{{") {
+            // Resolved from the environment: shown as written.
+            let _ = writeln!(out, "target: {}", self.target_written);
+        } else {
+            let _ = writeln!(out, "target: {}", self.target.url());
+        }
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             out,
@@ -129,10 +134,28 @@ impl Plan {
                     Op::Request(i) => {
                         let r = &p.requests[*i];
                         let body = match &r.body {
-                            Body::None => "",
-                            Body::Text(_) => " [body]",
-                            Body::Json(_) => " [json]",
-                            Body::Bytes(_, label) => label,
+                            Body::None => String::new(),
+                            Body::Text(_) => " [body]".into(),
+                            Body::Json(_) => " [json]".into(),
+                            Body::Bytes(_, label) => label.to_string(),
+                            Body::Form(form) => {
+                                let names: Vec<&str> =
+                                    form.fields.iter().map(|(n, _)| n.as_str()).collect();
+                                format!(" [form: {}]", names.join(", "))
+                            }
+                            Body::Multipart(m) => {
+                                let parts: Vec<String> = m
+                                    .parts
+                                    .iter()
+                                    .map(|(name, file)| match file {
+                                        Some((file, bytes)) => {
+                                            format!("{name} ← file {file} ({bytes} bytes)")
+                                        }
+                                        None => name.clone(),
+                                    })
+                                    .collect();
+                                format!(" [multipart: {}]", parts.join(", "))
+                            }
                         };
                         let _ = writeln!(
                             out,

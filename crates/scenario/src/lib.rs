@@ -21,6 +21,7 @@ mod duration;
 mod error;
 mod extract;
 mod feeder;
+mod form;
 pub mod import;
 mod model;
 mod parse;
@@ -54,9 +55,10 @@ pub fn load(path: &Path) -> Result<Plan, PlanError> {
     parse(&text, path)
 }
 
-/// Parses plan text; `path` names the plan in errors and locates the files it names.
+/// Parses plan text; `path` names the plan in errors and locates the files it names;
+/// `{{ env.NAME }}` reads the process's environment, once.
 pub fn parse(text: &str, path: &Path) -> Result<Plan, PlanError> {
-    parse::plan(text, path)
+    parse::plan(text, path, &|name| std::env::var(name))
 }
 
 impl Plan {

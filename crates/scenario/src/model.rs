@@ -9,6 +9,7 @@ use belier_engine::{Load, Profile, Spacing};
 use crate::check::Check;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
+use crate::form::{Form, Multipart};
 use crate::template::Template;
 use crate::threshold::Threshold;
 
@@ -153,6 +154,10 @@ pub(crate) enum Body {
     /// Bytes fixed at load time: a `body_file` (sent as is), or a `json` body without
     /// templates (serialised once); the label says which, for `describe`.
     Bytes(Arc<[u8]>, &'static str),
+    /// `form:` fields, URL-encoded per request.
+    Form(Form),
+    /// `multipart:` fields and files.
+    Multipart(Multipart),
 }
 
 /// A JSON body whose strings are templates.
@@ -237,13 +242,16 @@ pub struct Plan {
     pub file: PathBuf,
     /// Where requests go.
     pub target: Target,
+    /// The target as written, `{{ env.NAME }}` unresolved, for `describe`.
+    pub(crate) target_written: String,
     /// Run-wide options.
     pub options: Options,
     /// The load.
     pub load: LoadPlan,
     /// Thresholds, in plan order.
     pub thresholds: Vec<Threshold>,
-    /// Plan variables, in plan order.
+    /// Plan variables, in plan order, as written: a value from the environment reads
+    /// `{{ env.NAME }}` here, so that showing the plan never shows a secret.
     pub variables: Vec<(String, String)>,
     pub(crate) program: Arc<Program>,
 }
@@ -262,6 +270,26 @@ impl Plan {
     /// Check names.
     pub fn checks(&self) -> &[String] {
         &self.program.checks
+    }
+
+    /// Sets plan variable `name` to `value` (a command line's `--var`), in place of the plan's
+    /// own value; an unknown name is an error listing the plan's variables.
+    pub fn set_variable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let Some(slot) = self.variables.iter().position(|(n, _)| n == name) else {
+            let names: Vec<&str> = self.variables.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(if names.is_empty() {
+                format!("the plan has no `variables`, so none named `{name}`")
+            } else {
+                format!(
+                    "the plan has no variable `{name}` (its variables: {})",
+                    names.join(", ")
+                )
+            });
+        };
+        // Plan variables hold the first slots, in plan order (`parse::plan`).
+        Arc::make_mut(&mut self.program).initial[slot] = Some(value.to_string());
+        self.variables[slot].1 = "(set by --var)".to_string();
+        Ok(())
     }
 
     /// Sends header `name: value` (a literal) with every request, replacing any header of the

@@ -43,9 +43,13 @@ pub const DEFAULT_SEED: u64 = 1;
 /// Names the built-ins take; no variable may shadow them.
 const BUILTINS: &[&str] = &["vu", "iteration", "uuid", "random_int", "random_string"];
 
+/// Where `{{ env.NAME }}` is read from: `std::env::var` outside tests.
+pub(crate) type EnvLookup = dyn Fn(&str) -> std::result::Result<String, std::env::VarError>;
+
 /// State of one plan's compilation.
 pub(crate) struct Compiler<'p> {
     pub rd: Reader<'p>,
+    pub env: &'p EnvLookup,
     pub dir: PathBuf,
     pub target: Target,
     /// Variable slots by name.
@@ -105,6 +109,9 @@ impl<'p> Compiler<'p> {
         let mut resolve = |r: Reference<'_>| -> std::result::Result<Segment, String> {
             match r {
                 Reference::Builtin(s) => Ok(s),
+                Reference::Env(name, default) => {
+                    env_value(self.env, name, default).map(Segment::Value)
+                }
                 Reference::Variable(name) => match self.slots.get(name) {
                     Some(slot) if defined.contains(slot) => Ok(Segment::Var(*slot)),
                     _ => {
@@ -206,6 +213,46 @@ impl<'p> Compiler<'p> {
     }
 }
 
+/// The value of environment variable `name`, or `default`.
+fn env_value(
+    env: &EnvLookup,
+    name: &str,
+    default: Option<&str>,
+) -> std::result::Result<String, String> {
+    match (env(name), default) {
+        (Ok(value), _) => Ok(value),
+        (Err(std::env::VarError::NotPresent), Some(default)) => Ok(default.to_string()),
+        (Err(std::env::VarError::NotPresent), None) => Err(format!(
+            "environment variable `{name}` is not set (or give a default: `{{{{ env.{name} | default(\"…\") }}}}`)"
+        )),
+        (Err(std::env::VarError::NotUnicode(_)), _) => {
+            Err(format!("environment variable `{name}` is not valid UTF-8"))
+        }
+    }
+}
+
+/// The text of a scalar where only `{{ env.NAME }}` may appear (the target, plan variables):
+/// resolved once, here.
+fn fixed_text(rd: Reader<'_>, env: &EnvLookup, node: &Node, what: &str) -> Result<String> {
+    let text = rd.str(node, what)?;
+    let mut resolve = |r: Reference<'_>| {
+        match r {
+        Reference::Env(name, default) => env_value(env, name, default).map(Segment::Value),
+        _ => Err(format!(
+            "only `{{{{ env.NAME }}}}` may be used in {what} (it is resolved once, when the plan loads)"
+        )),
+    }
+    };
+    let compiled = Template::compile(text, &mut resolve)
+        .map_err(|(offset, m)| rd.err_at(pos_in(node, offset), m))?;
+    compiled.as_literal().ok_or_else(|| {
+        rd.err(
+            node,
+            format!("only `{{{{ env.NAME }}}}` may be used in {what} (it is resolved once, when the plan loads)"),
+        )
+    })
+}
+
 fn row(rows: &mut Vec<String>, name: &str) -> usize {
     match rows.iter().position(|r| r == name) {
         Some(i) => i,
@@ -221,8 +268,8 @@ pub(crate) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Parses a whole plan.
-pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
+/// Parses a whole plan, reading `{{ env.NAME }}` from `env`.
+pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
     let root = yaml::parse(text, file)?;
     let rd = Reader { file };
     let top = rd.map(&root, "the plan", TOP_KEYS)?;
@@ -232,10 +279,11 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
             "expected `target: URL` (e.g. `target: http://127.0.0.1:8080`)",
         ));
     };
-    let target = target(rd, target_node)?;
+    let target = target(rd, env, target_node)?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut c = Compiler {
         rd,
+        env,
         dir,
         target,
         slots: HashMap::new(),
@@ -249,12 +297,15 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
         default_header_feeders: Vec::new(),
     };
 
+    // Plan variables take the first slots, in plan order (`Plan::set_variable` relies on it).
     let mut variables = Vec::new();
     if let Some(node) = top.get("variables") {
         for (name, key, value) in rd.map(node, "variables", &[])?.iter() {
             check_name(rd, key, name, "a variable")?;
-            let value = match &value.kind {
-                Kind::Scalar { text, .. } if !value.is_null() => text.clone(),
+            let (value, written) = match &value.kind {
+                Kind::Scalar { text, .. } if !value.is_null() => {
+                    (fixed_text(rd, env, value, "a variable")?, text.clone())
+                }
                 _ => {
                     return Err(rd.err(
                         value,
@@ -266,8 +317,9 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
                 }
             };
             let slot = c.slot(name);
-            c.initial[slot] = Some(value.clone());
-            variables.push((name.to_string(), value));
+            c.initial[slot] = Some(value);
+            // As written: a value from the environment is shown as `{{ env.NAME }}`.
+            variables.push((name.to_string(), written));
         }
     }
     if let Some(node) = top.get("data") {
@@ -324,6 +376,7 @@ pub(crate) fn plan(text: &str, file: &Path) -> Result<Plan> {
     Ok(Plan {
         file: file.to_path_buf(),
         target: c.target,
+        target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
         options,
         load,
         thresholds,
@@ -370,8 +423,8 @@ fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> 
     Ok(())
 }
 
-fn target(rd: Reader<'_>, node: &Node) -> Result<Target> {
-    let text = rd.str(node, "the target URL")?;
+fn target(rd: Reader<'_>, env: &EnvLookup, node: &Node) -> Result<Target> {
+    let text = &fixed_text(rd, env, node, "the target URL")?;
     let url = url::Url::parse(text.trim()).map_err(|e| {
         rd.err(
             node,
@@ -504,3 +557,6 @@ fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
     }
     Feeder::read(name, &path, order)
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ use crate::model::{Op, Scenario};
 use crate::parse::Compiler;
 use crate::yaml::{Kind, Node};
 
+mod form;
 mod request;
 
 use request::{request, REQUEST_KEYS};

@@ -5,6 +5,9 @@
 //! rendering is a walk that appends strings, with no parsing, lookup by name or template
 //! engine on the request path. A general template engine crate would cost more per request and
 //! accept far more than a plan should.
+//!
+//! `{{ env.NAME }}` (with an optional `| default("x")`) is read from the environment once, when
+//! the plan loads, and kept as a [`Segment::Value`]: no lookup on the request path.
 
 use crate::feeder::Feeder;
 
@@ -15,6 +18,9 @@ const MAX_RANDOM_STRING: usize = 65_536;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Segment {
     Literal(String),
+    /// A value fixed when the plan loaded (an environment variable): escaped like any
+    /// substituted value, never shown by `describe`.
+    Value(String),
     /// A variable, by slot.
     Var(usize),
     /// The virtual user's number (from 0).
@@ -40,6 +46,8 @@ pub(crate) enum Reference<'t> {
     Builtin(Segment),
     Variable(&'t str),
     Column(&'t str, &'t str),
+    /// `env.NAME`, with the default given by `| default("…")`.
+    Env(&'t str, Option<&'t str>),
 }
 
 /// A compiled template.
@@ -112,13 +120,13 @@ impl Template {
         self
     }
 
-    /// The text when the template has no dynamic part.
-    #[cfg(test)]
+    /// The text when the template has nothing that changes per request (literals and values
+    /// fixed at load), so a caller can render it once.
     pub fn as_literal(&self) -> Option<String> {
         self.segments
             .iter()
             .map(|s| match s {
-                Segment::Literal(t) => Some(t.as_str()),
+                Segment::Literal(t) | Segment::Value(t) => Some(t.as_str()),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()
@@ -159,6 +167,7 @@ impl Template {
                     out.push_str(text);
                     continue;
                 }
+                Segment::Value(value) => value,
                 Segment::Var(slot) => match env.vars.get(*slot).and_then(|v| v.as_deref()) {
                     Some(value) => value,
                     None => {
@@ -248,6 +257,14 @@ pub(crate) fn is_name(text: &str) -> bool {
 /// What the inside of `{{ … }}` names.
 fn reference(inner: &str) -> Result<Reference<'_>, String> {
     let inner = inner.trim();
+    if let Some(rest) = inner.strip_prefix("env.") {
+        return env_reference(rest);
+    }
+    if inner.contains('|') {
+        return Err(format!(
+            "`{{{{ {inner} }}}}`: only `env.NAME` takes a `| default(\"…\")`"
+        ));
+    }
     if let Some((func, args)) = inner.split_once('(') {
         let Some(args) = args.trim_end().strip_suffix(')') else {
             return Err(format!("`{inner}`: missing `)`"));
@@ -301,6 +318,45 @@ fn reference(inner: &str) -> Result<Reference<'_>, String> {
     ))
 }
 
+/// `NAME` or `NAME | default("x")` after `env.`.
+fn env_reference(rest: &str) -> Result<Reference<'_>, String> {
+    let (name, filter) = match rest.split_once('|') {
+        Some((name, filter)) => (name.trim(), Some(filter.trim())),
+        None => (rest.trim(), None),
+    };
+    if !is_env_name(name) {
+        return Err(format!(
+            "`env.{name}`: an environment variable name is letters, digits and `_`, not starting with a digit"
+        ));
+    }
+    let Some(filter) = filter else {
+        return Ok(Reference::Env(name, None));
+    };
+    let quoted = filter
+        .strip_prefix("default(")
+        .and_then(|f| f.strip_suffix(')'))
+        .map(str::trim)
+        .and_then(|arg| {
+            let quote = arg.chars().next().filter(|q| matches!(q, '"' | '\''))?;
+            let inner = arg.strip_prefix(quote)?.strip_suffix(quote)?;
+            (!inner.contains(quote)).then_some(inner)
+        });
+    match quoted {
+        Some(default) => Ok(Reference::Env(name, Some(default))),
+        None => Err(format!(
+            "`env.{name} | {filter}`: expected `| default(\"value\")` (a quoted string)"
+        )),
+    }
+}
+
+fn is_env_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,8 +367,61 @@ mod tests {
             Reference::Variable("user") => Ok(Segment::Var(1)),
             Reference::Variable(name) => Err(format!("undefined variable `{name}`")),
             Reference::Column(_, _) => Err("no data".into()),
+            Reference::Env("HOST", _) => Ok(Segment::Value("h st".into())),
+            Reference::Env(_, Some(default)) => Ok(Segment::Value(default.into())),
+            Reference::Env(name, None) => Err(format!("`{name}` is not set")),
             Reference::Builtin(s) => Ok(s),
         })
+    }
+
+    #[test]
+    fn env_references_and_defaults() {
+        assert_eq!(reference(" env.HOST "), Ok(Reference::Env("HOST", None)));
+        assert_eq!(
+            reference("env.PORT | default(\"8080\")"),
+            Ok(Reference::Env("PORT", Some("8080")))
+        );
+        assert_eq!(
+            reference("env.A_1|default('x y')"),
+            Ok(Reference::Env("A_1", Some("x y")))
+        );
+        assert_eq!(
+            reference("env.E | default(\"\")"),
+            Ok(Reference::Env("E", Some("")))
+        );
+        for bad in [
+            "env.",
+            "env.1X",
+            "env.A-B",
+            "env.A | default(x)",
+            "env.A | default(\"x')",
+            "env.A | default(\"x\"",
+            "env.A | upper",
+            "token | default(\"x\")",
+        ] {
+            assert!(reference(bad).is_err(), "{bad} should not parse");
+        }
+        // Values fixed at load render through the escape like any substituted value, and a
+        // template of only literals and such values is fixed text.
+        let t = compile("/a/{{ env.HOST }}/{{ env.MISSING | default(\"d\") }}").unwrap();
+        assert_eq!(t.as_literal().as_deref(), Some("/a/h st/d"));
+        let mut rng = fastrand::Rng::with_seed(1);
+        let mut env = Env {
+            vars: &[],
+            feeders: &[],
+            rows: &[],
+            vu: 0,
+            iteration: 0,
+            rng: &mut rng,
+        };
+        let mut out = String::new();
+        t.render_with(&mut env, &mut out, escape_path).unwrap();
+        assert_eq!(out, "/a/h%20st/d");
+        assert_eq!(
+            compile("x{{ env.NOPE }}").unwrap_err(),
+            (1, "`NOPE` is not set".into())
+        );
+        assert!(compile("{{ token }}").unwrap().as_literal().is_none());
     }
 
     fn render(t: &Template, vars: &[Option<String>]) -> (String, Result<(), usize>) {

@@ -225,6 +225,16 @@ impl Local {
                 let value = render_json(j, &mut env, &mut missing);
                 serde_json::to_vec(&value).unwrap_or_default()
             }
+            Body::Form(form) => {
+                let mut bytes = Vec::new();
+                missing |= form.render(&mut env, &mut bytes).is_err();
+                bytes
+            }
+            Body::Multipart(multipart) => {
+                let mut bytes = Vec::new();
+                missing |= multipart.render(&mut env, &mut bytes).is_err();
+                bytes
+            }
         };
         if shared.cookies {
             self.jar.add_to(&mut headers, &path, SystemTime::now());

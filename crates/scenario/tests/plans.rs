@@ -325,7 +325,7 @@ fn malformed_plans_are_located() {
         ("dup-key", "scenarios: []\nscenarios: []\n", "3:1: duplicate key `scenarios` in the plan"),
         ("empty-steps", "scenarios: [{ steps: [] }]\n", "2:22: expected at least one step"),
         ("zero-weight", "scenarios: [{ weight: 0, steps: [{ get: / }] }]\n", "2:23: expected a weight ≥ 1"),
-        ("two-bodies", "scenarios: [{ steps: [{ post: /, body: a, json: 1 }] }]\n", "2:43: give one of `body`, `json` or `body_file`"),
+        ("two-bodies", "scenarios: [{ steps: [{ post: /, body: a, json: 1 }] }]\n", "2:43: give one of `body`, `json`, `body_file`, `form` or `multipart`"),
         ("missing-body-file", "scenarios: [{ steps: [{ post: /, body_file: no.json }] }]\n", "2:45: cannot read body file"),
     ];
     for (name, body, want) in cases {
@@ -478,4 +478,59 @@ fn the_documented_fragments_parse() {
         seen += 1;
     }
     assert_eq!(seen, 4, "closed and open load, data, thresholds");
+}
+
+#[test]
+fn form_and_multipart_bodies_are_checked_and_shown() {
+    let plan = r#"target: http://h
+variables: { who: ann }
+scenarios:
+  - steps:
+      - post: /f
+        form: { q: "a b", who: "{{ who }}", tag: [x, "{{ who }}"] }
+      - post: /u
+        multipart:
+          title: "hi {{ who }}"
+          doc: { file: doc.bin, content_type: image/png }
+          raw: { file: doc.bin, filename: other.dat }
+"#;
+    let loaded = common::load("multipart-ok", plan, &[("doc.bin", "12345")]).unwrap();
+    let shown = loaded.describe();
+    assert!(
+        shown.contains("- POST /f  → row `POST /f` [form: q, who, tag, tag]"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            "[multipart: title, doc ← file doc.bin (5 bytes), raw ← file other.dat (5 bytes)]"
+        ),
+        "{shown}"
+    );
+
+    for (test, text, expected) in [
+        (
+            "multipart-missing",
+            "target: http://h\nscenarios:\n  - steps:\n      - post: /u\n        multipart:\n          doc: { file: nope.bin }\n",
+            ":6:24: cannot read multipart file `",
+        ),
+        (
+            "multipart-no-file",
+            "target: http://h\nscenarios:\n  - steps:\n      - post: /u\n        multipart: { doc: { filename: a } }\n",
+            ":5:27: file part `doc` needs `file:`",
+        ),
+        (
+            "form-and-body",
+            "target: http://h\nscenarios:\n  - steps:\n      - post: /u\n        body: x\n        form: { a: b }\n",
+            ":6:9: give one of `body`, `json`, `body_file`, `form` or `multipart`",
+        ),
+        (
+            "form-undefined",
+            "target: http://h\nscenarios:\n  - steps:\n      - post: /u\n        form: { a: \"{{ nope }}\" }\n",
+            ":5:21: undefined variable `nope`",
+        ),
+    ] {
+        let err = common::load(test, text, &[]).unwrap_err().to_string();
+        assert!(err.contains(expected), "{test}: {err}\nexpected: {expected}");
+        assert!(err.contains("plan.yaml:"), "{err}");
+    }
 }

@@ -175,6 +175,7 @@ pub const RUN: &[(&str, Kind)] = &[
     ("--vus", Count),
     ("--rate", Rate),
     ("-H", Header),
+    ("--var", Text),
     ("-k", Switch),
     ("--connect-to", Addr),
     ("--no-resend", Switch),

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::extract::{Extraction, Source};
 use crate::model::{Body, JsonTemplate, Request, Scheme};
 use crate::parse::{is_token_byte, Compiler};
+use crate::steps::form;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
 
@@ -35,6 +36,8 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "body",
     "json",
     "body_file",
+    "form",
+    "multipart",
     "extract",
     "check",
     "abort_on_fail",
@@ -180,23 +183,30 @@ pub(super) fn request(
             headers.push((h, t));
         }
     }
-    let bodies: Vec<&str> = ["body", "json", "body_file"]
+    let bodies: Vec<&str> = ["body", "json", "body_file", "form", "multipart"]
         .into_iter()
         .filter(|k| f.get(k).is_some())
         .collect();
     if bodies.len() > 1 {
         return Err(rd.err(
             f.key_node(bodies[1]).unwrap_or(f.node),
-            "give one of `body`, `json` or `body_file`",
+            "give one of `body`, `json`, `body_file`, `form` or `multipart`",
         ));
     }
-    let body = if let Some(n) = f.get("body") {
-        Body::Text(c.template(n, "a body", defined, feeders)?)
-    } else if let Some(n) = f.get("json") {
-        if !headers
+    let has_content_type = |headers: &[(String, Template)]| {
+        headers
             .iter()
             .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
-        {
+    };
+    let body = if let Some(n) = f.get("body") {
+        let t = c.template(n, "a body", defined, feeders)?;
+        match t.as_literal() {
+            // Nothing that changes per request: made once.
+            Some(text) => Body::Bytes(Arc::from(text.into_bytes()), " [body]"),
+            None => Body::Text(t),
+        }
+    } else if let Some(n) = f.get("json") {
+        if !has_content_type(&headers) {
             headers.push(("Content-Type".into(), Template::literal("application/json")));
         }
         let json = json_template(c, n, defined, feeders)?;
@@ -214,6 +224,28 @@ pub(super) fn request(
             )
         })?;
         Body::Bytes(Arc::from(bytes), " [body file]")
+    } else if let Some(n) = f.get("form") {
+        if !has_content_type(&headers) {
+            headers.push((
+                "Content-Type".into(),
+                Template::literal("application/x-www-form-urlencoded"),
+            ));
+        }
+        let form = form::form(c, n, defined, feeders)?;
+        match form.fixed() {
+            // No field changes per request: encoded once.
+            Some(bytes) => Body::Bytes(Arc::from(bytes), " [form]"),
+            None => Body::Form(form),
+        }
+    } else if let Some(n) = f.get("multipart") {
+        let body = form::multipart(c, n, defined, feeders)?;
+        // The boundary is the body's own: any other Content-Type would make it unreadable.
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case("content-type"));
+        headers.push((
+            "Content-Type".into(),
+            Template::literal(&format!("multipart/form-data; boundary={}", body.boundary)),
+        ));
+        Body::Multipart(body)
     } else {
         Body::None
     };
@@ -226,6 +258,8 @@ pub(super) fn request(
         match &body {
             Body::Text(t) => slots.extend(t.vars()),
             Body::Json(j) => json_vars(j, &mut slots),
+            Body::Form(form) => slots.extend(form.fields.iter().flat_map(|(_, t)| t.vars())),
+            Body::Multipart(m) => slots.extend(m.vars()),
             Body::None | Body::Bytes(..) => {}
         }
         slots
@@ -335,7 +369,12 @@ fn json_template(
     Ok(match &node.kind {
         Kind::Scalar { text, .. } => match node.to_json() {
             serde_json::Value::String(_) if text.contains("{{") => {
-                JsonTemplate::Text(c.template(node, "a JSON string", defined, feeders)?)
+                let t = c.template(node, "a JSON string", defined, feeders)?;
+                match t.as_literal() {
+                    // Only `{{ env.NAME }}`: fixed since the plan loaded.
+                    Some(text) => JsonTemplate::Fixed(serde_json::Value::String(text)),
+                    None => JsonTemplate::Text(t),
+                }
             }
             other => JsonTemplate::Fixed(other),
         },
@@ -410,7 +449,7 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
 }
 
 /// One or several strings.
-fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
+pub(super) fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
     match &node.kind {
         Kind::Seq(items) => Ok(items.iter().collect()),
         _ => {

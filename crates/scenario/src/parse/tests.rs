@@ -1,0 +1,127 @@
+//! `{{ env.NAME }}` in every place a plan takes templates, with a fake environment, and
+//! `--var`'s `Plan::set_variable`.
+
+use std::env::VarError;
+use std::path::Path;
+
+use belier_engine::user::{Action, Outgoing, Users};
+
+use crate::model::Plan;
+use crate::PlanError;
+
+fn env(name: &str) -> Result<String, VarError> {
+    match name {
+        "HOST" => Ok("127.0.0.1".into()),
+        "PORT" => Ok("9001".into()),
+        "TOKEN" => Ok("s3cr3t-t0ken".into()),
+        "ODD" => Ok("a b#c".into()),
+        _ => Err(VarError::NotPresent),
+    }
+}
+
+fn parse(text: &str) -> Result<Plan, PlanError> {
+    super::plan(text, Path::new("p.yaml"), &env)
+}
+
+fn first_request(plan: &Plan) -> Outgoing {
+    let users = plan.users();
+    let mut user = users.user(0);
+    match user.next() {
+        Action::Send(out) => out,
+        other => panic!("expected a request, got {other:?}"),
+    }
+}
+
+fn header<'a>(out: &'a Outgoing, name: &str) -> Option<&'a str> {
+    out.headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+const PLAN: &str = r#"
+target: http://{{ env.HOST }}:{{ env.PORT }}/{{ env.BASE | default("api") }}
+headers:
+  Authorization: "Bearer {{ env.TOKEN }}"
+variables:
+  token: "{{ env.TOKEN }}"
+  user: ann
+scenarios:
+  - steps:
+      - post: /q/{{ env.ODD }}/{{ user }}
+        headers: { X-Token: "{{ token }}", X-Default: "{{ env.NOPE | default('d') }}" }
+        json: { t: "{{ env.TOKEN }}", u: "{{ user }}" }
+"#;
+
+#[test]
+fn env_values_reach_target_headers_paths_bodies_and_variables() {
+    let plan = parse(PLAN).unwrap();
+    assert_eq!(plan.target.host, "127.0.0.1");
+    assert_eq!(plan.target.port, 9001);
+    assert_eq!(plan.target.base_path, "/api");
+    let out = first_request(&plan);
+    assert_eq!(out.path_and_query, "/api/q/a%20b%23c/ann");
+    assert_eq!(header(&out, "Authorization"), Some("Bearer s3cr3t-t0ken"));
+    assert_eq!(header(&out, "X-Token"), Some("s3cr3t-t0ken"));
+    assert_eq!(header(&out, "X-Default"), Some("d"));
+    let body: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+    assert_eq!(body, serde_json::json!({ "t": "s3cr3t-t0ken", "u": "ann" }));
+}
+
+#[test]
+fn check_output_names_the_environment_never_its_values() {
+    let plan = parse(PLAN).unwrap();
+    let shown = plan.describe();
+    assert!(!shown.contains("s3cr3t"), "{shown}");
+    assert!(
+        shown.contains("target: http://{{ env.HOST }}:{{ env.PORT }}/"),
+        "{shown}"
+    );
+    assert!(shown.contains("token: {{ env.TOKEN }}"), "{shown}");
+    assert!(
+        shown.contains("Authorization: Bearer {{ env.TOKEN }}"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_missing_variable_is_an_error_at_its_braces() {
+    let cases = [
+        (
+            "target: http://{{ env.NOHOST }}:1\nscenarios: [{ steps: [{ get: / }] }]\n",
+            "p.yaml:1:16: environment variable `NOHOST` is not set",
+        ),
+        (
+            "target: http://h\nvariables:\n  k: \"x{{ env.KEY }}\"\nscenarios: [{ steps: [{ get: / }] }]\n",
+            "p.yaml:3:8: environment variable `KEY` is not set",
+        ),
+        (
+            "target: http://h\nscenarios:\n  - steps:\n      - get: /a\n        headers: { A: \"{{ env.SECRET }}\" }\n",
+            "p.yaml:5:24: environment variable `SECRET` is not set",
+        ),
+        (
+            "target: http://h\nvariables:\n  k: \"{{ uuid }}\"\nscenarios: [{ steps: [{ get: / }] }]\n",
+            "p.yaml:3:6: only `{{ env.NAME }}` may be used in a variable",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+    }
+}
+
+#[test]
+fn set_variable_replaces_the_plans_value_and_refuses_unknown_names() {
+    let mut plan = parse(PLAN).unwrap();
+    plan.set_variable("user", "bob").unwrap();
+    plan.set_variable("token", "other").unwrap();
+    let out = first_request(&plan);
+    assert_eq!(out.path_and_query, "/api/q/a%20b%23c/bob");
+    assert_eq!(header(&out, "X-Token"), Some("other"));
+    assert!(plan.describe().contains("token: (set by --var)"));
+    let e = plan.set_variable("usr", "x").unwrap_err();
+    assert_eq!(
+        e,
+        "the plan has no variable `usr` (its variables: token, user)"
+    );
+}
