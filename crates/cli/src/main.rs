@@ -10,6 +10,7 @@ mod limits;
 mod load;
 mod metrics;
 mod outputs;
+mod phase;
 mod plan;
 mod probe;
 mod progress;

@@ -33,7 +33,16 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let (settings, prepared) = prepare(args, cores)?;
-    let mut finished = crate::load::execute(&settings, signals)?;
+    if let Some(code) = prepared.setup(&settings, signals)? {
+        return Ok(code);
+    }
+    let finished = crate::load::execute(&settings, signals);
+    // Teardown runs whatever happened to the load: Ctrl-C, failed thresholds, an error.
+    let teardown = prepared.teardown(&settings);
+    let mut finished = finished?;
+    if let Some(warning) = teardown? {
+        finished.warnings.push(warning);
+    }
     prepared.conclude(&mut finished);
     let code = if finished.interrupted {
         signals::INTERRUPTED
@@ -51,6 +60,8 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
 pub struct Prepared {
     plan: Plan,
     users: Arc<PlanUsers>,
+    /// The user of the plan's `teardown`, given setup's variables once setup passed.
+    teardown: Option<Arc<PlanUsers>>,
 }
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
@@ -59,10 +70,56 @@ pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepare
     apply_overrides(&mut plan, &args)?;
     let users = plan.users();
     let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
-    Ok((settings, Prepared { plan, users }))
+    let teardown = plan.teardown();
+    Ok((
+        settings,
+        Prepared {
+            plan,
+            users,
+            teardown,
+        },
+    ))
 }
 
 impl Prepared {
+    /// Runs the plan's `setup`, if any, and shares what it extracted with the users and
+    /// teardown. `Some(code)`: the run ends here without load (interrupted); a failed setup
+    /// is an error naming why.
+    pub fn setup(&self, settings: &Settings, signals: &Signals) -> anyhow::Result<Option<u8>> {
+        let Some(setup) = self.plan.setup() else {
+            return Ok(None);
+        };
+        let done = crate::phase::run(settings, &setup, Some(signals))?;
+        eprintln!("belier: {}", done.line("setup"));
+        if done.interrupted {
+            return Ok(Some(signals::INTERRUPTED));
+        }
+        if !done.outcome.passed() {
+            let why = done
+                .outcome
+                .failure
+                .as_deref()
+                .unwrap_or("it did not finish");
+            anyhow::bail!("setup failed ({why}); no load was sent");
+        }
+        self.users.share(&done.outcome);
+        if let Some(teardown) = &self.teardown {
+            teardown.share(&done.outcome);
+        }
+        Ok(None)
+    }
+
+    /// Runs the plan's `teardown`, if any (a stop signal does not cut it short; its requests'
+    /// timeouts bound it). A failed teardown is a warning for the report.
+    pub fn teardown(&self, settings: &Settings) -> anyhow::Result<Option<String>> {
+        let Some(teardown) = &self.teardown else {
+            return Ok(None);
+        };
+        let done = crate::phase::run(settings, teardown, None)?;
+        eprintln!("belier: {}", done.line("teardown"));
+        Ok((!done.outcome.passed()).then(|| done.line("teardown")))
+    }
+
     /// Adds to a finished run what only the plan knows: data files that ran out, and the
     /// thresholds judged.
     pub fn conclude(&self, finished: &mut Finished) {

@@ -246,6 +246,19 @@ pub struct Plan {
     /// Plan variables, in plan order.
     pub variables: Vec<(String, String)>,
     pub(crate) program: Arc<Program>,
+    /// `setup:`: run once before any user starts.
+    pub(crate) setup: Option<Phase>,
+    /// `teardown:`: run once after the last user stopped.
+    pub(crate) teardown: Option<Phase>,
+}
+
+/// A `setup` or `teardown` list of steps, compiled as a one-scenario program of its own (its
+/// own statistics and check rows, so its requests stay apart from the users' figures).
+#[derive(Clone, Debug)]
+pub(crate) struct Phase {
+    pub program: Arc<Program>,
+    /// Variable slots the phase extracts (setup's are shared with users and teardown).
+    pub exports: Vec<usize>,
 }
 
 impl Plan {
@@ -273,8 +286,9 @@ impl Plan {
         self.options
             .headers
             .push((name.to_string(), value.to_string()));
-        let program = Arc::make_mut(&mut self.program);
-        for request in &mut program.requests {
+        let phases = self.setup.iter_mut().chain(&mut self.teardown);
+        let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
+        for request in programs.flat_map(|p| &mut Arc::make_mut(p).requests) {
             request
                 .headers
                 .retain(|(n, _)| !n.eq_ignore_ascii_case(name));

@@ -10,8 +10,10 @@ use crate::model::{Op, Scenario};
 use crate::parse::Compiler;
 use crate::yaml::{Kind, Node};
 
+mod phase;
 mod request;
 
+pub(crate) use phase::phase;
 use request::{request, REQUEST_KEYS};
 
 const SCENARIO_KEYS: &[&str] = &["name", "weight", "steps"];

@@ -1,14 +1,14 @@
 //! Virtual users: the plan's [`Users`] factory and the state machine each user runs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
 use crate::cookie::Jar;
 use crate::extract::BodyJson;
-use crate::model::{Body, JsonTemplate, Op, Program};
+use crate::model::{Body, JsonTemplate, Op, Program, Request};
 use crate::template::{escape_header, escape_path, Env};
 
 /// Most ops a user walks through in one [`User::next`] call without reaching a request or a
@@ -27,6 +27,41 @@ pub struct Exhaustion {
     pub users_stopped: u64,
 }
 
+/// What a run of `setup` or `teardown` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PhaseOutcome {
+    /// Each request sent, in order: `STEP STATUS`, or `STEP: no response (KIND)`.
+    pub requests: Vec<String>,
+    /// Why the phase failed: its first failed step and what failed there (a check, a status
+    /// outside 2xx, no response). Its later steps were not run.
+    pub failure: Option<String>,
+    /// Whether its steps ran to their end.
+    pub finished: bool,
+    /// The values of the variables it extracts, by slot.
+    values: Vec<(usize, String)>,
+}
+
+impl PhaseOutcome {
+    /// Ran to the end without a failed step.
+    pub fn passed(&self) -> bool {
+        self.finished && self.failure.is_none()
+    }
+}
+
+/// A phase's user records here what it did.
+#[derive(Debug)]
+struct PhaseLog {
+    exports: Vec<usize>,
+    outcome: Mutex<PhaseOutcome>,
+}
+
+impl PhaseLog {
+    fn with<R>(&self, f: impl FnOnce(&mut PhaseOutcome) -> R) -> R {
+        let mut outcome = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut outcome)
+    }
+}
+
 /// State shared by all users of a run.
 #[derive(Debug)]
 struct Shared {
@@ -39,6 +74,11 @@ struct Shared {
     cookies: bool,
     /// Seed of the users' generators.
     seed: u64,
+    /// Values setup extracted, by slot: every user starts with them.
+    from_setup: OnceLock<Vec<(usize, String)>>,
+    /// `Some` for the one user of a `setup` or `teardown`: every step must pass (2xx unless
+    /// its checks say otherwise), the first failure ends it, and what it did is kept.
+    phase: Option<PhaseLog>,
 }
 
 /// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
@@ -57,8 +97,42 @@ impl PlanUsers {
                 stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
                 cookies,
                 seed,
+                from_setup: OnceLock::new(),
+                phase: None,
             }),
         }
+    }
+
+    /// The one user of a `setup` or `teardown` whose extracted `exports` are kept.
+    pub(crate) fn phase(
+        program: Arc<Program>,
+        cookies: bool,
+        seed: u64,
+        exports: &[usize],
+    ) -> Self {
+        let mut users = PlanUsers::new(program, cookies, seed);
+        if let Some(shared) = Arc::get_mut(&mut users.shared) {
+            shared.phase = Some(PhaseLog {
+                exports: exports.to_vec(),
+                outcome: Mutex::default(),
+            });
+        }
+        users
+    }
+
+    /// What this `setup` or `teardown` did (empty for the users of the load).
+    pub fn outcome(&self) -> PhaseOutcome {
+        self.shared
+            .phase
+            .as_ref()
+            .map(|p| p.with(|o| o.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Gives every user made from now on the values a passed `setup` extracted (its
+    /// [`PlanUsers::outcome`]). A second call changes nothing.
+    pub fn share(&self, setup: &PhaseOutcome) {
+        let _ = self.shared.from_setup.set(setup.values.clone());
     }
 
     /// Feeders that ran out so far, with how many users stopped for it, for a message such as
@@ -95,12 +169,16 @@ impl Users for PlanUsers {
         let program = &self.shared.program;
         // Seeds spread by a large odd constant so neighbouring users' sequences differ.
         let seed = self.shared.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut vars = program.initial.clone();
+        for (slot, value) in self.shared.from_setup.get().into_iter().flatten() {
+            vars[*slot] = Some(value.clone());
+        }
         Box::new(VirtualUser {
             shared: Arc::clone(&self.shared),
             local: Local {
                 vu,
                 rng: fastrand::Rng::with_seed(seed),
-                vars: program.initial.clone(),
+                vars,
                 jar: Jar::default(),
                 rows: vec![None; program.feeders.len()],
                 draws: vec![0; program.feeders.len()],
@@ -258,7 +336,7 @@ impl Local {
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
     fn conclude(&mut self, shared: &Shared, request: usize, failed: bool) -> Verdict {
-        if failed && shared.program.requests[request].abort_on_fail {
+        if failed && (shared.program.requests[request].abort_on_fail || shared.phase.is_some()) {
             if let State::Running { abort, .. } = &mut self.state {
                 *abort = true;
             }
@@ -297,8 +375,8 @@ impl User for VirtualUser {
         self.local.reply(&self.shared, reply, tally)
     }
 
-    fn failed(&mut self, _kind: ErrorKind) -> Verdict {
-        self.local.failed(&self.shared)
+    fn failed(&mut self, kind: ErrorKind) -> Verdict {
+        self.local.failed(&self.shared, kind)
     }
 }
 
@@ -330,6 +408,17 @@ impl Local {
                 } => {
                     let ops = &program.scenarios[*scenario].ops;
                     let Some(op) = ops.get(*pc).filter(|_| !*abort) else {
+                        if let Some(phase) = &shared.phase {
+                            let values = phase
+                                .exports
+                                .iter()
+                                .filter_map(|s| Some((*s, self.vars[*s].clone()?)))
+                                .collect();
+                            phase.with(|o| {
+                                o.finished = !*abort;
+                                o.values = values;
+                            });
+                        }
                         self.state = State::Idle;
                         self.iteration += 1;
                         return Action::EndIteration;
@@ -393,6 +482,14 @@ impl Local {
             }
         }
         let mut failed = !request.status_checked && reply.status >= 400;
+        // The first check that failed, for a phase's message.
+        let mut failed_check = None;
+        let mut tally = |check: usize, passed: bool| {
+            tally(check, passed);
+            if !passed && failed_check.is_none() {
+                failed_check = Some(check);
+            }
+        };
         if let Some(check) = request.vars_check {
             tally(check, !pending.missing_var);
             failed |= pending.missing_var;
@@ -411,13 +508,55 @@ impl Local {
                 None => failed = true,
             }
         }
+        if let Some(phase) = &shared.phase {
+            failed = phase_reply(phase, &shared.program, request, reply, failed_check, failed);
+        }
         self.conclude(shared, pending.request, failed)
     }
 
-    fn failed(&mut self, shared: &Shared) -> Verdict {
+    fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
         match self.pending.take() {
-            Some(pending) => self.conclude(shared, pending.request, true),
+            Some(pending) => {
+                if let Some(phase) = &shared.phase {
+                    let name = &shared.program.requests[pending.request].name;
+                    let what = format!("{name}: no response ({})", kind.name());
+                    phase.with(|o| {
+                        o.requests.push(what.clone());
+                        o.failure.get_or_insert(what);
+                    });
+                }
+                self.conclude(shared, pending.request, true)
+            }
             None => Verdict { failed: true },
         }
     }
+}
+
+/// A phase's reply: logged, and judged strictly (a status outside 2xx fails unless the step
+/// checks the status itself); the first failure, with the check that failed when one did, is
+/// kept as the phase's. Returns whether the step failed.
+fn phase_reply(
+    phase: &PhaseLog,
+    program: &Program,
+    request: &Request,
+    reply: &Reply<'_>,
+    failed_check: Option<usize>,
+    failed: bool,
+) -> bool {
+    let bad_status = !request.status_checked && !(200..300).contains(&reply.status);
+    phase.with(|o| {
+        o.requests
+            .push(format!("{} {}", request.name, reply.status));
+        if o.failure.is_none() {
+            o.failure = match failed_check {
+                Some(c) => Some(format!("check `{}` failed", program.checks[c])),
+                None if bad_status || failed => Some(format!(
+                    "{}: status {} (expected 2xx)",
+                    request.name, reply.status
+                )),
+                None => None,
+            };
+        }
+    });
+    failed || bad_status
 }
