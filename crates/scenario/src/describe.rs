@@ -212,7 +212,22 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
                 let _ = writeln!(out, "{pad}- group {name}:");
                 depth += 1;
             }
-            Op::LoopEnd { .. } | Op::GroupEnd => depth = depth.saturating_sub(1).max(2),
+            Op::If { text, .. } => {
+                let _ = writeln!(out, "{pad}- if {text}:");
+                depth += 1;
+            }
+            Op::Choice { branches, .. } => {
+                let _ = writeln!(out, "{pad}- choice of {} (one by weight):", branches.len());
+                depth += 1;
+            }
+            Op::Branch { weight, total } => {
+                let share = 100.0 * *weight as f64 / (*total).max(1) as f64;
+                let _ = writeln!(out, "{pad}- weight {weight} ({share:.1} %):");
+                depth += 1;
+            }
+            Op::LoopEnd { .. } | Op::GroupEnd | Op::Jump { .. } => {
+                depth = depth.saturating_sub(1).max(2)
+            }
         }
     }
 }

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod condition;
 mod cookie;
 mod describe;
 mod duration;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use belier_engine::{Load, Profile, Spacing};
 
 use crate::check::Check;
+use crate::condition::Expr;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::template::Template;
@@ -205,7 +206,29 @@ pub(crate) enum Op {
     },
     /// Marks a group, for `describe` only.
     Group(String),
+    /// Ends a group, an `if` or a `choice`, for `describe` only.
     GroupEnd,
+    /// `if:`: unless `cond` holds, continues at `end` (the matching `GroupEnd`).
+    If {
+        cond: Box<Expr>,
+        /// The condition as written, for `describe`.
+        text: String,
+        end: usize,
+    },
+    /// `choice:`: continues at one branch's start, picked by weight: `(weight, start)`.
+    Choice {
+        branches: Vec<(u64, usize)>,
+        total: u64,
+    },
+    /// A choice branch's first op, for `describe` only.
+    Branch {
+        weight: u64,
+        total: u64,
+    },
+    /// Continues at `to` (a branch's end: past its choice).
+    Jump {
+        to: usize,
+    },
 }
 
 /// A compiled scenario.

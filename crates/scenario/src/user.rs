@@ -6,10 +6,16 @@ use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
+use crate::condition::Facts;
 use crate::cookie::Jar;
 use crate::extract::BodyJson;
-use crate::model::{Body, JsonTemplate, Op, Program, Request};
+use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
+
+mod phase;
+
+pub use phase::PhaseOutcome;
+use phase::{phase_reply, PhaseLog};
 
 /// Most ops a user walks through in one [`User::next`] call without reaching a request or a
 /// pause (loops of nothing but zero-count loops); past it the iteration ends, so `next` always
@@ -25,41 +31,6 @@ pub struct Exhaustion {
     pub rows: usize,
     /// Users that stopped because it had no row left for them.
     pub users_stopped: u64,
-}
-
-/// What a run of `setup` or `teardown` did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PhaseOutcome {
-    /// Each request sent, in order: `STEP STATUS`, or `STEP: no response (KIND)`.
-    pub requests: Vec<String>,
-    /// Why the phase failed: its first failed step and what failed there (a check, a status
-    /// outside 2xx, no response). Its later steps were not run.
-    pub failure: Option<String>,
-    /// Whether its steps ran to their end.
-    pub finished: bool,
-    /// The values of the variables it extracts, by slot.
-    values: Vec<(usize, String)>,
-}
-
-impl PhaseOutcome {
-    /// Ran to the end without a failed step.
-    pub fn passed(&self) -> bool {
-        self.finished && self.failure.is_none()
-    }
-}
-
-/// A phase's user records here what it did.
-#[derive(Debug)]
-struct PhaseLog {
-    exports: Vec<usize>,
-    outcome: Mutex<PhaseOutcome>,
-}
-
-impl PhaseLog {
-    fn with<R>(&self, f: impl FnOnce(&mut PhaseOutcome) -> R) -> R {
-        let mut outcome = self.outcome.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut outcome)
-    }
 }
 
 /// State shared by all users of a run.
@@ -185,6 +156,9 @@ impl Users for PlanUsers {
                 iteration: 0,
                 state: State::Idle,
                 pending: None,
+                last_status: 0,
+                last_failed: false,
+                check_results: vec![false; program.checks.len()],
             },
         })
     }
@@ -234,6 +208,11 @@ struct Local {
     iteration: u64,
     state: State,
     pending: Option<Pending>,
+    /// For `if:` conditions: the last response's status (0: none), whether the last request
+    /// step failed, and each check's latest result.
+    last_status: u16,
+    last_failed: bool,
+    check_results: Vec<bool>,
 }
 
 impl Local {
@@ -336,6 +315,7 @@ impl Local {
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
     fn conclude(&mut self, shared: &Shared, request: usize, failed: bool) -> Verdict {
+        self.last_failed = failed;
         if failed && (shared.program.requests[request].abort_on_fail || shared.phase.is_some()) {
             if let State::Running { abort, .. } = &mut self.state {
                 *abort = true;
@@ -452,7 +432,29 @@ impl Local {
                                 }
                             }
                         }
-                        Op::Group(_) | Op::GroupEnd => {}
+                        Op::If { cond, end, .. } => {
+                            let facts = Facts {
+                                vars: &self.vars,
+                                status: self.last_status,
+                                failed: self.last_failed,
+                                checks: &self.check_results,
+                            };
+                            if !cond.holds(&facts) {
+                                *pc = *end;
+                            }
+                        }
+                        Op::Choice { branches, total } => {
+                            let mut pick = self.rng.u64(0..(*total).max(1));
+                            for (weight, start) in branches {
+                                if pick < *weight {
+                                    *pc = *start;
+                                    break;
+                                }
+                                pick -= weight;
+                            }
+                        }
+                        Op::Jump { to } => *pc = *to,
+                        Op::Group(_) | Op::GroupEnd | Op::Branch { .. } => {}
                     }
                 }
             }
@@ -484,8 +486,11 @@ impl Local {
         let mut failed = !request.status_checked && reply.status >= 400;
         // The first check that failed, for a phase's message.
         let mut failed_check = None;
+        self.last_status = reply.status;
+        let results = &mut self.check_results;
         let mut tally = |check: usize, passed: bool| {
             tally(check, passed);
+            results[check] = passed;
             if !passed && failed_check.is_none() {
                 failed_check = Some(check);
             }
@@ -515,6 +520,7 @@ impl Local {
     }
 
     fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
+        self.last_status = 0;
         match self.pending.take() {
             Some(pending) => {
                 if let Some(phase) = &shared.phase {
@@ -530,33 +536,4 @@ impl Local {
             None => Verdict { failed: true },
         }
     }
-}
-
-/// A phase's reply: logged, and judged strictly (a status outside 2xx fails unless the step
-/// checks the status itself); the first failure, with the check that failed when one did, is
-/// kept as the phase's. Returns whether the step failed.
-fn phase_reply(
-    phase: &PhaseLog,
-    program: &Program,
-    request: &Request,
-    reply: &Reply<'_>,
-    failed_check: Option<usize>,
-    failed: bool,
-) -> bool {
-    let bad_status = !request.status_checked && !(200..300).contains(&reply.status);
-    phase.with(|o| {
-        o.requests
-            .push(format!("{} {}", request.name, reply.status));
-        if o.failure.is_none() {
-            o.failure = match failed_check {
-                Some(c) => Some(format!("check `{}` failed", program.checks[c])),
-                None if bad_status || failed => Some(format!(
-                    "{}: status {} (expected 2xx)",
-                    request.name, reply.status
-                )),
-                None => None,
-            };
-        }
-    });
-    failed || bad_status
 }
