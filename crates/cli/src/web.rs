@@ -311,7 +311,18 @@ pub fn run(args: WebArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
         };
         settings.output.web = Some(Web::Attach(Arc::clone(&hub)));
-        let outcome = crate::load::execute(&settings, signals).map(|mut finished| {
+        // A plan's setup first (a failure is a run that could not start), its teardown after.
+        let setup = plan.as_ref().map(|p| p.setup(&settings, signals));
+        if let Some(Ok(Some(_interrupted))) = setup {
+            return Ok(0);
+        }
+        let outcome = setup.transpose().and_then(|_| {
+            let finished = crate::load::execute(&settings, signals);
+            let teardown = plan.as_ref().map(|p| p.teardown(&settings)).transpose();
+            Ok((finished?, teardown?.flatten()))
+        });
+        let outcome = outcome.map(|(mut finished, teardown)| {
+            finished.warnings.extend(teardown);
             if let Some(prepared) = &plan {
                 prepared.conclude(&mut finished);
             }

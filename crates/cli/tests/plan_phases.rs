@@ -189,3 +189,26 @@ fn check_shows_setup_and_teardown() {
     assert!(text.contains("statistics rows: items\n"), "{text}");
     assert!(shop.seen().is_empty());
 }
+
+#[test]
+fn a_setup_without_a_server_exits_1_naming_the_connection_error() {
+    let shop = Shop::start();
+    // The plan's target: a loopback port nothing listens on.
+    let text = plan(&shop, shop::PASSWORD, "30s").replace(
+        &shop.url(),
+        &format!("http://127.0.0.1:{}", process::free_port()),
+    );
+    let path = plan_file("refused", &text);
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("run")
+        .arg(&path)
+        .args(["-i", "30"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("setup failed (login: no response (connect_refused)); no load was sent"),
+        "{stderr}"
+    );
+}
