@@ -138,20 +138,26 @@ fn teardown_runs_after_ctrl_c() {
     assert_eq!(doc["summary"]["requests"], items as u64);
 }
 
+/// `belier run PATH -i 30`, which must exit 1; its stderr.
+fn run_failing(path: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("run")
+        .arg(path)
+        .args(["-i", "30"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    stderr
+}
+
 #[test]
 fn a_failed_setup_exits_1_with_the_reason_and_sends_no_load() {
     let shop = Shop::start();
     let path = plan_file("failed", &plan(&shop, "wrong", "30s"));
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .arg("run")
-        .arg(&path)
-        .args(["-i", "30"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    let stderr = run_failing(&path);
     assert!(
-        stderr.contains("setup failed (check `login: extract token` failed); no load was sent"),
+        stderr.contains("setup failed (login: status 401 (expected 2xx)); no load was sent"),
         "{stderr}"
     );
     let seen = shop.seen();
@@ -199,14 +205,7 @@ fn a_setup_without_a_server_exits_1_naming_the_connection_error() {
         &format!("http://127.0.0.1:{}", process::free_port()),
     );
     let path = plan_file("refused", &text);
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .arg("run")
-        .arg(&path)
-        .args(["-i", "30"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    let stderr = run_failing(&path);
     assert!(
         stderr.contains("setup failed (login: no response (connect_refused)); no load was sent"),
         "{stderr}"

@@ -88,6 +88,14 @@ fn the_first_failed_setup_step_ends_it_with_the_reason() {
         Some("login: status 302 (expected 2xx)")
     );
 
+    // A 2xx whose extraction finds nothing fails on that check.
+    let setup = plan.setup().unwrap();
+    run_phase(setup.user(0).as_mut(), &[(200, "{}")]);
+    assert_eq!(
+        setup.outcome().failure.as_deref(),
+        Some("check `login: extract token` failed")
+    );
+
     let setup = plan.setup().unwrap();
     let mut user = setup.user(0);
     send(user.as_mut());

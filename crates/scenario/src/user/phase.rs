@@ -43,8 +43,8 @@ impl PhaseLog {
 }
 
 /// A phase's reply: logged, and judged strictly (a status outside 2xx fails unless the step
-/// checks the status itself); the first failure, with the check that failed when one did, is
-/// kept as the phase's. Returns whether the step failed.
+/// checks the status itself); the first failure is kept as the phase's: the status when it
+/// was wrong, else the first check that failed. Returns whether the step failed.
 pub(super) fn phase_reply(
     phase: &PhaseLog,
     program: &Program,
@@ -58,13 +58,13 @@ pub(super) fn phase_reply(
         o.requests
             .push(format!("{} {}", request.name, reply.status));
         if o.failure.is_none() {
-            o.failure = match failed_check {
-                Some(c) => Some(format!("check `{}` failed", program.checks[c])),
-                None if bad_status || failed => Some(format!(
+            o.failure = if bad_status {
+                Some(format!(
                     "{}: status {} (expected 2xx)",
                     request.name, reply.status
-                )),
-                None => None,
+                ))
+            } else {
+                failed_check.map(|c| format!("check `{}` failed", program.checks[c]))
             };
         }
     });
