@@ -211,3 +211,21 @@ fn a_setup_without_a_server_exits_1_naming_the_connection_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn capacity_refuses_a_plan_with_setup_or_teardown() {
+    let shop = Shop::start();
+    let path = plan_file("capacity", &plan(&shop, shop::PASSWORD, "30s"));
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["capacity", "--slo", "p99 < 1s"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains("belier capacity does not run a plan's `setup` or `teardown`"),
+        "{stderr}"
+    );
+    assert!(shop.seen().is_empty(), "nothing is sent");
+}
