@@ -496,6 +496,15 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     }
     let path = PathBuf::from(given);
     let mut plan = belier_scenario::load(&path)?;
+    // Each step makes fresh users; setup's values would have to reach every step's.
+    if plan.setup().is_some() || plan.teardown().is_some() {
+        return Err(InputError::new(
+            "PLAN",
+            given,
+            "belier capacity does not run a plan's `setup` or `teardown`; use `belier run`",
+        )
+        .into());
+    }
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
     if args.dimension == DimensionArg::ConnectionRate {
         plan.options.keepalive = false;

@@ -11,6 +11,7 @@ mod limits;
 mod load;
 mod metrics;
 mod outputs;
+mod phase;
 mod plan;
 mod probe;
 mod progress;

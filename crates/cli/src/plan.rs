@@ -34,11 +34,10 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let (settings, prepared) = prepare(args, cores)?;
-    // Judged before the results file is closed, so that its end line keeps the outcomes (and
-    // `belier report FILE --type junit` shows them).
-    let mut finished = crate::load::execute_then(&settings, signals, &mut |finished| {
-        prepared.conclude(finished)
-    })?;
+    if let Some(code) = prepared.setup(&settings, signals)? {
+        return Ok(code);
+    }
+    let mut finished = prepared.execute(&settings, signals)?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
     } else if finished.thresholds.iter().any(|t| !t.passed) {
@@ -55,6 +54,8 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
 pub struct Prepared {
     plan: Plan,
     users: Arc<PlanUsers>,
+    /// The user of the plan's `teardown`, given setup's variables once setup passed.
+    teardown: Option<Arc<PlanUsers>>,
 }
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
@@ -63,13 +64,80 @@ pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepare
     apply_overrides(&mut plan, &args)?;
     let users = plan.users();
     let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
-    Ok((settings, Prepared { plan, users }))
+    let teardown = plan.teardown();
+    Ok((
+        settings,
+        Prepared {
+            plan,
+            users,
+            teardown,
+        },
+    ))
 }
 
 impl Prepared {
+    /// Runs the plan's `setup`, if any, and shares what it extracted with the users and
+    /// teardown. `Some(code)`: the run ends here without load (interrupted); a failed setup
+    /// is an error naming why.
+    pub fn setup(&self, settings: &Settings, signals: &Signals) -> anyhow::Result<Option<u8>> {
+        let Some(setup) = self.plan.setup() else {
+            return Ok(None);
+        };
+        let done = crate::phase::run(settings, &setup, Some(signals))?;
+        eprintln!("belier: {}", done.line("setup"));
+        if done.interrupted {
+            return Ok(Some(signals::INTERRUPTED));
+        }
+        if !done.outcome.passed() {
+            let why = done
+                .outcome
+                .failure
+                .as_deref()
+                .unwrap_or("it did not finish");
+            anyhow::bail!("setup failed ({why}); no load was sent");
+        }
+        self.users.share(&done.outcome);
+        if let Some(teardown) = &self.teardown {
+            teardown.share(&done.outcome);
+        }
+        Ok(None)
+    }
+
+    /// Runs the plan's `teardown`, if any (a stop signal does not cut it short; its requests'
+    /// timeouts bound it). A failed teardown is a warning for the report.
+    pub fn teardown(&self, settings: &Settings) -> anyhow::Result<Option<String>> {
+        let Some(teardown) = &self.teardown else {
+            return Ok(None);
+        };
+        let done = crate::phase::run(settings, teardown, None)?;
+        eprintln!("belier: {}", done.line("teardown"));
+        Ok((!done.outcome.passed()).then(|| done.line("teardown")))
+    }
+
+    /// Runs the load (after [`Prepared::setup`]), then the teardown whatever happened to the
+    /// load (Ctrl-C, failed thresholds, an error), then judges the thresholds. Teardown and
+    /// judgement come before the results file's end line, so that it keeps the outcomes
+    /// (`belier report FILE --type junit` shows them) and a failed teardown's warning.
+    pub fn execute(&self, settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
+        let mut torn_down = None;
+        let finished = crate::load::execute_then(settings, signals, &mut |finished| {
+            let teardown = self.teardown(settings);
+            if let Ok(Some(warning)) = &teardown {
+                finished.warnings.push(warning.clone());
+            }
+            torn_down = Some(teardown);
+            self.conclude(finished);
+        });
+        // The load could not start: the teardown still undoes what setup did.
+        let teardown = torn_down.unwrap_or_else(|| self.teardown(settings));
+        let finished = finished?;
+        teardown?;
+        Ok(finished)
+    }
+
     /// Adds to a finished run what only the plan knows: data files that ran out, and the
     /// thresholds judged.
-    pub fn conclude(&self, finished: &mut Finished) {
+    fn conclude(&self, finished: &mut Finished) {
         for e in self.users.exhausted() {
             finished.warnings.push(format!(
                 "data `{}` ran out after {} rows: {} users stopped for want of a row",

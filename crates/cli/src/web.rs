@@ -311,18 +311,19 @@ pub fn run(args: WebArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
         };
         settings.output.web = Some(Web::Attach(Arc::clone(&hub)));
-        // A plan's thresholds are judged before the results file is closed, as `belier run`
-        // does, so that its end line keeps them.
-        let conclude = &mut |finished: &mut crate::load::Finished| {
-            if let Some(prepared) = &plan {
-                prepared.conclude(finished);
-            }
-        };
-        let outcome =
-            crate::load::execute_then(&settings, signals, conclude).map(|mut finished| {
-                let _ = crate::write_report(&settings, &finished, 0);
-                crate::linger(&mut finished, signals);
-            });
+        // A plan's setup first (a failure is a run that could not start), its teardown after.
+        let setup = plan.as_ref().map(|p| p.setup(&settings, signals));
+        if let Some(Ok(Some(_interrupted))) = setup {
+            return Ok(0);
+        }
+        let outcome = setup.transpose().and_then(|_| match &plan {
+            Some(prepared) => prepared.execute(&settings, signals),
+            None => crate::load::execute(&settings, signals),
+        });
+        let outcome = outcome.map(|mut finished| {
+            let _ = crate::write_report(&settings, &finished, 0);
+            crate::linger(&mut finished, signals);
+        });
         if let Err(e) = outcome {
             // The page hears of it as a run that could not start; the console goes on.
             eprintln!("belier: the run failed: {e:#}");

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::duration::show;
-use crate::model::{Body, LoadModel, Op, Plan};
+use crate::model::{Body, LoadModel, Op, Plan, Program};
 use belier_engine::Spacing;
 
 fn profile(p: &belier_engine::Profile, unit: &str) -> String {
@@ -117,6 +117,19 @@ impl Plan {
             let _ = writeln!(out, "  iterations: {n}");
         }
         let _ = writeln!(out, "  seed: {}", l.seed);
+        if let Some(setup) = &self.setup {
+            let _ = writeln!(
+                out,
+                "setup (once, before any user; its variables shared with every user):"
+            );
+            steps(
+                &mut out,
+                &setup.program,
+                &setup.program.scenarios[0].ops,
+                &o.headers,
+                true,
+            );
+        }
         let total: u64 = p.scenarios.iter().map(|s| s.weight).sum();
         let _ = writeln!(out, "scenarios:");
         for s in &p.scenarios {
@@ -127,87 +140,15 @@ impl Plan {
                 s.weight,
                 100.0 * s.weight as f64 / total.max(1) as f64
             );
-            let mut depth = 2;
-            for op in &s.ops {
-                let pad = "  ".repeat(depth);
-                match op {
-                    Op::Request(i) => {
-                        let r = &p.requests[*i];
-                        let body = match &r.body {
-                            Body::None => String::new(),
-                            Body::Text(_) => " [body]".into(),
-                            Body::Json(_) => " [json]".into(),
-                            Body::Bytes(_, label) => label.to_string(),
-                            Body::Form(form) => {
-                                let names: Vec<&str> =
-                                    form.fields.iter().map(|(n, _)| n.as_str()).collect();
-                                format!(" [form: {}]", names.join(", "))
-                            }
-                            Body::Multipart(m) => {
-                                let parts: Vec<String> = m
-                                    .parts
-                                    .iter()
-                                    .map(|(name, file)| match file {
-                                        Some((file, bytes)) => {
-                                            format!("{name} ← file {file} ({bytes} bytes)")
-                                        }
-                                        None => name.clone(),
-                                    })
-                                    .collect();
-                                format!(" [multipart: {}]", parts.join(", "))
-                            }
-                        };
-                        let _ = writeln!(
-                            out,
-                            "{pad}- {} {}  → row `{}`{body}",
-                            r.method, r.path_text, r.name
-                        );
-                        for (n, _) in r.headers.iter() {
-                            if !o.headers.iter().any(|(d, _)| d == n) {
-                                let _ = writeln!(out, "{pad}    header {n}");
-                            }
-                        }
-                        for e in &r.extract {
-                            let _ = writeln!(
-                                out,
-                                "{pad}    extract {} ← {}",
-                                e.name,
-                                e.source.describe()
-                            );
-                        }
-                        for c in &r.checks {
-                            let _ = writeln!(out, "{pad}    check {}", p.checks[c.index]);
-                        }
-                        if !r.status_checked {
-                            let _ = writeln!(out, "{pad}    fails on status ≥ 400");
-                        }
-                        if let Some(t) = r.timeout {
-                            let _ = writeln!(out, "{pad}    timeout {}", show(t));
-                        }
-                        if r.abort_on_fail {
-                            let _ = writeln!(
-                                out,
-                                "{pad}    abort_on_fail: a failure ends the iteration"
-                            );
-                        }
-                    }
-                    Op::Pause(a, b) if a == b => {
-                        let _ = writeln!(out, "{pad}- pause {}", show(*a));
-                    }
-                    Op::Pause(a, b) => {
-                        let _ = writeln!(out, "{pad}- pause {}..{} (uniform)", show(*a), show(*b));
-                    }
-                    Op::LoopStart { count, .. } => {
-                        let _ = writeln!(out, "{pad}- loop {count} times:");
-                        depth += 1;
-                    }
-                    Op::Group(name) => {
-                        let _ = writeln!(out, "{pad}- group {name}:");
-                        depth += 1;
-                    }
-                    Op::LoopEnd { .. } | Op::GroupEnd => depth = depth.saturating_sub(1).max(2),
-                }
-            }
+            steps(&mut out, p, &s.ops, &o.headers, false);
+        }
+        if let Some(teardown) = &self.teardown {
+            let _ = writeln!(
+                out,
+                "teardown (once, after the last user, Ctrl-C or failed thresholds included):"
+            );
+            let ops = &teardown.program.scenarios[0].ops;
+            steps(&mut out, &teardown.program, ops, &o.headers, true);
         }
         let _ = writeln!(out, "statistics rows: {}", p.steps.join(" | "));
         if !self.thresholds.is_empty() {
@@ -217,5 +158,101 @@ impl Plan {
             }
         }
         out
+    }
+}
+
+/// What `check` says of a request's body: its kind, a form's field names, a multipart's parts.
+fn body_label(body: &Body) -> String {
+    match body {
+        Body::None => String::new(),
+        Body::Text(_) => " [body]".into(),
+        Body::Json(_) => " [json]".into(),
+        Body::Bytes(_, label) => label.to_string(),
+        Body::Form(form) => {
+            let names: Vec<&str> = form.fields.iter().map(|(n, _)| n.as_str()).collect();
+            format!(" [form: {}]", names.join(", "))
+        }
+        Body::Multipart(m) => {
+            let parts: Vec<String> = m
+                .parts
+                .iter()
+                .map(|(name, file)| match file {
+                    Some((file, bytes)) => format!("{name} ← file {file} ({bytes} bytes)"),
+                    None => name.clone(),
+                })
+                .collect();
+            format!(" [multipart: {}]", parts.join(", "))
+        }
+    }
+}
+
+/// The ops of a scenario or phase, indented; `strict`: a phase's rule (2xx or fail).
+fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)], strict: bool) {
+    let mut depth = 2;
+    for op in ops {
+        let pad = "  ".repeat(depth);
+        match op {
+            Op::Request(i) => {
+                let r = &p.requests[*i];
+                let body = body_label(&r.body);
+                let _ = writeln!(
+                    out,
+                    "{pad}- {} {}  → row `{}`{body}",
+                    r.method, r.path_text, r.name
+                );
+                for (n, _) in r.headers.iter() {
+                    if !defaults.iter().any(|(d, _)| d == n) {
+                        let _ = writeln!(out, "{pad}    header {n}");
+                    }
+                }
+                for e in &r.extract {
+                    let _ = writeln!(out, "{pad}    extract {} ← {}", e.name, e.source.describe());
+                }
+                for c in &r.checks {
+                    let _ = writeln!(out, "{pad}    check {}", p.checks[c.index]);
+                }
+                if !r.status_checked && strict {
+                    let _ = writeln!(out, "{pad}    fails on a status outside 2xx");
+                } else if !r.status_checked {
+                    let _ = writeln!(out, "{pad}    fails on status ≥ 400");
+                }
+                if let Some(t) = r.timeout {
+                    let _ = writeln!(out, "{pad}    timeout {}", show(t));
+                }
+                if r.abort_on_fail {
+                    let _ = writeln!(out, "{pad}    abort_on_fail: a failure ends the iteration");
+                }
+            }
+            Op::Pause(a, b) if a == b => {
+                let _ = writeln!(out, "{pad}- pause {}", show(*a));
+            }
+            Op::Pause(a, b) => {
+                let _ = writeln!(out, "{pad}- pause {}..{} (uniform)", show(*a), show(*b));
+            }
+            Op::LoopStart { count, .. } => {
+                let _ = writeln!(out, "{pad}- loop {count} times:");
+                depth += 1;
+            }
+            Op::Group(name) => {
+                let _ = writeln!(out, "{pad}- group {name}:");
+                depth += 1;
+            }
+            Op::If { text, .. } => {
+                let _ = writeln!(out, "{pad}- if {text}:");
+                depth += 1;
+            }
+            Op::Choice { branches, .. } => {
+                let _ = writeln!(out, "{pad}- choice of {} (one by weight):", branches.len());
+                depth += 1;
+            }
+            Op::Branch { weight, total } => {
+                let share = 100.0 * *weight as f64 / (*total).max(1) as f64;
+                let _ = writeln!(out, "{pad}- weight {weight} ({share:.1} %):");
+                depth += 1;
+            }
+            Op::LoopEnd { .. } | Op::GroupEnd | Op::Jump { .. } => {
+                depth = depth.saturating_sub(1).max(2)
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod condition;
 mod cookie;
 mod describe;
 mod duration;
@@ -40,7 +41,7 @@ pub use feeder::{Feeder, Order};
 pub use model::{LoadModel, LoadPlan, Options, Plan, Scheme, Target};
 pub use parse::DEFAULT_SEED;
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
-pub use user::{Exhaustion, PlanUsers};
+pub use user::{Exhaustion, PhaseOutcome, PlanUsers};
 
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to
 /// the plan's directory).
@@ -70,6 +71,27 @@ impl Plan {
             Arc::clone(&self.program),
             self.options.cookies,
             self.load.seed,
+        ))
+    }
+
+    /// The one user of the plan's `setup`, if it has one: run it once before the load (one
+    /// iteration), then hand its [`PlanUsers::outcome`] to the load's users and teardown's
+    /// ([`PlanUsers::share`]) if it passed.
+    pub fn setup(&self) -> Option<Arc<PlanUsers>> {
+        self.setup.as_ref().map(|p| self.phase_users(p))
+    }
+
+    /// The one user of the plan's `teardown`, if it has one: run it once after the load.
+    pub fn teardown(&self) -> Option<Arc<PlanUsers>> {
+        self.teardown.as_ref().map(|p| self.phase_users(p))
+    }
+
+    fn phase_users(&self, phase: &model::Phase) -> Arc<PlanUsers> {
+        Arc::new(PlanUsers::phase(
+            Arc::clone(&phase.program),
+            self.options.cookies,
+            self.load.seed,
+            &phase.exports,
         ))
     }
 }

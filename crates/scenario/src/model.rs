@@ -7,6 +7,7 @@ use std::time::Duration;
 use belier_engine::{Load, Profile, Spacing};
 
 use crate::check::Check;
+use crate::condition::Expr;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::form::{Form, Multipart};
@@ -210,7 +211,29 @@ pub(crate) enum Op {
     },
     /// Marks a group, for `describe` only.
     Group(String),
+    /// Ends a group, an `if` or a `choice`, for `describe` only.
     GroupEnd,
+    /// `if:`: unless `cond` holds, continues at `end` (the matching `GroupEnd`).
+    If {
+        cond: Box<Expr>,
+        /// The condition as written, for `describe`.
+        text: String,
+        end: usize,
+    },
+    /// `choice:`: continues at one branch's start, picked by weight: `(weight, start)`.
+    Choice {
+        branches: Vec<(u64, usize)>,
+        total: u64,
+    },
+    /// A choice branch's first op, for `describe` only.
+    Branch {
+        weight: u64,
+        total: u64,
+    },
+    /// Continues at `to` (a branch's end: past its choice).
+    Jump {
+        to: usize,
+    },
 }
 
 /// A compiled scenario.
@@ -254,6 +277,19 @@ pub struct Plan {
     /// `{{ env.NAME }}` here, so that showing the plan never shows a secret.
     pub variables: Vec<(String, String)>,
     pub(crate) program: Arc<Program>,
+    /// `setup:`: run once before any user starts.
+    pub(crate) setup: Option<Phase>,
+    /// `teardown:`: run once after the last user stopped.
+    pub(crate) teardown: Option<Phase>,
+}
+
+/// A `setup` or `teardown` list of steps, compiled as a one-scenario program of its own (its
+/// own statistics and check rows, so its requests stay apart from the users' figures).
+#[derive(Clone, Debug)]
+pub(crate) struct Phase {
+    pub program: Arc<Program>,
+    /// Variable slots the phase extracts (setup's are shared with users and teardown).
+    pub exports: Vec<usize>,
 }
 
 impl Plan {
@@ -301,8 +337,9 @@ impl Plan {
         self.options
             .headers
             .push((name.to_string(), value.to_string()));
-        let program = Arc::make_mut(&mut self.program);
-        for request in &mut program.requests {
+        let phases = self.setup.iter_mut().chain(&mut self.teardown);
+        let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
+        for request in programs.flat_map(|p| &mut Arc::make_mut(p).requests) {
             request
                 .headers
                 .retain(|(n, _)| !n.eq_ignore_ascii_case(name));

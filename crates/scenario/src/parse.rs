@@ -35,6 +35,8 @@ const TOP_KEYS: &[&str] = &[
     "scenarios",
     "load",
     "thresholds",
+    "setup",
+    "teardown",
 ];
 
 /// Seed of the users' generators when the plan sets none: runs repeat by default.
@@ -344,7 +346,21 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
             "expected `scenarios:`, a list of scenarios with `name` and `steps`",
         ));
     };
-    let scenarios = crate::steps::scenarios(&mut c, scenarios_node, &constants)?;
+    // What setup extracts every user and teardown may read; the users' copies start with
+    // setup's values (set when setup has run), so they need no `variables set` check.
+    let mut shared = constants.clone();
+    let setup = top
+        .get("setup")
+        .map(|n| crate::steps::phase(&mut c, n, "setup", &mut shared))
+        .transpose()?;
+    for slot in setup.iter().flat_map(|s| &s.exports) {
+        c.initial[*slot] = Some(String::new());
+    }
+    let scenarios = crate::steps::scenarios(&mut c, scenarios_node, &shared)?;
+    let teardown = top
+        .get("teardown")
+        .map(|n| crate::steps::phase(&mut c, n, "teardown", &mut shared))
+        .transpose()?;
 
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
@@ -382,6 +398,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         thresholds,
         variables,
         program: Arc::new(program),
+        setup,
+        teardown,
     })
 }
 

@@ -1,18 +1,22 @@
-//! Scenarios and their steps (requests, pauses, groups, loops) compiled into flat programs,
-//! with variables checked in document order: a template may use plan variables, data columns,
-//! built-ins, and variables extracted by an earlier step of the same scenario.
+//! Scenarios and their steps (requests, pauses, groups, loops, choices, `if:` conditions)
+//! compiled into flat programs, with variables checked in document order: a template may use
+//! plan variables, data columns, built-ins, and variables extracted by an earlier step of the
+//! same scenario.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::condition::{Expr, Name};
 use crate::error::Result;
 use crate::model::{Op, Scenario};
-use crate::parse::Compiler;
+use crate::parse::{pos_in, Compiler};
 use crate::yaml::{Kind, Node};
 
 mod form;
+mod phase;
 mod request;
 
+pub(crate) use phase::phase;
 use request::{request, REQUEST_KEYS};
 
 const SCENARIO_KEYS: &[&str] = &["name", "weight", "steps"];
@@ -41,11 +45,7 @@ pub(crate) fn scenarios(
             ));
         }
         let weight = match f.get("weight") {
-            Some(n) => match rd.u64(n, "a weight")? {
-                0 => return Err(rd.err(n, "expected a weight ≥ 1")),
-                w if w > 1_000_000 => return Err(rd.err(n, "expected a weight ≤ 1000000")),
-                w => w,
-            },
+            Some(n) => weight(c, n)?,
             None => 1,
         };
         let Some(steps) = f.get("steps") else {
@@ -82,18 +82,30 @@ fn compile_steps(
             return Err(rd.err(
                 item,
                 format!(
-                    "expected a step (a mapping: a request, `pause`, `group` or `loop`), found {}",
+                    "expected a step (a mapping: a request, `pause`, `group`, `loop` or `choice`), found {}",
                     item.describe()
                 ),
             ));
         };
         let has = |k: &str| entries.iter().any(|(key, _)| key.scalar() == Some(k));
+        let guard = match entries.iter().find(|(k, _)| k.scalar() == Some("if")) {
+            Some((_, node)) => {
+                let (cond, text) = condition(c, node, defined)?;
+                ops.push(Op::If {
+                    cond: Box::new(cond),
+                    text,
+                    end: 0,
+                });
+                Some(ops.len() - 1)
+            }
+            None => None,
+        };
         if has("pause") {
-            let f = rd.map(item, "a pause step", &["pause"])?;
+            let f = rd.map(item, "a pause step", &["pause", "if"])?;
             let (min, max) = pause(c, f.get("pause").unwrap_or(item))?;
             ops.push(Op::Pause(min, max));
         } else if has("group") {
-            let f = rd.map(item, "a group step", &["group", "steps"])?;
+            let f = rd.map(item, "a group step", &["group", "steps", "if"])?;
             let name = rd.str(f.get("group").unwrap_or(item), "a group name")?;
             let Some(steps) = f.get("steps") else {
                 return Err(rd.err(item, format!("group `{name}` needs `steps:`")));
@@ -102,7 +114,7 @@ fn compile_steps(
             compile_steps(c, steps, ops, defined, feeders)?;
             ops.push(Op::GroupEnd);
         } else if has("loop") {
-            let f = rd.map(item, "a loop step", &["loop", "steps"])?;
+            let f = rd.map(item, "a loop step", &["loop", "steps", "if"])?;
             let loop_node = f.get("loop").unwrap_or(item);
             let (count, steps) = match &loop_node.kind {
                 Kind::Map(_) => {
@@ -129,6 +141,8 @@ fn compile_steps(
             let end = ops.len();
             ops.push(Op::LoopEnd { start });
             ops[start] = Op::LoopStart { count, end };
+        } else if has("choice") {
+            choice(c, item, ops, defined, feeders)?;
         } else {
             let f = rd.map(item, "a request step", REQUEST_KEYS)?;
             for k in ["steps"] {
@@ -139,8 +153,100 @@ fn compile_steps(
             let index = request(c, &f, defined, feeders)?;
             ops.push(Op::Request(index));
         }
+        if let Some(at) = guard {
+            let end = ops.len();
+            ops.push(Op::GroupEnd);
+            if let Op::If { end: e, .. } = &mut ops[at] {
+                *e = end;
+            }
+        }
     }
     Ok(())
+}
+
+/// An `if:` condition, compiled against the variables defined so far and the checks of the
+/// steps before it.
+fn condition(c: &Compiler<'_>, node: &Node, defined: &HashSet<usize>) -> Result<(Expr, String)> {
+    let text = c.rd.str(node, "a condition such as `status == 200`")?;
+    let mut resolve = |name: Name<'_>| match name {
+        Name::Variable(v) => match c.slots.get(v) {
+            Some(slot) if defined.contains(slot) => Ok(Expr::Var(*slot)),
+            _ => Err(format!(
+                "undefined variable `{v}`: not in `variables`, not extracted by an earlier step"
+            )),
+        },
+        Name::Check(name) => c
+            .checks
+            .iter()
+            .position(|x| x == name)
+            .map(Expr::Check)
+            .ok_or_else(|| {
+                format!("no check `{name}` in the steps before (checks are named `STEP: LABEL`)")
+            }),
+    };
+    let expr = crate::condition::parse(text, &mut resolve)
+        .map_err(|(offset, m)| c.rd.err_at(pos_in(node, offset), m))?;
+    Ok((expr, text.to_string()))
+}
+
+/// A `choice:` step: a list of branches, `{ weight, steps }`, one run per pass, by weight.
+fn choice(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let f = rd.map(item, "a choice step", &["choice", "if"])?;
+    let list = f.get("choice").unwrap_or(item);
+    let items = rd.seq(list, "choice branches (`- weight: N` with `steps:`)")?;
+    if items.len() < 2 {
+        return Err(rd.err(list, "a choice needs at least two branches"));
+    }
+    let mut branches = Vec::new();
+    for b in items {
+        let bf = rd.map(b, "a choice branch", &["weight", "steps"])?;
+        let weight = match bf.get("weight") {
+            Some(n) => weight(c, n)?,
+            None => 1,
+        };
+        let Some(steps) = bf.get("steps") else {
+            return Err(rd.err(b, "a choice branch needs `steps:`"));
+        };
+        branches.push((weight, steps));
+    }
+    let total = branches.iter().map(|(w, _)| w).sum();
+    let start = ops.len();
+    ops.push(Op::GroupEnd);
+    let mut table = Vec::new();
+    let mut jumps = Vec::new();
+    for (weight, steps) in branches {
+        table.push((weight, ops.len()));
+        ops.push(Op::Branch { weight, total });
+        compile_steps(c, steps, ops, defined, feeders)?;
+        jumps.push(ops.len());
+        ops.push(Op::Jump { to: 0 });
+    }
+    let end = ops.len();
+    ops.push(Op::GroupEnd);
+    for j in jumps {
+        ops[j] = Op::Jump { to: end };
+    }
+    ops[start] = Op::Choice {
+        branches: table,
+        total,
+    };
+    Ok(())
+}
+
+/// A scenario's or branch's weight: 1 to 1000000.
+fn weight(c: &Compiler<'_>, n: &Node) -> Result<u64> {
+    match c.rd.u64(n, "a weight")? {
+        0 => Err(c.rd.err(n, "expected a weight ≥ 1")),
+        w if w > 1_000_000 => Err(c.rd.err(n, "expected a weight ≤ 1000000")),
+        w => Ok(w),
+    }
 }
 
 fn pause(c: &Compiler<'_>, node: &Node) -> Result<(Duration, Duration)> {

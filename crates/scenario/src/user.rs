@@ -1,15 +1,21 @@
 //! Virtual users: the plan's [`Users`] factory and the state machine each user runs.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
+use crate::condition::Facts;
 use crate::cookie::Jar;
 use crate::extract::BodyJson;
 use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
+
+mod phase;
+
+pub use phase::PhaseOutcome;
+use phase::{phase_reply, PhaseLog};
 
 /// Most ops a user walks through in one [`User::next`] call without reaching a request or a
 /// pause (loops of nothing but zero-count loops); past it the iteration ends, so `next` always
@@ -39,6 +45,11 @@ struct Shared {
     cookies: bool,
     /// Seed of the users' generators.
     seed: u64,
+    /// Values setup extracted, by slot: every user starts with them.
+    from_setup: OnceLock<Vec<(usize, String)>>,
+    /// `Some` for the one user of a `setup` or `teardown`: every step must pass (2xx unless
+    /// its checks say otherwise), the first failure ends it, and what it did is kept.
+    phase: Option<PhaseLog>,
 }
 
 /// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
@@ -57,8 +68,42 @@ impl PlanUsers {
                 stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
                 cookies,
                 seed,
+                from_setup: OnceLock::new(),
+                phase: None,
             }),
         }
+    }
+
+    /// The one user of a `setup` or `teardown` whose extracted `exports` are kept.
+    pub(crate) fn phase(
+        program: Arc<Program>,
+        cookies: bool,
+        seed: u64,
+        exports: &[usize],
+    ) -> Self {
+        let mut users = PlanUsers::new(program, cookies, seed);
+        if let Some(shared) = Arc::get_mut(&mut users.shared) {
+            shared.phase = Some(PhaseLog {
+                exports: exports.to_vec(),
+                outcome: Mutex::default(),
+            });
+        }
+        users
+    }
+
+    /// What this `setup` or `teardown` did (empty for the users of the load).
+    pub fn outcome(&self) -> PhaseOutcome {
+        self.shared
+            .phase
+            .as_ref()
+            .map(|p| p.with(|o| o.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Gives every user made from now on the values a passed `setup` extracted (its
+    /// [`PlanUsers::outcome`]). A second call changes nothing.
+    pub fn share(&self, setup: &PhaseOutcome) {
+        let _ = self.shared.from_setup.set(setup.values.clone());
     }
 
     /// Feeders that ran out so far, with how many users stopped for it, for a message such as
@@ -95,18 +140,25 @@ impl Users for PlanUsers {
         let program = &self.shared.program;
         // Seeds spread by a large odd constant so neighbouring users' sequences differ.
         let seed = self.shared.seed ^ vu.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut vars = program.initial.clone();
+        for (slot, value) in self.shared.from_setup.get().into_iter().flatten() {
+            vars[*slot] = Some(value.clone());
+        }
         Box::new(VirtualUser {
             shared: Arc::clone(&self.shared),
             local: Local {
                 vu,
                 rng: fastrand::Rng::with_seed(seed),
-                vars: program.initial.clone(),
+                vars,
                 jar: Jar::default(),
                 rows: vec![None; program.feeders.len()],
                 draws: vec![0; program.feeders.len()],
                 iteration: 0,
                 state: State::Idle,
                 pending: None,
+                last_status: 0,
+                last_failed: false,
+                check_results: vec![false; program.checks.len()],
             },
         })
     }
@@ -156,6 +208,11 @@ struct Local {
     iteration: u64,
     state: State,
     pending: Option<Pending>,
+    /// For `if:` conditions: the last response's status (0: none), whether the last request
+    /// step failed, and each check's latest result.
+    last_status: u16,
+    last_failed: bool,
+    check_results: Vec<bool>,
 }
 
 impl Local {
@@ -258,7 +315,8 @@ impl Local {
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
     fn conclude(&mut self, shared: &Shared, request: usize, failed: bool) -> Verdict {
-        if failed && shared.program.requests[request].abort_on_fail {
+        self.last_failed = failed;
+        if failed && (shared.program.requests[request].abort_on_fail || shared.phase.is_some()) {
             if let State::Running { abort, .. } = &mut self.state {
                 *abort = true;
             }
@@ -297,8 +355,8 @@ impl User for VirtualUser {
         self.local.reply(&self.shared, reply, tally)
     }
 
-    fn failed(&mut self, _kind: ErrorKind) -> Verdict {
-        self.local.failed(&self.shared)
+    fn failed(&mut self, kind: ErrorKind) -> Verdict {
+        self.local.failed(&self.shared, kind)
     }
 }
 
@@ -330,6 +388,17 @@ impl Local {
                 } => {
                     let ops = &program.scenarios[*scenario].ops;
                     let Some(op) = ops.get(*pc).filter(|_| !*abort) else {
+                        if let Some(phase) = &shared.phase {
+                            let values = phase
+                                .exports
+                                .iter()
+                                .filter_map(|s| Some((*s, self.vars[*s].clone()?)))
+                                .collect();
+                            phase.with(|o| {
+                                o.finished = !*abort;
+                                o.values = values;
+                            });
+                        }
                         self.state = State::Idle;
                         self.iteration += 1;
                         return Action::EndIteration;
@@ -363,7 +432,29 @@ impl Local {
                                 }
                             }
                         }
-                        Op::Group(_) | Op::GroupEnd => {}
+                        Op::If { cond, end, .. } => {
+                            let facts = Facts {
+                                vars: &self.vars,
+                                status: self.last_status,
+                                failed: self.last_failed,
+                                checks: &self.check_results,
+                            };
+                            if !cond.holds(&facts) {
+                                *pc = *end;
+                            }
+                        }
+                        Op::Choice { branches, total } => {
+                            let mut pick = self.rng.u64(0..(*total).max(1));
+                            for (weight, start) in branches {
+                                if pick < *weight {
+                                    *pc = *start;
+                                    break;
+                                }
+                                pick -= weight;
+                            }
+                        }
+                        Op::Jump { to } => *pc = *to,
+                        Op::Group(_) | Op::GroupEnd | Op::Branch { .. } => {}
                     }
                 }
             }
@@ -388,6 +479,17 @@ impl Local {
             self.jar.store_all(reply.headers(), &pending.path, now);
         }
         let mut failed = !request.status_checked && reply.status >= 400;
+        // The first check that failed, for a phase's message.
+        let mut failed_check = None;
+        self.last_status = reply.status;
+        let results = &mut self.check_results;
+        let mut tally = |check: usize, passed: bool| {
+            tally(check, passed);
+            results[check] = passed;
+            if !passed && failed_check.is_none() {
+                failed_check = Some(check);
+            }
+        };
         if let Some(check) = request.vars_check {
             tally(check, !pending.missing_var);
             failed |= pending.missing_var;
@@ -406,12 +508,26 @@ impl Local {
                 None => failed = true,
             }
         }
+        if let Some(phase) = &shared.phase {
+            failed = phase_reply(phase, &shared.program, request, reply, failed_check, failed);
+        }
         self.conclude(shared, pending.request, failed)
     }
 
-    fn failed(&mut self, shared: &Shared) -> Verdict {
+    fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
+        self.last_status = 0;
         match self.pending.take() {
-            Some(pending) => self.conclude(shared, pending.request, true),
+            Some(pending) => {
+                if let Some(phase) = &shared.phase {
+                    let name = &shared.program.requests[pending.request].name;
+                    let what = format!("{name}: no response ({})", kind.name());
+                    phase.with(|o| {
+                        o.requests.push(what.clone());
+                        o.failure.get_or_insert(what);
+                    });
+                }
+                self.conclude(shared, pending.request, true)
+            }
             None => Verdict { failed: true },
         }
     }

@@ -46,6 +46,8 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "group",
     "loop",
     "steps",
+    "if",
+    "choice",
 ];
 const CHECK_KEYS: &[&str] = &[
     "status",
