@@ -334,6 +334,22 @@ mod tests {
     }
 
     #[test]
+    fn content_encoding_is_read() {
+        let cases = [
+            ("", Coding::Identity),
+            ("Content-Encoding: gzip\r\n", Coding::Gzip),
+            ("content-encoding: br\r\n", Coding::Brotli),
+            ("Content-Encoding: zstd\r\n", Coding::Zstd),
+            ("Content-Encoding: deflate\r\n", Coding::Deflate),
+            ("Content-Encoding: gzip, br\r\n", Coding::Other),
+        ];
+        for (line, want) in cases {
+            let raw = format!("HTTP/1.1 200 OK\r\n{line}Content-Length: 3\r\n\r\n");
+            assert_eq!(head(&raw).coding, want, "{raw:?}");
+        }
+    }
+
+    #[test]
     fn status_is_kept() {
         assert_eq!(
             head("HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n").status,
