@@ -526,6 +526,12 @@ pub struct RequestArgs {
     )]
     pub resolve: Vec<String>,
 
+    /// Ask for a compressed answer (Accept-Encoding: gzip, br, deflate, zstd) and decode it:
+    /// the report gives wire bytes and decoded bytes; a body that fails to decode is an error
+    /// of its own (curl's --compressed).
+    #[arg(long = "compressed")]
+    pub compressed: bool,
+
     /// Send http:// requests through this HTTP proxy (absolute-form request targets; its
     /// user:pass@ as Proxy-Authorization). Hosts in NO_PROXY are reached directly.
     #[arg(

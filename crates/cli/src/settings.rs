@@ -154,6 +154,9 @@ impl std::fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+/// The header `--compressed` sends: every coding the engine decodes.
+pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", "gzip, br, deflate, zstd");
+
 /// Validates what to request and how to reach it: an engine configuration with the
 /// request, TLS, timeout and address set (load settings at their defaults), and the URL.
 pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
@@ -170,6 +173,14 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    // --compressed asks for every coding belier decodes, unless -H names one already.
+    if r.compressed
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+    {
+        headers.push((ACCEPT_ENCODING.0.into(), ACCEPT_ENCODING.1.into()));
+    }
     // An Authorization header given with -H wins over the URL's credentials, as with curl.
     if let Some(auth) = auth {
         if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&auth.0)) {
@@ -196,6 +207,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         body,
     });
     engine.timeout = r.timeout;
+    engine.compressed = r.compressed;
     engine.tls = tls;
     engine.connect_to = r.connect_to.or(resolved);
     if let Some(proxy) = &r.proxy {

@@ -25,7 +25,7 @@ pub struct TargetsArgs {
     #[arg(
         long = "targets",
         value_name = "FILE",
-        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy", "compressed"],
         help_heading = "Targets"
     )]
     pub targets: Option<PathBuf>,

@@ -207,7 +207,7 @@ fn curl_commands_become_flags_and_plans_that_send_the_same_request() {
             },
         ),
         (
-            "curl -sS -G http://shop.test:8080/api/search -d q=lamp --data-urlencode 'sort=price desc' -u ann:pw -A belier-test/1 -e http://shop.test:8080/ -b 'k=v'".to_string(),
+            "curl -sS -G http://shop.test:8080/api/search -d q=lamp --data-urlencode 'sort=price desc' -u ann:pw -A belier-test/1 -e http://shop.test:8080/ -b 'k=v' -L".to_string(),
             Expected {
                 method: "GET",
                 target: "/api/search?q=lamp&sort=price+desc",
@@ -245,6 +245,18 @@ fn curl_commands_become_flags_and_plans_that_send_the_same_request() {
         let printed = text(&out.stdout);
         let words = shell_words::split(printed.trim()).unwrap();
         assert_eq!(words[0], "belier", "{printed}");
+        // -L, -b and --compressed become belier's own flags.
+        for (curl, ours) in [
+            ("-L", "--follow 20"),
+            ("-b", "--cookies"),
+            ("--compressed", "--compressed"),
+        ] {
+            assert_eq!(
+                command.contains(&format!(" {curl} ")) || command.ends_with(&format!(" {curl}")),
+                printed.contains(ours),
+                "{curl} → {ours}: {printed}"
+            );
+        }
 
         let shop = Shop::start();
         let flags_run = belier()

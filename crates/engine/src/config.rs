@@ -118,6 +118,11 @@ pub struct Config {
     /// (nginx's `keepalive_timeout`, Apache's and Node's 5 s) races the next request on them;
     /// the request never reached it. `false` counts such requests as errors.
     pub resend: bool,
+    /// `--compressed`: decode each response body in its `Content-Encoding` (gzip, deflate,
+    /// br, zstd) and count its decoded bytes ([`belier_stats::Recorder::bytes_decoded`]); a
+    /// body that does not decode is a [`belier_stats::ErrorKind::BodyDecode`]. The request's
+    /// `Accept-Encoding` header is the caller's to add.
+    pub compressed: bool,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
     /// Time requests still in flight get to finish once the run stops.
@@ -183,6 +188,7 @@ impl std::fmt::Debug for Config {
             .field("stop", &self.stop)
             .field("keepalive", &self.keepalive)
             .field("resend", &self.resend)
+            .field("compressed", &self.compressed)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
             .field("interval", &self.interval)
@@ -251,6 +257,7 @@ impl Config {
             },
             keepalive: true,
             resend: true,
+            compressed: false,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,

@@ -12,6 +12,7 @@ use belier_stats::ErrorKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::decode::{BodyDecoder, DecodeError};
 use crate::http1::{parse_head, Framing, Malformed};
 use crate::tls::{handshake_error_kind, Tls};
 use crate::user::MAX_KEPT_BODY_BYTES;
@@ -52,6 +53,34 @@ pub(crate) struct Progress {
     pub idle_closes: u64,
     /// This exchange's own TLS handshake resumed an earlier session.
     pub resumed: bool,
+    /// `--compressed`: decode the body in its `Content-Encoding` and count its decoded bytes
+    /// in `decoded` (only then: decoding costs CPU).
+    pub compressed: bool,
+    /// Body bytes after decoding (with `compressed`).
+    pub decoded: u64,
+}
+
+/// Hands a piece of the body to what wants it: the kept body, the decoder.
+fn take_body(
+    p: &mut Progress,
+    decoder: &mut Option<BodyDecoder>,
+    data: &[u8],
+) -> Result<(), Failure> {
+    if let Some(body) = &mut p.body {
+        keep_body(body, &mut p.body_truncated, data);
+    }
+    match decoder {
+        Some(d) => d.feed(data).map_err(Failure::from),
+        None => Ok(()),
+    }
+}
+
+/// Ends the body for the decoder, counting its decoded bytes.
+pub(crate) fn finish_body(p: &mut Progress, decoder: Option<BodyDecoder>) -> Result<(), Failure> {
+    if let Some(d) = decoder {
+        p.decoded += d.finish()?;
+    }
+    Ok(())
 }
 
 /// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
@@ -185,6 +214,15 @@ impl Failure {
                 ErrorKind::Timeout,
                 "no complete response within the timeout",
             ),
+        }
+    }
+}
+
+impl From<DecodeError> for Failure {
+    fn from(e: DecodeError) -> Self {
+        Failure {
+            kind: ErrorKind::BodyDecode,
+            cause: Cause::Message(e.0),
         }
     }
 }
@@ -425,6 +463,7 @@ impl Connection {
         let mut status = None;
         let mut keep_alive = false;
         let mut framing = Framing::Empty;
+        let mut decoder = None;
         loop {
             // Consume what the buffer holds.
             loop {
@@ -443,6 +482,9 @@ impl Connection {
                             status = Some(head.status);
                             keep_alive = head.keep_alive;
                             framing = head.framing;
+                            if p.compressed && framing != Framing::Empty {
+                                decoder = Some(BodyDecoder::new(head.coding)?);
+                            }
                         }
                     }
                     continue;
@@ -451,33 +493,38 @@ impl Connection {
                     Framing::Empty => true,
                     Framing::Length(remaining) => {
                         let take = (*remaining).min((self.buf.len() - pos) as u64);
-                        if let Some(body) = &mut p.body {
+                        if p.body.is_some() || decoder.is_some() {
                             let data = &self.buf[pos..pos + take as usize];
-                            keep_body(body, &mut p.body_truncated, data);
+                            take_body(p, &mut decoder, data)?;
                         }
                         pos += take as usize;
                         *remaining -= take;
                         *remaining == 0
                     }
-                    Framing::Chunked(decoder) => {
-                        let (used, done) = match &mut p.body {
-                            None => decoder.feed(&self.buf[pos..])?,
-                            Some(body) => decoder.feed_with(&self.buf[pos..], |data| {
-                                keep_body(body, &mut p.body_truncated, data)
-                            })?,
+                    Framing::Chunked(chunks) => {
+                        let (used, done) = if p.body.is_none() && decoder.is_none() {
+                            chunks.feed(&self.buf[pos..])?
+                        } else {
+                            let mut failed = Ok(());
+                            let fed = chunks.feed_with(&self.buf[pos..], |data| {
+                                if failed.is_ok() {
+                                    failed = take_body(p, &mut decoder, data);
+                                }
+                            })?;
+                            failed?;
+                            fed
                         };
                         pos += used;
                         done
                     }
                     Framing::UntilClose => {
-                        if let Some(body) = &mut p.body {
-                            keep_body(body, &mut p.body_truncated, &self.buf[pos..]);
-                        }
+                        take_body(p, &mut decoder, &self.buf[pos..])?;
                         pos = self.buf.len();
                         false
                     }
                 };
                 if done {
+                    finish_body(p, decoder)?;
                     // Bytes beyond the response mean the framing is off: never reuse.
                     let reusable = keep_alive && pos == self.buf.len();
                     return Ok(Response {
@@ -505,10 +552,13 @@ impl Connection {
             };
             if n == 0 {
                 return match (status, &framing) {
-                    (Some(code), Framing::UntilClose) => Ok(Response {
-                        status: code,
-                        reusable: false,
-                    }),
+                    (Some(code), Framing::UntilClose) => {
+                        finish_body(p, decoder)?;
+                        Ok(Response {
+                            status: code,
+                            reusable: false,
+                        })
+                    }
                     (Some(_), _) => Err(Failure::protocol(
                         ErrorKind::ClosedMidBody,
                         "connection closed before the body was complete",

@@ -2,6 +2,8 @@
 //!
 //! Pure functions over byte slices, so every framing rule is table-tested without sockets.
 
+use crate::decode::Coding;
+
 /// Most header lines a response may carry.
 const MAX_HEADERS: usize = 100;
 /// Largest response head accepted; a longer one is treated as malformed.
@@ -29,6 +31,8 @@ pub(crate) struct Head {
     pub framing: Framing,
     /// Whether the connection may carry another request after this response.
     pub keep_alive: bool,
+    /// The body's `Content-Encoding`.
+    pub coding: Coding,
 }
 
 /// Why a response could not be understood.
@@ -64,6 +68,7 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>,
     let mut chunked = false;
     let mut close = false;
     let mut keep_alive_token = false;
+    let mut coding = Coding::Identity;
     for h in response.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             let v = std::str::from_utf8(h.value)
@@ -77,6 +82,8 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>,
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             // Chunked must be the final coding; anything else means "read until close".
             chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
+        } else if h.name.eq_ignore_ascii_case("content-encoding") {
+            coding = Coding::parse(h.value);
         } else if h.name.eq_ignore_ascii_case("connection") {
             for token in h.value.split(|&b| b == b',') {
                 let token = token.trim_ascii();
@@ -103,6 +110,7 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>,
         status,
         framing,
         keep_alive,
+        coding,
     }))
 }
 
@@ -323,6 +331,22 @@ mod tests {
         }
         let huge = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(MAX_HEAD_BYTES));
         assert!(parse_head(huge.as_bytes(), false).is_err());
+    }
+
+    #[test]
+    fn content_encoding_is_read() {
+        let cases = [
+            ("", Coding::Identity),
+            ("Content-Encoding: gzip\r\n", Coding::Gzip),
+            ("content-encoding: br\r\n", Coding::Brotli),
+            ("Content-Encoding: zstd\r\n", Coding::Zstd),
+            ("Content-Encoding: deflate\r\n", Coding::Deflate),
+            ("Content-Encoding: gzip, br\r\n", Coding::Other),
+        ];
+        for (line, want) in cases {
+            let raw = format!("HTTP/1.1 200 OK\r\n{line}Content-Length: 3\r\n\r\n");
+            assert_eq!(head(&raw).coding, want, "{raw:?}");
+        }
     }
 
     #[test]

@@ -32,8 +32,10 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase, Progress, Response,
+    finish_body, io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase, Progress,
+    Response,
 };
+use crate::decode::{BodyDecoder, Coding};
 
 mod wire;
 
@@ -307,6 +309,16 @@ impl Group {
             write_head(kept, &head);
         }
         if !request.head_request {
+            let mut decoder = match p.compressed {
+                true => {
+                    let coding = head
+                        .headers
+                        .get(http::header::CONTENT_ENCODING)
+                        .map_or(Coding::Identity, |v| Coding::parse(v.as_bytes()));
+                    Some(BodyDecoder::new(coding).inspect_err(|_| take_bytes(&wire, p))?)
+                }
+                false => None,
+            };
             while let Some(chunk) = body.data().await {
                 let chunk = match chunk {
                     Ok(chunk) => chunk,
@@ -318,9 +330,13 @@ impl Group {
                 if let Some(kept) = &mut p.body {
                     keep_body(kept, &mut p.body_truncated, &chunk);
                 }
+                if let Some(d) = &mut decoder {
+                    d.feed(&chunk).inspect_err(|_| take_bytes(&wire, p))?;
+                }
                 // Returning the window at once keeps the server sending.
                 let _ = body.flow_control().release_capacity(chunk.len());
             }
+            finish_body(p, decoder).inspect_err(|_| take_bytes(&wire, p))?;
         }
         take_bytes(&wire, p);
         let status = head.status.as_u16();

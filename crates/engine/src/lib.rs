@@ -28,6 +28,7 @@ mod arrivals;
 mod config;
 mod connection;
 mod control;
+mod decode;
 pub mod host;
 mod http1;
 mod http2;
@@ -290,6 +291,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         request: request::encode(spec, config.keepalive),
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
+        compressed: config.compressed,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
         timeout: config.timeout,

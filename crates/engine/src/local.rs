@@ -151,6 +151,9 @@ impl Local {
             if let Err(f) = result {
                 recorder.note_error_example(f.kind, || f.cause.to_string());
             }
+            if progress.decoded > 0 {
+                recorder.record_decoded(progress.decoded);
+            }
             if progress.resent {
                 recorder.record_resent();
             }

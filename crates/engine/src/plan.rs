@@ -15,6 +15,8 @@ pub(crate) struct Plan {
     pub request: Vec<u8>,
     pub head_request: bool,
     pub keepalive: bool,
+    /// Decode bodies and count their decoded bytes (see `Config::compressed`).
+    pub compressed: bool,
     /// Re-send once a request the server closed an idle connection under (see
     /// `Config::resend`); scripted users' requests only when their method is idempotent.
     pub resend: bool,

@@ -65,6 +65,7 @@ pub(crate) async fn send(
     request: &Request<'_>,
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
+    progress.compressed = plan.compressed;
     let reused = link.is_open();
     // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
     // from the start of its connect, not once the exchange is over. Otherwise a connection

@@ -286,7 +286,7 @@ fn latency_at(s: &Summary, p: f64) -> String {
     ms(s.latency.at(p).unwrap_or(0))
 }
 
-const SUMMARY_ROWS: [Row; 23] = [
+const SUMMARY_ROWS: [Row; 24] = [
     ("Requests", |s| thousands(s.report.totals.requests())),
     ("Succeeded (status < 400)", |s| {
         thousands(s.report.totals.succeeded())
@@ -309,6 +309,9 @@ const SUMMARY_ROWS: [Row; 23] = [
     }),
     ("Bytes in", |s| bytes(s.report.totals.bytes_in() as f64)),
     ("Bytes out", |s| bytes(s.report.totals.bytes_out() as f64)),
+    ("Bytes decoded (--compressed)", |s| {
+        bytes(s.report.totals.bytes_decoded() as f64)
+    }),
     ("Connections opened", |s| {
         thousands(s.report.totals.connections_opened())
     }),

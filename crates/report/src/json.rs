@@ -88,6 +88,7 @@ fn to_value(r: &Report) -> Value {
             "success_ratio": s.success_ratio,
             "bytes_in": t.bytes_in(),
             "bytes_out": t.bytes_out(),
+            "bytes_decoded": t.bytes_decoded(),
             "bytes_in_per_request": s.bytes_in_per_request,
             "bytes_out_per_request": s.bytes_out_per_request,
             "connections_opened": t.connections_opened(),

@@ -91,6 +91,14 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
             thousands(s.report.totals.tls_resumed())
         })?;
     }
+    if summaries
+        .iter()
+        .any(|s| s.report.totals.bytes_decoded() > 0)
+    {
+        row(out, "Bytes decoded (--compressed)", &|s| {
+            bytes(s.report.totals.bytes_decoded() as f64)
+        })?;
+    }
     if summaries.iter().any(|s| s.report.totals.resent() > 0) {
         row(
             out,

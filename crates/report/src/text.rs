@@ -119,6 +119,13 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         bytes(t.bytes_in() as f64),
         bytes(s.bytes_in_per_request)
     )?;
+    if t.bytes_decoded() > 0 {
+        writeln!(
+            out,
+            "  Decoded       {:>12}   of response bodies after their Content-Encoding (--compressed)",
+            bytes(t.bytes_decoded() as f64)
+        )?;
+    }
     writeln!(
         out,
         "  Bytes out     {:>12}   {} per request",

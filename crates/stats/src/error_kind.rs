@@ -32,6 +32,9 @@ pub enum ErrorKind {
     /// The response could not be parsed (HTTP/1.x: bad status line, header or framing; HTTP/2: a
     /// protocol error).
     MalformedResponse,
+    /// `--compressed`: the response body did not decode in its `Content-Encoding` (corrupt,
+    /// cut short, or a coding belier does not know).
+    BodyDecode,
     /// The response did not complete within the request timeout.
     Timeout,
     /// The request was still in flight when the run stopped (deadline or Ctrl-C) and was
@@ -43,7 +46,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Number of kinds; recorders keep one counter per kind.
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 14;
 
     /// Every kind, in report order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
@@ -57,6 +60,7 @@ impl ErrorKind {
         ErrorKind::ClosedBeforeResponse,
         ErrorKind::ClosedMidBody,
         ErrorKind::MalformedResponse,
+        ErrorKind::BodyDecode,
         ErrorKind::Timeout,
         ErrorKind::Cancelled,
         ErrorKind::OtherIo,
@@ -80,6 +84,7 @@ impl ErrorKind {
             ErrorKind::ClosedBeforeResponse => "closed_before_response",
             ErrorKind::ClosedMidBody => "closed_mid_body",
             ErrorKind::MalformedResponse => "malformed_response",
+            ErrorKind::BodyDecode => "body_decode",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::OtherIo => "other_io",
@@ -104,6 +109,7 @@ impl ErrorKind {
             ErrorKind::ClosedBeforeResponse => "closed before response",
             ErrorKind::ClosedMidBody => "closed mid-body",
             ErrorKind::MalformedResponse => "malformed response",
+            ErrorKind::BodyDecode => "body failed to decode (Content-Encoding)",
             ErrorKind::Timeout => "request timeout",
             ErrorKind::Cancelled => "cancelled at stop (in flight)",
             ErrorKind::OtherIo => "other I/O error",

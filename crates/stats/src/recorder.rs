@@ -47,6 +47,7 @@ pub struct Recorder {
     tls_session: Option<String>,
     bytes_in: u64,
     bytes_out: u64,
+    bytes_decoded: u64,
     connections_opened: u64,
     server_closes: u64,
     resent: u64,
@@ -86,6 +87,7 @@ impl Recorder {
             tls_session: None,
             bytes_in: 0,
             bytes_out: 0,
+            bytes_decoded: 0,
             connections_opened: 0,
             server_closes: 0,
             resent: 0,
@@ -234,6 +236,7 @@ impl Recorder {
         self.tls_session = None;
         self.bytes_in = 0;
         self.bytes_out = 0;
+        self.bytes_decoded = 0;
         self.connections_opened = 0;
         self.server_closes = 0;
         self.resent = 0;
@@ -346,6 +349,17 @@ impl Recorder {
     /// Wire bytes written.
     pub fn bytes_out(&self) -> u64 {
         self.bytes_out
+    }
+
+    /// Counts response body bytes after content decoding (`--compressed`).
+    pub fn record_decoded(&mut self, bytes: u64) {
+        self.bytes_decoded += bytes;
+    }
+
+    /// Response body bytes after content decoding; counted only with `--compressed` (0
+    /// otherwise).
+    pub fn bytes_decoded(&self) -> u64 {
+        self.bytes_decoded
     }
 
     /// TCP connections opened.
@@ -504,6 +518,7 @@ impl AddAssign<&Recorder> for Recorder {
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
+        self.bytes_decoded += other.bytes_decoded;
         self.connections_opened += other.connections_opened;
         self.server_closes += other.server_closes;
         self.resent += other.resent;

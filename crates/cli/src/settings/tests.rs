@@ -324,3 +324,31 @@ fn a_plan_is_decided_as_flags_are() {
         assert_eq!(err, want);
     }
 }
+
+#[test]
+fn compressed_asks_for_every_coding_unless_a_header_does() {
+    let s = settings(&["http://h/", "--compressed"]).unwrap();
+    assert!(s.engine.compressed);
+    let asked: Vec<_> = s
+        .engine
+        .request
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "Accept-Encoding")
+        .collect();
+    assert_eq!(
+        asked,
+        [&("Accept-Encoding".into(), "gzip, br, deflate, zstd".into())]
+    );
+    let s = settings(&["http://h/", "--compressed", "-H", "accept-encoding: br"]).unwrap();
+    assert!(s.engine.compressed);
+    assert_eq!(
+        s.engine.request.headers,
+        [("accept-encoding".into(), "br".into())]
+    );
+    let s = settings(&["http://h/"]).unwrap();
+    assert!(!s.engine.compressed && s.engine.request.headers.is_empty());
+    // A targets file's requests carry their own headers: --compressed is refused with it.
+    let cli = Cli::try_parse_from(["belier", "--targets", "t.txt", "--compressed"]);
+    assert!(cli.is_err());
+}

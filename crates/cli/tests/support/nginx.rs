@@ -41,6 +41,14 @@ const LOG_QUIET: Duration = Duration::from_millis(200);
 /// ...or, for a log that keeps growing, after this long.
 const LOG_SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
+/// What nginx serves at `/static/page.txt`: 40 KB of text that compresses well.
+pub fn compressible_page() -> Vec<u8> {
+    (0..1000)
+        .map(|i| format!("line {i:05}: belier asks nginx for gzip.\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
 /// One access log line, in the format the generated config asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
@@ -200,6 +208,8 @@ impl Nginx {
             nginx.write_certificates();
         }
         std::fs::write(nginx.dir.join("nginx.conf"), nginx.config()).unwrap();
+        std::fs::create_dir_all(nginx.dir.join("static")).unwrap();
+        std::fs::write(nginx.dir.join("static/page.txt"), compressible_page()).unwrap();
         let child = Command::new(binary)
             .arg("-p")
             .arg(&nginx.dir)
@@ -267,6 +277,14 @@ http {{
 
         location / {{
             return 200 \"hello\\n\";
+        }}
+
+        # A compressible file, gzipped when asked (--compressed tests).
+        location /static/ {{
+            root {d};
+            gzip on;
+            gzip_types text/plain;
+            gzip_min_length 0;
         }}
 
         location = /status {{

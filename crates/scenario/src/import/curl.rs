@@ -33,7 +33,18 @@ pub struct CurlRequest {
     pub body: Option<CurlBody>,
     /// `-k`: do not verify the certificate.
     pub insecure: bool,
+    /// `--compressed`: belier's `--compressed` asks for and decodes compressed answers.
+    pub compressed: bool,
+    /// `-L`: follow redirects (belier's `--follow`).
+    pub follow: bool,
+    /// `-b NAME=VALUE`: curl's cookie engine is on, so cookies the server sets go back on
+    /// the next requests (belier's `--cookies`).
+    pub cookies: bool,
 }
+
+/// Most redirects `-L` becomes in belier's `--follow` (belier takes at most 20; curl's
+/// default limit is 50).
+pub const FOLLOW: usize = 20;
 
 /// A request body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +126,7 @@ pub fn from_curl(
     let mut added: Vec<(String, String)> = Vec::new();
     let mut data: Vec<Data> = Vec::new();
     let mut insecure = false;
+    let (mut compressed, mut follow, mut cookies) = (false, false, false);
     let mut notes = Vec::new();
     let mut words = words.peekable();
     while let Some(word) = words.next() {
@@ -197,16 +209,22 @@ pub fn from_curl(
                         ));
                     }
                     added.push(("Cookie".into(), value));
+                    cookies = true;
                 }
-                "--compressed" => added.push(("Accept-Encoding".into(), COMPRESSED.into())),
+                "--compressed" => {
+                    added.push(("Accept-Encoding".into(), COMPRESSED.into()));
+                    compressed = true;
+                }
                 "-k" | "--insecure" => insecure = true,
                 "-G" | "--get" => get = true,
                 "-I" | "--head" => head = true,
                 "--url" => urls.push(value),
-                "-L" | "--location" => notes.push(
-                    "-L: belier sends the request as given and does not follow redirects"
-                        .to_string(),
-                ),
+                "-L" | "--location" => {
+                    follow = true;
+                    notes.push(format!(
+                        "-L: belier's --follow {FOLLOW} follows at most {FOLLOW} redirects, to the same host only; a plan made with --out does not follow them"
+                    ));
+                }
                 _ => {} // output options: nothing to carry over
             }
         }
@@ -287,6 +305,9 @@ pub fn from_curl(
         headers: all,
         body,
         insecure,
+        compressed,
+        follow,
+        cookies,
     };
     let flags = flags(&request);
     let draft = draft(&request)?;
@@ -482,6 +503,16 @@ fn flags(r: &CurlRequest) -> Vec<String> {
         Some(CurlBody::Text(t)) => out.extend(["-d".into(), t.clone()]),
         Some(CurlBody::File(p)) => out.extend(["-D".into(), p.display().to_string()]),
         None => {}
+    }
+    // The Accept-Encoding header above goes as curl's, and --compressed decodes the answers.
+    if r.compressed {
+        out.push("--compressed".into());
+    }
+    if r.follow {
+        out.extend(["--follow".into(), FOLLOW.to_string()]);
+    }
+    if r.cookies {
+        out.push("--cookies".into());
     }
     if r.insecure {
         out.push("-k".into());

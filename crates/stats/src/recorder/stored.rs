@@ -28,6 +28,9 @@ pub struct Counters {
     pub bytes_in: u64,
     /// Wire bytes written.
     pub bytes_out: u64,
+    /// Response body bytes after content decoding (`--compressed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_decoded: u64,
     /// Connections opened.
     pub connections: u64,
     /// Open-loop arrivals due.
@@ -85,6 +88,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
     let others = [
         c.bytes_in,
         c.bytes_out,
+        c.bytes_decoded,
         c.connections,
         c.scheduled,
         c.dropped,
@@ -139,6 +143,7 @@ impl Recorder {
                 .collect(),
             bytes_in: self.bytes_in,
             bytes_out: self.bytes_out,
+            bytes_decoded: self.bytes_decoded,
             connections: self.connections_opened,
             scheduled: self.scheduled,
             dropped: self.dropped,
@@ -177,6 +182,7 @@ impl Recorder {
         }
         r.bytes_in = c.bytes_in;
         r.bytes_out = c.bytes_out;
+        r.bytes_decoded = c.bytes_decoded;
         r.connections_opened = c.connections;
         r.scheduled = c.scheduled;
         r.dropped = c.dropped;

@@ -50,6 +50,7 @@ fn a_copied_browser_request() {
             "Accept-Encoding: gzip, deflate, br, zstd",
             "-d",
             "{\"item\":7}",
+            "--compressed",
         ]
     );
     let yaml = i.draft.to_yaml("t");
@@ -74,7 +75,18 @@ fn grouped_short_options_and_values_in_the_same_word() {
     );
     assert_eq!(i.notes.len(), 1, "-L is noted");
     assert!(i.draft.insecure);
-    assert_eq!(i.flags.last().map(String::as_str), Some("-k"));
+    assert!(i.request.follow && i.request.cookies && !i.request.compressed);
+    let tail: Vec<&str> = i
+        .flags
+        .iter()
+        .rev()
+        .take(4)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    // -L follows (to belier's most), -b keeps the cookies the server sets, as curl's engine.
+    assert_eq!(tail, ["--follow", "20", "--cookies", "-k"]);
+    assert!(i.flags.contains(&"Cookie: a=1; b=2".to_string()));
 }
 
 #[test]
