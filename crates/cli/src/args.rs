@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod files;
+mod servers;
 mod tools;
+pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
+pub use servers::{DemoArgs, TargetArgs, WebArgs};
 pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
 
 const EXIT_CODES: &str = "\
@@ -144,86 +148,6 @@ pub struct CheckArgs {
     /// Set plan variable NAME to VALUE instead of the plan's `variables` value (repeatable).
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub vars: Vec<String>,
-}
-
-/// Options of `belier report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// Results files ('-' for standard input).
-    #[arg(value_name = "FILE", default_value = "-")]
-    pub files: Vec<PathBuf>,
-    /// Output type.
-    #[arg(long = "type", value_name = "TYPE", value_enum, default_value_t = ReportType::Text)]
-    pub kind: ReportType,
-    /// Only intervals starting at or after this time into the run (e.g. skip a warm-up: 30s).
-    #[arg(long = "from", value_name = "D", value_parser = parse_duration)]
-    pub from: Option<Duration>,
-    /// Only intervals starting before this time into the run.
-    #[arg(long = "to", value_name = "D", value_parser = parse_duration)]
-    pub to: Option<Duration>,
-    /// Write to this file instead of standard output.
-    #[arg(long = "out", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-}
-
-/// Options of `belier compare`.
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// Results file of the baseline run.
-    #[arg(value_name = "BASE")]
-    pub base: PathBuf,
-    /// Results file of the run to judge.
-    #[arg(value_name = "NEW")]
-    pub new: PathBuf,
-    /// Conditions that fail the comparison (exit 3), comma-separated:
-    /// relative ('p99>+10%', 'rate<-5%') or absolute on the new run ('errors>0.5%',
-    /// 'p99>250ms').
-    #[arg(long = "fail-if", value_name = "EXPR")]
-    pub fail_if: Option<String>,
-    /// Output format.
-    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
-    pub output: CompareFormat,
-    /// Only intervals starting at or after this time into each run.
-    #[arg(long = "from", value_name = "D", value_parser = parse_duration)]
-    pub from: Option<Duration>,
-    /// Only intervals starting before this time into each run.
-    #[arg(long = "to", value_name = "D", value_parser = parse_duration)]
-    pub to: Option<Duration>,
-}
-
-/// Output types of `belier report`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportType {
-    /// Human-readable text.
-    Text,
-    /// JSON: one report, or an array of reports for several runs.
-    Json,
-    /// The per-interval series, one row per run and interval (Locust's stats history).
-    Csv,
-    /// Per-step statistics, one row per step of a plan and an `Aggregated` row per run
-    /// (Locust's stats table).
-    CsvStats,
-    /// A summary table with one column per run.
-    Markdown,
-    /// An HdrHistogram interval log of the latency histograms.
-    Hdr,
-    /// A self-contained HTML page with charts.
-    Html,
-    /// JUnit XML: a test suite per run, a test case per threshold (or one for the run);
-    /// schema: crates/report/schema/junit.xsd.
-    Junit,
-}
-
-/// Output formats of `belier compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// Human-readable text.
-    Text,
-    /// JSON: the deltas and the failed conditions.
-    Json,
-    /// JUnit XML: a test case per --fail-if condition (schema:
-    /// crates/report/schema/junit.xsd).
-    Junit,
 }
 
 /// Options of a load test.
@@ -558,88 +482,6 @@ pub enum Format {
     Text,
     /// JSON (schema: crates/report/schema/report.schema.json).
     Json,
-}
-
-/// Options of `belier target`.
-#[derive(Debug, Args)]
-pub struct TargetArgs {
-    /// Address to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    pub listen: std::net::SocketAddr,
-    /// Server threads.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub threads: usize,
-    /// Default delay before each response (per request: ?delay=20ms).
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
-    pub delay: Option<Duration>,
-    /// Default status code (per request: ?status=503).
-    #[arg(long, value_name = "CODE")]
-    pub status: Option<u16>,
-    /// Default body size in bytes (per request: ?size=1024).
-    #[arg(long, value_name = "BYTES")]
-    pub size: Option<usize>,
-    /// Default fault: reset, close-before-headers, close-mid-body, malformed or stall
-    /// (per request: ?fault=reset).
-    #[arg(long, value_name = "FAULT")]
-    pub fault: Option<belier_testserver::Fault>,
-    /// Serve HTTPS with a certificate generated at start (a fresh CA and a leaf for the listen
-    /// address, 127.0.0.1, ::1 and localhost); prints its SHA-256 fingerprint and the file
-    /// holding the CA, for clients' --cacert.
-    #[arg(long)]
-    pub tls: bool,
-    /// A known capacity: K handlers, each holding a request for --service-time (waiting, not
-    /// burning CPU); the capacity is K / service time. Also serves /metrics for Prometheus.
-    #[arg(
-        long,
-        value_name = "K",
-        requires = "service_time",
-        help_heading = "Known capacity"
-    )]
-    pub workers: Option<usize>,
-    /// How long a handler holds each request (with --workers).
-    #[arg(long = "service-time", value_name = "D", value_parser = parse_duration, requires = "workers", help_heading = "Known capacity")]
-    pub service_time: Option<Duration>,
-    /// Most requests waiting for a handler [default: no limit].
-    #[arg(
-        long,
-        value_name = "Q",
-        requires = "workers",
-        help_heading = "Known capacity"
-    )]
-    pub queue: Option<usize>,
-    /// Beyond the queue, answer 503 at once instead of closing the connection.
-    #[arg(long, requires = "queue", help_heading = "Known capacity")]
-    pub shed: bool,
-}
-
-/// Options of `belier web`.
-#[derive(Debug, Args)]
-pub struct WebArgs {
-    /// Address to listen on. An address off the loopback needs --token.
-    #[arg(long, value_name = "ADDR", default_value = belier_console::DEFAULT_ADDR)]
-    pub listen: std::net::SocketAddr,
-    /// The console's token (see --web-token; 'generate' makes one). Without the flag,
-    /// BELIER_WEB_TOKEN is read.
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
-    /// Where each run's results file and HTML report are kept, one directory per run.
-    #[arg(long = "runs-dir", value_name = "DIR", default_value = "belier-runs")]
-    pub runs_dir: PathBuf,
-}
-
-/// Options of `belier demo`.
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// How long to load the target.
-    #[arg(short = 'z', long = "duration", value_name = "D", default_value = "3s", value_parser = parse_duration)]
-    pub duration: Duration,
-    /// Concurrent connections.
-    #[arg(short = 'c', long = "connections", value_name = "N", default_value_t = belier_engine::DEFAULT_CONNECTIONS)]
-    pub connections: usize,
-    /// Over HTTPS: the target serves a certificate generated at start, which belier trusts
-    /// through --cacert.
-    #[arg(long)]
-    pub tls: bool,
 }
 
 /// Parses `30s`, `2m`, `1h30m`, `250ms`, or a bare number of seconds.
