@@ -13,8 +13,10 @@ use belier_engine::{
 use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
 
 mod draft;
+mod input_error;
 
 pub use draft::{Draft, Http2, Origin};
+pub use input_error::InputError;
 
 /// Most connections belier accepts; more is surely a typo.
 const MAX_CONNECTIONS: usize = 1_000_000;
@@ -111,48 +113,6 @@ const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 
 /// Smallest interval accepted: shorter ones would cost more than they tell.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
-
-/// Input that cannot be used, with the flag and value it came from.
-#[derive(Debug, PartialEq, Eq)]
-pub struct InputError {
-    flag: &'static str,
-    value: String,
-    reason: String,
-}
-
-impl InputError {
-    pub(crate) fn new(flag: &'static str, value: impl ToString, reason: impl Into<String>) -> Self {
-        InputError {
-            flag,
-            value: value.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Bad content of an input file, whose message already names the file and line
-    /// (`run.jsonl:3: …`): shown as it is.
-    pub(crate) fn in_file(reason: impl Into<String>) -> Self {
-        InputError::new("", "", reason)
-    }
-}
-
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.flag.is_empty() {
-            f.write_str(&self.reason)
-        } else if self.value.is_empty() {
-            write!(f, "{} {}", self.flag, self.reason)
-        } else {
-            write!(
-                f,
-                "invalid value '{}' for '{}': {}",
-                self.value, self.flag, self.reason
-            )
-        }
-    }
-}
-
-impl std::error::Error for InputError {}
 
 /// The header `--compressed` sends: every coding the engine decodes.
 pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", "gzip, br, deflate, zstd");

@@ -3,10 +3,12 @@
 //! side with belier's test server, which records every request.
 
 use std::path::Path;
-use std::process::Command;
 
 use belier_testserver::{Config, Server};
 use serde_json::Value;
+
+#[path = "support/run.rs"]
+mod run;
 
 fn server() -> Server {
     Server::start(Config {
@@ -26,19 +28,10 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
     std::fs::create_dir_all(&dir).unwrap();
     let (save, html) = (dir.join("run.jsonl"), dir.join("run.html"));
     let url = s.url("/private").replace("http://", "http://alice:s3cr+t@");
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .arg(&url)
-        .args(["-n", "20", "-c", "2", "--output", "json", "--save"])
-        .arg(&save)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (save_arg, html_arg) = (save.to_str().unwrap(), html.to_str().unwrap());
+    let out = run::belier_ok(&[
+        &url, "-n", "20", "-c", "2", "--output", "json", "--save", save_arg, "--html", html_arg,
+    ]);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 20);
     assert!(seen
@@ -63,12 +56,15 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
     // An Authorization header given with -H wins, as with curl.
     let s = server();
     let url = s.url("/").replace("http://", "http://alice:s3cr+t@");
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .arg(&url)
-        .args(["-n", "3", "-c", "1", "-H", "Authorization: Bearer xyz"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    run::belier_ok(&[
+        &url,
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "-H",
+        "Authorization: Bearer xyz",
+    ]);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 3);
     for r in &seen {
@@ -89,15 +85,7 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
 fn cookies_go_back_to_the_server_that_set_them() {
     let s = server();
     let url = s.url("/login?token=1");
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args([&url, "-n", "30", "-c", "3", "-t", "1", "--cookies"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run::belier_ok(&[&url, "-n", "30", "-c", "3", "-t", "1", "--cookies"]);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 30);
     let mut index = std::collections::HashMap::new();
@@ -111,11 +99,7 @@ fn cookies_go_back_to_the_server_that_set_them() {
 
     // Without --cookies, none goes back.
     let s = server();
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args([&s.url("/login?token=1"), "-n", "5", "-c", "1"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    run::belier_ok(&[&s.url("/login?token=1"), "-n", "5", "-c", "1"]);
     assert!(s
         .recent_requests()
         .iter()

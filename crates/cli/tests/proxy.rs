@@ -5,10 +5,13 @@
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+
+#[path = "support/run.rs"]
+mod run;
 
 struct Tinyproxy {
     child: Child,
@@ -83,6 +86,18 @@ fn server() -> Server {
     .unwrap()
 }
 
+/// belier with `args` through `--proxy proxy_url`, with no NO_PROXY from the environment;
+/// fails the test unless it exits 0.
+fn via_proxy(args: &[&str], proxy_url: &str) -> Output {
+    run::ok(
+        Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args(args)
+            .args(["--proxy", proxy_url])
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy"),
+    )
+}
+
 #[test]
 fn requests_go_through_the_proxy_unless_no_proxy_names_the_host() {
     let Some(proxy) = Tinyproxy::start("") else {
@@ -91,21 +106,10 @@ fn requests_go_through_the_proxy_unless_no_proxy_names_the_host() {
     let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
     let s = server();
     let url = s.url("/through?x=1");
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        // tinyproxy serves one request per client connection and closes it without saying so
-        // (no `Connection: close`): a kept connection's next request would be counted as
-        // closed before its response. One connection per request, then.
-        .args([&url, "-n", "20", "-c", "2", "--no-keepalive"])
-        .args(["--proxy", &proxy_url])
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // tinyproxy serves one request per client connection and closes it without saying so
+    // (no `Connection: close`): a kept connection's next request would be counted as closed
+    // before its response. One connection per request, then.
+    via_proxy(&[&url, "-n", "20", "-c", "2", "--no-keepalive"], &proxy_url);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 20);
     for r in &seen {
@@ -144,18 +148,18 @@ fn the_proxys_credentials_go_as_proxy_authorization() {
     };
     let s = server();
     let run = |proxy_url: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args([&s.url("/auth"), "-n", "5", "-c", "1", "--no-keepalive"])
-            .args(["--proxy", proxy_url, "--output", "json"])
-            .env_remove("NO_PROXY")
-            .env_remove("no_proxy")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let url = s.url("/auth");
+        let args = [
+            &url,
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "--no-keepalive",
+            "--output",
+            "json",
+        ];
+        let out = via_proxy(&args, proxy_url);
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
         doc["status_codes"].clone()
@@ -190,19 +194,12 @@ fn https_goes_through_a_connect_tunnel_with_keep_alive_inside() {
         .join(format!("tunnel-ca-{}.pem", std::process::id()));
     std::fs::write(&ca_file, ca).unwrap();
     let run = |proxy_url: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args([&s.url("/secure"), "-n", "20", "-c", "2", "-t", "1"])
-            .args(["--cacert", ca_file.to_str().unwrap()])
-            .args(["--proxy", proxy_url, "--output", "json"])
-            .env_remove("NO_PROXY")
-            .env_remove("no_proxy")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let url = s.url("/secure");
+        let ca = ca_file.to_str().unwrap();
+        let args = [
+            &url, "-n", "20", "-c", "2", "-t", "1", "--cacert", ca, "--output", "json",
+        ];
+        let out = via_proxy(&args, proxy_url);
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(!String::from_utf8_lossy(&out.stdout).contains("s3cret"));
         doc

@@ -6,6 +6,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
+#[path = "support/run.rs"]
+mod run;
+
 struct Target(Child);
 
 impl Drop for Target {
@@ -80,17 +83,9 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     assert_eq!(fingerprint.len(), 32 * 3 - 1, "{fingerprint}");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args([
-            &url, "-n", "5", "-c", "1", "--cacert", &ca, "--output", "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run::belier_ok(&[
+        &url, "-n", "5", "-c", "1", "--cacert", &ca, "--output", "json",
+    ]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["status_codes"]["200"], 5, "{doc}");
 
@@ -108,15 +103,11 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
 
 #[test]
 fn the_demo_over_tls_trusts_the_generated_certificate() {
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["demo", "--tls", "-z", "1s", "-c", "2"])
-        .output()
-        .unwrap();
+    let out = run::belier_ok(&["demo", "--tls", "-z", "1s", "-c", "2"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("SHA-256 fingerprint"), "{stderr}");
     assert!(stdout.contains("https://127.0.0.1:"), "{stdout}");
     // Every request was answered: the report's count is the target's, and no error.
