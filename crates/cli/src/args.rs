@@ -464,6 +464,15 @@ pub struct RequestArgs {
         conflicts_with_all = ["connect_to", "resolve"]
     )]
     pub proxy: Option<String>,
+
+    /// Connect to this Unix domain socket instead of over TCP (curl's --unix-socket); the URL
+    /// still gives the Host header, the path and the scheme (https: TLS over the socket).
+    #[arg(
+        long = "unix-socket",
+        value_name = "PATH",
+        conflicts_with_all = ["connect_to", "resolve", "proxy"]
+    )]
+    pub unix_socket: Option<PathBuf>,
 }
 
 /// Spacing of open-loop arrivals.

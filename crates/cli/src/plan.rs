@@ -326,6 +326,7 @@ pub fn engine_for(
         engine.timeout = t;
     }
     engine.connect_to = connection.connect_to;
+    engine.unix_socket.clone_from(&options.unix_socket);
     engine.keepalive = options.keepalive;
     engine.resend = !connection.no_resend;
     engine.load = plan.load.engine_load();

@@ -170,6 +170,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     engine.compressed = r.compressed;
     engine.tls = tls;
     engine.connect_to = r.connect_to.or(resolved);
+    engine.unix_socket.clone_from(&r.unix_socket);
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;
     }

@@ -215,6 +215,15 @@ fn configure(
         &origin.host,
         origin.port,
     )?);
+    if request.unix_socket.is_some() && !engine.origins.is_empty() {
+        return Err(InputError::new(
+            "--unix-socket",
+            "",
+            "takes targets on one host only: a socket serves one host",
+        )
+        .into());
+    }
+    engine.unix_socket.clone_from(&request.unix_socket);
     Ok(Some((
         engine,
         origin.url(),

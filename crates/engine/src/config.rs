@@ -134,6 +134,11 @@ pub struct Config {
     /// Connect here instead of resolving the host (the Host header and TLS name stay the
     /// URL's), like curl's --connect-to.
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Connect to this Unix domain socket instead of over TCP (curl's --unix-socket); the
+    /// URL still gives the `Host` header, the path and the scheme (https: TLS over the
+    /// socket, the server name the URL's). Takes precedence over [`Config::connect_to`]; a
+    /// socket serves one host, so it does not go with [`Config::origins`].
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Speak HTTP/2: over TLS offered with ALPN `h2` (a server that picks anything else
     /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
     pub http2: bool,
@@ -194,6 +199,7 @@ impl std::fmt::Debug for Config {
             .field("interval", &self.interval)
             .field("tls", &self.tls)
             .field("connect_to", &self.connect_to)
+            .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
             .field("max_streams", &self.max_streams)
             .field("keep_samples", &self.keep_samples)
@@ -267,6 +273,7 @@ impl Config {
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,
+            unix_socket: None,
             users: None,
             pacing: None,
             origins: Vec::new(),

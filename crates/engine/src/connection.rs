@@ -1,24 +1,28 @@
 //! One HTTP/1.1 connection: connect, write the prebuilt request, read one response. The
 //! connect and TLS steps ([`open_stream`]) and the failure vocabulary serve HTTP/2 too.
+//! Connections go over TCP or, with `Config::unix_socket`, a Unix domain socket.
 
 use std::cell::Cell;
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use belier_stats::ErrorKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 use crate::decode::{BodyDecoder, DecodeError};
+use crate::endpoint::Endpoint;
 use crate::http1::{parse_head, Framing, Malformed};
 use crate::tls::{handshake_error_kind, Tls};
 use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod reuse;
+mod socket;
 pub(crate) mod tunnel;
+
+pub(crate) use socket::Socket;
 
 pub(crate) use reuse::{exchange_http1, Http1Request, IDLE_CHECK_AFTER};
 
@@ -241,11 +245,12 @@ pub(crate) struct Response {
     pub reusable: bool,
 }
 
-/// The byte stream under HTTP: plain TCP or TLS over TCP. An enum rather than a trait
-/// object keeps the plain path free of dynamic dispatch.
+/// The byte stream under HTTP: plain TCP, a plain Unix domain socket, or TLS over either. An
+/// enum rather than a trait object keeps the plain path free of dynamic dispatch.
 pub(crate) enum Stream {
     Plain(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    Unix(UnixStream),
+    Tls(Box<tokio_rustls::client::TlsStream<Socket>>),
 }
 
 impl AsyncRead for Stream {
@@ -256,6 +261,7 @@ impl AsyncRead for Stream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -269,6 +275,7 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
@@ -276,6 +283,7 @@ impl AsyncWrite for Stream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
@@ -283,6 +291,7 @@ impl AsyncWrite for Stream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
@@ -302,32 +311,29 @@ pub(crate) struct Connection {
     reused: bool,
 }
 
-/// Opens a TCP connection to `addr`, then a TLS session over it when `tls` is given, noting
-/// when each step completed in `p`.
+/// Opens a connection to `endpoint` (TCP or a Unix domain socket), then a TLS session over it
+/// when `tls` is given, noting when each step completed in `p`.
 pub(crate) async fn open_stream(
-    addr: SocketAddr,
+    endpoint: &Endpoint,
     tls: Option<&Tls>,
     p: &mut Progress,
 ) -> Result<Stream, Failure> {
     p.phase = Phase::Connecting;
-    let mut tcp = TcpStream::connect(addr)
-        .await
-        .map_err(|e| Failure::io(e, true))?;
-    // Requests are written in one piece; Nagle would only delay them.
-    tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+    let mut socket = Socket::connect(endpoint).await?;
     p.connected = Some(Instant::now());
     if let Some(connect) = tls.and_then(|t| t.tunnel.as_deref()) {
         // Through a proxy: its tunnel is part of the handshake.
         p.phase = Phase::Handshaking;
-        tunnel::open(&mut tcp, connect).await?;
+        tunnel::open(&mut socket, connect).await?;
     }
-    let stream = match tls {
-        None => Stream::Plain(tcp),
-        Some(tls) => {
+    let stream = match (tls, socket) {
+        (None, Socket::Tcp(tcp)) => Stream::Plain(tcp),
+        (None, Socket::Unix(unix)) => Stream::Unix(unix),
+        (Some(tls), socket) => {
             p.phase = Phase::Handshaking;
             let session = tls
                 .connector
-                .connect(tls.server_name.clone(), tcp)
+                .connect(tls.server_name.clone(), socket)
                 .await
                 .map_err(|e| match handshake_error_kind(&e) {
                     Some(kind) => Failure {
@@ -349,7 +355,7 @@ impl Stream {
     /// says its certificate was accepted as pinned.
     pub(crate) fn tls_session(&self, pinned: bool) -> Option<String> {
         match self {
-            Stream::Plain(_) => None,
+            Stream::Plain(_) | Stream::Unix(_) => None,
             Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1, pinned)),
         }
     }
@@ -357,7 +363,7 @@ impl Stream {
     /// The ALPN protocol the server chose, for a TLS connection.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         match self {
-            Stream::Plain(_) => None,
+            Stream::Plain(_) | Stream::Unix(_) => None,
             Stream::Tls(s) => s.get_ref().1.alpn_protocol(),
         }
     }
@@ -366,11 +372,11 @@ impl Stream {
 impl Connection {
     /// Opens a connection (see [`open_stream`]).
     pub(crate) async fn open(
-        addr: SocketAddr,
+        endpoint: &Endpoint,
         tls: Option<&Tls>,
         p: &mut Progress,
     ) -> Result<Connection, Failure> {
-        let stream = open_stream(addr, tls, p).await?;
+        let stream = open_stream(endpoint, tls, p).await?;
         Ok(Connection {
             stream,
             pinned: tls.is_some_and(Tls::pinned),
@@ -390,13 +396,14 @@ impl Connection {
         if now.saturating_duration_since(self.idle_since) < IDLE_CHECK_AFTER {
             return false;
         }
-        let tcp = match &self.stream {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.get_ref().0,
+        let socket = match &self.stream {
+            Stream::Plain(tcp) => socket2::SockRef::from(tcp),
+            Stream::Unix(unix) => socket2::SockRef::from(unix),
+            Stream::Tls(tls) => tls.get_ref().0.sock_ref(),
         };
         let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
         // The socket is non-blocking (tokio's): nothing to read is `WouldBlock`.
-        match socket2::SockRef::from(tcp).peek(&mut byte) {
+        match socket.peek(&mut byte) {
             Err(e) => return e.kind() != io::ErrorKind::WouldBlock,
             // The end of the stream.
             Ok(0) => return true,
@@ -426,12 +433,13 @@ impl Connection {
         self.stream.tls_session(self.pinned)
     }
 
-    /// Writes what it can of `request` without waiting (plain TCP only; 0 for TLS, or when
+    /// Writes what it can of `request` without waiting (plain sockets only; 0 for TLS, or when
     /// the socket takes nothing now or fails: [`Connection::exchange`] then writes the rest and
     /// meets the error). Returns the bytes written.
     pub(crate) fn try_send(&mut self, request: &[u8]) -> usize {
         match &self.stream {
             Stream::Plain(tcp) => tcp.try_write(request).unwrap_or(0),
+            Stream::Unix(unix) => unix.try_write(request).unwrap_or(0),
             Stream::Tls(_) => 0,
         }
     }

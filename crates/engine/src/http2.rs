@@ -23,7 +23,6 @@
 //! HTTP/1.1's textual form and the body kept up to its cap.
 
 use std::cell::{Cell, RefCell};
-use std::net::SocketAddr;
 use std::rc::{Rc, Weak};
 use std::time::Instant;
 
@@ -153,7 +152,7 @@ impl From<TemplateError> for Failure {
 
 /// Where a group's connections go.
 pub(crate) struct Target<'a> {
-    pub addr: SocketAddr,
+    pub addr: &'a crate::endpoint::Endpoint,
     pub tls: Option<&'a Tls>,
 }
 

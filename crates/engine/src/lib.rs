@@ -29,6 +29,7 @@ mod config;
 mod connection;
 mod control;
 mod decode;
+mod endpoint;
 pub mod host;
 mod http1;
 mod http2;
@@ -60,6 +61,7 @@ pub use config::{
     DEFAULT_TIMER_SLACK,
 };
 pub use control::{Control, ControlError, Knob, Steer};
+pub use endpoint::Endpoint;
 pub use http2::TemplateError;
 pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
@@ -160,7 +162,7 @@ pub struct Run {
     stop: Arc<watch::Sender<bool>>,
     control: Control,
     threads: Vec<JoinHandle<()>>,
-    addr: SocketAddr,
+    addr: Endpoint,
     dns: Duration,
     started_at: SystemTime,
     started: Instant,
@@ -183,6 +185,11 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     if config.http2 && !config.origins.is_empty() {
         return Err(StartError::Invalid(
             "several hosts in one run need HTTP/1.1 (HTTP/2 shares one connection per host)",
+        ));
+    }
+    if config.unix_socket.is_some() && !config.origins.is_empty() {
+        return Err(StartError::Invalid(
+            "a Unix socket serves one host: several hosts in one run need TCP",
         ));
     }
     let spec = &config.request;
@@ -212,7 +219,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         .iter()
         .map(|(host, port)| {
             Ok(plan::Dest {
-                addr: resolve_host(host, *port)?,
+                addr: Endpoint::Tcp(resolve_host(host, *port)?),
                 tls: config
                     .tls
                     .as_ref()
@@ -286,7 +293,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         (a, b) => a.or(b),
     };
     let plan = Arc::new(plan::Plan {
-        addr,
+        addr: addr.clone(),
         tls,
         request: request::encode(spec, config.keepalive),
         head_request: request::is_head(&spec.method),
@@ -370,9 +377,9 @@ impl Run {
         self.dns
     }
 
-    /// The address connections go to.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+    /// Where connections go: the address, or the Unix domain socket.
+    pub fn addr(&self) -> &Endpoint {
+        &self.addr
     }
 
     /// The instant the run started; sample instants are relative to it.
@@ -422,12 +429,15 @@ impl Run {
     }
 }
 
-/// The address to connect to: `connect_to`, or the host resolved once.
-fn resolve(config: &Config) -> Result<SocketAddr, StartError> {
+/// Where to connect: the Unix domain socket, `connect_to`, or the host resolved once.
+fn resolve(config: &Config) -> Result<Endpoint, StartError> {
     let spec = &config.request;
+    if let Some(path) = &config.unix_socket {
+        return Ok(Endpoint::Unix(path.clone()));
+    }
     match config.connect_to {
-        Some(addr) => Ok(addr),
-        None => resolve_host(&spec.host, spec.port),
+        Some(addr) => Ok(Endpoint::Tcp(addr)),
+        None => resolve_host(&spec.host, spec.port).map(Endpoint::Tcp),
     }
 }
 

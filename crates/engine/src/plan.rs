@@ -1,16 +1,16 @@
 //! What a run's workers are given: the plan every worker shares, read-only, and each
 //! worker's share of the load.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::Load;
+use crate::endpoint::Endpoint;
 use crate::user::Users;
 
 /// What every worker of a run shares, read-only.
 pub(crate) struct Plan {
-    pub addr: SocketAddr,
+    pub addr: Endpoint,
     pub tls: Option<crate::tls::Tls>,
     pub request: Vec<u8>,
     pub head_request: bool,
@@ -57,19 +57,19 @@ pub(crate) struct Plan {
 
 /// One of a run's other hosts, resolved.
 pub(crate) struct Dest {
-    pub addr: SocketAddr,
+    pub addr: Endpoint,
     pub tls: Option<crate::tls::Tls>,
     pub host_header: String,
 }
 
 impl Plan {
     /// Address, TLS settings and `Host` header of `origin` (see `Outgoing::origin`).
-    pub(crate) fn dest(&self, origin: usize) -> (SocketAddr, Option<&crate::tls::Tls>, &str) {
+    pub(crate) fn dest(&self, origin: usize) -> (&Endpoint, Option<&crate::tls::Tls>, &str) {
         match origin.checked_sub(1) {
-            None => (self.addr, self.tls.as_ref(), &self.host_header),
+            None => (&self.addr, self.tls.as_ref(), &self.host_header),
             Some(i) => {
                 let d = &self.others[i];
-                (d.addr, d.tls.as_ref(), &d.host_header)
+                (&d.addr, d.tls.as_ref(), &d.host_header)
             }
         }
     }

@@ -11,7 +11,7 @@ use crate::{request, tls, Config, StartError};
 #[derive(Debug)]
 pub struct Probe {
     /// The address connected to.
-    pub addr: std::net::SocketAddr,
+    pub addr: crate::Endpoint,
     /// Name resolution.
     pub dns: Duration,
     /// TCP connect, if it completed.
@@ -65,7 +65,7 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         };
         let start = Instant::now();
         let exchange = async {
-            let mut conn = Connection::open(addr, tls.as_ref(), &mut p).await?;
+            let mut conn = Connection::open(&addr, tls.as_ref(), &mut p).await?;
             let session = conn.tls_session();
             // Past the connect and handshake: a timeout from here is the response's.
             p.phase = Phase::Exchanging;

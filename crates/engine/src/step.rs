@@ -164,7 +164,7 @@ async fn exchange(
                 }
             };
             let target = Target {
-                addr: plan.addr,
+                addr: &plan.addr,
                 tls: plan.tls.as_ref(),
             };
             return group.exchange(&target, template, p).await;

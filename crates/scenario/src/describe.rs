@@ -43,6 +43,9 @@ impl Plan {
             o.max_streams
                 .map_or(String::new(), |m| format!(" ({m} streams)")),
         );
+        if let Some(path) = &o.unix_socket {
+            let _ = writeln!(out, "unix socket: {}", path.display());
+        }
         if o.insecure || o.cacert.is_some() || o.cert.is_some() || o.sni.is_some() {
             let _ = writeln!(
                 out,

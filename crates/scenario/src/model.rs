@@ -74,6 +74,9 @@ pub struct Options {
     pub http2: bool,
     /// HTTP/2: concurrent streams per connection; `None`: the CLI's default.
     pub max_streams: Option<usize>,
+    /// Connect to this Unix domain socket instead of over TCP (resolved from the plan's
+    /// directory); the target still gives the Host header, the paths and the scheme.
+    pub unix_socket: Option<PathBuf>,
     /// Reuse connections (default true).
     pub keepalive: bool,
     /// Keep a cookie jar per virtual user (default true).

@@ -28,6 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "sni",
     "http2",
     "max_streams",
+    "unix_socket",
     "keepalive",
     "cookies",
     "variables",
@@ -530,6 +531,7 @@ fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
             .transpose()?,
         http2: flag("http2", false)?,
         max_streams,
+        unix_socket: file("unix_socket")?,
         keepalive: flag("keepalive", true)?,
         cookies: flag("cookies", true)?,
     })

@@ -109,6 +109,9 @@ pub struct Options {
     /// Serve a self-signed certificate with `CA:TRUE` (what `openssl req -x509` makes) as the
     /// server's own, rather than one signed by a test CA; `ca.pem` is then that certificate.
     pub self_signed: bool,
+    /// Also listen on Unix domain sockets in the temp dir: `http.sock` (HTTP/1.1), `h2c.sock`
+    /// (HTTP/2 with prior knowledge) and, with `tls`, `tls.sock` (HTTPS offering h2).
+    pub unix: bool,
 }
 
 impl Default for Options {
@@ -121,6 +124,7 @@ impl Default for Options {
             keepalive_requests: 100_000,
             keepalive_timeout: "60s".to_owned(),
             self_signed: false,
+            unix: false,
         }
     }
 }
@@ -247,6 +251,13 @@ impl Nginx {
         if let Some(port) = self.h2c_port {
             writeln!(tls, "        listen 127.0.0.1:{port} http2;").unwrap();
         }
+        if self.options.unix {
+            writeln!(tls, "        listen unix:{d}/http.sock;").unwrap();
+            writeln!(tls, "        listen unix:{d}/h2c.sock http2;").unwrap();
+            if self.options.tls {
+                writeln!(tls, "        listen unix:{d}/tls.sock ssl http2;").unwrap();
+            }
+        }
         format!(
             "daemon off;
 master_process off;
@@ -354,9 +365,13 @@ http {{
             }
             // These probes are connections without a request: they appear in stub_status's
             // `accepts` but never in the access log.
+            let sockets = self.unix_sockets();
             if ports
                 .iter()
                 .all(|&p| TcpStream::connect((Ipv4Addr::LOCALHOST, p)).is_ok())
+                && sockets
+                    .iter()
+                    .all(|s| std::os::unix::net::UnixStream::connect(s).is_ok())
             {
                 // Connectable is not ours: while nginx retries a port another process holds,
                 // it listens on its other ports, and the busy one answers for that process.
@@ -401,6 +416,24 @@ http {{
             .h2c_port
             .expect("nginx was started without h2c: set Options::h2c");
         format!("http://127.0.0.1:{port}{path}")
+    }
+
+    /// The Unix domain socket `name` (`http.sock`, `h2c.sock`, `tls.sock`) of
+    /// [`Options::unix`].
+    pub fn unix_socket(&self, name: &str) -> PathBuf {
+        assert!(self.options.unix, "nginx was started without Unix sockets");
+        self.dir.join(name)
+    }
+
+    fn unix_sockets(&self) -> Vec<PathBuf> {
+        if !self.options.unix {
+            return Vec::new();
+        }
+        let mut names = vec!["http.sock", "h2c.sock"];
+        if self.options.tls {
+            names.push("tls.sock");
+        }
+        names.iter().map(|n| self.dir.join(n)).collect()
     }
 
     /// The test CA's certificate (PEM), for belier's `--cacert`.

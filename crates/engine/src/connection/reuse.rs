@@ -1,7 +1,6 @@
 //! Reusing an HTTP/1.1 keep-alive connection: the check before reuse (has the server closed
 //! it while it was idle?) and the one re-send of a request that crossed the server's close.
 
-use std::net::SocketAddr;
 use std::time::Instant;
 
 use belier_stats::ErrorKind;
@@ -43,7 +42,7 @@ pub(crate) struct Http1Request<'a> {
 /// failure counted under its own kind, as with a new connection.
 pub(crate) async fn exchange_http1(
     slot: &mut Option<Connection>,
-    addr: SocketAddr,
+    addr: &crate::endpoint::Endpoint,
     tls: Option<&Tls>,
     request: &Http1Request<'_>,
     p: &mut Progress,

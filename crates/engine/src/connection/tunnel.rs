@@ -2,8 +2,7 @@
 //! proxy, its `2xx` answer, then the TLS handshake with the origin through the tunnel
 //! (RFC 9110 §9.3.6).
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use belier_stats::ErrorKind;
 
@@ -27,7 +26,10 @@ pub(crate) fn connect_request(authority: &str, proxy_authorization: Option<&str>
 /// Sends `request` (see [`connect_request`]) and reads the proxy's answer: a `2xx` opens the
 /// tunnel; any other status (`407` without credentials, `403`) fails the connect, counted as
 /// refused, with the proxy's status line as the example.
-pub(crate) async fn open(tcp: &mut TcpStream, request: &[u8]) -> Result<(), Failure> {
+pub(crate) async fn open(
+    tcp: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    request: &[u8],
+) -> Result<(), Failure> {
     tcp.write_all(request)
         .await
         .map_err(|e| Failure::io(e, true))?;
@@ -78,6 +80,7 @@ pub(crate) async fn open(tcp: &mut TcpStream, request: &[u8]) -> Result<(), Fail
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::TcpStream;
 
     #[test]
     fn the_connect_request_names_the_origin_and_the_credentials() {

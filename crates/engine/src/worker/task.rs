@@ -105,7 +105,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
         let mut p = Progress::default();
         let opened = match &mut link {
             Link::Http1(slot @ None) => {
-                match Connection::open(plan.addr, plan.tls.as_ref(), &mut p).await {
+                match Connection::open(&plan.addr, plan.tls.as_ref(), &mut p).await {
                     Ok(conn) => {
                         *slot = Some(conn);
                         true
@@ -116,7 +116,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             Link::Http2(group) => {
                 // The group's first slot opens its connection; the others find it open.
                 let target = Target {
-                    addr: plan.addr,
+                    addr: &plan.addr,
                     tls: plan.tls.as_ref(),
                 };
                 group.connect(&target, &mut p).await.is_ok() && p.connected.is_some()
