@@ -16,6 +16,7 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         .then(|| crate::target::self_signed(defaults.listen));
     let server = Server::start(Config {
         tls: tls.as_ref().map(|(config, _)| config.clone()),
+        http2: true,
         ..defaults
     })
     .context("cannot start the built-in target")?;
@@ -32,12 +33,16 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         let path = crate::target::write_ca(&server, config, ca)?;
         argv.extend(["--cacert".to_string(), path.display().to_string()]);
     }
+    if args.http2 {
+        argv.push("--http2".into());
+    }
     let load = crate::args::Cli::try_parse_from(argv)
         .context("demo arguments")?
         .load;
     eprintln!(
-        "belier demo: loading the built-in target at {} with {} connections for {}",
+        "belier demo: loading the built-in target at {} over {} with {} connections for {}",
         server.url("/"),
+        if args.http2 { "HTTP/2" } else { "HTTP/1.1" },
         args.connections,
         humantime::format_duration(args.duration)
     );

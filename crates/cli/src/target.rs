@@ -76,10 +76,19 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         defaults,
         record_requests: 0,
         tls: tls.as_ref().map(|(config, _)| config.clone()),
+        http2: true,
         handlers: handlers.clone(),
     })
     .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!("belier target listening on {}", server.url("/"));
+    eprintln!(
+        "  HTTP/1.1 and HTTP/2 ({})",
+        if args.tls {
+            "ALPN h2"
+        } else {
+            "h2c with prior knowledge"
+        }
+    );
     if let Some((config, ca)) = &tls {
         let path = write_ca(&server, config, ca)?;
         eprintln!(

@@ -7,15 +7,18 @@
 //! Needs curl: outside CI a test without it prints that it skipped; with CI=true it fails.
 #![allow(clippy::print_stderr)]
 
+#[path = "support/curl.rs"]
+mod curl;
 #[path = "support/shop.rs"]
 mod shop;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server, TlsConfig};
+use curl::{curl, have_curl};
 use serde_json::Value;
 use shop::Shop;
 
@@ -33,22 +36,6 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Whether curl is here; outside CI a test without it skips, under CI it fails.
-fn have_curl(test: &str) -> bool {
-    let found = Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{test}: curl is required under CI (scripts/install-test-deps installs it)"
-        );
-        eprintln!("{test}: skipped: curl is not installed (scripts/install-test-deps installs it)");
-    }
-    found
 }
 
 /// A recorder started with `--out PLAN --ca-dir DIR/ca`, the proxy address and CA it printed,
@@ -130,16 +117,6 @@ impl Recorder {
         assert!(status.success());
         self.wait()
     }
-}
-
-fn curl(args: &[&str]) -> Output {
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "10"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "curl {args:?}: {}", text(&out.stderr));
-    out
 }
 
 fn run_plan(plan: &Path, extra: &[&str]) -> Value {

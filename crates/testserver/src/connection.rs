@@ -138,6 +138,20 @@ impl<S: Transport> Connection<S> {
         }
     }
 
+    /// Like [`Connection::new`], for a socket from which `input` was already read.
+    pub(crate) fn with_input(
+        stream: S,
+        shared: Arc<Shared>,
+        seq: u64,
+        open: OpenGuard,
+        input: &[u8],
+    ) -> Self {
+        let mut connection = Connection::new(stream, shared, seq, open);
+        connection.io.buf[..input.len()].copy_from_slice(input);
+        connection.io.end = input.len();
+        connection
+    }
+
     /// Serves the connection until it ends. Cancel-safe in the sense that matters here:
     /// dropping the future (server stop) closes the socket.
     pub(crate) async fn run(mut self) {

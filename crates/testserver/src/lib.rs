@@ -1,5 +1,5 @@
-//! belier's built-in target: a fast HTTP/1.1 server that counts what it sees and misbehaves on
-//! request.
+//! belier's built-in target: a fast HTTP/1.1 (and, when asked, HTTP/2) server that counts what
+//! it sees and misbehaves on request.
 //!
 //! It serves belier's integration tests (which cross-check belier's numbers against the
 //! server's own [`Counts`]), benchmarks, and the `belier target` subcommand.
@@ -17,13 +17,20 @@
 //! With [`Config::tls`] it serves HTTPS instead: the same HTTP/1.1 handling after a rustls
 //! handshake, with [`TlsConfig::self_signed`] to make certificates for tests.
 //!
+//! With [`Config::http2`] it also speaks HTTP/2, through the `h2` crate's server: `h2` in ALPN
+//! over TLS, prior knowledge (h2c) over plain TCP. Knobs, counters and recording are the same
+//! ([`SeenRequest::version`] says which protocol a request came in); the faults take their
+//! HTTP/2 form, stream resets and dropped connections, and `malformed`, which no correct
+//! HTTP/2 library can send, is answered `400` saying so.
+//!
 //! # Why not hyper
 //! The server is written directly on tokio and httparse because fault injection needs
 //! byte-level control of the socket: resetting a connection after reading a request, closing it
 //! halfway through a body whose length was announced, writing a status line no parser accepts,
 //! or never answering at all. hyper, rightly, does not let a service produce any of those.
 //! Owning the loop also keeps the default path cheap: the response head is built once and a
-//! request without a query string allocates nothing.
+//! request without a query string allocates nothing. HTTP/2 is another matter: its framing,
+//! HPACK and flow control are the `h2` crate's, and its faults are frames that crate sends.
 //!
 //! # Example
 //! ```
@@ -45,6 +52,7 @@
 mod behaviour;
 mod connection;
 mod handlers;
+mod http2;
 mod request;
 mod response;
 mod server;

@@ -136,6 +136,7 @@ impl Request {
                 })
                 .collect(),
             body: Vec::new(),
+            version: if http10 { "HTTP/1.0" } else { "HTTP/1.1" },
             connection: seq,
             arrived: Instant::now(),
         });

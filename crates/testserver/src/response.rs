@@ -93,6 +93,19 @@ pub(crate) fn write_gzip(
     body_size: Option<usize>,
     connection: ConnectionHeader,
 ) {
+    let gz = gzip_body(body_size);
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nContent-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
+        reason(status)
+    );
+    write_head_tail(out, Framing::Length(gz.len()), connection);
+    out.extend_from_slice(&gz);
+}
+
+/// The plain answer's body ([`DEFAULT_BODY`] without a size, else `body_size` [`FILLER`]
+/// bytes), gzip-compressed.
+pub(crate) fn gzip_body(body_size: Option<usize>) -> Vec<u8> {
     use std::io::Write as _;
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing into a Vec cannot fail.
@@ -108,14 +121,7 @@ pub(crate) fn write_gzip(
             }
         }
     }
-    let gz = encoder.finish().unwrap_or_default();
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {}\r\nContent-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
-        reason(status)
-    );
-    write_head_tail(out, Framing::Length(gz.len()), connection);
-    out.extend_from_slice(&gz);
+    encoder.finish().unwrap_or_default()
 }
 
 /// Appends a complete redirect to `location`, without a body.

@@ -43,6 +43,11 @@ pub struct Config {
     /// handling, knobs and faults as without. `None` serves plain HTTP. See
     /// [`TlsConfig::self_signed`] for a configuration to test with.
     pub tls: Option<TlsConfig>,
+    /// Also speak HTTP/2: with TLS, `h2` is offered in ALPN first (before [`TlsConfig::alpn`]'s
+    /// protocols) and a connection that picks it is served over HTTP/2; without, a connection
+    /// that opens with the HTTP/2 preface (h2c with prior knowledge) is. The knobs, counters
+    /// and recording are the same; faults take their HTTP/2 form (see the crate's docs).
+    pub http2: bool,
     /// A known capacity: every request (but `/metrics`) waits for one of a fixed number of
     /// handlers, which holds it for a service time; see [`Handlers`]. `None`: requests are
     /// answered as they come.
@@ -58,6 +63,7 @@ impl Default for Config {
             defaults: Behaviour::default(),
             record_requests: 0,
             tls: None,
+            http2: false,
             handlers: None,
         }
     }
@@ -98,6 +104,8 @@ pub struct SeenRequest {
     pub headers: Vec<(String, String)>,
     /// The (de-chunked) body, truncated to [`RECORDED_BODY_BYTES`](crate::RECORDED_BODY_BYTES).
     pub body: Vec<u8>,
+    /// The protocol it came in: `HTTP/1.1`, `HTTP/1.0` or `HTTP/2`.
+    pub version: &'static str,
     /// Which connection it came on: the n-th accepted connection is `n`, starting at 1, so the
     /// latest connection's number equals [`Counts::connections`].
     pub connection: u64,
@@ -243,7 +251,11 @@ impl Server {
                 "the test server needs at least one thread",
             ));
         }
-        let acceptor = config.tls.as_ref().map(TlsConfig::acceptor).transpose()?;
+        let acceptor = config
+            .tls
+            .as_ref()
+            .map(|tls| tls.acceptor(config.http2))
+            .transpose()?;
         let listener = std::net::TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -266,7 +278,17 @@ impl Server {
                 let shared = Arc::clone(&shared);
                 let threads = config.threads;
                 let acceptor = acceptor.clone();
-                move || serve(listener, threads, acceptor, shared, stop_rx, ready_tx)
+                let http2 = config.http2;
+                move || {
+                    serve(
+                        listener,
+                        threads,
+                        (acceptor, http2),
+                        shared,
+                        stop_rx,
+                        ready_tx,
+                    )
+                }
             })?;
         let ready = ready_rx.recv().unwrap_or_else(|_| {
             Err(io::Error::other(
@@ -392,7 +414,7 @@ impl Drop for Server {
 fn serve(
     listener: std::net::TcpListener,
     threads: usize,
-    acceptor: Option<TlsAcceptor>,
+    protocols: (Option<TlsAcceptor>, bool),
     shared: Arc<Shared>,
     stop: oneshot::Receiver<()>,
     ready: mpsc::SyncSender<io::Result<()>>,
@@ -420,7 +442,7 @@ fn serve(
         match TcpListener::from_std(listener) {
             Ok(listener) => {
                 let _ = ready.send(Ok(()));
-                accept(listener, acceptor, shared, stop).await;
+                accept(listener, protocols, shared, stop).await;
             }
             Err(err) => {
                 let _ = ready.send(Err(err));
@@ -433,9 +455,11 @@ fn serve(
     drop(runtime);
 }
 
+/// Accepts connections until `stop`; `protocols` is the TLS acceptor, if any, and whether
+/// plain connections may speak HTTP/2.
 async fn accept(
     listener: TcpListener,
-    acceptor: Option<TlsAcceptor>,
+    (acceptor, http2): (Option<TlsAcceptor>, bool),
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -454,6 +478,9 @@ async fn accept(
                 let shared = Arc::clone(&shared);
                 // The handshake runs on the connection's task, never on the accept loop.
                 match &acceptor {
+                    None if http2 => {
+                        tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open))
+                    }
                     None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
                     Some(acceptor) => {
                         tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open))

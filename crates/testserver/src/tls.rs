@@ -130,7 +130,8 @@ impl TlsConfig {
     /// # Errors
     /// `InvalidInput`, saying what is wrong, for PEM that holds no usable certificate or key, a
     /// key that does not match the certificate, or an unusable client CA.
-    pub(crate) fn acceptor(&self) -> io::Result<TlsAcceptor> {
+    /// With `http2`, `h2` is offered first.
+    pub(crate) fn acceptor(&self, http2: bool) -> io::Result<TlsAcceptor> {
         let chain = certificates(&self.cert_chain_pem, "cert_chain_pem")?;
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|err| invalid("key_pem", err))?;
@@ -157,6 +158,9 @@ impl TlsConfig {
             .with_single_cert(chain, key)
             .map_err(|err| invalid("cert_chain_pem and key_pem", err))?;
         config.alpn_protocols.clone_from(&self.alpn);
+        if http2 && !config.alpn_protocols.iter().any(|p| p == b"h2") {
+            config.alpn_protocols.insert(0, b"h2".to_vec());
+        }
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }
@@ -179,7 +183,11 @@ pub(crate) async fn serve(
     match acceptor.accept(stream).into_fallible().await {
         Ok(tls) => {
             shared.counters.tls_handshakes.fetch_add(1, Relaxed);
-            Connection::new(tls, shared, seq, open).run().await;
+            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                crate::http2::serve(tls, shared, seq, open).await;
+            } else {
+                Connection::new(tls, shared, seq, open).run().await;
+            }
         }
         Err((_, mut tcp)) => {
             shared.counters.tls_failures.fetch_add(1, Relaxed);

@@ -88,4 +88,7 @@ pub struct DemoArgs {
     /// through --cacert.
     #[arg(long)]
     pub tls: bool,
+    /// Over HTTP/2: ALPN h2 with --tls, prior knowledge (h2c) without.
+    #[arg(long)]
+    pub http2: bool,
 }

@@ -1,0 +1,502 @@
+//! HTTP/2 ([`Config::http2`](crate::Config::http2)): the same knobs, counters and recording as
+//! HTTP/1.1, over the `h2` crate's server (framing, HPACK and flow control are not ours to
+//! redo), on a TLS connection whose ALPN chose `h2` or a plain one that opened with the
+//! HTTP/2 preface (h2c with prior knowledge).
+//!
+//! Each stream is a task of its own, so a delayed or stalled stream holds up no other. Faults
+//! take their HTTP/2 form: `reset` resets the stream (`RST_STREAM`, `INTERNAL_ERROR`),
+//! `close-before-headers` drops the connection before answering, `close-mid-body` sends half
+//! the announced body then drops the connection, `stall` never answers; `close=1` answers,
+//! then ends the connection gracefully (`GOAWAY`). `malformed` has no form a correct HTTP/2
+//! library can send: it is answered `400` saying so. `chunked=1` sends the body in a few DATA
+//! frames without `content-length` (HTTP/2 has no chunked coding); a 1xx status never ends the
+//! stream, like a stall.
+
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream, SendStream};
+use http::{HeaderValue, Request, Response, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+
+use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
+use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
+use crate::handlers::Admission;
+use crate::response::{self, FILLER};
+use crate::server::{SeenRequest, Shared};
+
+/// What a plain connection that speaks HTTP/2 with prior knowledge sends first.
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Largest DATA frame payload written at once: the protocol's default frame size.
+const DATA_PIECE: usize = 16 * 1024;
+
+/// What a connection's streams share: how they ask it to end, and their count.
+#[derive(Default)]
+struct Ending {
+    /// Requests accepted on the connection so far: the next one's index, for the `token`
+    /// knob (as HTTP/1.1 counts a connection's requests).
+    accepted: std::sync::atomic::AtomicU64,
+    /// After the streams in flight: `GOAWAY`, then close (`close=1`).
+    graceful: Notify,
+    /// At once, whatever the other streams are doing (the close faults).
+    abrupt: Notify,
+}
+
+/// Serves a plain connection: HTTP/2 if it opens with the preface (h2c with prior
+/// knowledge), HTTP/1.1 otherwise, with whatever was read while looking handed on.
+pub(crate) async fn serve_plain(
+    mut stream: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+    seq: u64,
+    open: OpenGuard,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut read = Vec::with_capacity(PREFACE.len());
+    while read.len() < PREFACE.len() && PREFACE.starts_with(&read) {
+        let mut byte = [0u8; PREFACE.len()];
+        let want = PREFACE.len() - read.len();
+        match stream.read(&mut byte[..want]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read.extend_from_slice(&byte[..n]),
+        }
+    }
+    if read == PREFACE {
+        serve(Rewind::new(read, stream), shared, seq, open).await;
+    } else {
+        crate::connection::Connection::with_input(stream, shared, seq, open, &read)
+            .run()
+            .await;
+    }
+}
+
+/// Serves an HTTP/2 connection until it ends. `io` is a handshaken TLS stream or a plain
+/// socket (with the bytes read while looking for the preface put back in front).
+pub(crate) async fn serve<T>(io: T, shared: Arc<Shared>, seq: u64, open: OpenGuard)
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let Ok(mut connection) = h2::server::handshake(io).await else {
+        return;
+    };
+    let ending = Arc::new(Ending::default());
+    let mut goaway_sent = false;
+    loop {
+        // The connection is polled first: a poll also writes what the streams queued, so the
+        // half body of `close-mid-body` is on the socket before an abrupt end drops it.
+        let accepted = tokio::select! {
+            biased;
+            accepted = connection.accept() => accepted,
+            () = ending.abrupt.notified() => break,
+            () = ending.graceful.notified(), if !goaway_sent => {
+                connection.graceful_shutdown();
+                goaway_sent = true;
+                continue;
+            }
+        };
+        match accepted {
+            Some(Ok((request, respond))) => {
+                let stream = Stream {
+                    shared: Arc::clone(&shared),
+                    seq,
+                    index: ending.accepted.fetch_add(1, Relaxed),
+                    ending: Arc::clone(&ending),
+                };
+                tokio::spawn(stream.handle(request, respond));
+            }
+            Some(Err(_)) | None => break,
+        }
+    }
+    drop(connection);
+    drop(open);
+}
+
+/// One request stream's context.
+struct Stream {
+    shared: Arc<Shared>,
+    seq: u64,
+    /// The request's position among the connection's, from 0.
+    index: u64,
+    ending: Arc<Ending>,
+}
+
+/// How a stream's answer went wrong: the client reset it or the connection is gone. Nobody
+/// reads why, as for HTTP/1.1: the client sees the effect.
+struct Gone;
+
+impl From<h2::Error> for Gone {
+    fn from(_: h2::Error) -> Self {
+        Gone
+    }
+}
+
+impl Stream {
+    async fn handle(self, request: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+        let _ = self.answer(request, &mut respond).await;
+    }
+
+    async fn answer(
+        &self,
+        request: Request<RecvStream>,
+        respond: &mut SendResponse<Bytes>,
+    ) -> Result<(), Gone> {
+        let counters = &self.shared.counters;
+        counters.requests.fetch_add(1, Relaxed);
+        let (head, mut body) = request.into_parts();
+        let target = head
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        let is_head = head.method == http::Method::HEAD;
+        let gzip = head
+            .headers
+            .get_all(http::header::ACCEPT_ENCODING)
+            .iter()
+            .any(|v| accepts_gzip(v.as_bytes()));
+        let mut seen = self.shared.recorder.as_ref().map(|_| SeenRequest {
+            method: head.method.as_str().to_owned(),
+            target: target.clone(),
+            headers: head
+                .headers
+                .iter()
+                .map(|(n, v)| {
+                    let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                    (n.as_str().to_owned(), value)
+                })
+                .collect(),
+            body: Vec::new(),
+            connection: self.seq,
+            version: "HTTP/2",
+            arrived: Instant::now(),
+        });
+        // The whole body, counted and (up to a bound) kept, before anything else.
+        while let Some(data) = body.data().await {
+            let data = data?;
+            let _ = body.flow_control().release_capacity(data.len());
+            counters
+                .body_bytes_received
+                .fetch_add(data.len() as u64, Relaxed);
+            if let Some(seen) = &mut seen {
+                let room = RECORDED_BODY_BYTES.saturating_sub(seen.body.len());
+                seen.body.extend_from_slice(&data[..data.len().min(room)]);
+            }
+        }
+        if let Some(seen) = seen {
+            self.shared.record(seen);
+        }
+
+        let behaviour = match target.split_once('?') {
+            Some((_, query)) if !query.is_empty() => {
+                let mut behaviour = self.shared.defaults.clone();
+                match behaviour.apply_query(query) {
+                    Ok(()) => behaviour,
+                    Err(err) => return self.text(respond, 400, &err.to_string()),
+                }
+            }
+            _ => self.shared.defaults.clone(),
+        };
+        if head.method == http::Method::GET && target == "/metrics" {
+            return self.text(respond, 200, &self.shared.metrics());
+        }
+        if let Some(pool) = &self.shared.pool {
+            match pool.admit().await {
+                Admission::Served(handler) => pool.serve(handler).await,
+                Admission::Rejected if pool.settings.shed => {
+                    return self.text(respond, 503, "overloaded");
+                }
+                Admission::Rejected => {
+                    // HTTP/1.1 closes the connection; here the stream alone is turned away.
+                    respond.send_reset(Reason::REFUSED_STREAM);
+                    return Ok(());
+                }
+            }
+        }
+        if !behaviour.delay.is_zero() {
+            tokio::time::sleep(behaviour.delay).await;
+        }
+        match behaviour.fault {
+            None => {}
+            Some(Fault::Reset) => {
+                respond.send_reset(Reason::INTERNAL_ERROR);
+                return Ok(());
+            }
+            Some(Fault::CloseBeforeHeaders) => {
+                self.ending.abrupt.notify_one();
+                // Held until the connection is gone: dropped now, it would reset the stream.
+                return stall(respond).await;
+            }
+            Some(Fault::Stall) => return stall(respond).await,
+            Some(Fault::Malformed) => {
+                let why = "fault=malformed has no HTTP/2 form: a correct HTTP/2 library cannot send an unparsable response";
+                return self.text(respond, 400, why);
+            }
+            Some(Fault::CloseMidBody) => {
+                let len = behaviour
+                    .body_size
+                    .filter(|&n| n > 0)
+                    .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
+                let mut send =
+                    respond.send_response(head_of(behaviour.status, Some(len)), false)?;
+                send_filler(&mut send, len / 2, false).await?;
+                self.ending.abrupt.notify_one();
+                // Held until the connection is gone: dropped now, it would reset the stream.
+                let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+                return Ok(());
+            }
+        }
+        if behaviour.status < 200 {
+            return stall(respond).await;
+        }
+        let answered = if behaviour.redirect > 0 {
+            let status = match behaviour.status {
+                s @ (301 | 303 | 307 | 308) => s,
+                _ => 302,
+            };
+            let mut response = head_of(status, Some(0));
+            let location = crate::behaviour::next_hop(&target);
+            if let Ok(value) = HeaderValue::from_str(&location) {
+                response.headers_mut().insert(http::header::LOCATION, value);
+            }
+            let sent = respond.send_response(response, true).map(drop);
+            self.responded();
+            sent
+        } else if behaviour.token || behaviour.json {
+            self.json(respond, &behaviour, is_head)
+        } else {
+            self.plain(respond, &behaviour, is_head, gzip).await
+        };
+        answered?;
+        if behaviour.close {
+            self.ending.graceful.notify_one();
+        }
+        Ok(())
+    }
+
+    /// The ordinary answer: the default body or `size` filler bytes, gzipped when the client
+    /// takes gzip and the body is framed by length.
+    async fn plain(
+        &self,
+        respond: &mut SendResponse<Bytes>,
+        behaviour: &Behaviour,
+        is_head: bool,
+        gzip: bool,
+    ) -> Result<(), h2::Error> {
+        let has_body = response::status_has_body(behaviour.status);
+        let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
+        if gzip && has_body && !behaviour.chunked && !is_head && len > 0 {
+            let gz = response::gzip_body(behaviour.body_size);
+            let mut response = head_of(behaviour.status, Some(gz.len()));
+            let headers = response.headers_mut();
+            headers.insert(
+                http::header::CONTENT_ENCODING,
+                HeaderValue::from_static("gzip"),
+            );
+            headers.insert(
+                http::header::VARY,
+                HeaderValue::from_static("accept-encoding"),
+            );
+            let mut send = respond.send_response(response, false)?;
+            self.responded();
+            return send_all(&mut send, Bytes::from(gz)).await;
+        }
+        let length = (has_body && !behaviour.chunked).then_some(len);
+        let end = !has_body || is_head || len == 0;
+        let mut send = respond.send_response(head_of(behaviour.status, length), end)?;
+        self.responded();
+        if end {
+            return Ok(());
+        }
+        if behaviour.body_size.is_none() {
+            return send_all(&mut send, Bytes::from_static(DEFAULT_BODY)).await;
+        }
+        if behaviour.chunked {
+            // A few DATA frames, as HTTP/1.1 sends a few chunks.
+            let lengths: Vec<usize> = response::chunk_lengths(len).collect();
+            for (i, piece) in lengths.iter().enumerate() {
+                send_filler(&mut send, *piece, i + 1 == lengths.len()).await?;
+            }
+            return Ok(());
+        }
+        send_filler(&mut send, len, true).await
+    }
+
+    /// The `token` and `json` answers, as HTTP/1.1 gives them.
+    fn json(
+        &self,
+        respond: &mut SendResponse<Bytes>,
+        behaviour: &Behaviour,
+        is_head: bool,
+    ) -> Result<(), h2::Error> {
+        let index = self.index;
+        let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
+        let body = match &token {
+            Some(token) => Bytes::from(format!(r#"{{"token":"{token}","user":{index}}}"#)),
+            None => Bytes::from_static(JSON_BODY.as_bytes()),
+        };
+        let has_body = response::status_has_body(behaviour.status);
+        let mut response = head_of(behaviour.status, has_body.then_some(body.len()));
+        let headers = response.headers_mut();
+        if has_body {
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        if let Some(token) = &token {
+            if let Ok(cookie) = HeaderValue::from_str(&format!("session={token}; Path=/")) {
+                headers.insert(http::header::SET_COOKIE, cookie);
+            }
+        }
+        let end = !has_body || is_head;
+        let mut send = respond.send_response(response, end)?;
+        self.responded();
+        if !end {
+            send.send_data(body, true)?;
+        }
+        Ok(())
+    }
+
+    /// A `text/plain` answer: `message` and a newline.
+    fn text(
+        &self,
+        respond: &mut SendResponse<Bytes>,
+        status: u16,
+        message: &str,
+    ) -> Result<(), Gone> {
+        let body = Bytes::from(format!("{message}\n"));
+        let mut send = respond.send_response(head_of(status, Some(body.len())), false)?;
+        self.responded();
+        send.send_data(body, true)?;
+        Ok(())
+    }
+
+    /// Counts a response, once its head is on its way: HTTP/2 sends the rest as flow control
+    /// allows, so "complete in the output buffer" has no meaning here.
+    fn responded(&self) {
+        self.shared.counters.responses.fetch_add(1, Relaxed);
+    }
+}
+
+/// A response head with this status and, when given, `content-length`.
+fn head_of(status: u16, length: Option<usize>) -> Response<()> {
+    let mut response = Response::new(());
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    if let Some(length) = length {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    response
+}
+
+/// Whether an `Accept-Encoding` value lists gzip.
+fn accepts_gzip(value: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|coding| {
+        let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
+        coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
+    })
+}
+
+/// Never answers; returns when the client resets the stream or the connection goes.
+async fn stall(respond: &mut SendResponse<Bytes>) -> Result<(), Gone> {
+    let _ = std::future::poll_fn(|cx| respond.poll_reset(cx)).await;
+    Ok(())
+}
+
+/// Sends `len` filler bytes, as flow control allows; `end` ends the stream with the last.
+async fn send_filler(send: &mut SendStream<Bytes>, len: usize, end: bool) -> Result<(), h2::Error> {
+    let filler = Bytes::from_static(&FILLER);
+    let mut left = len;
+    if left == 0 && end {
+        return send.send_data(Bytes::new(), true);
+    }
+    while left > 0 {
+        let n = left.min(filler.len());
+        left -= n;
+        send_flow(send, filler.slice(..n), end && left == 0).await?;
+    }
+    Ok(())
+}
+
+/// Sends `data` and ends the stream.
+async fn send_all(send: &mut SendStream<Bytes>, data: Bytes) -> Result<(), h2::Error> {
+    send_flow(send, data, true).await
+}
+
+/// Sends `data` in pieces the peer's window has room for, so a large body waits for the
+/// client to read rather than piling up in the server's memory.
+async fn send_flow(
+    send: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    end: bool,
+) -> Result<(), h2::Error> {
+    while !data.is_empty() {
+        send.reserve_capacity(data.len().min(DATA_PIECE));
+        let granted = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+            Some(granted) => granted?,
+            None => return Ok(()),
+        };
+        if granted == 0 {
+            continue;
+        }
+        let piece = data.split_to(granted.min(data.len()));
+        send.send_data(piece, end && data.is_empty())?;
+    }
+    Ok(())
+}
+
+/// A plain socket with the bytes already read from it put back in front, so the HTTP/2
+/// server reads the preface the HTTP/1.1 side looked at.
+pub(crate) struct Rewind<S> {
+    read: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Rewind<S> {
+    pub(crate) fn new(read: Vec<u8>, inner: S) -> Self {
+        Rewind { read, at: 0, inner }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.at < this.read.len() {
+            let n = (this.read.len() - this.at).min(buf.remaining());
+            buf.put_slice(&this.read[this.at..this.at + n]);
+            this.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
