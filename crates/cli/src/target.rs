@@ -72,6 +72,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     let tls = args.tls.then(|| self_signed(args.listen));
     let server = Server::start(Config {
         listen: args.listen,
+        unix_socket: args.unix_socket.clone(),
         threads: args.threads,
         defaults,
         record_requests: 0,
@@ -79,8 +80,19 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         http2: true,
         handlers: handlers.clone(),
     })
-    .with_context(|| format!("cannot listen on {}", args.listen))?;
-    eprintln!("belier target listening on {}", server.url("/"));
+    .with_context(|| match &args.unix_socket {
+        Some(path) => format!("cannot listen on {}", path.display()),
+        None => format!("cannot listen on {}", args.listen),
+    })?;
+    match server.unix_socket() {
+        Some(path) => eprintln!(
+            "belier target listening on {} (belier --unix-socket {} {})",
+            path.display(),
+            path.display(),
+            server.url("/")
+        ),
+        None => eprintln!("belier target listening on {}", server.url("/")),
+    }
     eprintln!(
         "  HTTP/1.1 and HTTP/2 ({})",
         if args.tls {

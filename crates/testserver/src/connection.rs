@@ -5,8 +5,9 @@
 //! write. Anything that ends the connection (client gone, `Connection: close`, a fault, a bad
 //! request) is a [`Finish`], which says how the socket is to be closed.
 //!
-//! The same code serves plain TCP and TLS: a connection is generic over its [`Transport`], and
-//! faults that are about TCP itself (reset, abrupt close) reach under the TLS layer.
+//! The same code serves plain TCP, Unix domain sockets and TLS over either: a connection is
+//! generic over its [`Transport`], and faults that are about the socket itself (reset, abrupt
+//! close) reach under the TLS layer.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -17,13 +18,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
 use crate::handlers::Admission;
 use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
 use crate::server::Shared;
+use crate::socket::Socket;
 
 /// Request body bytes kept per [`SeenRequest`](crate::SeenRequest); the rest is counted but not
 /// stored.
@@ -45,14 +47,24 @@ const FLUSH_AT_BYTES: usize = 64 * 1024;
 /// Apache and nginx). Bounded so an unresponsive client cannot pin the task.
 pub(crate) const LINGER: Duration = Duration::from_secs(1);
 
-/// A connection's byte stream: a TCP socket, or TLS over one.
+/// A connection's byte stream: a socket, or TLS over one.
 pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
-    /// The TCP socket underneath any TLS layer, for faults that act on TCP itself.
-    fn tcp(&mut self) -> &mut TcpStream;
+    /// The socket under any TLS layer.
+    type Raw: Socket;
+    /// The socket underneath any TLS layer, for faults that act on the socket itself.
+    fn raw(&mut self) -> &mut Self::Raw;
 }
 
 impl Transport for TcpStream {
-    fn tcp(&mut self) -> &mut TcpStream {
+    type Raw = TcpStream;
+    fn raw(&mut self) -> &mut TcpStream {
+        self
+    }
+}
+
+impl Transport for UnixStream {
+    type Raw = UnixStream;
+    fn raw(&mut self) -> &mut UnixStream {
         self
     }
 }
@@ -170,11 +182,7 @@ impl<S: Transport> Connection<S> {
             }
             Finish::Reset => {
                 let _ = io.flush().await;
-                // Zero linger is the one SO_LINGER setting that does not block on close, which
-                // is why tokio's deprecation of `set_linger` does not apply; `set_zero_linger`
-                // would say the same but needs tokio 1.50, newer than the workspace minimum.
-                #[allow(deprecated)]
-                let _ = io.stream.tcp().set_linger(Some(Duration::ZERO));
+                io.stream.raw().reset_on_close();
             }
             Finish::Stall => {
                 if io.flush().await.is_ok() {
@@ -508,22 +516,22 @@ impl<S: Transport> Io<S> {
         let shutdown = if notify {
             self.stream.shutdown().await
         } else {
-            self.stream.tcp().shutdown().await
+            self.stream.raw().shutdown().await
         };
         if shutdown.is_ok() {
             let _ = tokio::time::timeout(LINGER, self.discard_until_eof()).await;
         }
     }
 
-    /// Reads and drops input until the client closes. Reads the TCP socket directly: nothing
+    /// Reads and drops input until the client closes. Reads the socket directly: nothing
     /// read is used, so there is no point in decrypting it.
     async fn discard_until_eof(&mut self) {
-        discard_until_eof(self.stream.tcp(), &mut self.buf).await;
+        discard_until_eof(self.stream.raw(), &mut self.buf).await;
     }
 }
 
 /// Reads and drops input from `stream` until it ends or fails.
-pub(crate) async fn discard_until_eof(stream: &mut TcpStream, buf: &mut [u8]) {
+pub(crate) async fn discard_until_eof(stream: &mut (impl AsyncRead + Unpin), buf: &mut [u8]) {
     while let Ok(n) = stream.read(buf).await {
         if n == 0 {
             break;

@@ -51,12 +51,10 @@ struct Ending {
 
 /// Serves a plain connection: HTTP/2 if it opens with the preface (h2c with prior
 /// knowledge), HTTP/1.1 otherwise, with whatever was read while looking handed on.
-pub(crate) async fn serve_plain(
-    mut stream: tokio::net::TcpStream,
-    shared: Arc<Shared>,
-    seq: u64,
-    open: OpenGuard,
-) {
+pub(crate) async fn serve_plain<S>(mut stream: S, shared: Arc<Shared>, seq: u64, open: OpenGuard)
+where
+    S: crate::connection::Transport,
+{
     use tokio::io::AsyncReadExt;
     let mut read = Vec::with_capacity(PREFACE.len());
     while read.len() < PREFACE.len() && PREFACE.starts_with(&read) {

@@ -56,6 +56,7 @@ mod http2;
 mod request;
 mod response;
 mod server;
+mod socket;
 mod tls;
 
 pub use behaviour::{

@@ -4,12 +4,13 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
@@ -17,6 +18,7 @@ use crate::behaviour::Behaviour;
 use crate::connection::{Connection, OpenGuard};
 use crate::handlers::{Handlers, Pool, PoolStats};
 use crate::response::{self, ConnectionHeader};
+use crate::socket::{Accepted, Listener};
 use crate::tls::{self, TlsConfig};
 
 /// Pause after a failed `accept` (typically out of file descriptors) so that the accept loop
@@ -31,6 +33,11 @@ const WAIT_POLL: Duration = Duration::from_millis(1);
 pub struct Config {
     /// Address to listen on; port 0 picks a free port (see [`Server::addr`]).
     pub listen: SocketAddr,
+    /// Listen on this Unix domain socket instead of [`Config::listen`]: the server creates
+    /// it (a file already there is an error) and removes it when it stops. Everything else,
+    /// TLS and HTTP/2 included, is as over TCP; the `reset` fault, which a Unix socket has no
+    /// form of, closes the connection instead.
+    pub unix_socket: Option<PathBuf>,
     /// Tokio worker threads serving connections. With 1, everything runs on the one server
     /// thread.
     pub threads: usize,
@@ -59,6 +66,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            unix_socket: None,
             threads: 1,
             defaults: Behaviour::default(),
             record_requests: 0,
@@ -218,6 +226,7 @@ impl Shared {
 /// A running test server. Stops (closing every connection) on [`Server::stop`] or drop.
 pub struct Server {
     addr: SocketAddr,
+    unix_socket: Option<PathBuf>,
     tls: bool,
     shared: Arc<Shared>,
     stop: Option<oneshot::Sender<()>>,
@@ -256,9 +265,15 @@ impl Server {
             .as_ref()
             .map(|tls| tls.acceptor(config.http2))
             .transpose()?;
-        let listener = std::net::TcpListener::bind(config.listen)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = match &config.unix_socket {
+            Some(path) => (StdListener::Unix(Listener::bind_unix(path)?), config.listen),
+            None => {
+                let listener = std::net::TcpListener::bind(config.listen)?;
+                listener.set_nonblocking(true)?;
+                let addr = listener.local_addr()?;
+                (StdListener::Tcp(listener), addr)
+            }
+        };
         if config.handlers.as_ref().is_some_and(|h| h.workers == 0) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -298,6 +313,7 @@ impl Server {
         match ready {
             Ok(()) => Ok(Server {
                 addr,
+                unix_socket: config.unix_socket,
                 tls: acceptor.is_some(),
                 shared,
                 stop: Some(stop_tx),
@@ -305,6 +321,9 @@ impl Server {
             }),
             Err(err) => {
                 let _ = thread.join();
+                if let Some(path) = &config.unix_socket {
+                    let _ = std::fs::remove_file(path);
+                }
                 Err(err)
             }
         }
@@ -316,12 +335,19 @@ impl Server {
     }
 
     /// The address the server listens on, with the real port when port 0 was asked for.
+    /// With [`Config::unix_socket`], nothing listens there: it is [`Config::listen`] as given.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// The Unix domain socket the server listens on, if it does ([`Config::unix_socket`]).
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.unix_socket.as_deref()
+    }
+
     /// `http://{addr}`, or `https://{addr}` with TLS, followed by `path_and_query` (a `/` is
-    /// inserted if missing).
+    /// inserted if missing). With a Unix socket the host is `localhost`: the URL to give a
+    /// client beside the socket's path.
     pub fn url(&self, path_and_query: &str) -> String {
         let scheme = if self.tls { "https" } else { "http" };
         let slash = if path_and_query.starts_with('/') {
@@ -329,7 +355,11 @@ impl Server {
         } else {
             "/"
         };
-        format!("{scheme}://{}{slash}{path_and_query}", self.addr)
+        let host = match self.unix_socket {
+            Some(_) => "localhost".to_string(),
+            None => self.addr.to_string(),
+        };
+        format!("{scheme}://{host}{slash}{path_and_query}")
     }
 
     /// The behaviour applied when a request's query string does not override it.
@@ -400,6 +430,9 @@ impl Server {
             // A panic on the server thread has nowhere useful to go from here; the tests
             // relying on the server will fail on their own.
             let _ = thread.join();
+            if let Some(path) = &self.unix_socket {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }
@@ -412,7 +445,7 @@ impl Drop for Server {
 
 /// The server thread: runtime, accept loop, and on stop, the runtime's drop.
 fn serve(
-    listener: std::net::TcpListener,
+    listener: StdListener,
     threads: usize,
     protocols: (Option<TlsAcceptor>, bool),
     shared: Arc<Shared>,
@@ -439,7 +472,11 @@ fn serve(
         }
     };
     runtime.block_on(async move {
-        match TcpListener::from_std(listener) {
+        let listener = match listener {
+            StdListener::Tcp(l) => TcpListener::from_std(l).map(Listener::Tcp),
+            StdListener::Unix(l) => UnixListener::from_std(l).map(Listener::Unix),
+        };
+        match listener {
             Ok(listener) => {
                 let _ = ready.send(Ok(()));
                 accept(listener, protocols, shared, stop).await;
@@ -458,7 +495,7 @@ fn serve(
 /// Accepts connections until `stop`; `protocols` is the TLS acceptor, if any, and whether
 /// plain connections may speak HTTP/2.
 async fn accept(
-    listener: TcpListener,
+    listener: Listener,
     (acceptor, http2): (Option<TlsAcceptor>, bool),
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
@@ -470,23 +507,8 @@ async fn accept(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, _peer)) => {
-                let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
-                let open = OpenGuard::new(&shared);
-                // Responses are small and written whole; Nagle would only delay them.
-                let _ = stream.set_nodelay(true);
-                let shared = Arc::clone(&shared);
-                // The handshake runs on the connection's task, never on the accept loop.
-                match &acceptor {
-                    None if http2 => {
-                        tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open))
-                    }
-                    None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
-                    Some(acceptor) => {
-                        tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open))
-                    }
-                };
-            }
+            Ok(Accepted::Tcp(stream)) => spawn(stream, acceptor.as_ref(), http2, &shared),
+            Ok(Accepted::Unix(stream)) => spawn(stream, acceptor.as_ref(), http2, &shared),
             Err(_) => {
                 tokio::select! {
                     biased;
@@ -496,6 +518,28 @@ async fn accept(
             }
         }
     }
+}
+
+/// Counts an accepted connection and starts its task. The handshake runs on that task, never
+/// on the accept loop.
+fn spawn<S>(stream: S, acceptor: Option<&TlsAcceptor>, http2: bool, shared: &Arc<Shared>)
+where
+    S: crate::socket::Socket + crate::connection::Transport,
+{
+    let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
+    let open = OpenGuard::new(shared);
+    let shared = Arc::clone(shared);
+    match acceptor {
+        None if http2 => tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open)),
+        None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
+        Some(acceptor) => tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open)),
+    };
+}
+
+/// A bound listener before the runtime takes it.
+enum StdListener {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener),
 }
 
 /// CPU time the whole process has used, user and system.

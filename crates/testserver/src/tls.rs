@@ -18,12 +18,12 @@ use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use crate::connection::{self, Connection, OpenGuard, Transport, LINGER};
 use crate::server::Shared;
+use crate::socket::Socket;
 
 /// Buffer for draining a connection whose handshake failed.
 const DRAIN_BUFFER_BYTES: usize = 4 * 1024;
@@ -165,17 +165,18 @@ impl TlsConfig {
     }
 }
 
-impl Transport for TlsStream<TcpStream> {
-    fn tcp(&mut self) -> &mut TcpStream {
+impl<S: Socket> Transport for TlsStream<S> {
+    type Raw = S;
+    fn raw(&mut self) -> &mut S {
         self.get_mut().0
     }
 }
 
 /// Runs the server side of the handshake on an accepted socket, then serves it as any other
 /// connection.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S: Socket>(
     acceptor: TlsAcceptor,
-    stream: TcpStream,
+    stream: S,
     shared: Arc<Shared>,
     seq: u64,
     open: OpenGuard,

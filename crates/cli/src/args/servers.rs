@@ -14,6 +14,9 @@ pub struct TargetArgs {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
+    /// Listen on this Unix domain socket instead of --listen (created, and removed on exit).
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
