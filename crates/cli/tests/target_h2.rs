@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use belier_testserver::{Config, SeenRequest, Server, TlsConfig};
+use belier_testserver::{Config, Handlers, SeenRequest, Server, TlsConfig};
 use serde_json::Value;
 
 #[path = "support/curl.rs"]
@@ -181,6 +181,38 @@ fn knobs_and_faults_over_http2_land_in_their_kinds() {
     );
     assert!(doc["summary"]["bytes_in"].as_u64().unwrap() < 5 * 50_000);
     assert_eq!(s.counts().requests, 10 + 6 + 2 + 8 + 5);
+}
+
+#[test]
+fn the_handler_pool_and_its_metrics_over_http2() {
+    // One handler, no queue, 503 beyond: of 4 concurrent streams, most are shed.
+    let s = Server::start(Config {
+        http2: true,
+        handlers: Some(Handlers {
+            workers: 1,
+            service_time: std::time::Duration::from_millis(20),
+            queue: Some(0),
+            shed: true,
+        }),
+        ..Config::default()
+    })
+    .unwrap();
+    let doc = belier_json(&["--http2", "-n", "40", "-c", "4", &s.url("/")]);
+    let ok = doc["status_codes"]["200"].as_u64().unwrap_or(0);
+    let shed = doc["status_codes"]["503"].as_u64().unwrap_or(0);
+    assert_eq!(ok + shed, 40, "{}", doc["status_codes"]);
+    let pool = s.pool_stats().unwrap();
+    assert_eq!((pool.served, pool.rejected), (ok, shed));
+    assert!(ok > 0 && shed > 0, "{}", doc["status_codes"]);
+    // The counters, over HTTP/2 too.
+    let doc = belier_json(&["--http2", "-n", "1", "-c", "1", &s.url("/metrics")]);
+    assert_eq!(doc["status_codes"]["200"], 1);
+    assert_eq!(s.counts().requests, 41);
+    assert_eq!(
+        s.pool_stats().unwrap().served,
+        ok,
+        "/metrics is not a handler's"
+    );
 }
 
 #[test]
