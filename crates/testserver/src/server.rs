@@ -140,6 +140,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     pub(crate) recorder: Option<Recorder>,
     pub(crate) pool: Option<Pool>,
+    /// Plain connections that open with the HTTP/2 preface are served over HTTP/2.
+    pub(crate) h2c: bool,
 }
 
 #[derive(Default)]
@@ -186,6 +188,7 @@ impl Shared {
                 ring: Mutex::new(VecDeque::with_capacity(record_requests)),
             }),
             pool: handlers.map(Pool::new),
+            h2c: false,
         }
     }
 
@@ -280,11 +283,10 @@ impl Server {
                 "the test server's handler pool needs at least one worker",
             ));
         }
-        let shared = Arc::new(Shared::new(
-            config.defaults,
-            config.record_requests,
-            config.handlers,
-        ));
+        let shared = Arc::new(Shared {
+            h2c: config.http2,
+            ..Shared::new(config.defaults, config.record_requests, config.handlers)
+        });
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -293,17 +295,7 @@ impl Server {
                 let shared = Arc::clone(&shared);
                 let threads = config.threads;
                 let acceptor = acceptor.clone();
-                let http2 = config.http2;
-                move || {
-                    serve(
-                        listener,
-                        threads,
-                        (acceptor, http2),
-                        shared,
-                        stop_rx,
-                        ready_tx,
-                    )
-                }
+                move || serve(listener, threads, acceptor, shared, stop_rx, ready_tx)
             })?;
         let ready = ready_rx.recv().unwrap_or_else(|_| {
             Err(io::Error::other(
@@ -447,7 +439,7 @@ impl Drop for Server {
 fn serve(
     listener: StdListener,
     threads: usize,
-    protocols: (Option<TlsAcceptor>, bool),
+    acceptor: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     stop: oneshot::Receiver<()>,
     ready: mpsc::SyncSender<io::Result<()>>,
@@ -479,7 +471,7 @@ fn serve(
         match listener {
             Ok(listener) => {
                 let _ = ready.send(Ok(()));
-                accept(listener, protocols, shared, stop).await;
+                accept(listener, acceptor, shared, stop).await;
             }
             Err(err) => {
                 let _ = ready.send(Err(err));
@@ -492,11 +484,9 @@ fn serve(
     drop(runtime);
 }
 
-/// Accepts connections until `stop`; `protocols` is the TLS acceptor, if any, and whether
-/// plain connections may speak HTTP/2.
 async fn accept(
     listener: Listener,
-    (acceptor, http2): (Option<TlsAcceptor>, bool),
+    acceptor: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -507,8 +497,8 @@ async fn accept(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok(Accepted::Tcp(stream)) => spawn(stream, acceptor.as_ref(), http2, &shared),
-            Ok(Accepted::Unix(stream)) => spawn(stream, acceptor.as_ref(), http2, &shared),
+            Ok(Accepted::Tcp(stream)) => spawn(stream, acceptor.as_ref(), &shared),
+            Ok(Accepted::Unix(stream)) => spawn(stream, acceptor.as_ref(), &shared),
             Err(_) => {
                 tokio::select! {
                     biased;
@@ -522,7 +512,7 @@ async fn accept(
 
 /// Counts an accepted connection and starts its task. The handshake runs on that task, never
 /// on the accept loop.
-fn spawn<S>(stream: S, acceptor: Option<&TlsAcceptor>, http2: bool, shared: &Arc<Shared>)
+fn spawn<S>(stream: S, acceptor: Option<&TlsAcceptor>, shared: &Arc<Shared>)
 where
     S: crate::socket::Socket + crate::connection::Transport,
 {
@@ -530,7 +520,7 @@ where
     let open = OpenGuard::new(shared);
     let shared = Arc::clone(shared);
     match acceptor {
-        None if http2 => tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open)),
+        None if shared.h2c => tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open)),
         None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
         Some(acceptor) => tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open)),
     };
