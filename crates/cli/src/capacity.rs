@@ -56,6 +56,11 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// With a plan: set plan variable NAME to VALUE instead of the plan's `variables` value
+    /// (repeatable), as on `belier run`.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+
     /// What the search varies: the request rate, the number of concurrent connections, or
     /// the rate of new connections.
     #[arg(
@@ -446,6 +451,14 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
 fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     let given = args.request.url.as_deref().unwrap_or("");
     if !step::is_plan(given) {
+        if !args.vars.is_empty() {
+            return Err(InputError::new(
+                "--var <NAME=VALUE>",
+                "",
+                "sets a plan's variable: give a plan file, not a URL",
+            )
+            .into());
+        }
         let (mut engine, url) = settings::request_config(&args.request)?;
         engine.resend = !args.no_resend;
         if args.dimension == DimensionArg::ConnectionRate && args.http2 {
@@ -506,6 +519,7 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         .into());
     }
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
+    crate::plan::apply_vars(&mut plan, &args.vars)?;
     if args.dimension == DimensionArg::ConnectionRate {
         plan.options.keepalive = false;
     }
