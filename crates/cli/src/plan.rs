@@ -88,14 +88,7 @@ impl Prepared {
         if done.interrupted {
             return Ok(Some(signals::INTERRUPTED));
         }
-        if !done.outcome.passed() {
-            let why = done
-                .outcome
-                .failure
-                .as_deref()
-                .unwrap_or("it did not finish");
-            anyhow::bail!("setup failed ({why}); no load was sent");
-        }
+        done.require_setup_passed()?;
         self.users.share(&done.outcome);
         if let Some(teardown) = &self.teardown {
             teardown.share(&done.outcome);
