@@ -3,7 +3,7 @@
 //! custom metric, end the iteration).
 //!
 //! Rhai was measured against Lua 5.4 (mlua, vendored) with `bench/script-lang.sh`: Lua ran the
-//! same signing hook about twice as fast, but Rhai is pure Rust (no C build, no FFI), has
+//! same signing hook about 1.45 times as fast (1 µs a call less), but Rhai is pure Rust (no C build, no FFI), has
 //! operation, depth and size limits built in, reaches nothing outside what belier registers
 //! (no files, network, processes or module imports), and its compiled scripts (`AST`) are
 //! `Send + Sync`, so one compilation is shared by every worker thread while each thread owns
