@@ -163,6 +163,10 @@ impl Slos {
                         "an SLO covers every request of a step: no `NAME:` scope".into(),
                     ));
                 }
+                // `==` is for plans' exact counts; an SLO is a bound.
+                if t.comparison == Comparison::Equal {
+                    return Err(fail(0, "an SLO is a bound: use <, <=, > or >=".into()));
+                }
                 match t.metric {
                     Metric::Percentile(_) | Metric::Mean | Metric::Max | Metric::ErrorRate => Ok(t),
                     other => Err(fail(

@@ -73,6 +73,7 @@ fn check_slos(expressions: &[String]) -> Result<(), TestCaseError> {
                     Comparison::LessOrEqual => "<=",
                     Comparison::Greater => ">",
                     Comparison::GreaterOrEqual => ">=",
+                    Comparison::Equal => "==",
                 };
                 let written = squeezed(&p.expression);
                 let read = format!("prom:{}{op}", squeezed(&p.query));

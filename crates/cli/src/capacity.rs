@@ -4,6 +4,7 @@
 //! its window says anything of the server, and this module runs the loop and writes the report.
 
 mod judge;
+mod phases;
 mod step;
 
 use std::io::Write as _;
@@ -55,6 +56,11 @@ pub struct CapacityArgs {
     /// their iterations per second).
     #[command(flatten)]
     pub request: RequestArgs,
+
+    /// With a plan: set plan variable NAME to VALUE instead of the plan's `variables` value
+    /// (repeatable), as on `belier run`.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
 
     /// What the search varies: the request rate, the number of concurrent connections, or
     /// the rate of new connections.
@@ -240,7 +246,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         )
         .into());
     }
-    let target = target(&args)?;
+    let mut target = target(&args)?;
     let dimension = match (args.dimension, &target) {
         (DimensionArg::Rate, Target::Plan { .. }) => Dimension::IterationRate,
         (DimensionArg::Rate, Target::Url { .. }) => Dimension::Rate,
@@ -282,7 +288,8 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     };
     // Every step's settings are decided the same way, so deciding the first step's before
     // anything starts refuses what no step could run (HTTP/2 options, too many connections).
-    target.step(
+    // A plan's setup and teardown run with them.
+    let first = target.step(
         &StepPlan {
             rate: args
                 .max_rate
@@ -293,6 +300,10 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         },
         &shape,
     )?;
+    let teardown = match phases::setup(&mut target, &first, signals)? {
+        Ok(teardown) => teardown,
+        Err(code) => return Ok(code),
+    };
     let url = target.url();
     let slo_texts: Vec<String> = slos.expressions().iter().map(|s| s.to_string()).collect();
     let outcome_of = |search: &Search, steps: &[Step], overload, elapsed| {
@@ -312,84 +323,90 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     let mut overload_steps = Vec::new();
     let mut recovery = None;
     let mut interrupted = false;
-    while let Some(plan) = search.next_step(started.elapsed()) {
-        if !steps.is_empty() {
-            std::thread::sleep(args.drain);
-        }
-        if signals.stop_requested() {
-            interrupted = true;
-            break;
-        }
-        eprintln!(
-            "{}",
-            step_line(
-                steps.len() + 1,
-                &plan,
-                dimension,
-                &search.answer(),
-                started.elapsed(),
-                args.max_time
-            )
-        );
-        let settings = target.step(&plan, &shape)?;
-        let finished = crate::load::execute_judged(&settings, signals, Some(plan.warmup))?;
-        if finished.interrupted {
-            interrupted = true;
-            break;
-        }
-        let window = finished.window.clone().unwrap_or_default();
-        let generator = judge::generator_verdict(&finished, &window, &plan);
-        let prometheus = judge::query_prometheus(&slos, args.prometheus.as_deref());
-        let mut figures = StepFigures {
-            target_rate: plan.rate,
-            achieved_rate: step::achieved(dimension, &window, plan.window),
-            window: plan.window,
-            totals: &window,
-            generator: None,
-            prometheus,
-        };
-        if !generator.kept_up
-            && judge::generator_to_blame(&finished, &window, &plan, &slos, &figures)
-        {
-            figures.generator = Some(generator.findings.join("; "));
-        }
-        let verdict = slos.judge(&figures);
-        let mut step = Step::measure(&plan, &verdict, &window, plan.window);
-        step.achieved_rate = figures.achieved_rate;
-        match plan.kind {
-            // An overload step that met the SLOs shows no way of failing: the capacity was
-            // set low (a confirmation moved it down), and it says nothing of the behaviour.
-            StepKind::Overload if matches!(verdict, Verdict::Fail(_)) => {
-                overload_steps.push(step.overload());
+    // The search, in a closure so that the teardown runs whatever ended it, an error included.
+    let searched = (|| -> anyhow::Result<()> {
+        while let Some(plan) = search.next_step(started.elapsed()) {
+            if !steps.is_empty() {
+                std::thread::sleep(args.drain);
             }
-            StepKind::Recovery if !matches!(verdict, Verdict::Generator(_)) => {
-                let intervals: Vec<(Duration, bool)> = finished
-                    .series
-                    .points()
-                    .iter()
-                    .map(|p| (p.offset, slos.met_by(p)))
-                    .collect();
-                recovery = Some(overload::recovery(&intervals));
+            if signals.stop_requested() {
+                interrupted = true;
+                break;
             }
-            _ => {}
+            eprintln!(
+                "{}",
+                step_line(
+                    steps.len() + 1,
+                    &plan,
+                    dimension,
+                    &search.answer(),
+                    started.elapsed(),
+                    args.max_time
+                )
+            );
+            let settings = target.step(&plan, &shape)?;
+            let finished = crate::load::execute_judged(&settings, signals, Some(plan.warmup))?;
+            if finished.interrupted {
+                interrupted = true;
+                break;
+            }
+            let window = finished.window.clone().unwrap_or_default();
+            let generator = judge::generator_verdict(&finished, &window, &plan);
+            let prometheus = judge::query_prometheus(&slos, args.prometheus.as_deref());
+            let mut figures = StepFigures {
+                target_rate: plan.rate,
+                achieved_rate: step::achieved(dimension, &window, plan.window),
+                window: plan.window,
+                totals: &window,
+                generator: None,
+                prometheus,
+            };
+            if !generator.kept_up
+                && judge::generator_to_blame(&finished, &window, &plan, &slos, &figures)
+            {
+                figures.generator = Some(generator.findings.join("; "));
+            }
+            let verdict = slos.judge(&figures);
+            let mut step = Step::measure(&plan, &verdict, &window, plan.window);
+            step.achieved_rate = figures.achieved_rate;
+            match plan.kind {
+                // An overload step that met the SLOs shows no way of failing: the capacity was
+                // set low (a confirmation moved it down), and it says nothing of the behaviour.
+                StepKind::Overload if matches!(verdict, Verdict::Fail(_)) => {
+                    overload_steps.push(step.overload());
+                }
+                StepKind::Recovery if !matches!(verdict, Verdict::Generator(_)) => {
+                    let intervals: Vec<(Duration, bool)> = finished
+                        .series
+                        .points()
+                        .iter()
+                        .map(|p| (p.offset, slos.met_by(p)))
+                        .collect();
+                    recovery = Some(overload::recovery(&intervals));
+                }
+                _ => {}
+            }
+            eprintln!(
+                "capacity:   {}",
+                match &verdict {
+                    Verdict::Pass => "pass".to_string(),
+                    Verdict::Fail(why) => format!("fail: {why}"),
+                    Verdict::Generator(why) => format!("generator: {why}"),
+                }
+            );
+            search.record(&plan, verdict);
+            steps.push(step);
+            if let Some(path) = &args.save {
+                let so_far = outcome_of(&search, &steps, None, started.elapsed());
+                if let Err(e) = save(path, &so_far) {
+                    eprintln!("capacity: the search is not saved: {e}");
+                }
+            }
         }
-        eprintln!(
-            "capacity:   {}",
-            match &verdict {
-                Verdict::Pass => "pass".to_string(),
-                Verdict::Fail(why) => format!("fail: {why}"),
-                Verdict::Generator(why) => format!("generator: {why}"),
-            }
-        );
-        search.record(&plan, verdict);
-        steps.push(step);
-        if let Some(path) = &args.save {
-            let so_far = outcome_of(&search, &steps, None, started.elapsed());
-            if let Err(e) = save(path, &so_far) {
-                eprintln!("capacity: the search is not saved: {e}");
-            }
-        }
-    }
+        Ok(())
+    })();
+    phases::teardown(teardown, &first)?;
+    searched?;
 
     let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
     // Goodput past capacity is weighed against what the service served at its capacity: the
@@ -446,6 +463,14 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
 fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     let given = args.request.url.as_deref().unwrap_or("");
     if !step::is_plan(given) {
+        if !args.vars.is_empty() {
+            return Err(InputError::new(
+                "--var <NAME=VALUE>",
+                "",
+                "sets a plan's variable: give a plan file, not a URL",
+            )
+            .into());
+        }
         let (mut engine, url) = settings::request_config(&args.request)?;
         engine.resend = !args.no_resend;
         if args.dimension == DimensionArg::ConnectionRate && args.http2 {
@@ -496,16 +521,8 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     }
     let path = PathBuf::from(given);
     let mut plan = belier_scenario::load(&path)?;
-    // Each step makes fresh users; setup's values would have to reach every step's.
-    if plan.setup().is_some() || plan.teardown().is_some() {
-        return Err(InputError::new(
-            "PLAN",
-            given,
-            "belier capacity does not run a plan's `setup` or `teardown`; use `belier run`",
-        )
-        .into());
-    }
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
+    crate::plan::apply_vars(&mut plan, &args.vars)?;
     if args.dimension == DimensionArg::ConnectionRate {
         plan.options.keepalive = false;
     }
@@ -517,6 +534,7 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
             connect_to: r.connect_to,
             no_resend: args.no_resend,
         },
+        setup: None,
     })
 }
 

@@ -546,6 +546,7 @@ fn load_info(settings: &Settings) -> RunInfo {
         pacing_s: settings.engine.pacing.map(|d| d.as_secs_f64()),
         steps: users.map(|u| u.steps().to_vec()).unwrap_or_default(),
         checks: users.map(|u| u.checks().to_vec()).unwrap_or_default(),
+        metrics: users.map(|u| u.metrics().to_vec()).unwrap_or_default(),
         targets: settings
             .targets
             .as_ref()

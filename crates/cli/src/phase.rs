@@ -84,4 +84,17 @@ impl Done {
         }
         line
     }
+
+    /// A setup that did not pass stops the run before any load: the error says why.
+    pub fn require_setup_passed(&self) -> anyhow::Result<()> {
+        if self.outcome.passed() {
+            return Ok(());
+        }
+        let why = self
+            .outcome
+            .failure
+            .as_deref()
+            .unwrap_or("it did not finish");
+        anyhow::bail!("setup failed ({why}); no load was sent")
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
 use belier_report::ThresholdOutcome;
 use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
-use belier_stats::value_at_percentile;
+use belier_stats::{value_at_percentile, MetricRow};
 use hdrhistogram::Histogram;
 
 use crate::args::{CheckArgs, RunArgs};
@@ -88,14 +88,7 @@ impl Prepared {
         if done.interrupted {
             return Ok(Some(signals::INTERRUPTED));
         }
-        if !done.outcome.passed() {
-            let why = done
-                .outcome
-                .failure
-                .as_deref()
-                .unwrap_or("it did not finish");
-            anyhow::bail!("setup failed ({why}); no load was sent");
-        }
+        done.require_setup_passed()?;
         self.users.share(&done.outcome);
         if let Some(teardown) = &self.teardown {
             teardown.share(&done.outcome);
@@ -142,6 +135,15 @@ impl Prepared {
             finished.warnings.push(format!(
                 "data `{}` ran out after {} rows: {} users stopped for want of a row",
                 e.data, e.rows, e.users_stopped
+            ));
+        }
+        for e in self.users.script_errors() {
+            finished.warnings.push(format!(
+                "script `{}` failed {} time{}: {}",
+                e.script,
+                e.count,
+                if e.count == 1 { "" } else { "s" },
+                e.message
             ));
         }
         finished.thresholds = judge(&self.plan, finished);
@@ -337,6 +339,7 @@ pub fn engine_for(
 
 /// Judges every threshold of the plan on the recorded totals.
 fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
+    let empty = MetricRow::default();
     let totals = &finished.totals;
     let (checks_passed, checks_failed) = totals
         .checks()
@@ -351,9 +354,19 @@ fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
         .iter()
         .map(|row| percentiles(row.latency_us()))
         .collect();
+    let metric_row = |i: usize| totals.metrics().get(i).unwrap_or(&empty);
+    let custom: Vec<_> = (0..plan.metrics().len())
+        .map(|i| percentiles(metric_row(i).values_us()))
+        .collect();
     let figures = |scope: Option<&str>| {
         let (requests, failures, latency, percentile_us) = match scope {
             None => (totals.requests(), failures, totals.latency_us(), &whole),
+            // A custom metric: its count, and a trend's values as the latencies.
+            Some(name) if plan.metrics().iter().any(|m| m.name == name) => {
+                let index = plan.metrics().iter().position(|m| m.name == name)?;
+                let row = metric_row(index);
+                (row.count, 0, row.values_us(), custom.get(index)?)
+            }
             Some(name) => {
                 let index = plan.steps().iter().position(|s| s == name)?;
                 let row = totals.steps().get(index)?;

@@ -190,6 +190,9 @@ fn what_a_dimension_or_a_plan_cannot_take_exits_2_naming_it() {
         (&["--http2", plan][..], "--http2"),
         (&["-m", "POST", plan][..], "--method"),
         (&[broken][..], "broken.yaml"),
+        (&["--var", "page=2", url][..], "--var"),
+        (&["--var", "page=2", plan][..], "none named `page`"),
+        (&["--var", "page", plan][..], "NAME=VALUE"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_belier"))
             .arg("capacity")

@@ -213,19 +213,66 @@ fn a_setup_without_a_server_exits_1_naming_the_connection_error() {
 }
 
 #[test]
-fn capacity_refuses_a_plan_with_setup_or_teardown() {
+fn capacity_runs_setup_once_before_its_steps_and_teardown_once_after() {
     let shop = Shop::start();
     let path = plan_file("capacity", &plan(&shop, shop::PASSWORD, "30s"));
     let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["capacity", "--slo", "p99 < 1s"])
+        .args([
+            "capacity",
+            "--slo",
+            "p99 < 1s",
+            "--start-rate",
+            "20",
+            "--max-rate",
+            "20",
+        ])
+        .args([
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm",
+            "0",
+            "--no-overload",
+        ])
         .arg(&path)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    assert!(stderr.contains("capacity: setup: 1 request in"), "{stderr}");
     assert!(
-        stderr.contains("belier capacity does not run a plan's `setup` or `teardown`"),
+        stderr.contains("capacity: teardown: 1 request in"),
         "{stderr}"
     );
-    assert!(shop.seen().is_empty(), "nothing is sent");
+    // One login first, one delete last, every step's item requests with setup's token.
+    assert!(assert_once_around(&shop) > 0);
+}
+
+#[test]
+fn capacity_stops_before_any_load_when_setup_fails() {
+    let shop = Shop::start();
+    let path = plan_file("capacity-bad", &plan(&shop, "wrong", "30s"));
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args([
+            "capacity",
+            "--slo",
+            "p99 < 1s",
+            "--start-rate",
+            "20",
+            "--max-rate",
+            "20",
+        ])
+        .args(["--warmup", "1s", "--window", "1s", "--no-overload"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("setup failed (login: status 401"),
+        "{stderr}"
+    );
+    let seen = shop.seen();
+    assert_eq!(seen.len(), 1, "only the login: {seen:#?}");
 }

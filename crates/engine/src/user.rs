@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-pub use belier_stats::ErrorKind;
+pub use belier_stats::{CustomMetric, ErrorKind, MetricKind};
 
 /// Most response-body bytes kept for a user to inspect; the rest is read and counted but not
 /// kept ([`Reply::body_truncated`]).
@@ -109,6 +109,33 @@ pub struct Verdict {
     pub failed: bool,
 }
 
+/// Something a user counted besides a reply's checks (a script step's, or a script's custom
+/// metrics), handed to the engine by [`User::drain`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tally {
+    /// One evaluation of check `check` ([`Users::checks`]).
+    Check {
+        /// Check number.
+        check: usize,
+        /// Whether it passed.
+        passed: bool,
+    },
+    /// Custom counter `metric` ([`Users::metrics`]) grows by `n`.
+    Count {
+        /// Metric number.
+        metric: usize,
+        /// How much it grows.
+        n: u64,
+    },
+    /// Custom trend `metric` ([`Users::metrics`]) takes a value.
+    Value {
+        /// Metric number.
+        metric: usize,
+        /// The value, in microseconds.
+        us: u64,
+    },
+}
+
 /// A virtual user: one state machine, driven by one task on one worker thread.
 pub trait User {
     /// What to do now. Called at the start, after every pause, and after every
@@ -122,6 +149,11 @@ pub trait User {
     /// The request of the last [`Action::Send`] got no complete response; `kind` says why
     /// (it is counted among the run's errors). The step has failed.
     fn failed(&mut self, kind: ErrorKind) -> Verdict;
+
+    /// Hands over what the user counted since the last call besides a reply's checks (script
+    /// steps' checks, custom metrics). The engine calls it after [`User::next`],
+    /// [`User::reply`] and [`User::failed`]; users without scripts count nothing here.
+    fn drain(&mut self, _record: &mut dyn FnMut(Tally)) {}
 }
 
 /// Makes the virtual users of a run; shared by all worker threads.
@@ -131,6 +163,11 @@ pub trait Users: Send + Sync {
 
     /// Names of the checks ([`User::reply`]'s `tally` indexes them).
     fn checks(&self) -> &[String];
+
+    /// The custom metrics scripts count ([`Tally::Count`] and [`Tally::Value`] index them).
+    fn metrics(&self) -> &[CustomMetric] {
+        &[]
+    }
 
     /// A new user; `vu` numbers the run's users from 0, across workers.
     fn user(&self, vu: u64) -> Box<dyn User>;

@@ -22,7 +22,7 @@ use crate::local::{next_arrival, Local};
 use crate::plan::Plan;
 use crate::request::{encode_outgoing, is_head, is_idempotent};
 use crate::step;
-use crate::user::{Action, Outgoing, Reply, User, Users};
+use crate::user::{Action, Outgoing, Reply, Tally, User, Users};
 
 /// A kept body buffer larger than this is given back after the request, so that one large
 /// response does not make a user hold a megabyte for the rest of the run.
@@ -211,7 +211,9 @@ impl Vu {
             // The run's end (or a ramp) is checked before each request or pause, not before
             // asking the user: an iteration whose last request finished as the run stopped
             // still ends, and counts.
-            match user.next() {
+            let action = user.next();
+            drain(local, user);
+            match action {
                 Action::Send(outgoing) => {
                     if !self.may_go_on(local, plan, ramp).await || !local.schedule.claim() {
                         return halted(local, arrival);
@@ -322,6 +324,7 @@ impl Vu {
             }
             Err(failure) => user.failed(failure.kind),
         };
+        drain(local, user);
         local
             .recording
             .recorder
@@ -334,6 +337,18 @@ impl Vu {
             self.head = Vec::new();
         }
     }
+}
+
+/// Records what the user counted besides a reply's checks.
+fn drain(local: &Local, user: &mut dyn User) {
+    user.drain(&mut |tally| {
+        let mut recorder = local.recording.recorder.borrow_mut();
+        match tally {
+            Tally::Check { check, passed } => recorder.record_check(check, passed),
+            Tally::Count { metric, n } => recorder.record_count(metric, n),
+            Tally::Value { metric, us } => recorder.record_value(metric, us),
+        }
+    });
 }
 
 /// Counts a request of `step` in flight (`started`) or no longer.

@@ -62,6 +62,7 @@ fn main() -> std::io::Result<()> {
         pacing_s: None,
         steps: vec![],
         checks: vec![],
+        metrics: vec![],
         targets: vec![],
     };
     let header = Header {

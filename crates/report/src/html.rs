@@ -474,6 +474,22 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
                 }
                 out.push_str("</tbody></table>\n");
             }
+            if !s.metrics.is_empty() {
+                out.push_str(
+                    "<table class=\"steps\"><thead><tr><th>custom metric</th><th>kind</th>\
+                     <th>count</th><th>rate/s</th><th>min</th><th>p50</th><th>p90</th>\
+                     <th>p99</th><th>max</th></tr></thead><tbody>\n",
+                );
+                for m in &s.metrics {
+                    writeln!(
+                        out,
+                        "<tr><th>{}</th><td>{}</td></tr>",
+                        esc(&m.name),
+                        m.cells(ms, "–").join("</td><td>")
+                    )?;
+                }
+                out.push_str("</tbody></table>\n");
+            }
             writeln!(
                 out,
                 "<p>Iterations completed: {} ({}/s).</p>",

@@ -116,6 +116,7 @@ fn to_value(r: &Report) -> Value {
         "errors": errors,
         "steps": step_rows(&s),
         "checks": check_rows(&s),
+        "metrics": metric_rows(&s),
         "iterations": s.has_steps.then(|| json!({
             "count": t.iterations(),
             "rate_per_s": s.iteration_rate,
@@ -197,6 +198,29 @@ fn check_rows(s: &Summary) -> Vec<Value> {
                 "passed": c.passed,
                 "failed": c.failed,
                 "pass_ratio": c.pass_ratio,
+            })
+        })
+        .collect()
+}
+
+fn metric_rows(s: &Summary) -> Vec<Value> {
+    s.metrics
+        .iter()
+        .map(|m| {
+            let [p50, p90, p99] = m.percentiles_us;
+            let trend = m.kind == belier_stats::MetricKind::Trend && m.count > 0;
+            json!({
+                "name": m.name,
+                "kind": m.kind,
+                "count": m.count,
+                "rate_per_s": m.rate,
+                "values_us": trend.then(|| json!({
+                    "min": m.min_us,
+                    "p50": p50,
+                    "p90": p90,
+                    "p99": p99,
+                    "max": m.max_us,
+                })),
             })
         })
         .collect()

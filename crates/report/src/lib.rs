@@ -14,6 +14,7 @@
 mod changes;
 pub mod compare;
 mod csv;
+mod custom;
 mod format;
 mod hdrlog;
 mod html;
@@ -132,6 +133,9 @@ pub struct RunInfo {
     /// Names of the plan's checks, by check number.
     #[serde(default)]
     pub checks: Vec<String>,
+    /// The custom metrics of the plan's scripts (counters and trends), by metric number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<belier_stats::CustomMetric>,
     /// A targets run (`--targets`): the method and URL of each statistics row, by step
     /// number; the per-step table is then the per-target table. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -469,6 +473,7 @@ pub(crate) mod fixtures {
             pacing_s: None,
             steps: vec![],
             checks: vec![],
+            metrics: vec![],
             targets: vec![],
         }
     }

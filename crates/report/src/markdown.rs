@@ -259,6 +259,18 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
                 )?;
             }
         }
+        if !s.metrics.is_empty() {
+            writeln!(
+                out,
+                "\n| Custom metric | Kind | Count | Rate | Min | p50 | p90 | p99 | Max |\n\
+                 | :-- | :-- | --: | --: | --: | --: | --: | --: | --: |"
+            )?;
+            for m in &s.metrics {
+                let mut cells = m.cells(ms, "–");
+                cells[2].push_str("/s");
+                writeln!(out, "| {} | {} |", md(&m.name), cells.join(" | "))?;
+            }
+        }
         writeln!(
             out,
             "\nIterations completed: {} ({}/s).",

@@ -125,6 +125,10 @@ struct IntervalLine {
     /// the checks and the iterations are in `counters`). Absent for single-request runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     steps_latency: Vec<String>,
+    /// Scripted users: each custom metric's histogram of values (a trend's; a counter's is
+    /// empty), by metric number (their counts are in `counters`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    metrics_values: Vec<String>,
 }
 
 /// Histograms written under `phases`, only when they hold values. (belier's own open-loop
@@ -151,6 +155,14 @@ impl Encoder {
         r.steps()
             .iter()
             .map(|row| self.encode(row.latency_us()))
+            .collect()
+    }
+
+    /// Every custom metric's histogram of values, by metric number.
+    fn encode_metrics(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
+        r.metrics()
+            .iter()
+            .map(|row| self.encode(row.values_us()))
             .collect()
     }
 

@@ -167,6 +167,16 @@ pub fn with_steps() -> Run {
     info.duration_s = Some(1.5);
     info.steps = vec!["login".into(), "browse".into(), "checkout".into()];
     info.checks = vec!["status is 2xx".into(), "token | present".into()];
+    info.metrics = vec![
+        belier_stats::CustomMetric {
+            name: "signed".into(),
+            kind: belier_stats::MetricKind::Counter,
+        },
+        belier_stats::CustomMetric {
+            name: "queue_ms".into(),
+            kind: belier_stats::MetricKind::Trend,
+        },
+    ];
 
     let mut c = Collector::new(1, Duration::from_secs(1));
     let t = Instant::now();
@@ -201,6 +211,8 @@ pub fn with_steps() -> Run {
                 r.record_check(0, status < 300);
                 if step == 0 {
                     r.record_check(1, !n.is_multiple_of(30));
+                    r.record_count(0, 2);
+                    r.record_value(1, 1_000 + n * 10);
                 }
             }
             if n % 3 == 2 {

@@ -2,6 +2,7 @@
 //! from the recorded results for every renderer.
 
 use belier_stats::{value_at_percentile, StepRow};
+use hdrhistogram::Histogram;
 
 use crate::format::{rate, thousands};
 use crate::{per_second, ratio, Report};
@@ -88,6 +89,18 @@ pub(crate) fn has_steps(r: &Report) -> bool {
     !r.info.steps.is_empty() || !r.totals.steps().is_empty()
 }
 
+/// Min, [`STEP_PERCENTILES`] and max of `h`, microseconds (all 0 when it is empty).
+pub(crate) fn spread(h: &Histogram<u64>) -> (u64, [u64; 3], u64) {
+    if h.is_empty() {
+        return (0, [0; 3], 0);
+    }
+    (
+        h.min(),
+        STEP_PERCENTILES.map(|p| value_at_percentile(h, p)),
+        h.max(),
+    )
+}
+
 /// One row per step the plan names, plus any recorded beyond the names (named by number).
 pub(crate) fn step_lines(r: &Report) -> Vec<StepLine> {
     let recorded = r.totals.steps();
@@ -96,13 +109,7 @@ pub(crate) fn step_lines(r: &Report) -> Vec<StepLine> {
         .map(|i| {
             let row = recorded.get(i).unwrap_or(&empty);
             let h = row.latency_us();
-            let at = |p: f64| {
-                if h.is_empty() {
-                    0
-                } else {
-                    value_at_percentile(h, p)
-                }
-            };
+            let (min_us, percentiles_us, max_us) = spread(h);
             StepLine {
                 name: name(&r.info.steps, i, "step"),
                 requests: row.counts.requests,
@@ -110,9 +117,9 @@ pub(crate) fn step_lines(r: &Report) -> Vec<StepLine> {
                 failure_ratio: ratio(row.counts.failures, row.counts.requests).unwrap_or(0.0),
                 rate: per_second(row.counts.requests, r.elapsed),
                 responses: h.len(),
-                min_us: if h.is_empty() { 0 } else { h.min() },
-                percentiles_us: STEP_PERCENTILES.map(at),
-                max_us: if h.is_empty() { 0 } else { h.max() },
+                min_us,
+                percentiles_us,
+                max_us,
                 bytes_in: row.counts.bytes_in,
                 bytes_out: row.counts.bytes_out,
             }

@@ -52,6 +52,8 @@ pub(crate) struct Summary<'a> {
     /// The per-step and per-check tables (empty without scripted users).
     pub steps: Vec<StepLine>,
     pub checks: Vec<CheckLine>,
+    /// The custom-metrics table (empty without scripts that count).
+    pub metrics: Vec<crate::custom::MetricLine>,
     /// Completed iterations per second over the run.
     pub iteration_rate: f64,
 }
@@ -118,6 +120,7 @@ impl<'a> Summary<'a> {
             has_targets: !report.info.targets.is_empty(),
             steps: steps::step_lines(report),
             checks: steps::check_lines(report),
+            metrics: crate::custom::metric_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),
         }
     }

@@ -383,6 +383,32 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             )?;
         }
     }
+    if !s.metrics.is_empty() {
+        let width = s
+            .metrics
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        writeln!(out, "\nCustom metrics  (trends in ms)")?;
+        writeln!(
+            out,
+            "  {:<width$}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            "name", "kind", "count", "rate/s", "min", "p50", "p90", "p99", "max"
+        )?;
+        for m in &s.metrics {
+            write!(out, "  {:<width$}", m.name)?;
+            for (cell, w) in m
+                .cells(ms_short, "-")
+                .iter()
+                .zip([9, 10, 10, 10, 10, 10, 10, 10])
+            {
+                write!(out, "{cell:>w$}")?;
+            }
+            writeln!(out)?;
+        }
+    }
     writeln!(
         out,
         "\nIterations    {:>12}   {}/s completed",

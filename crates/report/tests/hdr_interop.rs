@@ -108,6 +108,7 @@ fn info() -> RunInfo {
         pacing_s: None,
         steps: vec![],
         checks: vec![],
+        metrics: vec![],
         targets: vec![],
     }
 }

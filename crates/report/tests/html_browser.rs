@@ -56,6 +56,7 @@ fn info(url: &str) -> RunInfo {
         pacing_s: None,
         steps: vec![],
         checks: vec![],
+        metrics: vec![],
         targets: vec![],
     }
 }

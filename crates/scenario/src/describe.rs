@@ -154,6 +154,14 @@ impl Plan {
             steps(&mut out, &teardown.program, ops, &o.headers, true);
         }
         let _ = writeln!(out, "statistics rows: {}", p.steps.join(" | "));
+        if !p.metrics.is_empty() {
+            let metrics: Vec<String> = p
+                .metrics
+                .iter()
+                .map(|m| format!("{} ({})", m.name, m.kind.name()))
+                .collect();
+            let _ = writeln!(out, "custom metrics: {}", metrics.join(" | "));
+        }
         if !self.thresholds.is_empty() {
             let _ = writeln!(out, "thresholds:");
             for t in &self.thresholds {
@@ -219,12 +227,20 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
                 } else if !r.status_checked {
                     let _ = writeln!(out, "{pad}    fails on status ≥ 400");
                 }
+                for hook in [r.before, r.after].into_iter().flatten() {
+                    let _ = writeln!(out, "{pad}    {}", p.scripts[hook].describe());
+                }
                 if let Some(t) = r.timeout {
                     let _ = writeln!(out, "{pad}    timeout {}", show(t));
                 }
                 if r.abort_on_fail {
                     let _ = writeln!(out, "{pad}    abort_on_fail: a failure ends the iteration");
                 }
+            }
+            Op::Script(i) => {
+                let script = &p.scripts[*i];
+                let name = p.checks[script.check].trim_end_matches(": script");
+                let _ = writeln!(out, "{pad}- {name}: {}", script.describe());
             }
             Op::Pause(a, b) if a == b => {
                 let _ = writeln!(out, "{pad}- pause {}", show(*a));

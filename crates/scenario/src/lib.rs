@@ -26,6 +26,7 @@ mod form;
 pub mod import;
 mod model;
 mod parse;
+mod script;
 mod steps;
 pub mod targets;
 mod template;
@@ -41,7 +42,7 @@ pub use feeder::{Feeder, Order};
 pub use model::{LoadModel, LoadPlan, Options, Plan, Scheme, Target};
 pub use parse::DEFAULT_SEED;
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
-pub use user::{Exhaustion, PhaseOutcome, PlanUsers};
+pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to
 /// the plan's directory).

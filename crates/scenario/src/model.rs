@@ -196,12 +196,17 @@ pub(crate) struct Request {
     pub abort_on_fail: bool,
     pub timeout: Option<Duration>,
     pub keep_body: bool,
+    /// `before_request` and `after_response` hooks: indices into [`Program::scripts`].
+    pub before: Option<usize>,
+    pub after: Option<usize>,
 }
 
 /// One instruction of a scenario, flattened (groups inlined, loops as jumps).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Op {
     Request(usize),
+    /// A `script:` step: an index into [`Program::scripts`].
+    Script(usize),
     /// A pause uniformly drawn from `[min, max]`.
     Pause(Duration, Duration),
     /// Runs the ops up to the matching `LoopEnd` (at `end`) `count` times.
@@ -259,6 +264,10 @@ pub(crate) struct Program {
     /// Initial values of the variable slots (plan variables; extracted ones start unset).
     pub initial: Vec<Option<String>>,
     pub feeders: Vec<Feeder>,
+    /// Scripts of `script:` steps and request hooks, by index.
+    pub scripts: Vec<crate::script::Script>,
+    /// Custom metrics the scripts count, by metric number.
+    pub metrics: Vec<belier_engine::user::CustomMetric>,
 }
 
 /// A loaded plan.
@@ -309,6 +318,11 @@ impl Plan {
     /// Check names.
     pub fn checks(&self) -> &[String] {
         &self.program.checks
+    }
+
+    /// The custom metrics the plan's scripts count, by metric number.
+    pub fn metrics(&self) -> &[belier_engine::user::CustomMetric] {
+        &self.program.metrics
     }
 
     /// Sets plan variable `name` to `value` (a command line's `--var`), in place of the plan's

@@ -65,6 +65,10 @@ pub(crate) struct Compiler<'p> {
     pub requests: Vec<crate::model::Request>,
     pub default_headers: Vec<(String, Template)>,
     pub default_header_feeders: Vec<usize>,
+    /// Compiled scripts (`script:` steps and request hooks), by index.
+    pub scripts: Vec<crate::script::Script>,
+    /// Custom metrics the scripts count, by metric number.
+    pub metrics: Vec<belier_engine::user::CustomMetric>,
 }
 
 /// Where a template's fault at byte `offset` is: inside a one-line plain or quoted scalar the
@@ -298,6 +302,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         requests: Vec::new(),
         default_headers: Vec::new(),
         default_header_feeders: Vec::new(),
+        scripts: Vec::new(),
+        metrics: Vec::new(),
     };
 
     // Plan variables take the first slots, in plan order (`Plan::set_variable` relies on it).
@@ -367,7 +373,13 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
             let t = threshold(rd, item)?;
-            if let Some(step) = &t.scope {
+            if let Some(metric) = t
+                .scope
+                .as_ref()
+                .and_then(|s| c.metrics.iter().find(|m| &m.name == s))
+            {
+                crate::script::threshold_fits(metric, &t).map_err(|m| rd.err(item, m))?;
+            } else if let Some(step) = &t.scope {
                 if !c.steps.contains(step) {
                     let names: Vec<&str> = c.steps.iter().map(String::as_str).collect();
                     let mut m = format!("unknown step `{step}` in threshold");
@@ -389,6 +401,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         scenarios,
         initial: c.initial,
         feeders: c.feeders,
+        scripts: c.scripts,
+        metrics: c.metrics,
     };
     Ok(Plan {
         file: file.to_path_buf(),

@@ -143,6 +143,15 @@ fn compile_steps(
             ops[start] = Op::LoopStart { count, end };
         } else if has("choice") {
             choice(c, item, ops, defined, feeders)?;
+        } else if has("script") {
+            let f = rd.map(item, "a script step", &["script", "name", "if"])?;
+            let name = match f.get("name") {
+                Some(n) => rd.str(n, "a script step's name")?,
+                None => "script",
+            };
+            let node = f.get("script").unwrap_or(item);
+            let index = crate::script::compile(c, node, crate::script::Hook::Step, name, defined)?;
+            ops.push(Op::Script(index));
         } else {
             let f = rd.map(item, "a request step", REQUEST_KEYS)?;
             for k in ["steps"] {

@@ -26,6 +26,9 @@ pub enum Metric {
     Checks,
     /// Number of requests.
     Requests,
+    /// How many: a custom counter's total, a custom trend's number of values (a step's or
+    /// the run's requests otherwise).
+    Count,
 }
 
 /// A comparison.
@@ -39,6 +42,8 @@ pub enum Comparison {
     Greater,
     /// `>=`
     GreaterOrEqual,
+    /// `==`
+    Equal,
 }
 
 impl Comparison {
@@ -49,6 +54,7 @@ impl Comparison {
             Comparison::LessOrEqual => actual <= bound,
             Comparison::Greater => actual > bound,
             Comparison::GreaterOrEqual => actual >= bound,
+            Comparison::Equal => actual == bound,
         }
     }
 
@@ -58,6 +64,7 @@ impl Comparison {
             Comparison::LessOrEqual => "<=",
             Comparison::Greater => ">",
             Comparison::GreaterOrEqual => ">=",
+            Comparison::Equal => "==",
         }
     }
 }
@@ -120,6 +127,7 @@ impl fmt::Display for Metric {
             Metric::Rate => f.write_str("rate"),
             Metric::Checks => f.write_str("checks"),
             Metric::Requests => f.write_str("requests"),
+            Metric::Count => f.write_str("count"),
         }
     }
 }
@@ -139,7 +147,7 @@ impl Threshold {
             }
             None => (None, text, 0),
         };
-        let ops = ["<=", ">=", "<", ">"];
+        let ops = ["==", "<=", ">=", "<", ">"];
         let Some((op_at, op)) = ops
             .iter()
             .filter_map(|op| expr.find(op).map(|i| (i, *op)))
@@ -147,10 +155,11 @@ impl Threshold {
         else {
             return Err((
                 expr_at,
-                "expected METRIC OP VALUE, e.g. `p99 < 200ms` (OP is <, <=, > or >=)".into(),
+                "expected METRIC OP VALUE, e.g. `p99 < 200ms` (OP is <, <=, >, >= or ==)".into(),
             ));
         };
         let comparison = match op {
+            "==" => Comparison::Equal,
             "<=" => Comparison::LessOrEqual,
             ">=" => Comparison::GreaterOrEqual,
             "<" => Comparison::Less,
@@ -164,7 +173,7 @@ impl Threshold {
         let metric = metric(metric_text).ok_or_else(|| {
             (
                 metric_at,
-                format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks or requests)"),
+                format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks, requests or count)"),
             )
         })?;
         let bound = bound(metric, value).map_err(|m| (value_at, m))?;
@@ -221,7 +230,7 @@ impl Threshold {
                     (r, format!("{r:.1}/s"))
                 })
             }
-            Metric::Requests => Some((f.requests as f64, f.requests.to_string())),
+            Metric::Requests | Metric::Count => Some((f.requests as f64, f.requests.to_string())),
         };
         match measured {
             None => fail("no data"),
@@ -242,7 +251,7 @@ impl Threshold {
             Metric::Rate => format!("{}/s", self.bound),
             // Through u64: a count past 2^53 is shown as f64 rounds it, which may no longer
             // fit the u64 the parser reads (`requests < 18446744073709551615`).
-            Metric::Requests => format!("{}", self.bound as u64),
+            Metric::Requests | Metric::Count => format!("{}", self.bound as u64),
         };
         let expr = format!("{} {} {bound}", self.metric, self.comparison.symbol());
         match &self.scope {
@@ -262,6 +271,7 @@ fn metric(text: &str) -> Option<Metric> {
         "rate" => Metric::Rate,
         "checks" => Metric::Checks,
         "requests" => Metric::Requests,
+        "count" => Metric::Count,
         _ => {
             let p: f64 = text.strip_prefix('p')?.parse().ok()?;
             if !(0.0..=100.0).contains(&p) {
@@ -306,7 +316,7 @@ fn bound(metric: Metric, value: &str) -> Result<f64, String> {
                 _ => Err(format!("expected a rate such as `900/s`, found `{value}`")),
             }
         }
-        Metric::Requests => value
+        Metric::Requests | Metric::Count => value
             .parse::<u64>()
             .map(|n| n as f64)
             .map_err(|_| format!("expected a count of requests, found `{value}`")),

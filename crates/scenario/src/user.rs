@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
+use belier_engine::user::{
+    Action, CustomMetric, ErrorKind, Outgoing, Reply, Tally, User, Users, Verdict,
+};
 
 use crate::condition::Facts;
 use crate::cookie::Jar;
@@ -13,6 +15,7 @@ use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
 
 mod phase;
+mod script;
 
 pub use phase::PhaseOutcome;
 use phase::{phase_reply, PhaseLog};
@@ -33,6 +36,17 @@ pub struct Exhaustion {
     pub users_stopped: u64,
 }
 
+/// Errors of one script with one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptError {
+    /// The script's check name, e.g. `sign: before_request`.
+    pub script: String,
+    /// Its message, with the script's line and position.
+    pub message: String,
+    /// How often it came.
+    pub count: u64,
+}
+
 /// State shared by all users of a run.
 #[derive(Debug)]
 struct Shared {
@@ -50,6 +64,8 @@ struct Shared {
     /// `Some` for the one user of a `setup` or `teardown`: every step must pass (2xx unless
     /// its checks say otherwise), the first failure ends it, and what it did is kept.
     phase: Option<PhaseLog>,
+    /// Messages of the scripts' errors.
+    script_errors: crate::script::ScriptErrors,
 }
 
 /// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
@@ -70,6 +86,7 @@ impl PlanUsers {
                 seed,
                 from_setup: OnceLock::new(),
                 phase: None,
+                script_errors: Default::default(),
             }),
         }
     }
@@ -106,6 +123,22 @@ impl PlanUsers {
         let _ = self.shared.from_setup.set(setup.values.clone());
     }
 
+    /// Script errors so far (the first few distinct messages, with how often each came), for
+    /// the report: a failed script fails its step, never the run.
+    pub fn script_errors(&self) -> Vec<ScriptError> {
+        let checks = &self.shared.program.checks;
+        self.shared
+            .script_errors
+            .messages()
+            .into_iter()
+            .map(|(check, message, count)| ScriptError {
+                script: checks[check].clone(),
+                message,
+                count,
+            })
+            .collect()
+    }
+
     /// Feeders that ran out so far, with how many users stopped for it, for a message such as
     /// "data `users` ran out after 500 rows; 12 users stopped".
     pub fn exhausted(&self) -> Vec<Exhaustion> {
@@ -136,6 +169,10 @@ impl Users for PlanUsers {
         &self.shared.program.checks
     }
 
+    fn metrics(&self) -> &[CustomMetric] {
+        &self.shared.program.metrics
+    }
+
     fn user(&self, vu: u64) -> Box<dyn User> {
         let program = &self.shared.program;
         // Seeds spread by a large odd constant so neighbouring users' sequences differ.
@@ -159,6 +196,7 @@ impl Users for PlanUsers {
                 last_status: 0,
                 last_failed: false,
                 check_results: vec![false; program.checks.len()],
+                tallies: Vec::new(),
             },
         })
     }
@@ -213,6 +251,8 @@ struct Local {
     last_status: u16,
     last_failed: bool,
     check_results: Vec<bool>,
+    /// Script checks and custom metrics counted since the engine last drained them.
+    tallies: Vec<Tally>,
 }
 
 impl Local {
@@ -358,6 +398,12 @@ impl User for VirtualUser {
     fn failed(&mut self, kind: ErrorKind) -> Verdict {
         self.local.failed(&self.shared, kind)
     }
+
+    fn drain(&mut self, record: &mut dyn FnMut(Tally)) {
+        for tally in self.local.tallies.drain(..) {
+            record(tally);
+        }
+    }
 }
 
 impl Local {
@@ -405,7 +451,17 @@ impl Local {
                     };
                     *pc += 1;
                     match op {
-                        Op::Request(index) => return Action::Send(self.render(shared, *index)),
+                        Op::Request(index) => {
+                            let index = *index;
+                            let outgoing = self.render(shared, index);
+                            if let Some(outgoing) = self.before_request(shared, index, outgoing) {
+                                return Action::Send(outgoing);
+                            }
+                        }
+                        Op::Script(index) => {
+                            let index = *index;
+                            self.script_step(shared, index);
+                        }
                         Op::Pause(min, max) => {
                             let d = if min == max {
                                 *min
@@ -508,6 +564,7 @@ impl Local {
                 None => failed = true,
             }
         }
+        failed |= self.after_response(shared, pending.request, reply);
         if let Some(phase) = &shared.phase {
             failed = phase_reply(phase, &shared.program, request, reply, failed_check, failed);
         }

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 mod collector;
+mod custom;
 mod error_kind;
 mod extremes;
 mod latency;
@@ -22,6 +23,7 @@ pub mod series;
 mod step;
 
 pub use collector::{Collector, Settled};
+pub use custom::{CustomMetric, MetricKind, MetricRow};
 pub use error_kind::ErrorKind;
 pub use extremes::Range;
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};

@@ -4,7 +4,7 @@ use hdrhistogram::Histogram;
 
 use crate::extremes::{Extremes, Range};
 use crate::step::{add_rows, row_mut, CheckCounts, StepRow};
-use crate::{ErrorKind, LatencySummary, Outcome, Sample};
+use crate::{ErrorKind, LatencySummary, MetricRow, Outcome, Sample};
 
 mod stored;
 
@@ -56,6 +56,8 @@ pub struct Recorder {
     steps: Vec<StepRow>,
     /// Scripted users: pass and fail counts per check, by check number.
     checks: Vec<CheckCounts>,
+    /// Scripted users: custom metrics (counters and trends), by metric number.
+    metrics: Vec<MetricRow>,
     /// Scripted users: iterations completed.
     iterations: u64,
 }
@@ -94,6 +96,7 @@ impl Recorder {
             tls_resumed: 0,
             steps: Vec::new(),
             checks: Vec::new(),
+            metrics: Vec::new(),
             iterations: 0,
         }
     }
@@ -244,6 +247,7 @@ impl Recorder {
         // Rows stay, emptied: their histograms are reused by the next interval.
         self.steps.iter_mut().for_each(StepRow::reset);
         self.checks.fill(CheckCounts::default());
+        self.metrics.iter_mut().for_each(MetricRow::reset);
         self.iterations = 0;
     }
 
@@ -285,6 +289,31 @@ impl Recorder {
     /// Per-check counts, indexed by check number (empty without checks).
     pub fn checks(&self) -> &[CheckCounts] {
         &self.checks
+    }
+
+    /// Custom counter `metric` grows by `n`.
+    pub fn record_count(&mut self, metric: usize, n: u64) {
+        row_mut(&mut self.metrics, metric).add(n);
+    }
+
+    /// Custom trend `metric` takes a value, in microseconds.
+    pub fn record_value(&mut self, metric: usize, us: u64) {
+        row_mut(&mut self.metrics, metric).record_us(us);
+    }
+
+    /// Custom metrics, indexed by metric number (empty without them).
+    pub fn metrics(&self) -> &[MetricRow] {
+        &self.metrics
+    }
+
+    /// Adds the values of a stored trend histogram to metric `metric`'s (results files; its
+    /// count comes with [`Recorder::from_counters`]).
+    pub fn add_metric_histogram(
+        &mut self,
+        metric: usize,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        row_mut(&mut self.metrics, metric).add_values(h)
     }
 
     /// Iterations completed by scripted users.
@@ -526,6 +555,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.extremes.merge(&other.extremes);
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);
+        add_rows(&mut self.metrics, &other.metrics);
         self.iterations += other.iterations;
     }
 }

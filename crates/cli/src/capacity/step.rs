@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use belier_capacity::{Dimension, StepPlan};
 use belier_engine::{Config, Load, Profile, Spacing, StopWhen, DEFAULT_MAX_CONNECTIONS};
-use belier_scenario::{LoadModel, Plan};
+use belier_scenario::{LoadModel, PhaseOutcome, Plan};
 
 use crate::args::Format;
 use crate::plan::Connection;
@@ -34,6 +34,9 @@ pub enum Target {
         path: PathBuf,
         /// How its connections are made.
         connection: Connection,
+        /// What the plan's `setup` extracted, once it has run: every step's users start
+        /// with it.
+        setup: Option<PhaseOutcome>,
     },
 }
 
@@ -76,8 +79,13 @@ impl Target {
                 plan,
                 path,
                 connection,
+                setup,
             } => {
-                let engine = crate::plan::engine_for(plan, connection, plan.users())?;
+                let users = plan.users();
+                if let Some(values) = setup {
+                    users.share(values);
+                }
+                let engine = crate::plan::engine_for(plan, connection, users)?;
                 let max_vus = match &plan.load.model {
                     LoadModel::Open { max_vus, .. } => *max_vus,
                     LoadModel::Closed { .. } => DEFAULT_MAX_CONNECTIONS,

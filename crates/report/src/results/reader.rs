@@ -223,8 +223,17 @@ impl Reader {
                             .add_histogram(metric, &hist)
                             .map_err(|e| fail(e.to_string()))?;
                     }
-                    restore_steps(&mut self.deserializer, &mut recorder, &l.steps_latency)
-                        .map_err(fail)?;
+                    restore_rows(&mut self.deserializer, &l.steps_latency, "step", |i, h| {
+                        recorder.add_step_histogram(i, h)
+                    })
+                    .map_err(fail)?;
+                    restore_rows(
+                        &mut self.deserializer,
+                        &l.metrics_values,
+                        "metric",
+                        |i, h| recorder.add_metric_histogram(i, h),
+                    )
+                    .map_err(fail)?;
                     let interval = Duration::from_secs_f64(interval_s);
                     return Ok(Some(Record {
                         index: l.index,
@@ -245,22 +254,22 @@ impl Reader {
     }
 }
 
-/// Adds the stored step latency histograms to `recorder`, whose step counters are restored.
-fn restore_steps(
+/// Decodes stored histograms of numbered rows (steps' latencies, custom metrics' values)
+/// and hands each to `add` with its row number; `what` names the rows in errors.
+fn restore_rows(
     deserializer: &mut Deserializer,
-    recorder: &mut Recorder,
     encoded: &[String],
+    what: &str,
+    mut add: impl FnMut(usize, &Histogram<u64>) -> Result<(), belier_stats::RestoreError>,
 ) -> Result<(), String> {
-    for (step, encoded) in encoded.iter().enumerate() {
+    for (row, encoded) in encoded.iter().enumerate() {
         let bytes = BASE64
             .decode(encoded)
-            .map_err(|e| format!("step {step} histogram is not base64: {e}"))?;
+            .map_err(|e| format!("{what} {row} histogram is not base64: {e}"))?;
         let hist: Histogram<u64> = deserializer
             .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("step {step} histogram cannot be decoded: {e:?}"))?;
-        recorder
-            .add_step_histogram(step, &hist)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{what} {row} histogram cannot be decoded: {e:?}"))?;
+        add(row, &hist).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

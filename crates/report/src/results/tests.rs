@@ -188,6 +188,25 @@ fn steps_checks_and_iterations_round_trip() {
 }
 
 #[test]
+fn custom_metrics_round_trip() {
+    let mut r = recorder_with(&[(100, 0)]);
+    r.record_count(0, 5);
+    r.record_count(0, 2);
+    r.record_value(2, 1_500);
+    r.record_value(2, 90_000);
+    let bytes = write(&header("a"), &[settled(0, r.clone())], Some(&end(1.0)));
+    assert!(String::from_utf8_lossy(&bytes).contains("\"metrics_values\""));
+    let (_, back) = intervals_of(bytes, "mem").unwrap();
+    let got = &back[0].recorder;
+    assert_eq!(got.counters(), r.counters());
+    let counts: Vec<u64> = got.metrics().iter().map(|m| m.count).collect();
+    assert_eq!(counts, [7, 0, 2]);
+    for (g, w) in got.metrics().iter().zip(r.metrics()) {
+        assert_eq!(g.values_us(), w.values_us());
+    }
+}
+
+#[test]
 fn files_without_steps_write_and_read_none() {
     let bytes = write(
         &header("a"),

@@ -188,6 +188,7 @@ fn write_record<W: Write>(
         lag,
         phases,
         steps_latency: encoder.encode_steps(recorder)?,
+        metrics_values: encoder.encode_metrics(recorder)?,
     });
     write_line(out, line, &record)?;
     Ok(line.len())

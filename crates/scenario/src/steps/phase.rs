@@ -42,6 +42,10 @@ pub(crate) fn phase(
         }],
         initial: c.initial.clone(),
         feeders: c.feeders.clone(),
+        // A phase's scripts are compiled with the users' (one list); its users run them from
+        // their own copy.
+        scripts: c.scripts.clone(),
+        metrics: c.metrics.clone(),
     };
     Ok(Phase {
         program: Arc::new(program),

@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::extract::{Extraction, Source};
 use crate::model::{Body, JsonTemplate, Request, Scheme};
 use crate::parse::{is_token_byte, Compiler};
+use crate::script::{self, Hook};
 use crate::steps::form;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
@@ -48,6 +49,9 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "steps",
     "if",
     "choice",
+    "before_request",
+    "after_response",
+    "script",
 ];
 const CHECK_KEYS: &[&str] = &[
     "status",
@@ -296,9 +300,18 @@ pub(super) fn request(
             });
         }
     }
+    // Hooks: `before_request` sees the variables defined before the step, `after_response`
+    // also the ones it extracts.
+    let hook = |c: &mut Compiler<'_>, hook: Hook, defined: &mut HashSet<usize>| {
+        f.get(hook.key())
+            .map(|n| script::compile(c, n, hook, &name, defined))
+            .transpose()
+    };
+    let before = hook(c, Hook::BeforeRequest, defined)?;
     for e in &extract {
         defined.insert(e.slot);
     }
+    let after = hook(c, Hook::AfterResponse, defined)?;
     let abort_on_fail = f
         .get("abort_on_fail")
         .map(|n| rd.bool(n, "abort_on_fail"))
@@ -314,8 +327,9 @@ pub(super) fn request(
             "expected a timeout above 0",
         ));
     }
-    let keep_body =
-        extract.iter().any(|e| e.source.needs_body()) || checks.iter().any(|c| c.kind.needs_body());
+    let keep_body = extract.iter().any(|e| e.source.needs_body())
+        || checks.iter().any(|c| c.kind.needs_body())
+        || after.is_some();
     c.requests.push(Request {
         step,
         name,
@@ -331,6 +345,8 @@ pub(super) fn request(
         abort_on_fail,
         timeout,
         keep_body,
+        before,
+        after,
     });
     Ok(c.requests.len() - 1)
 }

@@ -10,6 +10,7 @@ use super::{Metric, Recorder, STATUS_SLOTS};
 use crate::extremes::Range;
 use crate::step::{CheckCounts, StepCounts, StepRow};
 use crate::ErrorKind;
+use crate::MetricRow;
 
 /// Everything a recorder counts besides its histograms, in a form that stores and restores
 /// exactly (results files).
@@ -63,6 +64,10 @@ pub struct Counters {
     /// Scripted users: counts of each check, by check number.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckCounts>,
+    /// Scripted users: each custom metric's count (a counter's total, a trend's number of
+    /// values), by metric number (trends' values are stored apart, see [`Recorder::metrics`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<u64>,
     /// Scripted users: iterations completed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub iterations: u64,
@@ -106,6 +111,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .into_iter()
         .chain(steps)
         .chain(checks)
+        .chain(c.metrics.iter().copied())
         .fold(requests, u64::max);
     if largest > MOST_STORED {
         return Err(RestoreError(format!(
@@ -154,6 +160,7 @@ impl Recorder {
             extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
+            metrics: self.metrics.iter().map(|m| m.count).collect(),
             iterations: self.iterations,
         }
     }
@@ -201,6 +208,11 @@ impl Recorder {
             .map(|&counts| StepRow::from_counts(counts))
             .collect();
         r.checks.clone_from(&c.checks);
+        r.metrics = c
+            .metrics
+            .iter()
+            .map(|&n| MetricRow::from_count(n))
+            .collect();
         r.iterations = c.iterations;
         Ok(r)
     }
