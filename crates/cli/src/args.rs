@@ -77,6 +77,8 @@ pub enum Command {
     /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
     /// your client's requests and writes them as a plan as they go.
     Record(crate::record::RecordArgs),
+    /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
+    K8s(crate::k8s::K8sArgs),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.
