@@ -77,6 +77,8 @@ pub enum Command {
     /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
     /// your client's requests and writes them as a plan as they go.
     Record(crate::record::RecordArgs),
+    /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
+    K8s(crate::k8s::K8sArgs),
 }
 
 /// Options of `belier run PLAN`: the plan says what to do; these flags override it.
@@ -128,6 +130,12 @@ pub struct RunArgs {
     /// full handshake.
     #[arg(long = "tls-resume")]
     pub tls_resume: bool,
+
+    /// Run only shard I of N (numbered from 1, e.g. 1/4 … 4/4) of this test split across N
+    /// processes or machines: together they send exactly what one machine would, and
+    /// `belier report` of their results files merges them into its report.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<belier_engine::Shard>,
 
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
@@ -247,6 +255,12 @@ pub struct LoadArgs {
     /// stream of the existing ones is busy, up to --max-connections. [default: 100]
     #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
     pub max_streams: Option<usize>,
+
+    /// Run only shard I of N (numbered from 1, e.g. 1/4 … 4/4) of this test split across N
+    /// processes or machines: together they send exactly what one machine would, and
+    /// `belier report` of their results files merges them into its report.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<belier_engine::Shard>,
 
     /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
     /// times in µs from the start, latency, status, error kind, bytes). Off by default.

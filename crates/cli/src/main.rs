@@ -7,6 +7,7 @@ mod capacity;
 mod demo;
 mod habits;
 mod import;
+mod k8s;
 mod limits;
 mod load;
 mod metrics;
@@ -22,6 +23,7 @@ mod record;
 mod resolve;
 mod results;
 mod settings;
+mod shard;
 mod shell;
 mod signals;
 mod steering;
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
             Some(Command::Capacity(a)) => capacity::run(*a, &signals, cores()),
             Some(Command::Import(a)) => import::run(a),
             Some(Command::Record(a)) => record::run(a, &signals),
+            Some(Command::K8s(a)) => k8s::run(a),
             Some(Command::Web(a)) => web::run(a, &signals, cores()),
             None => load_and_report(cli.load, &signals),
         });

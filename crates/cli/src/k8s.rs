@@ -1,0 +1,365 @@
+//! `belier k8s`: a distributed run placed by Kubernetes. `render` prints its manifests
+//! (crates/k8s), `run` applies them with kubectl and follows the coordinator's report, `wait`
+//! is the coordinator pod's init container (every worker accepting connections).
+
+use std::io::Write;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use belier_k8s::{Run, Token, Workload, DEFAULT_IMAGE, DEFAULT_PORT};
+use clap::{Args, Parser, Subcommand};
+
+use crate::settings::InputError;
+
+/// `belier k8s …`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+/// Subcommands of `belier k8s`.
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Print the run's manifests (multi-document YAML for `kubectl apply -f -`): an Indexed
+    /// Job of workers behind a headless Service, the coordinator's Job, the token's Secret,
+    /// the plan in a ConfigMap.
+    Render(PlaceArgs),
+    /// Apply the manifests with kubectl (on PATH) and follow the coordinator's report; exits
+    /// with the coordinator's code.
+    Run(PlaceArgs),
+    /// Wait until every HOST:PORT accepts a TCP connection (the coordinator pod's init
+    /// container).
+    Wait(WaitArgs),
+}
+
+/// The run and where it goes.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
+    /// Number of workers (shards), one pod each.
+    #[arg(long = "workers", value_name = "N")]
+    pub workers: Option<u32>,
+    /// Container image with belier as its entrypoint (see Containerfile).
+    #[arg(long = "image", value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    pub image: String,
+    /// Namespace of every object [default: kubectl's current one].
+    #[arg(long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// CPU of each worker, requested and limited alike (e.g. 2, 500m).
+    #[arg(long = "cpu", value_name = "Q")]
+    pub cpu: Option<String>,
+    /// Memory of each worker, requested and limited alike (e.g. 1Gi).
+    #[arg(long = "memory", value_name = "Q")]
+    pub memory: Option<String>,
+    /// Use this existing Secret's `token` key as the workers' token instead of rendering a
+    /// Secret with a token generated now.
+    #[arg(long = "token-secret", value_name = "NAME")]
+    pub token_secret: Option<String>,
+    /// Prefix of every object's name.
+    #[arg(long = "run-name", value_name = "NAME", default_value = "belier")]
+    pub run_name: String,
+    /// Port the workers listen on.
+    #[arg(long = "port", value_name = "PORT", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// The run: a URL and belier's flags, or a plan file and `belier run`'s flags. The
+    /// options above may come before or after it.
+    #[arg(
+        value_name = "URL FLAGS… | PLAN FLAGS…",
+        required = true,
+        num_args = 1..,
+        allow_hyphen_values = true,
+        trailing_var_arg = true
+    )]
+    pub run: Vec<String>,
+}
+
+/// `belier k8s wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Give up after this long.
+    #[arg(long = "timeout", value_name = "D", value_parser = crate::args::parse_duration, default_value = "10m")]
+    pub timeout: Duration,
+    /// The addresses, HOST:PORT,…
+    #[arg(value_name = "HOST:PORT,…", value_delimiter = ',', required = true)]
+    pub addresses: Vec<String>,
+}
+
+/// `belier k8s …`.
+pub fn run(args: K8sArgs) -> anyhow::Result<u8> {
+    match args.command {
+        K8sCommand::Render(place) => {
+            print!("{}", render(place)?.1);
+            Ok(0)
+        }
+        K8sCommand::Run(place) => apply_and_follow(place),
+        K8sCommand::Wait(w) => wait(&w),
+    }
+}
+
+/// The run described by `place`, and its manifests.
+fn render(mut place: PlaceArgs) -> anyhow::Result<(Run, String)> {
+    take_own_flags(&mut place)?;
+    let workers = place.workers.ok_or_else(|| {
+        InputError::new(
+            "--workers <N>",
+            "",
+            "is required: the number of worker pods",
+        )
+    })?;
+    let token = match place.token_secret {
+        Some(name) => Token::Secret(name),
+        None => Token::Generated(new_token()?),
+    };
+    let run = Run {
+        name: place.run_name,
+        namespace: place.namespace,
+        image: place.image,
+        workers,
+        port: place.port,
+        cpu: place.cpu,
+        memory: place.memory,
+        token,
+        workload: workload(place.run)?,
+    };
+    let text = belier_k8s::render(&run).map_err(|e| InputError::in_file(e.to_string()))?;
+    Ok((run, text))
+}
+
+/// This command's options given after the run (`belier k8s render URL --rate 9 --workers
+/// 4`): taken out of the run's arguments.
+fn take_own_flags(place: &mut PlaceArgs) -> Result<(), InputError> {
+    let mut rest = Vec::with_capacity(place.run.len());
+    let mut args = std::mem::take(&mut place.run).into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let own = [
+            "--workers",
+            "--image",
+            "--namespace",
+            "--cpu",
+            "--memory",
+            "--token-secret",
+            "--run-name",
+            "--port",
+        ];
+        if !own.contains(&flag.as_str()) {
+            rest.push(arg);
+            continue;
+        }
+        let Some(value) = inline.or_else(|| args.next()) else {
+            return Err(InputError::new("", "", format!("{flag} needs a value")));
+        };
+        let shown = value.clone();
+        let number = |what: &'static str| {
+            move |e: std::num::ParseIntError| InputError::new(what, &shown, e.to_string())
+        };
+        match flag.as_str() {
+            "--workers" => {
+                place.workers = Some(value.parse().map_err(number("--workers <N>"))?);
+            }
+            "--port" => place.port = value.parse().map_err(number("--port <PORT>"))?,
+            "--image" => place.image = value,
+            "--namespace" => place.namespace = Some(value),
+            "--cpu" => place.cpu = Some(value),
+            "--memory" => place.memory = Some(value),
+            "--token-secret" => place.token_secret = Some(value),
+            _ => place.run_name = value,
+        }
+    }
+    place.run = rest;
+    Ok(())
+}
+
+/// What the coordinator runs, checked here as belier would read it there.
+fn workload(run: Vec<String>) -> anyhow::Result<Workload> {
+    let first = run.first().cloned().unwrap_or_default();
+    let is_plan =
+        (first.ends_with(".yaml") || first.ends_with(".yml")) && Path::new(&first).is_file();
+    if !is_plan {
+        let argv = std::iter::once("belier".to_string()).chain(run.iter().cloned());
+        match crate::args::Cli::try_parse_from(argv) {
+            Ok(cli) if cli.command.is_none() => return Ok(Workload::Flags(run)),
+            Ok(_) => {
+                return Err(InputError::new(
+                    "<RUN>",
+                    &first,
+                    "expected a URL and its flags, or a plan file",
+                )
+                .into())
+            }
+            Err(e) => {
+                return Err(
+                    InputError::in_file(format!("the run's flags: {}", clap_message(&e))).into(),
+                )
+            }
+        }
+    }
+    let path = Path::new(&first);
+    let argv = ["belier", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(run.iter().cloned());
+    crate::args::Cli::try_parse_from(argv)
+        .map_err(|e| InputError::in_file(format!("the run's flags: {}", clap_message(&e))))?;
+    let plan = belier_scenario::load(path)?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {first}"))?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut files = Vec::new();
+    for feeder in plan.feeders() {
+        let relative = feeder.file.strip_prefix(dir).map_err(|_| {
+            InputError::new(
+                "<PLAN>",
+                &first,
+                format!(
+                    "data file {} is outside the plan's directory: it cannot be mounted beside the plan",
+                    feeder.file.display()
+                ),
+            )
+        })?;
+        let contents = std::fs::read_to_string(&feeder.file)
+            .with_context(|| format!("cannot read {}", feeder.file.display()))?;
+        files.push((relative.to_string_lossy().into_owned(), contents));
+    }
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Workload::Plan {
+        file,
+        text,
+        files,
+        args: run[1..].to_vec(),
+    })
+}
+
+/// clap's message without its `error: ` prefix and usage lines.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.trim_start_matches("error: ").to_string()
+}
+
+/// 32 random bytes from the system's generator, hex.
+fn new_token() -> anyhow::Result<String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("the system's random generator failed"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `belier k8s run`: `kubectl apply -f -`, then `kubectl logs -f` of the coordinator.
+fn apply_and_follow(place: PlaceArgs) -> anyhow::Result<u8> {
+    let (run, manifests) = render(place)?;
+    let ns: Vec<String> = run
+        .namespace
+        .iter()
+        .flat_map(|n| ["--namespace".to_string(), n.clone()])
+        .collect();
+    let mut apply = kubectl(&["apply", "-f", "-"], &ns)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(no_kubectl)?;
+    apply
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(manifests.as_bytes())
+        .context("cannot hand the manifests to kubectl")?;
+    if !apply.wait()?.success() {
+        anyhow::bail!("kubectl apply failed (its message is above); nothing was started");
+    }
+    let job = format!("job/{}", belier_k8s::coordinator_job(&run.name));
+    // The coordinator's pod runs once every worker accepts connections; its log is the report.
+    let logs = kubectl(
+        &[
+            "logs",
+            "-f",
+            &job,
+            "-c",
+            "coordinator",
+            "--pod-running-timeout=15m",
+        ],
+        &ns,
+    )
+    .status()
+    .map_err(no_kubectl)?;
+    if !logs.success() {
+        anyhow::bail!("kubectl logs {job} failed (its message is above)");
+    }
+    let selector = format!("job-name={}", belier_k8s::coordinator_job(&run.name));
+    let out = kubectl(
+        &[
+            "get",
+            "pods",
+            "-l",
+            &selector,
+            "-o",
+            "jsonpath={.items[0].status.containerStatuses[0].state.terminated.exitCode}",
+        ],
+        &ns,
+    )
+    .output()
+    .map_err(no_kubectl)?;
+    let code = String::from_utf8_lossy(&out.stdout).trim().parse::<u8>();
+    code.with_context(|| format!("cannot read the coordinator's exit code from kubectl ({job})"))
+}
+
+fn kubectl(args: &[&str], ns: &[String]) -> Command {
+    let mut c = Command::new("kubectl");
+    c.args(args).args(ns);
+    c
+}
+
+fn no_kubectl(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        InputError::in_file(
+            "kubectl is not on PATH: `belier k8s run` applies the manifests with it (or print them with `belier k8s render … | kubectl apply -f -`)",
+        )
+        .into()
+    } else {
+        anyhow::anyhow!("cannot run kubectl: {e}")
+    }
+}
+
+/// `belier k8s wait`: every address accepting a TCP connection, tried once a second (names
+/// may not resolve until their pod exists).
+fn wait(args: &WaitArgs) -> anyhow::Result<u8> {
+    let deadline = Instant::now() + args.timeout;
+    let mut waiting: Vec<&String> = args.addresses.iter().collect();
+    while !waiting.is_empty() {
+        waiting.retain(|addr| {
+            let up = addr
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok());
+            if up {
+                eprintln!("belier: {addr} accepts connections");
+            }
+            !up
+        });
+        if waiting.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<&str> = waiting.iter().map(|s| s.as_str()).collect();
+            eprintln!(
+                "belier: gave up after {}: not accepting connections: {}",
+                humantime::format_duration(args.timeout),
+                names.join(", ")
+            );
+            return Ok(1);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    Ok(0)
+}
