@@ -186,6 +186,9 @@ pub fn apply_vars(plan: &mut Plan, vars: &[String]) -> Result<(), InputError> {
 fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
     apply_headers(plan, &args.headers, args.insecure)?;
     apply_vars(plan, &args.vars)?;
+    if args.compressed {
+        plan.ask_compressed();
+    }
     if let Some(n) = args.vus {
         if !(1..=MAX_VUS).contains(&n) {
             return Err(InputError::new(
@@ -327,6 +330,13 @@ pub fn engine_for(
     }
     engine.connect_to = connection.connect_to;
     engine.keepalive = options.keepalive;
+    engine.compressed = options.compressed;
+    // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
+    engine.origins = plan
+        .hosts
+        .iter()
+        .map(|h| (h.host.clone(), h.port))
+        .collect();
     engine.resend = !connection.no_resend;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();

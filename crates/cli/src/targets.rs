@@ -25,7 +25,7 @@ pub struct TargetsArgs {
     #[arg(
         long = "targets",
         value_name = "FILE",
-        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy", "compressed"],
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
         help_heading = "Targets"
     )]
     pub targets: Option<PathBuf>,
@@ -56,8 +56,8 @@ pub struct TargetsArgs {
     #[arg(long = "cookies", conflicts_with = "proxy")]
     pub cookies: bool,
 
-    /// Follow up to N redirects of each request (to the same host): each hop is a request of
-    /// its own, counted and timed in its own row of the per-target table
+    /// Follow up to N redirects of each request (to its host or another of the run's): each
+    /// hop is a request of its own, counted and timed in its own row of the per-target table
     #[arg(long = "follow", value_name = "N", conflicts_with = "proxy")]
     pub follow: Option<usize>,
 }
@@ -193,6 +193,12 @@ fn configure(
         TargetUsers::from_file(targets::load(path, format)?, order)?
     };
     let users = jars_and_hops(users, args)?;
+    // --compressed: the targets without an Accept-Encoding of their own ask for every coding.
+    let users = if request.compressed {
+        users.asking_compressed()
+    } else {
+        users
+    };
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
     let mut engine = Config::new(RequestSpec {
@@ -204,6 +210,7 @@ fn configure(
         body: Vec::new(),
     });
     engine.timeout = request.timeout;
+    engine.compressed = request.compressed;
     engine.tls = tls_options(request, https)?;
     // The other hosts of a file: a connection pool each.
     engine.origins = users.origins()[1..]

@@ -24,6 +24,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// in the latency); at most one wake-up per slack is what keeps a high rate affordable.
 pub const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(250);
 
+/// The `Accept-Encoding` value that asks for every coding [`Config::compressed`] decodes.
+pub const ACCEPT_ENCODING: &str = "gzip, br, deflate, zstd";
+
 /// The request every connection sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestSpec {

@@ -55,9 +55,9 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, Load, RequestSpec, StopWhen, Tunnel, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
-    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
-    DEFAULT_TIMER_SLACK,
+    Config, Load, RequestSpec, StopWhen, Tunnel, ACCEPT_ENCODING, DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
 };
 pub use control::{Control, ControlError, Knob, Steer};
 pub use http2::TemplateError;

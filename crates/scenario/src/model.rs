@@ -11,6 +11,7 @@ use crate::condition::Expr;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::form::{Form, Multipart};
+use crate::targets::Origin;
 use crate::template::Template;
 use crate::threshold::Threshold;
 
@@ -78,6 +79,9 @@ pub struct Options {
     pub keepalive: bool,
     /// Keep a cookie jar per virtual user (default true).
     pub cookies: bool,
+    /// Ask for compressed answers (`Accept-Encoding`, unless a header sets one) and decode
+    /// them, counting decoded bytes beside wire bytes (the CLI's `--compressed`).
+    pub compressed: bool,
 }
 
 /// The shape of the load.
@@ -179,8 +183,11 @@ pub(crate) struct Request {
     pub method: String,
     /// Path and query, the target's base path included.
     pub path: Template,
-    /// The path as written, for `describe`.
+    /// The path as written (a step on another host: its URL), for `describe`.
     pub path_text: String,
+    /// Which of the plan's hosts it goes to: 0 for the target's, `i` for [`Plan::hosts`]`[i - 1]`
+    /// (the engine's `Outgoing::origin`).
+    pub origin: usize,
     /// Default headers merged with the step's.
     pub headers: Vec<(String, Template)>,
     pub body: Body,
@@ -265,6 +272,9 @@ pub struct Plan {
     pub file: PathBuf,
     /// Where requests go.
     pub target: Target,
+    /// The plan's other hosts, in the order its steps' `url:`s first name them: each gets a
+    /// connection per user (and, with cookies, a jar per user) of its own.
+    pub hosts: Vec<Origin>,
     /// The target as written, `{{ env.NAME }}` unresolved, for `describe`.
     pub(crate) target_written: String,
     /// Run-wide options.
@@ -326,6 +336,28 @@ impl Plan {
         Arc::make_mut(&mut self.program).initial[slot] = Some(value.to_string());
         self.variables[slot].1 = "(set by --var)".to_string();
         Ok(())
+    }
+
+    /// Asks for compressed answers: every request without an `Accept-Encoding` header of its
+    /// own (the plan's or its step's) gets one naming every coding the engine decodes, and
+    /// [`Options::compressed`] says to decode. For a plan's `compressed: true`, or a command
+    /// line's `--compressed` on top of a plan.
+    pub fn ask_compressed(&mut self) {
+        self.options.compressed = true;
+        let phases = self.setup.iter_mut().chain(&mut self.teardown);
+        let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
+        for request in programs.flat_map(|p| &mut Arc::make_mut(p).requests) {
+            if !request
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+            {
+                request.headers.push((
+                    "Accept-Encoding".to_string(),
+                    Template::literal(belier_engine::ACCEPT_ENCODING),
+                ));
+            }
+        }
     }
 
     /// Sends header `name: value` (a literal) with every request, replacing any header of the

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::error::{Pos, Result};
 use crate::feeder::{Feeder, Order};
 use crate::model::{Options, Plan, Program, Scheme, Target};
+use crate::targets::Origin;
 use crate::template::{self, Reference, Segment, Template};
 use crate::threshold::Threshold;
 use crate::yaml::{self, closest, Kind, Node, Reader};
@@ -30,6 +31,7 @@ const TOP_KEYS: &[&str] = &[
     "max_streams",
     "keepalive",
     "cookies",
+    "compressed",
     "variables",
     "data",
     "scenarios",
@@ -64,6 +66,8 @@ pub(crate) struct Compiler<'p> {
     pub requests: Vec<crate::model::Request>,
     pub default_headers: Vec<(String, Template)>,
     pub default_header_feeders: Vec<usize>,
+    /// Hosts other than the target's that `url:` steps name ([`Plan::hosts`]).
+    pub hosts: Vec<Origin>,
 }
 
 /// Where a template's fault at byte `offset` is: inside a one-line plain or quoted scalar the
@@ -86,6 +90,28 @@ pub(crate) fn pos_in(node: &Node, offset: usize) -> Pos {
 }
 
 impl<'p> Compiler<'p> {
+    /// The index of `origin` among the plan's hosts (0: the target's), added if new; every
+    /// host speaks the target's scheme (one set of TLS settings), or the error says why not.
+    pub fn host(&mut self, origin: &Origin) -> std::result::Result<usize, String> {
+        let t = &self.target;
+        if origin.scheme == t.scheme && origin.host == t.host && origin.port == t.port {
+            return Ok(0);
+        }
+        if origin.scheme != t.scheme {
+            return Err(format!(
+                "`{}` is not on the target's scheme ({}): a plan's hosts all speak http or all \
+                 https",
+                origin.url(),
+                t.url()
+            ));
+        }
+        if let Some(i) = self.hosts.iter().position(|h| h == origin) {
+            return Ok(i + 1);
+        }
+        self.hosts.push(origin.clone());
+        Ok(self.hosts.len())
+    }
+
     /// Compiles a template from a scalar node; variables must be in `defined`, and feeders
     /// read are added to `feeders_used`.
     pub fn template(
@@ -297,6 +323,7 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         requests: Vec::new(),
         default_headers: Vec::new(),
         default_header_feeders: Vec::new(),
+        hosts: Vec::new(),
     };
 
     // Plan variables take the first slots, in plan order (`Plan::set_variable` relies on it).
@@ -362,6 +389,21 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         .map(|n| crate::steps::phase(&mut c, n, "teardown", &mut shared))
         .transpose()?;
 
+    if options.http2 && !c.hosts.is_empty() {
+        return Err(rd.err(
+            top.get("http2").unwrap_or(&root),
+            format!(
+                "http2 takes a plan on one host: its steps also go to {} (several hosts need \
+                 HTTP/1.1)",
+                c.hosts
+                    .iter()
+                    .map(Origin::url)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
@@ -389,9 +431,10 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         initial: c.initial,
         feeders: c.feeders,
     };
-    Ok(Plan {
+    let mut plan = Plan {
         file: file.to_path_buf(),
         target: c.target,
+        hosts: c.hosts,
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
         options,
         load,
@@ -400,7 +443,11 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         program: Arc::new(program),
         setup,
         teardown,
-    })
+    };
+    if plan.options.compressed {
+        plan.ask_compressed();
+    }
+    Ok(plan)
 }
 
 /// A threshold: `"p99 < 200ms"`, `"login: p99 < 300ms"`, or, as YAML reads an unquoted
@@ -532,6 +579,7 @@ fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
         max_streams,
         keepalive: flag("keepalive", true)?,
         cookies: flag("cookies", true)?,
+        compressed: flag("compressed", false)?,
     })
 }
 

@@ -150,7 +150,7 @@ impl Users for PlanUsers {
                 vu,
                 rng: fastrand::Rng::with_seed(seed),
                 vars,
-                jar: Jar::default(),
+                jars: Vec::new(),
                 rows: vec![None; program.feeders.len()],
                 draws: vec![0; program.feeders.len()],
                 iteration: 0,
@@ -201,7 +201,9 @@ struct Local {
     vu: u64,
     rng: fastrand::Rng,
     vars: Vec<Option<String>>,
-    jar: Jar,
+    /// A cookie jar per host (by `Outgoing::origin`), made when the host is first sent to:
+    /// cookies stay with the host that set them, as a browser keeps them.
+    jars: Vec<Jar>,
     rows: Vec<Option<usize>>,
     /// Rows drawn so far from each feeder (sequential order walks on with it).
     draws: Vec<u64>,
@@ -294,7 +296,7 @@ impl Local {
             }
         };
         if shared.cookies {
-            self.jar.add_to(&mut headers, &path, SystemTime::now());
+            jar(&mut self.jars, request.origin).add_to(&mut headers, &path, SystemTime::now());
         }
         self.pending = Some(Pending {
             request: index,
@@ -303,7 +305,7 @@ impl Local {
         });
         Outgoing {
             step: request.step,
-            origin: 0,
+            origin: request.origin,
             method: request.method.clone(),
             path_and_query: path,
             headers,
@@ -323,6 +325,14 @@ impl Local {
         }
         Verdict { failed }
     }
+}
+
+/// The cookie jar of host `origin`, made empty the first time.
+fn jar(jars: &mut Vec<Jar>, origin: usize) -> &mut Jar {
+    if jars.len() <= origin {
+        jars.resize_with(origin + 1, Jar::default);
+    }
+    &mut jars[origin]
 }
 
 fn render_json(j: &JsonTemplate, env: &mut Env<'_>, missing: &mut bool) -> serde_json::Value {
@@ -475,8 +485,9 @@ impl Local {
         };
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
+        let jar = jar(&mut self.jars, request.origin);
         if shared.cookies {
-            self.jar.store_all(reply.headers(), &pending.path, now);
+            jar.store_all(reply.headers(), &pending.path, now);
         }
         let mut failed = !request.status_checked && reply.status >= 400;
         // The first check that failed, for a phase's message.
@@ -501,7 +512,7 @@ impl Local {
             failed |= !passed;
         }
         for extraction in &request.extract {
-            let value = extraction.source.extract(reply, &mut json, &self.jar, now);
+            let value = extraction.source.extract(reply, &mut json, jar, now);
             tally(extraction.check, value.is_some());
             match value {
                 Some(v) => self.vars[extraction.slot] = Some(v),

@@ -109,6 +109,9 @@ struct Shared {
     cookies: bool,
     /// Redirects followed per request ([`TargetUsers::following`]); 0: none.
     follow: usize,
+    /// Requests without an `Accept-Encoding` of their own ask for every coding the engine
+    /// decodes ([`TargetUsers::asking_compressed`]).
+    compressed: bool,
 }
 
 impl std::fmt::Debug for TargetUsers {
@@ -213,6 +216,7 @@ impl TargetUsers {
                 rows: rows.keys,
                 cookies: false,
                 follow: 0,
+                compressed: false,
             }),
         })
     }
@@ -275,6 +279,7 @@ impl TargetUsers {
                 rows: Vec::new(),
                 cookies: false,
                 follow: 0,
+                compressed: false,
             }),
         }
     }
@@ -289,9 +294,21 @@ impl TargetUsers {
         self
     }
 
+    /// Asks for compressed answers: each request without an `Accept-Encoding` header of its
+    /// own is sent with one naming every coding the engine decodes (the engine's `compressed`
+    /// decodes them). Call before the run.
+    pub fn asking_compressed(mut self) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.compressed = true;
+        }
+        self
+    }
+
     /// Follows up to `hops` redirects of each request, in the same iteration: every hop is a
     /// request of its own, counted and timed in its own row (target `r`'s hop `k` is row
-    /// `r·(hops+1)+k`, named after the target). Redirects to another host are not followed.
+    /// `r·(hops+1)+k`, named after the target). A redirect to another of the run's hosts goes
+    /// on that host's connection, without the `Authorization` header; one to a host the run
+    /// does not know is not followed.
     /// A file's targets only (a stream's rows are not known ahead); call before the run.
     pub fn following(mut self, hops: usize) -> Self {
         if hops == 0 || !matches!(self.shared.source, Source::File { .. }) {
@@ -456,6 +473,17 @@ impl User for TargetUser {
             },
         };
         let mut outgoing = outgoing;
+        if self.shared.compressed
+            && !outgoing
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+        {
+            outgoing.headers.push((
+                "Accept-Encoding".into(),
+                belier_engine::ACCEPT_ENCODING.into(),
+            ));
+        }
         if self.shared.follow > 0 {
             // Row `r` of the targets is row `r·(hops+1)` once each has its hops' rows.
             outgoing.step *= self.shared.follow + 1;
@@ -473,7 +501,7 @@ impl User for TargetUser {
                 let location = String::from_utf8_lossy(location);
                 self.next_hop = super::follow::next_hop(
                     &sent,
-                    &self.shared.origins[sent.origin],
+                    &self.shared.origins,
                     reply.status,
                     &location,
                     sent.step + 1,
