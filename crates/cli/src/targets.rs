@@ -256,7 +256,7 @@ fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, 
 }
 
 /// Most redirects `--follow` takes.
-const MAX_FOLLOW: usize = 20;
+const MAX_FOLLOW: usize = belier_scenario::MAX_FOLLOW as usize;
 
 /// Standard input's users: its first target is waited for here (it says where to connect),
 /// the rest are read while the run goes.

@@ -219,3 +219,95 @@ fn follow_crosses_to_another_host_of_the_run_without_credentials() {
     // One user: one connection to each host, the hops reusing B's.
     assert_eq!((a.counts().connections, b.counts().connections), (1, 1));
 }
+
+/// A plan's `follow:`: a step's redirect chain from host A to host B, each hop in its own row,
+/// the step's checks and extractions on the last answer (B's cookie, from B's jar), the
+/// Authorization header left on A; a redirect to a host the plan does not know is the answer.
+#[test]
+fn a_plan_follows_redirects_to_its_other_host() {
+    let (a, b) = (server(), server());
+    let dir = temp_dir("plan-follow");
+    let plan = dir.join("follow.yaml");
+    let to = b.addr();
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+target: {a}
+follow: 3
+load: {{ vus: 1, duration: 20s }}
+scenarios:
+  - steps:
+      - name: go
+        get: /go?redirect=2&to={to}&token=1
+        headers: {{ Authorization: "Bearer for-a" }}
+        extract: {{ session: {{ cookie: session }} }}
+        check: {{ status: 200 }}
+      - name: back
+        url: {b}/again
+      - name: elsewhere
+        get: /x?redirect=1&to=127.0.0.1:9
+"#,
+            a = base(&a),
+            b = base(&b),
+        ),
+    )
+    .unwrap();
+    let doc = json(&["run".as_ref(), plan.as_ref(), "-i".as_ref(), "10".as_ref()]);
+    let hops = |name: &'static str, counts: [u64; 4]| {
+        (0..4).map(move |k| match k {
+            0 => (name.to_string(), counts[0]),
+            k => (format!("{name} → redirect {k}"), counts[k]),
+        })
+    };
+    let want: Vec<(String, u64)> = hops("go", [10, 10, 10, 0])
+        .chain(hops("back", [10, 0, 0, 0]))
+        .chain(hops("elsewhere", [10, 0, 0, 0]))
+        .collect();
+    assert_eq!(rows(&doc, "steps"), want);
+    let checks: Vec<(String, u64, u64)> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            (
+                c["name"].as_str().unwrap().to_string(),
+                n("passed"),
+                n("failed"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("go: status in [200]".to_string(), 10, 0),
+            ("go: extract session".to_string(), 10, 0)
+        ]
+    );
+    assert_eq!(doc["status_codes"]["302"], 30, "{}", doc["status_codes"]);
+    assert_eq!(doc["status_codes"]["200"], 20, "{}", doc["status_codes"]);
+
+    // A: the first hop and the unfollowed redirect, on one connection, with the credentials.
+    assert_eq!(count(&a, &format!("/go?redirect=2&to={to}&token=1")), 10);
+    assert_eq!(count(&a, "/x?redirect=1&to=127.0.0.1:9"), 10);
+    assert_eq!(a.counts().requests, 20);
+    let on_a = a.recent_requests();
+    assert!(on_a
+        .iter()
+        .filter(|r| r.target.starts_with("/go"))
+        .all(|r| r.header("authorization") == Some("Bearer for-a")));
+    // B: two hops and `back` per iteration, on one connection, never the credentials; the
+    // last hop (index 3k+1 on B's connection) set the session that `back` then sends.
+    assert_eq!(count(&b, &format!("/go?redirect=1&to={to}&token=1")), 10);
+    assert_eq!(count(&b, &format!("/go?to={to}&token=1")), 10);
+    assert_eq!(count(&b, "/again"), 10);
+    assert_eq!(b.counts().requests, 30);
+    let on_b = b.recent_requests();
+    assert!(on_b.iter().all(|r| r.header("authorization").is_none()));
+    for (k, r) in on_b.iter().filter(|r| r.target == "/again").enumerate() {
+        let want = format!("session=t1-{}", 3 * k + 1);
+        assert_eq!(r.header("cookie"), Some(want.as_str()), "iteration {k}");
+    }
+    assert_eq!((a.counts().connections, b.counts().connections), (1, 1));
+}

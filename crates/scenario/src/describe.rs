@@ -45,11 +45,15 @@ impl Plan {
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             out,
-            "options: timeout {}, keepalive {}, cookies {}, compressed {}, http2 {}{}",
+            "options: timeout {}, keepalive {}, cookies {}, compressed {}, follow {}, http2 {}{}",
             o.timeout.map_or("default".into(), show),
             on(o.keepalive),
             on(o.cookies),
             on(o.compressed),
+            match o.follow {
+                0 => "off".to_string(),
+                n => format!("{n} redirects"),
+            },
             on(o.http2),
             o.max_streams
                 .map_or(String::new(), |m| format!(" ({m} streams)")),

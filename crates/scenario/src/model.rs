@@ -82,6 +82,8 @@ pub struct Options {
     /// Ask for compressed answers (`Accept-Encoding`, unless a header sets one) and decode
     /// them, counting decoded bytes beside wire bytes (the CLI's `--compressed`).
     pub compressed: bool,
+    /// Redirects followed per request step, each hop in a row of its own (0: none).
+    pub follow: usize,
 }
 
 /// The shape of the load.
@@ -263,6 +265,27 @@ pub(crate) struct Program {
     /// Initial values of the variable slots (plan variables; extracted ones start unset).
     pub initial: Vec<Option<String>>,
     pub feeders: Vec<Feeder>,
+}
+
+impl Program {
+    /// Gives every statistics row `hops` rows more for the redirects its steps follow: row
+    /// `r` becomes `r·(hops+1)`, and its hop `k` is the row after it by `k`, named
+    /// `NAME → redirect k`.
+    pub(crate) fn follow_rows(&mut self, hops: usize) {
+        let rows = std::mem::take(&mut self.steps);
+        self.steps = rows
+            .iter()
+            .flat_map(|name| {
+                (0..=hops).map(move |k| match k {
+                    0 => name.clone(),
+                    k => format!("{name} → redirect {k}"),
+                })
+            })
+            .collect();
+        for request in &mut self.requests {
+            request.step *= hops + 1;
+        }
+    }
 }
 
 /// A loaded plan.

@@ -32,6 +32,7 @@ const TOP_KEYS: &[&str] = &[
     "keepalive",
     "cookies",
     "compressed",
+    "follow",
     "variables",
     "data",
     "scenarios",
@@ -40,6 +41,9 @@ const TOP_KEYS: &[&str] = &[
     "setup",
     "teardown",
 ];
+
+/// Most redirects a plan's `follow:` (and the CLI's `--follow`) takes.
+pub const MAX_FOLLOW: u64 = 20;
 
 /// Seed of the users' generators when the plan sets none: runs repeat by default.
 pub const DEFAULT_SEED: u64 = 1;
@@ -447,6 +451,13 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
     if plan.options.compressed {
         plan.ask_compressed();
     }
+    if plan.options.follow > 0 {
+        let hops = plan.options.follow;
+        let phases = plan.setup.iter_mut().chain(&mut plan.teardown);
+        for program in std::iter::once(&mut plan.program).chain(phases.map(|p| &mut p.program)) {
+            Arc::make_mut(program).follow_rows(hops);
+        }
+    }
     Ok(plan)
 }
 
@@ -580,6 +591,18 @@ fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
         keepalive: flag("keepalive", true)?,
         cookies: flag("cookies", true)?,
         compressed: flag("compressed", false)?,
+        follow: match top.get("follow") {
+            Some(n) => match rd.u64(n, "follow")? {
+                v @ 0..=MAX_FOLLOW => v as usize,
+                v => {
+                    return Err(rd.err(
+                        n,
+                        format!("expected at most {MAX_FOLLOW} redirects to follow, found {v}"),
+                    ))
+                }
+            },
+            None => 0,
+        },
     })
 }
 

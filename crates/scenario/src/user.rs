@@ -12,8 +12,10 @@ use crate::extract::BodyJson;
 use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
 
+mod follow;
 mod phase;
 
+use follow::Follow;
 pub use phase::PhaseOutcome;
 use phase::{phase_reply, PhaseLog};
 
@@ -43,6 +45,8 @@ struct Shared {
     stopped: Vec<AtomicU64>,
     /// Keep a cookie jar per user.
     cookies: bool,
+    /// `Some` to follow redirects ([`PlanUsers::following`]).
+    follow: Option<Follow>,
     /// Seed of the users' generators.
     seed: u64,
     /// Values setup extracted, by slot: every user starts with them.
@@ -67,6 +71,7 @@ impl PlanUsers {
                 cursors: (0..n).map(|_| AtomicUsize::new(0)).collect(),
                 stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
                 cookies,
+                follow: None,
                 seed,
                 from_setup: OnceLock::new(),
                 phase: None,
@@ -89,6 +94,15 @@ impl PlanUsers {
             });
         }
         users
+    }
+
+    /// Follows up to `hops` redirects of each request step to the run's `origins` (the
+    /// target's host first, then the plan's others). Call before the run.
+    pub(crate) fn following(mut self, hops: usize, origins: Vec<crate::targets::Origin>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.follow = (hops > 0).then_some(Follow { hops, origins });
+        }
+        self
     }
 
     /// What this `setup` or `teardown` did (empty for the users of the load).
@@ -156,6 +170,8 @@ impl Users for PlanUsers {
                 iteration: 0,
                 state: State::Idle,
                 pending: None,
+                hop: None,
+                next_hop: None,
                 last_status: 0,
                 last_failed: false,
                 check_results: vec![false; program.checks.len()],
@@ -183,6 +199,8 @@ enum State {
 #[derive(Debug)]
 struct Pending {
     request: usize,
+    /// The host and path of the request (following redirects: of its latest hop).
+    origin: usize,
     path: String,
     /// Some variable the request uses had no value when it was rendered.
     missing_var: bool,
@@ -210,6 +228,10 @@ struct Local {
     iteration: u64,
     state: State,
     pending: Option<Pending>,
+    /// Following redirects: the request in flight (before cookies) and its hop number; then
+    /// the next hop to send, if its answer was a redirect.
+    hop: Option<(Outgoing, usize)>,
+    next_hop: Option<(Outgoing, usize)>,
     /// For `if:` conditions: the last response's status (0: none), whether the last request
     /// step failed, and each check's latest result.
     last_status: u16,
@@ -295,15 +317,13 @@ impl Local {
                 bytes
             }
         };
-        if shared.cookies {
-            jar(&mut self.jars, request.origin).add_to(&mut headers, &path, SystemTime::now());
-        }
         self.pending = Some(Pending {
             request: index,
+            origin: request.origin,
             path: path.clone(),
             missing_var: missing,
         });
-        Outgoing {
+        let outgoing = Outgoing {
             step: request.step,
             origin: request.origin,
             method: request.method.clone(),
@@ -312,7 +332,8 @@ impl Local {
             body,
             keep_body: request.keep_body,
             timeout: request.timeout,
-        }
+        };
+        self.send(shared, outgoing, 0)
     }
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
@@ -372,6 +393,9 @@ impl User for VirtualUser {
 
 impl Local {
     fn next(&mut self, shared: &Shared) -> Action {
+        if let Some((hop, k)) = self.next_hop.take() {
+            return Action::Send(self.send(shared, hop, k));
+        }
         let program = &shared.program;
         for _ in 0..MAX_OPS_PER_ACTION {
             match &mut self.state {
@@ -480,12 +504,16 @@ impl Local {
         reply: &Reply<'_>,
         tally: &mut dyn FnMut(usize, bool),
     ) -> Verdict {
+        if self.redirected(shared, reply) {
+            // A hop on the way: the step is judged on the answer its last hop gets.
+            return Verdict { failed: false };
+        }
         let Some(pending) = self.pending.take() else {
             return Verdict { failed: true };
         };
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
-        let jar = jar(&mut self.jars, request.origin);
+        let jar = jar(&mut self.jars, pending.origin);
         if shared.cookies {
             jar.store_all(reply.headers(), &pending.path, now);
         }
@@ -527,6 +555,7 @@ impl Local {
 
     fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
         self.last_status = 0;
+        self.hop = None;
         match self.pending.take() {
             Some(pending) => {
                 if let Some(phase) = &shared.phase {

@@ -315,6 +315,7 @@ fn malformed_plans_are_located() {
         ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
         ("other-scheme", "scenarios: [{ steps: [{ url: 'https://other.test/x' }] }]\n", "2:30: `https://other.test:443` is not on the target's scheme"),
         ("hosts-over-http2", "http2: true\nscenarios: [{ steps: [{ url: 'http://other.test/x' }] }]\n", "2:8: http2 takes a plan on one host: its steps also go to http://other.test:80"),
+        ("bad-follow", "follow: 21\nscenarios: [{ steps: [{ get: / }] }]\n", "2:9: expected at most 20 redirects to follow, found 21"),
         ("url-credentials", "scenarios: [{ steps: [{ url: 'http://u:p@other.test/x' }] }]\n", "2:30: a `url` cannot carry credentials"),
         ("no-path", "scenarios: [{ steps: [{ name: x }] }]\n", "2:23: expected a step: a request"),
         ("relative-path", "scenarios: [{ steps: [{ get: items }] }]\n", "2:30: expected a path starting with `/`"),
@@ -574,4 +575,35 @@ fn url_steps_on_other_hosts_join_the_plan_hosts() {
         ),
         "{shown}"
     );
+}
+
+/// `follow: N` gives every statistics row N rows more, one per hop, setup's too.
+#[test]
+fn follow_gives_each_row_its_hops() {
+    let plan = common::load(
+        "follow",
+        "target: http://127.0.0.1:8080\n\
+         follow: 2\n\
+         setup: [{ get: /token, name: token }]\n\
+         scenarios:\n  - steps: [{ get: /a }, { get: /b }, { get: /a }]\n",
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.options.follow, 2);
+    assert_eq!(
+        plan.steps(),
+        [
+            "GET /a",
+            "GET /a → redirect 1",
+            "GET /a → redirect 2",
+            "GET /b",
+            "GET /b → redirect 1",
+            "GET /b → redirect 2"
+        ]
+    );
+    assert_eq!(
+        plan.setup().unwrap().steps(),
+        ["token", "token → redirect 1", "token → redirect 2"]
+    );
+    assert!(plan.describe().contains("follow 2 redirects"));
 }
