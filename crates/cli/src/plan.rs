@@ -316,7 +316,9 @@ pub fn engine_for(
         headers: Vec::new(),
         body: Vec::new(),
     });
-    if target.scheme == Scheme::Https {
+    let any_https =
+        target.scheme == Scheme::Https || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);
+    if any_https {
         engine.tls = Some(settings::tls_from_files(
             options.insecure,
             options.cacert.as_deref(),
@@ -332,11 +334,11 @@ pub fn engine_for(
     engine.keepalive = options.keepalive;
     engine.compressed = options.compressed;
     // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
-    engine.origins = plan
-        .hosts
-        .iter()
-        .map(|h| (h.host.clone(), h.port))
-        .collect();
+    engine.origins = crate::targets::engine_origins(&plan.hosts, engine.tls.as_ref());
+    if target.scheme == Scheme::Http {
+        // The TLS options were the other hosts'.
+        engine.tls = None;
+    }
     engine.resend = !connection.no_resend;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();

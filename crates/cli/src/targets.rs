@@ -201,6 +201,9 @@ fn configure(
     };
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
+    // The TLS flags apply to every https host of the file (--sni to the first one's only).
+    let any_https = users.origins().iter().any(|o| o.scheme == Scheme::Https);
+    let tls = tls_options(request, any_https)?;
     let mut engine = Config::new(RequestSpec {
         method: "GET".into(),
         host: origin.host.clone(),
@@ -211,12 +214,9 @@ fn configure(
     });
     engine.timeout = request.timeout;
     engine.compressed = request.compressed;
-    engine.tls = tls_options(request, https)?;
     // The other hosts of a file: a connection pool each.
-    engine.origins = users.origins()[1..]
-        .iter()
-        .map(|o| (o.host.clone(), o.port))
-        .collect();
+    engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
+    engine.tls = tls.filter(|_| https);
     engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
         &request.resolve,
         &origin.host,
@@ -229,6 +229,28 @@ fn configure(
             users: Arc::new(users),
         },
     )))
+}
+
+/// The engine's view of a run's other hosts: each https one speaks TLS with `tls` (the run's
+/// TLS settings), its certificate checked under its own name (an SNI override names the run's
+/// first host only).
+pub fn engine_origins(
+    origins: &[targets::Origin],
+    tls: Option<&belier_engine::TlsOptions>,
+) -> Vec<belier_engine::Origin> {
+    origins
+        .iter()
+        .map(|o| belier_engine::Origin {
+            host: o.host.clone(),
+            port: o.port,
+            tls: tls
+                .filter(|_| o.scheme == Scheme::Https)
+                .map(|t| belier_engine::TlsOptions {
+                    server_name: None,
+                    ..t.clone()
+                }),
+        })
+        .collect()
 }
 
 /// `--cookies` and `--follow N` on the users.

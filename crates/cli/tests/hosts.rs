@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use belier_testserver::{Config, SeenRequest, Server};
+use belier_testserver::{Config, SeenRequest, Server, TlsConfig};
 use serde_json::Value;
 
 fn belier() -> Command {
@@ -310,4 +310,75 @@ scenarios:
         assert_eq!(r.header("cookie"), Some(want.as_str()), "iteration {k}");
     }
     assert_eq!((a.counts().connections, b.counts().connections), (1, 1));
+}
+
+/// http and https in one run: a targets file and a plan on a plain server and a TLS one
+/// (its certificate trusted through `--cacert` / `cacert:` and checked under its own
+/// address); every request counted on its server, B's connections all TLS handshakes.
+#[test]
+fn one_run_speaks_http_to_one_host_and_https_to_another() {
+    let a = server();
+    let (tls, ca) = TlsConfig::self_signed(&["127.0.0.1"]);
+    let b = Server::start(Config {
+        threads: 2,
+        record_requests: 1000,
+        tls: Some(tls),
+        ..Config::default()
+    })
+    .expect("TLS test server starts");
+    assert!(b.url("/").starts_with("https://"));
+    let dir = temp_dir("mixed");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+
+    let file = dir.join("targets.txt");
+    std::fs::write(
+        &file,
+        format!("GET {}\n\nGET {}\n", a.url("/a"), b.url("/b")),
+    )
+    .unwrap();
+    let doc = json(&[
+        "--targets".as_ref(),
+        file.as_ref(),
+        "--cacert".as_ref(),
+        ca_file.as_ref(),
+        "-n".as_ref(),
+        "40".as_ref(),
+        "-c".as_ref(),
+        "2".as_ref(),
+    ]);
+    assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
+    assert_eq!(
+        rows(&doc, "targets"),
+        [(a.url("/a"), 20), (b.url("/b"), 20)]
+    );
+    assert_eq!((count(&a, "/a"), count(&b, "/b")), (20, 20));
+    let (ca_, cb) = (a.counts(), b.counts());
+    assert_eq!((ca_.connections, cb.connections), (2, 2));
+    assert_eq!((ca_.tls_handshakes, cb.tls_handshakes), (0, 2));
+
+    let plan = dir.join("mixed.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\ncacert: ca.pem\nload: {{ vus: 1, duration: 20s }}\nscenarios:\n  \
+             - steps:\n      - get: /p\n      - url: {}\n",
+            base(&a),
+            b.url("/q")
+        ),
+    )
+    .unwrap();
+    let doc = json(&["run".as_ref(), plan.as_ref(), "-i".as_ref(), "15".as_ref()]);
+    assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
+    assert_eq!(
+        rows(&doc, "steps"),
+        [
+            ("GET /p".to_string(), 15),
+            (format!("GET {}", b.url("/q")), 15)
+        ]
+    );
+    assert_eq!((count(&a, "/p"), count(&b, "/q")), (15, 15));
+    let (ca_, cb) = (a.counts(), b.counts());
+    assert_eq!((ca_.connections, cb.connections), (3, 3));
+    assert_eq!((ca_.tls_handshakes, cb.tls_handshakes), (0, 3));
 }

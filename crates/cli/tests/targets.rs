@@ -290,20 +290,6 @@ fn a_malformed_line_exits_2_naming_the_file_and_line() {
     );
     assert_eq!(s.counts().requests, 0, "nothing is sent from a bad file");
 
-    // A host on another scheme is named with its line.
-    std::fs::write(
-        &file,
-        format!("GET {}\n\nGET https://127.0.0.2:1/b\n", s.url("/a")),
-    )
-    .unwrap();
-    let out = run(&file, &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(":3:1: expected a target on the first one's scheme"),
-        "{err}"
-    );
-
     // In a stream the targets before the bad line are sent and reported; then exit 2.
     let mut child = belier()
         .args(["--targets", "-", "-c", "1", "--output", "json"])

@@ -94,26 +94,17 @@ pub(crate) fn pos_in(node: &Node, offset: usize) -> Pos {
 }
 
 impl<'p> Compiler<'p> {
-    /// The index of `origin` among the plan's hosts (0: the target's), added if new; every
-    /// host speaks the target's scheme (one set of TLS settings), or the error says why not.
-    pub fn host(&mut self, origin: &Origin) -> std::result::Result<usize, String> {
+    /// The index of `origin` among the plan's hosts (0: the target's), added if new.
+    pub fn host(&mut self, origin: &Origin) -> usize {
         let t = &self.target;
         if origin.scheme == t.scheme && origin.host == t.host && origin.port == t.port {
-            return Ok(0);
-        }
-        if origin.scheme != t.scheme {
-            return Err(format!(
-                "`{}` is not on the target's scheme ({}): a plan's hosts all speak http or all \
-                 https",
-                origin.url(),
-                t.url()
-            ));
+            return 0;
         }
         if let Some(i) = self.hosts.iter().position(|h| h == origin) {
-            return Ok(i + 1);
+            return i + 1;
         }
         self.hosts.push(origin.clone());
-        Ok(self.hosts.len())
+        self.hosts.len()
     }
 
     /// Compiles a template from a scalar node; variables must be in `defined`, and feeders

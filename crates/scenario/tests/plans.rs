@@ -313,7 +313,6 @@ fn malformed_plans_are_located() {
         ("unclosed-template", "scenarios: [{ steps: [{ get: '/{{ x' }] }]\n", "2:32: `{{` without a closing `}}`"),
         ("url-template", "scenarios: [{ steps: [{ url: 'http://127.0.0.1:8080/a/{{ nope }}' }] }]\n", "2:55: undefined variable `nope`"),
         ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
-        ("other-scheme", "scenarios: [{ steps: [{ url: 'https://other.test/x' }] }]\n", "2:30: `https://other.test:443` is not on the target's scheme"),
         ("hosts-over-http2", "http2: true\nscenarios: [{ steps: [{ url: 'http://other.test/x' }] }]\n", "2:8: http2 takes a plan on one host: its steps also go to http://other.test:80"),
         ("bad-follow", "follow: 21\nscenarios: [{ steps: [{ get: / }] }]\n", "2:9: expected at most 20 redirects to follow, found 21"),
         ("url-credentials", "scenarios: [{ steps: [{ url: 'http://u:p@other.test/x' }] }]\n", "2:30: a `url` cannot carry credentials"),
@@ -549,19 +548,19 @@ fn url_steps_on_other_hosts_join_the_plan_hosts() {
          scenarios:\n  - steps:\n\
          \x20     - url: http://127.0.0.1:9090/b\n\
          \x20     - url: http://127.0.0.1:8080/own\n\
-         \x20     - url: http://[::1]:7070/c?x=1\n\
+         \x20     - url: https://[::1]:7070/c?x=1\n\
          \x20     - { method: POST, url: 'http://127.0.0.1:9090/d' }\n",
         &[],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let hosts: Vec<String> = plan.hosts.iter().map(|h| h.url()).collect();
-    assert_eq!(hosts, ["http://127.0.0.1:9090", "http://[::1]:7070"]);
+    assert_eq!(hosts, ["http://127.0.0.1:9090", "https://[::1]:7070"]);
     assert_eq!(
         plan.steps(),
         [
             "GET http://127.0.0.1:9090/b",
             "GET /own",
-            "GET http://[::1]:7070/c?x=1",
+            "GET https://[::1]:7070/c?x=1",
             "POST http://127.0.0.1:9090/d"
         ]
     );
@@ -571,7 +570,7 @@ fn url_steps_on_other_hosts_join_the_plan_hosts() {
     assert!(
         shown.contains(
             "hosts: http://127.0.0.1:8080/api (the target's) and http://127.0.0.1:9090, \
-             http://[::1]:7070"
+             https://[::1]:7070"
         ),
         "{shown}"
     );

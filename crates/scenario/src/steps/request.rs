@@ -154,7 +154,7 @@ fn url_path<'t>(c: &mut Compiler<'_>, node: &Node, text: &'t str) -> Result<(usi
             .to_string(),
         port,
     };
-    let index = c.host(&found).map_err(|why| rd.err(node, why))?;
+    let index = c.host(&found);
     Ok((index, &text[origin_end..]))
 }
 

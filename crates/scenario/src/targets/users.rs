@@ -152,32 +152,13 @@ fn at_line(file: &std::path::Path, target: &Target, message: String) -> PlanErro
     )
 }
 
-/// The index of `target`'s host among `origins`, added if new; every host of a run speaks the
-/// first one's scheme (one set of TLS settings).
-fn origin_of(
-    file: &std::path::Path,
-    origins: &mut Vec<Origin>,
-    target: &Target,
-) -> Result<usize, PlanError> {
+/// The index of `target`'s host among `origins`, added if new.
+fn origin_of(origins: &mut Vec<Origin>, target: &Target) -> usize {
     if let Some(i) = origins.iter().position(|o| o == &target.origin) {
-        return Ok(i);
-    }
-    if let Some(first) = origins.first() {
-        if first.scheme != target.origin.scheme {
-            return Err(at_line(
-                file,
-                target,
-                format!(
-                    "expected a target on the first one's scheme ({}), found {}: one run \
-                     speaks either http or https",
-                    first.url(),
-                    target.origin.url()
-                ),
-            ));
-        }
+        return i;
     }
     origins.push(target.origin.clone());
-    Ok(origins.len() - 1)
+    origins.len() - 1
 }
 
 fn outgoing(target: Target, step: usize, origin: usize) -> Outgoing {
@@ -200,7 +181,7 @@ impl TargetUsers {
         let mut rows = Rows::default();
         let mut list = Vec::with_capacity(targets.targets.len());
         for target in targets.targets {
-            let origin = origin_of(&targets.file, &mut origins, &target)?;
+            let origin = origin_of(&mut origins, &target);
             let step = rows.of(&target, usize::MAX);
             list.push(outgoing(target, step, origin));
         }
