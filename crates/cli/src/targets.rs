@@ -95,6 +95,17 @@ impl std::fmt::Debug for TargetsRun {
 }
 
 impl TargetsRun {
+    /// The per-target rows so far, and the names of their statistics rows, `METHOD URL`.
+    pub fn rows_and_names(&self) -> (Vec<TargetInfo>, Vec<String>) {
+        let rows = self.rows();
+        let names = rows
+            .iter()
+            // The row of a stream's targets past its cap has no method.
+            .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
+            .collect();
+        (rows, names)
+    }
+
     /// The per-target rows so far (a stream's grow while it runs).
     pub fn rows(&self) -> Vec<TargetInfo> {
         self.users
@@ -303,12 +314,8 @@ fn stream(format: Option<Format>) -> Result<TargetUsers, PlanError> {
 /// Gives the report of a finished targets run its per-target rows (a stream's are known only
 /// now), and returns the error that ended a stream early, if one did.
 pub fn complete(run: &TargetsRun, finished: &mut Finished) -> Option<PlanError> {
-    let rows = run.rows();
-    finished.info.steps = rows
-        .iter()
-        // The row of a stream's targets past its cap has no method.
-        .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
-        .collect();
-    finished.info.targets = rows;
+    let (targets, steps) = run.rows_and_names();
+    finished.info.steps = steps;
+    finished.info.targets = targets;
     run.users.stream_error()
 }

@@ -175,6 +175,7 @@ fn the_same_targets_stream_on_standard_input_as_they_come() {
     let batch = three_targets(&dir, &s);
     let mut child = belier()
         .args(["--targets", "-", "-c", "2", "--output", "json"])
+        .args(["--save", "stream.jsonl"])
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -197,6 +198,16 @@ fn the_same_targets_stream_on_standard_input_as_they_come() {
     let out = child.wait_with_output().unwrap();
     let doc = json(&out);
     assert_table_matches(&doc, &s, 20);
+    // The results file names the stream's targets at its end (its header could not): the
+    // report read back from it has the same per-target table.
+    let out = belier()
+        .args(["report", "stream.jsonl", "--type", "json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let again = json(&out);
+    assert_table_matches(&again, &s, 20);
+    assert_eq!(again["targets"], doc["targets"]);
 }
 
 #[test]
