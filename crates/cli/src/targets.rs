@@ -118,7 +118,7 @@ impl TargetsRun {
 
 /// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
 pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
-    match configure(&args.targets, &args.request, args.seed)? {
+    match configure(&args.targets, &args.request, args.seed, args.http2)? {
         Some((engine, url, run)) => {
             let settings = settings::with_request(args, cores, engine, url, Some(run))?;
             if settings.engine.http2 && !settings.engine.origins.is_empty() {
@@ -158,7 +158,8 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
                 targets: vec![target],
             };
             let users = TargetUsers::from_file(one, Order::InTurn)?;
-            let users = jars_and_hops(users, &args.targets)?;
+            let discover = (!args.http2).then(|| discovered_tls(engine.tls.as_ref()));
+            let users = jars_and_hops(users, &args.targets, discover)?;
             let run = TargetsRun {
                 users: Arc::new(users),
             };
@@ -175,6 +176,7 @@ fn configure(
     args: &TargetsArgs,
     request: &RequestArgs,
     seed: Option<u64>,
+    http2: bool,
 ) -> Result<Option<(Config, String, TargetsRun)>, anyhow::Error> {
     let Some(path) = &args.targets else {
         return Ok(None);
@@ -203,7 +205,11 @@ fn configure(
     } else {
         TargetUsers::from_file(targets::load(path, format)?, order)?
     };
-    let users = jars_and_hops(users, args)?;
+    // The TLS flags apply to every https host of the file (--sni to the first one's only).
+    let any_https = users.origins().iter().any(|o| o.scheme == Scheme::Https);
+    let tls = tls_options(request, any_https)?;
+    let discover = (!http2).then(|| discovered_tls(tls.as_ref()));
+    let users = jars_and_hops(users, args, discover)?;
     // --compressed: the targets without an Accept-Encoding of their own ask for every coding.
     let users = if request.compressed {
         users.asking_compressed()
@@ -212,9 +218,6 @@ fn configure(
     };
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
-    // The TLS flags apply to every https host of the file (--sni to the first one's only).
-    let any_https = users.origins().iter().any(|o| o.scheme == Scheme::Https);
-    let tls = tls_options(request, any_https)?;
     let mut engine = Config::new(RequestSpec {
         method: "GET".into(),
         host: origin.host.clone(),
@@ -264,8 +267,22 @@ pub fn engine_origins(
         .collect()
 }
 
-/// `--cookies` and `--follow N` on the users.
-fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, InputError> {
+/// The TLS settings of https hosts a redirect leads to: the run's (without its SNI override,
+/// which names its first host), or by default the system's roots.
+fn discovered_tls(run: Option<&belier_engine::TlsOptions>) -> belier_engine::TlsOptions {
+    belier_engine::TlsOptions {
+        server_name: None,
+        ..run.cloned().unwrap_or_default()
+    }
+}
+
+/// `--cookies` and `--follow N` on the users; with `discover` (HTTP/1.1), redirects to hosts
+/// the run did not start with are followed too, https ones spoken with its TLS settings.
+fn jars_and_hops(
+    users: TargetUsers,
+    args: &TargetsArgs,
+    discover: Option<belier_engine::TlsOptions>,
+) -> Result<TargetUsers, InputError> {
     let users = if args.cookies {
         users.with_cookies()
     } else {
@@ -284,7 +301,13 @@ fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, 
             "needs a targets file: the rows of targets read from standard input are not known \
              ahead",
         )),
-        Some(n) => Ok(users.following(n)),
+        Some(n) => {
+            let users = users.following(n);
+            Ok(match discover {
+                Some(tls) => users.discovering(Some(tls)),
+                None => users,
+            })
+        }
     }
 }
 

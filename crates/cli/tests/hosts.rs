@@ -65,6 +65,20 @@ fn rows(doc: &Value, key: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Every request `a` saw carried the Authorization header meant for it; none of `b`'s did,
+/// and each named `b` as its Host.
+fn credentials_stayed_on(a: &Server, b: &Server) {
+    assert!(a
+        .recent_requests()
+        .iter()
+        .all(|r| r.header("authorization") == Some("Bearer for-a")));
+    let host = b.addr().to_string();
+    assert!(b
+        .recent_requests()
+        .iter()
+        .all(|r| r.header("authorization").is_none() && r.header("host") == Some(&host)));
+}
+
 /// `http://127.0.0.1:PORT`.
 fn base(s: &Server) -> String {
     format!("http://{}", s.addr())
@@ -208,14 +222,7 @@ fn follow_crosses_to_another_host_of_the_run_without_credentials() {
     let hop = format!("/go?to={to}");
     assert_eq!(count(&b, &hop), 10);
     assert_eq!(count(&b, "/ping"), 10);
-    assert!(a
-        .recent_requests()
-        .iter()
-        .all(|r| r.header("authorization") == Some("Bearer for-a")));
-    assert!(b
-        .recent_requests()
-        .iter()
-        .all(|r| r.header("authorization").is_none() && r.header("host") == Some(&to.to_string())));
+    credentials_stayed_on(&a, &b);
     // One user: one connection to each host, the hops reusing B's.
     assert_eq!((a.counts().connections, b.counts().connections), (1, 1));
 }
@@ -381,4 +388,47 @@ fn one_run_speaks_http_to_one_host_and_https_to_another() {
     let (ca_, cb) = (a.counts(), b.counts());
     assert_eq!((ca_.connections, cb.connections), (3, 3));
     assert_eq!((ca_.tls_handshakes, cb.tls_handshakes), (0, 3));
+}
+
+/// `belier URL --follow N`: a redirect to a host the run did not start with opens a connection
+/// to it (resolved when first met) and goes on it, timed in its hop's row, without the
+/// Authorization header meant for the first host; later iterations reuse that connection.
+#[test]
+fn a_flag_run_follows_a_redirect_to_a_host_it_did_not_know() {
+    let (a, b) = (server(), server());
+    let to = b.addr();
+    let url = a.url(&format!("/go?redirect=1&to={to}"));
+    let doc = json(&[
+        url.as_ref(),
+        "--follow".as_ref(),
+        "3".as_ref(),
+        "-H".as_ref(),
+        "Authorization: Bearer for-a".as_ref(),
+        "-n".as_ref(),
+        "20".as_ref(),
+        "-c".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert_eq!(
+        rows(&doc, "targets"),
+        [
+            (url.clone(), 10),
+            (format!("{url} → redirect 1"), 10),
+            (format!("{url} → redirect 2"), 0),
+            (format!("{url} → redirect 3"), 0),
+        ]
+    );
+    assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
+    assert_eq!(doc["status_codes"]["302"], 10);
+    assert_eq!(doc["status_codes"]["200"], 10);
+    assert_eq!(a.counts().requests, 10);
+    assert_eq!(count(&b, &format!("/go?to={to}")), 10);
+    assert_eq!(b.counts().requests, 10);
+    credentials_stayed_on(&a, &b);
+    assert_eq!((a.counts().connections, b.counts().connections), (1, 1));
+    assert_eq!(
+        doc["summary"]["connections_opened"], 2,
+        "{}",
+        doc["summary"]
+    );
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
 use crate::condition::Facts;
-use crate::cookie::Jar;
+use crate::cookie::{jar_at as jar, Jar};
 use crate::extract::BodyJson;
 use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
@@ -100,7 +100,10 @@ impl PlanUsers {
     /// target's host first, then the plan's others). Call before the run.
     pub(crate) fn following(mut self, hops: usize, origins: Vec<crate::targets::Origin>) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.follow = (hops > 0).then_some(Follow { hops, origins });
+            shared.follow = (hops > 0).then(|| Follow {
+                hops,
+                hosts: crate::targets::follow::Hosts::known(origins),
+            });
         }
         self
     }
@@ -346,14 +349,6 @@ impl Local {
         }
         Verdict { failed }
     }
-}
-
-/// The cookie jar of host `origin`, made empty the first time.
-fn jar(jars: &mut Vec<Jar>, origin: usize) -> &mut Jar {
-    if jars.len() <= origin {
-        jars.resize_with(origin + 1, Jar::default);
-    }
-    &mut jars[origin]
 }
 
 fn render_json(j: &JsonTemplate, env: &mut Env<'_>, missing: &mut bool) -> serde_json::Value {

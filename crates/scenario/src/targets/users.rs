@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
+use super::follow::Hosts;
 use super::{Origin, Reader, Target, Targets};
-use crate::cookie::Jar;
+use crate::cookie::{jar_at, Jar};
 use crate::error::{PlanError, Pos};
 
 /// Most statistics rows a stream of targets gets: its first this many distinct targets have
@@ -102,7 +103,7 @@ pub struct TargetUsers {
 struct Shared {
     source: Source,
     /// Where the targets go: the first target's host first (`Outgoing::origin` indexes them).
-    origins: Vec<Origin>,
+    hosts: Hosts,
     /// The file's rows (a stream's are in its [`Source::Stream`]).
     rows: Vec<(String, String)>,
     /// Each user keeps cookies, a jar per host ([`TargetUsers::with_cookies`]).
@@ -117,7 +118,7 @@ struct Shared {
 impl std::fmt::Debug for TargetUsers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TargetUsers")
-            .field("origins", &self.shared.origins)
+            .field("origins", &self.shared.hosts.known)
             .field("rows", &self.rows())
             .finish()
     }
@@ -193,7 +194,7 @@ impl TargetUsers {
                     order,
                     next: AtomicU64::new(0),
                 },
-                origins,
+                hosts: Hosts::known(origins),
                 rows: rows.keys,
                 cookies: false,
                 follow: 0,
@@ -256,7 +257,7 @@ impl TargetUsers {
                     error,
                     drained: AtomicBool::new(false),
                 },
-                origins: vec![origin],
+                hosts: Hosts::known(vec![origin]),
                 rows: Vec::new(),
                 cookies: false,
                 follow: 0,
@@ -289,7 +290,7 @@ impl TargetUsers {
     /// request of its own, counted and timed in its own row (target `r`'s hop `k` is row
     /// `r·(hops+1)+k`, named after the target). A redirect to another of the run's hosts goes
     /// on that host's connection, without the `Authorization` header; one to a host the run
-    /// does not know is not followed.
+    /// does not know is followed only when [`TargetUsers::discovering`].
     /// A file's targets only (a stream's rows are not known ahead); call before the run.
     pub fn following(mut self, hops: usize) -> Self {
         if hops == 0 || !matches!(self.shared.source, Source::File { .. }) {
@@ -316,10 +317,24 @@ impl TargetUsers {
         self
     }
 
+    /// Follows redirects to hosts the targets do not name too (HTTP/1.1 only): each becomes
+    /// a host of the run when first met (up to [`super::follow::MAX_FOUND_HOSTS`]), resolved by
+    /// each worker that sends there, https ones spoken with `tls`. With
+    /// [`TargetUsers::following`]; call before the run.
+    pub fn discovering(mut self, tls: Option<belier_engine::TlsOptions>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.hosts.discover = Some(super::follow::Discover {
+                tls,
+                found: Mutex::new(Vec::new()),
+            });
+        }
+        self
+    }
+
     /// Where the targets go, the first target's host first: `Outgoing::origin` indexes them
     /// (a stream's all go to its first).
     pub fn origins(&self) -> &[Origin] {
-        &self.shared.origins
+        &self.shared.hosts.known
     }
 
     /// `(method, url)` of every statistics row so far, in row order (a stream's grow as its
@@ -355,6 +370,10 @@ impl Users for TargetUsers {
         &[]
     }
 
+    fn origin(&self, index: usize) -> Option<belier_engine::Origin> {
+        self.shared.hosts.engine_origin(index)
+    }
+
     fn finished(&self) -> bool {
         matches!(&self.shared.source, Source::Stream { drained, .. } if drained.load(Ordering::Relaxed))
     }
@@ -371,11 +390,7 @@ impl Users for TargetUsers {
             _ => None,
         };
         Box::new(TargetUser {
-            jars: if self.shared.cookies {
-                vec![Jar::default(); self.shared.origins.len()]
-            } else {
-                Vec::new()
-            },
+            jars: Vec::new(),
             shared: Arc::clone(&self.shared),
             rng,
             sent: false,
@@ -393,7 +408,7 @@ struct TargetUser {
     rng: Option<fastrand::Rng>,
     /// The iteration's request went: the next action ends the iteration.
     sent: bool,
-    /// With cookies: a jar per host, by origin.
+    /// With cookies: a jar per host, by origin (made when first sent to).
     jars: Vec<Jar>,
     /// With cookies: the origin and path of the request in flight, for its `Set-Cookie`s.
     pending: Option<(usize, String)>,
@@ -412,7 +427,8 @@ impl TargetUser {
             let k = outgoing.step % (self.shared.follow + 1);
             self.hop = Some((outgoing.clone(), k));
         }
-        if let Some(jar) = self.jars.get(outgoing.origin) {
+        if self.shared.cookies {
+            let jar = jar_at(&mut self.jars, outgoing.origin);
             let path = outgoing.path_and_query.split('?').next().unwrap_or("/");
             jar.add_to(&mut outgoing.headers, path, SystemTime::now());
             self.pending = Some((outgoing.origin, path.to_string()));
@@ -475,14 +491,14 @@ impl User for TargetUser {
 
     fn reply(&mut self, reply: &Reply<'_>, _tally: &mut dyn FnMut(usize, bool)) -> Verdict {
         if let Some((origin, path)) = self.pending.take() {
-            self.jars[origin].store_all(reply.headers(), &path, SystemTime::now());
+            jar_at(&mut self.jars, origin).store_all(reply.headers(), &path, SystemTime::now());
         }
         if let (Some((sent, k)), Some(location)) = (self.hop.take(), reply.header("location")) {
             if k < self.shared.follow {
                 let location = String::from_utf8_lossy(location);
                 self.next_hop = super::follow::next_hop(
                     &sent,
-                    &self.shared.origins,
+                    &self.shared.hosts,
                     reply.status,
                     &location,
                     sent.step + 1,

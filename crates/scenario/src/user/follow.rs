@@ -8,14 +8,14 @@ use std::time::SystemTime;
 use belier_engine::user::{Outgoing, Reply};
 
 use super::{jar, Local, Shared};
-use crate::targets::Origin;
+use crate::targets::follow::Hosts;
 
 /// What following needs: how many hops, and where the run's hosts are (the target's first,
 /// then [`crate::Plan::hosts`], as `Outgoing::origin` numbers them).
 #[derive(Debug)]
 pub(super) struct Follow {
     pub hops: usize,
-    pub origins: Vec<Origin>,
+    pub hosts: Hosts,
 }
 
 impl Local {
@@ -47,7 +47,7 @@ impl Local {
         let location = String::from_utf8_lossy(location);
         let Some(next) = crate::targets::follow::next_hop(
             &sent,
-            &follow.origins,
+            &follow.hosts,
             reply.status,
             &location,
             sent.step + 1,
