@@ -117,6 +117,10 @@ pub struct RunArgs {
     #[arg(long = "insecure", short = 'k')]
     pub insecure: bool,
 
+    /// Ask for compressed answers and decode them, as the plan's `compressed: true` does.
+    #[arg(long = "compressed")]
+    pub compressed: bool,
+
     /// Connect to ADDR instead of resolving the plan's host (Host header and TLS name stay).
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,

@@ -350,12 +350,19 @@ fn execute_settled(
     };
     settle(&mut finished);
     if let Some(w) = saver {
+        // A stream's targets are known now only: the header could not name them.
+        let (targets, steps) = match &settings.targets {
+            Some(run) if finished.info.targets.is_empty() => run.rows_and_names(),
+            _ => Default::default(),
+        };
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
             interrupted,
             warnings: finished.warnings.clone(),
             host: Some(usage),
             thresholds: finished.thresholds.clone(),
+            targets,
+            steps,
         };
         if let Err(e) = w.end(&end) {
             finished.warnings.push(format!(

@@ -206,6 +206,9 @@ pub fn apply_vars(plan: &mut Plan, vars: &[String]) -> Result<(), InputError> {
 fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
     apply_headers(plan, &args.headers, args.insecure)?;
     apply_vars(plan, &args.vars)?;
+    if args.compressed {
+        plan.ask_compressed();
+    }
     if let Some(n) = args.vus {
         if !(1..=MAX_VUS).contains(&n) {
             return Err(InputError::new(
@@ -333,7 +336,9 @@ pub fn engine_for(
         headers: Vec::new(),
         body: Vec::new(),
     });
-    if target.scheme == Scheme::Https {
+    let any_https =
+        target.scheme == Scheme::Https || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);
+    if any_https {
         engine.tls = Some(settings::tls_from_files(
             options.insecure,
             options.cacert.as_deref(),
@@ -348,6 +353,13 @@ pub fn engine_for(
     engine.connect_to = connection.connect_to;
     engine.unix_socket.clone_from(&options.unix_socket);
     engine.keepalive = options.keepalive;
+    engine.compressed = options.compressed;
+    // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
+    engine.origins = crate::targets::engine_origins(&plan.hosts, engine.tls.as_ref());
+    if target.scheme == Scheme::Http {
+        // The TLS options were the other hosts'.
+        engine.tls = None;
+    }
     engine.resend = !connection.no_resend;
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();

@@ -115,7 +115,7 @@ const MAX_TIMER_SLACK: Duration = Duration::from_millis(10);
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The header `--compressed` sends: every coding the engine decodes.
-pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", "gzip, br, deflate, zstd");
+pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", belier_engine::ACCEPT_ENCODING);
 
 /// Validates what to request and how to reach it: an engine configuration with the
 /// request, TLS, timeout and address set (load settings at their defaults), and the URL.

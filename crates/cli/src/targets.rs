@@ -25,7 +25,7 @@ pub struct TargetsArgs {
     #[arg(
         long = "targets",
         value_name = "FILE",
-        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy", "compressed"],
+        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
         help_heading = "Targets"
     )]
     pub targets: Option<PathBuf>,
@@ -56,8 +56,8 @@ pub struct TargetsArgs {
     #[arg(long = "cookies", conflicts_with = "proxy")]
     pub cookies: bool,
 
-    /// Follow up to N redirects of each request (to the same host): each hop is a request of
-    /// its own, counted and timed in its own row of the per-target table
+    /// Follow up to N redirects of each request (to its host or another of the run's): each
+    /// hop is a request of its own, counted and timed in its own row of the per-target table
     #[arg(long = "follow", value_name = "N", conflicts_with = "proxy")]
     pub follow: Option<usize>,
 }
@@ -95,6 +95,17 @@ impl std::fmt::Debug for TargetsRun {
 }
 
 impl TargetsRun {
+    /// The per-target rows so far, and the names of their statistics rows, `METHOD URL`.
+    pub fn rows_and_names(&self) -> (Vec<TargetInfo>, Vec<String>) {
+        let rows = self.rows();
+        let names = rows
+            .iter()
+            // The row of a stream's targets past its cap has no method.
+            .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
+            .collect();
+        (rows, names)
+    }
+
     /// The per-target rows so far (a stream's grow while it runs).
     pub fn rows(&self) -> Vec<TargetInfo> {
         self.users
@@ -107,7 +118,7 @@ impl TargetsRun {
 
 /// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
 pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
-    match configure(&args.targets, &args.request, args.seed)? {
+    match configure(&args.targets, &args.request, args.seed, args.http2)? {
         Some((engine, url, run)) => {
             let settings = settings::with_request(args, cores, engine, url, Some(run))?;
             if settings.engine.http2 && !settings.engine.origins.is_empty() {
@@ -147,7 +158,8 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
                 targets: vec![target],
             };
             let users = TargetUsers::from_file(one, Order::InTurn)?;
-            let users = jars_and_hops(users, &args.targets)?;
+            let discover = (!args.http2).then(|| discovered_tls(engine.tls.as_ref()));
+            let users = jars_and_hops(users, &args.targets, discover)?;
             let run = TargetsRun {
                 users: Arc::new(users),
             };
@@ -164,6 +176,7 @@ fn configure(
     args: &TargetsArgs,
     request: &RequestArgs,
     seed: Option<u64>,
+    http2: bool,
 ) -> Result<Option<(Config, String, TargetsRun)>, anyhow::Error> {
     let Some(path) = &args.targets else {
         return Ok(None);
@@ -192,7 +205,17 @@ fn configure(
     } else {
         TargetUsers::from_file(targets::load(path, format)?, order)?
     };
-    let users = jars_and_hops(users, args)?;
+    // The TLS flags apply to every https host of the file (--sni to the first one's only).
+    let any_https = users.origins().iter().any(|o| o.scheme == Scheme::Https);
+    let tls = tls_options(request, any_https)?;
+    let discover = (!http2).then(|| discovered_tls(tls.as_ref()));
+    let users = jars_and_hops(users, args, discover)?;
+    // --compressed: the targets without an Accept-Encoding of their own ask for every coding.
+    let users = if request.compressed {
+        users.asking_compressed()
+    } else {
+        users
+    };
     let origin = users.origins()[0].clone();
     let https = origin.scheme == Scheme::Https;
     let mut engine = Config::new(RequestSpec {
@@ -204,12 +227,10 @@ fn configure(
         body: Vec::new(),
     });
     engine.timeout = request.timeout;
-    engine.tls = tls_options(request, https)?;
+    engine.compressed = request.compressed;
     // The other hosts of a file: a connection pool each.
-    engine.origins = users.origins()[1..]
-        .iter()
-        .map(|o| (o.host.clone(), o.port))
-        .collect();
+    engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
+    engine.tls = tls.filter(|_| https);
     engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
         &request.resolve,
         &origin.host,
@@ -233,8 +254,44 @@ fn configure(
     )))
 }
 
-/// `--cookies` and `--follow N` on the users.
-fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, InputError> {
+/// The engine's view of a run's other hosts: each https one speaks TLS with `tls` (the run's
+/// TLS settings), its certificate checked under its own name (an SNI override names the run's
+/// first host only).
+pub fn engine_origins(
+    origins: &[targets::Origin],
+    tls: Option<&belier_engine::TlsOptions>,
+) -> Vec<belier_engine::Origin> {
+    origins
+        .iter()
+        .map(|o| belier_engine::Origin {
+            host: o.host.clone(),
+            port: o.port,
+            tls: tls
+                .filter(|_| o.scheme == Scheme::Https)
+                .map(|t| belier_engine::TlsOptions {
+                    server_name: None,
+                    ..t.clone()
+                }),
+        })
+        .collect()
+}
+
+/// The TLS settings of https hosts a redirect leads to: the run's (without its SNI override,
+/// which names its first host), or by default the system's roots.
+fn discovered_tls(run: Option<&belier_engine::TlsOptions>) -> belier_engine::TlsOptions {
+    belier_engine::TlsOptions {
+        server_name: None,
+        ..run.cloned().unwrap_or_default()
+    }
+}
+
+/// `--cookies` and `--follow N` on the users; with `discover` (HTTP/1.1), redirects to hosts
+/// the run did not start with are followed too, https ones spoken with its TLS settings.
+fn jars_and_hops(
+    users: TargetUsers,
+    args: &TargetsArgs,
+    discover: Option<belier_engine::TlsOptions>,
+) -> Result<TargetUsers, InputError> {
     let users = if args.cookies {
         users.with_cookies()
     } else {
@@ -253,12 +310,18 @@ fn jars_and_hops(users: TargetUsers, args: &TargetsArgs) -> Result<TargetUsers, 
             "needs a targets file: the rows of targets read from standard input are not known \
              ahead",
         )),
-        Some(n) => Ok(users.following(n)),
+        Some(n) => {
+            let users = users.following(n);
+            Ok(match discover {
+                Some(tls) => users.discovering(Some(tls)),
+                None => users,
+            })
+        }
     }
 }
 
 /// Most redirects `--follow` takes.
-const MAX_FOLLOW: usize = 20;
+const MAX_FOLLOW: usize = belier_scenario::MAX_FOLLOW as usize;
 
 /// Standard input's users: its first target is waited for here (it says where to connect),
 /// the rest are read while the run goes.
@@ -283,12 +346,8 @@ fn stream(format: Option<Format>) -> Result<TargetUsers, PlanError> {
 /// Gives the report of a finished targets run its per-target rows (a stream's are known only
 /// now), and returns the error that ended a stream early, if one did.
 pub fn complete(run: &TargetsRun, finished: &mut Finished) -> Option<PlanError> {
-    let rows = run.rows();
-    finished.info.steps = rows
-        .iter()
-        // The row of a stream's targets past its cap has no method.
-        .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
-        .collect();
-    finished.info.targets = rows;
+    let (targets, steps) = run.rows_and_names();
+    finished.info.steps = steps;
+    finished.info.targets = targets;
     run.users.stream_error()
 }

@@ -141,6 +141,26 @@ fn a_body_that_does_not_decode_is_an_error_of_its_own() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["kind"], "body_decode");
     assert_eq!(errors[0]["count"], 8);
+    // The same through a targets file: its request asks for compression and fails to decode.
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("corrupt-{}.txt", std::process::id()));
+    std::fs::write(&file, format!("GET {url}\n")).unwrap();
+    let out = belier(&[
+        "--compressed",
+        "--targets",
+        file.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "2",
+    ]);
+    let doc = report(&out);
+    assert_eq!(seen.load(Ordering::SeqCst), 14);
+    assert_eq!(doc["errors"][0]["kind"], "body_decode", "{}", doc["errors"]);
+    assert_eq!(doc["errors"][0]["count"], 6);
+    assert_eq!(doc["targets"][0]["requests"], 6);
+    assert_eq!(doc["targets"][0]["failures"], 6, "{}", doc["targets"]);
+    let _ = std::fs::remove_file(&file);
     // Without --compressed the same answers are plain 200s: nothing is decoded.
     let out = belier(&["-n", "4", &url]);
     let doc = report(&out);

@@ -24,6 +24,9 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// in the latency); at most one wake-up per slack is what keeps a high rate affordable.
 pub const DEFAULT_TIMER_SLACK: Duration = Duration::from_micros(250);
 
+/// The `Accept-Encoding` value that asks for every coding [`Config::compressed`] decodes.
+pub const ACCEPT_ENCODING: &str = "gzip, br, deflate, zstd";
+
 /// The request every connection sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestSpec {
@@ -165,12 +168,11 @@ pub struct Config {
     /// Scripted users in a closed loop: each user starts an iteration at most this often
     /// (one that runs longer is followed at once by the next). `None`: back to back.
     pub pacing: Option<Duration>,
-    /// Scripted users: other hosts (name or address literal, port) their requests may go to,
-    /// [`crate::user::Outgoing::origin`] `i` being `origins[i - 1]`. Each is resolved once at
-    /// the start, spoken to with the run's scheme (TLS settings, under its own name), and gets
-    /// a connection of its own from every user that sends to it: a pool per host. HTTP/1.1
-    /// only.
-    pub origins: Vec<(String, u16)>,
+    /// Scripted users: other hosts their requests may go to, [`crate::user::Outgoing::origin`]
+    /// `i` being `origins[i - 1]`. Each is resolved once at the start, spoken to over TLS or
+    /// not as it says (whatever the run's own host speaks), and gets a connection of its own
+    /// from every user that sends to it: a pool per host. HTTP/1.1 only.
+    pub origins: Vec<Origin>,
     /// https through an HTTP proxy: connections go to [`Config::connect_to`] (the proxy),
     /// open a tunnel to each host with `CONNECT`, then the TLS session through it.
     pub tunnel: Option<Tunnel>,
@@ -178,6 +180,18 @@ pub struct Config {
     /// ([`Shard`]); [`Shard::WHOLE`] otherwise. The load, stop bounds and caps stay the whole
     /// run's: the engine takes this shard's arrivals, connections and shares of them.
     pub shard: Shard,
+}
+
+/// One of a run's other hosts ([`Config::origins`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Host name or address literal (IPv6 without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// `Some` to speak TLS to it with these settings (the certificate checked under its own
+    /// name); `None` for plain HTTP.
+    pub tls: Option<crate::TlsOptions>,
 }
 
 /// How to open a tunnel through an HTTP proxy.

@@ -12,7 +12,7 @@ use belier_stats::ErrorKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::decode::{BodyDecoder, DecodeError};
+use crate::decode::{BodyDecoder, Coding, DecodeError};
 use crate::endpoint::Endpoint;
 use crate::http1::{parse_head, Framing, Malformed};
 use crate::tls::{handshake_error_kind, Tls};
@@ -79,12 +79,23 @@ fn take_body(
     }
 }
 
-/// Ends the body for the decoder, counting its decoded bytes.
+/// Ends the body for the decoder, counting its decoded bytes; a kept body is the decoded one.
 pub(crate) fn finish_body(p: &mut Progress, decoder: Option<BodyDecoder>) -> Result<(), Failure> {
     if let Some(d) = decoder {
-        p.decoded += d.finish()?;
+        let done = d.finish()?;
+        p.decoded += done.bytes;
+        if done.body.is_some() {
+            p.body = done.body;
+            p.body_truncated |= done.truncated;
+        }
     }
     Ok(())
+}
+
+/// A decoder for a body in `coding`, given the kept body's buffer (if the user reads the
+/// body): it keeps the decoded bytes rather than the wire's.
+pub(crate) fn decoder(p: &mut Progress, coding: Coding) -> Result<BodyDecoder, DecodeError> {
+    BodyDecoder::new(coding, p.body.take())
 }
 
 /// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
@@ -491,7 +502,7 @@ impl Connection {
                             keep_alive = head.keep_alive;
                             framing = head.framing;
                             if p.compressed && framing != Framing::Empty {
-                                decoder = Some(BodyDecoder::new(head.coding)?);
+                                decoder = Some(self::decoder(p, head.coding)?);
                             }
                         }
                     }

@@ -1,7 +1,8 @@
 //! Content decoding for `--compressed`: a response body in gzip, deflate, br or zstd goes
-//! through a streaming decoder whose output is only counted, never kept, so the decoded size
-//! of a body is known without holding it. The decoders are the maintained crates' (flate2,
-//! brotli, zstd), fed as the body's bytes arrive.
+//! through a streaming decoder whose output is counted and dropped, so the decoded size of a
+//! body is known without holding it; only a scripted user that reads the body (a check, an
+//! extraction) has the decoded bytes kept, up to its limit. The decoders are the maintained
+//! crates' (flate2, brotli, zstd), fed as the body's bytes arrive.
 
 use std::io::{self, Write};
 
@@ -40,18 +41,60 @@ impl Coding {
     }
 }
 
-/// Counts what a decoder writes, and drops it.
+/// Counts what a decoder writes, and keeps it only for a user that reads the body.
 #[derive(Debug, Default)]
-pub(crate) struct Count(u64);
+pub(crate) struct Count {
+    decoded: u64,
+    /// The decoded body, up to [`crate::user::MAX_KEPT_BODY_BYTES`], when one is kept.
+    body: Option<Vec<u8>>,
+    truncated: bool,
+}
+
+impl Count {
+    fn new(body: Option<Vec<u8>>) -> Count {
+        Count {
+            decoded: 0,
+            body,
+            truncated: false,
+        }
+    }
+
+    fn take(&mut self, buf: &[u8]) {
+        self.decoded += buf.len() as u64;
+        if let Some(body) = &mut self.body {
+            crate::connection::keep_body(body, &mut self.truncated, buf);
+        }
+    }
+}
 
 impl Write for Count {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
+        self.take(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A body decoded to its end.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    /// Its decoded size.
+    pub bytes: u64,
+    /// The decoded body, when one was to be kept, and whether it was cut at the limit.
+    pub body: Option<Vec<u8>>,
+    pub truncated: bool,
+}
+
+impl From<Count> for Decoded {
+    fn from(c: Count) -> Decoded {
+        Decoded {
+            bytes: c.decoded,
+            body: c.body,
+            truncated: c.truncated,
+        }
     }
 }
 
@@ -71,7 +114,7 @@ pub(crate) enum BodyDecoder {
 /// which the writer wrapper does not tell.
 pub(crate) struct Zstd {
     decoder: zstd::stream::raw::Decoder<'static>,
-    decoded: u64,
+    out: Count,
     /// Bytes the frame still needs (0: complete).
     hint: usize,
 }
@@ -85,7 +128,7 @@ impl Zstd {
             let mut output = OutBuffer::around(&mut scratch[..]);
             self.hint = self.decoder.run(&mut input, &mut output)?;
             let produced = output.pos();
-            self.decoded += produced as u64;
+            self.out.take(&scratch[..produced]);
             if input.pos() == data.len() && produced < scratch.len() {
                 return Ok(());
             }
@@ -98,20 +141,22 @@ impl Zstd {
 pub(crate) struct DecodeError(pub String);
 
 impl BodyDecoder {
-    /// A decoder for a body in `coding`.
-    pub(crate) fn new(coding: Coding) -> Result<BodyDecoder, DecodeError> {
+    /// A decoder for a body in `coding`; `keep` (a user's empty buffer) receives the decoded
+    /// body, handed back by [`BodyDecoder::finish`].
+    pub(crate) fn new(coding: Coding, keep: Option<Vec<u8>>) -> Result<BodyDecoder, DecodeError> {
+        let out = Count::new(keep);
         Ok(match coding {
-            Coding::Identity => BodyDecoder::Identity(Count(0)),
-            Coding::Gzip => BodyDecoder::Gzip(flate2::write::GzDecoder::new(Count(0))),
-            Coding::Deflate => BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(Count(0))),
+            Coding::Identity => BodyDecoder::Identity(out),
+            Coding::Gzip => BodyDecoder::Gzip(flate2::write::GzDecoder::new(out)),
+            Coding::Deflate => BodyDecoder::Deflate(flate2::write::ZlibDecoder::new(out)),
             Coding::Brotli => BodyDecoder::Brotli(Box::new(brotli::DecompressorWriter::new(
-                Count(0),
+                out,
                 BROTLI_BUFFER,
             ))),
             Coding::Zstd => BodyDecoder::Zstd(Box::new(Zstd {
                 decoder: zstd::stream::raw::Decoder::new()
                     .map_err(|e| DecodeError(format!("zstd: {e}")))?,
-                decoded: 0,
+                out,
                 hint: 1,
             })),
             Coding::Other => {
@@ -134,18 +179,19 @@ impl BodyDecoder {
         written.map_err(|e| self.error(e))
     }
 
-    /// Ends the body: its decoded size, or why it did not decode (a stream cut short).
-    pub(crate) fn finish(self) -> Result<u64, DecodeError> {
+    /// Ends the body: its decoded size (and body, if kept), or why it did not decode (a
+    /// stream cut short).
+    pub(crate) fn finish(self) -> Result<Decoded, DecodeError> {
         let name = self.name();
         let error = |e: io::Error| DecodeError(format!("{name}: {e}"));
         match self {
-            BodyDecoder::Identity(c) => Ok(c.0),
-            BodyDecoder::Gzip(d) => d.finish().map(|c| c.0).map_err(error),
-            BodyDecoder::Deflate(d) => d.finish().map(|c| c.0).map_err(error),
-            BodyDecoder::Brotli(d) => d.into_inner().map(|c| c.0).map_err(|_| {
+            BodyDecoder::Identity(c) => Ok(c.into()),
+            BodyDecoder::Gzip(d) => d.finish().map(Decoded::from).map_err(error),
+            BodyDecoder::Deflate(d) => d.finish().map(Decoded::from).map_err(error),
+            BodyDecoder::Brotli(d) => d.into_inner().map(Decoded::from).map_err(|_| {
                 DecodeError(format!("{name}: the stream ended before its last block"))
             }),
-            BodyDecoder::Zstd(d) if d.hint == 0 => Ok(d.decoded),
+            BodyDecoder::Zstd(d) if d.hint == 0 => Ok(d.out.into()),
             BodyDecoder::Zstd(_) => Err(DecodeError(format!(
                 "{name}: the stream ended before its frame did"
             ))),
@@ -172,12 +218,21 @@ mod tests {
     use super::*;
 
     fn decoded(coding: Coding, body: &[u8], piece: usize) -> Result<u64, DecodeError> {
-        let mut d = BodyDecoder::new(coding)?;
+        let mut d = BodyDecoder::new(coding, None)?;
         for chunk in body.chunks(piece.max(1)) {
             d.feed(chunk)?;
         }
-        d.finish()
+        d.finish().map(|d| d.bytes)
     }
+
+    /// Every coding that decodes.
+    const DECODED: [Coding; 5] = [
+        Coding::Identity,
+        Coding::Gzip,
+        Coding::Deflate,
+        Coding::Brotli,
+        Coding::Zstd,
+    ];
 
     fn plain() -> Vec<u8> {
         b"belier counts decoded bytes. ".repeat(500)
@@ -233,13 +288,7 @@ mod tests {
     #[test]
     fn every_coding_decodes_to_the_plain_size_in_any_pieces() {
         let size = plain().len() as u64;
-        for coding in [
-            Coding::Identity,
-            Coding::Gzip,
-            Coding::Deflate,
-            Coding::Brotli,
-            Coding::Zstd,
-        ] {
+        for coding in DECODED {
             let body = encoded(coding);
             for piece in [1, 7, 1000, body.len()] {
                 assert_eq!(
@@ -260,6 +309,28 @@ mod tests {
             let garbage = b"this is not compressed at all, not a single bit of it";
             assert!(decoded(coding, garbage, 100).is_err(), "{coding:?} garbage");
         }
-        assert!(BodyDecoder::new(Coding::Other).is_err());
+        assert!(BodyDecoder::new(Coding::Other, None).is_err());
+    }
+
+    #[test]
+    fn a_kept_body_is_the_decoded_one_up_to_the_limit() {
+        for coding in DECODED {
+            let mut d = BodyDecoder::new(coding, Some(Vec::new())).unwrap();
+            for chunk in encoded(coding).chunks(100) {
+                d.feed(chunk).unwrap();
+            }
+            let done = d.finish().unwrap();
+            assert_eq!(done.body.as_deref(), Some(&plain()[..]), "{coding:?}");
+            assert!(!done.truncated);
+        }
+        let big = vec![b'x'; crate::user::MAX_KEPT_BODY_BYTES + 10];
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&big).unwrap();
+        let mut d = BodyDecoder::new(Coding::Gzip, Some(Vec::new())).unwrap();
+        d.feed(&e.finish().unwrap()).unwrap();
+        let done = d.finish().unwrap();
+        assert_eq!(done.bytes, big.len() as u64);
+        assert_eq!(done.body.unwrap().len(), crate::user::MAX_KEPT_BODY_BYTES);
+        assert!(done.truncated);
     }
 }

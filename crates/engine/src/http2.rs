@@ -31,10 +31,10 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    finish_body, io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase, Progress,
-    Response,
+    decoder, finish_body, io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase,
+    Progress, Response,
 };
-use crate::decode::{BodyDecoder, Coding};
+use crate::decode::Coding;
 
 mod wire;
 
@@ -314,7 +314,7 @@ impl Group {
                         .headers
                         .get(http::header::CONTENT_ENCODING)
                         .map_or(Coding::Identity, |v| Coding::parse(v.as_bytes()));
-                    Some(BodyDecoder::new(coding).inspect_err(|_| take_bytes(&wire, p))?)
+                    Some(decoder(p, coding).inspect_err(|_| take_bytes(&wire, p))?)
                 }
                 false => None,
             };

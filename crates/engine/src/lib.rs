@@ -57,9 +57,9 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, Load, RequestSpec, StopWhen, Tunnel, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
-    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
-    DEFAULT_TIMER_SLACK,
+    Config, Load, Origin, RequestSpec, StopWhen, Tunnel, ACCEPT_ENCODING, DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
 };
 pub use control::{Control, ControlError, Knob, Steer};
 pub use endpoint::Endpoint;
@@ -224,11 +224,10 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
     let others = config
         .origins
         .iter()
-        .map(|(host, port)| {
+        .map(|Origin { host, port, tls }| {
             Ok(plan::Dest {
                 addr: Endpoint::Tcp(resolve_host(host, *port)?),
-                tls: config
-                    .tls
+                tls: tls
                     .as_ref()
                     .map(|options| {
                         tls::Tls::new(options, host).map(|t| match &config.tunnel {

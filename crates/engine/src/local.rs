@@ -80,7 +80,13 @@ pub(crate) struct Connections {
     /// dispatcher's wake-up once none is.
     pub(crate) preopening: Cell<usize>,
     pub(crate) preopened: Notify,
+    /// Hosts the users found during the run, as this worker resolved them (by
+    /// `Outgoing::origin` past the run's own), or why they are unreachable.
+    pub(crate) found: RefCell<Vec<Option<Found>>>,
 }
+
+/// A found host, resolved once per worker.
+pub(crate) type Found = Result<Rc<crate::plan::Dest>, std::io::ErrorKind>;
 
 /// What a worker recorded and has not handed over yet.
 pub(crate) struct Recording {
@@ -119,6 +125,7 @@ impl Local {
                 starting: Cell::new(0),
                 preopening: Cell::new(0),
                 preopened: Notify::new(),
+                found: RefCell::new(Vec::new()),
             },
             recording: Recording {
                 recorder: RefCell::new(Recorder::new()),
@@ -240,6 +247,21 @@ impl Schedule {
 }
 
 impl Connections {
+    /// Found host `origin` (see [`Plan::is_found`]), resolved the first time.
+    pub(crate) fn found(&self, plan: &Plan, origin: usize) -> Found {
+        let i = origin - plan.others.len() - 1;
+        if let Some(Some(known)) = self.found.borrow().get(i) {
+            return known.clone();
+        }
+        let resolved = plan.find(origin).map(Rc::new);
+        let mut found = self.found.borrow_mut();
+        if found.len() <= i {
+            found.resize(i + 1, None);
+        }
+        found[i] = Some(resolved.clone());
+        resolved
+    }
+
     /// A new task's link (a connection task's or a scripted user's): with HTTP/2 a stream
     /// slot on the worker's connection group `k` (from 0), else a connection of its own.
     pub(crate) fn link(&self, plan: &Plan, k: usize) -> Link {

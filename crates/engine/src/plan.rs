@@ -65,6 +65,39 @@ pub(crate) struct Dest {
 }
 
 impl Plan {
+    /// Whether `origin` is a host the users found during the run ([`crate::user::Users::origin`])
+    /// rather than one the run started with.
+    pub(crate) fn is_found(&self, origin: usize) -> bool {
+        origin > self.others.len()
+    }
+
+    /// Resolves found host `origin`: its address, TLS settings and `Host` header, or the kind
+    /// of I/O error that makes it unreachable.
+    pub(crate) fn find(&self, origin: usize) -> Result<Dest, std::io::ErrorKind> {
+        use std::net::ToSocketAddrs;
+        let found = self
+            .users
+            .as_ref()
+            .and_then(|u| u.origin(origin))
+            .ok_or(std::io::ErrorKind::NotFound)?;
+        let addr = (found.host.as_str(), found.port)
+            .to_socket_addrs()
+            .map_err(|e| e.kind())?
+            .next()
+            .ok_or(std::io::ErrorKind::NotFound)?;
+        let tls = found
+            .tls
+            .as_ref()
+            .map(|options| crate::tls::Tls::new(options, &found.host))
+            .transpose()
+            .map_err(|_| std::io::ErrorKind::InvalidInput)?;
+        Ok(Dest {
+            addr: Endpoint::Tcp(addr),
+            tls,
+            host_header: crate::request::host_header(&found.host, found.port),
+        })
+    }
+
     /// Address, TLS settings and `Host` header of `origin` (see `Outgoing::origin`).
     pub(crate) fn dest(&self, origin: usize) -> (&Endpoint, Option<&crate::tls::Tls>, &str) {
         match origin.checked_sub(1) {

@@ -13,7 +13,7 @@ use tokio::time::Sleep;
 use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
 use crate::http2::{Target, Template};
 use crate::link::Link;
-use crate::local::Local;
+use crate::local::{Found, Local};
 use crate::plan::Plan;
 use crate::user::Outgoing;
 
@@ -39,6 +39,9 @@ pub(crate) struct Request<'a> {
     pub resend: bool,
     /// Which of the run's hosts it goes to (see [`Outgoing::origin`]); 0 for the run's own.
     pub origin: usize,
+    /// A host the users found during the run, as the worker resolved it (`None` for the
+    /// run's own hosts).
+    pub found: Option<Found>,
 }
 
 /// Where an HTTP/2 request's head comes from.
@@ -176,6 +179,16 @@ async fn exchange(
         head_request: request.head_request,
         resend: request.resend,
     };
-    let (addr, tls, _) = plan.dest(request.origin);
+    let (addr, tls) = match &request.found {
+        None => {
+            let (addr, tls, _) = plan.dest(request.origin);
+            (addr, tls)
+        }
+        Some(Ok(dest)) => (&dest.addr, dest.tls.as_ref()),
+        Some(Err(kind)) => {
+            let e = std::io::Error::new(*kind, "a host found during the run cannot be reached");
+            return Err(Failure::io(e, true));
+        }
+    };
     exchange_http1(slot, addr, tls, &http1, p).await
 }

@@ -24,7 +24,8 @@ pub struct Outgoing {
     /// Statistics row: an index into [`Users::steps`].
     pub step: usize,
     /// Where it goes: 0 for the run's own host ([`crate::Config::request`]'s), `i` for
-    /// [`crate::Config::origins`]`[i - 1]`.
+    /// [`crate::Config::origins`]`[i - 1]`, and past those a host the users found
+    /// ([`Users::origin`]).
     pub origin: usize,
     /// Method, e.g. `GET`.
     pub method: String,
@@ -171,6 +172,15 @@ pub trait Users: Send + Sync {
 
     /// A new user; `vu` numbers the run's users from 0, across workers.
     fn user(&self, vu: u64) -> Box<dyn User>;
+
+    /// A host the users found during the run (where a redirect sent them), which
+    /// [`Outgoing::origin`] `index` names past [`crate::Config::origins`]: each worker resolves
+    /// it the first time one of its users sends there (the name looked up on the worker's
+    /// thread, once), then keeps it. `None`: no such host (its requests fail as unreachable).
+    fn origin(&self, index: usize) -> Option<crate::Origin> {
+        let _ = index;
+        None
+    }
 
     /// Whether no user will send anything any more: their requests came from a stream that
     /// has ended. An open loop then starts no more iterations (each would make a user that

@@ -247,13 +247,17 @@ impl Vu {
         intended: Instant,
     ) {
         let http1 = matches!(self.link, Link::Http1(_));
+        let found = plan
+            .is_found(outgoing.origin)
+            .then(|| local.connections.found(plan, outgoing.origin));
         if http1 {
-            encode_outgoing(
-                &mut self.request,
-                outgoing,
-                plan.dest(outgoing.origin).2,
-                plan.keepalive,
-            );
+            let host = match &found {
+                None => plan.dest(outgoing.origin).2,
+                Some(Ok(dest)) => &dest.host_header,
+                // Not sent: the exchange fails first.
+                Some(Err(_)) => "",
+            };
+            encode_outgoing(&mut self.request, outgoing, host, plan.keepalive);
         }
         self.head.clear();
         self.body.clear();
@@ -274,6 +278,7 @@ impl Vu {
             head_request: http1 && is_head(&outgoing.method),
             resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
             origin: outgoing.origin,
+            found,
         };
         step_active(local, outgoing.step, true);
         // Another host's requests go on the user's link to that host (HTTP/1.1 only: the

@@ -286,6 +286,9 @@ fn latency_at(s: &Summary, p: f64) -> String {
     ms(s.latency.at(p).unwrap_or(0))
 }
 
+/// The summary row of decoded body bytes.
+const DECODED_ROW: &str = "Bytes decoded (--compressed)";
+
 const SUMMARY_ROWS: [Row; 24] = [
     ("Requests", |s| thousands(s.report.totals.requests())),
     ("Succeeded (status < 400)", |s| {
@@ -309,7 +312,7 @@ const SUMMARY_ROWS: [Row; 24] = [
     }),
     ("Bytes in", |s| bytes(s.report.totals.bytes_in() as f64)),
     ("Bytes out", |s| bytes(s.report.totals.bytes_out() as f64)),
-    ("Bytes decoded (--compressed)", |s| {
+    (DECODED_ROW, |s| {
         bytes(s.report.totals.bytes_decoded() as f64)
     }),
     ("Connections opened", |s| {
@@ -385,7 +388,14 @@ fn write_summary(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> f
         )?;
     }
     out.push_str("</tr></thead><tbody>\n");
+    // Decoded bytes only where a run decoded bodies (--compressed), as the text report does.
+    let decoded = summaries
+        .iter()
+        .any(|s| s.report.totals.bytes_decoded() > 0);
     for (label, cell) in SUMMARY_ROWS {
+        if label == DECODED_ROW && !decoded {
+            continue;
+        }
         // Latency rows after the first are indented under it.
         let class = match label {
             "Latency min" => " class=\"group\"",

@@ -31,7 +31,7 @@ use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{Change, HostUsage, RunInfo, ThresholdOutcome};
+use crate::{Change, HostUsage, RunInfo, TargetInfo, ThresholdOutcome};
 
 mod coarsening;
 mod reader;
@@ -85,6 +85,14 @@ pub struct End {
     /// read as none (the version stays 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdOutcome>,
+    /// The per-target rows of a run whose targets were read as it went (`--targets -`), and
+    /// their statistics rows' names: known only at its end, so the header's are empty and a
+    /// report takes these. Absent otherwise, and from older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetInfo>,
+    /// See [`End::targets`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
 }
 
 // One line is read or written at a time and never stored in bulk, so the header's size

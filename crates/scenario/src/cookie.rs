@@ -26,6 +26,14 @@ pub(crate) fn name_value(set_cookie: &str) -> Option<(&str, &str)> {
     (!name.is_empty()).then(|| (name, value.trim().trim_matches('"')))
 }
 
+/// The jar of host `origin` among a user's `jars`, made empty the first time.
+pub(crate) fn jar_at(jars: &mut Vec<Jar>, origin: usize) -> &mut Jar {
+    if jars.len() <= origin {
+        jars.resize_with(origin + 1, Jar::default);
+    }
+    &mut jars[origin]
+}
+
 impl Jar {
     /// Applies one `Set-Cookie` header received for a request to `request_path`.
     pub fn store(&mut self, set_cookie: &str, request_path: &str, now: SystemTime) {

@@ -32,13 +32,28 @@ impl Plan {
         } else {
             let _ = writeln!(out, "target: {}", self.target.url());
         }
+        if !self.hosts.is_empty() {
+            // Every host the run connects to, each with a connection per user of its own.
+            let others: Vec<String> = self.hosts.iter().map(|h| h.url()).collect();
+            let _ = writeln!(
+                out,
+                "hosts: {} (the target's) and {}",
+                self.target.url(),
+                others.join(", ")
+            );
+        }
         let on = |b: bool| if b { "on" } else { "off" };
         let _ = writeln!(
             out,
-            "options: timeout {}, keepalive {}, cookies {}, http2 {}{}",
+            "options: timeout {}, keepalive {}, cookies {}, compressed {}, follow {}, http2 {}{}",
             o.timeout.map_or("default".into(), show),
             on(o.keepalive),
             on(o.cookies),
+            on(o.compressed),
+            match o.follow {
+                0 => "off".to_string(),
+                n => format!("{n} redirects"),
+            },
             on(o.http2),
             o.max_streams
                 .map_or(String::new(), |m| format!(" ({m} streams)")),

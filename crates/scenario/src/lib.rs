@@ -40,7 +40,7 @@ use std::sync::Arc;
 pub use error::{PlanError, Pos};
 pub use feeder::{Feeder, Order};
 pub use model::{LoadModel, LoadPlan, Options, Plan, Scheme, Target};
-pub use parse::DEFAULT_SEED;
+pub use parse::{DEFAULT_SEED, MAX_FOLLOW};
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 
@@ -68,11 +68,26 @@ impl Plan {
     /// users follow [`Options::cookies`] and [`LoadPlan::seed`] as they are now, so a caller
     /// may override them first.
     pub fn users(&self) -> Arc<PlanUsers> {
-        Arc::new(PlanUsers::new(
+        Arc::new(self.follow(PlanUsers::new(
             Arc::clone(&self.program),
             self.options.cookies,
             self.load.seed,
-        ))
+        )))
+    }
+
+    /// `users` following redirects as [`Options::follow`] says, to the plan's hosts.
+    fn follow(&self, users: PlanUsers) -> PlanUsers {
+        if self.options.follow == 0 {
+            return users;
+        }
+        let target = &self.target;
+        let first = targets::Origin {
+            scheme: target.scheme,
+            host: target.host.clone(),
+            port: target.port,
+        };
+        let origins = std::iter::once(first).chain(self.hosts.iter().cloned());
+        users.following(self.options.follow, origins.collect())
     }
 
     /// The one user of the plan's `setup`, if it has one: run it once before the load (one
@@ -88,11 +103,11 @@ impl Plan {
     }
 
     fn phase_users(&self, phase: &model::Phase) -> Arc<PlanUsers> {
-        Arc::new(PlanUsers::phase(
+        Arc::new(self.follow(PlanUsers::phase(
             Arc::clone(&phase.program),
             self.options.cookies,
             self.load.seed,
             &phase.exports,
-        ))
+        )))
     }
 }

@@ -11,6 +11,7 @@ use crate::condition::Expr;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::form::{Form, Multipart};
+use crate::targets::Origin;
 use crate::template::Template;
 use crate::threshold::Threshold;
 
@@ -81,6 +82,11 @@ pub struct Options {
     pub keepalive: bool,
     /// Keep a cookie jar per virtual user (default true).
     pub cookies: bool,
+    /// Ask for compressed answers (`Accept-Encoding`, unless a header sets one) and decode
+    /// them, counting decoded bytes beside wire bytes (the CLI's `--compressed`).
+    pub compressed: bool,
+    /// Redirects followed per request step, each hop in a row of its own (0: none).
+    pub follow: usize,
 }
 
 /// The shape of the load.
@@ -182,8 +188,11 @@ pub(crate) struct Request {
     pub method: String,
     /// Path and query, the target's base path included.
     pub path: Template,
-    /// The path as written, for `describe`.
+    /// The path as written (a step on another host: its URL), for `describe`.
     pub path_text: String,
+    /// Which of the plan's hosts it goes to: 0 for the target's, `i` for [`Plan::hosts`]`[i - 1]`
+    /// (the engine's `Outgoing::origin`).
+    pub origin: usize,
     /// Default headers merged with the step's.
     pub headers: Vec<(String, Template)>,
     pub body: Body,
@@ -270,6 +279,27 @@ pub(crate) struct Program {
     pub metrics: Vec<belier_engine::user::CustomMetric>,
 }
 
+impl Program {
+    /// Gives every statistics row `hops` rows more for the redirects its steps follow: row
+    /// `r` becomes `r·(hops+1)`, and its hop `k` is the row after it by `k`, named
+    /// `NAME → redirect k`.
+    pub(crate) fn follow_rows(&mut self, hops: usize) {
+        let rows = std::mem::take(&mut self.steps);
+        self.steps = rows
+            .iter()
+            .flat_map(|name| {
+                (0..=hops).map(move |k| match k {
+                    0 => name.clone(),
+                    k => format!("{name} → redirect {k}"),
+                })
+            })
+            .collect();
+        for request in &mut self.requests {
+            request.step *= hops + 1;
+        }
+    }
+}
+
 /// A loaded plan.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -277,6 +307,9 @@ pub struct Plan {
     pub file: PathBuf,
     /// Where requests go.
     pub target: Target,
+    /// The plan's other hosts, in the order its steps' `url:`s first name them: each gets a
+    /// connection per user (and, with cookies, a jar per user) of its own.
+    pub hosts: Vec<Origin>,
     /// The target as written, `{{ env.NAME }}` unresolved, for `describe`.
     pub(crate) target_written: String,
     /// Run-wide options.
@@ -353,6 +386,28 @@ impl Plan {
         let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
         for feeder in programs.flat_map(|p| &mut Arc::make_mut(p).feeders) {
             feeder.keep_shard(shard);
+        }
+    }
+
+    /// Asks for compressed answers: every request without an `Accept-Encoding` header of its
+    /// own (the plan's or its step's) gets one naming every coding the engine decodes, and
+    /// [`Options::compressed`] says to decode. For a plan's `compressed: true`, or a command
+    /// line's `--compressed` on top of a plan.
+    pub fn ask_compressed(&mut self) {
+        self.options.compressed = true;
+        let phases = self.setup.iter_mut().chain(&mut self.teardown);
+        let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
+        for request in programs.flat_map(|p| &mut Arc::make_mut(p).requests) {
+            if !request
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+            {
+                request.headers.push((
+                    "Accept-Encoding".to_string(),
+                    Template::literal(belier_engine::ACCEPT_ENCODING),
+                ));
+            }
         }
     }
 

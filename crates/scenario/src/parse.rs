@@ -7,14 +7,17 @@ use std::sync::Arc;
 
 use crate::error::{Pos, Result};
 use crate::feeder::{Feeder, Order};
-use crate::model::{Options, Plan, Program, Scheme, Target};
+use crate::model::{Plan, Program, Scheme, Target};
+use crate::targets::Origin;
 use crate::template::{self, Reference, Segment, Template};
 use crate::threshold::Threshold;
 use crate::yaml::{self, closest, Kind, Node, Reader};
 
 mod load;
+mod options;
 
 use load::load;
+use options::options;
 
 /// Keys of the plan's top level.
 const TOP_KEYS: &[&str] = &[
@@ -31,6 +34,8 @@ const TOP_KEYS: &[&str] = &[
     "unix_socket",
     "keepalive",
     "cookies",
+    "compressed",
+    "follow",
     "variables",
     "data",
     "scenarios",
@@ -39,6 +44,9 @@ const TOP_KEYS: &[&str] = &[
     "setup",
     "teardown",
 ];
+
+/// Most redirects a plan's `follow:` (and the CLI's `--follow`) takes.
+pub const MAX_FOLLOW: u64 = 20;
 
 /// Seed of the users' generators when the plan sets none: runs repeat by default.
 pub const DEFAULT_SEED: u64 = 1;
@@ -69,6 +77,8 @@ pub(crate) struct Compiler<'p> {
     pub scripts: Vec<crate::script::Script>,
     /// Custom metrics the scripts count, by metric number.
     pub metrics: Vec<belier_engine::user::CustomMetric>,
+    /// Hosts other than the target's that `url:` steps name ([`Plan::hosts`]).
+    pub hosts: Vec<Origin>,
 }
 
 /// Where a template's fault at byte `offset` is: inside a one-line plain or quoted scalar the
@@ -91,6 +101,19 @@ pub(crate) fn pos_in(node: &Node, offset: usize) -> Pos {
 }
 
 impl<'p> Compiler<'p> {
+    /// The index of `origin` among the plan's hosts (0: the target's), added if new.
+    pub fn host(&mut self, origin: &Origin) -> usize {
+        let t = &self.target;
+        if origin.scheme == t.scheme && origin.host == t.host && origin.port == t.port {
+            return 0;
+        }
+        if let Some(i) = self.hosts.iter().position(|h| h == origin) {
+            return i + 1;
+        }
+        self.hosts.push(origin.clone());
+        self.hosts.len()
+    }
+
     /// Compiles a template from a scalar node; variables must be in `defined`, and feeders
     /// read are added to `feeders_used`.
     pub fn template(
@@ -304,6 +327,7 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         default_header_feeders: Vec::new(),
         scripts: Vec::new(),
         metrics: Vec::new(),
+        hosts: Vec::new(),
     };
 
     // Plan variables take the first slots, in plan order (`Plan::set_variable` relies on it).
@@ -369,6 +393,21 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         .map(|n| crate::steps::phase(&mut c, n, "teardown", &mut shared))
         .transpose()?;
 
+    if options.http2 && !c.hosts.is_empty() {
+        return Err(rd.err(
+            top.get("http2").unwrap_or(&root),
+            format!(
+                "http2 takes a plan on one host: its steps also go to {} (several hosts need \
+                 HTTP/1.1)",
+                c.hosts
+                    .iter()
+                    .map(Origin::url)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
@@ -404,9 +443,10 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         scripts: c.scripts,
         metrics: c.metrics,
     };
-    Ok(Plan {
+    let mut plan = Plan {
         file: file.to_path_buf(),
         target: c.target,
+        hosts: c.hosts,
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
         options,
         load,
@@ -415,7 +455,18 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         program: Arc::new(program),
         setup,
         teardown,
-    })
+    };
+    if plan.options.compressed {
+        plan.ask_compressed();
+    }
+    if plan.options.follow > 0 {
+        let hops = plan.options.follow;
+        let phases = plan.setup.iter_mut().chain(&mut plan.teardown);
+        for program in std::iter::once(&mut plan.program).chain(phases.map(|p| &mut p.program)) {
+            Arc::make_mut(program).follow_rows(hops);
+        }
+    }
+    Ok(plan)
 }
 
 /// A threshold: `"p99 < 200ms"`, `"login: p99 < 300ms"`, or, as YAML reads an unquoted
@@ -496,58 +547,6 @@ fn target(rd: Reader<'_>, env: &EnvLookup, node: &Node) -> Result<Target> {
         host,
         port,
         base_path: url.path().trim_end_matches('/').to_string(),
-    })
-}
-
-fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
-    let rd = c.rd;
-    let flag = |key: &str, default: bool| -> Result<bool> {
-        top.get(key).map_or(Ok(default), |n| rd.bool(n, key))
-    };
-    let file = |key: &str| -> Result<Option<PathBuf>> {
-        top.get(key)
-            .map(|n| rd.str(n, "a file path").map(|p| c.relative(p)))
-            .transpose()
-    };
-    // The headers as written (their templates were compiled, and checked, before).
-    let mut headers = Vec::new();
-    if let Some(n) = top.get("headers") {
-        for (name, _, value) in rd.map(n, "headers", &[])?.iter() {
-            headers.push((name.to_string(), value.scalar().unwrap_or("").to_string()));
-        }
-    }
-    let cert = file("cert")?;
-    let key = file("key")?;
-    if cert.is_some() != key.is_some() {
-        let at = top.get("cert").or(top.get("key")).unwrap_or(top.node);
-        return Err(rd.err(at, "`cert` and `key` go together: give both or neither"));
-    }
-    let max_streams = match top.get("max_streams") {
-        Some(n) => match rd.u64(n, "max_streams")? {
-            0 => return Err(rd.err(n, "expected max_streams ≥ 1")),
-            v => Some(usize::try_from(v).unwrap_or(usize::MAX)),
-        },
-        None => None,
-    };
-    Ok(Options {
-        headers,
-        timeout: top
-            .get("timeout")
-            .map(|n| rd.duration(n, "timeout"))
-            .transpose()?,
-        insecure: flag("insecure", false)?,
-        cacert: file("cacert")?,
-        cert,
-        key,
-        sni: top
-            .get("sni")
-            .map(|n| rd.str(n, "sni").map(str::to_string))
-            .transpose()?,
-        http2: flag("http2", false)?,
-        max_streams,
-        unix_socket: file("unix_socket")?,
-        keepalive: flag("keepalive", true)?,
-        cookies: flag("cookies", true)?,
     })
 }
 

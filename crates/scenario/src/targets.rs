@@ -14,7 +14,7 @@
 //! Every distinct method and URL is a statistics row, which the reports show as the per-target
 //! table.
 
-mod follow;
+pub(crate) mod follow;
 mod parse;
 mod users;
 

@@ -9,14 +9,16 @@ use belier_engine::user::{
 };
 
 use crate::condition::Facts;
-use crate::cookie::Jar;
+use crate::cookie::{jar_at as jar, Jar};
 use crate::extract::BodyJson;
 use crate::model::{Body, JsonTemplate, Op, Program};
 use crate::template::{escape_header, escape_path, Env};
 
+mod follow;
 mod phase;
 mod script;
 
+use follow::Follow;
 pub use phase::PhaseOutcome;
 use phase::{phase_reply, PhaseLog};
 
@@ -57,6 +59,8 @@ struct Shared {
     stopped: Vec<AtomicU64>,
     /// Keep a cookie jar per user.
     cookies: bool,
+    /// `Some` to follow redirects ([`PlanUsers::following`]).
+    follow: Option<Follow>,
     /// Seed of the users' generators.
     seed: u64,
     /// Values setup extracted, by slot: every user starts with them.
@@ -83,6 +87,7 @@ impl PlanUsers {
                 cursors: (0..n).map(|_| AtomicUsize::new(0)).collect(),
                 stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
                 cookies,
+                follow: None,
                 seed,
                 from_setup: OnceLock::new(),
                 phase: None,
@@ -106,6 +111,18 @@ impl PlanUsers {
             });
         }
         users
+    }
+
+    /// Follows up to `hops` redirects of each request step to the run's `origins` (the
+    /// target's host first, then the plan's others). Call before the run.
+    pub(crate) fn following(mut self, hops: usize, origins: Vec<crate::targets::Origin>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.follow = (hops > 0).then(|| Follow {
+                hops,
+                hosts: crate::targets::follow::Hosts::known(origins),
+            });
+        }
+        self
     }
 
     /// What this `setup` or `teardown` did (empty for the users of the load).
@@ -187,12 +204,14 @@ impl Users for PlanUsers {
                 vu,
                 rng: fastrand::Rng::with_seed(seed),
                 vars,
-                jar: Jar::default(),
+                jars: Vec::new(),
                 rows: vec![None; program.feeders.len()],
                 draws: vec![0; program.feeders.len()],
                 iteration: 0,
                 state: State::Idle,
                 pending: None,
+                hop: None,
+                next_hop: None,
                 last_status: 0,
                 last_failed: false,
                 check_results: vec![false; program.checks.len()],
@@ -221,6 +240,8 @@ enum State {
 #[derive(Debug)]
 struct Pending {
     request: usize,
+    /// The host and path of the request (following redirects: of its latest hop).
+    origin: usize,
     path: String,
     /// Some variable the request uses had no value when it was rendered.
     missing_var: bool,
@@ -239,13 +260,19 @@ struct Local {
     vu: u64,
     rng: fastrand::Rng,
     vars: Vec<Option<String>>,
-    jar: Jar,
+    /// A cookie jar per host (by `Outgoing::origin`), made when the host is first sent to:
+    /// cookies stay with the host that set them, as a browser keeps them.
+    jars: Vec<Jar>,
     rows: Vec<Option<usize>>,
     /// Rows drawn so far from each feeder (sequential order walks on with it).
     draws: Vec<u64>,
     iteration: u64,
     state: State,
     pending: Option<Pending>,
+    /// Following redirects: the request in flight (before cookies) and its hop number; then
+    /// the next hop to send, if its answer was a redirect.
+    hop: Option<(Outgoing, usize)>,
+    next_hop: Option<(Outgoing, usize)>,
     /// For `if:` conditions: the last response's status (0: none), whether the last request
     /// step failed, and each check's latest result.
     last_status: u16,
@@ -333,24 +360,23 @@ impl Local {
                 bytes
             }
         };
-        if shared.cookies {
-            self.jar.add_to(&mut headers, &path, SystemTime::now());
-        }
         self.pending = Some(Pending {
             request: index,
+            origin: request.origin,
             path: path.clone(),
             missing_var: missing,
         });
-        Outgoing {
+        let outgoing = Outgoing {
             step: request.step,
-            origin: 0,
+            origin: request.origin,
             method: request.method.clone(),
             path_and_query: path,
             headers,
             body,
             keep_body: request.keep_body,
             timeout: request.timeout,
-        }
+        };
+        self.send(shared, outgoing, 0)
     }
 
     /// Ends the step: with `abort_on_fail`, a failure ends the iteration.
@@ -408,6 +434,9 @@ impl User for VirtualUser {
 
 impl Local {
     fn next(&mut self, shared: &Shared) -> Action {
+        if let Some((hop, k)) = self.next_hop.take() {
+            return Action::Send(self.send(shared, hop, k));
+        }
         let program = &shared.program;
         for _ in 0..MAX_OPS_PER_ACTION {
             match &mut self.state {
@@ -526,13 +555,18 @@ impl Local {
         reply: &Reply<'_>,
         tally: &mut dyn FnMut(usize, bool),
     ) -> Verdict {
+        if self.redirected(shared, reply) {
+            // A hop on the way: the step is judged on the answer its last hop gets.
+            return Verdict { failed: false };
+        }
         let Some(pending) = self.pending.take() else {
             return Verdict { failed: true };
         };
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
+        let jar = jar(&mut self.jars, pending.origin);
         if shared.cookies {
-            self.jar.store_all(reply.headers(), &pending.path, now);
+            jar.store_all(reply.headers(), &pending.path, now);
         }
         let mut failed = !request.status_checked && reply.status >= 400;
         // The first check that failed, for a phase's message.
@@ -557,7 +591,7 @@ impl Local {
             failed |= !passed;
         }
         for extraction in &request.extract {
-            let value = extraction.source.extract(reply, &mut json, &self.jar, now);
+            let value = extraction.source.extract(reply, &mut json, jar, now);
             tally(extraction.check, value.is_some());
             match value {
                 Some(v) => self.vars[extraction.slot] = Some(v),
@@ -573,6 +607,7 @@ impl Local {
 
     fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
         self.last_status = 0;
+        self.hop = None;
         match self.pending.take() {
             Some(pending) => {
                 if let Some(phase) = &shared.phase {

@@ -313,7 +313,9 @@ fn malformed_plans_are_located() {
         ("unclosed-template", "scenarios: [{ steps: [{ get: '/{{ x' }] }]\n", "2:32: `{{` without a closing `}}`"),
         ("url-template", "scenarios: [{ steps: [{ url: 'http://127.0.0.1:8080/a/{{ nope }}' }] }]\n", "2:55: undefined variable `nope`"),
         ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
-        ("other-origin", "scenarios: [{ steps: [{ url: 'http://evil.test/x' }] }]\n", "2:30: `http://evil.test` is not the target's origin"),
+        ("hosts-over-http2", "http2: true\nscenarios: [{ steps: [{ url: 'http://other.test/x' }] }]\n", "2:8: http2 takes a plan on one host: its steps also go to http://other.test:80"),
+        ("bad-follow", "follow: 21\nscenarios: [{ steps: [{ get: / }] }]\n", "2:9: expected at most 20 redirects to follow, found 21"),
+        ("url-credentials", "scenarios: [{ steps: [{ url: 'http://u:p@other.test/x' }] }]\n", "2:30: a `url` cannot carry credentials"),
         ("no-path", "scenarios: [{ steps: [{ name: x }] }]\n", "2:23: expected a step: a request"),
         ("relative-path", "scenarios: [{ steps: [{ get: items }] }]\n", "2:30: expected a path starting with `/`"),
         ("bad-status", "scenarios: [{ steps: [{ get: /, check: { status: 99 } }] }]\n", "2:50: expected a status code from 100 to 599, found 99"),
@@ -533,4 +535,74 @@ scenarios:
         assert!(err.contains(expected), "{test}: {err}\nexpected: {expected}");
         assert!(err.contains("plan.yaml:"), "{err}");
     }
+}
+
+/// `url:` steps on other hosts: each new origin joins the plan's hosts once, in the order the
+/// steps name them; the target's own origin is not another host; rows name the whole URL.
+#[test]
+fn url_steps_on_other_hosts_join_the_plan_hosts() {
+    let plan = common::load(
+        "hosts",
+        "target: http://127.0.0.1:8080/api\n\
+         compressed: true\n\
+         scenarios:\n  - steps:\n\
+         \x20     - url: http://127.0.0.1:9090/b\n\
+         \x20     - url: http://127.0.0.1:8080/own\n\
+         \x20     - url: https://[::1]:7070/c?x=1\n\
+         \x20     - { method: POST, url: 'http://127.0.0.1:9090/d' }\n",
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let hosts: Vec<String> = plan.hosts.iter().map(|h| h.url()).collect();
+    assert_eq!(hosts, ["http://127.0.0.1:9090", "https://[::1]:7070"]);
+    assert_eq!(
+        plan.steps(),
+        [
+            "GET http://127.0.0.1:9090/b",
+            "GET /own",
+            "GET https://[::1]:7070/c?x=1",
+            "POST http://127.0.0.1:9090/d"
+        ]
+    );
+    assert!(plan.options.compressed);
+    let shown = plan.describe();
+    assert!(shown.contains("compressed on"), "{shown}");
+    assert!(
+        shown.contains(
+            "hosts: http://127.0.0.1:8080/api (the target's) and http://127.0.0.1:9090, \
+             https://[::1]:7070"
+        ),
+        "{shown}"
+    );
+}
+
+/// `follow: N` gives every statistics row N rows more, one per hop, setup's too.
+#[test]
+fn follow_gives_each_row_its_hops() {
+    let plan = common::load(
+        "follow",
+        "target: http://127.0.0.1:8080\n\
+         follow: 2\n\
+         setup: [{ get: /token, name: token }]\n\
+         scenarios:\n  - steps: [{ get: /a }, { get: /b }, { get: /a }]\n",
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.options.follow, 2);
+    assert_eq!(
+        plan.steps(),
+        [
+            "GET /a",
+            "GET /a → redirect 1",
+            "GET /a → redirect 2",
+            "GET /b",
+            "GET /b → redirect 1",
+            "GET /b → redirect 2"
+        ]
+    );
+    assert_eq!(
+        plan.setup().unwrap().steps(),
+        ["token", "token → redirect 1", "token → redirect 2"]
+    );
+    assert!(plan.describe().contains("follow 2 redirects"));
 }

@@ -51,6 +51,9 @@ pub struct Behaviour {
     /// or `status` when it is 301, 303, 307 or 308), so `?redirect=3` is a chain of three
     /// redirects before the answer the other knobs ask for. At most [`MAX_REDIRECTS`].
     pub redirect: u32,
+    /// With `redirect`: send the client to this address (`to=127.0.0.1:8081`), the
+    /// `Location` an absolute `http://ADDR/…` URL, so a redirect can cross to another server.
+    pub redirect_to: Option<std::net::SocketAddr>,
 }
 
 /// Longest redirect chain the `redirect` knob asks for.
@@ -71,13 +74,14 @@ impl Default for Behaviour {
             token: false,
             json: false,
             redirect: 0,
+            redirect_to: None,
         }
     }
 }
 
 /// Names of the query-string knobs, as accepted by [`Behaviour::apply_query`].
-pub const KNOBS: [&str; 9] = [
-    "delay", "status", "size", "fault", "close", "chunked", "token", "json", "redirect",
+pub const KNOBS: [&str; 10] = [
+    "delay", "status", "size", "fault", "close", "chunked", "token", "json", "redirect", "to",
 ];
 
 impl Behaviour {
@@ -137,6 +141,12 @@ impl Behaviour {
                     .ok()
                     .filter(|n| *n <= MAX_REDIRECTS)
                     .ok_or_else(|| bad("a number of redirects, at most 100"))?;
+            }
+            "to" => {
+                self.redirect_to = Some(
+                    text.parse()
+                        .map_err(|_| bad("an address such as 127.0.0.1:8081"))?,
+                );
             }
             "close" | "chunked" | "token" | "json" => {
                 let on = match value {
@@ -239,6 +249,9 @@ impl fmt::Display for Behaviour {
         }
         if self.redirect > 0 {
             knob(f, format_args!("redirect={}", self.redirect))?;
+        }
+        if let Some(to) = self.redirect_to {
+            knob(f, format_args!("to={to}"))?;
         }
         Ok(())
     }
@@ -422,6 +435,7 @@ mod tests {
             ("chunked=", "chunked"),
             ("token=2", "token"),
             ("json=yes please", "json"),
+            ("to=localhost", "to"),
         ];
         for (query, knob) in cases {
             let err = parse(query).expect_err(query);
@@ -452,6 +466,7 @@ mod tests {
                 token: true,
                 json: true,
                 redirect: 2,
+                redirect_to: Some("127.0.0.1:8081".parse().unwrap()),
             },
         ];
         for b in behaviours {

@@ -122,8 +122,16 @@ impl Request {
             }
             _ => Ok(None),
         };
-        let redirect = matches!(&knobs, Ok(Some(b)) if b.redirect > 0)
-            .then(|| crate::behaviour::next_hop(target));
+        let redirect = match &knobs {
+            Ok(Some(b)) if b.redirect > 0 => {
+                let hop = crate::behaviour::next_hop(target);
+                Some(match b.redirect_to {
+                    Some(to) => format!("http://{to}{hop}"),
+                    None => hop,
+                })
+            }
+            _ => None,
+        };
         let seen = shared.recorder.as_ref().map(|_| SeenRequest {
             method: method.to_owned(),
             target: target.to_owned(),

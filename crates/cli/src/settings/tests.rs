@@ -348,7 +348,7 @@ fn compressed_asks_for_every_coding_unless_a_header_does() {
     );
     let s = settings(&["http://h/"]).unwrap();
     assert!(!s.engine.compressed && s.engine.request.headers.is_empty());
-    // A targets file's requests carry their own headers: --compressed is refused with it.
+    // A targets file's requests get the header unless they carry their own: accepted.
     let cli = Cli::try_parse_from(["belier", "--targets", "t.txt", "--compressed"]);
-    assert!(cli.is_err());
+    assert!(cli.is_ok());
 }

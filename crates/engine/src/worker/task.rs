@@ -152,6 +152,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             head_request: plan.head_request,
             resend: plan.resend && plan.idempotent && plan.keepalive,
             origin: 0,
+            found: None,
         };
         let mut progress = Progress::default();
         let _ = step::send(

@@ -562,3 +562,22 @@ mod capacity {
         assert!(html.contains("step not judged"));
     }
 }
+
+#[test]
+fn decoded_bytes_show_only_when_a_run_decoded_bodies() {
+    let info = fixtures::info();
+    let (totals, series) = fixtures::results();
+    let plain = report(&info, &totals, &series);
+    let html = render_html(&[run("plain", &plain)]);
+    assert!(!html.contains("Bytes decoded"), "no run decoded anything");
+    let mut decoding = totals.clone();
+    decoding.record_decoded(40_000);
+    let compressed = report(&info, &decoding, &series);
+    let html = render_html(&[run("plain", &plain), run("compressed", &compressed)]);
+    assert!(
+        html.contains(
+            "<tr><th>Bytes decoded (--compressed)</th><td>0 B</td><td>39.1 KiB</td></tr>"
+        ),
+        "{html}"
+    );
+}

@@ -212,6 +212,13 @@ pub fn read_run(
         }
         e.thresholds.clear();
     }
+    // A stream's targets were named at its end only.
+    if let Some(e) = end.as_ref().filter(|_| header.run.targets.is_empty()) {
+        header.run.targets.clone_from(&e.targets);
+        if header.run.steps.is_empty() {
+            header.run.steps.clone_from(&e.steps);
+        }
+    }
     // The run ends where its end line says, or with the last record written.
     let last = last.map(|(s, e)| (at(s), at(e)));
     let run_end = match &end {
@@ -292,6 +299,12 @@ fn merge_end(x: End, y: End) -> End {
         },
         // Each shard judged its own share of the load: see `read_run`.
         thresholds: Vec::new(),
+        targets: if x.targets.is_empty() {
+            y.targets
+        } else {
+            x.targets
+        },
+        steps: if x.steps.is_empty() { y.steps } else { x.steps },
     }
 }
 

@@ -222,7 +222,7 @@ pub fn from_curl(
                 "-L" | "--location" => {
                     follow = true;
                     notes.push(format!(
-                        "-L: belier's --follow {FOLLOW} follows at most {FOLLOW} redirects, to the same host only; a plan made with --out does not follow them"
+                        "-L: belier's --follow {FOLLOW} (a plan's follow: {FOLLOW}) follows at most {FOLLOW} redirects; a plan follows them to its own hosts only"
                     ));
                 }
                 _ => {} // output options: nothing to carry over
@@ -548,6 +548,8 @@ fn draft(r: &CurlRequest) -> Result<Draft, ImportError> {
         scenario: "curl".into(),
         headers: Vec::new(),
         insecure: r.insecure,
+        follow: if r.follow { FOLLOW } else { 0 },
+        compressed: r.compressed,
         steps: vec![DraftStep::Request(DraftRequest {
             method: r.method.clone(),
             path,

@@ -17,6 +17,10 @@ pub struct Draft {
     pub headers: Vec<(String, String)>,
     /// https: do not verify the certificate.
     pub insecure: bool,
+    /// Redirects each step follows (the plan's `follow:`; 0: none).
+    pub follow: usize,
+    /// Ask for compressed answers and decode them (the plan's `compressed:`).
+    pub compressed: bool,
     /// The steps, in order.
     pub steps: Vec<DraftStep>,
 }
@@ -107,6 +111,12 @@ impl Draft {
         plan.insert(s("target"), s(&self.origin));
         if self.insecure {
             plan.insert(s("insecure"), Yaml::Boolean(true));
+        }
+        if self.compressed {
+            plan.insert(s("compressed"), Yaml::Boolean(true));
+        }
+        if self.follow > 0 {
+            plan.insert(s("follow"), Yaml::Integer(self.follow as i64));
         }
         if !self.headers.is_empty() {
             plan.insert(s("headers"), pairs(&self.headers));
@@ -209,6 +219,8 @@ mod tests {
             scenario: "recorded".into(),
             headers: vec![],
             insecure: false,
+            follow: 3,
+            compressed: true,
             steps: vec![
                 request("POST", "/login", &[("Accept", "*/*"), ("X-Mode", "a: b")]),
                 DraftStep::Pause(Duration::from_millis(1500)),
@@ -238,5 +250,6 @@ mod tests {
         assert!(described.contains("pause 1500ms"), "{described}");
         assert_eq!(plan.options.headers, vec![("Accept".into(), "*/*".into())]);
         assert_eq!(plan.load.iterations, Some(1));
+        assert_eq!((plan.options.follow, plan.options.compressed), (3, true));
     }
 }

@@ -55,6 +55,8 @@ pub fn plan(origin: String, scenario: &str, recorded: Vec<Recorded>) -> (Draft, 
         scenario: scenario.to_string(),
         headers: Vec::new(),
         insecure: false,
+        follow: 0,
+        compressed: false,
         steps,
     };
     draft.hoist_common_headers();

@@ -15,6 +15,7 @@ use crate::model::{Body, JsonTemplate, Request, Scheme};
 use crate::parse::{is_token_byte, Compiler};
 use crate::script::{self, Hook};
 use crate::steps::form;
+use crate::targets::Origin;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
 
@@ -105,8 +106,9 @@ fn method_and_path<'n>(c: &Compiler<'_>, f: &Fields<'n>) -> Result<(String, &'n 
     }
 }
 
-/// The path part of `url` text on the target's origin.
-fn url_path<'t>(c: &Compiler<'_>, node: &Node, text: &'t str) -> Result<&'t str> {
+/// Where `url` text goes: the index of its origin among the plan's hosts (0: the target's;
+/// another origin is added to [`Compiler::hosts`] when first seen), and its path part.
+fn url_path<'t>(c: &mut Compiler<'_>, node: &Node, text: &'t str) -> Result<(usize, &'t str)> {
     let rd = c.rd;
     let origin_end = text
         .find("://")
@@ -129,26 +131,35 @@ fn url_path<'t>(c: &Compiler<'_>, node: &Node, text: &'t str) -> Result<&'t str>
     }
     let parsed = url::Url::parse(&format!("{origin}/"))
         .map_err(|e| rd.err(node, format!("bad URL `{origin}`: {e}")))?;
-    let scheme = match c.target.scheme {
-        Scheme::Http => "http",
-        Scheme::Https => "https",
+    let scheme = match parsed.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => {
+            return Err(rd.err(
+                node,
+                format!("expected an http or https URL, found `{other}:`"),
+            ))
+        }
     };
-    let same = parsed.scheme() == scheme
-        && parsed
-            .host_str()
-            .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
-            == Some(c.target.host.as_str())
-        && parsed.port_or_known_default() == Some(c.target.port);
-    if !same {
+    let (Some(host), Some(port)) = (parsed.host_str(), parsed.port_or_known_default()) else {
+        return Err(rd.err(node, format!("bad URL `{origin}`: it needs a host")));
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(rd.err(
             node,
-            format!(
-                "`{origin}` is not the target's origin ({}); a plan sends to one origin",
-                c.target.url()
-            ),
+            "a `url` cannot carry credentials; use an Authorization header",
         ));
     }
-    Ok(&text[origin_end..])
+    let found = Origin {
+        scheme,
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    };
+    let index = c.host(&found);
+    Ok((index, &text[origin_end..]))
 }
 
 pub(super) fn request(
@@ -160,9 +171,9 @@ pub(super) fn request(
     let rd = c.rd;
     let (method, path_node, is_url) = method_and_path(c, f)?;
     let raw = rd.str(path_node, "a path")?;
-    let (path_text, prefix) = if is_url {
-        let p = url_path(c, path_node, raw)?;
-        (if p.is_empty() { "/" } else { p }, "")
+    let (origin, path_text, prefix) = if is_url {
+        let (origin, p) = url_path(c, path_node, raw)?;
+        (origin, if p.is_empty() { "/" } else { p }, "")
     } else {
         if !raw.starts_with('/') {
             return Err(rd.err(
@@ -170,7 +181,7 @@ pub(super) fn request(
                 format!("expected a path starting with `/`, found `{raw}`"),
             ));
         }
-        (raw, c.target.base_path.as_str())
+        (0, raw, c.target.base_path.as_str())
     };
     let offset = raw.len() - path_text.len();
     let path = c
@@ -178,6 +189,8 @@ pub(super) fn request(
         .with_prefix(prefix);
     let name = match f.get("name") {
         Some(n) => rd.str(n, "a step name")?.to_string(),
+        // A step on another host is named with its URL, so its row says where it went.
+        None if origin > 0 => format!("{method} {raw}"),
         None => format!("{method} {path_text}"),
     };
     let step = c.step_row(&name);
@@ -335,7 +348,9 @@ pub(super) fn request(
         name,
         method,
         path,
-        path_text: path_text.to_string(),
+        // Another host's step shows its whole URL.
+        path_text: if origin > 0 { raw } else { path_text }.to_string(),
+        origin,
         headers,
         body,
         extract,

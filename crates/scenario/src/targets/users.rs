@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
+use super::follow::Hosts;
 use super::{Origin, Reader, Target, Targets};
-use crate::cookie::Jar;
+use crate::cookie::{jar_at, Jar};
 use crate::error::{PlanError, Pos};
 
 /// Most statistics rows a stream of targets gets: its first this many distinct targets have
@@ -102,19 +103,22 @@ pub struct TargetUsers {
 struct Shared {
     source: Source,
     /// Where the targets go: the first target's host first (`Outgoing::origin` indexes them).
-    origins: Vec<Origin>,
+    hosts: Hosts,
     /// The file's rows (a stream's are in its [`Source::Stream`]).
     rows: Vec<(String, String)>,
     /// Each user keeps cookies, a jar per host ([`TargetUsers::with_cookies`]).
     cookies: bool,
     /// Redirects followed per request ([`TargetUsers::following`]); 0: none.
     follow: usize,
+    /// Requests without an `Accept-Encoding` of their own ask for every coding the engine
+    /// decodes ([`TargetUsers::asking_compressed`]).
+    compressed: bool,
 }
 
 impl std::fmt::Debug for TargetUsers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TargetUsers")
-            .field("origins", &self.shared.origins)
+            .field("origins", &self.shared.hosts.known)
             .field("rows", &self.rows())
             .finish()
     }
@@ -149,32 +153,13 @@ fn at_line(file: &std::path::Path, target: &Target, message: String) -> PlanErro
     )
 }
 
-/// The index of `target`'s host among `origins`, added if new; every host of a run speaks the
-/// first one's scheme (one set of TLS settings).
-fn origin_of(
-    file: &std::path::Path,
-    origins: &mut Vec<Origin>,
-    target: &Target,
-) -> Result<usize, PlanError> {
+/// The index of `target`'s host among `origins`, added if new.
+fn origin_of(origins: &mut Vec<Origin>, target: &Target) -> usize {
     if let Some(i) = origins.iter().position(|o| o == &target.origin) {
-        return Ok(i);
-    }
-    if let Some(first) = origins.first() {
-        if first.scheme != target.origin.scheme {
-            return Err(at_line(
-                file,
-                target,
-                format!(
-                    "expected a target on the first one's scheme ({}), found {}: one run \
-                     speaks either http or https",
-                    first.url(),
-                    target.origin.url()
-                ),
-            ));
-        }
+        return i;
     }
     origins.push(target.origin.clone());
-    Ok(origins.len() - 1)
+    origins.len() - 1
 }
 
 fn outgoing(target: Target, step: usize, origin: usize) -> Outgoing {
@@ -197,7 +182,7 @@ impl TargetUsers {
         let mut rows = Rows::default();
         let mut list = Vec::with_capacity(targets.targets.len());
         for target in targets.targets {
-            let origin = origin_of(&targets.file, &mut origins, &target)?;
+            let origin = origin_of(&mut origins, &target);
             let step = rows.of(&target, usize::MAX);
             list.push(outgoing(target, step, origin));
         }
@@ -209,10 +194,11 @@ impl TargetUsers {
                     order,
                     next: AtomicU64::new(0),
                 },
-                origins,
+                hosts: Hosts::known(origins),
                 rows: rows.keys,
                 cookies: false,
                 follow: 0,
+                compressed: false,
             }),
         })
     }
@@ -271,10 +257,11 @@ impl TargetUsers {
                     error,
                     drained: AtomicBool::new(false),
                 },
-                origins: vec![origin],
+                hosts: Hosts::known(vec![origin]),
                 rows: Vec::new(),
                 cookies: false,
                 follow: 0,
+                compressed: false,
             }),
         }
     }
@@ -289,9 +276,21 @@ impl TargetUsers {
         self
     }
 
+    /// Asks for compressed answers: each request without an `Accept-Encoding` header of its
+    /// own is sent with one naming every coding the engine decodes (the engine's `compressed`
+    /// decodes them). Call before the run.
+    pub fn asking_compressed(mut self) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.compressed = true;
+        }
+        self
+    }
+
     /// Follows up to `hops` redirects of each request, in the same iteration: every hop is a
     /// request of its own, counted and timed in its own row (target `r`'s hop `k` is row
-    /// `r·(hops+1)+k`, named after the target). Redirects to another host are not followed.
+    /// `r·(hops+1)+k`, named after the target). A redirect to another of the run's hosts goes
+    /// on that host's connection, without the `Authorization` header; one to a host the run
+    /// does not know is followed only when [`TargetUsers::discovering`].
     /// A file's targets only (a stream's rows are not known ahead); call before the run.
     pub fn following(mut self, hops: usize) -> Self {
         if hops == 0 || !matches!(self.shared.source, Source::File { .. }) {
@@ -318,10 +317,24 @@ impl TargetUsers {
         self
     }
 
+    /// Follows redirects to hosts the targets do not name too (HTTP/1.1 only): each becomes
+    /// a host of the run when first met (up to [`super::follow::MAX_FOUND_HOSTS`]), resolved by
+    /// each worker that sends there, https ones spoken with `tls`. With
+    /// [`TargetUsers::following`]; call before the run.
+    pub fn discovering(mut self, tls: Option<belier_engine::TlsOptions>) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.hosts.discover = Some(super::follow::Discover {
+                tls,
+                found: Mutex::new(Vec::new()),
+            });
+        }
+        self
+    }
+
     /// Where the targets go, the first target's host first: `Outgoing::origin` indexes them
     /// (a stream's all go to its first).
     pub fn origins(&self) -> &[Origin] {
-        &self.shared.origins
+        &self.shared.hosts.known
     }
 
     /// `(method, url)` of every statistics row so far, in row order (a stream's grow as its
@@ -357,6 +370,10 @@ impl Users for TargetUsers {
         &[]
     }
 
+    fn origin(&self, index: usize) -> Option<belier_engine::Origin> {
+        self.shared.hosts.engine_origin(index)
+    }
+
     fn finished(&self) -> bool {
         matches!(&self.shared.source, Source::Stream { drained, .. } if drained.load(Ordering::Relaxed))
     }
@@ -373,11 +390,7 @@ impl Users for TargetUsers {
             _ => None,
         };
         Box::new(TargetUser {
-            jars: if self.shared.cookies {
-                vec![Jar::default(); self.shared.origins.len()]
-            } else {
-                Vec::new()
-            },
+            jars: Vec::new(),
             shared: Arc::clone(&self.shared),
             rng,
             sent: false,
@@ -395,7 +408,7 @@ struct TargetUser {
     rng: Option<fastrand::Rng>,
     /// The iteration's request went: the next action ends the iteration.
     sent: bool,
-    /// With cookies: a jar per host, by origin.
+    /// With cookies: a jar per host, by origin (made when first sent to).
     jars: Vec<Jar>,
     /// With cookies: the origin and path of the request in flight, for its `Set-Cookie`s.
     pending: Option<(usize, String)>,
@@ -414,7 +427,8 @@ impl TargetUser {
             let k = outgoing.step % (self.shared.follow + 1);
             self.hop = Some((outgoing.clone(), k));
         }
-        if let Some(jar) = self.jars.get(outgoing.origin) {
+        if self.shared.cookies {
+            let jar = jar_at(&mut self.jars, outgoing.origin);
             let path = outgoing.path_and_query.split('?').next().unwrap_or("/");
             jar.add_to(&mut outgoing.headers, path, SystemTime::now());
             self.pending = Some((outgoing.origin, path.to_string()));
@@ -456,6 +470,17 @@ impl User for TargetUser {
             },
         };
         let mut outgoing = outgoing;
+        if self.shared.compressed
+            && !outgoing
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+        {
+            outgoing.headers.push((
+                "Accept-Encoding".into(),
+                belier_engine::ACCEPT_ENCODING.into(),
+            ));
+        }
         if self.shared.follow > 0 {
             // Row `r` of the targets is row `r·(hops+1)` once each has its hops' rows.
             outgoing.step *= self.shared.follow + 1;
@@ -466,14 +491,14 @@ impl User for TargetUser {
 
     fn reply(&mut self, reply: &Reply<'_>, _tally: &mut dyn FnMut(usize, bool)) -> Verdict {
         if let Some((origin, path)) = self.pending.take() {
-            self.jars[origin].store_all(reply.headers(), &path, SystemTime::now());
+            jar_at(&mut self.jars, origin).store_all(reply.headers(), &path, SystemTime::now());
         }
         if let (Some((sent, k)), Some(location)) = (self.hop.take(), reply.header("location")) {
             if k < self.shared.follow {
                 let location = String::from_utf8_lossy(location);
                 self.next_hop = super::follow::next_hop(
                     &sent,
-                    &self.shared.origins[sent.origin],
+                    &self.shared.hosts,
                     reply.status,
                     &location,
                     sent.step + 1,
