@@ -194,12 +194,7 @@ impl Coordinator {
                     offset_ns: self.offsets.get(i).map_or(0, |o| o.offset_ns),
                 };
                 let body = serde_json::to_vec(&start).expect("a start serialises");
-                let request = self.post(i, path::START, body);
-                let mut sender = self.links[i].sender.clone();
-                async move {
-                    sender.ready().await?;
-                    sender.send_request(request).await
-                }
+                self.send(i, path::START, body)
             })
             .collect();
         let answers = self
@@ -248,20 +243,27 @@ impl Coordinator {
     /// Tells every worker to stop (each one's end line still comes down its stream).
     pub fn abort(&self) {
         let aborts: Vec<_> = (0..self.links.len())
-            .map(|i| {
-                let request = self.post(i, path::ABORT, Vec::new());
-                let mut sender = self.links[i].sender.clone();
-                async move {
-                    if sender.ready().await.is_ok() {
-                        let _ = sender.send_request(request).await;
-                    }
-                }
-            })
+            .map(|i| self.send(i, path::ABORT, Vec::new()))
             .collect();
         let all = futures_util::future::join_all(aborts);
         let _ = self
             .runtime
             .block_on(async { tokio::time::timeout(Duration::from_secs(2), all).await });
+    }
+
+    /// Sends `path` with `body` to worker `i`: the answer, once its head is in.
+    fn send(
+        &self,
+        i: usize,
+        path: &str,
+        body: Vec<u8>,
+    ) -> impl std::future::Future<Output = Result<Response<Incoming>, hyper::Error>> + 'static {
+        let request = self.post(i, path, body);
+        let mut sender = self.links[i].sender.clone();
+        async move {
+            sender.ready().await?;
+            sender.send_request(request).await
+        }
     }
 
     fn post(&self, i: usize, path: &str, body: Vec<u8>) -> Request<Full<Bytes>> {
@@ -277,13 +279,8 @@ impl Coordinator {
 
     /// Sends `path` to worker `i` and returns the answer's body, or why not.
     fn request(&self, i: usize, path: &str, body: Vec<u8>) -> Result<Bytes, ClusterError> {
-        let request = self.post(i, path, body);
-        let mut sender = self.links[i].sender.clone();
+        let sent = self.send(i, path, body);
         self.runtime.block_on(async {
-            let sent = async {
-                sender.ready().await?;
-                sender.send_request(request).await
-            };
             let response = sent.await.map_err(|e| ClusterError::Connect {
                 worker: self.links[i].name.clone(),
                 why: e.to_string(),
@@ -303,14 +300,7 @@ impl Coordinator {
     /// Sends `path` to every worker at once; the first failure, in worker order.
     fn each(&self, path: &str, body: impl Fn(usize) -> Vec<u8>) -> Result<(), ClusterError> {
         let sends: Vec<_> = (0..self.links.len())
-            .map(|i| {
-                let request = self.post(i, path, body(i));
-                let mut sender = self.links[i].sender.clone();
-                async move {
-                    sender.ready().await?;
-                    sender.send_request(request).await
-                }
-            })
+            .map(|i| self.send(i, path, body(i)))
             .collect();
         let answers = self.runtime.block_on(futures_util::future::join_all(sends));
         for (i, answer) in answers.into_iter().enumerate() {

@@ -141,6 +141,8 @@ pub(crate) struct Counters {
 pub(crate) struct Recorder {
     capacity: usize,
     ring: Mutex<VecDeque<SeenRequest>>,
+    /// Each connection's peer, by connection number (from 1).
+    peers: Mutex<Vec<SocketAddr>>,
 }
 
 impl Shared {
@@ -168,6 +170,7 @@ impl Shared {
             recorder: (record_requests > 0).then(|| Recorder {
                 capacity: record_requests,
                 ring: Mutex::new(VecDeque::with_capacity(record_requests)),
+                peers: Mutex::new(Vec::new()),
             }),
             pool: handlers.map(Pool::new),
         }
@@ -339,6 +342,19 @@ impl Server {
         }
     }
 
+    /// The peer address of connection `connection` (numbered from 1, as in
+    /// [`SeenRequest::connection`]), when requests are recorded.
+    pub fn peer(&self, connection: u64) -> Option<SocketAddr> {
+        let recorder = self.shared.recorder.as_ref()?;
+        let peers = recorder
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        peers
+            .get(usize::try_from(connection.checked_sub(1)?).ok()?)
+            .copied()
+    }
+
     /// Blocks until `done` holds for the counters or `timeout` passes; returns whether it held.
     ///
     /// For the counts that race with the client by nature: a connection is counted when the
@@ -446,8 +462,19 @@ async fn accept(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, _peer)) => {
+            Ok((stream, peer)) => {
                 let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
+                if let Some(recorder) = &shared.recorder {
+                    let mut peers = recorder
+                        .peers
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let at = usize::try_from(seq - 1).unwrap_or(usize::MAX);
+                    if peers.len() <= at {
+                        peers.resize(at + 1, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+                    }
+                    peers[at] = peer;
+                }
                 let open = OpenGuard::new(&shared);
                 // Responses are small and written whole; Nagle would only delay them.
                 let _ = stream.set_nodelay(true);
