@@ -17,7 +17,7 @@ use belier_stats::Collector;
 use crate::args::{ClusterArgs, Loss, TOKEN_ENV};
 use crate::load::Finished;
 use crate::progress::{Counts, Progress};
-use crate::settings::Settings;
+use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
 
 mod spawn;
@@ -37,6 +37,9 @@ const OWN_FLAGS: [&str; 5] = [
     "--worker-token",
 ];
 
+/// Most local workers `--spawn` starts.
+const MAX_SPAWN: u32 = 256;
+
 /// What the coordinator hands on about the run.
 pub struct Outcome {
     /// The merged run.
@@ -54,6 +57,22 @@ pub fn execute(
     signals: &Signals,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Outcome> {
+    if let Some(n) = cluster.spawn.filter(|n| !(1..=MAX_SPAWN).contains(n)) {
+        return Err(InputError::new("--spawn <N>", n, format!("must be 1 to {MAX_SPAWN}")).into());
+    }
+    for (asked, flag) in [
+        (settings.output.tui, "--tui"),
+        (settings.output.web.is_some(), "--web"),
+        (settings.output.metrics.is_some(), "--metrics-listen"),
+        (!settings.output.metrics_out.is_empty(), "--metrics-out"),
+        (settings.raw.is_some(), "--raw"),
+    ] {
+        if asked {
+            eprintln!(
+                "belier: {flag} is not offered on a distributed run yet; going on without it"
+            );
+        }
+    }
     let spawned = cluster.spawn.map(spawn::Spawned::start).transpose()?;
     let addrs = match &spawned {
         Some(s) => s.addrs.clone(),

@@ -70,3 +70,17 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("needs a token"), "{stderr}");
 }
+
+#[test]
+fn spawning_no_worker_is_refused() {
+    let out = belier()
+        .args(["http://127.0.0.1:9/", "-n", "1", "--spawn", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("'--spawn <N>': must be 1 to 256"),
+        "{stderr}"
+    );
+}
