@@ -69,12 +69,7 @@ impl Prepared for Run {
         };
         let mut r = Recorder::new();
         for i in 0..self.seconds {
-            std::thread::sleep(
-                (start + Duration::from_secs(i + 1)).saturating_duration_since(Instant::now()),
-            );
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
+            // Recorded before the interval ends, so that the lag measured is the coordinator's.
             r.reset();
             let t = Instant::now();
             for _ in 0..RATE {
@@ -96,6 +91,12 @@ impl Prepared for Run {
                     bytes_in: 120,
                     bytes_out: 80,
                 });
+            }
+            std::thread::sleep(
+                (start + Duration::from_secs(i + 1)).saturating_duration_since(Instant::now()),
+            );
+            if stop.load(Ordering::Relaxed) {
+                break;
             }
             let settled = Settled {
                 index: i,
