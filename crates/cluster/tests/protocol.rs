@@ -172,3 +172,36 @@ fn an_abort_stops_the_run_and_a_stream_cut_short_is_a_loss() {
     assert!((1..3).contains(&records), "{records} records");
     assert!(why.contains("ended before its run did"), "{why}");
 }
+
+#[test]
+fn another_protocol_version_is_refused_at_hello() {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let addr = worker(None, Duration::ZERO);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (status, body) = runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        let hello = r#"{"protocol":999,"belier":"9.9.9"}"#;
+        let request = hyper::Request::post(format!("http://{addr}/v1/hello"))
+            .body(Full::new(bytes::Bytes::from(hello)))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    });
+    assert_eq!(status, hyper::StatusCode::CONFLICT);
+    assert_eq!(
+        body,
+        r#"{"error":"protocol 1 (belier test) here, 999 (belier 9.9.9) there"}"#
+    );
+}
