@@ -126,8 +126,10 @@ impl Prepared for Ready {
         stop: Arc<AtomicBool>,
     ) -> Result<(), String> {
         self.settings.output.save = Some(results.to_path_buf());
+        // The engine starts now and begins its schedule at the agreed instant, so that its
+        // start-up is spent before it, whatever it costs on this machine.
+        self.settings.engine.start_at = Some(start);
         let signals = Signals::from_flag(stop);
-        std::thread::sleep(start.saturating_duration_since(Instant::now()));
         let finished = match &self.plan {
             None => crate::load::execute(&self.settings, &signals),
             Some(plan) => plan
