@@ -134,6 +134,12 @@ pub struct RunArgs {
     #[arg(long = "tls-resume")]
     pub tls_resume: bool,
 
+    /// Run only shard I of N (numbered from 1, e.g. 1/4 … 4/4) of this test split across N
+    /// processes or machines: together they send exactly what one machine would, and
+    /// `belier report` of their results files merges them into its report.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<belier_engine::Shard>,
+
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
@@ -256,6 +262,12 @@ pub struct LoadArgs {
     /// stream of the existing ones is busy, up to --max-connections. [default: 100]
     #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
     pub max_streams: Option<usize>,
+
+    /// Run only shard I of N (numbered from 1, e.g. 1/4 … 4/4) of this test split across N
+    /// processes or machines: together they send exactly what one machine would, and
+    /// `belier report` of their results files merges them into its report.
+    #[arg(long = "shard", value_name = "I/N")]
+    pub shard: Option<belier_engine::Shard>,
 
     /// Stream every request to FILE as CSV (intended, dispatched, sent, first-byte and done
     /// times in µs from the start, latency, status, error kind, bytes). Off by default.

@@ -56,6 +56,10 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// Refused with its reason: a search cannot be split into shards.
+    #[arg(long = "shard", value_name = "I/N", hide = true)]
+    pub shard: Option<String>,
+
     /// What the search varies: the request rate, the number of concurrent connections, or
     /// the rate of new connections.
     #[arg(
@@ -225,6 +229,15 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
+    if let Some(shard) = &args.shard {
+        // Each step's verdict needs the whole step's latency and errors, which no shard sees.
+        return Err(InputError::new(
+            "--shard <I/N>",
+            shard,
+            "a capacity search cannot be split: each step is judged on the whole load, of which a shard sees only part; run the search from one machine",
+        )
+        .into());
+    }
     let slos = Slos::parse(&args.slo).map_err(|e| {
         InputError::new(
             "--slo <EXPR>",

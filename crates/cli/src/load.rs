@@ -175,6 +175,7 @@ fn execute_settled(
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
         ..load_info(settings)
     };
+    let info = crate::shard::info(info, config.shard);
     let ports = host::ephemeral_port_range();
     let mut usage = HostUsage {
         open_fds_peak: 0,
@@ -537,6 +538,7 @@ pub fn load_info(settings: &Settings) -> RunInfo {
         timer_slack_us: (model == Model::Open)
             .then_some(settings.engine.timer_slack.as_micros() as u64),
         shards: 1,
+        shard: None,
         plan: settings.plan.as_ref().map(|p| p.display().to_string()),
         virtual_users: settings
             .engine

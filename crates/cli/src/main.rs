@@ -23,6 +23,7 @@ mod record;
 mod resolve;
 mod results;
 mod settings;
+mod shard;
 mod shell;
 mod signals;
 mod steering;

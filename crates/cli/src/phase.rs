@@ -38,6 +38,8 @@ pub fn run(
         connections: Profile::constant(1.0),
     };
     config.threads = 1;
+    // Every shard of a split run runs setup and teardown itself: its users need setup's values.
+    config.shard = belier_engine::Shard::WHOLE;
     config.pacing = None;
     config.keep_samples = false;
     config.stop = StopWhen {

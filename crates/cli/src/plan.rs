@@ -3,11 +3,12 @@
 //! what was recorded.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
 use belier_report::ThresholdOutcome;
 use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
-use belier_stats::value_at_percentile;
+use belier_stats::{value_at_percentile, Recorder};
 use hdrhistogram::Histogram;
 
 use crate::args::{CheckArgs, RunArgs};
@@ -73,14 +74,22 @@ pub struct Prepared {
     users: Arc<PlanUsers>,
     /// The user of the plan's `teardown`, given setup's variables once setup passed.
     teardown: Option<Arc<PlanUsers>>,
+    /// `--shard`: this process runs one shard, whose share does not judge the thresholds.
+    shard: Option<belier_engine::Shard>,
 }
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
     let mut plan = belier_scenario::load(&args.plan)?;
     apply_overrides(&mut plan, &args)?;
+    let shard = args.shard;
+    if let Some(shard) = shard {
+        plan.shard(shard);
+    }
     let users = plan.users();
-    let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    let mut settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    // A plan's Poisson arrivals always have a seed: its own, or the documented default.
+    crate::shard::apply(&mut settings.engine, shard, true)?;
     let teardown = plan.teardown();
     Ok((
         settings,
@@ -88,6 +97,7 @@ pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepare
             plan,
             users,
             teardown,
+            shard: shard.filter(|s| !s.is_whole()),
         },
     ))
 }
@@ -161,7 +171,15 @@ impl Prepared {
                 e.data, e.rows, e.users_stopped
             ));
         }
-        finished.thresholds = judge(&self.plan, finished);
+        match self.shard {
+            None => finished.thresholds = judge(&self.plan, &finished.totals, finished.elapsed),
+            // Thresholds are about the whole run: a shard's share would pass or fail them
+            // wrongly (counts, rates), so they are judged on the merged results instead.
+            Some(shard) if !self.plan.thresholds.is_empty() => finished.warnings.push(format!(
+                "thresholds not judged on shard {shard}'s share: judge them on the merged results with `belier report FILES --thresholds-from PLAN`"
+            )),
+            Some(_) => {}
+        }
     }
 }
 
@@ -351,9 +369,8 @@ pub fn engine_for(
     Ok(engine)
 }
 
-/// Judges every threshold of the plan on the recorded totals.
-fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
-    let totals = &finished.totals;
+/// Judges every threshold of the plan on the recorded totals, over `elapsed`.
+pub fn judge(plan: &Plan, totals: &Recorder, elapsed: Duration) -> Vec<ThresholdOutcome> {
     let (checks_passed, checks_failed) = totals
         .checks()
         .iter()
@@ -384,7 +401,7 @@ fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
         Some(Figures {
             requests,
             failures,
-            elapsed: finished.elapsed,
+            elapsed,
             checks_passed,
             checks_failed,
             mean_us: latency.mean(),

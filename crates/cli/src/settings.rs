@@ -192,6 +192,7 @@ pub fn with_request(
     url: String,
     targets: Option<crate::targets::TargetsRun>,
 ) -> Result<Settings, InputError> {
+    let (shard, seed_given) = (args.shard, args.seed.is_some());
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -243,6 +244,7 @@ pub fn with_request(
     }
     .finish()?;
     settings.targets = targets;
+    crate::shard::apply(&mut settings.engine, shard, seed_given)?;
     Ok(settings)
 }
 

@@ -4,10 +4,13 @@
 //! count reaches `k` (even spacing) or reaches the `k`-th point of a unit-rate Poisson process
 //! (exponential gaps, rescaled by the profile so the rate follows it). Worker `w` of `W` takes
 //! arrivals `w, w+W, w+2W, …`, so the union over workers is exactly the single-thread schedule:
-//! nothing is dropped, doubled or drifted by splitting.
+//! nothing is dropped, doubled or drifted by splitting. A shard of a run split across
+//! processes takes its stripe of the global numbers the same way, and its workers stripes of
+//! that ([`Shard::stripe`]).
 
 use std::time::Duration;
 
+use crate::shard::{Shard, Stripe};
 use crate::Profile;
 
 /// How arrivals are spaced.
@@ -32,10 +35,10 @@ pub struct Arrivals {
     spacing: Spacing,
     /// Expected count at the end of the run (`∞` when unbounded).
     expected_total: f64,
-    /// Most arrivals across all workers.
+    /// Most arrivals across all workers (and shards).
     limit: u64,
-    worker: u64,
-    workers: u64,
+    /// The global arrival numbers this worker takes.
+    stripe: Stripe,
     /// Next global arrival number.
     k: u64,
     rng: Option<fastrand::Rng>,
@@ -59,6 +62,19 @@ impl Arrivals {
         worker: usize,
         workers: usize,
     ) -> Self {
+        let stripe = Shard::WHOLE.stripe(worker as u64, workers as u64);
+        Arrivals::striped(profile, spacing, end, requests, stripe)
+    }
+
+    /// The arrivals of `stripe` (one worker of one shard, see [`Shard::stripe`]) among those
+    /// that follow `profile` until `end`, at most `requests` of them across the whole run.
+    pub fn striped(
+        profile: Profile,
+        spacing: Spacing,
+        end: Option<Duration>,
+        requests: Option<u64>,
+        stripe: Stripe,
+    ) -> Self {
         let rng = match spacing {
             Spacing::Even => None,
             Spacing::Poisson { seed } => Some(fastrand::Rng::with_seed(seed)),
@@ -68,8 +84,7 @@ impl Arrivals {
             spacing,
             expected_total: f64::INFINITY,
             limit: u64::MAX,
-            worker: worker as u64,
-            workers: workers.max(1) as u64,
+            stripe,
             k: 0,
             rng: rng.clone(),
             point: 0.0,
@@ -135,11 +150,15 @@ impl Iterator for Arrivals {
         self.before = (self.k, self.point, self.rng.clone());
         match self.spacing {
             Spacing::Even => {
-                let k = if self.k == 0 { self.worker } else { self.k };
+                let k = if self.k == 0 {
+                    self.stripe.first
+                } else {
+                    self.k
+                };
                 if k >= self.limit {
                     return None;
                 }
-                self.k = k + self.workers;
+                self.k = k + self.stripe.step;
                 self.profile.time_of_cumulative(k as f64)
             }
             Spacing::Poisson { .. } => {
@@ -147,8 +166,9 @@ impl Iterator for Arrivals {
                     .rng
                     .as_mut()
                     .expect("Poisson arrivals have a generator");
-                // Every worker draws the whole sequence and keeps its own share, so the
-                // union is the single-thread sequence whatever the number of workers.
+                // Every worker (of every shard) draws the whole sequence and keeps its own
+                // share, so the union is the single-thread sequence whatever the number of
+                // workers and shards: one exponential variate per arrival of the whole run.
                 loop {
                     let k = self.k;
                     if k >= self.limit {
@@ -161,7 +181,7 @@ impl Iterator for Arrivals {
                         self.limit = k;
                         return None;
                     }
-                    if k % self.workers == self.worker {
+                    if self.stripe.holds(k) {
                         return self.profile.time_of_cumulative(self.point);
                     }
                 }

@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::user::Users;
-use crate::{Profile, Spacing};
+use crate::{Profile, Shard, Spacing};
 
 /// Default number of concurrent connections.
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -174,6 +174,10 @@ pub struct Config {
     /// https through an HTTP proxy: connections go to [`Config::connect_to`] (the proxy),
     /// open a tunnel to each host with `CONNECT`, then the TLS session through it.
     pub tunnel: Option<Tunnel>,
+    /// The part of the run this process runs when the run is split across several
+    /// ([`Shard`]); [`Shard::WHOLE`] otherwise. The load, stop bounds and caps stay the whole
+    /// run's: the engine takes this shard's arrivals, connections and shares of them.
+    pub shard: Shard,
 }
 
 /// How to open a tunnel through an HTTP proxy.
@@ -207,15 +211,17 @@ impl std::fmt::Debug for Config {
             .field("pacing", &self.pacing)
             .field("origins", &self.origins)
             .field("tunnel", &self.tunnel.as_ref().map(|_| "CONNECT"))
+            .field("shard", &self.shard)
             .finish()
     }
 }
 
 impl Config {
-    /// Most connections the run may hold open at once: the load's, or with HTTP/2 one per
-    /// `max_streams` users (a closed loop's, or scripted users in an open loop).
+    /// Most connections the run (this shard of it) may hold open at once: the load's, or
+    /// with HTTP/2 one per `max_streams` users (a closed loop's, or scripted users in an open
+    /// loop).
     pub fn max_connections(&self) -> usize {
-        let most = self.load.max_connections();
+        let most = self.shard.share(self.load.max_connections() as u64) as usize;
         let users = matches!(self.load, Load::Closed { .. }) || self.users.is_some();
         if self.http2 && users {
             most.div_ceil(self.max_streams.max(1))
@@ -277,6 +283,7 @@ impl Config {
             pacing: None,
             origins: Vec::new(),
             tunnel: None,
+            shard: Shard::WHOLE,
         }
     }
 }

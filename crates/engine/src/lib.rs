@@ -38,6 +38,7 @@ mod plan;
 mod probe;
 mod profile;
 pub mod request;
+mod shard;
 mod steered;
 mod step;
 mod timer;
@@ -63,6 +64,7 @@ pub use control::{Control, ControlError, Knob, Steer};
 pub use http2::TemplateError;
 pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
+pub use shard::{Shard, ShardError, Stripe};
 pub use tls::{TlsOptions, TlsSetupError};
 use tokio::sync::watch;
 
@@ -168,10 +170,15 @@ pub struct Run {
 
 /// Resolves the target and starts the workers. Returns once every worker thread runs.
 pub fn start(config: &Config) -> Result<Run, StartError> {
-    let max_connections = config.load.max_connections();
-    if max_connections == 0 || config.threads == 0 {
+    if config.load.max_connections() == 0 || config.threads == 0 {
         return Err(StartError::Invalid(
             "connections and threads must be at least 1",
+        ));
+    }
+    let shard = config.shard;
+    if config.max_connections() == 0 {
+        return Err(StartError::Invalid(
+            "this shard gets no connection: split the run into at most as many shards as it has connections",
         ));
     }
     if config.interval.is_zero() {
@@ -255,8 +262,8 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             max_in_flight,
             ..
         } => (
-            split(*max_connections as u64, threads),
-            max_in_flight.map(|cap| split(cap, threads)),
+            split(shard.share(*max_connections as u64), threads),
+            max_in_flight.map(|cap| split(shard.share(cap), threads)),
         ),
         Load::Closed { .. } => (vec![0; threads], None),
     };
@@ -269,7 +276,8 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             .iter()
             .map(|&cap| {
                 let slots = (cap as usize).saturating_mul(streams);
-                worker::preopen_count(rate.level_at(Duration::ZERO), threads, slots)
+                let start_rate = rate.level_at(Duration::ZERO) / shard.count() as f64;
+                worker::preopen_count(start_rate, threads, slots)
             })
             .collect(),
         _ => vec![0; threads],
@@ -316,9 +324,14 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         iterations: config.stop.iterations,
         host_header: request::host_header(&spec.host, spec.port),
         others,
+        shard,
     });
-    let iterations = config.stop.iterations.map(|n| split(n, threads));
-    let requests = config.stop.requests.map(|n| split(n, threads));
+    // Closed loop: this shard's share of the budgets, split among its workers.
+    let iterations = config
+        .stop
+        .iterations
+        .map(|n| split(shard.share(n), threads));
+    let requests = config.stop.requests.map(|n| split(shard.share(n), threads));
     let (events_tx, events) = mpsc::channel();
     let (stop, stop_rx) = watch::channel(false);
     let stop = Arc::new(stop);

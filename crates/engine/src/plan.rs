@@ -53,6 +53,8 @@ pub(crate) struct Plan {
     pub host_header: String,
     /// Scripted users' other hosts (`Config::origins`), by `Outgoing::origin - 1`.
     pub others: Vec<Dest>,
+    /// The part of the run this process runs (`Config::shard`).
+    pub shard: crate::Shard,
 }
 
 /// One of a run's other hosts, resolved.

@@ -81,13 +81,13 @@ async fn drive(
     match &plan.load {
         Load::Closed { connections } => {
             for index in 0..connections.peak().ceil() as u64 {
-                if closed_owner(&plan, index) == share.id {
+                if closed_owner(&plan, index) == Some(share.id) {
                     tasks.spawn_local(closed(Rc::clone(&local), Arc::clone(&plan), index));
                 }
             }
         }
         Load::Open { rate, spacing, .. } => {
-            let arrivals = Arrivals::new(
+            let arrivals = Arrivals::striped(
                 rate.clone(),
                 *spacing,
                 plan.deadline.map(|d| d - plan.start),
@@ -97,8 +97,7 @@ async fn drive(
                 } else {
                     plan.requests
                 },
-                share.id,
-                plan.workers,
+                plan.shard.stripe(share.id as u64, plan.workers as u64),
             );
             dispatcher = Some(dispatch(
                 Rc::clone(&local),

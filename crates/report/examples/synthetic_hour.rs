@@ -57,6 +57,7 @@ fn main() -> std::io::Result<()> {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        shard: None,
         plan: None,
         virtual_users: None,
         pacing_s: None,

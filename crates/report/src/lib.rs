@@ -21,6 +21,7 @@ mod json;
 mod junit;
 mod markdown;
 pub mod results;
+mod shard;
 mod steps;
 mod summary;
 mod text;
@@ -42,6 +43,7 @@ pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
+pub use shard::ShardInfo;
 pub use text::render_text;
 pub use verdict::{
     lag_limit_us, verdict, Verdict, CPU_LIMIT, DEFAULT_TIMER_SLACK_US, LAG_LIMIT_US, RATE_TOLERANCE,
@@ -115,6 +117,11 @@ pub struct RunInfo {
     /// Number of belier processes (shards) whose results were merged; 1 for a single run.
     #[serde(default = "one")]
     pub shards: usize,
+    /// A run split with `--shard I/N`: which of its shards these results hold. Each shard's
+    /// file records its own share of the load (connections, rate, budgets), so merged files
+    /// add up to the whole run's. Absent for a run that was not split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
     /// The plan file the run followed, as given (runs of scripted users).
     #[serde(default)]
     pub plan: Option<String>,
@@ -464,6 +471,7 @@ pub(crate) mod fixtures {
             max_in_flight: None,
             timer_slack_us: None,
             shards: 1,
+            shard: None,
             plan: None,
             virtual_users: None,
             pacing_s: None,

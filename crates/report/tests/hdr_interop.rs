@@ -103,6 +103,7 @@ fn info() -> RunInfo {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        shard: None,
         plan: None,
         virtual_users: None,
         pacing_s: None,

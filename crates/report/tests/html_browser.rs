@@ -51,6 +51,7 @@ fn info(url: &str) -> RunInfo {
         max_in_flight: None,
         timer_slack_us: None,
         shards: 1,
+        shard: None,
         plan: None,
         virtual_users: None,
         pacing_s: None,

@@ -93,6 +93,20 @@ impl Feeder {
         self.rows.is_empty()
     }
 
+    /// Keeps only the rows of `shard` when the feeder is unique (row `r` is shard
+    /// `r mod N`'s), so that across a run split into shards every row is still used at most
+    /// once. Other orders keep every row: sequential and random feeders may repeat rows
+    /// anyway. A shard may be left with no row (fewer rows than shards): its users find none.
+    pub(crate) fn keep_shard(&mut self, shard: belier_engine::Shard) {
+        if self.order == Order::Unique {
+            let mut row = 0u64;
+            self.rows.retain(|_| {
+                row += 1;
+                shard.owns(row - 1)
+            });
+        }
+    }
+
     /// Index of the column `name`.
     pub(crate) fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
@@ -281,6 +295,22 @@ mod tests {
             seen[f.draw(0, d, &mut rng, &cursor).unwrap()] += 1;
         }
         assert!(seen.iter().all(|&n| n > 50), "{seen:?}");
+    }
+
+    #[test]
+    fn unique_rows_are_dealt_to_shards() {
+        use belier_engine::Shard;
+        let rows_of = |index, order| {
+            let mut f = feeder(order, 7);
+            f.keep_shard(Shard::new(index, 3).unwrap());
+            f.rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(rows_of(0, Order::Unique), ["0", "3", "6"]);
+        assert_eq!(rows_of(1, Order::Unique), ["1", "4"]);
+        assert_eq!(rows_of(2, Order::Unique), ["2", "5"]);
+        // Rows that may repeat anyway stay whole.
+        assert_eq!(rows_of(2, Order::Sequential).len(), 7);
+        assert_eq!(rows_of(2, Order::Random).len(), 7);
     }
 
     #[test]

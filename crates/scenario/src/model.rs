@@ -328,6 +328,17 @@ impl Plan {
         Ok(())
     }
 
+    /// Makes this plan shard `shard` of a run split across processes (`--shard`): unique
+    /// data rows are dealt to shards (row `r` to shard `r mod N`), so no row is used by two
+    /// shards. The load itself is split by the engine (`belier_engine::Config::shard`).
+    pub fn shard(&mut self, shard: belier_engine::Shard) {
+        let phases = self.setup.iter_mut().chain(&mut self.teardown);
+        let programs = std::iter::once(&mut self.program).chain(phases.map(|p| &mut p.program));
+        for feeder in programs.flat_map(|p| &mut Arc::make_mut(p).feeders) {
+            feeder.keep_shard(shard);
+        }
+    }
+
     /// Sends header `name: value` (a literal) with every request, replacing any header of the
     /// same name the plan sets: for a command line's `-H` given on top of a plan.
     pub fn set_header(&mut self, name: &str, value: &str) {

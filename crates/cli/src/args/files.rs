@@ -25,6 +25,10 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Judge this plan's thresholds on the results (the shards of a split run merged: no
+    /// shard judges them on its own share); exit 4 if one fails.
+    #[arg(long = "thresholds-from", value_name = "PLAN")]
+    pub thresholds_from: Option<PathBuf>,
 }
 
 /// Options of `belier compare`.

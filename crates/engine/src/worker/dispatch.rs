@@ -304,11 +304,12 @@ fn dispatch_iteration(
             .connections
             .tasks
             .set(local.connections.tasks.get() + 1);
-        // Users are numbered across workers: worker w's k-th user is k·W + w. With HTTP/2
-        // the k-th user is a stream slot of the worker's group k / max_streams, so a new
-        // connection opens only once every slot of the existing ones has a user.
+        // Users are numbered across workers and shards: worker w's k-th user is the shard's
+        // (k·W + w)-th. With HTTP/2 the k-th user is a stream slot of the worker's group
+        // k / max_streams, so a new connection opens only once every slot of the existing
+        // ones has a user.
         let k = local.connections.spawned.get();
-        let vu = (k * plan.workers + share.id) as u64;
+        let vu = plan.shard.global((k * plan.workers + share.id) as u64);
         let per_group = plan.http2.as_ref().map_or(1, |h| h.max_streams);
         let link = local.connections.link(plan, k / per_group);
         local.connections.spawned.set(k + 1);

@@ -93,6 +93,14 @@ pub fn read_run(
         }
         merge_info(&mut header.run, &other.header().run);
     }
+    let mut notes = Vec::new();
+    // The shards of a split run: which were merged, and a warning for any missing.
+    let mut split = header.run.shard.take();
+    for other in &shards[1..] {
+        split = crate::ShardInfo::merge(split, &other.header().run.shard, &mut notes);
+    }
+    notes.extend(split.iter().flat_map(crate::ShardInfo::warnings));
+    header.run.shard = split;
     let interval = Duration::from_secs_f64(header.interval_s);
     let at = |index: u64| intervals_to_time(interval, index);
     let in_window = |span: &Span| {
@@ -172,7 +180,6 @@ pub fn read_run(
     }
 
     let mut end: Option<End> = None;
-    let mut notes = Vec::new();
     let mut changes = Vec::new();
     let merged = shards.len() > 1;
     let shards_thresholds = shards
