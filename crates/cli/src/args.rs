@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod cluster;
 mod files;
 mod servers;
 mod tools;
+pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
 pub use servers::{DemoArgs, TargetArgs, WebArgs};
 pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
@@ -74,6 +76,9 @@ pub enum Command {
     /// Make a plan from a HAR recording (`import har FILE`) or a curl command
     /// (`import curl 'curl …'`).
     Import(crate::import::ImportArgs),
+    /// Wait for a coordinator's runs (`belier URL … --workers HOST:PORT`), one at a time,
+    /// sending each run's share of the load and streaming its results back.
+    Worker(WorkerArgs),
     /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
     /// your client's requests and writes them as a plan as they go.
     Record(crate::record::RecordArgs),
@@ -148,6 +153,10 @@ pub struct RunArgs {
     /// Report and results.
     #[command(flatten)]
     pub results: OutputArgs,
+
+    /// Over several workers.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Options of `belier check PLAN`.
@@ -274,6 +283,9 @@ pub struct LoadArgs {
     /// Report and results.
     #[command(flatten)]
     pub results: OutputArgs,
+    /// Over several workers.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Where the report and the recorded results go: shared by load tests and plan runs.

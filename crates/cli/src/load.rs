@@ -471,7 +471,7 @@ fn open_results(path: &std::path::Path) -> anyhow::Result<Box<dyn Write>> {
 }
 
 /// The load fields of the run information, with placeholders for the rest.
-fn load_info(settings: &Settings) -> RunInfo {
+pub fn load_info(settings: &Settings) -> RunInfo {
     let users = settings.engine.users.as_deref();
     let stage_info = |p: &Profile| {
         p.stages()

@@ -4,6 +4,7 @@
 
 mod args;
 mod capacity;
+mod cluster;
 mod demo;
 mod habits;
 mod import;
@@ -31,6 +32,7 @@ mod target;
 mod targets;
 mod tui;
 mod web;
+mod worker;
 
 #[cfg(test)]
 mod parsers_never_panic;
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
             Some(Command::Record(a)) => record::run(a, &signals),
             Some(Command::K8s(a)) => k8s::run(a),
             Some(Command::Web(a)) => web::run(a, &signals, cores()),
+            Some(Command::Worker(a)) => worker::run(a, &signals),
             None => load_and_report(cli.load, &signals),
         });
     ExitCode::from(match result {
@@ -102,7 +105,13 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     for warning in habits::load_warnings(&args, cores()) {
         eprintln!("warning: {warning}");
     }
+    let cluster = args.cluster.clone();
     let settings = targets::settings(args, cores())?;
+    if cluster.active() {
+        let outcome = cluster::execute(&settings, &cluster, None, signals, &mut |_| {})?;
+        let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
+        return write_report(&settings, &outcome.finished, code);
+    }
     let mut finished = load::execute(&settings, signals)?;
     let stream_error = settings
         .targets

@@ -34,7 +34,24 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
+    let cluster = args.cluster.clone();
+    let plan_path = args.plan.clone();
     let (settings, prepared) = prepare(args, cores)?;
+    if cluster.active() {
+        // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
+        // on everything the workers recorded.
+        let outcome =
+            crate::cluster::execute(&settings, &cluster, Some(&plan_path), signals, &mut |f| {
+                prepared.conclude(f)
+            })?;
+        let failed = outcome.finished.thresholds.iter().any(|t| !t.passed);
+        let code = crate::cluster::code(
+            &outcome,
+            cluster.on_worker_loss,
+            if failed { EXIT_THRESHOLDS } else { 0 },
+        );
+        return write_report(&settings, &outcome.finished, code);
+    }
     if let Some(code) = prepared.setup(&settings, signals)? {
         return Ok(code);
     }
@@ -140,7 +157,7 @@ impl Prepared {
 
     /// Adds to a finished run what only the plan knows: data files that ran out, and the
     /// thresholds judged.
-    fn conclude(&self, finished: &mut Finished) {
+    pub fn conclude(&self, finished: &mut Finished) {
         for e in self.users.exhausted() {
             finished.warnings.push(format!(
                 "data `{}` ran out after {} rows: {} users stopped for want of a row",

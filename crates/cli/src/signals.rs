@@ -32,6 +32,12 @@ impl Signals {
         Ok(Signals { stop })
     }
 
+    /// Stop requests that come from `stop` rather than from signals (a worker's run, which its
+    /// coordinator stops).
+    pub fn from_flag(stop: Arc<AtomicBool>) -> Signals {
+        Signals { stop }
+    }
+
     /// Whether a stop signal arrived.
     pub fn stop_requested(&self) -> bool {
         self.stop.load(Ordering::Relaxed)

@@ -132,6 +132,11 @@ pub struct Config {
     pub grace: Duration,
     /// Interval at which workers hand over what they recorded.
     pub interval: Duration,
+    /// Begin the run's schedule at this instant rather than as soon as it can: the workers of
+    /// a distributed run start their engines ahead of the instant they agreed on, so that none
+    /// of them spends its start-up (threads, resolution, connections opened ahead) after it.
+    /// Arrivals and users wait for it; a run that cannot be ready by then begins when ready.
+    pub start_at: Option<std::time::Instant>,
     /// TLS settings; `Some` for https.
     pub tls: Option<crate::TlsOptions>,
     /// Connect here instead of resolving the host (the Host header and TLS name stay the
@@ -287,6 +292,7 @@ impl Config {
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,
+            start_at: None,
             keep_samples: false,
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,

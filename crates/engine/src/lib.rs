@@ -292,8 +292,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         Some(&n) if n > 0 => worker::open_loop_lead(n.div_ceil(streams), tls.is_some()),
         _ => Duration::ZERO,
     };
-    let started_at = SystemTime::now() + lead;
-    let start = Instant::now() + lead;
+    let now = Instant::now();
+    let start = config.start_at.map_or(now + lead, |at| at.max(now + lead));
+    let started_at = SystemTime::now() + (start - now);
     // The run ends at the first of: the duration bound, the end of the load profile.
     let end = match (config.stop.duration, config.load.end()) {
         (Some(a), Some(b)) => Some(a.min(b)),

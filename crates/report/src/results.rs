@@ -39,7 +39,7 @@ mod run;
 mod writer;
 pub use coarsening::{Coarsening, BUDGET_BYTES_PER_HOUR, FULL_RESOLUTION};
 pub use reader::{Reader, Record};
-pub use run::{read_run, LoggedInterval, Run};
+pub use run::{merge_info, read_run, LoggedInterval, Run};
 pub use writer::ResultsWriter;
 
 /// Value of the header's `format` field.

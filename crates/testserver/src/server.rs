@@ -159,6 +159,8 @@ pub(crate) struct Counters {
 pub(crate) struct Recorder {
     capacity: usize,
     ring: Mutex<VecDeque<SeenRequest>>,
+    /// Each connection's peer, by connection number (from 1).
+    peers: Mutex<Vec<SocketAddr>>,
 }
 
 impl Shared {
@@ -186,6 +188,7 @@ impl Shared {
             recorder: (record_requests > 0).then(|| Recorder {
                 capacity: record_requests,
                 ring: Mutex::new(VecDeque::with_capacity(record_requests)),
+                peers: Mutex::new(Vec::new()),
             }),
             pool: handlers.map(Pool::new),
             h2c: false,
@@ -383,6 +386,19 @@ impl Server {
         }
     }
 
+    /// The peer address of connection `connection` (numbered from 1, as in
+    /// [`SeenRequest::connection`]), when requests are recorded.
+    pub fn peer(&self, connection: u64) -> Option<SocketAddr> {
+        let recorder = self.shared.recorder.as_ref()?;
+        let peers = recorder
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        peers
+            .get(usize::try_from(connection.checked_sub(1)?).ok()?)
+            .copied()
+    }
+
     /// Blocks until `done` holds for the counters or `timeout` passes; returns whether it held.
     ///
     /// For the counts that race with the client by nature: a connection is counted when the
@@ -497,8 +513,11 @@ async fn accept(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok(Accepted::Tcp(stream)) => spawn(stream, acceptor.as_ref(), &shared),
-            Ok(Accepted::Unix(stream)) => spawn(stream, acceptor.as_ref(), &shared),
+            Ok(Accepted::Tcp(stream)) => {
+                let peer = stream.peer_addr().ok();
+                spawn(stream, peer, acceptor.as_ref(), &shared)
+            }
+            Ok(Accepted::Unix(stream)) => spawn(stream, None, acceptor.as_ref(), &shared),
             Err(_) => {
                 tokio::select! {
                     biased;
@@ -512,11 +531,26 @@ async fn accept(
 
 /// Counts an accepted connection and starts its task. The handshake runs on that task, never
 /// on the accept loop.
-fn spawn<S>(stream: S, acceptor: Option<&TlsAcceptor>, shared: &Arc<Shared>)
-where
+fn spawn<S>(
+    stream: S,
+    peer: Option<SocketAddr>,
+    acceptor: Option<&TlsAcceptor>,
+    shared: &Arc<Shared>,
+) where
     S: crate::socket::Socket + crate::connection::Transport,
 {
     let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
+    if let (Some(recorder), Some(peer)) = (&shared.recorder, peer) {
+        let mut peers = recorder
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let at = usize::try_from(seq - 1).unwrap_or(usize::MAX);
+        if peers.len() <= at {
+            peers.resize(at + 1, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+        }
+        peers[at] = peer;
+    }
     let open = OpenGuard::new(shared);
     let shared = Arc::clone(shared);
     match acceptor {

@@ -40,7 +40,12 @@ async fn next_request(
             if local.schedule.stopping.get() {
                 return None;
             }
-            let now = Instant::now();
+            let mut now = Instant::now();
+            if now < plan.start {
+                // A run started ahead of its agreed instant ([`crate::Config::start_at`]).
+                tokio::time::sleep_until(plan.start.into()).await;
+                now = Instant::now();
+            }
             if plan.deadline.is_some_and(|d| now >= d) {
                 return None;
             }

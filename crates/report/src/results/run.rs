@@ -247,7 +247,9 @@ pub fn read_run(
 
 /// Adds a shard's run information to the merged one.
 /// Counts saturate: they come from files, which may claim anything (an overflow panicked).
-fn merge_info(a: &mut RunInfo, b: &RunInfo) {
+/// Adds to `a`, the information of one shard of a run, what shard `b` shared out (connections,
+/// threads, rate, users, hosts): the information of the shards merged.
+pub fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     a.connections = a.connections.saturating_add(b.connections);
     a.threads = a.threads.saturating_add(b.threads);
     // Shards may run on one machine or on several: each keeps its own host.

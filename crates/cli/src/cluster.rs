@@ -1,0 +1,429 @@
+//! A run over several workers (`--workers`, `--spawn`): the CLI's side of
+//! [`belier_cluster`]. Each worker runs this run's own arguments with its shard; this process
+//! merges their records interval by interval into one run, shows its progress, writes one
+//! results file, judges a plan's thresholds on the merged data and prints one report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use belier_cluster::coordinator::{Coordinator, Event};
+use belier_cluster::protocol::{Job, PlanFile, Shard};
+use belier_report::results::{merge_info, End, Header, ResultsWriter, FORMAT, VERSION};
+use belier_report::RunInfo;
+use belier_stats::Collector;
+
+use crate::args::{ClusterArgs, Loss, TOKEN_ENV};
+use crate::load::Finished;
+use crate::progress::{Counts, Progress};
+use crate::settings::{InputError, Settings};
+use crate::signals::{self, Signals};
+
+mod spawn;
+
+/// Time between the start order and the start: enough for every worker to hear it.
+const LEAD: Duration = Duration::from_millis(500);
+/// Beyond two intervals without a line, how long a worker may stay silent before it is lost.
+const GRACE: Duration = Duration::from_secs(1);
+/// Clock exchanges per worker; the one with the shortest round trip counts.
+const CLOCK_SAMPLES: usize = 8;
+/// The flags that are the coordinator's and not the run's (they take a value).
+const OWN_FLAGS: [&str; 5] = [
+    "--workers",
+    "--spawn",
+    "--on-worker-loss",
+    "--worker-results",
+    "--worker-token",
+];
+
+/// Most local workers `--spawn` starts.
+const MAX_SPAWN: u32 = 256;
+
+/// What the coordinator hands on about the run.
+pub struct Outcome {
+    /// The merged run.
+    pub finished: Finished,
+    /// Workers lost, with why: the run is incomplete.
+    pub lost: Vec<String>,
+}
+
+/// Runs `settings` over the workers of `cluster`; `plan` is the plan file of a plan run.
+/// `settle` adds what the caller knows (a plan's thresholds) before the results file ends.
+pub fn execute(
+    settings: &Settings,
+    cluster: &ClusterArgs,
+    plan: Option<&std::path::Path>,
+    signals: &Signals,
+    settle: &mut dyn FnMut(&mut Finished),
+) -> anyhow::Result<Outcome> {
+    if let Some(n) = cluster.spawn.filter(|n| !(1..=MAX_SPAWN).contains(n)) {
+        return Err(InputError::new("--spawn <N>", n, format!("must be 1 to {MAX_SPAWN}")).into());
+    }
+    for (asked, flag) in [
+        (settings.output.tui, "--tui"),
+        (settings.output.web.is_some(), "--web"),
+        (settings.output.metrics.is_some(), "--metrics-listen"),
+        (!settings.output.metrics_out.is_empty(), "--metrics-out"),
+        (settings.raw.is_some(), "--raw"),
+    ] {
+        if asked {
+            eprintln!(
+                "belier: {flag} is not offered on a distributed run yet; going on without it"
+            );
+        }
+    }
+    let spawned = cluster.spawn.map(spawn::Spawned::start).transpose()?;
+    let addrs = match &spawned {
+        Some(s) => s.addrs.clone(),
+        None => cluster.workers.clone(),
+    };
+    if let Some(s) = &spawned {
+        for (i, (addr, pid)) in s.addrs.iter().zip(s.pids()).enumerate() {
+            eprintln!("belier: worker {} at {addr} (pid {pid})", i + 1);
+        }
+    }
+    let token = cluster
+        .worker_token
+        .clone()
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty() && spawned.is_none());
+    let mut coordinator = Coordinator::connect(&addrs, token)?;
+    let offsets = coordinator.measure_clocks(CLOCK_SAMPLES)?;
+    let plan = plan
+        .map(|p| -> anyhow::Result<PlanFile> {
+            Ok(PlanFile {
+                path: p.display().to_string(),
+                text: std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read {}", p.display()))?,
+            })
+        })
+        .transpose()?;
+    let args = run_args(std::env::args().skip(1));
+    let count = u32::try_from(addrs.len()).unwrap_or(u32::MAX);
+    let jobs: Vec<Job> = (1..=count)
+        .map(|index| Job {
+            args: args.clone(),
+            shard: Shard { index, count },
+            plan: plan.clone(),
+        })
+        .collect();
+    coordinator.prepare(&jobs)?;
+    if let Some(dir) = &cluster.worker_results {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let interval = settings.engine.interval;
+    coordinator.start(LEAD, interval * 2 + GRACE, cluster.worker_results.clone())?;
+    let started = Instant::now() + LEAD;
+    let mut merge = Merge::new(settings, addrs.clone());
+    let skew = offsets
+        .iter()
+        .map(|o| o.round_trip / 2)
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "belier: {} workers started together; their clocks agree with this one's within {:.3} ms",
+        addrs.len(),
+        skew.as_secs_f64() * 1e3
+    );
+    let mut progress = Progress::new(
+        std::io::stderr().is_terminal(),
+        settings.engine.stop.requests,
+        settings.engine.schedule_end(),
+        matches!(settings.engine.load, belier_engine::Load::Open { .. }),
+        settings.engine.users.is_some(),
+    );
+    let mut stopping = false;
+    while !merge.over() {
+        match coordinator.next_event(Duration::from_millis(100)) {
+            Some(Event::Header { header, .. }) => merge.header(*header),
+            Some(Event::Record { worker, record }) => {
+                merge
+                    .collector
+                    .add(worker, record.index, &record.recorder, record.gauges);
+            }
+            Some(Event::Ended { worker, end }) => merge.ended(worker, end),
+            Some(Event::Lost { worker, why }) => {
+                let at = started.elapsed();
+                eprintln!(
+                    "belier: worker {} ({}) lost at {:.1} s: {why}",
+                    worker + 1,
+                    addrs[worker],
+                    at.as_secs_f64()
+                );
+                merge.lost(worker, &why, at);
+                if cluster.on_worker_loss == Loss::Stop && !stopping {
+                    stopping = true;
+                    coordinator.abort();
+                }
+            }
+            None => {}
+        }
+        merge.save();
+        progress.update(
+            started.elapsed(),
+            &Counts {
+                requests: merge.collector.requests_so_far(),
+                errors: merge.collector.errors_so_far(),
+                dropped: merge.collector.dropped_so_far(),
+                latest: merge.collector.latest(),
+            },
+        );
+        if !stopping && signals.stop_requested() {
+            stopping = true;
+            merge.interrupted = true;
+            coordinator.abort();
+        }
+    }
+    progress.clear();
+    drop(spawned);
+    Ok(merge.finish(settle))
+}
+
+/// This run's own arguments, without the coordinator's flags.
+fn run_args(argv: impl Iterator<Item = String>) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut skip_value = false;
+    for arg in argv {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        let own = OWN_FLAGS
+            .iter()
+            .find(|f| arg == **f || arg.starts_with(&format!("{f}=")));
+        match own {
+            Some(f) => skip_value = arg == *f,
+            None => args.push(arg),
+        }
+    }
+    args
+}
+
+/// The workers' records merged interval by interval into one run, written as they settle.
+struct Merge {
+    workers: Vec<String>,
+    collector: Collector,
+    interval: Duration,
+    info: Option<RunInfo>,
+    /// The run's information as this process sees it, should no worker send a header.
+    fallback: RunInfo,
+    headers: usize,
+    /// Per worker: over (ended or lost).
+    over: Vec<bool>,
+    ends: Vec<End>,
+    lost: Vec<String>,
+    warnings: Vec<String>,
+    interrupted: bool,
+    save: Option<PathBuf>,
+    name: String,
+    writer: Option<ResultsWriter<Box<dyn std::io::Write>>>,
+}
+
+impl Merge {
+    fn new(settings: &Settings, workers: Vec<String>) -> Merge {
+        let interval = settings.engine.interval;
+        let mut collector = Collector::new(workers.len(), interval);
+        collector.keep_settled();
+        Merge {
+            over: vec![false; workers.len()],
+            workers,
+            collector,
+            interval,
+            info: None,
+            fallback: crate::load::load_info(settings),
+            headers: 0,
+            ends: Vec::new(),
+            lost: Vec::new(),
+            warnings: Vec::new(),
+            interrupted: false,
+            save: settings.output.save.clone(),
+            name: settings.output.name.clone(),
+            writer: None,
+        }
+    }
+
+    fn over(&self) -> bool {
+        self.over.iter().all(|&o| o)
+    }
+
+    fn header(&mut self, header: Header) {
+        match &mut self.info {
+            Some(info) => merge_info(info, &header.run),
+            None => self.info = Some(header.run),
+        }
+        self.headers += 1;
+    }
+
+    fn ended(&mut self, worker: usize, end: Option<End>) {
+        let elapsed = end
+            .as_ref()
+            .map_or(Duration::ZERO, |e| Duration::from_secs_f64(e.elapsed_s));
+        self.collector.finish_worker(worker, elapsed);
+        self.over[worker] = true;
+        if let Some(e) = end {
+            self.interrupted |= e.interrupted;
+            self.ends.push(e);
+        }
+    }
+
+    fn lost(&mut self, worker: usize, why: &str, at: Duration) {
+        self.collector.finish_worker(worker, at);
+        self.over[worker] = true;
+        let share = format!("1/{}", self.workers.len());
+        self.lost.push(format!(
+            "incomplete: worker {} ({}) was lost at {:.1} s ({why}); its share of the load ({share}) is missing from then on",
+            worker + 1,
+            self.workers[worker],
+            at.as_secs_f64()
+        ));
+    }
+
+    /// Writes the intervals settled so far (the results file opens once every header is in).
+    fn save(&mut self) {
+        if self.writer.is_none() && self.headers == self.workers.len() {
+            if let (Some(path), Some(info)) = (&self.save, &self.info) {
+                let header = Header {
+                    format: FORMAT.into(),
+                    version: VERSION,
+                    name: self.name.clone(),
+                    interval_s: self.interval.as_secs_f64(),
+                    run: info.clone(),
+                };
+                let out = open(path).and_then(|o| ResultsWriter::new(o, &header));
+                match out {
+                    Ok(w) => self.writer = Some(w),
+                    Err(e) => {
+                        self.warnings.push(format!("results file not written: {e}"));
+                        self.save = None;
+                    }
+                }
+            }
+        }
+        if self.save.is_some() && self.writer.is_none() {
+            return;
+        }
+        for s in self.collector.drain_settled() {
+            if let Some(w) = &mut self.writer {
+                if let Err(e) = w.interval(&s) {
+                    self.warnings
+                        .push(format!("results file: writing stopped: {e}"));
+                    self.writer = None;
+                    self.save = None;
+                }
+            }
+        }
+    }
+
+    fn finish(mut self, settle: &mut dyn FnMut(&mut Finished)) -> Outcome {
+        self.collector.settle_all();
+        self.save();
+        let elapsed = self
+            .ends
+            .iter()
+            .map(|e| Duration::from_secs_f64(e.elapsed_s))
+            .max()
+            .unwrap_or(self.collector.elapsed());
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.extend(self.lost.iter().cloned());
+        for e in &self.ends {
+            warnings.extend(e.warnings.iter().cloned());
+        }
+        let (totals, series) = self.collector.finish();
+        let mut finished = Finished {
+            info: self.info.unwrap_or(self.fallback),
+            totals,
+            series,
+            elapsed,
+            interrupted: self.interrupted,
+            warnings,
+            host: None,
+            name: self.name,
+            thresholds: Vec::new(),
+            window: None,
+            changes: Vec::new(),
+            exporter: None,
+            web: None,
+        };
+        settle(&mut finished);
+        if let Some(w) = self.writer {
+            let end = End {
+                elapsed_s: elapsed.as_secs_f64(),
+                interrupted: finished.interrupted,
+                warnings: finished.warnings.clone(),
+                host: None,
+                thresholds: finished.thresholds.clone(),
+                // A stream's targets, known at its end: the workers' ends name them alike.
+                targets: first_non_empty(&self.ends, |e| &e.targets),
+                steps: first_non_empty(&self.ends, |e| &e.steps),
+            };
+            if let Err(e) = w.end(&end) {
+                finished.warnings.push(format!(
+                    "results file: the end line could not be written: {e}"
+                ));
+            }
+        }
+        Outcome {
+            finished,
+            lost: self.lost,
+        }
+    }
+}
+
+/// The first of the workers' end lines' `field` that is not empty (or an empty one).
+fn first_non_empty<T: Clone>(ends: &[End], field: impl Fn(&End) -> &Vec<T>) -> Vec<T> {
+    ends.iter()
+        .map(field)
+        .find(|v| !v.is_empty())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Opens the merged results file (`-`: standard output).
+fn open(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
+        path,
+    )?)))
+}
+
+/// The exit code of a distributed run: 1 once a worker was lost (unless told to go on),
+/// else what the run itself says.
+pub fn code(outcome: &Outcome, loss: Loss, otherwise: u8) -> u8 {
+    if !outcome.lost.is_empty() && loss == Loss::Stop {
+        crate::EXIT_FAILURE
+    } else if outcome.finished.interrupted {
+        signals::INTERRUPTED
+    } else {
+        otherwise
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_args;
+
+    #[test]
+    fn the_coordinators_flags_are_not_the_runs() {
+        let argv = [
+            "http://127.0.0.1:8080/",
+            "--rate",
+            "100",
+            "--spawn",
+            "4",
+            "--workers=a:1,b:2",
+            "--on-worker-loss",
+            "continue",
+            "--worker-results",
+            "dir",
+            "--worker-token=t",
+            "-z",
+            "5s",
+        ];
+        assert_eq!(
+            run_args(argv.iter().map(ToString::to_string)),
+            ["http://127.0.0.1:8080/", "--rate", "100", "-z", "5s"]
+        );
+    }
+}

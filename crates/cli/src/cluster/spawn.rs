@@ -1,0 +1,62 @@
+//! `--spawn N`: N `belier worker` processes of this very binary on 127.0.0.1, each on a port
+//! of its own choosing, killed when the run is over (their results files, in a temporary
+//! directory, removed with them: `--worker-results` keeps copies).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// Local worker processes, killed when dropped.
+pub struct Spawned {
+    children: Vec<Child>,
+    dir: std::path::PathBuf,
+    /// Their addresses, `127.0.0.1:PORT`.
+    pub addrs: Vec<String>,
+}
+
+impl Spawned {
+    /// Starts `n` workers and waits for each to say where it listens.
+    pub fn start(n: u32) -> anyhow::Result<Spawned> {
+        let exe = std::env::current_exe()?;
+        let dir = std::env::temp_dir().join(format!("belier-spawned-{}", std::process::id()));
+        let mut spawned = Spawned {
+            children: Vec::new(),
+            dir,
+            addrs: Vec::new(),
+        };
+        for i in 1..=n {
+            let mut child = Command::new(&exe)
+                .args(["worker", "--listen", "127.0.0.1:0", "--dir"])
+                .arg(spawned.dir.join(format!("worker-{i}")))
+                .env_remove(crate::args::TOKEN_ENV)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?;
+            let stdout = child.stdout.take().expect("piped");
+            spawned.children.push(child);
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line)?;
+            let addr = line
+                .trim()
+                .strip_prefix("belier worker: listening on ")
+                .ok_or_else(|| anyhow::anyhow!("a spawned worker did not start: {line:?}"))?;
+            spawned.addrs.push(addr.to_string());
+        }
+        Ok(spawned)
+    }
+
+    /// The process id of each worker, in order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

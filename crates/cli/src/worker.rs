@@ -1,0 +1,141 @@
+//! `belier worker`: waits for a coordinator's runs and runs each one's share in this process,
+//! exactly as `belier ARGS --shard I/N` would, its results file streamed back as it is written.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use belier_cluster::protocol::Job;
+use belier_cluster::worker::{self, Options, Prepared};
+use clap::Parser;
+
+use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};
+use crate::settings::{InputError, Settings};
+use crate::signals::Signals;
+
+/// `belier worker --listen ADDR`: serves runs until Ctrl-C.
+pub fn run(args: WorkerArgs, signals: &Signals) -> anyhow::Result<u8> {
+    let token = args
+        .token
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty());
+    let addr: SocketAddr = args
+        .listen
+        .parse()
+        .map_err(|e| InputError::new("--listen <ADDR>", &args.listen, format!("{e}")))?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(InputError::new(
+            "--listen <ADDR>",
+            &args.listen,
+            format!("beyond the loopback a worker needs a token (--token or {TOKEN_ENV})"),
+        )
+        .into());
+    }
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| InputError::new("--listen <ADDR>", &args.listen, format!("{e}")))?;
+    let dir = args.dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("belier-worker-{}", std::process::id()))
+    });
+    // The coordinator that spawned this worker reads this line for the port.
+    println!("belier worker: listening on {}", listener.local_addr()?);
+    eprintln!("belier worker: runs' results in {}", dir.display());
+    let signals = signals.clone();
+    worker::serve(
+        listener,
+        Options {
+            token,
+            dir,
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        Box::new(Runner),
+        move || signals.stop_requested(),
+    )?;
+    Ok(0)
+}
+
+/// Runs a job's arguments as the `belier` command line would.
+struct Runner;
+
+/// A run ready to start: a flag run's settings, or a plan's.
+struct Ready {
+    settings: Settings,
+    plan: Option<crate::plan::Prepared>,
+}
+
+impl worker::Runner for Runner {
+    fn prepare(&self, job: &Job, dir: &Path) -> Result<Box<dyn Prepared>, String> {
+        let mut argv = vec!["belier".to_string()];
+        argv.extend(job.args.iter().cloned());
+        if job.shard.count > 1 {
+            argv.push("--shard".into());
+            argv.push(format!("{}/{}", job.shard.index, job.shard.count));
+        }
+        let cli = Cli::try_parse_from(&argv).map_err(|e| {
+            let text = e.render().to_string();
+            text.lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments")
+                .to_string()
+        })?;
+        let cores = crate::cores();
+        let (mut settings, plan) = match cli.command {
+            None => (
+                crate::targets::settings(cli.load, cores).map_err(|e| format!("{e:#}"))?,
+                None,
+            ),
+            Some(Command::Run(mut a)) => {
+                if let Some(plan) = &job.plan {
+                    a.plan = plan_here(&plan.path, &plan.text, dir)?;
+                }
+                let (s, p) = crate::plan::prepare(*a, cores).map_err(|e| format!("{e:#}"))?;
+                (s, Some(p))
+            }
+            Some(_) => return Err("a worker runs load tests and plans only".into()),
+        };
+        // The coordinator reports, saves and shows the run: the worker only records.
+        let output = &mut settings.output;
+        output.save = Some(dir.join("results.jsonl"));
+        (output.out, output.html, output.junit) = (None, None, None);
+        (output.tui, output.metrics, output.web) = (false, None, None);
+        output.metrics_out.clear();
+        settings.raw = None;
+        Ok(Box::new(Ready { settings, plan }))
+    }
+}
+
+/// The plan file at `path` if it is there with `text`; otherwise `text` written to `dir`.
+fn plan_here(path: &str, text: &str, dir: &Path) -> Result<PathBuf, String> {
+    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
+        return Ok(PathBuf::from(path));
+    }
+    let name = Path::new(path)
+        .file_name()
+        .map_or_else(|| "plan.yaml".into(), |n| n.to_owned());
+    let here = dir.join(name);
+    std::fs::write(&here, text).map_err(|e| format!("cannot write {}: {e}", here.display()))?;
+    Ok(here)
+}
+
+impl Prepared for Ready {
+    fn run(
+        mut self: Box<Self>,
+        start: Instant,
+        results: &Path,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(), String> {
+        self.settings.output.save = Some(results.to_path_buf());
+        // The engine starts now and begins its schedule at the agreed instant, so that its
+        // start-up is spent before it, whatever it costs on this machine.
+        self.settings.engine.start_at = Some(start);
+        let signals = Signals::from_flag(stop);
+        let finished = match &self.plan {
+            None => crate::load::execute(&self.settings, &signals),
+            Some(plan) => plan
+                .setup(&self.settings, &signals)
+                .and_then(|_| plan.execute(&self.settings, &signals)),
+        };
+        finished.map(|_| ()).map_err(|e| format!("{e:#}"))
+    }
+}

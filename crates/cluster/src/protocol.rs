@@ -1,0 +1,167 @@
+//! The messages coordinator and worker exchange: HTTP/2 requests under `/v1/`, JSON bodies.
+//!
+//! | request | body | answer |
+//! | --- | --- | --- |
+//! | `POST /v1/hello` | [`Hello`] | [`Hello`], or 409 [`Refusal`] when the protocols differ |
+//! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
+//! | `POST /v1/prepare` | [`Job`] | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
+//! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
+//! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
+//!
+//! Every request carries `Authorization: Bearer TOKEN` when the worker has a token; without
+//! it (or with another) the worker answers 401.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of this protocol; a worker of another version refuses the hello.
+pub const PROTOCOL: u32 = 1;
+
+/// Paths of the requests.
+pub mod path {
+    /// Versions, both ways.
+    pub const HELLO: &str = "/v1/hello";
+    /// The worker's clock.
+    pub const CLOCK: &str = "/v1/clock";
+    /// The run to prepare.
+    pub const PREPARE: &str = "/v1/prepare";
+    /// Start at an instant; the answer streams the results.
+    pub const START: &str = "/v1/start";
+    /// Stop the run.
+    pub const ABORT: &str = "/v1/abort";
+}
+
+/// Who speaks: the protocol version and belier's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`PROTOCOL`].
+    pub protocol: u32,
+    /// belier's version.
+    pub belier: String,
+}
+
+/// A worker's wall clock when it answered, nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockReading {
+    /// Nanoseconds since the Unix epoch.
+    pub wall_ns: i128,
+}
+
+/// Which part of the run a worker sends: shard `index` (from 1) of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// From 1 to `count`.
+    pub index: u32,
+    /// Shards in the run.
+    pub count: u32,
+}
+
+/// A plan file sent with the job, for a worker that does not have it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanFile {
+    /// The path the arguments name.
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The run a worker prepares: the run's own command-line arguments (without the program's
+/// name and without the coordinator's flags), its shard, and the plan file if the run has one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// Arguments, as `belier` would take them.
+    pub args: Vec<String>,
+    /// The worker's share.
+    pub shard: Shard,
+    /// The plan, for `belier run PLAN`.
+    pub plan: Option<PlanFile>,
+}
+
+/// When to start: one instant in the coordinator's wall clock, and this worker's offset from
+/// it, so the worker converts it to its own clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Start {
+    /// The start, nanoseconds since the Unix epoch, by the coordinator's clock.
+    pub at_ns: i128,
+    /// The worker's clock minus the coordinator's, nanoseconds, as measured.
+    pub offset_ns: i128,
+}
+
+impl Start {
+    /// The start by the worker's own clock, nanoseconds since the Unix epoch.
+    pub fn local_ns(&self) -> i128 {
+        self.at_ns + self.offset_ns
+    }
+}
+
+/// Why a worker refused a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The reason, as a person reads it.
+    pub error: String,
+}
+
+/// A line of the start stream that is not a results-file line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Note {
+    /// Nothing new, but the worker is alive (sent when a second passes without a line).
+    Alive {},
+    /// The run could not go on: why. The stream ends after it.
+    Failed(String),
+}
+
+impl Note {
+    /// The note on `line`, if it is one (results-file lines are not).
+    pub fn parse(line: &[u8]) -> Option<Note> {
+        let note = line.starts_with(br#"{"alive""#) || line.starts_with(br#"{"failed""#);
+        note.then(|| serde_json::from_slice(line).ok()).flatten()
+    }
+
+    /// The note as one line, with its newline.
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).expect("a note serialises");
+        line.push(b'\n');
+        line
+    }
+}
+
+/// The header that carries the token.
+pub fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_told_from_results_lines() {
+        for note in [Note::Alive {}, Note::Failed("no route".into())] {
+            assert_eq!(Note::parse(&note.line()), Some(note));
+        }
+        assert_eq!(Note::parse(br#"{"interval":{"index":0}}"#), None);
+        assert_eq!(Note::parse(br#"{"end":{"elapsed_s":1.0}}"#), None);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"s3cret", b"s3cret"));
+        assert!(!same_secret(b"s3cret", b"s3creT"));
+        assert!(!same_secret(b"s3cret", b"s3cre"));
+        assert!(!same_secret(b"", b"x"));
+    }
+
+    #[test]
+    fn the_start_is_converted_by_the_offset() {
+        let s = Start {
+            at_ns: 1_000,
+            offset_ns: -250,
+        };
+        assert_eq!(s.local_ns(), 750);
+    }
+}
