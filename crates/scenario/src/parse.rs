@@ -12,6 +12,7 @@ use crate::template::{self, Reference, Segment, Template};
 use crate::threshold::Threshold;
 use crate::yaml::{self, closest, Kind, Node, Reader};
 
+mod executors;
 mod load;
 
 use load::load;
@@ -362,20 +363,14 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         .map(|n| crate::steps::phase(&mut c, n, "teardown", &mut shared))
         .transpose()?;
 
+    let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+    let executors = executors::executors(rd, top.key_node("load"), scenarios_node, &names, &load)?;
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
             let t = threshold(rd, item)?;
-            if let Some(step) = &t.scope {
-                if !c.steps.contains(step) {
-                    let names: Vec<&str> = c.steps.iter().map(String::as_str).collect();
-                    let mut m = format!("unknown step `{step}` in threshold");
-                    match closest(step, &names) {
-                        Some(near) => m.push_str(&format!("; did you mean `{near}`?")),
-                        None => m.push_str(&format!("; steps are: {}", names.join(", "))),
-                    }
-                    return Err(rd.err(item, m));
-                }
+            if let Some(scope) = &t.scope {
+                executors::check_scope(rd, item, scope, &c.steps, &executors, &names)?;
             }
             thresholds.push(t);
         }
@@ -395,6 +390,7 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
         options,
         load,
+        executors,
         thresholds,
         variables,
         program: Arc::new(program),
