@@ -5,6 +5,7 @@
 mod args;
 mod capacity;
 mod demo;
+mod executors;
 mod habits;
 mod import;
 mod limits;

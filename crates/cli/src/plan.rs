@@ -54,6 +54,10 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
 pub struct Prepared {
     plan: Plan,
     users: Arc<PlanUsers>,
+    /// A plan whose scenarios have loads of their own: one engine load per executor, run
+    /// together (empty otherwise), and the users of each.
+    parts: Vec<crate::executors::Part>,
+    executor_users: Vec<Arc<PlanUsers>>,
     /// The user of the plan's `teardown`, given setup's variables once setup passed.
     teardown: Option<Arc<PlanUsers>>,
 }
@@ -61,15 +65,30 @@ pub struct Prepared {
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
     let mut plan = belier_scenario::load(&args.plan)?;
+    crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
-    let users = plan.users();
-    let settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    let duration = args.duration;
+    let executor_users = plan.executor_users();
+    let users = executor_users
+        .first()
+        .cloned()
+        .unwrap_or_else(|| plan.users());
+    let mut settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
+    let parts = crate::executors::parts(&plan, &settings.engine, &executor_users, duration);
+    if let Some(first) = parts.first() {
+        // The first executor stands for the run in its information and the live views.
+        settings.engine.load = first.config.load.clone();
+        settings.engine.pacing = first.config.pacing;
+        settings.engine.stop = first.config.stop;
+    }
     let teardown = plan.teardown();
     Ok((
         settings,
         Prepared {
             plan,
             users,
+            parts,
+            executor_users,
             teardown,
         },
     ))
@@ -97,6 +116,9 @@ impl Prepared {
             anyhow::bail!("setup failed ({why}); no load was sent");
         }
         self.users.share(&done.outcome);
+        for users in &self.executor_users {
+            users.share(&done.outcome);
+        }
         if let Some(teardown) = &self.teardown {
             teardown.share(&done.outcome);
         }
@@ -120,14 +142,19 @@ impl Prepared {
     /// (`belier report FILE --type junit` shows them) and a failed teardown's warning.
     pub fn execute(&self, settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
         let mut torn_down = None;
-        let finished = crate::load::execute_then(settings, signals, &mut |finished| {
+        let mut settle = |finished: &mut Finished| {
             let teardown = self.teardown(settings);
             if let Ok(Some(warning)) = &teardown {
                 finished.warnings.push(warning.clone());
             }
             torn_down = Some(teardown);
             self.conclude(finished);
-        });
+        };
+        let finished = if self.parts.is_empty() {
+            crate::load::execute_then(settings, signals, &mut settle)
+        } else {
+            crate::load::execute_parts(settings, signals, &self.parts, &mut settle)
+        };
         // The load could not start: the teardown still undoes what setup did.
         let teardown = torn_down.unwrap_or_else(|| self.teardown(settings));
         let finished = finished?;
@@ -337,10 +364,12 @@ pub fn engine_for(
 /// Judges every threshold of the plan on the recorded totals.
 fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
     let totals = &finished.totals;
-    let (checks_passed, checks_failed) = totals
-        .checks()
-        .iter()
-        .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed));
+    let checks_of = |r: &belier_stats::Recorder| {
+        r.checks()
+            .iter()
+            .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed))
+    };
+    let run_checks = checks_of(totals);
     // A plan's requests are all steps; their failures (no response, an unexpected status, a
     // failed check) are what `error_rate` counts.
     let failures = totals.steps().iter().map(|s| s.counts.failures).sum();
@@ -350,9 +379,24 @@ fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
         .iter()
         .map(|row| percentiles(row.latency_us()))
         .collect();
+    let parts: Vec<_> = finished
+        .part_totals
+        .iter()
+        .map(|part| percentiles(part.latency_us()))
+        .collect();
     let figures = |scope: Option<&str>| {
+        let mut checks = run_checks;
         let (requests, failures, latency, percentile_us) = match scope {
             None => (totals.requests(), failures, totals.latency_us(), &whole),
+            // A scenario with a load of its own (the parser refused a name that is both).
+            Some(name) if finished.scenarios.iter().any(|s| s.name == name) => {
+                let index = finished.scenarios.iter().position(|s| s.name == name)?;
+                let part = finished.part_totals.get(index)?;
+                checks = checks_of(part);
+                let failures = part.steps().iter().map(|s| s.counts.failures).sum();
+                let latency = part.latency_us();
+                (part.requests(), failures, latency, parts.get(index)?)
+            }
             Some(name) => {
                 let index = plan.steps().iter().position(|s| s == name)?;
                 let row = totals.steps().get(index)?;
@@ -368,8 +412,8 @@ fn judge(plan: &Plan, finished: &Finished) -> Vec<ThresholdOutcome> {
             requests,
             failures,
             elapsed: finished.elapsed,
-            checks_passed,
-            checks_failed,
+            checks_passed: checks.0,
+            checks_failed: checks.1,
             mean_us: latency.mean(),
             min_us: latency.min(),
             max_us: latency.max(),

@@ -26,6 +26,7 @@ impl Run {
     pub fn report(&self) -> Report<'_> {
         let end = self.data.end.as_ref();
         Report {
+            scenarios: end.map(|e| e.scenarios.clone()).unwrap_or_default(),
             info: &self.data.header.run,
             totals: &self.data.totals,
             series: &self.data.series,

@@ -85,6 +85,11 @@ pub struct End {
     /// read as none (the version stays 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdOutcome>,
+    /// A plan whose scenarios had loads of their own: each executor's figures. Came after
+    /// version 2 was defined: absent from older files and runs of one load (the version
+    /// stays 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<crate::ScenarioFigures>,
 }
 
 #[derive(Serialize, Deserialize)]

@@ -285,6 +285,7 @@ fn merge_end(x: End, y: End) -> End {
         },
         // Each shard judged its own share of the load: see `read_run`.
         thresholds: Vec::new(),
+        scenarios: Vec::new(),
     }
 }
 

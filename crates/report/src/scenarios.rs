@@ -1,0 +1,111 @@
+//! A plan whose scenarios have loads of their own runs one executor per load, at the same
+//! time: each executor's figures (requests, rate, failures, latency percentiles) beside the
+//! run's totals, computed once when the run ends and kept in the results file's end line.
+
+use std::time::Duration;
+
+use belier_stats::{value_at_percentile, Recorder};
+use serde::{Deserialize, Serialize};
+
+use crate::{per_second, ratio};
+
+/// One executor's figures: a scenario with a load of its own, or the plan's shared load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioFigures {
+    /// The scenario's name (the shared load: its scenarios' names joined by ` + `).
+    pub name: String,
+    /// Its load, in words (`closed loop, 10 users, duration: 5s`).
+    pub load: String,
+    /// Requests it sent, whatever their outcome.
+    pub requests: u64,
+    /// Of which failed (a plan's failed steps: no response, a bad status, a failed check).
+    pub failures: u64,
+    /// Iterations its users completed.
+    pub iterations: u64,
+    /// Open loop: iterations that were due (arrivals); `None` in a closed loop.
+    pub arrivals: Option<u64>,
+    /// Requests per second over the run.
+    pub rate: f64,
+    /// Latency percentiles of its responses, µs: p50, p90, p99 (`None` without responses).
+    pub p50_us: Option<u64>,
+    /// See `p50_us`.
+    pub p90_us: Option<u64>,
+    /// See `p50_us`.
+    pub p99_us: Option<u64>,
+}
+
+impl ScenarioFigures {
+    /// The figures of what an executor recorded (`totals`) over a run of `elapsed`.
+    pub fn of(
+        name: &str,
+        load: &str,
+        open_loop: bool,
+        totals: &Recorder,
+        elapsed: Duration,
+    ) -> ScenarioFigures {
+        let latency = totals.latency_us();
+        let at = |p: f64| (!latency.is_empty()).then(|| value_at_percentile(latency, p));
+        ScenarioFigures {
+            name: name.to_string(),
+            load: load.to_string(),
+            requests: totals.requests(),
+            failures: totals.steps().iter().map(|s| s.counts.failures).sum(),
+            iterations: totals.iterations(),
+            arrivals: open_loop.then(|| totals.scheduled()),
+            rate: per_second(totals.requests(), elapsed),
+            p50_us: at(50.0),
+            p90_us: at(90.0),
+            p99_us: at(99.0),
+        }
+    }
+
+    /// Share of its requests that failed, 0..=1.
+    pub fn failure_ratio(&self) -> f64 {
+        ratio(self.failures, self.requests).unwrap_or(0.0)
+    }
+}
+
+/// The per-scenario table as text (nothing for a run of one load).
+pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Result {
+    use std::fmt::Write;
+
+    use crate::format::{ms, rate, thousands};
+    if r.scenarios.is_empty() {
+        return Ok(());
+    }
+    let width = r
+        .scenarios
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("scenario".len());
+    writeln!(
+        out,
+        "\nScenarios  (each its own load, run at the same time; latency from intended start)"
+    )?;
+    writeln!(
+        out,
+        "  {:<width$}{:>10}{:>10}{:>9}{:>10}{:>11}{:>11}{:>11}  load",
+        "scenario", "requests", "failures", "fail %", "rate/s", "p50", "p90", "p99"
+    )?;
+    let show = |us: Option<u64>| us.map_or("-".to_string(), ms);
+    for s in &r.scenarios {
+        writeln!(
+            out,
+            "  {:<width$}{:>10}{:>10}{:>9.2}{:>10}{:>11}{:>11}{:>11}  {}{}",
+            s.name,
+            thousands(s.requests),
+            thousands(s.failures),
+            s.failure_ratio() * 100.0,
+            rate(s.rate),
+            show(s.p50_us),
+            show(s.p90_us),
+            show(s.p99_us),
+            s.load,
+            s.arrivals
+                .map_or(String::new(), |a| format!(" ({} arrivals)", thousands(a))),
+        )?;
+    }
+    Ok(())
+}
