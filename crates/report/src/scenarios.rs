@@ -109,3 +109,44 @@ pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ScenarioFigures;
+    use crate::fixtures::{info, report, results};
+    use crate::{render_json, render_markdown, render_text, NamedReport};
+
+    #[test]
+    fn figures_and_tables_of_each_executor() {
+        let (totals, series) = results();
+        let f = ScenarioFigures::of(
+            "pay | now",
+            "open loop",
+            true,
+            &totals,
+            Duration::from_secs(2),
+        );
+        assert_eq!((f.requests, f.rate), (1000, 500.0));
+        assert_eq!(f.arrivals, Some(totals.scheduled()));
+        assert!(f.p50_us <= f.p90_us && f.p90_us <= f.p99_us && f.p50_us.is_some());
+        let info = info();
+        let mut r = report(&info, &totals, &series);
+        assert!(!render_text(&r).contains("Scenarios"));
+        r.scenarios = vec![f];
+        let text = render_text(&r);
+        assert!(text.contains("\nScenarios  (each its own load"), "{text}");
+        assert!(text.contains("  pay | now     1,000"), "{text}");
+        let markdown = render_markdown(&[NamedReport {
+            name: "run",
+            report: &r,
+        }]);
+        assert!(
+            markdown.contains("| pay \\| now | open loop | 1,000 | 0 | 0.00 | 500.0 |"),
+            "{markdown}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(json["scenarios"][0]["requests"], 1000);
+    }
+}
