@@ -299,20 +299,14 @@ fn write_scenarios(out: &mut String, r: &crate::Report) -> std::fmt::Result {
         "| scenario | load | requests | failures | fail % | rate/s | p50 | p90 | p99 |"
     )?;
     writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
-    let show = |us: Option<u64>| us.map_or("-".to_string(), ms);
     for sc in &r.scenarios {
+        let cells = sc.cells(ms, "-");
         writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {} |",
             md(&sc.name),
             md(&sc.load),
-            thousands(sc.requests),
-            thousands(sc.failures),
-            sc.failure_ratio() * 100.0,
-            rate(sc.rate),
-            show(sc.p50_us),
-            show(sc.p90_us),
-            show(sc.p99_us)
+            cells.join(" | ")
         )?;
     }
     Ok(())

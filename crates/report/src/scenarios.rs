@@ -59,6 +59,21 @@ impl ScenarioFigures {
         }
     }
 
+    /// Requests, failures, fail % (two decimals), rate, p50, p90 and p99 as `show` formats
+    /// microseconds (`none` without responses), for every format's table.
+    pub(crate) fn cells(&self, show: impl Fn(u64) -> String, none: &str) -> [String; 7] {
+        let latency = |us: Option<u64>| us.map_or(none.to_string(), &show);
+        [
+            crate::format::thousands(self.requests),
+            crate::format::thousands(self.failures),
+            format!("{:.2}", self.failure_ratio() * 100.0),
+            crate::format::rate(self.rate),
+            latency(self.p50_us),
+            latency(self.p90_us),
+            latency(self.p99_us),
+        ]
+    }
+
     /// Share of its requests that failed, 0..=1.
     pub fn failure_ratio(&self) -> f64 {
         ratio(self.failures, self.requests).unwrap_or(0.0)
@@ -69,7 +84,7 @@ impl ScenarioFigures {
 pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Result {
     use std::fmt::Write;
 
-    use crate::format::{ms, rate, thousands};
+    use crate::format::{ms, thousands};
     if r.scenarios.is_empty() {
         return Ok(());
     }
@@ -89,19 +104,12 @@ pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Resul
         "  {:<width$}{:>10}{:>10}{:>9}{:>10}{:>11}{:>11}{:>11}  load",
         "scenario", "requests", "failures", "fail %", "rate/s", "p50", "p90", "p99"
     )?;
-    let show = |us: Option<u64>| us.map_or("-".to_string(), ms);
     for s in &r.scenarios {
+        let [requests, failures, fail, per_s, p50, p90, p99] = s.cells(ms, "-");
         writeln!(
             out,
-            "  {:<width$}{:>10}{:>10}{:>9.2}{:>10}{:>11}{:>11}{:>11}  {}{}",
+            "  {:<width$}{requests:>10}{failures:>10}{fail:>9}{per_s:>10}{p50:>11}{p90:>11}{p99:>11}  {}{}",
             s.name,
-            thousands(s.requests),
-            thousands(s.failures),
-            s.failure_ratio() * 100.0,
-            rate(s.rate),
-            show(s.p50_us),
-            show(s.p90_us),
-            show(s.p99_us),
             s.load,
             s.arrivals
                 .map_or(String::new(), |a| format!(" ({} arrivals)", thousands(a))),
@@ -145,6 +153,14 @@ mod tests {
         assert!(
             markdown.contains("| pay \\| now | open loop | 1,000 | 0 | 0.00 | 500.0 |"),
             "{markdown}"
+        );
+        let html = crate::render_html(&[crate::HtmlRun {
+            name: "run".into(),
+            report: &r,
+        }]);
+        assert!(
+            html.contains("<tr><th>pay | now</th><td>open loop</td><td>1,000</td>"),
+            "{html}"
         );
         let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
         assert_eq!(json["scenarios"][0]["requests"], 1000);
