@@ -506,6 +506,15 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         .into());
     }
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
+    // The search steers one rate; several loads at once have no one rate to search.
+    if !plan.executors.is_empty() {
+        return Err(InputError::new(
+            "PLAN",
+            given,
+            "belier capacity searches one load; this plan's scenarios have loads of their own (use `belier run`)",
+        )
+        .into());
+    }
     if args.dimension == DimensionArg::ConnectionRate {
         plan.options.keepalive = false;
     }

@@ -178,6 +178,10 @@ fn bad_scenario_loads_and_scopes_exit_2_naming_the_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--vus"));
 
+    let out = belier(&["capacity", plan_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loads of their own"));
+
     let check = belier(&["check", plan_path.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(text.contains("loads: 2 at once"), "{text}");
