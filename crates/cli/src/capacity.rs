@@ -536,6 +536,15 @@ fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     let mut plan = belier_scenario::load(&path)?;
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
     crate::plan::apply_vars(&mut plan, &args.vars)?;
+    // The search steers one rate; several loads at once have no one rate to search.
+    if !plan.executors.is_empty() {
+        return Err(InputError::new(
+            "PLAN",
+            given,
+            "belier capacity searches one load; this plan's scenarios have loads of their own (use `belier run`)",
+        )
+        .into());
+    }
     if args.dimension == DimensionArg::ConnectionRate {
         plan.options.keepalive = false;
     }

@@ -343,6 +343,10 @@ impl Merge {
             changes: Vec::new(),
             exporter: None,
             web: None,
+            // Each worker's end line has its share's per-scenario figures, which do not add
+            // up to the run's percentiles: a distributed run reports the merged totals only.
+            part_totals: Vec::new(),
+            scenarios: Vec::new(),
         };
         settle(&mut finished);
         if let Some(w) = self.writer {
@@ -355,6 +359,7 @@ impl Merge {
                 // A stream's targets, known at its end: the workers' ends name them alike.
                 targets: first_non_empty(&self.ends, |e| &e.targets),
                 steps: first_non_empty(&self.ends, |e| &e.steps),
+                scenarios: Vec::new(),
             };
             if let Err(e) = w.end(&end) {
                 finished.warnings.push(format!(

@@ -47,12 +47,17 @@ pub struct Finished {
     pub exporter: Option<Exporter>,
     /// The web console's link to the run, to hand it the report.
     pub web: Option<crate::web::Live>,
+    /// A plan whose scenarios have loads of their own: what each executor recorded, in the
+    /// plan's order, and its figures for the report (empty for a run of one load).
+    pub part_totals: Vec<Recorder>,
+    pub scenarios: Vec<belier_report::ScenarioFigures>,
 }
 
 impl Finished {
     /// The report on this run.
     pub fn report(&self) -> Report<'_> {
         Report {
+            scenarios: self.scenarios.clone(),
             info: &self.info,
             totals: &self.totals,
             series: &self.series,
@@ -95,7 +100,7 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, None, &mut |_| {})
+    execute_settled(settings, signals, None, &[], &mut |_| {})
 }
 
 /// Like [`execute`]; `settle` adds to the finished run what the caller knows of it (a plan's
@@ -106,7 +111,19 @@ pub fn execute_then(
     signals: &Signals,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, None, settle)
+    execute_settled(settings, signals, None, &[], settle)
+}
+
+/// Like [`execute_then`], for a plan whose scenarios have loads of their own: `parts` start
+/// together (`settings.engine` stands for them in the run information and the live views),
+/// and what each recorded is kept apart ([`Finished::part_totals`]).
+pub fn execute_parts(
+    settings: &Settings,
+    signals: &Signals,
+    parts: &[crate::executors::Part],
+    settle: &mut dyn FnMut(&mut Finished),
+) -> anyhow::Result<Finished> {
+    execute_settled(settings, signals, None, parts, settle)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -117,13 +134,14 @@ pub fn execute_judged(
     signals: &Signals,
     judge_from: Option<Duration>,
 ) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, judge_from, &mut |_| {})
+    execute_settled(settings, signals, judge_from, &[], &mut |_| {})
 }
 
 fn execute_settled(
     settings: &Settings,
     signals: &Signals,
     judge_from: Option<Duration>,
+    parts: &[crate::executors::Part],
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
@@ -147,7 +165,14 @@ fn execute_settled(
     let (outputs, outputs_warnings) = crate::outputs::start(settings)?;
     // Listening before the run starts too.
     let mut web = crate::web::Live::open(settings)?;
-    let run = belier_engine::start(config).context("cannot start the run")?;
+    let run = if parts.is_empty() {
+        belier_engine::start(config)
+    } else {
+        let configs: Vec<_> = parts.iter().map(|p| p.config.clone()).collect();
+        belier_engine::start_together(&configs)
+    }
+    .context("cannot start the run")?;
+    let mut part_totals: Vec<Recorder> = parts.iter().map(|_| Recorder::new()).collect();
     let mut raw = match &settings.raw {
         Some(path) => Some(RawWriter::create(path, run.start_instant())?),
         None => None,
@@ -262,6 +287,14 @@ fn execute_settled(
                         *w += recorder;
                     }
                 }
+                if let Event::Recorded {
+                    worker, recorder, ..
+                } = &event
+                {
+                    if let Some(t) = part_totals.get_mut(run.part_of(*worker)) {
+                        *t += recorder;
+                    }
+                }
                 event.collect_into(&mut collector);
             }
             Next::Idle => {}
@@ -347,6 +380,14 @@ fn execute_settled(
         window,
         exporter,
         web,
+        scenarios: parts
+            .iter()
+            .zip(&part_totals)
+            .map(|(p, t)| {
+                belier_report::ScenarioFigures::of(&p.name, &p.load, p.open_loop, t, elapsed)
+            })
+            .collect(),
+        part_totals,
     };
     settle(&mut finished);
     if let Some(w) = saver {
@@ -363,6 +404,7 @@ fn execute_settled(
             thresholds: finished.thresholds.clone(),
             targets,
             steps,
+            scenarios: finished.scenarios.clone(),
         };
         if let Err(e) = w.end(&end) {
             finished.warnings.push(format!(

@@ -6,6 +6,7 @@ mod args;
 mod capacity;
 mod cluster;
 mod demo;
+mod executors;
 mod habits;
 mod import;
 mod k8s;

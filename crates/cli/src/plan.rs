@@ -72,6 +72,10 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
 pub struct Prepared {
     plan: Plan,
     users: Arc<PlanUsers>,
+    /// A plan whose scenarios have loads of their own: one engine load per executor, run
+    /// together (empty otherwise), and the users of each.
+    parts: Vec<crate::executors::Part>,
+    executor_users: Vec<Arc<PlanUsers>>,
     /// The user of the plan's `teardown`, given setup's variables once setup passed.
     teardown: Option<Arc<PlanUsers>>,
     /// `--shard`: this process runs one shard, whose share does not judge the thresholds.
@@ -81,21 +85,36 @@ pub struct Prepared {
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
     let mut plan = belier_scenario::load(&args.plan)?;
+    crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
     let shard = args.shard;
     if let Some(shard) = shard {
         plan.shard(shard);
     }
-    let users = plan.users();
+    let duration = args.duration;
+    let executor_users = plan.executor_users();
+    let users = executor_users
+        .first()
+        .cloned()
+        .unwrap_or_else(|| plan.users());
     let mut settings = settings_for(&plan, args, Arc::clone(&users), cores)?;
     // A plan's Poisson arrivals always have a seed: its own, or the documented default.
     crate::shard::apply(&mut settings.engine, shard, true)?;
+    let parts = crate::executors::parts(&plan, &settings.engine, &executor_users, duration);
+    if let Some(first) = parts.first() {
+        // The first executor stands for the run in its information and the live views.
+        settings.engine.load = first.config.load.clone();
+        settings.engine.pacing = first.config.pacing;
+        settings.engine.stop = first.config.stop;
+    }
     let teardown = plan.teardown();
     Ok((
         settings,
         Prepared {
             plan,
             users,
+            parts,
+            executor_users,
             teardown,
             shard: shard.filter(|s| !s.is_whole()),
         },
@@ -117,6 +136,9 @@ impl Prepared {
         }
         done.require_setup_passed()?;
         self.users.share(&done.outcome);
+        for users in &self.executor_users {
+            users.share(&done.outcome);
+        }
         if let Some(teardown) = &self.teardown {
             teardown.share(&done.outcome);
         }
@@ -140,14 +162,19 @@ impl Prepared {
     /// (`belier report FILE --type junit` shows them) and a failed teardown's warning.
     pub fn execute(&self, settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
         let mut torn_down = None;
-        let finished = crate::load::execute_then(settings, signals, &mut |finished| {
+        let mut settle = |finished: &mut Finished| {
             let teardown = self.teardown(settings);
             if let Ok(Some(warning)) = &teardown {
                 finished.warnings.push(warning.clone());
             }
             torn_down = Some(teardown);
             self.conclude(finished);
-        });
+        };
+        let finished = if self.parts.is_empty() {
+            crate::load::execute_then(settings, signals, &mut settle)
+        } else {
+            crate::load::execute_parts(settings, signals, &self.parts, &mut settle)
+        };
         // The load could not start: the teardown still undoes what setup did.
         let teardown = torn_down.unwrap_or_else(|| self.teardown(settings));
         let finished = finished?;
@@ -174,7 +201,16 @@ impl Prepared {
             ));
         }
         match self.shard {
-            None => finished.thresholds = judge(&self.plan, &finished.totals, finished.elapsed),
+            None => {
+                let scenarios: Vec<(&str, &Recorder)> = finished
+                    .scenarios
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .zip(&finished.part_totals)
+                    .collect();
+                finished.thresholds =
+                    judge(&self.plan, &finished.totals, finished.elapsed, &scenarios)
+            }
             // Thresholds are about the whole run: a shard's share would pass or fail them
             // wrongly (counts, rates), so they are judged on the merged results instead.
             Some(shard) if !self.plan.thresholds.is_empty() => finished.warnings.push(format!(
@@ -384,13 +420,21 @@ pub fn engine_for(
     Ok(engine)
 }
 
-/// Judges every threshold of the plan on the recorded totals, over `elapsed`.
-pub fn judge(plan: &Plan, totals: &Recorder, elapsed: Duration) -> Vec<ThresholdOutcome> {
+/// Judges every threshold of the plan on the recorded totals, over `elapsed`; `scenarios`
+/// holds each executor's name and totals (a plan whose scenarios have loads of their own).
+pub fn judge(
+    plan: &Plan,
+    totals: &Recorder,
+    elapsed: Duration,
+    scenarios: &[(&str, &Recorder)],
+) -> Vec<ThresholdOutcome> {
     let empty = MetricRow::default();
-    let (checks_passed, checks_failed) = totals
-        .checks()
-        .iter()
-        .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed));
+    let checks_of = |r: &Recorder| {
+        r.checks()
+            .iter()
+            .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed))
+    };
+    let run_checks = checks_of(totals);
     // A plan's requests are all steps; their failures (no response, an unexpected status, a
     // failed check) are what `error_rate` counts.
     let failures = totals.steps().iter().map(|s| s.counts.failures).sum();
@@ -404,7 +448,12 @@ pub fn judge(plan: &Plan, totals: &Recorder, elapsed: Duration) -> Vec<Threshold
     let custom: Vec<_> = (0..plan.metrics().len())
         .map(|i| percentiles(metric_row(i).values_us()))
         .collect();
+    let parts: Vec<_> = scenarios
+        .iter()
+        .map(|(_, part)| percentiles(part.latency_us()))
+        .collect();
     let figures = |scope: Option<&str>| {
+        let mut checks = run_checks;
         let (requests, failures, latency, percentile_us) = match scope {
             None => (totals.requests(), failures, totals.latency_us(), &whole),
             // A custom metric: its count, and a trend's values as the latencies.
@@ -412,6 +461,15 @@ pub fn judge(plan: &Plan, totals: &Recorder, elapsed: Duration) -> Vec<Threshold
                 let index = plan.metrics().iter().position(|m| m.name == name)?;
                 let row = metric_row(index);
                 (row.count, 0, row.values_us(), custom.get(index)?)
+            }
+            // A scenario with a load of its own (the parser refused a name that is both).
+            Some(name) if scenarios.iter().any(|(s, _)| *s == name) => {
+                let index = scenarios.iter().position(|(s, _)| *s == name)?;
+                let part = scenarios[index].1;
+                checks = checks_of(part);
+                let failures = part.steps().iter().map(|s| s.counts.failures).sum();
+                let latency = part.latency_us();
+                (part.requests(), failures, latency, parts.get(index)?)
             }
             Some(name) => {
                 let index = plan.steps().iter().position(|s| s == name)?;
@@ -428,8 +486,8 @@ pub fn judge(plan: &Plan, totals: &Recorder, elapsed: Duration) -> Vec<Threshold
             requests,
             failures,
             elapsed,
-            checks_passed,
-            checks_failed,
+            checks_passed: checks.0,
+            checks_failed: checks.1,
             mean_us: latency.mean(),
             min_us: latency.min(),
             max_us: latency.max(),

@@ -26,6 +26,7 @@ impl Run {
     pub fn report(&self) -> Report<'_> {
         let end = self.data.end.as_ref();
         Report {
+            scenarios: end.map(|e| e.scenarios.clone()).unwrap_or_default(),
             info: &self.data.header.run,
             totals: &self.data.totals,
             series: &self.data.series,
@@ -181,7 +182,7 @@ fn judge(runs: &mut [Run], plan: &Path) -> anyhow::Result<bool> {
     let plan = belier_scenario::load(plan)?;
     let mut failed = false;
     for run in runs {
-        let outcomes = crate::plan::judge(&plan, &run.data.totals, run.data.elapsed);
+        let outcomes = crate::plan::judge(&plan, &run.data.totals, run.data.elapsed, &[]);
         failed |= outcomes.iter().any(|t| !t.passed);
         run.data.end.get_or_insert_with(Default::default).thresholds = outcomes;
         // The reader's note that the files' own thresholds could not stand is answered now.

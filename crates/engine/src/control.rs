@@ -61,6 +61,9 @@ pub enum ControlError {
     /// A pause is undone with resume, not by setting a level of zero.
     #[error("a level of 0 is a pause: use pause, then resume")]
     Zero,
+    /// Several loads run at once ([`crate::start_together`]): each has its own level.
+    #[error("several loads run at once, each at its own level: pause, resume or stop them")]
+    Several,
 }
 
 /// The state of the steering as the handle last set it.
@@ -92,6 +95,8 @@ pub struct Control {
     state: Arc<Mutex<State>>,
     steering: Arc<watch::Sender<Steering>>,
     stop: Arc<watch::Sender<bool>>,
+    /// The other loads started together with this one, paused and resumed with it.
+    others: Vec<Control>,
 }
 
 impl Control {
@@ -117,7 +122,15 @@ impl Control {
             start,
             steering,
             stop,
+            others: Vec::new(),
         }
+    }
+
+    /// This load's handle, which also pauses and resumes `others` (started together with it)
+    /// and refuses a level.
+    pub(crate) fn with_others(mut self, others: Vec<Control>) -> Control {
+        self.others = others;
+        self
     }
 
     /// What the level means for this run.
@@ -164,6 +177,9 @@ impl Control {
         if level == 0.0 {
             return Err(ControlError::Zero);
         }
+        if !self.others.is_empty() {
+            return Err(ControlError::Several);
+        }
         let mut state = self.lock();
         state.level = level;
         if !state.paused {
@@ -176,6 +192,9 @@ impl Control {
     /// connections go inactive. Arrivals a pause skips are not due, so not dropped. Nothing
     /// happens if the run is paused already.
     pub fn pause(&self) {
+        for other in &self.others {
+            other.pause();
+        }
         let mut state = self.lock();
         if state.paused {
             return;
@@ -189,6 +208,9 @@ impl Control {
 
     /// Undoes a pause: the level before it (or the last one set meanwhile) from now on.
     pub fn resume(&self) {
+        for other in &self.others {
+            other.resume();
+        }
         let mut state = self.lock();
         if !state.paused {
             return;

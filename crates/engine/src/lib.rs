@@ -44,6 +44,7 @@ mod steered;
 mod step;
 mod timer;
 mod tls;
+mod together;
 pub mod user;
 mod vu;
 mod worker;
@@ -68,6 +69,7 @@ pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
 pub use shard::{Shard, ShardError, Stripe};
 pub use tls::{TlsOptions, TlsSetupError};
+pub use together::start_together;
 use tokio::sync::watch;
 
 /// What a running test reports to its caller.
@@ -168,11 +170,57 @@ pub struct Run {
     dns: Duration,
     started_at: SystemTime,
     started: Instant,
+    /// Runs started together ([`start_together`]): each load's first worker number; empty
+    /// for a run of one load.
+    part_starts: Vec<usize>,
 }
 
 /// Resolves the target and starts the workers. Returns once every worker thread runs.
 pub fn start(config: &Config) -> Result<Run, StartError> {
-    if config.load.max_connections() == 0 || config.threads == 0 {
+    let ready = prepare(config)?;
+    let (stop, _) = watch::channel(false);
+    let stop = Arc::new(stop);
+    // A run started ahead of an agreed instant (`Config::start_at`) begins its schedule there.
+    let now = Instant::now();
+    let start = config
+        .start_at
+        .map_or(now + ready.lead, |at| at.max(now + ready.lead));
+    let started_at = SystemTime::now() + (start - now);
+    let (addr, dns) = (ready.addr.clone(), ready.dns);
+    let part = launch(config, ready, start, &stop)?;
+    Ok(Run {
+        events: part.events,
+        stop,
+        control: part.control,
+        threads: part.threads,
+        addr,
+        dns,
+        started_at,
+        started: start,
+        part_starts: Vec::new(),
+    })
+}
+
+/// Everything a run needs before its start instant is set: the target resolved, TLS set up,
+/// the work split, the runtimes built (so that a failure is reported before any request).
+struct Ready {
+    addr: Endpoint,
+    dns: Duration,
+    tls: Option<tls::Tls>,
+    others: Vec<plan::Dest>,
+    http2: Option<plan::Http2>,
+    threads: usize,
+    runtimes: Vec<tokio::runtime::Runtime>,
+    open_connections: Vec<u64>,
+    in_flight: Option<Vec<u64>>,
+    preopen: Vec<usize>,
+    /// How long before its schedule starts the run opens its connections.
+    lead: Duration,
+}
+
+fn prepare(config: &Config) -> Result<Ready, StartError> {
+    let max_connections = config.load.max_connections();
+    if max_connections == 0 || config.threads == 0 {
         return Err(StartError::Invalid(
             "connections and threads must be at least 1",
         ));
@@ -292,9 +340,51 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         Some(&n) if n > 0 => worker::open_loop_lead(n.div_ceil(streams), tls.is_some()),
         _ => Duration::ZERO,
     };
-    let now = Instant::now();
-    let start = config.start_at.map_or(now + lead, |at| at.max(now + lead));
-    let started_at = SystemTime::now() + (start - now);
+    Ok(Ready {
+        addr,
+        dns,
+        tls,
+        others,
+        http2,
+        threads,
+        runtimes,
+        open_connections,
+        in_flight,
+        preopen,
+        lead,
+    })
+}
+
+/// The workers of one load, started.
+struct Part {
+    events: Receiver<Event>,
+    control: Control,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Starts the workers of `config`, made `ready`, on a schedule that starts at `start`; they
+/// stop when `stop` says so.
+fn launch(
+    config: &Config,
+    ready: Ready,
+    start: Instant,
+    stop: &Arc<watch::Sender<bool>>,
+) -> Result<Part, StartError> {
+    let Ready {
+        addr,
+        tls,
+        others,
+        http2,
+        threads,
+        runtimes,
+        open_connections,
+        in_flight,
+        preopen,
+        lead,
+        ..
+    } = ready;
+    let spec = &config.request;
+    let shard = config.shard;
     // The run ends at the first of: the duration bound, the end of the load profile.
     let end = match (config.stop.duration, config.load.end()) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -339,10 +429,9 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         .map(|n| split(shard.share(n), threads));
     let requests = config.stop.requests.map(|n| split(shard.share(n), threads));
     let (events_tx, events) = mpsc::channel();
-    let (stop, stop_rx) = watch::channel(false);
-    let stop = Arc::new(stop);
+    let stop_rx = stop.subscribe();
     let (steering, steering_rx) = watch::channel(control::Steering::default());
-    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(&stop));
+    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(stop));
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
         let share = plan::Share {
@@ -367,22 +456,35 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
             }
         }
     }
-    Ok(Run {
+    Ok(Part {
         events,
-        stop,
         control,
         threads: handles,
-        addr,
-        dns,
-        started_at,
-        started: start,
     })
 }
 
 impl Run {
     /// Number of workers; [`Event`]s name workers `0..workers()`.
     pub fn workers(&self) -> usize {
-        self.threads.len()
+        match self.part_starts.len() {
+            // One event thread per load runs beside its workers.
+            0 => self.threads.len(),
+            n => self.threads.len() - n,
+        }
+    }
+
+    /// Loads started together ([`start_together`]); 1 for a run of one load.
+    pub fn parts(&self) -> usize {
+        self.part_starts.len().max(1)
+    }
+
+    /// The load (by its index in [`start_together`]'s list) worker `worker` belongs to; 0 for
+    /// a run of one load.
+    pub fn part_of(&self, worker: usize) -> usize {
+        self.part_starts
+            .iter()
+            .rposition(|&first| first <= worker)
+            .unwrap_or(0)
     }
 
     /// How long resolving the host took (once, at the start; zero with `connect_to`).

@@ -435,7 +435,7 @@ fn write_summary(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> f
 fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt::Result {
     for (i, (run, s)) in runs.iter().zip(summaries).enumerate() {
         let r = run.report;
-        if !s.has_steps && r.thresholds.is_empty() {
+        if !s.has_steps && r.thresholds.is_empty() && r.scenarios.is_empty() {
             continue;
         }
         writeln!(
@@ -506,6 +506,25 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
                 thousands(r.totals.iterations()),
                 rate(s.iteration_rate)
             )?;
+        }
+        if !r.scenarios.is_empty() {
+            out.push_str(
+                "<table class=\"steps\"><thead><tr><th>scenario (own load, at once)</th>\
+                 <th>load</th><th>requests</th><th>failures</th><th>fail %</th><th>rate/s</th>\
+                 <th>p50</th><th>p90</th><th>p99</th></tr></thead><tbody>\n",
+            );
+            for sc in &r.scenarios {
+                let mut cells = sc.cells(ms, "–");
+                cells[2].push_str(" %");
+                writeln!(
+                    out,
+                    "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
+                    esc(&sc.name),
+                    esc(&sc.load),
+                    cells.join("</td><td>")
+                )?;
+            }
+            out.push_str("</tbody></table>\n");
         }
         if !r.thresholds.is_empty() {
             out.push_str("<ul class=\"thresholds\">\n");

@@ -128,6 +128,10 @@ fn to_value(r: &Report) -> Value {
     if !r.changes.is_empty() {
         doc["changes"] = json!(r.changes);
     }
+    // Only a plan of several loads has the key, likewise.
+    if !r.scenarios.is_empty() {
+        doc["scenarios"] = json!(r.scenarios);
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));

@@ -22,6 +22,7 @@ mod json;
 mod junit;
 mod markdown;
 pub mod results;
+mod scenarios;
 mod shard;
 mod steps;
 mod summary;
@@ -44,6 +45,7 @@ pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
+pub use scenarios::ScenarioFigures;
 pub use shard::ShardInfo;
 pub use text::render_text;
 pub use verdict::{
@@ -267,6 +269,9 @@ pub struct Report<'a> {
     pub thresholds: Vec<ThresholdOutcome>,
     /// Changes made to the run while it ran, in time order (empty when it was not steered).
     pub changes: Vec<Change>,
+    /// A plan whose scenarios had loads of their own: each executor's figures, in the plan's
+    /// order (empty for a run of one load).
+    pub scenarios: Vec<ScenarioFigures>,
 }
 
 /// One threshold of a plan and how the run fared against it.
@@ -435,6 +440,7 @@ pub(crate) mod fixtures {
     /// or host readings; tests override fields with `Report { .., ..report(..) }`.
     pub fn report<'a>(info: &'a RunInfo, totals: &'a Recorder, series: &'a Series) -> Report<'a> {
         Report {
+            scenarios: Vec::new(),
             info,
             totals,
             series,

@@ -209,6 +209,7 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     }
 
     write_steps(out, s)?;
+    write_scenarios(out, r)?;
     crate::changes::write_markdown(out, r)?;
 
     let v = &s.verdict;
@@ -292,6 +293,33 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
                 md(&t.actual)
             )?;
         }
+    }
+    Ok(())
+}
+
+/// A plan whose scenarios have loads of their own: each executor's row.
+fn write_scenarios(out: &mut String, r: &crate::Report) -> std::fmt::Result {
+    if r.scenarios.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n#### Scenarios (each its own load, at the same time)\n"
+    )?;
+    writeln!(
+        out,
+        "| scenario | load | requests | failures | fail % | rate/s | p50 | p90 | p99 |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    for sc in &r.scenarios {
+        let cells = sc.cells(ms, "-");
+        writeln!(
+            out,
+            "| {} | {} | {} |",
+            md(&sc.name),
+            md(&sc.load),
+            cells.join(" | ")
+        )?;
     }
     Ok(())
 }

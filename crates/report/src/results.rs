@@ -93,6 +93,11 @@ pub struct End {
     /// See [`End::targets`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<String>,
+    /// A plan whose scenarios had loads of their own: each executor's figures. Came after
+    /// version 2 was defined: absent from older files and runs of one load (the version
+    /// stays 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<crate::ScenarioFigures>,
 }
 
 // One line is read or written at a time and never stored in bulk, so the header's size

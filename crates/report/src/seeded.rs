@@ -26,6 +26,7 @@ pub struct Run {
 impl Run {
     pub fn report(&self) -> Report<'_> {
         Report {
+            scenarios: Vec::new(),
             info: &self.info,
             totals: &self.totals,
             series: &self.series,

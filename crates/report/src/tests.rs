@@ -39,6 +39,7 @@ fn open_rates(schedule_s: Option<f64>, duration_s: Option<f64>, elapsed: f64) ->
     c.finish_worker(0, Duration::from_secs_f64(elapsed));
     let (totals, series) = c.finish();
     let report = Report {
+        scenarios: Vec::new(),
         info: &info,
         totals: &totals,
         series: &series,
@@ -85,6 +86,7 @@ fn the_target_rate_is_the_configured_one() {
     c.finish_worker(0, Duration::from_secs_f64(3.5));
     let (totals, series) = c.finish();
     let report = Report {
+        scenarios: Vec::new(),
         info: &info,
         totals: &totals,
         series: &series,

@@ -250,6 +250,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     }
 
     write_steps(out, &s)?;
+    crate::scenarios::write_text(out, r)?;
     write_thresholds(out, r)?;
     crate::changes::write_text(out, r)?;
 

@@ -275,6 +275,7 @@ mod tests {
         c.finish_worker(0, Duration::from_secs(1));
         let (totals, series) = c.finish();
         verdict(&Report {
+            scenarios: Vec::new(),
             info,
             totals: &totals,
             series: &series,

@@ -131,6 +131,7 @@ fn results(seed: u64, base_us: u64, spike_at: Option<u64>) -> (Recorder, Series)
 
 fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> {
     Report {
+        scenarios: Vec::new(),
         info,
         totals: &results.0,
         series: &results.1,

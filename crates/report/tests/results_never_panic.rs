@@ -208,6 +208,7 @@ fn assert_named(error: &str) -> Result<(), TestCaseError> {
 
 fn report(run: &Run) -> Report<'_> {
     Report {
+        scenarios: Vec::new(),
         info: &run.header.run,
         totals: &run.totals,
         series: &run.series,

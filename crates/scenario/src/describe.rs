@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::duration::show;
-use crate::model::{Body, LoadModel, Op, Plan, Program};
+use crate::model::{Body, LoadModel, LoadPlan, Op, Plan, Program};
 use belier_engine::Spacing;
 
 fn profile(p: &belier_engine::Profile, unit: &str) -> String {
@@ -104,37 +104,15 @@ impl Plan {
                 );
             }
         }
-        let l = &self.load;
-        let model = match &l.model {
-            LoadModel::Closed { vus, pacing } => format!(
-                "closed loop, {}{}",
-                profile(vus, "users"),
-                pacing.map_or(String::new(), |d| format!(
-                    ", one iteration every {} per user",
-                    show(d)
-                ))
-            ),
-            LoadModel::Open {
-                rate,
-                max_vus,
-                spacing,
-            } => format!(
-                "open loop, {}, at most {max_vus} users, {} arrivals",
-                profile(rate, "iterations/s"),
-                match spacing {
-                    Spacing::Even => "even".to_string(),
-                    Spacing::Poisson { seed } => format!("poisson (seed {seed})"),
-                }
-            ),
-        };
-        let _ = writeln!(out, "load: {model}");
-        if let Some(d) = l.duration {
-            let _ = writeln!(out, "  duration: {}", show(d));
+        if self.executors.is_empty() {
+            load(&mut out, "", &self.load);
+        } else {
+            let _ = writeln!(
+                out,
+                "loads: {} at once, started together (each scenario below with its own)",
+                self.executors.len()
+            );
         }
-        if let Some(n) = l.iterations {
-            let _ = writeln!(out, "  iterations: {n}");
-        }
-        let _ = writeln!(out, "  seed: {}", l.seed);
         if let Some(setup) = &self.setup {
             let _ = writeln!(
                 out,
@@ -158,6 +136,15 @@ impl Plan {
                 s.weight,
                 100.0 * s.weight as f64 / total.max(1) as f64
             );
+            if let Some(e) = self.executor_of(s) {
+                let pad = if e.shared {
+                    let _ = writeln!(out, "    shared load ({}):", e.name);
+                    "      "
+                } else {
+                    "    "
+                };
+                load(&mut out, pad, &e.load);
+            }
             steps(&mut out, p, &s.ops, &o.headers, false);
         }
         if let Some(teardown) = &self.teardown {
@@ -185,6 +172,67 @@ impl Plan {
         }
         out
     }
+}
+
+impl LoadPlan {
+    /// The load on one line, e.g. `open loop, 20 iterations/s, at most 10000 users, even
+    /// arrivals, 5s`: reports name an executor's load with it.
+    pub fn summary(&self) -> String {
+        let mut text = String::new();
+        load(&mut text, "", self);
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.trim().trim_start_matches("load: "))
+            .filter(|l| !l.starts_with("seed:"))
+            .collect();
+        lines.join(", ")
+    }
+}
+
+impl Plan {
+    /// The executor that runs scenario `s`, when the plan has several.
+    fn executor_of(&self, s: &crate::model::Scenario) -> Option<&crate::model::Executor> {
+        let i = self
+            .program
+            .scenarios
+            .iter()
+            .position(|x| x.name == s.name)?;
+        self.executors.iter().find(|e| e.scenarios.contains(&i))
+    }
+}
+
+/// `load: …` and its bounds, each line after `pad`.
+fn load(out: &mut String, pad: &str, l: &LoadPlan) {
+    let model = match &l.model {
+        LoadModel::Closed { vus, pacing } => format!(
+            "closed loop, {}{}",
+            profile(vus, "users"),
+            pacing.map_or(String::new(), |d| format!(
+                ", one iteration every {} per user",
+                show(d)
+            ))
+        ),
+        LoadModel::Open {
+            rate,
+            max_vus,
+            spacing,
+        } => format!(
+            "open loop, {}, at most {max_vus} users, {} arrivals",
+            profile(rate, "iterations/s"),
+            match spacing {
+                Spacing::Even => "even".to_string(),
+                Spacing::Poisson { seed } => format!("poisson (seed {seed})"),
+            }
+        ),
+    };
+    let _ = writeln!(out, "{pad}load: {model}");
+    if let Some(d) = l.duration {
+        let _ = writeln!(out, "{pad}  duration: {}", show(d));
+    }
+    if let Some(n) = l.iterations {
+        let _ = writeln!(out, "{pad}  iterations: {n}");
+    }
+    let _ = writeln!(out, "{pad}  seed: {}", l.seed);
 }
 
 /// What `check` says of a request's body: its kind, a form's field names, a multipart's parts.

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 pub use error::{PlanError, Pos};
 pub use feeder::{Feeder, Order};
-pub use model::{LoadModel, LoadPlan, Options, Plan, Scheme, Target};
+pub use model::{Executor, LoadModel, LoadPlan, Options, Plan, Scheme, Target};
 pub use parse::{DEFAULT_SEED, MAX_FOLLOW};
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
@@ -88,6 +88,25 @@ impl Plan {
         };
         let origins = std::iter::once(first).chain(self.hosts.iter().cloned());
         users.following(self.options.follow, origins.collect())
+    }
+
+    /// A fresh set of virtual users for each of the plan's [`Plan::executors`], in order, for
+    /// one run: each picks among its own scenarios, with its load's seed; all draw from the
+    /// same data (a row of `order: unique` goes once in the run, whichever executor takes it).
+    pub fn executor_users(&self) -> Vec<Arc<PlanUsers>> {
+        let draws = user::Draws::new(self.program.feeders.len());
+        self.executors
+            .iter()
+            .map(|e| {
+                Arc::new(self.follow(PlanUsers::of(
+                    Arc::clone(&self.program),
+                    e.scenarios.clone(),
+                    Arc::clone(&draws),
+                    self.options.cookies,
+                    e.load.seed,
+                )))
+            })
+            .collect()
     }
 
     /// The one user of the plan's `setup`, if it has one: run it once before the load (one

@@ -155,6 +155,22 @@ impl LoadPlan {
     }
 }
 
+/// A load that some of the plan's scenarios run under, at the same time as the others: a
+/// scenario with a `load:` of its own, or the plan's `load`, shared by the scenarios without
+/// one. Each is its own executor (its own closed or open loop, duration and iterations).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Executor {
+    /// The scenario's name; for the plan's shared load, its scenarios' names joined by
+    /// ` + `. Reports name its table row, and `NAME: p99 < 300ms` scopes a threshold to it.
+    pub name: String,
+    /// Its load.
+    pub load: LoadPlan,
+    /// Whether this is the plan's `load`, shared by the scenarios that have none of their own.
+    pub shared: bool,
+    /// Its scenarios, by index in the plan.
+    pub(crate) scenarios: Vec<usize>,
+}
+
 /// A request body.
 #[derive(Clone, Debug)]
 pub(crate) enum Body {
@@ -314,8 +330,12 @@ pub struct Plan {
     pub(crate) target_written: String,
     /// Run-wide options.
     pub options: Options,
-    /// The load.
+    /// The load (of the scenarios without a `load:` of their own).
     pub load: LoadPlan,
+    /// The loads that run at the same time when a scenario has a `load:` of its own: one per
+    /// such scenario, plus the plan's `load` if some scenario has none. Empty when no scenario
+    /// has one: the plan's `load` drives every user, as one executor.
+    pub executors: Vec<Executor>,
     /// Thresholds, in plan order.
     pub thresholds: Vec<Threshold>,
     /// Plan variables, in plan order, as written: a value from the environment reads

@@ -13,6 +13,7 @@ use crate::template::{self, Reference, Segment, Template};
 use crate::threshold::Threshold;
 use crate::yaml::{self, closest, Kind, Node, Reader};
 
+mod executors;
 mod load;
 mod options;
 
@@ -408,6 +409,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         ));
     }
 
+    let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+    let executors = executors::executors(rd, top.key_node("load"), scenarios_node, &names, &load)?;
     let mut thresholds = Vec::new();
     if let Some(node) = top.get("thresholds") {
         for item in rd.seq(node, "thresholds")? {
@@ -418,16 +421,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
                 .and_then(|s| c.metrics.iter().find(|m| &m.name == s))
             {
                 crate::script::threshold_fits(metric, &t).map_err(|m| rd.err(item, m))?;
-            } else if let Some(step) = &t.scope {
-                if !c.steps.contains(step) {
-                    let names: Vec<&str> = c.steps.iter().map(String::as_str).collect();
-                    let mut m = format!("unknown step `{step}` in threshold");
-                    match closest(step, &names) {
-                        Some(near) => m.push_str(&format!("; did you mean `{near}`?")),
-                        None => m.push_str(&format!("; steps are: {}", names.join(", "))),
-                    }
-                    return Err(rd.err(item, m));
-                }
+            } else if let Some(scope) = &t.scope {
+                executors::check_scope(rd, item, scope, &c.steps, &executors, &names)?;
             }
             thresholds.push(t);
         }
@@ -450,6 +445,7 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
         options,
         load,
+        executors,
         thresholds,
         variables,
         program: Arc::new(program),

@@ -19,7 +19,8 @@ mod request;
 pub(crate) use phase::phase;
 use request::{request, REQUEST_KEYS};
 
-const SCENARIO_KEYS: &[&str] = &["name", "weight", "steps"];
+/// `load` is read apart, with the plan's (`parse::executors`).
+const SCENARIO_KEYS: &[&str] = &["name", "weight", "steps", "load"];
 /// Compiles the `scenarios` list.
 pub(crate) fn scenarios(
     c: &mut Compiler<'_>,

@@ -49,14 +49,34 @@ pub struct ScriptError {
     pub count: u64,
 }
 
-/// State shared by all users of a run.
+/// The data feeders' state of a run, shared by all its users, those of every executor (a
+/// scenario with a load of its own) included: a row of `order: unique` goes once in the run.
 #[derive(Debug)]
-struct Shared {
-    program: Arc<Program>,
+pub(crate) struct Draws {
     /// Unique feeders' cursors, by feeder.
     cursors: Vec<AtomicUsize>,
     /// Users stopped for lack of rows, by feeder.
     stopped: Vec<AtomicU64>,
+}
+
+impl Draws {
+    pub(crate) fn new(feeders: usize) -> Arc<Draws> {
+        Arc::new(Draws {
+            cursors: (0..feeders).map(|_| AtomicUsize::new(0)).collect(),
+            stopped: (0..feeders).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+}
+
+/// State shared by all users of a run.
+#[derive(Debug)]
+struct Shared {
+    program: Arc<Program>,
+    /// The scenarios these users pick from, by index, and the sum of their weights: all of the
+    /// plan's, or one executor's.
+    scenarios: Vec<usize>,
+    total_weight: u64,
+    draws: Arc<Draws>,
     /// Keep a cookie jar per user.
     cookies: bool,
     /// `Some` to follow redirects ([`PlanUsers::following`]).
@@ -80,12 +100,26 @@ pub struct PlanUsers {
 
 impl PlanUsers {
     pub(crate) fn new(program: Arc<Program>, cookies: bool, seed: u64) -> Self {
-        let n = program.feeders.len();
+        let draws = Draws::new(program.feeders.len());
+        let all = (0..program.scenarios.len()).collect();
+        PlanUsers::of(program, all, draws, cookies, seed)
+    }
+
+    /// The users of `scenarios` only (an executor's), drawing data from `draws`.
+    pub(crate) fn of(
+        program: Arc<Program>,
+        scenarios: Vec<usize>,
+        draws: Arc<Draws>,
+        cookies: bool,
+        seed: u64,
+    ) -> Self {
+        let total_weight = scenarios.iter().map(|&i| program.scenarios[i].weight).sum();
         PlanUsers {
             shared: Arc::new(Shared {
                 program,
-                cursors: (0..n).map(|_| AtomicUsize::new(0)).collect(),
-                stopped: (0..n).map(|_| AtomicU64::new(0)).collect(),
+                scenarios,
+                total_weight,
+                draws,
                 cookies,
                 follow: None,
                 seed,
@@ -164,7 +198,7 @@ impl PlanUsers {
             .program
             .feeders
             .iter()
-            .zip(&shared.stopped)
+            .zip(&shared.draws.stopped)
             .filter_map(|(f, stopped)| {
                 let users_stopped = stopped.load(Ordering::Relaxed);
                 (users_stopped > 0).then(|| Exhaustion {
@@ -286,25 +320,30 @@ impl Local {
     /// Starts an iteration: picks a scenario by weight and draws its data rows.
     fn start_iteration(&mut self, shared: &Shared) -> Option<usize> {
         let program = &shared.program;
-        let total: u64 = program.scenarios.iter().map(|s| s.weight).sum();
-        let mut pick = self.rng.u64(0..total.max(1));
-        let mut scenario = 0;
-        for (i, s) in program.scenarios.iter().enumerate() {
-            if pick < s.weight {
+        let mut pick = self.rng.u64(0..shared.total_weight.max(1));
+        let mut scenario = shared.scenarios.first().copied().unwrap_or(0);
+        for &i in &shared.scenarios {
+            let weight = program.scenarios[i].weight;
+            if pick < weight {
                 scenario = i;
                 break;
             }
-            pick -= s.weight;
+            pick -= weight;
         }
         for &f in &program.scenarios[scenario].feeders {
             let feeder = &program.feeders[f];
-            match feeder.draw(self.vu, self.draws[f], &mut self.rng, &shared.cursors[f]) {
+            match feeder.draw(
+                self.vu,
+                self.draws[f],
+                &mut self.rng,
+                &shared.draws.cursors[f],
+            ) {
                 Some(row) => {
                     self.rows[f] = Some(row);
                     self.draws[f] += 1;
                 }
                 None => {
-                    shared.stopped[f].fetch_add(1, Ordering::Relaxed);
+                    shared.draws.stopped[f].fetch_add(1, Ordering::Relaxed);
                     return None;
                 }
             }

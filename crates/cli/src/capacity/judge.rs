@@ -23,6 +23,7 @@ pub fn generator_verdict(
         }
     }
     belier_report::verdict(&belier_report::Report {
+        scenarios: Vec::new(),
         info: &info,
         totals: window,
         series: &series,

@@ -307,6 +307,7 @@ fn merge_end(x: End, y: End) -> End {
             x.targets
         },
         steps: if x.steps.is_empty() { y.steps } else { x.steps },
+        scenarios: Vec::new(),
     }
 }
 
