@@ -299,6 +299,7 @@ pub fn start(config: &Config) -> Result<Run, StartError> {
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
         compressed: config.compressed,
+        kernel_stamps: config.kernel_stamps,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
         timeout: config.timeout,

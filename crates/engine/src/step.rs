@@ -66,6 +66,7 @@ pub(crate) async fn send(
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
     progress.compressed = plan.compressed;
+    progress.kernel_stamps = plan.kernel_stamps;
     let reused = link.is_open();
     // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
     // from the start of its connect, not once the exchange is over. Otherwise a connection
@@ -97,7 +98,11 @@ pub(crate) async fn send(
         handshaken: progress.handshaken,
         sent: progress.sent.unwrap_or(done),
         first_byte: progress.first_byte,
-        done,
+        // A response read with kernel stamps completed when its last byte reached the host.
+        done: match (&result, progress.completed) {
+            (Ok(_), Some(completed)) => completed,
+            _ => done,
+        },
         outcome: match &result {
             Ok(r) => Outcome::Response { status: r.status },
             Err(f) => Outcome::Error(f.kind),
