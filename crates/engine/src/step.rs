@@ -99,8 +99,10 @@ pub(crate) async fn send(
         sent: progress.sent.unwrap_or(done),
         first_byte: progress.first_byte,
         // A response read with kernel stamps completed when its last byte reached the host.
+        // (Never before its first byte: each stamp is converted on its own, through an offset
+        // that may be measured again in between.)
         done: match (&result, progress.completed) {
-            (Ok(_), Some(completed)) => completed,
+            (Ok(_), Some(completed)) => progress.first_byte.map_or(completed, |f| completed.max(f)),
             _ => done,
         },
         outcome: match &result {
