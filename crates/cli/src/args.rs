@@ -242,6 +242,12 @@ pub struct LoadArgs {
     #[arg(long = "timer-slack", value_name = "D", value_parser = parse_duration_or_zero, help_heading = "Open loop")]
     pub timer_slack: Option<Duration>,
 
+    /// Time each response's first byte and completion by the kernel's receive stamps, so
+    /// latency is exact however late belier reads (plain HTTP/1.1 over TCP;
+    /// elsewhere, and with off, by when the read returns) [default: on]
+    #[arg(long = "kernel-stamps", value_name = "on|off")]
+    pub kernel_stamps: Option<OnOff>,
+
     /// Worker threads [default: number of cores]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<usize>,
@@ -503,6 +509,15 @@ pub struct RequestArgs {
         conflicts_with_all = ["connect_to", "resolve", "proxy"]
     )]
     pub unix_socket: Option<PathBuf>,
+}
+
+/// A setting turned on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// Spacing of open-loop arrivals.

@@ -213,6 +213,7 @@ pub fn with_request(
         iterations: None,
     };
     engine.keep_samples = args.raw.is_some();
+    engine.kernel_stamps = args.kernel_stamps != Some(crate::args::OnOff::Off);
     if let Some(slack) = args.timer_slack {
         if slack > MAX_TIMER_SLACK {
             return Err(InputError::new(

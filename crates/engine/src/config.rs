@@ -126,6 +126,12 @@ pub struct Config {
     /// body that does not decode is a [`belier_stats::ErrorKind::BodyDecode`]. The request's
     /// `Accept-Encoding` header is the caller's to add.
     pub compressed: bool,
+    /// Take each response's first-byte and completion times from the kernel's receive
+    /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: plain
+    /// HTTP/1.1 over TCP (Linux stamps no Unix stream socket's reads). Latency then stays exact however late the worker
+    /// reads. `false` (or a socket without stamps) takes them when the read returns.
+    /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
+    pub kernel_stamps: bool,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
     /// Time requests still in flight get to finish once the run stops.
@@ -217,6 +223,7 @@ impl std::fmt::Debug for Config {
             .field("keepalive", &self.keepalive)
             .field("resend", &self.resend)
             .field("compressed", &self.compressed)
+            .field("kernel_stamps", &self.kernel_stamps)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
             .field("interval", &self.interval)
@@ -289,6 +296,7 @@ impl Config {
             keepalive: true,
             resend: true,
             compressed: false,
+            kernel_stamps: true,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,

@@ -20,6 +20,7 @@ use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod reuse;
 mod socket;
+mod stamp;
 pub(crate) mod tunnel;
 
 pub(crate) use socket::Socket;
@@ -40,6 +41,13 @@ pub(crate) struct Progress {
     pub handshaken: Option<Instant>,
     pub sent: Option<Instant>,
     pub first_byte: Option<Instant>,
+    /// The kernel's receive stamp of the read that completed the response, when the
+    /// connection reads with stamps (see [`Progress::kernel_stamps`]); `first_byte` is then
+    /// the stamp of the read that brought the first byte.
+    pub completed: Option<Instant>,
+    /// Read with the kernel's receive stamps where the socket gives them (plain HTTP/1.1 over
+    /// TCP); set before the exchange, from `Config::kernel_stamps`.
+    pub kernel_stamps: bool,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// When set (a probe, a scripted user), receives the raw response head.
@@ -320,6 +328,8 @@ pub(crate) struct Connection {
     /// on a connection (one an open loop opened ahead, too) that fails is the server's answer
     /// to it, never re-sent.
     reused: bool,
+    /// Whether its reads carry the kernel's receive stamps (`SO_TIMESTAMPNS` is on).
+    stamped: bool,
 }
 
 /// Opens a connection to `endpoint` (TCP or a Unix domain socket), then a TLS session over it
@@ -388,7 +398,14 @@ impl Connection {
         p: &mut Progress,
     ) -> Result<Connection, Failure> {
         let stream = open_stream(endpoint, tls, p).await?;
+        let stamped = p.kernel_stamps
+            && match &stream {
+                Stream::Plain(tcp) => stamp::enable(tcp),
+                // Linux stamps no Unix stream socket's reads (datagrams only).
+                Stream::Unix(_) | Stream::Tls(_) => false,
+            };
         Ok(Connection {
+            stamped,
             stream,
             pinned: tls.is_some_and(Tls::pinned),
             buf: Vec::with_capacity(READ_BUFFER),
@@ -562,11 +579,17 @@ impl Connection {
             if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
                 self.buf.reserve(READ_BUFFER);
             }
-            let n = match self.stream.read_buf(&mut self.buf).await {
-                Ok(n) => n,
+            let read = if self.stamped {
+                recv_stamped(&self.stream, &mut self.buf).await
+            } else {
+                let plain = self.stream.read_buf(&mut self.buf).await;
+                plain.map(|n| (n, None))
+            };
+            let (n, stamp) = match read {
+                Ok(read) => read,
                 // A TLS peer that closes without close_notify (a crash, a proxy cutting the
                 // connection) shows up as UnexpectedEof: it is a close, judged like one.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => (0, None),
                 Err(e) => return Err(Failure::io(e, false)),
             };
             if n == 0 {
@@ -592,10 +615,32 @@ impl Connection {
                     )),
                 };
             }
+            let now = Instant::now();
+            // A stamp is never before the request went out nor after this read returned.
+            p.completed = match (stamp, p.sent) {
+                (Some(stamp), Some(sent)) => Some(stamp::to_instant(stamp, sent, now)),
+                _ => None,
+            };
+            let at = p.completed.unwrap_or(now);
             if p.first_byte.is_none() {
-                p.first_byte = Some(Instant::now());
+                p.first_byte = Some(at);
             }
             p.bytes_in += n as u64;
         }
     }
+}
+
+/// Reads what has arrived on a TCP socket with `SO_TIMESTAMPNS` on, appending to `buf`,
+/// with the kernel's receive stamp of its last segment.
+async fn recv_stamped(
+    stream: &Stream,
+    buf: &mut Vec<u8>,
+) -> io::Result<(usize, Option<std::time::Duration>)> {
+    use std::os::fd::AsRawFd;
+    let Stream::Plain(tcp) = stream else {
+        unreachable!("stamps are read on plain TCP sockets only")
+    };
+    let fd = tcp.as_raw_fd();
+    tcp.async_io(tokio::io::Interest::READABLE, || stamp::recv(fd, buf))
+        .await
 }

@@ -397,6 +397,7 @@ fn launch(
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
         compressed: config.compressed,
+        kernel_stamps: config.kernel_stamps,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
         timeout: config.timeout,

@@ -164,6 +164,9 @@ impl Local {
             if progress.resent {
                 recorder.record_resent();
             }
+            if progress.completed.is_some() && result.is_ok() {
+                recorder.record_kernel_stamped();
+            }
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
             }

@@ -17,6 +17,8 @@ pub(crate) struct Plan {
     pub keepalive: bool,
     /// Decode bodies and count their decoded bytes (see `Config::compressed`).
     pub compressed: bool,
+    /// Read responses with the kernel's receive stamps (see `Config::kernel_stamps`).
+    pub kernel_stamps: bool,
     /// Re-send once a request the server closed an idle connection under (see
     /// `Config::resend`); scripted users' requests only when their method is idempotent.
     pub resend: bool,

@@ -69,6 +69,7 @@ pub(crate) async fn send(
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
     progress.compressed = plan.compressed;
+    progress.kernel_stamps = plan.kernel_stamps;
     let reused = link.is_open();
     // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
     // from the start of its connect, not once the exchange is over. Otherwise a connection
@@ -100,7 +101,13 @@ pub(crate) async fn send(
         handshaken: progress.handshaken,
         sent: progress.sent.unwrap_or(done),
         first_byte: progress.first_byte,
-        done,
+        // A response read with kernel stamps completed when its last byte reached the host.
+        // (Never before its first byte: each stamp is converted on its own, through an offset
+        // that may be measured again in between.)
+        done: match (&result, progress.completed) {
+            (Ok(_), Some(completed)) => progress.first_byte.map_or(completed, |f| completed.max(f)),
+            _ => done,
+        },
         outcome: match &result {
             Ok(r) => Outcome::Response { status: r.status },
             Err(f) => Outcome::Error(f.kind),

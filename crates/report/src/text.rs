@@ -160,9 +160,17 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     }
 
     let l = &s.latency;
+    // Which clock timed the responses: the kernel's receive stamps, or the reads.
+    let stamped = match t.kernel_stamped() {
+        0 => String::new(),
+        n => format!(
+            ", {} of them timed by the kernel's receive stamps",
+            thousands(n)
+        ),
+    };
     writeln!(
         out,
-        "\nLatency  (from intended start to last byte; {} responses)",
+        "\nLatency  (from intended start to last byte; {} responses{stamped})",
         thousands(l.count)
     )?;
     if l.count == 0 {

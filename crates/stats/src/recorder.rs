@@ -52,6 +52,7 @@ pub struct Recorder {
     server_closes: u64,
     resent: u64,
     tls_resumed: u64,
+    kernel_stamped: u64,
     /// Scripted users: one row per request step, by step number (empty without users).
     steps: Vec<StepRow>,
     /// Scripted users: pass and fail counts per check, by check number.
@@ -94,6 +95,7 @@ impl Recorder {
             server_closes: 0,
             resent: 0,
             tls_resumed: 0,
+            kernel_stamped: 0,
             steps: Vec::new(),
             checks: Vec::new(),
             metrics: Vec::new(),
@@ -208,6 +210,18 @@ impl Recorder {
         self.resent
     }
 
+    /// Counts one response whose first-byte and completion times are the kernel's receive
+    /// stamps rather than the times user space read it.
+    #[inline]
+    pub fn record_kernel_stamped(&mut self) {
+        self.kernel_stamped += 1;
+    }
+
+    /// Responses timed by the kernel's receive stamps.
+    pub fn kernel_stamped(&self) -> u64 {
+        self.kernel_stamped
+    }
+
     /// Counts one TLS handshake that resumed an earlier session (abbreviated handshake).
     #[inline]
     pub fn record_tls_resumed(&mut self) {
@@ -244,6 +258,7 @@ impl Recorder {
         self.server_closes = 0;
         self.resent = 0;
         self.tls_resumed = 0;
+        self.kernel_stamped = 0;
         // Rows stay, emptied: their histograms are reused by the next interval.
         self.steps.iter_mut().for_each(StepRow::reset);
         self.checks.fill(CheckCounts::default());
@@ -552,6 +567,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.server_closes += other.server_closes;
         self.resent += other.resent;
         self.tls_resumed += other.tls_resumed;
+        self.kernel_stamped += other.kernel_stamped;
         self.extremes.merge(&other.extremes);
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);

@@ -107,7 +107,10 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
     if let Source::Preopened = source {
         // No request owns this connect: a failure here is not a result (the first request
         // connects again, and counts its own failure); a success counts the connection.
-        let mut p = Progress::default();
+        let mut p = Progress {
+            kernel_stamps: plan.kernel_stamps,
+            ..Progress::default()
+        };
         let opened = match &mut link {
             Link::Http1(slot @ None) => {
                 match Connection::open(&plan.addr, plan.tls.as_ref(), &mut p).await {

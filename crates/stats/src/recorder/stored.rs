@@ -53,6 +53,9 @@ pub struct Counters {
     /// TLS handshakes that resumed an earlier session.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tls_resumed: u64,
+    /// Responses timed by the kernel's receive stamps.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kernel_stamped: u64,
     /// The exact smallest and largest value of each histogram, by metric name (absent from
     /// files written before they were kept: the histograms' own then stand in).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -100,6 +103,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         c.server_closes,
         c.resent,
         c.tls_resumed,
+        c.kernel_stamped,
         c.iterations,
     ];
     let steps = c
@@ -157,6 +161,7 @@ impl Recorder {
             server_closes: self.server_closes,
             resent: self.resent,
             tls_resumed: self.tls_resumed,
+            kernel_stamped: self.kernel_stamped,
             extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
@@ -197,6 +202,7 @@ impl Recorder {
         r.server_closes = c.server_closes;
         r.resent = c.resent;
         r.tls_resumed = c.tls_resumed;
+        r.kernel_stamped = c.kernel_stamped;
         for (name, &range) in &c.extremes {
             let metric = Metric::from_name(name)
                 .ok_or_else(|| RestoreError(format!("unknown histogram '{name}'")))?;

@@ -120,6 +120,9 @@ fn counters_and_histograms_restore_exactly() {
     r.record_resent();
     r.record_tls_resumed();
     r.record_tls_resumed();
+    for _ in 0..3 {
+        r.record_kernel_stamped();
+    }
     let mut back = Recorder::from_counters(&r.counters()).unwrap();
     for m in Metric::ALL {
         back.add_histogram(m, r.histogram(m)).unwrap();
@@ -137,11 +140,14 @@ fn counters_and_histograms_restore_exactly() {
     assert_eq!(back.checks()[2].failed, 1);
     assert_eq!(back.iterations(), 1);
     assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
+    assert_eq!(back.kernel_stamped(), 3);
     let mut twice = back.clone();
     twice += &back;
     assert_eq!((twice.resent(), twice.tls_resumed()), (2, 4));
+    assert_eq!(twice.kernel_stamped(), 6);
     twice.reset();
     assert_eq!((twice.resent(), twice.tls_resumed()), (0, 0));
+    assert_eq!(twice.kernel_stamped(), 0);
     assert_eq!(back.counters(), r.counters());
     assert_eq!(back.latency_summary(), r.latency_summary());
     assert_eq!(back.lag_us().len(), r.lag_us().len());
