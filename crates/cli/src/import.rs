@@ -43,8 +43,9 @@ pub struct HarArgs {
     /// The HAR file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Keep only the entries on this host (`host` or `host:port`; repeatable). Without it the
-    /// plan takes the origin of the first entry and leaves the others out.
+    /// Keep only the entries on this host (`host` or `host:port`; repeatable). Without it every
+    /// http/https host is kept: the plan's target is the first HTML document's origin, steps on
+    /// other hosts get an absolute `url:`.
     #[arg(long = "include-host", value_name = "H")]
     pub include_hosts: Vec<String>,
     /// Leave out stylesheets, scripts, images, fonts and media.

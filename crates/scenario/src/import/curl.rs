@@ -552,6 +552,7 @@ fn draft(r: &CurlRequest) -> Result<Draft, ImportError> {
         compressed: r.compressed,
         steps: vec![DraftStep::Request(DraftRequest {
             method: r.method.clone(),
+            origin: None,
             path,
             headers: r.headers.clone(),
             body,

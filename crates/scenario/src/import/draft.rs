@@ -39,6 +39,9 @@ pub enum DraftStep {
 pub struct DraftRequest {
     /// HTTP method.
     pub method: String,
+    /// The origin (`scheme://host[:port]`) this request goes to when it is not the plan's
+    /// target: the step is written with an absolute `url:`. `None`: the target's.
+    pub origin: Option<String>,
     /// Path and query, from `/`.
     pub path: String,
     /// Headers of this step, in order.
@@ -169,7 +172,10 @@ fn step(step: &DraftStep) -> Yaml {
         }
         DraftStep::Request(r) => {
             map.insert(s("method"), s(&r.method));
-            map.insert(s("path"), s(&r.path));
+            match &r.origin {
+                Some(origin) => map.insert(s("url"), s(&format!("{origin}{}", r.path))),
+                None => map.insert(s("path"), s(&r.path)),
+            };
             if !r.headers.is_empty() {
                 map.insert(s("headers"), pairs(&r.headers));
             }
