@@ -72,6 +72,8 @@ pub fn plan(scenario: &str, recorded: Vec<Recorded>) -> (Draft, Vec<Correlation>
         scenario: scenario.to_string(),
         headers: Vec::new(),
         insecure: false,
+        cacert: None,
+        unix_socket: None,
         follow: 0,
         compressed: false,
         steps,
