@@ -231,7 +231,7 @@ pub fn from_curl(
                 "-L" | "--location" => {
                     follow = true;
                     notes.push(format!(
-                        "-L: belier's --follow {FOLLOW} (a plan's follow: {FOLLOW}) follows at most {FOLLOW} redirects; a plan follows them to its own hosts only"
+                        "-L: belier's --follow {FOLLOW} (a plan's follow: {FOLLOW}) follows at most {FOLLOW} redirects"
                     ));
                 }
                 _ => {} // output options: nothing to carry over
