@@ -436,3 +436,87 @@ fn a_flag_run_follows_a_redirect_to_a_host_it_did_not_know() {
         doc["summary"]
     );
 }
+
+/// A server on 127.0.0.1:0 that answers every request (keep-alive) with `302` to `location`:
+/// the test server's own redirects are to http only.
+fn redirector(location: String) -> std::net::SocketAddr {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let location = location.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if line == "\r\n" => {
+                            let answer = format!(
+                                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+                            );
+                            if conn.write_all(answer.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A plan's `follow:` to an https host it does not name speaks TLS with the plan's `cacert:`:
+/// with it every hop is answered; without it the certificate is refused and nothing reaches
+/// the host.
+#[test]
+fn a_plan_follows_to_an_unnamed_https_host_with_its_tls_options() {
+    let (tls, ca) = TlsConfig::self_signed(&["127.0.0.1"]);
+    let c = Server::start(Config {
+        threads: 1,
+        record_requests: 100,
+        tls: Some(tls),
+        ..Config::default()
+    })
+    .expect("TLS test server starts");
+    let from = redirector(c.url("/landed"));
+    let dir = temp_dir("follow-https");
+    std::fs::write(dir.join("ca.pem"), ca).unwrap();
+    for (cacert, ok) in [("cacert: ca.pem\n", 5), ("", 0)] {
+        let plan = dir.join("plan.yaml");
+        std::fs::write(
+            &plan,
+            format!(
+                "target: http://{from}\n{cacert}follow: 1\nload: {{ vus: 1, duration: 20s }}\n\
+                 scenarios:\n  - steps:\n      - name: go\n        get: /start\n"
+            ),
+        )
+        .unwrap();
+        let out = belier()
+            .arg("run")
+            .arg(&plan)
+            .args(["-i", "5", "--output", "json"])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        assert_eq!(
+            rows(&doc, "steps"),
+            [("go".to_string(), 5), ("go → redirect 1".to_string(), 5)],
+            "{cacert}"
+        );
+        assert_eq!(
+            doc["summary"]["errors"],
+            5 - ok,
+            "{cacert}{}",
+            doc["errors"]
+        );
+        assert_eq!(doc["status_codes"]["200"].as_u64().unwrap_or(0), ok);
+    }
+    assert_eq!(count(&c, "/landed"), 5);
+    assert_eq!(c.counts().requests, 5);
+}
