@@ -43,8 +43,9 @@ pub struct HarArgs {
     /// The HAR file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Keep only the entries on this host (`host` or `host:port`; repeatable). Without it the
-    /// plan takes the origin of the first entry and leaves the others out.
+    /// Keep only the entries on this host (`host` or `host:port`; repeatable). Without it every
+    /// http/https host is kept: the plan's target is the first HTML document's origin, steps on
+    /// other hosts get an absolute `url:`.
     #[arg(long = "include-host", value_name = "H")]
     pub include_hosts: Vec<String>,
     /// Leave out stylesheets, scripts, images, fonts and media.
@@ -68,13 +69,18 @@ fn curl(args: CurlArgs) -> anyhow::Result<u8> {
     let mut imported = import::from_curl(&args.command, &mut read)?;
     let command = format!("belier {}", shell_words::join(&imported.flags));
     if let Some(out) = &args.out {
-        // The plan reads a body file from its own directory: name it from anywhere.
-        for step in &mut imported.draft.steps {
-            if let DraftStep::Request(r) = step {
-                if let Some(file) = &mut r.body_file {
-                    *file = std::path::absolute(&*file)?;
-                }
-            }
+        // The plan reads its files (a body, a CA, a socket) from its own directory, curl from
+        // the current one: name them from anywhere.
+        let draft = &mut imported.draft;
+        let files = draft.steps.iter_mut().filter_map(|step| match step {
+            DraftStep::Request(r) => r.body_file.as_mut(),
+            DraftStep::Pause(_) => None,
+        });
+        for file in files
+            .chain(draft.cacert.as_mut())
+            .chain(draft.unix_socket.as_mut())
+        {
+            *file = std::path::absolute(&*file)?;
         }
         let comment = format!(
             "Imported by `belier import curl`; the same request as flags (add -n/-z, -c or --rate):\n{command}"

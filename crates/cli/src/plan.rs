@@ -389,8 +389,12 @@ pub fn engine_for(
         headers: Vec::new(),
         body: Vec::new(),
     });
-    let any_https =
-        target.scheme == Scheme::Https || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);
+    // Redirects may lead to https hosts the plan does not name (not over HTTP/2): they get
+    // the plan's TLS settings too.
+    let discovering = options.follow > 0 && !options.http2;
+    let any_https = discovering
+        || target.scheme == Scheme::Https
+        || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);
     if any_https {
         engine.tls = Some(settings::tls_from_files(
             options.insecure,
@@ -409,6 +413,9 @@ pub fn engine_for(
     engine.compressed = options.compressed;
     // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
     engine.origins = crate::targets::engine_origins(&plan.hosts, engine.tls.as_ref());
+    if discovering {
+        users.discovered_tls(crate::targets::discovered_tls(engine.tls.as_ref()));
+    }
     if target.scheme == Scheme::Http {
         // The TLS options were the other hosts'.
         engine.tls = None;

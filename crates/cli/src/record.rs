@@ -28,7 +28,8 @@ pub struct RecordArgs {
     #[arg(long = "max-requests", value_name = "N")]
     pub max_requests: Option<u64>,
     /// Record only this host (`host` or `host:port`; repeatable); others are forwarded but
-    /// not recorded. Without it the first host recorded is the plan's.
+    /// not recorded. Without it every host goes into the plan (steps on hosts other than its
+    /// target with an absolute `url:`).
     #[arg(long = "include-host", value_name = "H")]
     pub include_hosts: Vec<String>,
     /// Clients must send this token in Proxy-Authorization (Bearer, or Basic with it as the

@@ -278,7 +278,7 @@ pub fn engine_origins(
 
 /// The TLS settings of https hosts a redirect leads to: the run's (without its SNI override,
 /// which names its first host), or by default the system's roots.
-fn discovered_tls(run: Option<&belier_engine::TlsOptions>) -> belier_engine::TlsOptions {
+pub fn discovered_tls(run: Option<&belier_engine::TlsOptions>) -> belier_engine::TlsOptions {
     belier_engine::TlsOptions {
         server_name: None,
         ..run.cloned().unwrap_or_default()

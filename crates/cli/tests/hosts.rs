@@ -229,10 +229,11 @@ fn follow_crosses_to_another_host_of_the_run_without_credentials() {
 
 /// A plan's `follow:`: a step's redirect chain from host A to host B, each hop in its own row,
 /// the step's checks and extractions on the last answer (B's cookie, from B's jar), the
-/// Authorization header left on A; a redirect to a host the plan does not know is the answer.
+/// Authorization header left on A; a redirect to host C, which the plan does not name, is
+/// followed too (C resolved when first met, one connection), without the step's Authorization.
 #[test]
 fn a_plan_follows_redirects_to_its_other_host() {
-    let (a, b) = (server(), server());
+    let (a, b, c) = (server(), server(), server());
     let dir = temp_dir("plan-follow");
     let plan = dir.join("follow.yaml");
     let to = b.addr();
@@ -253,10 +254,12 @@ scenarios:
       - name: back
         url: {b}/again
       - name: elsewhere
-        get: /x?redirect=1&to=127.0.0.1:9
+        get: /x?redirect=1&to={c}
+        headers: {{ Authorization: "Bearer for-a" }}
 "#,
             a = base(&a),
             b = base(&b),
+            c = c.addr(),
         ),
     )
     .unwrap();
@@ -269,7 +272,7 @@ scenarios:
     };
     let want: Vec<(String, u64)> = hops("go", [10, 10, 10, 0])
         .chain(hops("back", [10, 0, 0, 0]))
-        .chain(hops("elsewhere", [10, 0, 0, 0]))
+        .chain(hops("elsewhere", [10, 10, 0, 0]))
         .collect();
     assert_eq!(rows(&doc, "steps"), want);
     let checks: Vec<(String, u64, u64)> = doc["checks"]
@@ -293,17 +296,18 @@ scenarios:
         ]
     );
     assert_eq!(doc["status_codes"]["302"], 30, "{}", doc["status_codes"]);
-    assert_eq!(doc["status_codes"]["200"], 20, "{}", doc["status_codes"]);
+    assert_eq!(doc["status_codes"]["200"], 30, "{}", doc["status_codes"]);
+    assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
 
-    // A: the first hop and the unfollowed redirect, on one connection, with the credentials.
+    // A: the first hops of `go` and `elsewhere`, on one connection, with the credentials.
+    let to_c = c.addr();
     assert_eq!(count(&a, &format!("/go?redirect=2&to={to}&token=1")), 10);
-    assert_eq!(count(&a, "/x?redirect=1&to=127.0.0.1:9"), 10);
+    assert_eq!(count(&a, &format!("/x?redirect=1&to={to_c}")), 10);
     assert_eq!(a.counts().requests, 20);
-    let on_a = a.recent_requests();
-    assert!(on_a
-        .iter()
-        .filter(|r| r.target.starts_with("/go"))
-        .all(|r| r.header("authorization") == Some("Bearer for-a")));
+    credentials_stayed_on(&a, &c);
+    // C, found during the run: `elsewhere`'s second hop, on one connection.
+    assert_eq!(count(&c, &format!("/x?to={to_c}")), 10);
+    assert_eq!((c.counts().requests, c.counts().connections), (10, 1));
     // B: two hops and `back` per iteration, on one connection, never the credentials; the
     // last hop (index 3k+1 on B's connection) set the session that `back` then sends.
     assert_eq!(count(&b, &format!("/go?redirect=1&to={to}&token=1")), 10);
@@ -431,4 +435,88 @@ fn a_flag_run_follows_a_redirect_to_a_host_it_did_not_know() {
         "{}",
         doc["summary"]
     );
+}
+
+/// A server on 127.0.0.1:0 that answers every request (keep-alive) with `302` to `location`:
+/// the test server's own redirects are to http only.
+fn redirector(location: String) -> std::net::SocketAddr {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let location = location.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if line == "\r\n" => {
+                            let answer = format!(
+                                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+                            );
+                            if conn.write_all(answer.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A plan's `follow:` to an https host it does not name speaks TLS with the plan's `cacert:`:
+/// with it every hop is answered; without it the certificate is refused and nothing reaches
+/// the host.
+#[test]
+fn a_plan_follows_to_an_unnamed_https_host_with_its_tls_options() {
+    let (tls, ca) = TlsConfig::self_signed(&["127.0.0.1"]);
+    let c = Server::start(Config {
+        threads: 1,
+        record_requests: 100,
+        tls: Some(tls),
+        ..Config::default()
+    })
+    .expect("TLS test server starts");
+    let from = redirector(c.url("/landed"));
+    let dir = temp_dir("follow-https");
+    std::fs::write(dir.join("ca.pem"), ca).unwrap();
+    for (cacert, ok) in [("cacert: ca.pem\n", 5), ("", 0)] {
+        let plan = dir.join("plan.yaml");
+        std::fs::write(
+            &plan,
+            format!(
+                "target: http://{from}\n{cacert}follow: 1\nload: {{ vus: 1, duration: 20s }}\n\
+                 scenarios:\n  - steps:\n      - name: go\n        get: /start\n"
+            ),
+        )
+        .unwrap();
+        let out = belier()
+            .arg("run")
+            .arg(&plan)
+            .args(["-i", "5", "--output", "json"])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        assert_eq!(
+            rows(&doc, "steps"),
+            [("go".to_string(), 5), ("go → redirect 1".to_string(), 5)],
+            "{cacert}"
+        );
+        assert_eq!(
+            doc["summary"]["errors"],
+            5 - ok,
+            "{cacert}{}",
+            doc["errors"]
+        );
+        assert_eq!(doc["status_codes"]["200"].as_u64().unwrap_or(0), ok);
+    }
+    assert_eq!(count(&c, "/landed"), 5);
+    assert_eq!(c.counts().requests, 5);
 }

@@ -64,19 +64,25 @@ fn run_plan(plan: &Path, shop: &Shop) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `belier import har HAR ARGS --exclude-static --out PLAN`, which must exit 0; what it said.
+fn import_har(har: &Path, args: &[String], plan: &Path) -> String {
+    let out = belier()
+        .args(["import", "har"])
+        .arg(har)
+        .args(args)
+        .args(["--exclude-static", "--out"])
+        .arg(plan)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    text(&out.stderr)
+}
+
 #[test]
 fn a_har_login_flow_replays_with_the_token_it_is_issued() {
     let dir = temp_dir("har");
     let plan = dir.join("plan.yaml");
-    let out = belier()
-        .args(["import", "har"])
-        .arg(fixture("login-flow.har"))
-        .args(["--exclude-static", "--out"])
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let said = text(&out.stderr);
+    let said = import_har(&fixture("login-flow.har"), &[], &plan);
     assert!(
         said.contains(
             "extracted `token` from the response of request 2 (json $.token), used by request 3, 4"
@@ -137,6 +143,101 @@ fn a_har_login_flow_replays_with_the_token_it_is_issued() {
         .map(|s| s["failed"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(failed, 0, "{}", doc["steps"]);
+}
+
+/// A test server on 127.0.0.1:0 that keeps the requests it saw.
+fn counting_server() -> belier_testserver::Server {
+    belier_testserver::Server::start(belier_testserver::Config {
+        threads: 1,
+        record_requests: 1000,
+        ..belier_testserver::Config::default()
+    })
+    .expect("test server starts")
+}
+
+/// `(method, target)` of every request `server` saw, sorted, once it is idle.
+fn seen_by(server: &belier_testserver::Server) -> Vec<(String, String)> {
+    server.wait_idle(std::time::Duration::from_secs(5));
+    let mut seen: Vec<(String, String)> = server
+        .recent_requests()
+        .iter()
+        .map(|r| (r.method.clone(), r.target.clone()))
+        .collect();
+    seen.sort();
+    seen
+}
+
+/// `tests/fixtures/two-hosts.har` (HAR 1.2, a page on one host calling an API on another, a
+/// script and a tracker) names its hosts 127.0.0.1:1111 and 127.0.0.1:2222: the test puts its
+/// two servers' ports there. The plan keeps both hosts, the page's as the target; the
+/// tracker is left out by `--include-host`, the script by `--exclude-static`.
+#[test]
+fn a_har_on_two_hosts_replays_on_both() {
+    let dir = temp_dir("har-two-hosts");
+    let (page, api) = (counting_server(), counting_server());
+    let har = std::fs::read_to_string(fixture("two-hosts.har"))
+        .unwrap()
+        .replace("127.0.0.1:1111", &page.addr().to_string())
+        .replace("127.0.0.1:2222", &api.addr().to_string());
+    let har_file = dir.join("two-hosts.har");
+    std::fs::write(&har_file, har).unwrap();
+    let plan = dir.join("plan.yaml");
+    let hosts = [
+        "--include-host".to_string(),
+        page.addr().to_string(),
+        "--include-host".to_string(),
+        api.addr().to_string(),
+    ];
+    let said = import_har(&har_file, &hosts, &plan);
+    assert!(said.contains("1 static resources left out"), "{said}");
+    assert!(
+        said.contains("tracker.test:80 (1)") || said.contains("tracker.test (1)"),
+        "{said}"
+    );
+    let yaml = std::fs::read_to_string(&plan).unwrap();
+    assert!(
+        yaml.contains(&format!("target: \"http://{}\"", page.addr())),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains(&format!("url: \"http://{}/api/items/7\"", api.addr())),
+        "{yaml}"
+    );
+    let check = belier().arg("check").arg(&plan).output().unwrap();
+    assert_exit(&check, 0);
+    assert!(
+        text(&check.stdout).contains(&api.addr().to_string()),
+        "{}",
+        text(&check.stdout)
+    );
+
+    let out = belier()
+        .arg("run")
+        .arg(&plan)
+        .args(["-i", "3", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["summary"]["requests"], 12, "{doc}");
+    let three = |method: &str, target: &str| vec![(method.to_string(), target.to_string()); 3];
+    assert_eq!(
+        seen_by(&page),
+        [three("GET", "/"), three("POST", "/cart")].concat()
+    );
+    assert_eq!(
+        seen_by(&api),
+        [
+            three("GET", "/api/items/7"),
+            three("GET", "/api/items?page=1")
+        ]
+        .concat()
+    );
+    assert!(page
+        .recent_requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .all(|r| r.body == br#"{"item":7,"n":1}"#));
 }
 
 #[test]

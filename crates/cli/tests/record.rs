@@ -137,6 +137,44 @@ fn run_plan(plan: &Path, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Ann's login at the shop with curl through `proxy` (and `extra` curl options): the token.
+fn log_in(proxy: &[&str], shop: &Shop, extra: &[&str]) -> String {
+    let login = curl(
+        &[
+            proxy,
+            extra,
+            &[
+                "-H",
+                "Content-Type: application/json",
+                "--data-raw",
+                r#"{"user":"ann","password":"correct horse"}"#,
+                &format!("{}/api/login", shop.url()),
+            ],
+        ]
+        .concat(),
+    );
+    serde_json::from_slice::<Value>(&login.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Waits for `recorder` to stop after 3 requests, the first the shop's login whose token the
+/// other two use; what it said.
+fn recorded_login_and_two(recorder: Recorder, shop: &Shop) -> String {
+    let (code, said) = recorder.wait();
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(&format!("recorded 3 requests to {}", shop.url())),
+        "{said}"
+    );
+    assert!(
+        said.contains("extracted `token` from the response of request 1, used by request 2, 3"),
+        "{said}"
+    );
+    said
+}
+
 #[test]
 fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
     if !have_curl("a_login_flow_through_the_proxy_replays_with_a_fresh_token") {
@@ -151,24 +189,7 @@ fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
         &["--listen", "127.0.0.1:0", "--max-requests", "3"],
     );
     let proxy = ["--proxy", recorder.proxy.as_str()];
-    let login = curl(
-        &[
-            &proxy[..],
-            &[
-                "--compressed",
-                "-H",
-                "Content-Type: application/json",
-                "--data-raw",
-                r#"{"user":"ann","password":"correct horse"}"#,
-            ],
-            &[&format!("{}/api/login", shop.url())],
-        ]
-        .concat(),
-    );
-    let token = serde_json::from_slice::<Value>(&login.stdout).unwrap()["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = log_in(&proxy, &shop, &["--compressed"]);
     let bearer = format!("Authorization: Bearer {token}");
     for path in ["/api/items?page=1", "/api/items/42"] {
         let out = curl(
@@ -180,16 +201,7 @@ fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
         );
         assert!(!out.stdout.is_empty());
     }
-    let (code, said) = recorder.wait();
-    assert_eq!(code, 0, "{said}");
-    assert!(
-        said.contains(&format!("recorded 3 requests to {}", shop.url())),
-        "{said}"
-    );
-    assert!(
-        said.contains("extracted `token` from the response of request 1, used by request 2, 3"),
-        "{said}"
-    );
+    let said = recorded_login_and_two(recorder, &shop);
     assert!(
         !said.contains(&token),
         "the token is printed nowhere: {said}"
@@ -227,6 +239,66 @@ fn a_login_flow_through_the_proxy_replays_with_a_fresh_token() {
         assert_eq!(
             s.header("authorization"),
             Some(format!("Bearer {}", tokens[1]).as_str())
+        );
+    }
+}
+
+/// A client on two hosts (the shop's login and items, a test server's catalog) through the
+/// proxy makes one plan: the shop is its target, the catalog a `url:` step, and the token the
+/// shop issued goes to both hosts in the replay.
+#[test]
+fn two_hosts_through_the_proxy_make_one_plan() {
+    if !have_curl("two_hosts_through_the_proxy_make_one_plan") {
+        return;
+    }
+    let dir = temp_dir("two-hosts");
+    let plan = dir.join("plan.yaml");
+    let shop = Shop::start();
+    let catalog = Server::start(Config {
+        threads: 1,
+        record_requests: 100,
+        ..Config::default()
+    })
+    .unwrap();
+    let catalog_url = format!("http://{}/catalog?page=2", catalog.addr());
+    let recorder = Recorder::start(
+        &dir,
+        &plan,
+        &["--listen", "127.0.0.1:0", "--max-requests", "3"],
+    );
+    let proxy = ["--proxy", recorder.proxy.as_str()];
+    let token = log_in(&proxy, &shop, &[]);
+    let bearer = format!("Authorization: Bearer {token}");
+    for url in [catalog_url.clone(), format!("{}/api/items/42", shop.url())] {
+        curl(&[&proxy[..], &["-f", "-H", &bearer, &url]].concat());
+    }
+    let said = recorded_login_and_two(recorder, &shop);
+    assert!(!said.contains(&token), "{said}");
+    let yaml = std::fs::read_to_string(&plan).unwrap();
+    assert!(yaml.contains(&format!("url: \"{catalog_url}\"")), "{yaml}");
+    assert!(catalog.wait_idle(Duration::from_secs(5)));
+    assert_eq!(catalog.recent_requests().len(), 1);
+
+    let doc = run_plan(&plan, &["-i", "2"]);
+    assert_eq!(doc["summary"]["requests"], 6);
+    let shop_seen: Vec<(String, String, u16)> = shop.seen()[2..]
+        .iter()
+        .map(|s| (s.method.clone(), s.target.clone(), s.status))
+        .collect();
+    let login = ("POST".to_string(), "/api/login".to_string(), 200);
+    let item = ("GET".to_string(), "/api/items/42".to_string(), 200);
+    assert_eq!(shop_seen, [login.clone(), item.clone(), login, item]);
+    assert!(catalog.wait_idle(Duration::from_secs(5)));
+    let replayed = &catalog.recent_requests()[1..];
+    assert_eq!(replayed.len(), 2);
+    // Each iteration logs in again and sends its own token to both hosts.
+    let tokens = shop.tokens();
+    assert_eq!(tokens.len(), 3);
+    for (seen, token) in replayed.iter().zip(&tokens[1..]) {
+        assert_eq!(seen.target, "/catalog?page=2");
+        assert_eq!(
+            seen.header("authorization"),
+            Some(format!("Bearer {token}").as_str())
         );
     }
 }

@@ -66,7 +66,9 @@ impl Book {
         self.started.elapsed()
     }
 
-    /// Adds an exchange on `origin` (`host_port` names it in notes) and writes the plan again.
+    /// Adds an exchange on `origin` (`host_port` names it in notes) and writes the plan again:
+    /// every host's exchanges (or those of `include_hosts`) go into one plan, those of hosts
+    /// other than its target as steps with an absolute `url:`.
     pub(crate) fn add(
         &self,
         origin: String,
@@ -78,14 +80,11 @@ impl Book {
         if self.full() {
             return;
         }
-        let wanted = if self.include_hosts.is_empty() {
-            state.origin.as_ref().is_none_or(|o| *o == origin)
-        } else {
-            self.include_hosts
+        let wanted = self.include_hosts.is_empty()
+            || self
+                .include_hosts
                 .iter()
-                .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_port))
-                && state.origin.as_ref().is_none_or(|o| *o == origin)
-        };
+                .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(host_port));
         if !wanted {
             match state.other_hosts.iter_mut().find(|(h, _)| h == host_port) {
                 Some((_, n)) => *n += 1,
@@ -93,13 +92,14 @@ impl Book {
             }
             return;
         }
-        let Some(recorded) = recorded else {
+        let Some(mut recorded) = recorded else {
             state.not_text += 1;
             return;
         };
-        state.origin.get_or_insert(origin.clone());
+        recorded.exchange.request.origin = Some(origin);
         state.recorded.push(recorded);
-        let (draft, correlations) = import::plan(origin, "recorded", state.recorded.clone());
+        let (draft, correlations) = import::plan("recorded", state.recorded.clone());
+        state.origin = Some(draft.origin.clone());
         state.correlations = correlations;
         let yaml = draft.to_yaml(
             "Recorded by `belier record`; rewritten after each request, so it is complete whenever\nthe recorder stops. Run it: belier run PLAN (add -u N -z D for more users and time).",
@@ -130,7 +130,7 @@ impl Book {
                 .map(|(h, n)| format!("{h} ({n})"))
                 .collect();
             notes.push(format!(
-                "forwarded but not recorded, a plan sends to one origin (choose with --include-host): {}",
+                "forwarded but not recorded, not on --include-host: {}",
                 list.join(", ")
             ));
         }
@@ -181,9 +181,9 @@ mod tests {
     }
 
     #[test]
-    fn one_origin_up_to_the_limit_and_a_valid_plan_after_each() {
+    fn every_host_in_one_plan_up_to_the_limit_and_a_valid_plan_after_each() {
         let out = dir("limit").join("plan.yaml");
-        let book = Book::new(out.clone(), Some(2), vec![]);
+        let book = Book::new(out.clone(), Some(3), vec![]);
         let a = "http://a.test:8080".to_string();
         book.add(a.clone(), "a.test", "a.test:8080", get("/one", 0));
         let plan = belier_scenario::load(&out).unwrap();
@@ -200,20 +200,23 @@ mod tests {
         assert!(book.full());
         book.add(a, "a.test", "a.test:8080", get("/three", 700));
         let summary = book.summary();
-        assert_eq!(summary.recorded, 2);
+        assert_eq!(summary.recorded, 3);
         assert_eq!(summary.origin.as_deref(), Some("http://a.test:8080"));
         assert!(
-            summary.notes[0].ends_with("b.test:80 (1)"),
+            summary.notes[0].starts_with("1 requests forwarded but not recorded"),
             "{:?}",
             summary.notes
         );
-        assert!(summary.notes[1].starts_with("1 requests forwarded but not recorded"));
         let text = std::fs::read_to_string(&out).unwrap();
         assert!(
-            text.contains("/two") && text.contains("pause: 595ms") && !text.contains("/three"),
+            text.contains("url: \"http://b.test/other\"")
+                && text.contains("path: /two")
+                && text.contains("pause: 585ms")
+                && !text.contains("/three"),
             "{text}"
         );
-        belier_scenario::load(&out).unwrap();
+        let plan = belier_scenario::load(&out).unwrap();
+        assert_eq!(plan.hosts.len(), 1);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! `CONNECT host:443`, which the recorder answers itself with a certificate for that host
 //! minted by its own CA ([`CA_CERT_FILE`] in the directory it is given, made on first use), so
 //! a client that trusts that CA lets it read the requests before they are sent on over TLS.
-//! Each exchange on the plan's origin (the first one recorded, or those of `include_hosts`)
-//! becomes a step; after each, the whole plan is written again to a temporary file renamed over
+//! Each exchange (of every host, or of `include_hosts`) becomes a step, one plan for all of
+//! them: its target is the first HTML page's origin (or the first request's) and steps on
+//! other hosts carry an absolute `url:`; after each, the whole plan is written again to a temporary file renamed over
 //! the plan, so stopping at any moment leaves the last complete, valid plan.
 //!
 //! Off the loopback, clients must send `Proxy-Authorization` with the token (`Bearer TOKEN`,

@@ -299,6 +299,7 @@ fn record(
     Some(Exchange {
         request: DraftRequest {
             method: parts.method.as_str().to_string(),
+            origin: None, // the book sets it, from the request line
             path: target.to_string(),
             headers,
             body,

@@ -75,7 +75,8 @@ impl Plan {
         )))
     }
 
-    /// `users` following redirects as [`Options::follow`] says, to the plan's hosts.
+    /// `users` following redirects as [`Options::follow`] says, to the plan's hosts and (not
+    /// over HTTP/2) to hosts they lead to.
     fn follow(&self, users: PlanUsers) -> PlanUsers {
         if self.options.follow == 0 {
             return users;
@@ -87,7 +88,8 @@ impl Plan {
             port: target.port,
         };
         let origins = std::iter::once(first).chain(self.hosts.iter().cloned());
-        users.following(self.options.follow, origins.collect())
+        // Hosts found on the way are spoken to over HTTP/1.1 only.
+        users.following(self.options.follow, origins.collect(), !self.options.http2)
     }
 
     /// A fresh set of virtual users for each of the plan's [`Plan::executors`], in order, for

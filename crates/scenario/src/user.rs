@@ -148,15 +148,38 @@ impl PlanUsers {
     }
 
     /// Follows up to `hops` redirects of each request step to the run's `origins` (the
-    /// target's host first, then the plan's others). Call before the run.
-    pub(crate) fn following(mut self, hops: usize, origins: Vec<crate::targets::Origin>) -> Self {
+    /// target's host first, then the plan's others) and, with `discover` (HTTP/1.1), to hosts
+    /// the plan does not name, each resolved when first met. Call before the run.
+    pub(crate) fn following(
+        mut self,
+        hops: usize,
+        origins: Vec<crate::targets::Origin>,
+        discover: bool,
+    ) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.follow = (hops > 0).then(|| Follow {
                 hops,
-                hosts: crate::targets::follow::Hosts::known(origins),
+                hosts: crate::targets::follow::Hosts {
+                    known: origins,
+                    discover: discover.then(|| crate::targets::follow::Discover::new(None)),
+                },
             });
         }
         self
+    }
+
+    /// The TLS settings (the plan's) of https hosts that redirects lead to beyond the plan's
+    /// own; without them, the system's roots verify those hosts. Call before the run; a
+    /// second call changes nothing.
+    pub fn discovered_tls(&self, tls: belier_engine::TlsOptions) {
+        if let Some(discover) = self
+            .shared
+            .follow
+            .as_ref()
+            .and_then(|f| f.hosts.discover.as_ref())
+        {
+            let _ = discover.tls.set(tls);
+        }
     }
 
     /// What this `setup` or `teardown` did (empty for the users of the load).
@@ -222,6 +245,10 @@ impl Users for PlanUsers {
 
     fn metrics(&self) -> &[CustomMetric] {
         &self.shared.program.metrics
+    }
+
+    fn origin(&self, index: usize) -> Option<belier_engine::Origin> {
+        self.shared.follow.as_ref()?.hosts.engine_origin(index)
     }
 
     fn user(&self, vu: u64) -> Box<dyn User> {

@@ -259,6 +259,7 @@ mod tests {
         Exchange {
             request: DraftRequest {
                 method: "GET".into(),
+                origin: None,
                 path: path.into(),
                 headers: headers
                     .iter()

@@ -33,6 +33,12 @@ pub struct CurlRequest {
     pub body: Option<CurlBody>,
     /// `-k`: do not verify the certificate.
     pub insecure: bool,
+    /// `--cacert FILE`: verify the certificate against these PEM CA certificates (belier's
+    /// `--cacert`, the plan's `cacert:`).
+    pub cacert: Option<PathBuf>,
+    /// `--unix-socket PATH`: connect to this Unix domain socket, the URL naming the host,
+    /// paths and scheme (belier's `--unix-socket`, the plan's `unix_socket:`).
+    pub unix_socket: Option<PathBuf>,
     /// `--compressed`: belier's `--compressed` asks for and decodes compressed answers.
     pub compressed: bool,
     /// `-L`: follow redirects (belier's `--follow`).
@@ -126,6 +132,7 @@ pub fn from_curl(
     let mut added: Vec<(String, String)> = Vec::new();
     let mut data: Vec<Data> = Vec::new();
     let mut insecure = false;
+    let (mut cacert, mut unix_socket) = (None, None);
     let (mut compressed, mut follow, mut cookies) = (false, false, false);
     let mut notes = Vec::new();
     let mut words = words.peekable();
@@ -166,7 +173,7 @@ pub fn from_curl(
                     return Err(ImportError::new(
                         INPUT,
                         format!(
-                            "unknown curl option `{opt}` (belier reads -X, -H, -d, --data-raw, --data-binary, --data-urlencode, --json, -u, -A, -e, -b, -G, -I, -k, -L, --compressed, --url and ignores output options such as -s, -v, -o)"
+                            "unknown curl option `{opt}` (belier reads -X, -H, -d, --data-raw, --data-binary, --data-urlencode, --json, -u, -A, -e, -b, -G, -I, -k, --cacert, --unix-socket, -L, --compressed, --url and ignores output options such as -s, -v, -o)"
                         ),
                     ))
                 }
@@ -216,13 +223,15 @@ pub fn from_curl(
                     compressed = true;
                 }
                 "-k" | "--insecure" => insecure = true,
+                "--cacert" => cacert = Some(PathBuf::from(value)),
+                "--unix-socket" => unix_socket = Some(PathBuf::from(value)),
                 "-G" | "--get" => get = true,
                 "-I" | "--head" => head = true,
                 "--url" => urls.push(value),
                 "-L" | "--location" => {
                     follow = true;
                     notes.push(format!(
-                        "-L: belier's --follow {FOLLOW} (a plan's follow: {FOLLOW}) follows at most {FOLLOW} redirects; a plan follows them to its own hosts only"
+                        "-L: belier's --follow {FOLLOW} (a plan's follow: {FOLLOW}) follows at most {FOLLOW} redirects"
                     ));
                 }
                 _ => {} // output options: nothing to carry over
@@ -305,6 +314,8 @@ pub fn from_curl(
         headers: all,
         body,
         insecure,
+        cacert,
+        unix_socket,
         compressed,
         follow,
         cookies,
@@ -343,6 +354,8 @@ fn takes_value(opt: &str) -> Option<bool> {
         "-b",
         "--cookie",
         "--url",
+        "--cacert",
+        "--unix-socket",
         // Output only.
         "-o",
         "--output",
@@ -517,6 +530,12 @@ fn flags(r: &CurlRequest) -> Vec<String> {
     if r.insecure {
         out.push("-k".into());
     }
+    if let Some(file) = &r.cacert {
+        out.extend(["--cacert".into(), file.display().to_string()]);
+    }
+    if let Some(path) = &r.unix_socket {
+        out.extend(["--unix-socket".into(), path.display().to_string()]);
+    }
     out
 }
 
@@ -548,10 +567,13 @@ fn draft(r: &CurlRequest) -> Result<Draft, ImportError> {
         scenario: "curl".into(),
         headers: Vec::new(),
         insecure: r.insecure,
+        cacert: r.cacert.clone(),
+        unix_socket: r.unix_socket.clone(),
         follow: if r.follow { FOLLOW } else { 0 },
         compressed: r.compressed,
         steps: vec![DraftStep::Request(DraftRequest {
             method: r.method.clone(),
+            origin: None,
             path,
             headers: r.headers.clone(),
             body,

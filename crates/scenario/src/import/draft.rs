@@ -17,6 +17,12 @@ pub struct Draft {
     pub headers: Vec<(String, String)>,
     /// https: do not verify the certificate.
     pub insecure: bool,
+    /// https: verify certificates against these PEM CA certificates (the plan's `cacert:`; a
+    /// relative path is read from the plan's directory).
+    pub cacert: Option<std::path::PathBuf>,
+    /// Connect to this Unix domain socket instead of over TCP (the plan's `unix_socket:`; a
+    /// relative path is read from the plan's directory).
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Redirects each step follows (the plan's `follow:`; 0: none).
     pub follow: usize,
     /// Ask for compressed answers and decode them (the plan's `compressed:`).
@@ -39,6 +45,9 @@ pub enum DraftStep {
 pub struct DraftRequest {
     /// HTTP method.
     pub method: String,
+    /// The origin (`scheme://host[:port]`) this request goes to when it is not the plan's
+    /// target: the step is written with an absolute `url:`. `None`: the target's.
+    pub origin: Option<String>,
     /// Path and query, from `/`.
     pub path: String,
     /// Headers of this step, in order.
@@ -112,6 +121,12 @@ impl Draft {
         if self.insecure {
             plan.insert(s("insecure"), Yaml::Boolean(true));
         }
+        if let Some(file) = &self.cacert {
+            plan.insert(s("cacert"), s(&file.to_string_lossy()));
+        }
+        if let Some(path) = &self.unix_socket {
+            plan.insert(s("unix_socket"), s(&path.to_string_lossy()));
+        }
         if self.compressed {
             plan.insert(s("compressed"), Yaml::Boolean(true));
         }
@@ -169,7 +184,10 @@ fn step(step: &DraftStep) -> Yaml {
         }
         DraftStep::Request(r) => {
             map.insert(s("method"), s(&r.method));
-            map.insert(s("path"), s(&r.path));
+            match &r.origin {
+                Some(origin) => map.insert(s("url"), s(&format!("{origin}{}", r.path))),
+                None => map.insert(s("path"), s(&r.path)),
+            };
             if !r.headers.is_empty() {
                 map.insert(s("headers"), pairs(&r.headers));
             }
@@ -219,6 +237,8 @@ mod tests {
             scenario: "recorded".into(),
             headers: vec![],
             insecure: false,
+            cacert: None,
+            unix_socket: None,
             follow: 3,
             compressed: true,
             steps: vec![

@@ -1,9 +1,10 @@
 //! HAR 1.2 files (what browsers' developer tools and proxies save) → a [`Draft`].
 //!
 //! Only what a plan needs is read; the other fields of the specification (cookies, timings,
-//! cache, sizes) may be present or not. The entries on the plan's origin are kept in the order
-//! they started; a gap between one ending and the next starting becomes a pause; correlation
-//! turns tokens into extractions.
+//! cache, sizes) may be present or not. The entries (of every http/https host, or those of
+//! `--include-host`) are kept in the order they started; the plan's target is the first HTML
+//! document's origin and steps on other hosts get an absolute `url:`; a gap between one ending
+//! and the next starting becomes a pause; correlation turns tokens into extractions.
 
 use std::time::Duration;
 
@@ -27,8 +28,7 @@ const STATIC_EXTENSIONS: &[&str] = &[
 /// What to keep of a HAR file.
 #[derive(Clone, Debug, Default)]
 pub struct HarOptions {
-    /// Keep only entries on these hosts (`host` or `host:port`); empty: every host, the plan
-    /// then taking the first kept entry's origin.
+    /// Keep only entries on these hosts (`host` or `host:port`); empty: every http/https host.
     pub include_hosts: Vec<String>,
     /// Leave out static resources: stylesheets, scripts, images, fonts, media (by the
     /// response's type or the path's extension).
@@ -116,7 +116,6 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
     let mut kept: Vec<(usize, url::Url, &Entry)> = Vec::new();
     let mut skipped_static = 0;
     let mut skipped_hosts: Vec<(String, usize)> = Vec::new();
-    let mut origin: Option<url::Origin> = None;
     for (index, entry) in har.log.entries.iter().enumerate() {
         let at = |what: &str| format!("entry {index} (log.entries[{index}].request.url): {what}");
         let url = url::Url::parse(&entry.request.url).map_err(|e| {
@@ -147,15 +146,6 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             skipped_static += 1;
             continue;
         }
-        let this_origin = url.origin();
-        match &origin {
-            None => origin = Some(this_origin),
-            Some(o) if *o != this_origin => {
-                count(&mut skipped_hosts, host_port);
-                continue;
-            }
-            Some(_) => {}
-        }
         kept.push((index, url, entry));
     }
     if skipped_static > 0 {
@@ -169,11 +159,11 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             .map(|(h, n)| format!("{h} ({n})"))
             .collect();
         notes.push(format!(
-            "entries of other origins left out, a plan sends to one origin (choose with --include-host): {}",
+            "entries left out (not http or https, or not on --include-host): {}",
             list.join(", ")
         ));
     }
-    let Some(origin) = origin else {
+    if kept.is_empty() {
         return Err(ImportError::new(
             input,
             format!(
@@ -186,7 +176,7 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
                 }
             ),
         ));
-    };
+    }
 
     let mut recorded = Vec::with_capacity(kept.len());
     let mut first: Option<OffsetDateTime> = None;
@@ -217,7 +207,7 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             exchange,
         })
         .collect();
-    let (draft, correlations) = recording::plan(origin.ascii_serialization(), "recorded", recorded);
+    let (draft, correlations) = recording::plan("recorded", recorded);
     Ok(HarImport {
         draft,
         correlations,
@@ -367,6 +357,7 @@ fn exchange(
     Ok(Exchange {
         request: DraftRequest {
             method: request.method.to_ascii_uppercase(),
+            origin: Some(url.origin().ascii_serialization()),
             path,
             headers,
             body,
@@ -374,15 +365,29 @@ fn exchange(
             extract: Vec::new(),
         },
         response: Response {
-            headers: entry
-                .response
-                .headers
-                .iter()
-                .map(|h| (h.name.clone(), h.value.clone()))
-                .collect(),
+            headers: response_headers(&entry.response),
             body: body_text,
         },
     })
+}
+
+/// The response's headers, with its content's type as `Content-Type` where the headers do not
+/// say it (the plan's target is the first HTML document's origin).
+fn response_headers(response: &HarResponse) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = response
+        .headers
+        .iter()
+        .map(|h| (h.name.clone(), h.value.clone()))
+        .collect();
+    let mime = &response.content.mime_type;
+    if !mime.is_empty()
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    {
+        headers.push(("Content-Type".into(), mime.clone()));
+    }
+    headers
 }
 
 /// `params` of a form post as `application/x-www-form-urlencoded` text.

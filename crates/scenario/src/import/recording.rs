@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::correlate::{self, Correlation, Exchange};
+use super::correlate::{self, Correlation, Exchange, Response};
+#[cfg(doc)]
+use super::draft::DraftRequest;
 use super::draft::{Draft, DraftStep};
 
 /// Shortest recorded gap kept as a pause: below it the time is the browser's own work between
@@ -22,9 +24,20 @@ pub struct Recorded {
     pub exchange: Exchange,
 }
 
-/// The plan of `recorded` (in the order they started) sent to `origin`, and the tokens it
-/// carries from one response to later requests.
-pub fn plan(origin: String, scenario: &str, recorded: Vec<Recorded>) -> (Draft, Vec<Correlation>) {
+/// The plan of `recorded` (in the order they started), and the tokens it carries from one
+/// response to later requests.
+///
+/// Each request names its origin ([`DraftRequest::origin`]). The plan's target is the origin
+/// of the first HTML document recorded (the page a person opened; its scripts' calls to APIs
+/// and CDNs are the other hosts), or of the first request when no document was; requests to
+/// any other origin become steps with an absolute `url:`.
+pub fn plan(scenario: &str, recorded: Vec<Recorded>) -> (Draft, Vec<Correlation>) {
+    let origin = recorded
+        .iter()
+        .find(|r| is_document(&r.exchange.response))
+        .or(recorded.first())
+        .and_then(|r| r.exchange.request.origin.clone())
+        .unwrap_or_default();
     let mut gaps = Vec::with_capacity(recorded.len());
     let mut previous_end: Option<Duration> = None;
     let mut exchanges = Vec::with_capacity(recorded.len());
@@ -48,17 +61,34 @@ pub fn plan(origin: String, scenario: &str, recorded: Vec<Recorded>) -> (Draft, 
                 gap.as_millis() as u64
             )));
         }
-        steps.push(DraftStep::Request(exchange.request));
+        let mut request = exchange.request;
+        if request.origin.as_deref() == Some(origin.as_str()) {
+            request.origin = None;
+        }
+        steps.push(DraftStep::Request(request));
     }
     let mut draft = Draft {
         origin,
         scenario: scenario.to_string(),
         headers: Vec::new(),
         insecure: false,
+        cacert: None,
+        unix_socket: None,
         follow: 0,
         compressed: false,
         steps,
     };
     draft.hoist_common_headers();
     (draft, correlations)
+}
+
+/// Whether a response is an HTML page (`Content-Type: text/html`).
+fn is_document(response: &Response) -> bool {
+    response.headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("content-type")
+            && value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/html")
+    })
 }

@@ -1,7 +1,7 @@
 //! Following redirects (`--follow N`, a plan's `follow:`): where a `3xx` answer sends the
 //! next request, as browsers and curl do it.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use belier_engine::user::Outgoing;
 use belier_engine::TlsOptions;
@@ -25,8 +25,23 @@ pub(crate) struct Hosts {
 /// Redirects to new hosts: the TLS settings for https ones, and the hosts found so far.
 #[derive(Debug)]
 pub(crate) struct Discover {
-    pub tls: Option<TlsOptions>,
+    /// Set before the run (a plan's users are made before its TLS files are read); unset,
+    /// https hosts found are verified against the system's roots.
+    pub tls: OnceLock<TlsOptions>,
     pub found: Mutex<Vec<Origin>>,
+}
+
+impl Discover {
+    pub(crate) fn new(tls: Option<TlsOptions>) -> Discover {
+        let once = OnceLock::new();
+        if let Some(tls) = tls {
+            let _ = once.set(tls);
+        }
+        Discover {
+            tls: once,
+            found: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 impl Hosts {
@@ -72,13 +87,19 @@ impl Hosts {
 
     /// The engine's view of found host `index` (for `Users::origin`).
     pub(crate) fn engine_origin(&self, index: usize) -> Option<belier_engine::Origin> {
-        let tls = self.discover.as_ref()?.tls.clone();
+        let tls = self
+            .discover
+            .as_ref()?
+            .tls
+            .get()
+            .cloned()
+            .unwrap_or_default();
         let o = self
             .found()?
             .get(index.checked_sub(self.known.len())?)?
             .clone();
         Some(belier_engine::Origin {
-            tls: tls.filter(|_| o.scheme == Scheme::Https),
+            tls: (o.scheme == Scheme::Https).then_some(tls),
             host: o.host,
             port: o.port,
         })
@@ -244,10 +265,7 @@ mod tests {
     fn discovering_hosts_numbers_new_ones_after_the_known_up_to_the_cap() {
         let hosts = Hosts {
             known: hosts().known,
-            discover: Some(Discover {
-                tls: Some(TlsOptions::default()),
-                found: Mutex::new(Vec::new()),
-            }),
+            discover: Some(Discover::new(Some(TlsOptions::default()))),
         };
         let get = sent("GET", "/a");
         let hop = next_hop(&get, &hosts, 302, "https://Other.test/x", 1).unwrap();

@@ -323,10 +323,7 @@ impl TargetUsers {
     /// [`TargetUsers::following`]; call before the run.
     pub fn discovering(mut self, tls: Option<belier_engine::TlsOptions>) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.hosts.discover = Some(super::follow::Discover {
-                tls,
-                found: Mutex::new(Vec::new()),
-            });
+            shared.hosts.discover = Some(super::follow::Discover::new(tls));
         }
         self
     }

@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 
 fn files(path: &str) -> std::io::Result<Vec<u8>> {
     match path {
@@ -179,5 +180,50 @@ proptest::proptest! {
     )) {
         let command = format!("curl {}", words.join(" "));
         let _ = import(&command);
+    }
+}
+
+#[test]
+fn unix_socket_cacert_and_insecure_go_to_the_flags_and_the_plan() {
+    let i = import(
+        "curl --unix-socket /run/app.sock --cacert ca.pem -k https://app.test/health --url-query x=1",
+    );
+    // --url-query is not known: the whole command is refused, naming it.
+    assert!(i.unwrap_err().to_string().contains("--url-query"));
+    let i = import("curl --unix-socket /run/app.sock --cacert ca.pem -k https://app.test/health")
+        .unwrap();
+    assert_eq!(
+        i.request.unix_socket.as_deref(),
+        Some(Path::new("/run/app.sock"))
+    );
+    assert_eq!(i.request.cacert.as_deref(), Some(Path::new("ca.pem")));
+    assert_eq!(
+        i.flags,
+        [
+            "https://app.test/health",
+            "-k",
+            "--cacert",
+            "ca.pem",
+            "--unix-socket",
+            "/run/app.sock",
+        ]
+    );
+    let yaml = i.draft.to_yaml("t");
+    assert!(yaml.contains("unix_socket: /run/app.sock"), "{yaml}");
+    assert!(yaml.contains("cacert: ca.pem"), "{yaml}");
+    let plan = crate::parse(&yaml, Path::new("/plans/curl.yaml")).unwrap();
+    assert_eq!(
+        plan.options.unix_socket.as_deref(),
+        Some(Path::new("/run/app.sock"))
+    );
+    assert_eq!(
+        plan.options.cacert.as_deref(),
+        Some(Path::new("/plans/ca.pem"))
+    );
+    assert!(plan.options.insecure);
+    // Each takes a value: a missing one is named.
+    for option in ["--unix-socket", "--cacert"] {
+        let e = import(&format!("curl http://a.test/ {option}")).unwrap_err();
+        assert!(e.to_string().contains(option), "{e}");
     }
 }

@@ -55,7 +55,7 @@ fn flow() -> String {
             5.0,
             "GET",
             "https://other.example/config",
-            "",
+            r#"{"name": "Accept", "value": "*/*"}"#,
             "",
             "",
             "application/json",
@@ -107,8 +107,14 @@ fn a_login_flow_becomes_a_plan_with_the_token_extracted() {
     let d = &import.draft;
     assert_eq!(d.origin, "http://127.0.0.1:8080");
     assert_eq!(d.headers, vec![("Accept".to_string(), "*/*".to_string())]);
-    let requests: Vec<&DraftRequest> = d.requests().collect();
-    assert_eq!(requests.len(), 3);
+    let mut requests: Vec<&DraftRequest> = d.requests().collect();
+    assert_eq!(requests.len(), 4);
+    // The other host's request is kept, with its origin (no HTML document: the first
+    // request's origin is the target).
+    let other = requests.remove(1);
+    assert_eq!(other.origin.as_deref(), Some("https://other.example"));
+    assert_eq!(other.path, "/config");
+    assert!(requests.iter().all(|r| r.origin.is_none()));
     assert_eq!(requests[0].method, "POST");
     assert_eq!(requests[0].path, "/api/login");
     assert_eq!(
@@ -137,27 +143,67 @@ fn a_login_flow_becomes_a_plan_with_the_token_extracted() {
     );
     assert_eq!(requests[2].path, "/api/items/7");
     // 19:30:00.020 → 19:30:01.520: a 1.5 s pause; 40 ms between the last two is no pause.
-    assert_eq!(d.steps[1], DraftStep::Pause(Duration::from_millis(1500)));
-    assert_eq!(d.steps.len(), 4);
+    assert_eq!(d.steps[2], DraftStep::Pause(Duration::from_millis(1500)));
+    assert_eq!(d.steps.len(), 5);
     assert_eq!(import.correlations.len(), 1);
-    assert_eq!(import.correlations[0].used_by, vec![1, 2]);
+    assert_eq!(import.correlations[0].used_by, vec![2, 3]);
     assert!(
         import.notes.iter().any(|n| n.contains("1 static")),
         "{:?}",
         import.notes
     );
-    assert!(
-        import.notes.iter().any(|n| n.contains("other.example (1)")),
-        "{:?}",
-        import.notes
-    );
+    assert_eq!(import.notes.len(), 1, "{:?}", import.notes);
     let yaml = d.to_yaml("test");
+    assert!(
+        yaml.contains("url: \"https://other.example/config\""),
+        "{yaml}"
+    );
     assert!(
         !yaml.contains("tk-81c2e9f0a7") && !yaml.contains("secret"),
         "{yaml}"
     );
-    crate::parse(&yaml, std::path::Path::new("flow.yaml"))
+    let plan = crate::parse(&yaml, std::path::Path::new("flow.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(plan.hosts.len(), 1);
+}
+
+#[test]
+fn the_first_html_document_gives_the_target() {
+    let page = |started: &str, url: &str, mime: &str| {
+        entry(started, 5.0, "GET", url, "", "", "", mime, r#""x""#)
+    };
+    let text = har(&[
+        page(
+            "2026-11-25T19:30:00.000Z",
+            "https://cdn.example/app.json",
+            "application/json",
+        ),
+        page(
+            "2026-11-25T19:30:00.010Z",
+            "http://shop.example:8080/",
+            "text/html; charset=utf-8",
+        ),
+        page(
+            "2026-11-25T19:30:00.020Z",
+            "https://api.example/items",
+            "application/json",
+        ),
+    ]);
+    let import = from_har(&text, "pages.har", &HarOptions::default()).unwrap();
+    assert_eq!(import.draft.origin, "http://shop.example:8080");
+    let origins: Vec<Option<&str>> = import
+        .draft
+        .requests()
+        .map(|r| r.origin.as_deref())
+        .collect();
+    assert_eq!(
+        origins,
+        [
+            Some("https://cdn.example"),
+            None,
+            Some("https://api.example")
+        ]
+    );
 }
 
 #[test]
@@ -271,7 +317,7 @@ fn absurd_times_are_no_time() {
     for time in ["1e300", "-5", "0"] {
         let text = flow().replacen("\"time\": 20", &format!("\"time\": {time}"), 1);
         let import = from_har(&text, "flow.har", &HarOptions::default()).unwrap();
-        assert_eq!(import.draft.requests().count(), 4, "{time}");
+        assert_eq!(import.draft.requests().count(), 5, "{time}");
     }
 }
 
