@@ -15,7 +15,7 @@ use belier_cluster::coordinator::{Coordinator, Event};
 use belier_cluster::protocol::{Job, PlanFile, Shard, Steering};
 use belier_engine::Control;
 use belier_report::results::{merge_info, End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{Change, RunInfo};
+use belier_report::{Change, RunInfo, WorkerClock};
 use belier_stats::Collector;
 
 use crate::args::{ClusterArgs, Loss, TOKEN_ENV};
@@ -123,6 +123,18 @@ pub fn execute(
     coordinator.start(LEAD, interval * 2 + GRACE, cluster.worker_results.clone())?;
     let started = Instant::now() + LEAD;
     let mut merge = Merge::new(settings, addrs.clone(), web);
+    merge.fallback.workers = addrs
+        .iter()
+        .zip(&offsets)
+        .enumerate()
+        .map(|(i, (address, o))| WorkerClock {
+            address: address.clone(),
+            shard: format!("{}/{count}", i + 1),
+            offset_ms: o.offset_ns as f64 / 1e6,
+            rtt_ms: o.round_trip.as_secs_f64() * 1e3,
+            start_skew_ms: o.round_trip.as_secs_f64() * 1e3 / 2.0,
+        })
+        .collect();
     let control = Control::detached(&settings.engine.load, started);
     let mut changes = Changes::new(&settings.engine.load, settings.engine.users.is_some());
     if let Some(w) = &mut merge.web {
@@ -220,7 +232,8 @@ struct Merge {
     collector: Collector,
     interval: Duration,
     info: Option<RunInfo>,
-    /// The run's information as this process sees it, should no worker send a header.
+    /// The run's information as this process sees it, should no worker send a header; its
+    /// `workers` (their clocks as measured here) go into the merged header too.
     fallback: RunInfo,
     headers: usize,
     /// Per worker: over (ended or lost).
@@ -275,6 +288,9 @@ impl Merge {
             None => self.info = Some(header.run),
         }
         self.headers += 1;
+        if let Some(info) = &mut self.info {
+            info.workers.clone_from(&self.fallback.workers);
+        }
     }
 
     fn ended(&mut self, worker: usize, end: Option<End>) {

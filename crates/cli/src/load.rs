@@ -549,6 +549,7 @@ pub fn load_info(settings: &Settings) -> RunInfo {
         host_cores: 0,
         host_name: None,
         shard_hosts: Vec::new(),
+        workers: Vec::new(),
         started_at: String::new(),
         model,
         rate,

@@ -656,8 +656,36 @@ fn the_web_console_of_a_coordinator_steers_every_worker() {
         .send(r#"{"rate": 400}"#)
         .unwrap_or_else(|e| panic!("the console refused the change: {e}"));
     assert_eq!(answer.status().as_u16(), 200);
-    let (code, _, stderr) = coordinator.finish();
+    let (code, stdout, stderr) = coordinator.finish();
     assert_eq!(code, Some(0), "{stderr}");
+
+    // Each worker's clock as measured, in the report and in the merged file.
+    let saved = report(std::slice::from_ref(&merged));
+    for r in [&json(&stdout), &saved] {
+        let workers = r["run"]["workers"].as_array().expect("the workers' clocks");
+        let shards: Vec<&str> = workers
+            .iter()
+            .map(|w| w["shard"].as_str().unwrap())
+            .collect();
+        assert_eq!(shards, ["1/2", "2/2"]);
+        for w in workers {
+            assert!(w["address"].as_str().unwrap().starts_with("127.0.0.1:"));
+            let rtt = w["rtt_ms"].as_f64().unwrap();
+            assert!(rtt > 0.0 && rtt < 50.0, "round trip {rtt} ms");
+            assert_eq!(w["start_skew_ms"].as_f64().unwrap(), rtt / 2.0);
+            // One machine, one clock: the offset is within the round trip.
+            assert!(w["offset_ms"].as_f64().unwrap().abs() <= rtt, "{w}");
+        }
+    }
+    let text = belier()
+        .args(["report", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("worker 2/2 at 127.0.0.1:") && text.contains("round trip"),
+        "{text}"
+    );
 
     let two = Duration::from_secs(2);
     let requests = server.recent_requests();
