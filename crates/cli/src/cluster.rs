@@ -1,24 +1,28 @@
 //! A run over several workers (`--workers`, `--spawn`): the CLI's side of
 //! [`belier_cluster`]. Each worker runs this run's own arguments with its shard; this process
-//! merges their records interval by interval into one run, shows its progress, writes one
-//! results file, judges a plan's thresholds on the merged data and prints one report.
+//! merges their records interval by interval into one run, shows its progress (or the
+//! `--tui` dashboard and the `--web` console, fed the merged intervals), writes one results
+//! file, judges a plan's thresholds on the merged data and prints one report. The live views
+//! steer a handle of this process ([`Control::detached`]); each change it records is sent to
+//! every worker as the whole run's level (each worker's engine takes its shard's share, as
+//! of the run's own profile) and written once to the merged results file.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use belier_cluster::coordinator::{Coordinator, Event};
-use belier_cluster::protocol::{Job, PlanFile, Shard};
+use belier_cluster::protocol::{Job, PlanFile, Shard, Steering};
+use belier_engine::Control;
 use belier_report::results::{merge_info, End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::RunInfo;
+use belier_report::{Change, RunInfo, WorkerClock};
 use belier_stats::Collector;
 
 use crate::args::{ClusterArgs, Loss, TOKEN_ENV};
 use crate::load::Finished;
-use crate::progress::{Counts, Progress};
 use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
+use crate::steering::Changes;
 
 mod spawn;
 
@@ -26,6 +30,9 @@ mod spawn;
 const LEAD: Duration = Duration::from_millis(500);
 /// Beyond two intervals without a line, how long a worker may stay silent before it is lost.
 const GRACE: Duration = Duration::from_secs(1);
+/// Longest wait for a worker's line before the live views' changes are passed on: a change
+/// reaches the workers within about this long of being made.
+const STEER_POLL: Duration = Duration::from_millis(10);
 /// Clock exchanges per worker; the one with the shortest round trip counts.
 const CLOCK_SAMPLES: usize = 8;
 /// The flags that are the coordinator's and not the run's (they take a value).
@@ -61,8 +68,6 @@ pub fn execute(
         return Err(InputError::new("--spawn <N>", n, format!("must be 1 to {MAX_SPAWN}")).into());
     }
     for (asked, flag) in [
-        (settings.output.tui, "--tui"),
-        (settings.output.web.is_some(), "--web"),
         (settings.output.metrics.is_some(), "--metrics-listen"),
         (!settings.output.metrics_out.is_empty(), "--metrics-out"),
         (settings.raw.is_some(), "--raw"),
@@ -113,9 +118,28 @@ pub fn execute(
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let interval = settings.engine.interval;
+    // Listening before the run starts, so a taken port stops nothing that was sent.
+    let web = crate::web::Live::open(settings)?;
     coordinator.start(LEAD, interval * 2 + GRACE, cluster.worker_results.clone())?;
     let started = Instant::now() + LEAD;
-    let mut merge = Merge::new(settings, addrs.clone());
+    let mut merge = Merge::new(settings, addrs.clone(), web);
+    merge.fallback.workers = addrs
+        .iter()
+        .zip(&offsets)
+        .enumerate()
+        .map(|(i, (address, o))| WorkerClock {
+            address: address.clone(),
+            shard: format!("{}/{count}", i + 1),
+            offset_ms: o.offset_ns as f64 / 1e6,
+            rtt_ms: o.round_trip.as_secs_f64() * 1e3,
+            start_skew_ms: o.round_trip.as_secs_f64() * 1e3 / 2.0,
+        })
+        .collect();
+    let control = Control::detached(&settings.engine.load, started);
+    let mut changes = Changes::new(&settings.engine.load, settings.engine.users.is_some());
+    if let Some(w) = &mut merge.web {
+        w.begin(control.clone(), settings, &merge.fallback);
+    }
     let skew = offsets
         .iter()
         .map(|o| o.round_trip / 2)
@@ -126,16 +150,10 @@ pub fn execute(
         addrs.len(),
         skew.as_secs_f64() * 1e3
     );
-    let mut progress = Progress::new(
-        std::io::stderr().is_terminal(),
-        settings.engine.stop.requests,
-        settings.engine.schedule_end(),
-        matches!(settings.engine.load, belier_engine::Load::Open { .. }),
-        settings.engine.users.is_some(),
-    );
+    let mut live = crate::load::live_view(settings, control.clone(), &merge.fallback);
     let mut stopping = false;
     while !merge.over() {
-        match coordinator.next_event(Duration::from_millis(100)) {
+        match coordinator.next_event(STEER_POLL) {
             Some(Event::Header { header, .. }) => merge.header(*header),
             Some(Event::Record { worker, record }) => {
                 merge
@@ -159,23 +177,32 @@ pub fn execute(
             }
             None => {}
         }
+        for change in changes.since(&control.history()) {
+            if let Err(e) = coordinator.steer(Steering {
+                level: change.level,
+            }) {
+                eprintln!("belier: {e}");
+                merge
+                    .warnings
+                    .push(format!("a change did not reach every worker: {e}"));
+            }
+            merge.changes.push(*change);
+        }
         merge.save();
-        progress.update(
-            started.elapsed(),
-            &Counts {
-                requests: merge.collector.requests_so_far(),
-                errors: merge.collector.errors_so_far(),
-                dropped: merge.collector.dropped_so_far(),
-                latest: merge.collector.latest(),
-            },
-        );
-        if !stopping && signals.stop_requested() {
+        let stop_key = live.update(started.elapsed(), &merge.collector);
+        let web_stop = merge
+            .web
+            .as_ref()
+            .is_some_and(crate::web::Live::stop_requested);
+        if !stopping
+            && (stop_key || web_stop || control.stop_requested() || signals.stop_requested())
+        {
             stopping = true;
             merge.interrupted = true;
             coordinator.abort();
         }
     }
-    progress.clear();
+    live.close();
     drop(spawned);
     Ok(merge.finish(settle))
 }
@@ -205,7 +232,8 @@ struct Merge {
     collector: Collector,
     interval: Duration,
     info: Option<RunInfo>,
-    /// The run's information as this process sees it, should no worker send a header.
+    /// The run's information as this process sees it, should no worker send a header; its
+    /// `workers` (their clocks as measured here) go into the merged header too.
     fallback: RunInfo,
     headers: usize,
     /// Per worker: over (ended or lost).
@@ -214,13 +242,18 @@ struct Merge {
     lost: Vec<String>,
     warnings: Vec<String>,
     interrupted: bool,
+    /// Changes made through the live views, in order.
+    changes: Vec<Change>,
+    /// Changes written to the results file so far.
+    changes_saved: usize,
+    web: Option<crate::web::Live>,
     save: Option<PathBuf>,
     name: String,
     writer: Option<ResultsWriter<Box<dyn std::io::Write>>>,
 }
 
 impl Merge {
-    fn new(settings: &Settings, workers: Vec<String>) -> Merge {
+    fn new(settings: &Settings, workers: Vec<String>, web: Option<crate::web::Live>) -> Merge {
         let interval = settings.engine.interval;
         let mut collector = Collector::new(workers.len(), interval);
         collector.keep_settled();
@@ -236,6 +269,9 @@ impl Merge {
             lost: Vec::new(),
             warnings: Vec::new(),
             interrupted: false,
+            changes: Vec::new(),
+            changes_saved: 0,
+            web,
             save: settings.output.save.clone(),
             name: settings.output.name.clone(),
             writer: None,
@@ -252,6 +288,9 @@ impl Merge {
             None => self.info = Some(header.run),
         }
         self.headers += 1;
+        if let Some(info) = &mut self.info {
+            info.workers.clone_from(&self.fallback.workers);
+        }
     }
 
     fn ended(&mut self, worker: usize, end: Option<End>) {
@@ -280,6 +319,9 @@ impl Merge {
 
     /// Writes the intervals settled so far (the results file opens once every header is in).
     fn save(&mut self) {
+        if let Some(w) = &mut self.web {
+            w.update(&self.collector);
+        }
         if self.writer.is_none() && self.headers == self.workers.len() {
             if let (Some(path), Some(info)) = (&self.save, &self.info) {
                 let header = Header {
@@ -302,15 +344,23 @@ impl Merge {
         if self.save.is_some() && self.writer.is_none() {
             return;
         }
+        let mut written = Ok(());
         for s in self.collector.drain_settled() {
             if let Some(w) = &mut self.writer {
-                if let Err(e) = w.interval(&s) {
-                    self.warnings
-                        .push(format!("results file: writing stopped: {e}"));
-                    self.writer = None;
-                    self.save = None;
-                }
+                written = written.and_then(|()| w.interval(&s));
             }
+        }
+        for c in &self.changes[self.changes_saved..] {
+            if let Some(w) = &mut self.writer {
+                written = written.and_then(|()| w.change(c));
+            }
+        }
+        self.changes_saved = self.changes.len();
+        if let Err(e) = written {
+            self.warnings
+                .push(format!("results file: writing stopped: {e}"));
+            self.writer = None;
+            self.save = None;
         }
     }
 
@@ -340,9 +390,9 @@ impl Merge {
             name: self.name,
             thresholds: Vec::new(),
             window: None,
-            changes: Vec::new(),
+            changes: self.changes,
             exporter: None,
-            web: None,
+            web: self.web,
             // Each worker's end line has its share's per-scenario figures, which do not add
             // up to the run's percentiles: a distributed run reports the merged totals only.
             part_totals: Vec::new(),

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use belier_engine::{host, Event, Load, Next, Profile, Spacing};
+use belier_engine::{host, Control, Event, Load, Next, Profile, Spacing};
 use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_report::{
     render_json, render_text, Change, HostUsage, Model, Report, RunInfo, StageInfo,
@@ -236,6 +236,7 @@ fn execute_settled(
         collector.keep_settled();
     }
     let control = run.control();
+    signals.started(&control);
     if let Some(w) = &mut web {
         w.begin(run.control(), settings, &info);
     }
@@ -260,7 +261,7 @@ fn execute_settled(
             o.send(belier_outputs::families(&figures));
         }
     };
-    let mut live = live_view(settings, &run, &info);
+    let mut live = live_view(settings, run.control(), &info);
     let mut interrupted = false;
     let first_judged = judge_from.map(|d| (d.as_nanos() / config.interval.as_nanos()) as u64);
     let mut window = judge_from.map(|_| Recorder::new());
@@ -315,31 +316,14 @@ fn execute_settled(
                 usage.ephemeral_ports_peak = Some(usage.ephemeral_ports_peak.unwrap_or(0).max(p));
             }
         }
-        let stop_key = match &mut live {
-            Live::Line(progress) => {
-                progress.update(
-                    run.elapsed(),
-                    &Counts {
-                        requests: collector.requests_so_far(),
-                        errors: collector.errors_so_far(),
-                        dropped: collector.dropped_so_far(),
-                        latest: collector.latest(),
-                    },
-                );
-                false
-            }
-            Live::Dashboard(dashboard) => dashboard.update(run.elapsed(), &collector),
-        };
+        let stop_key = live.update(run.elapsed(), &collector);
         let web_stop = web.as_ref().is_some_and(crate::web::Live::stop_requested);
         if !interrupted && (stop_key || web_stop || signals.stop_requested()) {
             interrupted = true;
             run.stop();
         }
     };
-    match live {
-        Live::Line(mut progress) => progress.clear(),
-        Live::Dashboard(dashboard) => dashboard.close(),
-    }
+    live.close();
 
     let crashed = run.join();
     if crashed > 0 {
@@ -416,9 +400,41 @@ fn execute_settled(
 }
 
 /// What the terminal shows while the run goes.
-enum Live {
+pub enum Live {
+    /// The progress line.
     Line(Progress),
+    /// `--tui`.
     Dashboard(Box<Dashboard>),
+}
+
+impl Live {
+    /// Shows the run `elapsed` in, as `collector` has it; true when the dashboard's user
+    /// asked to stop.
+    pub fn update(&mut self, elapsed: Duration, collector: &Collector) -> bool {
+        match self {
+            Live::Line(progress) => {
+                progress.update(
+                    elapsed,
+                    &Counts {
+                        requests: collector.requests_so_far(),
+                        errors: collector.errors_so_far(),
+                        dropped: collector.dropped_so_far(),
+                        latest: collector.latest(),
+                    },
+                );
+                false
+            }
+            Live::Dashboard(dashboard) => dashboard.update(elapsed, collector),
+        }
+    }
+
+    /// Clears the line or closes the dashboard.
+    pub fn close(self) {
+        match self {
+            Live::Line(mut progress) => progress.clear(),
+            Live::Dashboard(dashboard) => dashboard.close(),
+        }
+    }
 }
 
 /// What the run's level counts, for the live views that steer it.
@@ -434,13 +450,13 @@ pub fn unit(settings: &Settings) -> Unit {
 
 /// The dashboard if `--tui` asked for it and the terminal can take it (else one line saying
 /// why, then the progress line).
-fn live_view(settings: &Settings, run: &belier_engine::Run, info: &RunInfo) -> Live {
+pub fn live_view(settings: &Settings, control: Control, info: &RunInfo) -> Live {
     let config = &settings.engine;
     let open_loop = matches!(config.load, Load::Open { .. });
     let users = config.users.is_some();
     if settings.output.tui {
         match Dashboard::open(
-            run.control(),
+            control,
             unit(settings),
             config.schedule_end(),
             info.steps.clone(),
@@ -575,6 +591,7 @@ pub fn load_info(settings: &Settings) -> RunInfo {
         host_cores: 0,
         host_name: None,
         shard_hosts: Vec::new(),
+        workers: Vec::new(),
         started_at: String::new(),
         model,
         rate,

@@ -109,9 +109,11 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     let cluster = args.cluster.clone();
     let settings = targets::settings(args, cores())?;
     if cluster.active() {
-        let outcome = cluster::execute(&settings, &cluster, None, signals, &mut |_| {})?;
+        let mut outcome = cluster::execute(&settings, &cluster, None, signals, &mut |_| {})?;
         let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
-        return write_report(&settings, &outcome.finished, code);
+        let written = write_report(&settings, &outcome.finished, code);
+        linger(&mut outcome.finished, signals);
+        return written;
     }
     let mut finished = load::execute(&settings, signals)?;
     let stream_error = settings

@@ -40,7 +40,7 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     if cluster.active() {
         // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
         // on everything the workers recorded.
-        let outcome =
+        let mut outcome =
             crate::cluster::execute(&settings, &cluster, Some(&plan_path), signals, &mut |f| {
                 prepared.conclude(f)
             })?;
@@ -50,7 +50,9 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
             cluster.on_worker_loss,
             if failed { EXIT_THRESHOLDS } else { 0 },
         );
-        return write_report(&settings, &outcome.finished, code);
+        let written = write_report(&settings, &outcome.finished, code);
+        crate::linger(&mut outcome.finished, signals);
+        return written;
     }
     if let Some(code) = prepared.setup(&settings, signals)? {
         return Ok(code);

@@ -4,11 +4,12 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use belier_cluster::protocol::Job;
-use belier_cluster::worker::{self, Options, Prepared};
+use belier_cluster::protocol::{Job, Steering};
+use belier_cluster::worker::{self, Helm, Options, Prepared};
+use belier_engine::Control;
 use clap::Parser;
 
 use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};
@@ -62,6 +63,28 @@ struct Runner;
 struct Ready {
     settings: Settings,
     plan: Option<crate::plan::Prepared>,
+    /// The run's steering handle, once its engine started.
+    control: Arc<Mutex<Option<Control>>>,
+}
+
+/// Steers the run through its engine's handle, as the console does on one machine: the
+/// coordinator's level is the whole run's, of which the shard's engine takes its share.
+struct Steered(Arc<Mutex<Option<Control>>>);
+
+impl Helm for Steered {
+    fn steer(&self, steering: Steering) -> Result<(), String> {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let control = held.as_ref().ok_or("the run has not started yet")?;
+        if steering.level == 0.0 {
+            control.pause();
+            return Ok(());
+        }
+        control
+            .set_level(steering.level)
+            .map_err(|e| e.to_string())?;
+        control.resume();
+        Ok(())
+    }
 }
 
 impl worker::Runner for Runner {
@@ -101,7 +124,11 @@ impl worker::Runner for Runner {
         (output.tui, output.metrics, output.web) = (false, None, None);
         output.metrics_out.clear();
         settings.raw = None;
-        Ok(Box::new(Ready { settings, plan }))
+        Ok(Box::new(Ready {
+            settings,
+            plan,
+            control: Arc::default(),
+        }))
     }
 }
 
@@ -119,6 +146,10 @@ fn plan_here(path: &str, text: &str, dir: &Path) -> Result<PathBuf, String> {
 }
 
 impl Prepared for Ready {
+    fn helm(&self) -> Arc<dyn Helm> {
+        Arc::new(Steered(Arc::clone(&self.control)))
+    }
+
     fn run(
         mut self: Box<Self>,
         start: Instant,
@@ -129,7 +160,7 @@ impl Prepared for Ready {
         // The engine starts now and begins its schedule at the agreed instant, so that its
         // start-up is spent before it, whatever it costs on this machine.
         self.settings.engine.start_at = Some(start);
-        let signals = Signals::from_flag(stop);
+        let signals = Signals::from_flag(stop).steered_through(Arc::clone(&self.control));
         let finished = match &self.plan {
             None => crate::load::execute(&self.settings, &signals),
             Some(plan) => plan

@@ -633,3 +633,90 @@ fn fifty_thousand_pausing_users_over_ten_workers() {
     );
     assert_eq!(report["summary"]["requests"], served);
 }
+
+#[test]
+fn the_web_console_of_a_coordinator_steers_every_worker() {
+    let _serial = one_at_a_time();
+    let server = Server::start(Config {
+        threads: 2,
+        record_requests: 10_000,
+        ..Config::default()
+    })
+    .unwrap();
+    let dir = temp_dir("steer");
+    let (merged, own) = (dir.join("merged.jsonl"), dir.join("workers"));
+    let port = free_port();
+    let web = format!("--web=127.0.0.1:{port}");
+    let args = ["--rate", "200", "-z", "6s", &web, "--web-linger", "0s"];
+    let (coordinator, _) = spawned(&server, &args, 2, &merged, &own);
+    // The workers start 0.5 s after they were told; the change goes 3 s into the run.
+    std::thread::sleep(Duration::from_millis(3_500));
+    let steered_at = Instant::now();
+    let answer = ureq::post(&format!("http://127.0.0.1:{port}/api/run/rate"))
+        .send(r#"{"rate": 400}"#)
+        .unwrap_or_else(|e| panic!("the console refused the change: {e}"));
+    assert_eq!(answer.status().as_u16(), 200);
+    let (code, stdout, stderr) = coordinator.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Each worker's clock as measured, in the report and in the merged file.
+    let saved = report(std::slice::from_ref(&merged));
+    for r in [&json(&stdout), &saved] {
+        let workers = r["run"]["workers"].as_array().expect("the workers' clocks");
+        let shards: Vec<&str> = workers
+            .iter()
+            .map(|w| w["shard"].as_str().unwrap())
+            .collect();
+        assert_eq!(shards, ["1/2", "2/2"]);
+        for w in workers {
+            assert!(w["address"].as_str().unwrap().starts_with("127.0.0.1:"));
+            let rtt = w["rtt_ms"].as_f64().unwrap();
+            assert!(rtt > 0.0 && rtt < 50.0, "round trip {rtt} ms");
+            assert_eq!(w["start_skew_ms"].as_f64().unwrap(), rtt / 2.0);
+            // One machine, one clock: the offset is within the round trip.
+            assert!(w["offset_ms"].as_f64().unwrap().abs() <= rtt, "{w}");
+        }
+    }
+    let text = belier()
+        .args(["report", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("worker 2/2 at 127.0.0.1:") && text.contains("round trip"),
+        "{text}"
+    );
+
+    let two = Duration::from_secs(2);
+    let requests = server.recent_requests();
+    let count = |from: Instant, to: Instant| {
+        requests
+            .iter()
+            .filter(|r| r.arrived >= from && r.arrived < to)
+            .count() as f64
+    };
+    let before = count(steered_at - two, steered_at);
+    let after = count(steered_at, steered_at + two);
+    eprintln!("requests in the 2 s before the change: {before}, after: {after}");
+    assert!(
+        (before - 400.0).abs() <= 12.0,
+        "{before} requests in the 2 s before the change, not 400 ± 3 %"
+    );
+    assert!(
+        (after - 800.0).abs() <= 24.0,
+        "{after} requests in the 2 s after the change, not 800 ± 3 %"
+    );
+
+    let changes: Vec<Value> = std::fs::read_to_string(&merged)
+        .unwrap()
+        .lines()
+        .map(json)
+        .filter_map(|line| line.get("change").cloned())
+        .collect();
+    assert_eq!(changes.len(), 1, "one change line: {changes:?}");
+    assert_eq!(changes[0]["what"], "rate");
+    assert_eq!(changes[0]["from"], 200.0);
+    assert_eq!(changes[0]["level"], 400.0);
+    let at = changes[0]["at_s"].as_f64().unwrap();
+    assert!((2.9..3.3).contains(&at), "the change at {at} s");
+}

@@ -4,6 +4,7 @@
 //! The calls go in order: [`Coordinator::connect`] (connection and hello with each worker),
 //! [`Coordinator::measure_clocks`], [`Coordinator::prepare`], [`Coordinator::start`], then
 //! [`Coordinator::next_event`] until every worker has ended or was lost;
+//! [`Coordinator::steer`] changes the level of the run on every worker, and
 //! [`Coordinator::abort`] stops the workers still running. Everything a worker sent is handed
 //! on before it is reported lost.
 
@@ -21,7 +22,9 @@ use hyper::{header, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::clock::{self, wall_ns, Offset, Sample};
-use crate::protocol::{bearer, path, ClockReading, Hello, Job, Note, Refusal, Start, PROTOCOL};
+use crate::protocol::{
+    bearer, path, ClockReading, Hello, Job, Note, Refusal, Start, Steering, PROTOCOL,
+};
 
 /// Why the coordinator could not start the run; each names the worker.
 #[derive(Debug, thiserror::Error)]
@@ -238,6 +241,13 @@ impl Coordinator {
     /// The next event, waiting up to `wait`; `None` when there is none yet or no more.
     pub fn next_event(&self, wait: Duration) -> Option<Event> {
         self.events.as_ref()?.recv_timeout(wait).ok()
+    }
+
+    /// Has every worker hold `steering`'s level from now on (the whole run's level: each
+    /// worker's engine takes its shard's share); the first refusal, in worker order.
+    pub fn steer(&self, steering: Steering) -> Result<(), ClusterError> {
+        let body = serde_json::to_vec(&steering).expect("a steering serialises");
+        self.each(path::STEER, |_| body.clone())
     }
 
     /// Tells every worker to stop (each one's end line still comes down its stream).

@@ -6,6 +6,7 @@
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
 //! | `POST /v1/prepare` | [`Job`] | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
 //! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
+//! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 422 [`Refusal`] when it cannot, 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
 //!
 //! Every request carries `Authorization: Bearer TOKEN` when the worker has a token; without
@@ -26,6 +27,8 @@ pub mod path {
     pub const PREPARE: &str = "/v1/prepare";
     /// Start at an instant; the answer streams the results.
     pub const START: &str = "/v1/start";
+    /// Change the running run's level.
+    pub const STEER: &str = "/v1/steer";
     /// Stop the run.
     pub const ABORT: &str = "/v1/abort";
 }
@@ -91,6 +94,15 @@ impl Start {
     pub fn local_ns(&self) -> i128 {
         self.at_ns + self.offset_ns
     }
+}
+
+/// A change to the running run: the level of the whole run (each worker's engine takes its
+/// shard's share of it, as it does of the run's own profile), 0 to pause; a level after a
+/// pause resumes at it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Steering {
+    /// Arrivals per second (open loop) or connections/users (closed loop), whole run; 0: pause.
+    pub level: f64,
 }
 
 /// Why a worker refused a request.

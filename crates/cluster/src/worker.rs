@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 
 use crate::clock::{instant_at, wall_ns};
 use crate::protocol::{
-    path, same_secret, ClockReading, Hello, Job, Note, Refusal, Start, PROTOCOL,
+    path, same_secret, ClockReading, Hello, Job, Note, Refusal, Start, Steering, PROTOCOL,
 };
 
 /// How often the worker looks at the results file for new lines.
@@ -40,8 +40,29 @@ pub trait Runner: Send + Sync + 'static {
     fn prepare(&self, job: &Job, dir: &Path) -> Result<Box<dyn Prepared>, String>;
 }
 
+/// Steers a running run for the coordinator.
+pub trait Helm: Send + Sync {
+    /// Holds `steering`'s level from now on (0: pause; a level while paused resumes at it),
+    /// or says why the run cannot take it.
+    fn steer(&self, steering: Steering) -> Result<(), String>;
+}
+
+/// The helm of a run that cannot be steered.
+struct Fixed;
+
+impl Helm for Fixed {
+    fn steer(&self, _: Steering) -> Result<(), String> {
+        Err("this run cannot be steered".into())
+    }
+}
+
 /// A run ready to start.
 pub trait Prepared: Send + 'static {
+    /// What steers the run once it runs; by default, nothing: a steer is refused.
+    fn helm(&self) -> Arc<dyn Helm> {
+        Arc::new(Fixed)
+    }
+
     /// Runs from `start` on, writing the run's results file to `results` (each record
     /// flushed as it is complete, the end line last), until the run ends or `stop` is set.
     /// Blocks until then; an error says why the run could not go on.
@@ -68,7 +89,7 @@ enum Slot {
     Idle,
     /// The run and its directory.
     Ready(Box<dyn Prepared>, PathBuf),
-    Running(Arc<AtomicBool>),
+    Running(Arc<AtomicBool>, Arc<dyn Helm>),
 }
 
 struct Worker {
@@ -101,6 +122,7 @@ pub fn serve(
         .route(path::CLOCK, post(clock))
         .route(path::PREPARE, post(prepare))
         .route(path::START, post(start))
+        .route(path::STEER, post(steer))
         .route(path::ABORT, post(abort))
         .layer(middleware::from_fn_with_state(Arc::clone(&worker), guard))
         .with_state(Arc::clone(&worker));
@@ -114,7 +136,7 @@ pub fn serve(
             while !quit() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            if let Slot::Running(stop) = &*worker.slot.lock().expect("slot lock") {
+            if let Slot::Running(stop, _) = &*worker.slot.lock().expect("slot lock") {
                 stop.store(true, Ordering::Relaxed);
             }
         };
@@ -191,7 +213,7 @@ async fn prepare(State(w): State<Shared>, body: Bytes) -> Response {
         Ok(j) => j,
         Err(r) => return *r,
     };
-    if matches!(*w.slot.lock().expect("slot lock"), Slot::Running(_)) {
+    if matches!(*w.slot.lock().expect("slot lock"), Slot::Running(..)) {
         return refuse(StatusCode::CONFLICT, "busy with another run".into());
     }
     let dir = {
@@ -224,11 +246,14 @@ async fn start(State(w): State<Shared>, body: Bytes) -> Response {
     let stop = Arc::new(AtomicBool::new(false));
     let (prepared, dir) = {
         let mut slot = w.slot.lock().expect("slot lock");
-        match std::mem::replace(&mut *slot, Slot::Running(Arc::clone(&stop))) {
-            Slot::Ready(p, dir) => (p, dir),
+        match std::mem::replace(&mut *slot, Slot::Idle) {
+            Slot::Ready(p, dir) => {
+                *slot = Slot::Running(Arc::clone(&stop), p.helm());
+                (p, dir)
+            }
             other => {
                 let why = match &other {
-                    Slot::Running(_) => "busy with another run",
+                    Slot::Running(..) => "busy with another run",
                     _ => "no run prepared",
                 };
                 *slot = other;
@@ -276,10 +301,25 @@ async fn start(State(w): State<Shared>, body: Bytes) -> Response {
         .into_response()
 }
 
+async fn steer(State(w): State<Shared>, body: Bytes) -> Response {
+    let steering: Steering = match parse(&body) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let helm = match &*w.slot.lock().expect("slot lock") {
+        Slot::Running(_, helm) => Arc::clone(helm),
+        _ => return refuse(StatusCode::CONFLICT, "no run is going".into()),
+    };
+    match helm.steer(steering) {
+        Ok(()) => json(&serde_json::json!({})),
+        Err(why) => refuse(StatusCode::UNPROCESSABLE_ENTITY, why),
+    }
+}
+
 async fn abort(State(w): State<Shared>) -> Response {
     let mut slot = w.slot.lock().expect("slot lock");
     match &*slot {
-        Slot::Running(stop) => stop.store(true, Ordering::Relaxed),
+        Slot::Running(stop, _) => stop.store(true, Ordering::Relaxed),
         Slot::Ready(..) => *slot = Slot::Idle,
         Slot::Idle => {}
     }

@@ -133,6 +133,20 @@ impl Control {
         self
     }
 
+    /// A handle for a run of `load` whose engines run elsewhere (a distributed run's
+    /// coordinator): it checks and records changes and a stop like any handle, and the
+    /// caller passes them on, reading [`Control::history`] and [`Control::stop_requested`].
+    pub fn detached(load: &Load, start: Instant) -> Control {
+        let (steering, _) = watch::channel(Steering::default());
+        let (stop, _) = watch::channel(false);
+        Control::new(load, start, Arc::new(steering), Arc::new(stop))
+    }
+
+    /// Whether [`Control::stop`] was called.
+    pub fn stop_requested(&self) -> bool {
+        *self.stop.borrow()
+    }
+
     /// What the level means for this run.
     pub fn knob(&self) -> Knob {
         self.knob
@@ -222,7 +236,8 @@ impl Control {
 
     /// Asks every worker to stop sending, as [`crate::Run::stop`] does.
     pub fn stop(&self) {
-        let _ = self.stop.send(true);
+        // Kept even without a receiver, for a detached handle's caller to read.
+        self.stop.send_replace(true);
     }
 
     fn change(&self, state: &mut State, level: f64) {
@@ -282,6 +297,19 @@ mod tests {
         assert!(s.changes.windows(2).all(|w| w[0].0 <= w[1].0));
         let profile = s.apply(&Profile::constant(100.0));
         assert_eq!(profile.level_at(Duration::from_secs(3600)), 50.0);
+    }
+
+    #[test]
+    fn a_detached_handle_keeps_its_changes_and_stop() {
+        let c = Control::detached(&open(200.0), Instant::now());
+        c.set_level(400.0).unwrap();
+        c.pause();
+        c.resume();
+        let levels: Vec<f64> = c.history().iter().map(|&(_, l)| l).collect();
+        assert_eq!(levels, [400.0, 0.0, 400.0]);
+        assert!(!c.stop_requested());
+        c.stop();
+        assert!(c.stop_requested());
     }
 
     #[test]

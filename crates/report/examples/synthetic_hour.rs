@@ -46,6 +46,7 @@ fn main() -> std::io::Result<()> {
         host_cores: 2,
         host_name: None,
         shard_hosts: Vec::new(),
+        workers: Vec::new(),
         started_at: "2026-11-22T00:00:00Z".into(),
         model: Model::Open,
         rate: Some(rate as f64),

@@ -95,6 +95,10 @@ pub struct RunInfo {
     /// run. Shards may share a machine: their cores are not added up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shard_hosts: Vec<ShardHost>,
+    /// A distributed run (`--workers`, `--spawn`): each worker's clock as its coordinator
+    /// measured it before the start, in shard order; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerClock>,
     /// Start of the run, RFC 3339 UTC.
     pub started_at: String,
     /// Load model: `closed` (fixed or ramping connections) or `open` (arrival rate).
@@ -158,6 +162,33 @@ pub struct TargetInfo {
     pub method: String,
     /// The URL, without credentials.
     pub url: String,
+}
+
+/// One worker of a distributed run, as its coordinator measured its clock (NTP-style, the
+/// exchange with the shortest round trip kept).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerClock {
+    /// The worker's address, as the coordinator reached it.
+    pub address: String,
+    /// Its shard, `I/N`.
+    pub shard: String,
+    /// Its clock minus the coordinator's, milliseconds.
+    pub offset_ms: f64,
+    /// The round trip of the exchange the offset came from, milliseconds.
+    pub rtt_ms: f64,
+    /// How far its start may lie from the agreed instant by this measurement: half the round
+    /// trip, milliseconds.
+    pub start_skew_ms: f64,
+}
+
+impl WorkerClock {
+    /// `worker 1/2 at 127.0.0.1:4100: clock offset +0.012 ms, round trip 0.210 ms, start within 0.105 ms`.
+    pub fn describe(&self) -> String {
+        format!(
+            "worker {} at {}: clock offset {:+.3} ms, round trip {:.3} ms, start within {:.3} ms",
+            self.shard, self.address, self.offset_ms, self.rtt_ms, self.start_skew_ms
+        )
+    }
 }
 
 /// The machine one shard of a merged run ran on.
@@ -470,6 +501,7 @@ pub(crate) mod fixtures {
             host_cores: 2,
             host_name: None,
             shard_hosts: Vec::new(),
+            workers: Vec::new(),
             started_at: "2026-11-22T10:00:00Z".into(),
             model: super::Model::Closed,
             rate: None,

@@ -53,6 +53,9 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     if let Some(shard) = &info.shard {
         writeln!(out, "  {}", shard.describe())?;
     }
+    for w in &info.workers {
+        writeln!(out, "  {}", w.describe())?;
+    }
     // A plan run already said all of it in the two lines above.
     if let Some(line) = plan_line(info).filter(|_| info.plan.is_none()) {
         writeln!(out, "  {line}")?;

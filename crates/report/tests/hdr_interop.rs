@@ -92,6 +92,7 @@ fn info() -> RunInfo {
         host_cores: 2,
         host_name: None,
         shard_hosts: Vec::new(),
+        workers: Vec::new(),
         started_at: "2026-11-22T10:00:00Z".into(),
         model: Model::Open,
         rate: Some(20_000.0),

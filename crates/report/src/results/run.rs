@@ -265,6 +265,7 @@ pub fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     } else {
         a.shard_hosts.extend(b.shard_hosts.iter().cloned());
     }
+    a.workers.extend(b.workers.iter().cloned());
     a.host_cores = a.host_cores.max(b.host_cores);
     if a.host_name != b.host_name {
         a.host_name = None;
