@@ -1,0 +1,93 @@
+//! What `belier capacity` searches on: the URL or plan file its positional argument names,
+//! with the request flags (and a plan's `--var`s) applied.
+
+use super::*;
+
+/// The target the positional argument names, with the request flags applied: a URL, or a
+/// plan file.
+pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
+    let given = args.request.url.as_deref().unwrap_or("");
+    if !step::is_plan(given) {
+        if !args.vars.is_empty() {
+            return Err(InputError::new(
+                "--var <NAME=VALUE>",
+                "",
+                "sets a plan's variable: give a plan file, not a URL",
+            )
+            .into());
+        }
+        let (mut engine, url) = settings::request_config(&args.request)?;
+        engine.resend = !args.no_resend;
+        if args.dimension == DimensionArg::ConnectionRate && args.http2 {
+            return Err(InputError::new(
+                "--dimension <D>",
+                "connection-rate",
+                "opens a connection per request: not with --http2, whose streams share them",
+            )
+            .into());
+        }
+        return Ok(Target::Url {
+            engine: Box::new(engine),
+            url,
+            http2: Http2 {
+                on: args.http2,
+                max_streams: args.max_streams,
+                origin: Origin::Flags,
+            },
+        });
+    }
+    let r = &args.request;
+    for (given, flag) in [
+        (r.method != "GET", "--method"),
+        (r.body.is_some(), "--body"),
+        (r.body_file.is_some(), "--body-file"),
+        (r.cacert.is_some(), "--cacert"),
+        (r.cert.is_some(), "--cert"),
+        (r.sni.is_some(), "--sni"),
+        (args.http2, "--http2"),
+        (args.max_streams.is_some(), "--max-streams"),
+    ] {
+        if given {
+            return Err(InputError::new(
+                flag,
+                "",
+                format!("does not apply to a plan ({given}): its requests and options are in it"),
+            )
+            .into());
+        }
+    }
+    if args.dimension == DimensionArg::Connections {
+        return Err(InputError::new(
+            "--dimension <D>",
+            "connections",
+            format!("a plan ({given}) is searched on its iteration rate (or connection-rate)"),
+        )
+        .into());
+    }
+    let path = PathBuf::from(given);
+    let mut plan = belier_scenario::load(&path)?;
+    crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
+    crate::plan::apply_vars(&mut plan, &args.vars)?;
+    // The search steers one rate; several loads at once have no one rate to search.
+    if !plan.executors.is_empty() {
+        return Err(InputError::new(
+            "PLAN",
+            given,
+            "belier capacity searches one load; this plan's scenarios have loads of their own (use `belier run`)",
+        )
+        .into());
+    }
+    if args.dimension == DimensionArg::ConnectionRate {
+        plan.options.keepalive = false;
+    }
+    Ok(Target::Plan {
+        plan: Box::new(plan),
+        path,
+        connection: crate::plan::Connection {
+            tls_resume: r.tls_resume,
+            connect_to: r.connect_to,
+            no_resend: args.no_resend,
+        },
+        setup: None,
+    })
+}
