@@ -24,6 +24,11 @@ pub struct ScenarioFigures {
     pub iterations: u64,
     /// Open loop: iterations that were due (arrivals); `None` in a closed loop.
     pub arrivals: Option<u64>,
+    /// Open loop: of those, the ones its users could not start (dropped); `None` in a closed
+    /// loop, and in files written before it was recorded. The verdict judges each executor's
+    /// rate on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
     /// Requests per second over the run.
     pub rate: f64,
     /// Latency percentiles of its responses, µs: p50, p90, p99 (`None` without responses).
@@ -52,6 +57,7 @@ impl ScenarioFigures {
             failures: totals.steps().iter().map(|s| s.counts.failures).sum(),
             iterations: totals.iterations(),
             arrivals: open_loop.then(|| totals.scheduled()),
+            dropped: open_loop.then(|| totals.dropped()),
             rate: per_second(totals.requests(), elapsed),
             p50_us: at(50.0),
             p90_us: at(90.0),

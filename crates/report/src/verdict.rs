@@ -58,6 +58,27 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
     let mut findings = Vec::new();
     let mut checked = Vec::new();
 
+    // A plan whose scenarios have loads of their own: each open-loop executor is judged on
+    // its own arrivals (the run's totals mix executors, and its information is the first's).
+    let executors = !report.scenarios.is_empty();
+    for sc in &report.scenarios {
+        let (Some(due), Some(dropped)) = (sc.arrivals, sc.dropped) else {
+            continue;
+        };
+        let started = due.saturating_sub(dropped);
+        checked.push(format!(
+            "{}: {started} of {due} iterations started",
+            sc.name
+        ));
+        if due > 0 && (started as f64) < due as f64 * (1.0 - RATE_TOLERANCE) {
+            findings.push(format!(
+                "scenario `{}` did not reach its rate: {started} of {due} iterations started \
+                 ({dropped} dropped)",
+                sc.name
+            ));
+        }
+    }
+
     if let Some(o) = open_loop {
         let (scheduled, sent) = (t.scheduled(), o.sent);
         // With scripted users an arrival is an iteration, which a user starts.
@@ -66,12 +87,15 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
         } else {
             ("arrivals", "sent")
         };
-        checked.push(format!(
-            "{}/s of {}/s {went}",
-            rate(o.sent_rate),
-            rate(o.target_rate)
-        ));
-        if scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE) {
+        if !executors {
+            checked.push(format!(
+                "{}/s of {}/s {went}",
+                rate(o.sent_rate),
+                rate(o.target_rate)
+            ));
+        }
+        if !executors && scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE)
+        {
             findings.push(format!(
                 "the target rate was not reached: {}/s of {}/s ({} of {} {arrivals} {went}, {} \
                  dropped)",
@@ -408,5 +432,61 @@ mod tests {
         };
         let v = open_report(100, 100, 10, 0.1, Some(host));
         assert_eq!(v.findings.len(), 2, "{v:?}");
+    }
+
+    /// A plan of two executors, its first a closed loop (the run's information) and its
+    /// second an open loop that dropped `dropped` of its 100 arrivals.
+    fn executors_verdict(dropped: u64) -> Verdict {
+        let figures =
+            |name: &str, arrivals: Option<u64>, dropped: Option<u64>| crate::ScenarioFigures {
+                name: name.to_string(),
+                load: String::new(),
+                requests: 100,
+                failures: 0,
+                iterations: 100,
+                arrivals,
+                dropped,
+                rate: 20.0,
+                p50_us: Some(1_000),
+                p90_us: Some(1_000),
+                p99_us: Some(1_000),
+            };
+        let (totals, series) = Collector::new(1, Duration::from_secs(1)).finish();
+        verdict(&Report {
+            scenarios: vec![
+                figures("browse", None, None),
+                figures("checkout", Some(100), Some(dropped)),
+            ],
+            info: &fixtures::info(),
+            totals: &totals,
+            series: &series,
+            elapsed: Duration::from_secs(5),
+            interrupted: false,
+            warnings: vec![],
+            thresholds: vec![],
+            changes: vec![],
+            host: None,
+        })
+    }
+
+    #[test]
+    fn each_open_loop_executor_is_judged_on_its_own_arrivals() {
+        let v = executors_verdict(0);
+        assert!(v.kept_up, "{v:?}");
+        assert!(
+            v.summary
+                .contains("checkout: 100 of 100 iterations started"),
+            "{v:?}"
+        );
+        let v = executors_verdict(10);
+        assert!(!v.kept_up);
+        assert_eq!(
+            v.findings,
+            vec![
+                "scenario `checkout` did not reach its rate: 90 of 100 iterations started \
+                 (10 dropped)"
+                    .to_string()
+            ]
+        );
     }
 }
