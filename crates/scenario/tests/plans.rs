@@ -461,7 +461,14 @@ fn the_documented_fragments_parse() {
         {
             continue;
         }
-        let steps = "scenarios: [{ steps: [{ get: '/{{ users.email }}', name: login }, { get: '/{{ terms.term }}' }] }]\n";
+        // A block with scenarios of its own (loads per scenario) needs none added.
+        let steps = if block.contains("\nscenarios:") {
+            ""
+        } else {
+            // `checkout` has a load of its own, for the thresholds scoped to it.
+            "scenarios: [{ steps: [{ get: '/{{ users.email }}', name: login }, { get: '/{{ terms.term }}' }] }, \
+             { name: checkout, load: { vus: 1 }, steps: [{ get: /checkout }] }]\n"
+        };
         let data = if block.starts_with("data:") {
             ""
         } else {
@@ -479,7 +486,10 @@ fn the_documented_fragments_parse() {
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
         seen += 1;
     }
-    assert_eq!(seen, 4, "closed and open load, data, thresholds");
+    assert_eq!(
+        seen, 5,
+        "closed and open load, scenarios with loads of their own, data, thresholds"
+    );
 }
 
 #[test]

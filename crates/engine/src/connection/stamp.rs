@@ -9,6 +9,11 @@
 //! again after [`OFFSET_FOR`] so that a clock slewed by NTP cannot drift away from it; and
 //! the caller clamps the result between the request's send and the read that returned it.
 //!
+//! Linux enables receive stamping machine-wide a moment after the first socket asks for it (a
+//! deferred static key), so the first segments a machine receives after that may carry no
+//! stamp: those responses are timed at the read, as without stamps, and not counted as
+//! stamped.
+//!
 //! Unsafe code here, by necessity: neither socket2 nor rustix sets `SO_TIMESTAMPNS` or reads
 //! `SCM_TIMESTAMPNS` control messages, so this module makes the two system calls through libc,
 //! each with the reason it is sound beside it.
@@ -145,10 +150,27 @@ mod tests {
         let (mut a, _) = listener.accept().unwrap();
         b.set_nonblocking(true).unwrap();
         assert!(enable(&b));
+        // Linux turns receive stamping on machine-wide a moment after the first socket asks
+        // (a deferred static key): segments that arrive before that carry no stamp, and are
+        // timed at the read. Wait, bounded, until a segment comes stamped.
+        let mut buf = Vec::with_capacity(16);
+        let warm = Instant::now();
+        loop {
+            a.write_all(b"x").unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+            buf.clear();
+            if let Ok((_, Some(_))) = recv(b.as_raw_fd(), &mut buf) {
+                break;
+            }
+            assert!(
+                warm.elapsed() < Duration::from_secs(2),
+                "no receive stamp within 2 s"
+            );
+        }
+        buf.clear();
         let sent = Instant::now();
         a.write_all(b"hello").unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut buf = Vec::with_capacity(16);
         let (n, stamp) = recv(b.as_raw_fd(), &mut buf).unwrap();
         let read = Instant::now();
         assert_eq!((n, &buf[..]), (5, &b"hello"[..]));
