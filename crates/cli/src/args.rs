@@ -21,7 +21,7 @@ Exit codes:
   1    belier could not run (name resolution, output file, crashed worker)
   2    invalid input (flag, URL, header, body file, connection limit, results file)
   3    belier compare: a --fail-if condition held
-  4    belier run: a threshold of the plan failed (the report shows which)
+  4    belier run: a threshold of the plan failed, or stopped the run (the report shows which)
   5    belier capacity: no rate met the SLOs, not even the start rate
   130  interrupted by Ctrl-C (the report is still printed)";
 
@@ -63,9 +63,11 @@ pub enum Command {
     /// Print belier's man page (roff), generated from its flags (`belier man > belier.1`).
     Man,
     /// Run a plan file: weighted scenarios of virtual users with steps, pauses, extraction,
-    /// checks, data and thresholds (exit 4 when a threshold fails).
+    /// checks, data and thresholds (exit 4 when a threshold fails, or one with `abort: true`
+    /// fails while the run goes and stops it).
     Run(Box<RunArgs>),
-    /// Validate a plan file without sending anything and print the plan as belier reads it.
+    /// Validate a plan file without sending anything and print the plan as belier reads it
+    /// (thresholds that stop the run when they fail: from when they are judged).
     Check(CheckArgs),
     /// A web console without a run (Locust's model): start runs from a form or a plan file of
     /// the working directory, watch and steer them, keep their reports and results.

@@ -167,7 +167,19 @@ impl Plan {
         if !self.thresholds.is_empty() {
             let _ = writeln!(out, "thresholds:");
             for t in &self.thresholds {
-                let _ = writeln!(out, "  {}", t.expression);
+                match t.abort_after {
+                    Some(after) => {
+                        let _ = writeln!(
+                            out,
+                            "  {}   (stops the run when it fails, judged from {} on)",
+                            t.expression,
+                            crate::duration::show(after)
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "  {}", t.expression);
+                    }
+                }
             }
         }
         out

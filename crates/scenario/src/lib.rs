@@ -41,7 +41,7 @@ pub use error::{PlanError, Pos};
 pub use feeder::{Feeder, Order};
 pub use model::{Executor, LoadModel, LoadPlan, Options, Plan, Scheme, Target};
 pub use parse::{DEFAULT_SEED, MAX_FOLLOW};
-pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold};
+pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold, DEFAULT_ABORT_AFTER};
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to

@@ -10,15 +10,16 @@ use crate::feeder::{Feeder, Order};
 use crate::model::{Plan, Program, Scheme, Target};
 use crate::targets::Origin;
 use crate::template::{self, Reference, Segment, Template};
-use crate::threshold::Threshold;
 use crate::yaml::{self, closest, Kind, Node, Reader};
 
 mod executors;
 mod load;
 mod options;
+mod thresholds;
 
 use load::load;
 use options::options;
+use thresholds::threshold;
 
 /// Keys of the plan's top level.
 const TOP_KEYS: &[&str] = &[
@@ -463,28 +464,6 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         }
     }
     Ok(plan)
-}
-
-/// A threshold: `"p99 < 200ms"`, `"login: p99 < 300ms"`, or, as YAML reads an unquoted
-/// `- login: p99 < 300ms`, a one-entry mapping from step to expression.
-fn threshold(rd: Reader<'_>, item: &Node) -> Result<Threshold> {
-    if let Kind::Map(entries) = &item.kind {
-        if let [(step, expr)] = entries.as_slice() {
-            let step_text = rd.str(step, "a step name")?;
-            let expr_text = rd.str(expr, "a threshold such as `p99 < 200ms`")?;
-            let text = format!("{step_text}: {expr_text}");
-            let prefix = step_text.len() + 2;
-            return Threshold::parse(&text).map_err(|(offset, m)| {
-                let pos = match offset.checked_sub(prefix) {
-                    Some(o) => pos_in(expr, o),
-                    None => pos_in(step, offset),
-                };
-                rd.err_at(pos, m)
-            });
-        }
-    }
-    let text = rd.str(item, "a threshold such as `p99 < 200ms`")?;
-    Threshold::parse(text).map_err(|(offset, m)| rd.err_at(pos_in(item, offset), m))
 }
 
 fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> {

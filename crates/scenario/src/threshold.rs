@@ -1,6 +1,8 @@
 //! Thresholds: pass/fail expressions over a run's figures (`p99 < 200ms`, `error_rate < 1%`,
 //! `rate > 900/s`, `login: checks > 99%`), parsed at load time and evaluated by a pure function
-//! against figures the caller fills in from its statistics.
+//! against figures the caller fills in from its statistics. A threshold may also stop the run
+//! as soon as it fails while running (`abort`), judged on the run's figures so far
+//! ([`Threshold::judge_live`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -83,7 +85,16 @@ pub struct Threshold {
     /// The bound, in the metric's unit: microseconds for latencies, a fraction for
     /// `error_rate` and `checks`, per second for `rate`, a count for `requests`.
     pub bound: f64,
+    /// `Some(after)`: the run stops as soon as the threshold fails on its figures so far,
+    /// judged once `after` of the run has passed (`abort: true`); `None`: judged at the end
+    /// only.
+    pub abort_after: Option<Duration>,
 }
+
+/// How much of the run passes before a threshold that aborts it is first judged, when it
+/// does not say (`after:`): the first seconds' few requests and cold connections would stop
+/// runs for nothing.
+pub const DEFAULT_ABORT_AFTER: Duration = Duration::from_secs(5);
 
 /// A run's (or one step's) figures, as the caller's statistics give them.
 pub struct Figures<'a> {
@@ -183,7 +194,42 @@ impl Threshold {
             metric,
             comparison,
             bound,
+            abort_after: None,
         })
+    }
+
+    /// Whether the run's figures so far can show that this threshold failed: percentiles,
+    /// mean, min, max, `error_rate`, `checks` and `rate` are figures of the run so far; a
+    /// count only grows, so only an upper bound on it (`requests < 1000`) can fail before the
+    /// end. `Err` says why not.
+    pub fn judged_live(&self) -> Result<(), String> {
+        match (self.metric, self.comparison) {
+            (Metric::Requests | Metric::Count, Comparison::Less | Comparison::LessOrEqual) => {
+                Ok(())
+            }
+            (Metric::Requests | Metric::Count, _) => Err(format!(
+                "`{}` can only be judged at the end of the run (a count grows as the run goes; \
+                 only `<` or `<=` on it can fail before the end): drop `abort`",
+                self.expression
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Judges an aborting threshold on the run's figures so far, `elapsed` into the run:
+    /// `None` when it does not abort, before its `after`, or with nothing to measure yet (no
+    /// requests, no checks: nothing shows it failed); otherwise its outcome.
+    pub fn judge_live<'f>(
+        &self,
+        elapsed: Duration,
+        figures_for: impl Fn(Option<&str>) -> Option<Figures<'f>>,
+    ) -> Option<Outcome> {
+        let after = self.abort_after?;
+        if elapsed < after {
+            return None;
+        }
+        let measured = self.measure(figures_for(self.scope.as_deref())?)?;
+        Some(self.outcome(Some(measured)))
     }
 
     /// Evaluates the threshold; `figures_for(None)` gives the whole run's figures,
@@ -193,18 +239,31 @@ impl Threshold {
         &self,
         figures_for: impl Fn(Option<&str>) -> Option<Figures<'f>>,
     ) -> Outcome {
-        let fail = |why: &str| Outcome {
-            passed: false,
-            actual: format!("{} = {why}", self.metric),
-        };
-        let Some(f) = figures_for(self.scope.as_deref()) else {
-            return fail("no data");
-        };
+        self.outcome(figures_for(self.scope.as_deref()).and_then(|f| self.measure(f)))
+    }
+
+    /// The outcome of a measured value (`None`: nothing to measure, which fails).
+    fn outcome(&self, measured: Option<(f64, String)>) -> Outcome {
+        match measured {
+            None => Outcome {
+                passed: false,
+                actual: format!("{} = no data", self.metric),
+            },
+            Some((value, shown)) => Outcome {
+                passed: self.comparison.holds(value, self.bound),
+                actual: format!("{} = {shown}", self.metric),
+            },
+        }
+    }
+
+    /// The threshold's metric in `f`, and as shown (`231.4 ms`); `None` with nothing to
+    /// measure.
+    fn measure(&self, f: Figures<'_>) -> Option<(f64, String)> {
         let latency = |us: Option<f64>| -> Option<(f64, String)> {
             let us = us?;
             Some((us, duration::show_us(us)))
         };
-        let measured = match self.metric {
+        match self.metric {
             Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max if f.requests == 0 => {
                 None
             }
@@ -231,13 +290,6 @@ impl Threshold {
                 })
             }
             Metric::Requests | Metric::Count => Some((f.requests as f64, f.requests.to_string())),
-        };
-        match measured {
-            None => fail("no data"),
-            Some((value, shown)) => Outcome {
-                passed: self.comparison.holds(value, self.bound),
-                actual: format!("{} = {shown}", self.metric),
-            },
         }
     }
 
@@ -440,5 +492,70 @@ mod tests {
                 Some(figures(&p))
             });
         assert!(scoped.passed);
+    }
+
+    #[test]
+    fn counts_are_judged_live_only_against_an_upper_bound() {
+        for (text, live) in [
+            ("p99 < 1s", true),
+            ("mean <= 5ms", true),
+            ("min > 1ms", true),
+            ("max < 2s", true),
+            ("error_rate < 1%", true),
+            ("checks > 99%", true),
+            ("rate > 100/s", true),
+            ("requests < 1000", true),
+            ("x: count <= 5", true),
+            ("requests >= 1000", false),
+            ("count == 10", false),
+            ("requests > 1", false),
+        ] {
+            let t = Threshold::parse(text).unwrap();
+            assert_eq!(t.judged_live().is_ok(), live, "{text}");
+        }
+        let why = Threshold::parse("count == 10").unwrap().judged_live();
+        assert!(why.unwrap_err().contains("only be judged at the end"));
+    }
+
+    #[test]
+    fn live_judgement_waits_for_after_and_for_data() {
+        let p = |q: f64| Some(if q >= 99.0 { 231_400 } else { 100_000 });
+        let mut t = Threshold::parse("p99 < 200ms").unwrap();
+        let at = Duration::from_secs;
+        // Not an aborting threshold: never judged live.
+        assert_eq!(t.judge_live(at(60), |_| Some(figures(&p))), None);
+        t.abort_after = Some(at(10));
+        assert_eq!(t.judge_live(at(9), |_| Some(figures(&p))), None);
+        assert_eq!(
+            t.judge_live(at(10), |_| Some(figures(&p))),
+            Some(Outcome {
+                passed: false,
+                actual: "p99 = 231.4 ms".into()
+            })
+        );
+        // Nothing measured yet shows no failure (the end's verdict says `no data`).
+        assert_eq!(t.judge_live(at(10), |_| None), None);
+        let idle = |_: Option<&str>| {
+            let mut f = figures(&p);
+            f.requests = 0;
+            Some(f)
+        };
+        assert_eq!(t.judge_live(at(10), idle), None);
+        let mut rate = Threshold::parse("rate > 600/s").unwrap();
+        rate.abort_after = Some(at(1));
+        // 1000 requests over the run's first 2 s so far.
+        let live = rate.judge_live(at(2), |_| Some(figures(&p))).unwrap();
+        assert_eq!(
+            (live.passed, live.actual.as_str()),
+            (false, "rate = 500.0/s")
+        );
+        let mut errors = Threshold::parse("error_rate < 1%").unwrap();
+        errors.abort_after = Some(at(0));
+        assert!(
+            errors
+                .judge_live(at(0), |_| Some(figures(&p)))
+                .unwrap()
+                .passed
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use belier_engine::user::Users;
 use belier_engine::{Profile, Spacing, Stage};
-use belier_scenario::{LoadModel, Metric, Order, Scheme};
+use belier_scenario::{LoadModel, Metric, Order, Scheme, DEFAULT_ABORT_AFTER};
 
 const FULL: &str = r#"
 target: https://api.example.test:8443/v1/
@@ -83,6 +83,11 @@ thresholds:
   - checks > 99%
   - "GET /items: max < 2s"
   - login: requests >= 1
+  - { expr: "p99.9 < 5s", abort: true, after: 10s }
+  - expr: error_rate < 5%
+    abort: true
+  - { expr: "requests < 1000000", abort: true }
+  - { expr: "checks > 90%", abort: false }
 "#;
 
 fn full_files() -> Vec<(&'static str, &'static str)> {
@@ -196,7 +201,24 @@ fn every_option_and_step_kind_parses() {
             Metric::Rate,
             Metric::Checks,
             Metric::Max,
-            Metric::Requests
+            Metric::Requests,
+            Metric::Percentile(99.9),
+            Metric::ErrorRate,
+            Metric::Requests,
+            Metric::Checks
+        ]
+    );
+    let aborts: Vec<Option<Duration>> = plan.thresholds.iter().map(|t| t.abort_after).collect();
+    let s = Duration::from_secs;
+    assert_eq!(aborts[..7], [None; 7]);
+    // Given, then the documented default.
+    assert_eq!(
+        aborts[7..],
+        [
+            Some(s(10)),
+            Some(DEFAULT_ABORT_AFTER),
+            Some(DEFAULT_ABORT_AFTER),
+            None
         ]
     );
     assert_eq!(plan.thresholds[1].scope.as_deref(), Some("login"));
@@ -214,6 +236,9 @@ fn every_option_and_step_kind_parses() {
         "closed loop",
         "users: ",
         "p99 < 200ms",
+        "p99.9 < 5s   (stops the run when it fails, judged from 10s on)",
+        "error_rate < 5%   (stops the run when it fails, judged from 5s on)",
+        "\n  checks > 90%\n",
     ] {
         assert!(text.contains(part), "describe lacks {part:?}:\n{text}");
     }
@@ -301,6 +326,14 @@ fn malformed_plans_are_located() {
         ("bad-pause", "scenarios:\n  - steps:\n      - pause: 3s..1s\n", "4:16: pause range `3s..1s`: the low end is above the high end"),
         ("bad-threshold", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - p99 < 200\n", "4:11: `200`: a latency needs a unit, e.g. `200ms` or `1s`"),
         ("bad-scoped-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds:\n  - login: p99 < 1x\n", "4:18: expected a latency such as `200ms`, found `1x`"),
+        ("threshold-bad-key", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: p99 < 1s, abrot: true }\n", "4:23: unknown key `abrot` in a threshold; did you mean `abort`?"),
+        ("threshold-bad-after", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: p99 < 1s, abort: true, after: 10 parsecs }\n", "4:43: expected after (a duration such as `250ms`, `2s`, `1m30s`), found `10 parsecs`"),
+        ("threshold-bad-abort", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: p99 < 1s, abort: soon }\n", "4:30: expected abort (true or false), found `soon`"),
+        ("threshold-after-alone", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: p99 < 1s, after: 2s }\n", "4:23: `after` delays the judgement of a threshold that aborts the run"),
+        ("threshold-no-expr", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { abort: true, after: 2s }\n", "4:5: a threshold written as a mapping needs `expr`"),
+        ("threshold-bad-expr", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: 'p99 < 200', abort: true }\n", "4:20: `200`: a latency needs a unit"),
+        ("threshold-count-live", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: requests == 100, abort: true }\n", "4:37: `requests == 100` can only be judged at the end of the run"),
+        ("threshold-count-below-live", "scenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - expr: requests >= 100\n    abort: true\n", "5:12: `requests >= 100` can only be judged at the end of the run"),
         ("bad-metric", "scenarios: [{ steps: [{ get: / }] }]\nthresholds: [\"q99 < 1s\"]\n", "3:15: unknown metric `q99`"),
         ("unknown-step-threshold", "scenarios: [{ steps: [{ get: /, name: login }] }]\nthresholds: ['logn: p99 < 1s']\n", "3:14: unknown step `logn` in threshold; did you mean `login`?"),
         ("undefined-var", "scenarios:\n  - steps:\n      - get: /a/{{ tokn }}\n", "4:17: undefined variable `tokn`: not in `variables`, not extracted by an earlier step"),
@@ -487,8 +520,8 @@ fn the_documented_fragments_parse() {
         seen += 1;
     }
     assert_eq!(
-        seen, 5,
-        "closed and open load, scenarios with loads of their own, data, thresholds"
+        seen, 6,
+        "closed and open load, scenarios with loads of their own, data, thresholds, aborting ones"
     );
 }
 
