@@ -56,12 +56,15 @@ pub struct Outcome {
 }
 
 /// Runs `settings` over the workers of `cluster`; `plan` is the plan file of a plan run.
-/// `settle` adds what the caller knows (a plan's thresholds) before the results file ends.
+/// `watch` judges a plan's thresholds that stop the run on the merged intervals (a failed one
+/// stops every worker); `settle` adds what the caller knows (a plan's thresholds) before the
+/// results file ends.
 pub fn execute(
     settings: &Settings,
     cluster: &ClusterArgs,
     plan: Option<&std::path::Path>,
     signals: &Signals,
+    mut watch: Option<&mut crate::plan::Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Outcome> {
     if let Some(n) = cluster.spawn.filter(|n| !(1..=MAX_SPAWN).contains(n)) {
@@ -189,6 +192,16 @@ pub fn execute(
             merge.changes.push(*change);
         }
         merge.save();
+        // A distributed run has no executor's figures of its own (see `Merge::finish`).
+        let abort = watch
+            .as_deref_mut()
+            .and_then(|w| w.settled(&merge.collector, &[]));
+        if let Some(abort) = abort.filter(|_| !stopping) {
+            eprintln!("belier: {}", abort.line());
+            stopping = true;
+            merge.aborted = Some(abort.clone());
+            coordinator.abort();
+        }
         let stop_key = live.update(started.elapsed(), &merge.collector);
         let web_stop = merge
             .web
@@ -242,6 +255,8 @@ struct Merge {
     lost: Vec<String>,
     warnings: Vec<String>,
     interrupted: bool,
+    /// The plan's threshold that stopped every worker (their ends say interrupted).
+    aborted: Option<crate::plan::Abort>,
     /// Changes made through the live views, in order.
     changes: Vec<Change>,
     /// Changes written to the results file so far.
@@ -269,6 +284,7 @@ impl Merge {
             lost: Vec::new(),
             warnings: Vec::new(),
             interrupted: false,
+            aborted: None,
             changes: Vec::new(),
             changes_saved: 0,
             web,
@@ -384,7 +400,7 @@ impl Merge {
             totals,
             series,
             elapsed,
-            interrupted: self.interrupted,
+            interrupted: self.interrupted && self.aborted.is_none(),
             warnings,
             host: None,
             name: self.name,
@@ -397,6 +413,7 @@ impl Merge {
             // up to the run's percentiles: a distributed run reports the merged totals only.
             part_totals: Vec::new(),
             scenarios: Vec::new(),
+            aborted: self.aborted,
         };
         settle(&mut finished);
         if let Some(w) = self.writer {

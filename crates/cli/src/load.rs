@@ -14,6 +14,7 @@ use belier_stats::{Collector, Recorder, Series};
 
 use crate::args::Format;
 use crate::metrics::{Exporter, Figures};
+use crate::plan::Watch;
 use crate::progress::{Counts, Progress};
 use crate::raw::RawWriter;
 use crate::settings::{InputError, Settings};
@@ -53,6 +54,8 @@ pub struct Finished {
     /// plan's order, and its figures for the report (empty for a run of one load).
     pub part_totals: Vec<Recorder>,
     pub scenarios: Vec<belier_report::ScenarioFigures>,
+    /// The plan's threshold that failed while the run went and stopped it, if one did.
+    pub aborted: Option<crate::plan::Abort>,
 }
 
 impl Finished {
@@ -102,18 +105,20 @@ impl Finished {
 
 /// Runs `settings` to the end (or until a stop signal) and returns everything recorded.
 pub fn execute(settings: &Settings, signals: &Signals) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, None, &[], &mut |_| {})
+    execute_settled(settings, signals, None, &[], None, &mut |_| {})
 }
 
-/// Like [`execute`]; `settle` adds to the finished run what the caller knows of it (a plan's
+/// Like [`execute`]; `watch` judges a plan's thresholds that stop the run when they fail as
+/// intervals settle; `settle` adds to the finished run what the caller knows of it (a plan's
 /// judged thresholds, its warnings) before the results file's end line is written, so that
 /// the file keeps them.
 pub fn execute_then(
     settings: &Settings,
     signals: &Signals,
+    watch: Option<&mut Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, None, &[], settle)
+    execute_settled(settings, signals, None, &[], watch, settle)
 }
 
 /// Like [`execute_then`], for a plan whose scenarios have loads of their own: `parts` start
@@ -123,9 +128,10 @@ pub fn execute_parts(
     settings: &Settings,
     signals: &Signals,
     parts: &[crate::executors::Part],
+    watch: Option<&mut Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, None, parts, settle)
+    execute_settled(settings, signals, None, parts, watch, settle)
 }
 
 /// Like [`execute`]; with `judge_from`, also keeps apart what the intervals from that offset on
@@ -136,7 +142,7 @@ pub fn execute_judged(
     signals: &Signals,
     judge_from: Option<Duration>,
 ) -> anyhow::Result<Finished> {
-    execute_settled(settings, signals, judge_from, &[], &mut |_| {})
+    execute_settled(settings, signals, judge_from, &[], None, &mut |_| {})
 }
 
 fn execute_settled(
@@ -144,6 +150,7 @@ fn execute_settled(
     signals: &Signals,
     judge_from: Option<Duration>,
     parts: &[crate::executors::Part],
+    mut watch: Option<&mut Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Finished> {
     let config = &settings.engine;
@@ -318,6 +325,18 @@ fn execute_settled(
                 usage.ephemeral_ports_peak = Some(usage.ephemeral_ports_peak.unwrap_or(0).max(p));
             }
         }
+        if let Some(w) = watch.as_deref_mut() {
+            let scenarios: Vec<_> = parts
+                .iter()
+                .map(|p| p.name.as_str())
+                .zip(&part_totals)
+                .collect();
+            if let Some(abort) = w.settled(&collector, &scenarios) {
+                // The path of a stop key: the load stops, what was sent is answered.
+                eprintln!("belier: {}", abort.line());
+                run.stop();
+            }
+        }
         let stop_key = live.update(run.elapsed(), &collector);
         let web_stop = web.as_ref().is_some_and(crate::web::Live::stop_requested);
         if !interrupted && (stop_key || web_stop || signals.stop_requested()) {
@@ -374,6 +393,7 @@ fn execute_settled(
             })
             .collect(),
         part_totals,
+        aborted: watch.and_then(|w| w.stopped().cloned()),
     };
     settle(&mut finished);
     if let Some(w) = saver {

@@ -109,7 +109,7 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     let cluster = args.cluster.clone();
     let settings = targets::settings(args, cores())?;
     if cluster.active() {
-        let mut outcome = cluster::execute(&settings, &cluster, None, signals, &mut |_| {})?;
+        let mut outcome = cluster::execute(&settings, &cluster, None, signals, None, &mut |_| {})?;
         let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
         let written = write_report(&settings, &outcome.finished, code);
         linger(&mut outcome.finished, signals);

@@ -3,19 +3,19 @@
 //! what was recorded.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
-use belier_report::ThresholdOutcome;
-use belier_scenario::{Figures, LoadModel, Plan, PlanUsers, Scheme};
-use belier_stats::{value_at_percentile, MetricRow, Recorder};
-use hdrhistogram::Histogram;
+use belier_scenario::{LoadModel, Plan, PlanUsers, Scheme};
+use belier_stats::Recorder;
 
 use crate::args::{CheckArgs, RunArgs};
 use crate::load::Finished;
 use crate::settings::{self, Draft, Http2, InputError, Origin, Settings};
 use crate::signals::{self, Signals};
 use crate::write_report;
+
+mod thresholds;
+pub use thresholds::{judge, Abort, Watch};
 
 /// Exit code when a threshold of the plan failed.
 pub const EXIT_THRESHOLDS: u8 = 4;
@@ -39,12 +39,18 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let (settings, prepared) = prepare(args, cores)?;
     if cluster.active() {
         // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
-        // on everything the workers recorded.
-        let mut outcome =
-            crate::cluster::execute(&settings, &cluster, Some(&plan_path), signals, &mut |f| {
-                prepared.conclude(f)
-            })?;
-        let failed = outcome.finished.thresholds.iter().any(|t| !t.passed);
+        // on everything the workers recorded (those that abort, on the merged intervals as
+        // they settle).
+        let mut watch = prepared.watch();
+        let mut outcome = crate::cluster::execute(
+            &settings,
+            &cluster,
+            Some(&plan_path),
+            signals,
+            watch.as_mut(),
+            &mut |f| prepared.conclude(f),
+        )?;
+        let failed = thresholds_failed(&outcome.finished);
         let code = crate::cluster::code(
             &outcome,
             cluster.on_worker_loss,
@@ -60,7 +66,7 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let mut finished = prepared.execute(&settings, signals)?;
     let code = if finished.interrupted {
         signals::INTERRUPTED
-    } else if finished.thresholds.iter().any(|t| !t.passed) {
+    } else if thresholds_failed(&finished) {
         EXIT_THRESHOLDS
     } else {
         0
@@ -68,6 +74,11 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
     let written = write_report(&settings, &finished, code);
     crate::linger(&mut finished, signals);
     written
+}
+
+/// Whether a threshold failed at the end, or stopped the run.
+fn thresholds_failed(finished: &Finished) -> bool {
+    finished.aborted.is_some() || finished.thresholds.iter().any(|t| !t.passed)
 }
 
 /// A plan read and made ready to run, for what follows the run.
@@ -172,10 +183,11 @@ impl Prepared {
             torn_down = Some(teardown);
             self.conclude(finished);
         };
+        let mut watch = self.watch();
         let finished = if self.parts.is_empty() {
-            crate::load::execute_then(settings, signals, &mut settle)
+            crate::load::execute_then(settings, signals, watch.as_mut(), &mut settle)
         } else {
-            crate::load::execute_parts(settings, signals, &self.parts, &mut settle)
+            crate::load::execute_parts(settings, signals, &self.parts, watch.as_mut(), &mut settle)
         };
         // The load could not start: the teardown still undoes what setup did.
         let teardown = torn_down.unwrap_or_else(|| self.teardown(settings));
@@ -184,8 +196,14 @@ impl Prepared {
         Ok(finished)
     }
 
+    /// The watch over the thresholds that stop the run when they fail, if any; none on a
+    /// shard, whose share does not judge them.
+    pub fn watch(&self) -> Option<Watch<'_>> {
+        Watch::new(&self.plan).filter(|_| self.shard.is_none())
+    }
+
     /// Adds to a finished run what only the plan knows: data files that ran out, and the
-    /// thresholds judged.
+    /// thresholds judged (the one that stopped the run marked so).
     pub fn conclude(&self, finished: &mut Finished) {
         for e in self.users.exhausted() {
             finished.warnings.push(format!(
@@ -211,7 +229,10 @@ impl Prepared {
                     .zip(&finished.part_totals)
                     .collect();
                 finished.thresholds =
-                    judge(&self.plan, &finished.totals, finished.elapsed, &scenarios)
+                    judge(&self.plan, &finished.totals, finished.elapsed, &scenarios);
+                if let Some(abort) = &finished.aborted {
+                    abort.mark(&mut finished.thresholds);
+                }
             }
             // Thresholds are about the whole run: a shard's share would pass or fail them
             // wrongly (counts, rates), so they are judged on the merged results instead.
@@ -427,96 +448,4 @@ pub fn engine_for(
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);
     Ok(engine)
-}
-
-/// Judges every threshold of the plan on the recorded totals, over `elapsed`; `scenarios`
-/// holds each executor's name and totals (a plan whose scenarios have loads of their own).
-pub fn judge(
-    plan: &Plan,
-    totals: &Recorder,
-    elapsed: Duration,
-    scenarios: &[(&str, &Recorder)],
-) -> Vec<ThresholdOutcome> {
-    let empty = MetricRow::default();
-    let checks_of = |r: &Recorder| {
-        r.checks()
-            .iter()
-            .fold((0, 0), |(p, f), c| (p + c.passed, f + c.failed))
-    };
-    let run_checks = checks_of(totals);
-    // A plan's requests are all steps; their failures (no response, an unexpected status, a
-    // failed check) are what `error_rate` counts.
-    let failures = totals.steps().iter().map(|s| s.counts.failures).sum();
-    let whole = percentiles(totals.latency_us());
-    let rows: Vec<_> = totals
-        .steps()
-        .iter()
-        .map(|row| percentiles(row.latency_us()))
-        .collect();
-    let metric_row = |i: usize| totals.metrics().get(i).unwrap_or(&empty);
-    let custom: Vec<_> = (0..plan.metrics().len())
-        .map(|i| percentiles(metric_row(i).values_us()))
-        .collect();
-    let parts: Vec<_> = scenarios
-        .iter()
-        .map(|(_, part)| percentiles(part.latency_us()))
-        .collect();
-    let figures = |scope: Option<&str>| {
-        let mut checks = run_checks;
-        let (requests, failures, latency, percentile_us) = match scope {
-            None => (totals.requests(), failures, totals.latency_us(), &whole),
-            // A custom metric: its count, and a trend's values as the latencies.
-            Some(name) if plan.metrics().iter().any(|m| m.name == name) => {
-                let index = plan.metrics().iter().position(|m| m.name == name)?;
-                let row = metric_row(index);
-                (row.count, 0, row.values_us(), custom.get(index)?)
-            }
-            // A scenario with a load of its own (the parser refused a name that is both).
-            Some(name) if scenarios.iter().any(|(s, _)| *s == name) => {
-                let index = scenarios.iter().position(|(s, _)| *s == name)?;
-                let part = scenarios[index].1;
-                checks = checks_of(part);
-                let failures = part.steps().iter().map(|s| s.counts.failures).sum();
-                let latency = part.latency_us();
-                (part.requests(), failures, latency, parts.get(index)?)
-            }
-            Some(name) => {
-                let index = plan.steps().iter().position(|s| s == name)?;
-                let row = totals.steps().get(index)?;
-                (
-                    row.counts.requests,
-                    row.counts.failures,
-                    row.latency_us(),
-                    rows.get(index)?,
-                )
-            }
-        };
-        Some(Figures {
-            requests,
-            failures,
-            elapsed,
-            checks_passed: checks.0,
-            checks_failed: checks.1,
-            mean_us: latency.mean(),
-            min_us: latency.min(),
-            max_us: latency.max(),
-            percentile_us,
-        })
-    };
-    plan.thresholds
-        .iter()
-        .map(|t| {
-            let outcome = t.evaluate(figures);
-            ThresholdOutcome {
-                expression: t.expression.clone(),
-                passed: outcome.passed,
-                actual: outcome.actual,
-            }
-        })
-        .collect()
-}
-
-/// Percentiles of `latency`, ranked as everywhere in belier's reports.
-fn percentiles(latency: &Histogram<u64>) -> impl Fn(f64) -> Option<u64> + '_ {
-    move |p| (!latency.is_empty()).then(|| value_at_percentile(latency, p))
 }

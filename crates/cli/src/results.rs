@@ -182,8 +182,20 @@ fn judge(runs: &mut [Run], plan: &Path) -> anyhow::Result<bool> {
     let plan = belier_scenario::load(plan)?;
     let mut failed = false;
     for run in runs {
-        let outcomes = crate::plan::judge(&plan, &run.data.totals, run.data.elapsed, &[]);
-        failed |= outcomes.iter().any(|t| !t.passed);
+        let mut outcomes = crate::plan::judge(&plan, &run.data.totals, run.data.elapsed, &[]);
+        // A threshold that stopped the run while it went still did.
+        let stops = run.data.end.iter().flat_map(|e| &e.thresholds);
+        for stop in stops.filter(|t| t.stopped_run.is_some()) {
+            if let Some(o) = outcomes
+                .iter_mut()
+                .find(|o| o.expression == stop.expression)
+            {
+                o.stopped_run.clone_from(&stop.stopped_run);
+            }
+        }
+        failed |= outcomes
+            .iter()
+            .any(|t| !t.passed || t.stopped_run.is_some());
         run.data.end.get_or_insert_with(Default::default).thresholds = outcomes;
         // The reader's note that the files' own thresholds could not stand is answered now.
         run.warnings

@@ -278,6 +278,20 @@ mod tests {
         assert_eq!(doc["thresholds"][1]["passed"], false);
         assert_eq!(doc["run"]["steps"][0], "login");
         crate::golden::check("report-steps.json", &render_json(&run.report()));
+        // A threshold that stopped the run says when and at what value.
+        let mut stopped = crate::seeded::with_steps();
+        stopped.thresholds[1].stopped_run = Some(crate::ThresholdStop {
+            at_ms: 1_000,
+            actual: "error_rate = 5.00 %".into(),
+        });
+        let with_stop: Value = serde_json::from_str(&render_json(&stopped.report())).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&with_stop)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(with_stop["thresholds"][1]["stopped_run"]["at_ms"], 1_000);
+        assert!(doc["thresholds"][1].get("stopped_run").is_none());
         // A step row missing a field is not a belier report.
         let mut broken = doc.clone();
         broken["steps"][0]

@@ -314,6 +314,19 @@ pub struct ThresholdOutcome {
     pub passed: bool,
     /// The value the run reached, formatted with its unit, e.g. `182.4 ms`.
     pub actual: String,
+    /// A threshold with `abort: true` that failed while the run went: when it stopped the
+    /// run, and its value then. Absent otherwise (and from files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_run: Option<ThresholdStop>,
+}
+
+/// When a threshold stopped the run it failed in, and its value then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThresholdStop {
+    /// From the start of the run to the judgement that stopped it, milliseconds.
+    pub at_ms: u64,
+    /// The value it had then, e.g. `p99 = 412.0 ms`.
+    pub actual: String,
 }
 
 /// A report with the name of its run, for renderers that show several runs side by side.

@@ -236,11 +236,13 @@ pub fn with_steps() -> Run {
                 expression: "p99 < 200ms".into(),
                 passed: true,
                 actual: "3.7 ms".into(),
+                stopped_run: None,
             },
             ThresholdOutcome {
                 expression: "login: error_rate < 1%".into(),
                 passed: false,
                 actual: "4.00 %".into(),
+                stopped_run: None,
             },
         ],
         changes: vec![],

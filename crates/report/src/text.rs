@@ -66,6 +66,19 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             "  INTERRUPTED: stopped early by the user; the figures cover the run so far"
         )?;
     }
+    for (t, stop) in r
+        .thresholds
+        .iter()
+        .filter_map(|t| Some((t, t.stopped_run.as_ref()?)))
+    {
+        writeln!(
+            out,
+            "  STOPPED by threshold `{}` at {:.1} s ({}); the figures cover the run so far",
+            t.expression,
+            stop.at_ms as f64 / 1e3,
+            stop.actual
+        )?;
+    }
     for w in &r.warnings {
         writeln!(out, "  WARNING: {w}")?;
     }
@@ -458,6 +471,14 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
             t.expression,
             t.actual
         )?;
+        if let Some(stop) = &t.stopped_run {
+            writeln!(
+                out,
+                "    stopped the run at {:.1} s: {} then",
+                stop.at_ms as f64 / 1e3,
+                stop.actual
+            )?;
+        }
     }
     Ok(())
 }

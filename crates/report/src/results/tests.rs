@@ -322,9 +322,17 @@ fn threshold_outcomes_ride_on_the_end_line_and_older_end_lines_read_as_none() {
         expression: expression.into(),
         passed,
         actual: "12.0 ms".into(),
+        stopped_run: None,
+    };
+    let stopper = crate::ThresholdOutcome {
+        stopped_run: Some(crate::ThresholdStop {
+            at_ms: 6_000,
+            actual: "p99 = 14.0 ms".into(),
+        }),
+        ..outcome("p99 < 5ms", false)
     };
     let judged = End {
-        thresholds: vec![outcome("p99 < 5ms", false), outcome("requests >= 1", true)],
+        thresholds: vec![stopper, outcome("requests >= 1", true)],
         ..end(3.0)
     };
     let intervals: Vec<Settled> = (0..3)
@@ -337,6 +345,7 @@ fn threshold_outcomes_ride_on_the_end_line_and_older_end_lines_read_as_none() {
         .last()
         .unwrap()
         .contains(r#""thresholds":[{"expression":"p99 < 5ms""#));
+    assert!(last.contains(r#""stopped_run":{"at_ms":6000,"actual":"p99 = 14.0 ms"}"#));
     let run = read(vec![bytes.clone()], None, None).unwrap();
     assert_eq!(run.end.as_ref().unwrap().thresholds, judged.thresholds);
     assert!(run.notes.is_empty(), "{:?}", run.notes);

@@ -84,6 +84,44 @@ fn interrupted_and_empty_runs_still_render() {
 }
 
 #[test]
+fn a_threshold_that_stopped_the_run_is_named_with_when_and_its_value() {
+    let info = fixtures::info();
+    let (totals, series) = fixtures::results();
+    let outcome = |expression: &str, stopped_run| crate::ThresholdOutcome {
+        expression: expression.into(),
+        passed: false,
+        actual: "p99 = 15.2 ms".into(),
+        stopped_run,
+    };
+    let report = Report {
+        thresholds: vec![
+            outcome("requests >= 100000", None),
+            outcome(
+                "p99 < 5ms",
+                Some(crate::ThresholdStop {
+                    at_ms: 6_000,
+                    actual: "p99 = 14.0 ms".into(),
+                }),
+            ),
+        ],
+        ..fixtures::report(&info, &totals, &series)
+    };
+    let got = render_text(&report);
+    assert!(
+        got.contains(
+            "  STOPPED by threshold `p99 < 5ms` at 6.0 s (p99 = 14.0 ms); the figures cover the run so far\n"
+        ),
+        "{got}"
+    );
+    assert!(
+        got.contains("  ✗ p99 < 5ms            actual p99 = 15.2 ms\n    stopped the run at 6.0 s: p99 = 14.0 ms then\n"),
+        "{got}"
+    );
+    assert_eq!(got.matches("stopped the run").count(), 1, "{got}");
+    assert!(!got.contains("INTERRUPTED"), "{got}");
+}
+
+#[test]
 fn an_open_loop_counts_its_rates_per_second_of_the_schedule() {
     // 1,000 requests over a 1 s schedule in a run that took 1.5 s to read the last
     // answers: sent at 1,000/s of a 1,000/s target, not at 666.7/s.
