@@ -5,7 +5,8 @@
 //! the same threshold without `abort` lets the run send all 300. Exit 4 both ways, and the
 //! report (live, and `belier report` of the results file) names the threshold that stopped
 //! the run, when, and its value. Over `--spawn 2`, the coordinator judges the merged
-//! intervals and stops both workers.
+//! intervals and stops both workers. As after a stop key, the plan's teardown still runs (once
+//! per process that ran the load).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -37,9 +38,19 @@ fn belier(args: &[&str]) -> Output {
 fn server() -> Server {
     Server::start(Config {
         threads: 2,
+        record_requests: 1_000,
         ..Config::default()
     })
     .expect("test server starts")
+}
+
+/// Requests the server saw whose target starts with `path`.
+fn seen(s: &Server, path: &str) -> u64 {
+    let requests = s.recent_requests();
+    requests
+        .iter()
+        .filter(|r| r.target.starts_with(path))
+        .count() as u64
 }
 
 /// A plan at [`RATE`]/s for [`SECONDS`] against `s`, each answer 100 ms late, with
@@ -49,6 +60,7 @@ fn plan(dir: &Path, s: &Server, threshold: &str) -> PathBuf {
     let text = format!(
         "target: {}\nload: {{ rate: {RATE}, duration: {SECONDS}s, max_vus: 50 }}\n\
          scenarios:\n  - steps:\n      - get: /slow?delay=100ms\n\
+         teardown:\n  - {{ name: bye, get: /bye }}\n\
          thresholds:\n  - requests >= 1\n  - {threshold}\n",
         s.url("/").trim_end_matches('/')
     );
@@ -74,10 +86,12 @@ const ABORTING: &str = "{ expr: \"p99 < 50ms\", abort: true, after: 2s }";
 
 /// What a run stopped by [`ABORTING`] shows: the server's count within one interval after
 /// `after`, the report's total equal to it, the threshold named with when and its value, and
-/// `belier report` of `saved` saying the same.
-fn assert_stopped(out: &Output, s: &Server, saved: &Path) {
+/// `belier report` of `saved` saying the same, and each of `processes` running teardown.
+fn assert_stopped(out: &Output, s: &Server, saved: &Path, processes: u64) {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(out));
-    let sent = s.counts().requests;
+    assert_eq!(seen(s, "/bye"), processes, "{}", stderr(out));
+    let sent = seen(s, "/slow");
+    assert_eq!(s.counts().requests, sent + processes);
     assert!(
         (RATE * AFTER..=RATE * (AFTER + 1)).contains(&sent),
         "the server counted {sent} requests, not {RATE}/s × ({AFTER} s to {} s); the whole run is {}",
@@ -132,7 +146,7 @@ fn a_failing_threshold_with_abort_stops_the_run_after_its_delay() {
         "--save",
         saved.to_str().unwrap(),
     ]);
-    assert_stopped(&out, &s, &saved);
+    assert_stopped(&out, &s, &saved, 1);
 }
 
 #[test]
@@ -143,7 +157,8 @@ fn the_same_threshold_without_abort_lets_the_run_end() {
     let out = belier(&["run", plan.to_str().unwrap(), "--output", "json"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let doc = json(&out);
-    let sent = s.counts().requests;
+    let sent = seen(&s, "/slow");
+    assert_eq!(seen(&s, "/bye"), 1);
     assert_eq!(doc["summary"]["requests"], sent);
     assert_eq!(sent, RATE * SECONDS, "{}", doc["open_loop"]);
     assert_eq!(doc["thresholds"][1]["passed"], false);
@@ -169,9 +184,9 @@ fn over_two_workers_the_coordinator_stops_both() {
         "--worker-results",
         own.to_str().unwrap(),
     ]);
-    assert_stopped(&out, &s, &saved);
+    assert_stopped(&out, &s, &saved, 2);
     // Each worker stopped too, with its half of what the server counted so far.
-    let sent = s.counts().requests;
+    let sent = seen(&s, "/slow");
     let mut total = 0;
     for i in 1..=2 {
         let file = own.join(format!("worker-{i}.jsonl"));
