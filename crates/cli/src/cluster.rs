@@ -197,7 +197,6 @@ pub fn execute(
             .as_deref_mut()
             .and_then(|w| w.settled(&merge.collector, &[]));
         if let Some(abort) = abort.filter(|_| !stopping) {
-            eprintln!("belier: {}", abort.line());
             stopping = true;
             merge.aborted = Some(abort.clone());
             coordinator.abort();
@@ -216,6 +215,9 @@ pub fn execute(
         }
     }
     live.close();
+    if let Some(abort) = &merge.aborted {
+        eprintln!("belier: {}", abort.line());
+    }
     drop(spawned);
     Ok(merge.finish(settle))
 }

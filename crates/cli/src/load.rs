@@ -331,9 +331,8 @@ fn execute_settled(
                 .map(|p| p.name.as_str())
                 .zip(&part_totals)
                 .collect();
-            if let Some(abort) = w.settled(&collector, &scenarios) {
+            if w.settled(&collector, &scenarios).is_some() {
                 // The path of a stop key: the load stops, what was sent is answered.
-                eprintln!("belier: {}", abort.line());
                 run.stop();
             }
         }
@@ -345,6 +344,10 @@ fn execute_settled(
         }
     };
     live.close();
+    // Said once the live view is gone, which would draw over it.
+    if let Some(abort) = watch.as_deref().and_then(Watch::stopped) {
+        eprintln!("belier: {}", abort.line());
+    }
 
     let crashed = run.join();
     if crashed > 0 {

@@ -58,13 +58,24 @@ fn suite(run: &NamedReport) -> Suite {
             .map(|t| Case {
                 classname: "belier.thresholds",
                 name: t.expression.clone(),
-                failure: (!t.passed).then(|| Failure {
+                // One that stopped the run failed, whatever the whole run's figure became.
+                failure: (!t.passed || t.stopped_run.is_some()).then(|| Failure {
                     message: format!("actual {}, limit {}", t.actual, t.expression),
                     kind: "threshold",
-                    details: format!(
-                        "threshold '{}' did not hold: the run reached {}",
-                        t.expression, t.actual
-                    ),
+                    details: match &t.stopped_run {
+                        Some(stop) => format!(
+                            "threshold '{}' failed at {:.1} s ({}) and stopped the run; the \
+                             run reached {}",
+                            t.expression,
+                            stop.at_ms as f64 / 1e3,
+                            stop.actual,
+                            t.actual
+                        ),
+                        None => format!(
+                            "threshold '{}' did not hold: the run reached {}",
+                            t.expression, t.actual
+                        ),
+                    },
                 }),
             })
             .collect()
@@ -211,6 +222,22 @@ mod tests {
             r#"<failure message="actual 4.00 %, limit login: error_rate &lt; 1%" type="threshold">"#
         ));
         assert_eq!(out.matches("<failure ").count(), 1);
+        // A threshold that stopped the run fails its case, even if the whole run met it.
+        let mut stopped = seeded::with_steps();
+        stopped.thresholds[0].stopped_run = Some(crate::ThresholdStop {
+            at_ms: 1_000,
+            actual: "p99 = 250.0 ms".into(),
+        });
+        let report = stopped.report();
+        let out = render_junit(&[NamedReport {
+            name: "shop",
+            report: &report,
+        }]);
+        assert_eq!(out.matches("<failure ").count(), 2, "{out}");
+        assert!(
+            out.contains("threshold &apos;p99 &lt; 200ms&apos; failed at 1.0 s (p99 = 250.0 ms) and stopped the run; the run reached 3.7 ms"),
+            "{out}"
+        );
     }
 
     #[test]

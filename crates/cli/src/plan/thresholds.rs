@@ -47,7 +47,7 @@ impl Abort {
     /// What belier says when it stops the run.
     pub fn line(&self) -> String {
         format!(
-            "threshold `{}` failed at {:.1} s ({}): stopping the run",
+            "threshold `{}` failed at {:.1} s ({}) and stopped the run",
             self.expression,
             self.stop.at_ms as f64 / 1e3,
             self.stop.actual
