@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use belier_report::{ThresholdOutcome, ThresholdStop};
-use belier_scenario::{Figures, Plan};
-use belier_stats::{value_at_percentile, Collector, MetricRow, Recorder};
+use belier_scenario::{Figures, Plan, Threshold};
+use belier_stats::{value_at_percentile, Collector, MetricRow, Recorder, Series};
 use hdrhistogram::Histogram;
 
 /// Judges every threshold of the plan on the recorded totals, over `elapsed`; `scenarios`
@@ -68,8 +68,9 @@ impl Abort {
 /// first that fails is the run's [`Abort`].
 pub struct Watch<'p> {
     plan: &'p Plan,
-    /// Intervals settled when last judged.
-    judged: usize,
+    /// How much of the run had settled when last judged (not a count of points: past
+    /// [`belier_stats::series::MAX_POINTS`] a series grows its last point instead).
+    judged_to: Duration,
     stopped: Option<Abort>,
 }
 
@@ -81,7 +82,7 @@ impl<'p> Watch<'p> {
             .any(|t| t.abort_after.is_some())
             .then_some(Watch {
                 plan,
-                judged: 0,
+                judged_to: Duration::ZERO,
                 stopped: None,
             })
     }
@@ -94,13 +95,23 @@ impl<'p> Watch<'p> {
         collector: &Collector,
         scenarios: &[(&str, &Recorder)],
     ) -> Option<&Abort> {
-        let points = collector.series().points();
-        if points.len() == self.judged || self.stopped.is_some() {
+        self.settled_in(collector.series(), collector.settled_total(), scenarios)
+    }
+
+    /// [`Watch::settled`] on a series of settled intervals and their `totals`.
+    fn settled_in(
+        &mut self,
+        series: &Series,
+        totals: &Recorder,
+        scenarios: &[(&str, &Recorder)],
+    ) -> Option<&Abort> {
+        let last = series.points().last();
+        let so_far = last.map_or(Duration::ZERO, |p| p.offset + p.width);
+        if so_far <= self.judged_to || self.stopped.is_some() {
             return None;
         }
-        self.judged = points.len();
-        let so_far = points.last().map_or(Duration::ZERO, |p| p.offset + p.width);
-        self.judge(collector.settled_total(), so_far, scenarios)
+        self.judged_to = so_far;
+        self.judge(totals, so_far, scenarios)
     }
 
     /// Judges the aborting thresholds on `totals`, the run's first `elapsed`: `Some` when
@@ -111,6 +122,10 @@ impl<'p> Watch<'p> {
         elapsed: Duration,
         scenarios: &[(&str, &Recorder)],
     ) -> Option<&Abort> {
+        let due = |t: &Threshold| t.abort_after.is_some_and(|after| elapsed >= after);
+        if !self.plan.thresholds.iter().any(due) {
+            return None;
+        }
         let recorded = Recorded::new(self.plan, totals, elapsed, scenarios);
         let failed = self.plan.thresholds.iter().enumerate().find_map(|(i, t)| {
             let outcome = t.judge_live(elapsed, |scope| recorded.scope(scope))?;
@@ -267,7 +282,7 @@ mod tests {
     use std::path::Path;
     use std::time::Instant;
 
-    use belier_stats::{Gauges, Outcome, Sample};
+    use belier_stats::{Gauges, Outcome, Point, Sample};
 
     use super::*;
 
@@ -386,7 +401,7 @@ thresholds:
             collector.add(worker, index, &slow, Gauges::default());
         }
         assert_eq!(watch.settled(&collector, &[]), None);
-        assert_eq!(watch.judged, 1);
+        assert_eq!(watch.judged_to, Duration::from_secs(1));
         // Nothing new settled: not judged again.
         assert_eq!(watch.settled(&collector, &[]), None);
         collector.add(1, 1, &slow, Gauges::default());
@@ -397,6 +412,30 @@ thresholds:
         collector.add(1, 2, &slow, Gauges::default());
         assert_eq!(watch.settled(&collector, &[]), None, "stops once");
         assert_eq!(watch.stopped(), Some(&abort));
+    }
+
+    #[test]
+    fn the_watch_goes_on_judging_once_the_series_coarsens() {
+        let plan = parse_plan(
+            "target: http://127.0.0.1:1\nscenarios: [{ steps: [{ get: / }] }]\nthresholds:\n  - { expr: \"p99 < 50ms\", abort: true, after: 7300s }\n",
+        );
+        let mut watch = Watch::new(&plan).unwrap();
+        let mut slow = Recorder::new();
+        record(&mut slow, 0, 1, 100, 0);
+        let second = Duration::from_secs(1);
+        let mut series = Series::new();
+        let intervals = belier_stats::series::MAX_POINTS as u32 + 100;
+        let point = Point::of(&slow, Gauges::default(), Duration::ZERO, second);
+        for index in 0..intervals {
+            series.push(Point {
+                offset: second * index,
+                ..point.clone()
+            });
+            let stopped = watch.settled_in(&series, &slow, &[]).is_some();
+            assert_eq!(stopped, index == 7_299, "{index}");
+        }
+        assert!(series.points().len() < intervals as usize);
+        assert_eq!(watch.stopped().unwrap().stop.at_ms, 7_300_000);
     }
 
     #[test]
