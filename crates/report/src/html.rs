@@ -529,9 +529,16 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
         if !r.thresholds.is_empty() {
             out.push_str("<ul class=\"thresholds\">\n");
             for t in &r.thresholds {
+                let stopped = t.stopped_run.as_ref().map_or(String::new(), |stop| {
+                    format!(
+                        "; <strong>stopped the run at {:.1} s</strong> ({})",
+                        stop.at_ms as f64 / 1e3,
+                        esc(&stop.actual)
+                    )
+                });
                 writeln!(
                     out,
-                    "<li>{} <code>{}</code> actual {}</li>",
+                    "<li>{} <code>{}</code> actual {}{stopped}</li>",
                     if t.passed { "✓" } else { "✗" },
                     esc(&t.expression),
                     esc(&t.actual)

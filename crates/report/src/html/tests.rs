@@ -269,8 +269,17 @@ fn a_run_with_steps_shows_its_step_table_escaped() {
     assert!(html.contains("<th>login</th><td>200</td><td>8</td><td>4.00 %</td>"));
     assert!(html.contains("&lt;b&gt;browse&lt;/b&gt;"));
     assert!(!html.contains("<b>browse"));
-    assert!(html.contains("✗ <code>login: error_rate &lt; 1%</code> actual 4.00 %"));
+    assert!(html.contains("✗ <code>login: error_rate &lt; 1%</code> actual 4.00 %</li>"));
+    assert!(!html.contains("stopped the run"));
     assert_finite_geometry(&html);
+    // The threshold that stopped the run says when, and its value then.
+    run_with_steps.thresholds[1].stopped_run = Some(crate::ThresholdStop {
+        at_ms: 1_000,
+        actual: "error_rate = 5.00 %".into(),
+    });
+    let r = run_with_steps.report();
+    let html = render_html(&[run("shop", &r)]);
+    assert!(html.contains("✗ <code>login: error_rate &lt; 1%</code> actual 4.00 %; <strong>stopped the run at 1.0 s</strong> (error_rate = 5.00 %)</li>"), "{html}");
 }
 
 #[test]
