@@ -325,7 +325,8 @@ fn execute_settled(
                 usage.ephemeral_ports_peak = Some(usage.ephemeral_ports_peak.unwrap_or(0).max(p));
             }
         }
-        if let Some(w) = watch.as_deref_mut() {
+        // Not once the user stopped the run: its end is theirs.
+        if let Some(w) = watch.as_deref_mut().filter(|_| !interrupted) {
             let scenarios: Vec<_> = parts
                 .iter()
                 .map(|p| p.name.as_str())
