@@ -193,10 +193,8 @@ pub fn execute(
         }
         merge.save();
         // A distributed run has no executor's figures of its own (see `Merge::finish`).
-        let abort = watch
-            .as_deref_mut()
-            .and_then(|w| w.settled(&merge.collector, &[]));
-        if let Some(abort) = abort.filter(|_| !stopping) {
+        let watching = watch.as_deref_mut().filter(|_| !stopping);
+        if let Some(abort) = watching.and_then(|w| w.settled(&merge.collector, &[])) {
             stopping = true;
             merge.aborted = Some(abort.clone());
             coordinator.abort();
