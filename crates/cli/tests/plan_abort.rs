@@ -147,6 +147,19 @@ fn a_failing_threshold_with_abort_stops_the_run_after_its_delay() {
         saved.to_str().unwrap(),
     ]);
     assert_stopped(&out, &s, &saved, 1);
+    // Judged again from the file, the threshold still stopped the run, and fails it.
+    let again = belier(&[
+        "report",
+        saved.to_str().unwrap(),
+        "--thresholds-from",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
+    let shown = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        shown.contains("STOPPED by threshold `p99 < 50ms` at 2.0 s"),
+        "{shown}"
+    );
 }
 
 #[test]
