@@ -24,6 +24,7 @@ use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
 use crate::steering::Changes;
 
+pub(crate) mod files;
 mod spawn;
 
 /// Time between the start order and the start: enough for every worker to hear it.
@@ -55,12 +56,13 @@ pub struct Outcome {
     pub lost: Vec<String>,
 }
 
-/// Runs `settings` over the workers of `cluster`; `plan` is the plan file of a plan run.
+/// Runs `settings` over the workers of `cluster`; `plan` is the plan of a plan run (it and
+/// the files it reads go to the workers with the job, as do the files a flag run names).
 /// `settle` adds what the caller knows (a plan's thresholds) before the results file ends.
 pub fn execute(
     settings: &Settings,
     cluster: &ClusterArgs,
-    plan: Option<&std::path::Path>,
+    plan: Option<&belier_scenario::Plan>,
     signals: &Signals,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Outcome> {
@@ -95,7 +97,10 @@ pub fn execute(
         .filter(|t| !t.is_empty() && spawned.is_none());
     let mut coordinator = Coordinator::connect(&addrs, token)?;
     let offsets = coordinator.measure_clocks(CLOCK_SAMPLES)?;
+    let args = run_args(std::env::args().skip(1));
+    let files = files::sent(plan, &args)?;
     let plan = plan
+        .map(|p| &p.file)
         .map(|p| -> anyhow::Result<PlanFile> {
             Ok(PlanFile {
                 path: p.display().to_string(),
@@ -104,13 +109,13 @@ pub fn execute(
             })
         })
         .transpose()?;
-    let args = run_args(std::env::args().skip(1));
     let count = u32::try_from(addrs.len()).unwrap_or(u32::MAX);
     let jobs: Vec<Job> = (1..=count)
         .map(|index| Job {
             args: args.clone(),
             shard: Shard { index, count },
             plan: plan.clone(),
+            files: files.clone(),
         })
         .collect();
     coordinator.prepare(&jobs)?;

@@ -35,15 +35,17 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let cluster = args.cluster.clone();
-    let plan_path = args.plan.clone();
     let (settings, prepared) = prepare(args, cores)?;
     if cluster.active() {
         // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
         // on everything the workers recorded.
-        let mut outcome =
-            crate::cluster::execute(&settings, &cluster, Some(&plan_path), signals, &mut |f| {
-                prepared.conclude(f)
-            })?;
+        let mut outcome = crate::cluster::execute(
+            &settings,
+            &cluster,
+            Some(&prepared.plan),
+            signals,
+            &mut |f| prepared.conclude(f),
+        )?;
         let failed = outcome.finished.thresholds.iter().any(|t| !t.passed);
         let code = crate::cluster::code(
             &outcome,
@@ -86,7 +88,17 @@ pub struct Prepared {
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
-    let mut plan = belier_scenario::load(&args.plan)?;
+    prepare_with(args, cores, &belier_scenario::Copies::new())
+}
+
+/// [`prepare`], the plan and the files it names read from their `copies` where they have
+/// one (a worker's copies of its coordinator's files).
+pub fn prepare_with(
+    args: RunArgs,
+    cores: usize,
+    copies: &belier_scenario::Copies,
+) -> anyhow::Result<(Settings, Prepared)> {
+    let mut plan = belier_scenario::load_with(&args.plan, copies)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
     let shard = args.shard;
