@@ -25,6 +25,7 @@ use crate::signals::{self, Signals};
 use crate::steering::Changes;
 
 pub(crate) mod files;
+mod scenarios;
 mod spawn;
 
 /// Time between the start order and the start: enough for every worker to hear it.
@@ -383,6 +384,7 @@ impl Merge {
         for e in &self.ends {
             warnings.extend(e.warnings.iter().cloned());
         }
+        let part_totals = scenarios::merged_totals(&self.ends, &mut warnings);
         let (totals, series) = self.collector.finish();
         let mut finished = Finished {
             info: self.info.unwrap_or(self.fallback),
@@ -398,9 +400,9 @@ impl Merge {
             changes: self.changes,
             exporter: None,
             web: self.web,
-            // Each worker's end line has its share's per-scenario figures, which do not add
-            // up to the run's percentiles: a distributed run reports the merged totals only.
-            part_totals: Vec::new(),
+            // Each executor's totals summed over the workers; their figures are the plan's
+            // to make (`settle`), with its own names and loads (the workers' are shares).
+            part_totals,
             scenarios: Vec::new(),
         };
         settle(&mut finished);
@@ -414,7 +416,11 @@ impl Merge {
                 // A stream's targets, known at its end: the workers' ends name them alike.
                 targets: first_non_empty(&self.ends, |e| &e.targets),
                 steps: first_non_empty(&self.ends, |e| &e.steps),
-                scenarios: Vec::new(),
+                scenarios: finished.scenarios.clone(),
+                scenario_totals: crate::executors::stored(
+                    &finished.part_totals,
+                    &mut finished.warnings,
+                ),
             };
             if let Err(e) = w.end(&end) {
                 finished.warnings.push(format!(

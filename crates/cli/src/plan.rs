@@ -44,7 +44,10 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
             &cluster,
             Some(&prepared.plan),
             signals,
-            &mut |f| prepared.conclude(f),
+            &mut |f| {
+                prepared.figure_scenarios(f);
+                prepared.conclude(f)
+            },
         )?;
         let failed = outcome.finished.thresholds.iter().any(|t| !t.passed);
         let code = crate::cluster::code(
@@ -194,6 +197,13 @@ impl Prepared {
         let finished = finished?;
         teardown?;
         Ok(finished)
+    }
+
+    /// A distributed run's per-scenario figures, from its executors' totals as merged from
+    /// the workers' (whose own figures are their shares'): the plan's names and loads.
+    pub fn figure_scenarios(&self, finished: &mut Finished) {
+        finished.scenarios =
+            crate::executors::figures(&self.parts, &finished.part_totals, finished.elapsed);
     }
 
     /// Adds to a finished run what only the plan knows: data files that ran out, and the

@@ -7,6 +7,8 @@
 
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/run.rs"]
+mod run;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -78,14 +80,12 @@ fn assert_each_row_once(server: &Server) {
 
 /// `belier ARGS` in `dir`, which must succeed: its standard output.
 fn coordinate(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    out.stdout
+    run::ok(
+        Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args(args)
+            .current_dir(dir),
+    )
+    .stdout
 }
 
 #[test]

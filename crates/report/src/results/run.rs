@@ -309,6 +309,7 @@ fn merge_end(x: End, y: End) -> End {
         },
         steps: if x.steps.is_empty() { y.steps } else { x.steps },
         scenarios: Vec::new(),
+        scenario_totals: Vec::new(),
     }
 }
 
