@@ -459,6 +459,7 @@ pub fn live_view(settings: &Settings, control: Control, info: &RunInfo) -> Live 
             unit(settings),
             config.schedule_end(),
             info.steps.clone(),
+            info.workers.len(),
         ) {
             Ok(d) => return Live::Dashboard(Box::new(d)),
             Err(why) => eprintln!("belier: no dashboard: {why}; showing the progress line"),
