@@ -191,6 +191,29 @@ fn two_workers_give_the_one_machine_runs_per_scenario_table_and_verdict() {
     }
     assert!(scenario(&spread, "checkout")["p50_us"].as_u64().unwrap() >= 20_000);
 
+    // `belier report` over the workers' own files (shards of one run) merges their executors'
+    // totals as the coordinator did: the same table, percentiles exact, and the plan's scoped
+    // thresholds judged on it.
+    let plan_path = dir.join("plan.yaml");
+    let mut args = vec!["report", "--type", "json", "--thresholds-from"];
+    args.push(plan_path.to_str().unwrap());
+    let files: Vec<PathBuf> = (1..=2)
+        .map(|i| own.join(format!("worker-{i}.jsonl")))
+        .collect();
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let shards: Value = serde_json::from_slice(&belier_ok(&args).stdout).unwrap();
+    assert_eq!(counted(&shards), counted(&spread));
+    for name in ["browse", "checkout", "search + home"] {
+        for p in ["p50_us", "p90_us", "p99_us"] {
+            assert_eq!(
+                scenario(&shards, name)[p],
+                scenario(&spread, name)[p],
+                "{name} {p}"
+            );
+        }
+    }
+    assert_eq!(verdicts(&shards), verdicts(&spread));
+
     // The merged results file keeps the table: `belier report` shows it again.
     let again = belier_ok(&["report", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&again.stdout);
