@@ -81,6 +81,9 @@ pub fn execute(
             );
         }
     }
+    // Read before any worker starts: a file that cannot go stops the run here.
+    let args = run_args(std::env::args().skip(1));
+    let files = files::sent(plan, &args)?;
     let spawned = cluster.spawn.map(spawn::Spawned::start).transpose()?;
     let addrs = match &spawned {
         Some(s) => s.addrs.clone(),
@@ -98,8 +101,6 @@ pub fn execute(
         .filter(|t| !t.is_empty() && spawned.is_none());
     let mut coordinator = Coordinator::connect(&addrs, token)?;
     let offsets = coordinator.measure_clocks(CLOCK_SAMPLES)?;
-    let args = run_args(std::env::args().skip(1));
-    let files = files::sent(plan, &args)?;
     let plan = plan
         .map(|p| &p.file)
         .map(|p| -> anyhow::Result<PlanFile> {

@@ -178,3 +178,30 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+#[test]
+fn files_over_the_bound_stop_the_run_before_it_starts_naming_the_file() {
+    let server = recording_server();
+    let dir = temp_dir("bound");
+    plan_in(&dir, &server, "big.bin");
+    // 65 MiB, sparse: over the 64 MiB a run's files may hold.
+    let big = std::fs::File::create(dir.join("big.bin")).unwrap();
+    big.set_len(65 << 20).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["run", "plan.yaml", "--spawn", "2"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("big.bin (68157440 bytes)") && stderr.contains("64 MiB"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("worker 1 at"),
+        "no worker started: {stderr}"
+    );
+    assert_eq!(server.counts().requests, 0);
+    let _ = std::fs::remove_dir_all(dir);
+}

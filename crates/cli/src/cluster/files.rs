@@ -10,9 +10,10 @@ use belier_scenario::{Copies, Plan};
 use clap::Parser;
 
 use crate::args::{Cli, LoadArgs};
+use crate::settings::InputError;
 
 /// The files to send with the job of the run of `args` (the run's own arguments), `plan`'s
-/// if it is a plan run.
+/// if it is a plan run; one that cannot be read or is too large is an input error naming it.
 pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile>> {
     let paths = match plan {
         Some(plan) => plan.files.clone(),
@@ -28,7 +29,7 @@ pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile
             }
         }
     };
-    Ok(gather(&paths)?)
+    gather(&paths).map_err(|e| InputError::in_file(e.to_string()).into())
 }
 
 /// The files a flag run reads, as its arguments name them.
