@@ -24,6 +24,8 @@ use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
 use crate::steering::Changes;
 
+pub(crate) mod files;
+mod scenarios;
 mod spawn;
 
 /// Time between the start order and the start: enough for every worker to hear it.
@@ -55,14 +57,15 @@ pub struct Outcome {
     pub lost: Vec<String>,
 }
 
-/// Runs `settings` over the workers of `cluster`; `plan` is the plan file of a plan run.
+/// Runs `settings` over the workers of `cluster`; `plan` is the plan of a plan run (it and
+/// the files it reads go to the workers with the job, as do the files a flag run names).
 /// `watch` judges a plan's thresholds that stop the run on the merged intervals (a failed one
 /// stops every worker); `settle` adds what the caller knows (a plan's thresholds) before the
 /// results file ends.
 pub fn execute(
     settings: &Settings,
     cluster: &ClusterArgs,
-    plan: Option<&std::path::Path>,
+    plan: Option<&belier_scenario::Plan>,
     signals: &Signals,
     mut watch: Option<&mut crate::plan::Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
@@ -81,6 +84,9 @@ pub fn execute(
             );
         }
     }
+    // Read before any worker starts: a file that cannot go stops the run here.
+    let args = run_args(std::env::args().skip(1));
+    let files = files::sent(plan, &args)?;
     let spawned = cluster.spawn.map(spawn::Spawned::start).transpose()?;
     let addrs = match &spawned {
         Some(s) => s.addrs.clone(),
@@ -99,6 +105,7 @@ pub fn execute(
     let mut coordinator = Coordinator::connect(&addrs, token)?;
     let offsets = coordinator.measure_clocks(CLOCK_SAMPLES)?;
     let plan = plan
+        .map(|p| &p.file)
         .map(|p| -> anyhow::Result<PlanFile> {
             Ok(PlanFile {
                 path: p.display().to_string(),
@@ -107,13 +114,13 @@ pub fn execute(
             })
         })
         .transpose()?;
-    let args = run_args(std::env::args().skip(1));
     let count = u32::try_from(addrs.len()).unwrap_or(u32::MAX);
     let jobs: Vec<Job> = (1..=count)
         .map(|index| Job {
             args: args.clone(),
             shard: Shard { index, count },
             plan: plan.clone(),
+            files: files.clone(),
         })
         .collect();
     coordinator.prepare(&jobs)?;
@@ -394,6 +401,7 @@ impl Merge {
         for e in &self.ends {
             warnings.extend(e.warnings.iter().cloned());
         }
+        let part_totals = scenarios::merged_totals(&self.ends, &mut warnings);
         let (totals, series) = self.collector.finish();
         let mut finished = Finished {
             info: self.info.unwrap_or(self.fallback),
@@ -409,9 +417,9 @@ impl Merge {
             changes: self.changes,
             exporter: None,
             web: self.web,
-            // Each worker's end line has its share's per-scenario figures, which do not add
-            // up to the run's percentiles: a distributed run reports the merged totals only.
-            part_totals: Vec::new(),
+            // Each executor's totals summed over the workers; their figures are the plan's
+            // to make (`settle`), with its own names and loads (the workers' are shares).
+            part_totals,
             scenarios: Vec::new(),
             aborted: self.aborted,
         };
@@ -426,7 +434,11 @@ impl Merge {
                 // A stream's targets, known at its end: the workers' ends name them alike.
                 targets: first_non_empty(&self.ends, |e| &e.targets),
                 steps: first_non_empty(&self.ends, |e| &e.steps),
-                scenarios: Vec::new(),
+                scenarios: finished.scenarios.clone(),
+                scenario_totals: crate::executors::stored(
+                    &finished.part_totals,
+                    &mut finished.warnings,
+                ),
             };
             if let Err(e) = w.end(&end) {
                 finished.warnings.push(format!(

@@ -78,3 +78,35 @@ pub fn parts(
         })
         .collect()
 }
+
+/// Each executor's figures from what it recorded (`totals`, in the order of `parts`) over a
+/// run of `elapsed`.
+pub fn figures(
+    parts: &[Part],
+    totals: &[belier_stats::Recorder],
+    elapsed: std::time::Duration,
+) -> Vec<belier_report::ScenarioFigures> {
+    parts
+        .iter()
+        .zip(totals)
+        .map(|(p, t)| belier_report::ScenarioFigures::of(&p.name, &p.load, p.open_loop, t, elapsed))
+        .collect()
+}
+
+/// Executors' totals as a results file's end line keeps them, so that shards' and workers'
+/// per-scenario figures merge exactly; a warning for the report if they cannot be.
+pub fn stored(
+    totals: &[belier_stats::Recorder],
+    warnings: &mut Vec<String>,
+) -> Vec<belier_report::results::StoredRecorder> {
+    let stored: std::io::Result<Vec<_>> = totals
+        .iter()
+        .map(belier_report::results::StoredRecorder::encode)
+        .collect();
+    stored.unwrap_or_else(|e| {
+        warnings.push(format!(
+            "results file: each scenario's totals not written: {e}"
+        ));
+        Vec::new()
+    })
+}

@@ -389,13 +389,7 @@ fn execute_settled(
         window,
         exporter,
         web,
-        scenarios: parts
-            .iter()
-            .zip(&part_totals)
-            .map(|(p, t)| {
-                belier_report::ScenarioFigures::of(&p.name, &p.load, p.open_loop, t, elapsed)
-            })
-            .collect(),
+        scenarios: crate::executors::figures(parts, &part_totals, elapsed),
         part_totals,
         aborted: watch.and_then(|w| w.stopped().cloned()),
     };
@@ -406,6 +400,8 @@ fn execute_settled(
             Some(run) if finished.info.targets.is_empty() => run.rows_and_names(),
             _ => Default::default(),
         };
+        let scenario_totals =
+            crate::executors::stored(&finished.part_totals, &mut finished.warnings);
         let end = End {
             elapsed_s: elapsed.as_secs_f64(),
             interrupted,
@@ -415,6 +411,7 @@ fn execute_settled(
             targets,
             steps,
             scenarios: finished.scenarios.clone(),
+            scenario_totals,
         };
         if let Err(e) = w.end(&end) {
             finished.warnings.push(format!(
@@ -486,6 +483,7 @@ pub fn live_view(settings: &Settings, control: Control, info: &RunInfo) -> Live 
             unit(settings),
             config.schedule_end(),
             info.steps.clone(),
+            info.workers.len(),
         ) {
             Ok(d) => return Live::Dashboard(Box::new(d)),
             Err(why) => eprintln!("belier: no dashboard: {why}; showing the progress line"),

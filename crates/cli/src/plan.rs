@@ -35,7 +35,6 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
 /// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
 pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let cluster = args.cluster.clone();
-    let plan_path = args.plan.clone();
     let (settings, prepared) = prepare(args, cores)?;
     if cluster.active() {
         // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
@@ -45,10 +44,13 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
         let mut outcome = crate::cluster::execute(
             &settings,
             &cluster,
-            Some(&plan_path),
+            Some(&prepared.plan),
             signals,
             watch.as_mut(),
-            &mut |f| prepared.conclude(f),
+            &mut |f| {
+                prepared.figure_scenarios(f);
+                prepared.conclude(f)
+            },
         )?;
         let failed = thresholds_failed(&outcome.finished);
         let code = crate::cluster::code(
@@ -97,7 +99,17 @@ pub struct Prepared {
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
-    let mut plan = belier_scenario::load(&args.plan)?;
+    prepare_with(args, cores, &belier_scenario::Copies::new())
+}
+
+/// [`prepare`], the plan and the files it names read from their `copies` where they have
+/// one (a worker's copies of its coordinator's files).
+pub fn prepare_with(
+    args: RunArgs,
+    cores: usize,
+    copies: &belier_scenario::Copies,
+) -> anyhow::Result<(Settings, Prepared)> {
+    let mut plan = belier_scenario::load_with(&args.plan, copies)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
     let shard = args.shard;
@@ -200,6 +212,13 @@ impl Prepared {
     /// shard, whose share does not judge them.
     pub fn watch(&self) -> Option<Watch<'_>> {
         Watch::new(&self.plan).filter(|_| self.shard.is_none())
+    }
+
+    /// A distributed run's per-scenario figures, from its executors' totals as merged from
+    /// the workers' (whose own figures are their shares'): the plan's names and loads.
+    pub fn figure_scenarios(&self, finished: &mut Finished) {
+        finished.scenarios =
+            crate::executors::figures(&self.parts, &finished.part_totals, finished.elapsed);
     }
 
     /// Adds to a finished run what only the plan knows: data files that ran out, and the

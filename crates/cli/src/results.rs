@@ -182,7 +182,19 @@ fn judge(runs: &mut [Run], plan: &Path) -> anyhow::Result<bool> {
     let plan = belier_scenario::load(plan)?;
     let mut failed = false;
     for run in runs {
-        let mut outcomes = crate::plan::judge(&plan, &run.data.totals, run.data.elapsed, &[]);
+        // Thresholds scoped to a scenario of its own load: on its totals, shards' added up.
+        let end = run.data.end.as_ref();
+        let stored = end.map_or(&[][..], |e| &e.scenario_totals[..]);
+        let totals: Vec<belier_stats::Recorder> = stored
+            .iter()
+            .map(|s| s.decode())
+            .collect::<Result<_, _>>()
+            .unwrap_or_default();
+        let names = end.map_or(&[][..], |e| &e.scenarios[..]);
+        let scenarios: Vec<(&str, &belier_stats::Recorder)> =
+            names.iter().map(|s| s.name.as_str()).zip(&totals).collect();
+        let mut outcomes =
+            crate::plan::judge(&plan, &run.data.totals, run.data.elapsed, &scenarios);
         // A threshold that stopped the run while it went still did.
         let stops = run.data.end.iter().flat_map(|e| &e.thresholds);
         for stop in stops.filter(|t| t.stopped_run.is_some()) {

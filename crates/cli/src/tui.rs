@@ -38,6 +38,7 @@ pub struct Dashboard {
     unit: Unit,
     planned: Option<Duration>,
     steps: Vec<String>,
+    workers: usize,
     help: bool,
     stopping: bool,
     notice: Option<String>,
@@ -46,12 +47,14 @@ pub struct Dashboard {
 
 impl Dashboard {
     /// Takes over the terminal, or says why it cannot (not a terminal, too small), in which
-    /// case the caller keeps the progress line.
+    /// case the caller keeps the progress line. `workers`: those of a distributed run whose
+    /// merged intervals it shows (0: the run is this process's own).
     pub fn open(
         control: Control,
         unit: Unit,
         planned: Option<Duration>,
         steps: Vec<String>,
+        workers: usize,
     ) -> Result<Dashboard, String> {
         if !std::io::stderr().is_terminal() {
             return Err("standard error is not a terminal".into());
@@ -79,6 +82,7 @@ impl Dashboard {
             unit,
             planned,
             steps,
+            workers,
             help: false,
             stopping: false,
             notice: None,
@@ -160,6 +164,7 @@ impl Dashboard {
             stopping: self.stopping,
             notice: self.notice.as_deref(),
             help: self.help,
+            workers: self.workers,
         };
         // A failed draw only costs this frame; the run goes on.
         let _ = self.terminal.draw(|frame| view::draw(frame, &snapshot));

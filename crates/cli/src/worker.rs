@@ -2,11 +2,12 @@
 //! exactly as `belier ARGS --shard I/N` would, its results file streamed back as it is written.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use belier_cluster::files::Received;
 use belier_cluster::protocol::{Job, Steering};
 use belier_cluster::worker::{self, Helm, Options, Prepared};
 use belier_engine::Control;
@@ -65,6 +66,8 @@ struct Ready {
     plan: Option<crate::plan::Prepared>,
     /// The run's steering handle, once its engine started.
     control: Arc<Mutex<Option<Control>>>,
+    /// The files the run reads, removed when it is over.
+    _files: Received,
 }
 
 /// Steers the run through its engine's handle, as the console does on one machine: the
@@ -102,17 +105,24 @@ impl worker::Runner for Runner {
                 .unwrap_or("invalid arguments")
                 .to_string()
         })?;
+        // The run reads the coordinator's files from copies of its own, whatever this
+        // process's working directory holds.
+        let mut files = Received::write(&job.files, &dir.join("files"))?;
+        if let Some(plan) = &job.plan {
+            files.insert(&plan.path, plan.text.as_bytes())?;
+        }
         let cores = crate::cores();
         let (mut settings, plan) = match cli.command {
-            None => (
-                crate::targets::settings(cli.load, cores).map_err(|e| format!("{e:#}"))?,
-                None,
-            ),
-            Some(Command::Run(mut a)) => {
-                if let Some(plan) = &job.plan {
-                    a.plan = plan_here(&plan.path, &plan.text, dir)?;
-                }
-                let (s, p) = crate::plan::prepare(*a, cores).map_err(|e| format!("{e:#}"))?;
+            None => {
+                let mut load = cli.load;
+                crate::cluster::files::localise(&mut load, files.copies());
+                let settings =
+                    crate::targets::settings(load, cores).map_err(|e| format!("{e:#}"))?;
+                (settings, None)
+            }
+            Some(Command::Run(a)) => {
+                let (s, p) = crate::plan::prepare_with(*a, cores, files.copies())
+                    .map_err(|e| format!("{e:#}"))?;
                 (s, Some(p))
             }
             Some(_) => return Err("a worker runs load tests and plans only".into()),
@@ -128,21 +138,9 @@ impl worker::Runner for Runner {
             settings,
             plan,
             control: Arc::default(),
+            _files: files,
         }))
     }
-}
-
-/// The plan file at `path` if it is there with `text`; otherwise `text` written to `dir`.
-fn plan_here(path: &str, text: &str, dir: &Path) -> Result<PathBuf, String> {
-    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
-        return Ok(PathBuf::from(path));
-    }
-    let name = Path::new(path)
-        .file_name()
-        .map_or_else(|| "plan.yaml".into(), |n| n.to_owned());
-    let here = dir.join(name);
-    std::fs::write(&here, text).map_err(|e| format!("cannot write {}: {e}", here.display()))?;
-    Ok(here)
 }
 
 impl Prepared for Ready {

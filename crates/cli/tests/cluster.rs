@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
 use nginx_support::{Nginx, Options};
-use process::{free_port, Belier};
+use process::{free_port, local_ports, Belier};
 use serde_json::Value;
 
 /// The tests that load the machine run one at a time: the spawn test measures how close
@@ -95,35 +95,6 @@ fn spawned(
     let pids = worker_pids(&mut coordinator, n);
     coordinator.wait_for("workers started together");
     (coordinator, pids)
-}
-
-/// The local ports of the TCP sockets process `pid` holds open (its connections).
-fn local_ports(pid: u32) -> HashSet<u16> {
-    let inodes: HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|dir| {
-            dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .filter_map(|l| {
-                    let l = l.to_string_lossy().into_owned();
-                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut ports = HashSet::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        for line in std::fs::read_to_string(table)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-        {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.len() > 9 && inodes.contains(fields[9]) {
-                let port = fields[1].rsplit_once(':').unwrap().1;
-                ports.insert(u16::from_str_radix(port, 16).unwrap());
-            }
-        }
-    }
-    ports
 }
 
 #[test]

@@ -1,6 +1,10 @@
 //! `--tui` in a real terminal: tmux (Debian's package) runs belier against the built-in target,
-//! keys go in with `send-keys`, the screen comes back with `capture-pane`. Without tmux the
-//! test says `skipped: ` and passes, except under CI (`CI=true`), where it fails.
+//! keys go in with `send-keys`, the screen comes back with `capture-pane`; on one machine, and
+//! on a coordinator of two spawned workers. Without tmux the tests say `skipped: ` and pass,
+//! except under CI (`CI=true`), where they fail.
+
+#[path = "support/process.rs"]
+mod process;
 
 use std::io::Write;
 use std::process::{Command, Output};
@@ -36,8 +40,11 @@ impl Tmux {
             );
             return None;
         }
+        // A server per test: the tests of this file run at the same time.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmux = Tmux {
-            socket: format!("belier-tui-test-{}", std::process::id()),
+            socket: format!("belier-tui-test-{}-{n}", std::process::id()),
         };
         let out = tmux.run(&[
             "-f",
@@ -195,5 +202,140 @@ fn the_dashboard_steers_the_rate_and_the_report_follows() {
     for change in ["rate 50/s → 55/s", "rate 55/s → 60.5/s"] {
         assert!(text.contains(change), "{change:?} missing from\n{text}");
     }
+    let _ = std::fs::remove_file(&saved);
+}
+
+/// The process ids of the workers `--spawn` started (their `--dir` says so).
+fn spawned_workers() -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().map_while(Result::ok) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.get(1).is_some_and(|a| a == "worker")
+            && args.iter().any(|a| a.contains("belier-spawned-"))
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The "N requests" of the dashboard's header.
+fn header_requests(screen: &str) -> u64 {
+    let header = screen.lines().next().unwrap_or_default();
+    let before = header
+        .split(" requests")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .unwrap_or_default();
+    before
+        .parse()
+        .unwrap_or_else(|_| panic!("no request count in {header:?}"))
+}
+
+#[test]
+fn a_coordinators_dashboard_shows_the_merged_run_and_its_keys_steer_every_worker() {
+    let server = Server::start(Config {
+        threads: 1,
+        record_requests: 10_000,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    let saved = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tui-spawn-{}.jsonl", std::process::id()));
+    let command = format!(
+        "'{}' --tui --rate 100 -z 30s --spawn 2 --save '{}' {}; sleep 30",
+        env!("CARGO_BIN_EXE_belier"),
+        saved.display(),
+        server.url("/")
+    );
+    let Some(tmux) = Tmux::start(&command) else {
+        return;
+    };
+    tmux.wait_for("the coordinator's dashboard", false, |s| {
+        s.contains("target 100.0/s") && s.contains("over 2 workers")
+    });
+    tmux.wait_for("first interval", false, |s| s.contains("lag p99"));
+    // Two seconds at 100/s (50/s from each worker) before the change.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let screen = tmux.screen(false);
+    let unchanged_at = Instant::now();
+    let (shown, sent) = (header_requests(&screen), server.counts().requests);
+    // The header counts the merged records received so far: both workers' requests, but
+    // for the interval or so in flight (a single worker would have half of them).
+    assert!(
+        shown <= sent && shown + 150 >= sent && sent >= 300,
+        "{shown} requests shown, {sent} sent:\n{screen}"
+    );
+    assert!(screen.contains("Requests/s"), "{screen}");
+
+    // Three presses of `+`: 100 → 110 → 121 → 133.1/s, the whole run's, which each worker
+    // takes half of.
+    for target in ["target 110.0/s", "target 121.0/s", "target 133.1/s"] {
+        tmux.send("+");
+        tmux.wait_for(target, false, |s| s.contains(target));
+    }
+    let changed_at = Instant::now();
+    std::thread::sleep(Duration::from_millis(2_600));
+    let workers = spawned_workers();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let ports: Vec<_> = workers.iter().map(|&p| process::local_ports(p)).collect();
+    tmux.send("q");
+    tmux.wait_for("report", true, |s| s.contains("Status codes"));
+
+    // At the server: each worker's requests in the 2 s before the change and in 2 s after
+    // it (from 0.4 s after the screen showed it, time for the change to reach the workers).
+    let requests = server.recent_requests();
+    let two = Duration::from_secs(2);
+    let count = |worker: usize, from: Instant| {
+        requests
+            .iter()
+            .filter(|r| r.arrived >= from && r.arrived < from + two)
+            .filter(|r| {
+                server
+                    .peer(r.connection)
+                    .is_some_and(|peer| ports[worker].contains(&peer.port()))
+            })
+            .count() as f64
+    };
+    for worker in 0..2 {
+        let before = count(worker, unchanged_at - two);
+        let after = count(worker, changed_at + Duration::from_millis(400));
+        let _ = writeln!(
+            std::io::stderr(),
+            "worker {}: {before} requests in 2 s before the change, {after} after",
+            worker + 1
+        );
+        assert!(
+            (before - 100.0).abs() <= 3.0,
+            "worker {}: {before} requests in the 2 s before, not 100 ± 3 %",
+            worker + 1
+        );
+        assert!(
+            (after - 133.1).abs() <= 4.0,
+            "worker {}: {after} requests in 2 s after, not 133 ± 3 %",
+            worker + 1
+        );
+    }
+    // The merged results file holds every request the server saw, and the three changes.
+    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["report", "--type", "json"])
+        .arg(&saved)
+        .output()
+        .expect("belier report runs");
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["summary"]["requests"].as_u64(),
+        Some(server.counts().requests)
+    );
+    let file = std::fs::read_to_string(&saved).unwrap();
+    assert_eq!(file.matches("\"change\"").count(), 3, "{file}");
     let _ = std::fs::remove_file(&saved);
 }

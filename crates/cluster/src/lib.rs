@@ -11,11 +11,14 @@
 //! per interval as one run. A worker whose connection breaks, or that stays silent longer than
 //! the caller allows, is reported lost with what it sent so far.
 //!
+//! The files a run reads travel with its job ([`files`]): workers need no shared filesystem.
+//!
 //! What a run is stays the caller's: the worker runs a [`worker::Runner`], the coordinator
 //! only moves jobs and results files.
 #![deny(missing_docs)]
 
 pub mod clock;
 pub mod coordinator;
+pub mod files;
 pub mod protocol;
 pub mod worker;

@@ -4,7 +4,7 @@
 //! | --- | --- | --- |
 //! | `POST /v1/hello` | [`Hello`] | [`Hello`], or 409 [`Refusal`] when the protocols differ |
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
-//! | `POST /v1/prepare` | [`Job`] | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
+//! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]) | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
 //! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
 //! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 422 [`Refusal`] when it cannot, 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
@@ -67,8 +67,20 @@ pub struct PlanFile {
     pub text: String,
 }
 
+/// A file the run reads (a plan's data, body, script or TLS file; a flag's body or targets
+/// file), sent with the job to a worker that need not have it ([`crate::files`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentFile {
+    /// The path the run names it by, on the coordinator (a plan's files resolved against the
+    /// plan's directory, as the plan resolves them).
+    pub path: String,
+    /// Its bytes, in standard base64.
+    pub base64: String,
+}
+
 /// The run a worker prepares: the run's own command-line arguments (without the program's
-/// name and without the coordinator's flags), its shard, and the plan file if the run has one.
+/// name and without the coordinator's flags), its shard, the plan file if the run has one,
+/// and the other files the run reads.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
     /// Arguments, as `belier` would take them.
@@ -77,6 +89,9 @@ pub struct Job {
     pub shard: Shard,
     /// The plan, for `belier run PLAN`.
     pub plan: Option<PlanFile>,
+    /// The files the run reads besides the plan.
+    #[serde(default)]
+    pub files: Vec<SentFile>,
 }
 
 /// When to start: one instant in the coordinator's wall clock, and this worker's offset from

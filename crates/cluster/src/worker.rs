@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -120,7 +120,10 @@ pub fn serve(
     let app = Router::new()
         .route(path::HELLO, post(hello))
         .route(path::CLOCK, post(clock))
-        .route(path::PREPARE, post(prepare))
+        .route(
+            path::PREPARE,
+            post(prepare).layer(DefaultBodyLimit::max(crate::files::MAX_PREPARE_BYTES)),
+        )
         .route(path::START, post(start))
         .route(path::STEER, post(steer))
         .route(path::ABORT, post(abort))

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use belier_cluster::coordinator::{ClusterError, Coordinator, Event};
+use belier_cluster::files::{self, Received};
 use belier_cluster::protocol::{Job, Shard};
 use belier_cluster::worker::{self, Options, Prepared, Runner};
 
@@ -24,9 +25,21 @@ struct Replaying {
 }
 
 impl Runner for Replay {
-    fn prepare(&self, job: &Job, _dir: &Path) -> Result<Box<dyn Prepared>, String> {
+    fn prepare(&self, job: &Job, dir: &Path) -> Result<Box<dyn Prepared>, String> {
         if job.args.first().is_some_and(|a| a == "bad") {
             return Err("unexpected argument 'bad'".into());
+        }
+        // The files arrive whole: their copies hold what was sent, byte for byte.
+        let files = Received::write(&job.files, &dir.join("files"))?;
+        for (named, copy) in files.copies() {
+            let sent = std::fs::metadata(named).map_err(|e| e.to_string())?.len();
+            let got = std::fs::metadata(copy).map_err(|e| e.to_string())?.len();
+            if sent != got {
+                return Err(format!(
+                    "{} came with {got} of {sent} bytes",
+                    named.display()
+                ));
+            }
         }
         Ok(Box::new(Replaying { pause: self.pause }))
     }
@@ -74,6 +87,7 @@ fn job(first: &str, index: u32, count: u32) -> Job {
         args: vec![first.into()],
         shard: Shard { index, count },
         plan: None,
+        files: Vec::new(),
     }
 }
 
@@ -133,6 +147,22 @@ fn a_refusal_names_the_worker_and_its_reason() {
             addrs[1]
         )
     );
+}
+
+#[test]
+fn a_job_carries_its_files_up_to_the_bound() {
+    let dir = std::env::temp_dir().join(format!("belier-cluster-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (small, large) = (dir.join("small.csv"), dir.join("large.bin"));
+    std::fs::write(&small, "id\n1\n").unwrap();
+    let large_file = std::fs::File::create(&large).unwrap();
+    large_file.set_len(files::MAX_BYTES - 5).unwrap();
+    let addrs = vec![worker(None, Duration::ZERO)];
+    let c = Coordinator::connect(&addrs, None).unwrap();
+    let mut j = job("ok", 1, 1);
+    j.files = files::gather(&[small, large]).unwrap();
+    c.prepare(&[j]).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

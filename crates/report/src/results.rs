@@ -36,10 +36,12 @@ use crate::{Change, HostUsage, RunInfo, TargetInfo, ThresholdOutcome};
 mod coarsening;
 mod reader;
 mod run;
+mod stored;
 mod writer;
 pub use coarsening::{Coarsening, BUDGET_BYTES_PER_HOUR, FULL_RESOLUTION};
 pub use reader::{Reader, Record};
 pub use run::{merge_info, read_run, LoggedInterval, Run};
+pub use stored::StoredRecorder;
 pub use writer::ResultsWriter;
 
 /// Value of the header's `format` field.
@@ -98,6 +100,11 @@ pub struct End {
     /// stays 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<crate::ScenarioFigures>,
+    /// What each executor of `scenarios` recorded, in their order: what merges shards' (or
+    /// workers') per-scenario figures exactly. Absent where `scenarios` is, and from files
+    /// written before it was (the version stays 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenario_totals: Vec<StoredRecorder>,
 }
 
 // One line is read or written at a time and never stored in bulk, so the header's size
@@ -130,6 +137,8 @@ struct IntervalLine {
     cpu: f64,
     #[serde(default)]
     connections_peak: u64,
+    // What follows is a `StoredRecorder`'s, field for field. Not `#[serde(flatten)]`: a
+    // flattened map reads its integer keys (the status codes) as text and fails.
     counters: Counters,
     latency: String,
     uncorrected: String,
@@ -157,6 +166,41 @@ const PHASES: [Metric; 5] = [
     Metric::Transfer,
     Metric::Dispatch,
 ];
+
+impl IntervalLine {
+    /// A record of `recorder`, as stored, over its place in the run.
+    fn new(place: [u64; 2], interval: Duration, gauges: Gauges, stored: StoredRecorder) -> Self {
+        let [start, width] = place;
+        IntervalLine {
+            index: start,
+            offset_s: Some(interval.as_secs_f64() * start as f64),
+            width_s: Some(interval.as_secs_f64() * width as f64),
+            in_flight: gauges.in_flight,
+            cpu: gauges.cpu,
+            connections_peak: gauges.connections_peak,
+            counters: stored.counters,
+            latency: stored.latency,
+            uncorrected: stored.uncorrected,
+            lag: stored.lag,
+            phases: stored.phases,
+            steps_latency: stored.steps_latency,
+            metrics_values: stored.metrics_values,
+        }
+    }
+
+    /// The record's recorder, as stored, taken out of the record.
+    fn take_stored(&mut self) -> StoredRecorder {
+        StoredRecorder {
+            counters: std::mem::take(&mut self.counters),
+            latency: std::mem::take(&mut self.latency),
+            uncorrected: std::mem::take(&mut self.uncorrected),
+            lag: std::mem::take(&mut self.lag),
+            phases: std::mem::take(&mut self.phases),
+            steps_latency: std::mem::take(&mut self.steps_latency),
+            metrics_values: std::mem::take(&mut self.metrics_values),
+        }
+    }
+}
 
 /// Encodes histograms (V2 compressed, base64), reusing its buffers.
 #[derive(Default)]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use belier_stats::{value_at_percentile, Recorder};
 use serde::{Deserialize, Serialize};
 
+use crate::results::StoredRecorder;
 use crate::{per_second, ratio};
 
 /// One executor's figures: a scenario with a load of its own, or the plan's shared load.
@@ -84,6 +85,43 @@ impl ScenarioFigures {
     pub fn failure_ratio(&self) -> f64 {
         ratio(self.failures, self.requests).unwrap_or(0.0)
     }
+}
+
+/// Two shards' per-scenario figures (their end lines' `scenarios` and `scenario_totals`) as
+/// one run's of length `elapsed`: each executor's totals added up and its figures made again
+/// from the sum. None when either shard lacks the totals or names other executors.
+pub(crate) fn merge_shards(
+    x: (&[ScenarioFigures], &[StoredRecorder]),
+    y: (&[ScenarioFigures], &[StoredRecorder]),
+    elapsed: Duration,
+) -> (Vec<ScenarioFigures>, Vec<StoredRecorder>) {
+    let whole = |(figures, totals): (&[ScenarioFigures], &[StoredRecorder])| {
+        !figures.is_empty() && figures.len() == totals.len()
+    };
+    let same = x.0.iter().map(|f| &f.name).eq(y.0.iter().map(|f| &f.name));
+    if !(whole(x) && whole(y) && same) {
+        return (Vec::new(), Vec::new());
+    }
+    let mut figures = Vec::new();
+    let mut totals = Vec::new();
+    for ((f, a), b) in x.0.iter().zip(x.1).zip(y.1) {
+        let (Ok(mut sum), Ok(b)) = (a.decode(), b.decode()) else {
+            return (Vec::new(), Vec::new());
+        };
+        sum += &b;
+        let Ok(stored) = StoredRecorder::encode(&sum) else {
+            return (Vec::new(), Vec::new());
+        };
+        figures.push(ScenarioFigures::of(
+            &f.name,
+            &f.load,
+            f.arrivals.is_some(),
+            &sum,
+            elapsed,
+        ));
+        totals.push(stored);
+    }
+    (figures, totals)
 }
 
 /// The per-scenario table as text (nothing for a run of one load).

@@ -40,21 +40,29 @@ use std::sync::Arc;
 pub use error::{PlanError, Pos};
 pub use feeder::{Feeder, Order};
 pub use model::{Executor, LoadModel, LoadPlan, Options, Plan, Scheme, Target};
-pub use parse::{DEFAULT_SEED, MAX_FOLLOW};
+pub use parse::{Copies, DEFAULT_SEED, MAX_FOLLOW};
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold, DEFAULT_ABORT_AFTER};
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to
 /// the plan's directory).
 pub fn load(path: &Path) -> Result<Plan, PlanError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    load_with(path, &Copies::new())
+}
+
+/// [`load`] where the plan and the files it names may have local copies ([`Copies`], by the
+/// paths the plan resolves them to): each is read from its copy, but errors and the plan's
+/// [`Plan::files`] name them as the plan does. A worker reads its coordinator's plan so.
+pub fn load_with(path: &Path, copies: &Copies) -> Result<Plan, PlanError> {
+    let local = copies.get(path).map_or(path, |p| p.as_path());
+    let text = std::fs::read_to_string(local).map_err(|e| {
         PlanError::new(
             path,
             Pos { line: 1, col: 1 },
             format!("cannot read the plan: {e}"),
         )
     })?;
-    parse(&text, path)
+    parse::plan_with(&text, path, &|name| std::env::var(name), copies)
 }
 
 /// Parses plan text; `path` names the plan in errors and locates the files it names;

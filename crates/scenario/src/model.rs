@@ -321,6 +321,9 @@ impl Program {
 pub struct Plan {
     /// The plan file.
     pub file: PathBuf,
+    /// The files the plan reads (data, body, script and TLS files), as it resolves them
+    /// against its directory, each once: what a worker needs besides the plan itself.
+    pub files: Vec<PathBuf>,
     /// Where requests go.
     pub target: Target,
     /// The plan's other hosts, in the order its steps' `url:`s first name them: each gets a

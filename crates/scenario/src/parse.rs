@@ -1,6 +1,7 @@
 //! Plan text → [`Plan`]: the top level (target, options, variables, data, load,
 //! thresholds). Scenarios and their steps are compiled in `steps`.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,6 +65,10 @@ pub(crate) struct Compiler<'p> {
     pub rd: Reader<'p>,
     pub env: &'p EnvLookup,
     pub dir: PathBuf,
+    /// Local copies of the files the plan names, by the path the plan resolves them to.
+    pub copies: &'p Copies,
+    /// The files the plan reads, as it resolves them, in the order it names them.
+    pub files: RefCell<Vec<PathBuf>>,
     pub target: Target,
     /// Variable slots by name.
     pub slots: HashMap<String, usize>,
@@ -223,6 +228,18 @@ impl<'p> Compiler<'p> {
         self.dir.join(path)
     }
 
+    /// A file the plan reads (data, body, script, TLS), relative to the plan's directory:
+    /// where to read it (its local copy, if there is one), noted among the plan's files.
+    pub fn file(&self, path: &str) -> PathBuf {
+        let named = self.relative(path);
+        let local = self.copies.get(&named).cloned();
+        let mut files = self.files.borrow_mut();
+        if !files.contains(&named) {
+            files.push(named.clone());
+        }
+        local.unwrap_or(named)
+    }
+
     /// Header name → template mappings.
     pub fn headers(
         &self,
@@ -300,8 +317,17 @@ pub(crate) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// Local copies of files, by the path a plan names them with (resolved against its
+/// directory): a worker reads its coordinator's files from its own copies.
+pub type Copies = HashMap<PathBuf, PathBuf>;
+
 /// Parses a whole plan, reading `{{ env.NAME }}` from `env`.
 pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
+    plan_with(text, file, env, &Copies::new())
+}
+
+/// [`plan`], reading the files it names from `copies` where they have one.
+pub(crate) fn plan_with(text: &str, file: &Path, env: &EnvLookup, copies: &Copies) -> Result<Plan> {
     let root = yaml::parse(text, file)?;
     let rd = Reader { file };
     let top = rd.map(&root, "the plan", TOP_KEYS)?;
@@ -317,6 +343,8 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
         rd,
         env,
         dir,
+        copies,
+        files: RefCell::default(),
         target,
         slots: HashMap::new(),
         var_names: Vec::new(),
@@ -441,6 +469,7 @@ pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
     };
     let mut plan = Plan {
         file: file.to_path_buf(),
+        files: c.files.into_inner(),
         target: c.target,
         hosts: c.hosts,
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
@@ -556,7 +585,7 @@ fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
             (file_node, order)
         }
     };
-    let path = c.relative(rd.str(file_node, "a data file path")?);
+    let path = c.file(rd.str(file_node, "a data file path")?);
     if let Err(e) = std::fs::metadata(&path) {
         return Err(rd.err(
             file_node,

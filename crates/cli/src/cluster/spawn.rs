@@ -24,9 +24,14 @@ impl Spawned {
             addrs: Vec::new(),
         };
         for i in 1..=n {
+            // Each worker works in its own directory: what the run reads comes with its job,
+            // not from this process's working directory.
+            let own = spawned.dir.join(format!("worker-{i}"));
+            std::fs::create_dir_all(&own)?;
             let mut child = Command::new(&exe)
                 .args(["worker", "--listen", "127.0.0.1:0", "--dir"])
-                .arg(spawned.dir.join(format!("worker-{i}")))
+                .arg(&own)
+                .current_dir(&own)
                 .env_remove(crate::args::TOKEN_ENV)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())

@@ -78,6 +78,9 @@ pub struct Snapshot<'a> {
     pub notice: Option<&'a str>,
     /// Whether the help overlay is shown.
     pub help: bool,
+    /// The workers of a distributed run, whose merged intervals these are (0: the run is
+    /// this process's own).
+    pub workers: usize,
 }
 
 /// Draws `s` on `frame`.
@@ -166,6 +169,9 @@ fn header_line(s: &Snapshot) -> Line<'static> {
         Span::raw(format!("  {time}  target {target}  ")),
         Span::raw(format!("{} requests  {} errors", s.requests, s.errors)),
     ];
+    if s.workers > 0 {
+        spans.push(Span::raw(format!("  over {} workers", s.workers)));
+    }
     if let Some(n) = s.notice {
         spans.push(Span::styled(
             format!("  {n}"),
@@ -446,6 +452,7 @@ mod tests {
             stopping: false,
             notice: None,
             help: false,
+            workers: 0,
         }
     }
 
@@ -476,6 +483,19 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
+        assert!(!text.contains("workers"), "{text}");
+        let spread = screen(
+            120,
+            40,
+            &Snapshot {
+                workers: 2,
+                ..snapshot(&points, &settled)
+            },
+        );
+        assert!(
+            spread.contains("175 requests  0 errors  over 2 workers"),
+            "{spread}"
+        );
         let help = screen(120, 40, &Snapshot { help: true, ..s });
         assert!(help.contains("pause / resume"), "{help}");
         let small = screen(50, 10, &snapshot(&points, &settled));

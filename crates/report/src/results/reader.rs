@@ -3,15 +3,11 @@
 use std::io::BufRead;
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
-use belier_stats::{Gauges, Metric, Recorder};
+use belier_stats::{Gauges, Recorder};
 use hdrhistogram::serialization::Deserializer;
-use hdrhistogram::Histogram;
 
 use super::{
-    intervals_to_time, Change, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, PHASES,
-    VERSION,
+    intervals_to_time, Change, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, VERSION,
 };
 
 /// One record read back: what was recorded over `width` from `offset`, one interval or, in a
@@ -167,7 +163,7 @@ impl Reader {
                     return Err(fail(format!("at_s {} is not a number of seconds", c.at_s)))
                 }
                 Line::Change(c) => self.changes.push(c),
-                Line::Interval(l) => {
+                Line::Interval(mut l) => {
                     let interval_s = self.header.interval_s;
                     let intervals = match l.width_s {
                         None => 1,
@@ -193,47 +189,10 @@ impl Reader {
                         )));
                     }
                     self.next_index = l.index.saturating_add(intervals);
-                    let mut recorder =
-                        Recorder::from_counters(&l.counters).map_err(|e| fail(e.to_string()))?;
-                    let mut stored = vec![
-                        (Metric::Latency, &l.latency),
-                        (Metric::Uncorrected, &l.uncorrected),
-                        (Metric::Lag, &l.lag),
-                    ];
-                    for (name, encoded) in &l.phases {
-                        let metric = Metric::from_name(name)
-                            .filter(|m| PHASES.contains(m))
-                            .ok_or_else(|| fail(format!("unknown phase '{name}'")))?;
-                        stored.push((metric, encoded));
-                    }
-                    for (metric, encoded) in stored {
-                        let bytes = BASE64.decode(encoded).map_err(|e| {
-                            fail(format!("{} histogram is not base64: {e}", metric.name()))
-                        })?;
-                        let hist: Histogram<u64> = self
-                            .deserializer
-                            .deserialize(&mut bytes.as_slice())
-                            .map_err(|e| {
-                                fail(format!(
-                                    "{} histogram cannot be decoded: {e:?}",
-                                    metric.name()
-                                ))
-                            })?;
-                        recorder
-                            .add_histogram(metric, &hist)
-                            .map_err(|e| fail(e.to_string()))?;
-                    }
-                    restore_rows(&mut self.deserializer, &l.steps_latency, "step", |i, h| {
-                        recorder.add_step_histogram(i, h)
-                    })
-                    .map_err(fail)?;
-                    restore_rows(
-                        &mut self.deserializer,
-                        &l.metrics_values,
-                        "metric",
-                        |i, h| recorder.add_metric_histogram(i, h),
-                    )
-                    .map_err(fail)?;
+                    let recorder = l
+                        .take_stored()
+                        .restore(&mut self.deserializer)
+                        .map_err(fail)?;
                     let interval = Duration::from_secs_f64(interval_s);
                     return Ok(Some(Record {
                         index: l.index,
@@ -252,26 +211,6 @@ impl Reader {
         }
         Ok(None)
     }
-}
-
-/// Decodes stored histograms of numbered rows (steps' latencies, custom metrics' values)
-/// and hands each to `add` with its row number; `what` names the rows in errors.
-fn restore_rows(
-    deserializer: &mut Deserializer,
-    encoded: &[String],
-    what: &str,
-    mut add: impl FnMut(usize, &Histogram<u64>) -> Result<(), belier_stats::RestoreError>,
-) -> Result<(), String> {
-    for (row, encoded) in encoded.iter().enumerate() {
-        let bytes = BASE64
-            .decode(encoded)
-            .map_err(|e| format!("{what} {row} histogram is not base64: {e}"))?;
-        let hist: Histogram<u64> = deserializer
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| format!("{what} {row} histogram cannot be decoded: {e:?}"))?;
-        add(row, &hist).map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 /// `secs` as a duration, if it is one: finite, not negative, and not past `Duration::MAX`

@@ -287,8 +287,14 @@ pub fn merge_info(a: &mut RunInfo, b: &RunInfo) {
 }
 
 fn merge_end(x: End, y: End) -> End {
+    let elapsed_s = x.elapsed_s.max(y.elapsed_s);
+    let (scenarios, scenario_totals) = crate::scenarios::merge_shards(
+        (&x.scenarios, &x.scenario_totals),
+        (&y.scenarios, &y.scenario_totals),
+        Duration::from_secs_f64(elapsed_s),
+    );
     End {
-        elapsed_s: x.elapsed_s.max(y.elapsed_s),
+        elapsed_s,
         interrupted: x.interrupted || y.interrupted,
         warnings: x.warnings.into_iter().chain(y.warnings).collect(),
         host: match (x.host, y.host) {
@@ -308,7 +314,8 @@ fn merge_end(x: End, y: End) -> End {
             x.targets
         },
         steps: if x.steps.is_empty() { y.steps } else { x.steps },
-        scenarios: Vec::new(),
+        scenarios,
+        scenario_totals,
     }
 }
 

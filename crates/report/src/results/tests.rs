@@ -419,3 +419,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn executors_totals_ride_on_the_end_line_exactly_and_older_end_lines_read_as_none() {
+    let mut a = recorder_with(&[(100, 0), (2_500, 10), (77_777, 3)]);
+    a.record(&sample(5, 0, Outcome::Error(ErrorKind::ConnectionReset)));
+    a.record_scheduled();
+    let b = recorder_with(&[(9, 0)]);
+    let with_totals = End {
+        scenario_totals: vec![
+            super::StoredRecorder::encode(&a).unwrap(),
+            super::StoredRecorder::encode(&b).unwrap(),
+        ],
+        ..end(2.0)
+    };
+    let bytes = write(&header("a"), &[settled(0, a.clone())], Some(&with_totals));
+    let (read, _) = intervals_of(bytes, "mem").unwrap();
+    let back = read.end.expect("an end line").scenario_totals;
+    for (stored, original) in back.iter().zip([&a, &b]) {
+        let got = stored.decode().unwrap();
+        assert_eq!(got.counters(), original.counters());
+        for m in Metric::ALL {
+            assert_eq!(got.histogram(m), original.histogram(m), "{m:?}");
+        }
+    }
+    assert_eq!(back.len(), 2);
+    let older = write(&header("a"), &[settled(0, a)], Some(&end(2.0)));
+    let (read, _) = intervals_of(older, "mem").unwrap();
+    assert!(read.end.unwrap().scenario_totals.is_empty());
+}

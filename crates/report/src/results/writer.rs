@@ -4,9 +4,9 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use belier_stats::{Gauges, Metric, Recorder, Settled};
+use belier_stats::{Gauges, Recorder, Settled};
 
-use super::{over_time, Change, Coarsening, Encoder, End, Header, IntervalLine, Line, PHASES};
+use super::{over_time, Change, Coarsening, Encoder, End, Header, IntervalLine, Line};
 
 /// Writes a results file as the run goes.
 ///
@@ -165,31 +165,8 @@ fn write_record<W: Write>(
     recorder: &Recorder,
     gauges: Gauges,
 ) -> io::Result<usize> {
-    let latency = encoder.encode(recorder.histogram(Metric::Latency))?;
-    let uncorrected = encoder.encode(recorder.histogram(Metric::Uncorrected))?;
-    let lag = encoder.encode(recorder.histogram(Metric::Lag))?;
-    let mut phases = std::collections::BTreeMap::new();
-    for m in PHASES {
-        let h = recorder.histogram(m);
-        if !h.is_empty() {
-            phases.insert(m.name().to_string(), encoder.encode(h)?);
-        }
-    }
-    let record = Line::Interval(IntervalLine {
-        index: start,
-        offset_s: Some(interval.as_secs_f64() * start as f64),
-        width_s: Some(interval.as_secs_f64() * width as f64),
-        in_flight: gauges.in_flight,
-        cpu: gauges.cpu,
-        connections_peak: gauges.connections_peak,
-        counters: recorder.counters(),
-        latency,
-        uncorrected,
-        lag,
-        phases,
-        steps_latency: encoder.encode_steps(recorder)?,
-        metrics_values: encoder.encode_metrics(recorder)?,
-    });
+    let stored = encoder.store(recorder)?;
+    let record = Line::Interval(IntervalLine::new([start, width], interval, gauges, stored));
     write_line(out, line, &record)?;
     Ok(line.len())
 }

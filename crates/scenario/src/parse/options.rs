@@ -15,7 +15,7 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
     };
     let file = |key: &str| -> Result<Option<PathBuf>> {
         top.get(key)
-            .map(|n| rd.str(n, "a file path").map(|p| c.relative(p)))
+            .map(|n| rd.str(n, "a file path").map(|p| c.file(p)))
             .transpose()
     };
     // The headers as written (their templates were compiled, and checked, before).
@@ -54,7 +54,11 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
             .transpose()?,
         http2: flag("http2", false)?,
         max_streams,
-        unix_socket: file("unix_socket")?,
+        // A socket, not a file the plan reads.
+        unix_socket: top
+            .get("unix_socket")
+            .map(|n| rd.str(n, "a file path").map(|p| c.relative(p)))
+            .transpose()?,
         keepalive: flag("keepalive", true)?,
         cookies: flag("cookies", true)?,
         compressed: flag("compressed", false)?,

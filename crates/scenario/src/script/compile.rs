@@ -86,7 +86,7 @@ pub(crate) fn compile(
                 return Err(rd.err(node, "a script mapping needs `file:`"));
             };
             let written = rd.str(file_node, "a script file")?;
-            let path = c.dir.join(written);
+            let path = c.file(written);
             let text = std::fs::read_to_string(&path).map_err(|e| {
                 rd.err(
                     file_node,

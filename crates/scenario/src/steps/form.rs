@@ -58,7 +58,7 @@ pub(super) fn multipart(
                         format!("file part `{name}` needs `file:` (a path relative to the plan)"),
                     ));
                 };
-                let path = c.relative(rd.str(file, "a file path")?);
+                let path = c.file(rd.str(file, "a file path")?);
                 let bytes = std::fs::read(&path).map_err(|e| {
                     rd.err(
                         file,

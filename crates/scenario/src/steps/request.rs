@@ -235,7 +235,7 @@ pub(super) fn request(
             None => Body::Json(json),
         }
     } else if let Some(n) = f.get("body_file") {
-        let path = c.relative(rd.str(n, "a body file path")?);
+        let path = c.file(rd.str(n, "a body file path")?);
         let bytes = std::fs::read(&path).map_err(|e| {
             rd.err(
                 n,

@@ -1,0 +1,62 @@
+//! The files a distributed run reads go with its job ([`belier_cluster::files`]): a plan's,
+//! as the plan itself names them ([`belier_scenario::Plan::files`]), or those a flag run's
+//! arguments name. A worker points the arguments at its copies ([`localise`]).
+
+use std::path::PathBuf;
+
+use belier_cluster::files::gather;
+use belier_cluster::protocol::SentFile;
+use belier_scenario::{Copies, Plan};
+use clap::Parser;
+
+use crate::args::{Cli, LoadArgs};
+use crate::settings::InputError;
+
+/// The files to send with the job of the run of `args` (the run's own arguments), `plan`'s
+/// if it is a plan run; one that cannot be read or is too large is an input error naming it.
+pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile>> {
+    let paths = match plan {
+        Some(plan) => plan.files.clone(),
+        None => {
+            let argv = std::iter::once("belier".to_string()).chain(args.iter().cloned());
+            match Cli::try_parse_from(argv) {
+                Ok(mut cli) if cli.command.is_none() => named(&mut cli.load)
+                    .into_iter()
+                    .map(|p| p.clone())
+                    .collect(),
+                // This process parsed these arguments already: nothing else names files.
+                _ => Vec::new(),
+            }
+        }
+    };
+    gather(&paths).map_err(|e| InputError::in_file(e.to_string()).into())
+}
+
+/// The files a flag run reads, as its arguments name them.
+fn named(load: &mut LoadArgs) -> Vec<&mut PathBuf> {
+    let r = &mut load.request;
+    let targets = load
+        .targets
+        .targets
+        .as_mut()
+        .filter(|t| t.as_os_str() != "-");
+    [
+        r.body_file.as_mut(),
+        r.cacert.as_mut(),
+        r.cert.as_mut(),
+        r.key.as_mut(),
+        targets,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A flag run's arguments reading the files they name from their `copies`.
+pub fn localise(load: &mut LoadArgs, copies: &Copies) {
+    for path in named(load) {
+        if let Some(local) = copies.get(path) {
+            path.clone_from(local);
+        }
+    }
+}

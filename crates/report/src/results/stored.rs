@@ -1,0 +1,117 @@
+//! A whole recorder as a results file stores one: counters, and histograms in HdrHistogram's
+//! V2 compressed encoding, base64. Records are stored so, and so are a plan's executors'
+//! totals in its end line ([`super::End::scenario_totals`]), so that shards' (or workers')
+//! per-scenario figures merge exactly.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use base64::Engine as _;
+use belier_stats::{Counters, Metric, Recorder};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::{Encoder, BASE64, PHASES};
+
+/// A recorder's counters and histograms, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredRecorder {
+    /// The counters.
+    pub(crate) counters: Counters,
+    pub(crate) latency: String,
+    pub(crate) uncorrected: String,
+    pub(crate) lag: String,
+    /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) phases: BTreeMap<String, String>,
+    /// Scripted users: each step's latency histogram, by step number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) steps_latency: Vec<String>,
+    /// Scripted users: each custom metric's histogram of values, by metric number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) metrics_values: Vec<String>,
+}
+
+impl StoredRecorder {
+    /// `recorder`, stored.
+    pub fn encode(recorder: &Recorder) -> io::Result<StoredRecorder> {
+        Encoder::default().store(recorder)
+    }
+
+    /// The recorder back, or what in it cannot be read.
+    pub fn decode(&self) -> Result<Recorder, String> {
+        self.restore(&mut Deserializer::new())
+    }
+
+    /// [`StoredRecorder::decode`] with a deserializer of the caller's (reused).
+    pub(crate) fn restore(&self, deserializer: &mut Deserializer) -> Result<Recorder, String> {
+        let mut recorder = Recorder::from_counters(&self.counters).map_err(|e| e.to_string())?;
+        let mut stored = vec![
+            (Metric::Latency, &self.latency),
+            (Metric::Uncorrected, &self.uncorrected),
+            (Metric::Lag, &self.lag),
+        ];
+        for (name, encoded) in &self.phases {
+            let metric = Metric::from_name(name)
+                .filter(|m| PHASES.contains(m))
+                .ok_or_else(|| format!("unknown phase '{name}'"))?;
+            stored.push((metric, encoded));
+        }
+        for (metric, encoded) in stored {
+            let hist = decode(deserializer, encoded, metric.name())?;
+            recorder
+                .add_histogram(metric, &hist)
+                .map_err(|e| e.to_string())?;
+        }
+        for (row, encoded) in self.steps_latency.iter().enumerate() {
+            let hist = decode(deserializer, encoded, &format!("step {row}"))?;
+            recorder
+                .add_step_histogram(row, &hist)
+                .map_err(|e| e.to_string())?;
+        }
+        for (row, encoded) in self.metrics_values.iter().enumerate() {
+            let hist = decode(deserializer, encoded, &format!("metric {row}"))?;
+            recorder
+                .add_metric_histogram(row, &hist)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(recorder)
+    }
+}
+
+/// One stored histogram; `what` names it in errors.
+fn decode(
+    deserializer: &mut Deserializer,
+    encoded: &str,
+    what: &str,
+) -> Result<Histogram<u64>, String> {
+    let bytes = BASE64
+        .decode(encoded)
+        .map_err(|e| format!("{what} histogram is not base64: {e}"))?;
+    deserializer
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("{what} histogram cannot be decoded: {e:?}"))
+}
+
+impl Encoder {
+    /// `recorder`'s counters and histograms, stored.
+    pub(crate) fn store(&mut self, recorder: &Recorder) -> io::Result<StoredRecorder> {
+        let mut phases = BTreeMap::new();
+        for m in PHASES {
+            let h = recorder.histogram(m);
+            if !h.is_empty() {
+                phases.insert(m.name().to_string(), self.encode(h)?);
+            }
+        }
+        Ok(StoredRecorder {
+            counters: recorder.counters(),
+            latency: self.encode(recorder.histogram(Metric::Latency))?,
+            uncorrected: self.encode(recorder.histogram(Metric::Uncorrected))?,
+            lag: self.encode(recorder.histogram(Metric::Lag))?,
+            phases,
+            steps_latency: self.encode_steps(recorder)?,
+            metrics_values: self.encode_metrics(recorder)?,
+        })
+    }
+}
