@@ -278,24 +278,18 @@ fn apply_and_follow(place: PlaceArgs) -> anyhow::Result<u8> {
         anyhow::bail!("kubectl apply failed (its message is above); nothing was started");
     }
     let job = format!("job/{}", belier_k8s::coordinator_job(&run.name));
-    // The coordinator's pod runs once every worker accepts connections; its log is the report.
-    let logs = kubectl(
-        &[
-            "logs",
-            "-f",
-            &job,
-            "-c",
-            "coordinator",
-            "--pod-running-timeout=15m",
-        ],
-        &ns,
-    )
-    .status()
-    .map_err(no_kubectl)?;
-    if !logs.success() {
-        anyhow::bail!("kubectl logs {job} failed (its message is above)");
-    }
     let selector = format!("job-name={}", belier_k8s::coordinator_job(&run.name));
+    // The coordinator's pod runs once every worker accepts connections; its log is the report.
+    wait_for_coordinator(&selector, &ns)?;
+    let logs = kubectl(&["logs", "-f", &job, "-c", "coordinator"], &ns)
+        .status()
+        .map_err(no_kubectl)?;
+    if !logs.success() {
+        anyhow::bail!(
+            "kubectl logs {job} failed (its message is above; if the pod failed before the \
+             coordinator started: kubectl logs {job} --all-containers)"
+        );
+    }
     let out = kubectl(
         &[
             "get",
@@ -311,6 +305,55 @@ fn apply_and_follow(place: PlaceArgs) -> anyhow::Result<u8> {
     .map_err(no_kubectl)?;
     let code = String::from_utf8_lossy(&out.stdout).trim().parse::<u8>();
     code.with_context(|| format!("cannot read the coordinator's exit code from kubectl ({job})"))
+}
+
+/// How long the coordinator's pod may stay `Pending`: its init container gives up on the
+/// workers after 10 minutes, and pulling the image takes time too.
+const COORDINATOR_START: Duration = Duration::from_secs(15 * 60);
+
+/// Until the coordinator's pod has left `Pending`, checked once a second. `kubectl logs -f`
+/// of a container that has not started fails at once ("is waiting to start:
+/// PodInitializing"), --pod-running-timeout or not: a real cluster showed it, as the init
+/// container waits for the workers.
+fn wait_for_coordinator(selector: &str, ns: &[String]) -> anyhow::Result<()> {
+    let deadline = Instant::now() + COORDINATOR_START;
+    let mut said = false;
+    loop {
+        let out = kubectl(
+            &[
+                "get",
+                "pods",
+                "-l",
+                selector,
+                "-o",
+                "jsonpath={.items[*].status.phase}",
+            ],
+            ns,
+        )
+        .output()
+        .map_err(no_kubectl)?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "kubectl get pods -l {selector} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let phases = String::from_utf8_lossy(&out.stdout);
+        if phases.split_whitespace().any(|p| p != "Pending") {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "the coordinator's pod ({selector}) has not started after {}: kubectl describe pods -l {selector}",
+                humantime::format_duration(COORDINATOR_START)
+            );
+        }
+        if !said {
+            eprintln!("belier: waiting for the coordinator's pod ({selector}) to start");
+            said = true;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 fn kubectl(args: &[&str], ns: &[String]) -> Command {
