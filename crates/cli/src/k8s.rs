@@ -278,39 +278,95 @@ fn apply_and_follow(place: PlaceArgs) -> anyhow::Result<u8> {
         anyhow::bail!("kubectl apply failed (its message is above); nothing was started");
     }
     let job = format!("job/{}", belier_k8s::coordinator_job(&run.name));
-    // The coordinator's pod runs once every worker accepts connections; its log is the report.
-    let logs = kubectl(
-        &[
-            "logs",
-            "-f",
-            &job,
-            "-c",
-            "coordinator",
-            "--pod-running-timeout=15m",
-        ],
-        &ns,
-    )
-    .status()
-    .map_err(no_kubectl)?;
-    if !logs.success() {
-        anyhow::bail!("kubectl logs {job} failed (its message is above)");
-    }
     let selector = format!("job-name={}", belier_k8s::coordinator_job(&run.name));
-    let out = kubectl(
-        &[
-            "get",
-            "pods",
-            "-l",
-            &selector,
-            "-o",
-            "jsonpath={.items[0].status.containerStatuses[0].state.terminated.exitCode}",
-        ],
-        &ns,
-    )
-    .output()
-    .map_err(no_kubectl)?;
-    let code = String::from_utf8_lossy(&out.stdout).trim().parse::<u8>();
-    code.with_context(|| format!("cannot read the coordinator's exit code from kubectl ({job})"))
+    // The coordinator's pod runs once every worker accepts connections; its log is the report.
+    wait_for_coordinator(&selector, &ns)?;
+    let logs = kubectl(&["logs", "-f", &job, "-c", "coordinator"], &ns)
+        .status()
+        .map_err(no_kubectl)?;
+    if !logs.success() {
+        anyhow::bail!(
+            "kubectl logs {job} failed (its message is above; if the pod failed before the \
+             coordinator started: kubectl logs {job} --all-containers)"
+        );
+    }
+    let code = coordinator_exit_code(&selector, &ns)?
+        .with_context(|| format!("cannot read the coordinator's exit code from kubectl ({job})"))?;
+    // Workers serve until stopped, so their Job never completes by itself: with the run over,
+    // it goes (the coordinator's Job stays, for its log, until its TTL).
+    let workers = format!("job/{}", belier_k8s::worker_job(&run.name));
+    let deleted = kubectl(&["delete", &workers, "--wait=false"], &ns)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(no_kubectl)?;
+    if !deleted.success() {
+        eprintln!(
+            "belier: could not delete {workers} (kubectl's message is above): delete it yourself"
+        );
+    }
+    Ok(code)
+}
+
+/// The coordinator container's exit code once the pod's status shows it: the log stream ends
+/// when the container exits, the kubelet's status update may come a moment later (bounded at
+/// 30 s).
+fn coordinator_exit_code(selector: &str, ns: &[String]) -> anyhow::Result<Option<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let field = ".items[0].status.containerStatuses[0].state.terminated.exitCode";
+        if let Ok(code) = pods_field(selector, ns, field)?.trim().parse::<u8>() {
+            return Ok(Some(code));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// How long the coordinator's pod may stay `Pending`: its init container gives up on the
+/// workers after 10 minutes, and pulling the image takes time too.
+const COORDINATOR_START: Duration = Duration::from_secs(15 * 60);
+
+/// Until the coordinator's pod has left `Pending`, checked once a second. `kubectl logs -f`
+/// of a container that has not started fails at once ("is waiting to start:
+/// PodInitializing"), --pod-running-timeout or not: a real cluster showed it, as the init
+/// container waits for the workers.
+fn wait_for_coordinator(selector: &str, ns: &[String]) -> anyhow::Result<()> {
+    let deadline = Instant::now() + COORDINATOR_START;
+    let mut said = false;
+    loop {
+        let phases = pods_field(selector, ns, ".items[*].status.phase")?;
+        if phases.split_whitespace().any(|p| p != "Pending") {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "the coordinator's pod ({selector}) has not started after {}: kubectl describe pods -l {selector}",
+                humantime::format_duration(COORDINATOR_START)
+            );
+        }
+        if !said {
+            eprintln!("belier: waiting for the coordinator's pod ({selector}) to start");
+            said = true;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// `kubectl get pods -l SELECTOR -o jsonpath={FIELD}`'s output.
+fn pods_field(selector: &str, ns: &[String], field: &str) -> anyhow::Result<String> {
+    let jsonpath = format!("jsonpath={{{field}}}");
+    let out = kubectl(&["get", "pods", "-l", selector, "-o", &jsonpath], ns)
+        .output()
+        .map_err(no_kubectl)?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "kubectl get pods -l {selector} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn kubectl(args: &[&str], ns: &[String]) -> Command {

@@ -143,6 +143,11 @@ pub fn worker_addresses(run: &Run) -> Vec<String> {
         .collect()
 }
 
+/// The workers' Indexed Job (its workers serve until stopped).
+pub fn worker_job(name: &str) -> String {
+    manifests::worker_job(name)
+}
+
 /// The coordinator's Job, whose logs carry the run's report.
 pub fn coordinator_job(name: &str) -> String {
     manifests::coordinator_job(name)
