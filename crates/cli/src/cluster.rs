@@ -313,6 +313,9 @@ impl Merge {
         self.headers += 1;
         if let Some(info) = &mut self.info {
             info.workers.clone_from(&self.fallback.workers);
+            // The merged file is the whole run, not the first worker's shard: its workers
+            // (and any lost) are listed on their own.
+            info.shard = None;
         }
     }
 
@@ -399,7 +402,10 @@ impl Merge {
         let mut warnings = std::mem::take(&mut self.warnings);
         warnings.extend(self.lost.iter().cloned());
         for e in &self.ends {
-            warnings.extend(e.warnings.iter().cloned());
+            // A worker's note that its share leaves the thresholds to the merged results is
+            // answered here: this process judges them on the merged figures.
+            let judged_here = |w: &&String| w.starts_with(crate::plan::SHARD_LEAVES_THRESHOLDS);
+            warnings.extend(e.warnings.iter().filter(|w| !judged_here(w)).cloned());
         }
         let part_totals = scenarios::merged_totals(&self.ends, &mut warnings);
         let (totals, series) = self.collector.finish();

@@ -256,12 +256,16 @@ impl Prepared {
             // Thresholds are about the whole run: a shard's share would pass or fail them
             // wrongly (counts, rates), so they are judged on the merged results instead.
             Some(shard) if !self.plan.thresholds.is_empty() => finished.warnings.push(format!(
-                "thresholds not judged on shard {shard}'s share: judge them on the merged results with `belier report FILES --thresholds-from PLAN`"
+                "{SHARD_LEAVES_THRESHOLDS} {shard}'s share: judge them on the merged results with `belier report FILES --thresholds-from PLAN`"
             )),
             Some(_) => {}
         }
     }
 }
+
+/// How a shard's warning that it left the plan's thresholds to the merged results begins
+/// (a coordinator, which judges them itself, drops it).
+pub const SHARD_LEAVES_THRESHOLDS: &str = "thresholds not judged on shard";
 
 /// `-H` and `--insecure` on a plan: headers every request of the plan sends, and no
 /// certificate check.

@@ -657,6 +657,8 @@ fn the_web_console_of_a_coordinator_steers_every_worker() {
         text.contains("worker 2/2 at 127.0.0.1:") && text.contains("round trip"),
         "{text}"
     );
+    // The merged file is the whole run, not one worker's shard.
+    assert!(!text.contains("of a run split in"), "{text}");
 
     let two = Duration::from_secs(2);
     let requests = server.recent_requests();

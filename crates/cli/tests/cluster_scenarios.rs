@@ -143,6 +143,10 @@ fn two_workers_give_the_one_machine_runs_per_scenario_table_and_verdict() {
         .unwrap()
         .contains("4 users"));
 
+    // The coordinator judged the thresholds: no worker's note that its share left them.
+    let warnings = spread["warnings"].to_string();
+    assert!(!warnings.contains("not judged"), "{warnings}");
+
     // Each threshold scoped to a scenario passed on the merged figures, as on one machine;
     // each worker's share (15 checkouts, 40 browses) would fail two of them.
     let verdicts = |r: &Value| -> Vec<(String, bool)> {
