@@ -2,6 +2,14 @@
 //! at 500/s and 5,000/s, with the kernel's receive stamps on and forced off. Counts are exact
 //! against the server; with stamps on every response is timed by them, with them off none;
 //! and no response reads faster than the delay the server holds it for.
+//!
+//! #17's acceptance band, p50 within 1.00–1.08 ms, is not asserted: the p50s are printed
+//! (`--nocapture`). Latency counts from each request's intended start, so the band leaves
+//! 80 µs for belier's wake-up at the arrival, the server's wake-up for the request and its
+//! wake-up when the delay ends; on the shared 2-core VM this was written on, a request with
+//! no delay at all read a p50 of 177 µs at 500/s (load average 14).
+
+#![allow(clippy::print_stderr)] // the p50s are printed, see above
 
 #[path = "support/run.rs"]
 mod run;
@@ -48,6 +56,7 @@ fn responses_are_timed_by_the_kernels_receive_stamps_unless_forced_off() {
                 "{rate}/s, stamps {stamps}"
             );
             let p50 = doc["latency_us"]["percentiles"]["p50"].as_u64().unwrap();
+            eprintln!("{rate}/s, stamps {stamps}: p50 {p50} µs");
             assert!(p50 >= 1_000, "{rate}/s, stamps {stamps}: p50 {p50} µs");
             assert!(server.wait_idle(Duration::from_secs(5)));
             seen += requests;
