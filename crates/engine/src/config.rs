@@ -127,9 +127,10 @@ pub struct Config {
     /// `Accept-Encoding` header is the caller's to add.
     pub compressed: bool,
     /// Take each response's first-byte and completion times from the kernel's receive
-    /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: plain
-    /// HTTP/1.1 over TCP (Linux stamps no Unix stream socket's reads). Latency then stays exact however late the worker
-    /// reads. `false` (or a socket without stamps) takes them when the read returns.
+    /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: HTTP/1.1
+    /// over TCP, TLS included (the stamp of the read that completed the TLS record; Linux
+    /// stamps no Unix stream socket's reads). Latency then stays exact however late the
+    /// worker reads. `false` (or a socket without stamps) takes them when the read returns.
     /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
     pub kernel_stamps: bool,
     /// Per-request timeout, connect included.

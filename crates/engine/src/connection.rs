@@ -19,6 +19,8 @@ use crate::tls::{handshake_error_kind, Tls};
 use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod failure;
+#[cfg(test)]
+mod late_reads;
 mod reuse;
 mod socket;
 mod stamp;
@@ -47,8 +49,8 @@ pub(crate) struct Progress {
     /// connection reads with stamps (see [`Progress::kernel_stamps`]); `first_byte` is then
     /// the stamp of the read that brought the first byte.
     pub completed: Option<Instant>,
-    /// Read with the kernel's receive stamps where the socket gives them (plain HTTP/1.1 over
-    /// TCP); set before the exchange, from `Config::kernel_stamps`.
+    /// Read with the kernel's receive stamps where the socket gives them (HTTP/1.1 over TCP,
+    /// TLS included); set before the exchange, from `Config::kernel_stamps`.
     pub kernel_stamps: bool,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -251,10 +253,16 @@ pub(crate) async fn open_stream(
         tunnel::open(&mut socket, connect).await?;
     }
     let stream = match (tls, socket) {
-        (None, Socket::Tcp(tcp)) => Stream::Plain(tcp),
+        (None, Socket::Tcp(tcp) | Socket::Stamped(tcp, _)) => Stream::Plain(tcp),
         (None, Socket::Unix(unix)) => Stream::Unix(unix),
         (Some(tls), socket) => {
             p.phase = Phase::Handshaking;
+            // Under TLS the socket keeps its reads' stamps for the session above it.
+            let socket = if p.kernel_stamps {
+                socket.stamp()
+            } else {
+                socket
+            };
             let session = tls
                 .connector
                 .connect(tls.server_name.clone(), socket)
@@ -284,6 +292,15 @@ impl Stream {
         }
     }
 
+    /// The kernel's receive stamp of the socket's last read under a TLS session (see
+    /// [`Socket`]): the read that completed the record of the plaintext last handed over.
+    pub(crate) fn last_stamp(&self) -> Option<std::time::Duration> {
+        match self {
+            Stream::Plain(_) | Stream::Unix(_) => None,
+            Stream::Tls(s) => s.get_ref().0.last_stamp(),
+        }
+    }
+
     /// The ALPN protocol the server chose, for a TLS connection.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         match self {
@@ -304,8 +321,9 @@ impl Connection {
         let stamped = p.kernel_stamps
             && match &stream {
                 Stream::Plain(tcp) => stamp::enable(tcp),
+                Stream::Tls(tls) => tls.get_ref().0.stamped(),
                 // Linux stamps no Unix stream socket's reads (datagrams only).
-                Stream::Unix(_) | Stream::Tls(_) => false,
+                Stream::Unix(_) => false,
             };
         Ok(Connection {
             stamped,
@@ -482,11 +500,16 @@ impl Connection {
             if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
                 self.buf.reserve(READ_BUFFER);
             }
-            let read = if self.stamped {
-                recv_stamped(&self.stream, &mut self.buf).await
-            } else {
-                let plain = self.stream.read_buf(&mut self.buf).await;
-                plain.map(|n| (n, None))
+            let read = match (&self.stream, self.stamped) {
+                (Stream::Plain(_), true) => recv_stamped(&self.stream, &mut self.buf).await,
+                (Stream::Tls(_), true) => {
+                    let n = self.stream.read_buf(&mut self.buf).await;
+                    n.map(|n| (n, self.stream.last_stamp()))
+                }
+                _ => {
+                    let plain = self.stream.read_buf(&mut self.buf).await;
+                    plain.map(|n| (n, None))
+                }
             };
             let (n, stamp) = match read {
                 Ok(read) => read,
