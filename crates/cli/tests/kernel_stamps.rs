@@ -1,7 +1,8 @@
 //! `--kernel-stamps`: an open loop against belier's test server with a 1 ms injected delay,
 //! at 500/s and 5,000/s, with the kernel's receive stamps on and forced off. Counts are exact
 //! against the server; with stamps on every response is timed by them, with them off none;
-//! and no response reads faster than the delay the server holds it for. Over TLS too.
+//! and no response reads faster than the delay the server holds it for. Over TLS and HTTP/2
+//! (h2c and h2 over TLS) too.
 //!
 //! #17's acceptance band, p50 within 1.00–1.08 ms, is not asserted: the p50s are printed
 //! (`--nocapture`). Latency counts from each request's intended start, so the band leaves
@@ -68,18 +69,35 @@ fn responses_are_timed_by_the_kernels_receive_stamps_unless_forced_off() {
     stamped_unless_off(&server, &[500, 5_000], &[]);
 }
 
-/// Over TLS the stamp is that of the socket read that completed the TLS record.
+/// Over TLS the stamp is that of the socket read that completed the TLS record; HTTP/1.1,
+/// then HTTP/2 (ALPN `h2`), whose streams take the stamps of the reads that brought their
+/// frames.
 #[test]
 fn tls_responses_are_timed_by_the_kernels_receive_stamps() {
     let (tls, ca) = TlsConfig::self_signed(&["127.0.0.1"]);
     let server = Server::start(Config {
         threads: 2,
         tls: Some(tls),
+        http2: true,
         ..Config::default()
     })
     .expect("test server starts");
     let ca_file = std::env::temp_dir().join(format!("belier-stamps-{}.pem", std::process::id()));
     std::fs::write(&ca_file, ca).unwrap();
-    stamped_unless_off(&server, &[500], &["--cacert", ca_file.to_str().unwrap()]);
+    let cacert = ["--cacert", ca_file.to_str().unwrap()];
+    stamped_unless_off(&server, &[500], &cacert);
+    stamped_unless_off(&server, &[500], &[&cacert[..], &["--http2"]].concat());
     let _ = std::fs::remove_file(&ca_file);
+}
+
+/// HTTP/2 with prior knowledge (h2c), many streams on a connection.
+#[test]
+fn h2c_responses_are_timed_by_the_kernels_receive_stamps() {
+    let server = Server::start(Config {
+        threads: 2,
+        http2: true,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    stamped_unless_off(&server, &[500, 5_000], &["--http2"]);
 }

@@ -115,3 +115,86 @@ fn a_tls_response_read_late_is_timed_when_it_arrived() {
         assert_eq!(server.counts().requests, server.counts().responses);
     });
 }
+
+/// How long the HTTP/2 tests' server holds each response.
+const H2_DELAY: Duration = Duration::from_millis(10);
+
+/// One HTTP/2 exchange on `group` whose response arrives while the worker's thread is
+/// blocked, and is read [`LATE`] or more after it came: the progress and when the exchange
+/// returned.
+async fn late_h2_exchange(
+    group: &std::rc::Rc<crate::http2::Group>,
+    target: &crate::http2::Target<'_>,
+    request: &crate::http2::Template,
+    server: &Server,
+) -> (Progress, Instant) {
+    let mut p = Progress {
+        kernel_stamps: true,
+        ..Progress::default()
+    };
+    let asked = server.counts().requests;
+    let exchange = group.exchange(target, request, &mut p);
+    let block = async {
+        // Once the server has the request (its driver task wrote it), the thread stops: the
+        // response comes H2_DELAY later and waits in the socket.
+        while server.counts().requests == asked {
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
+        std::thread::sleep(H2_DELAY + 2 * LATE);
+    };
+    let (response, ()) = tokio::join!(exchange, block);
+    let read = Instant::now();
+    assert_eq!(response.unwrap().status, 200);
+    (p, read)
+}
+
+/// HTTP/2 on `server` (over TLS with `tls`): a response read late is timed by the stamps of
+/// the reads that brought its HEADERS and its END_STREAM frames.
+fn h2_response_read_late(server: &Server, tls: Option<&Tls>) {
+    let spec = crate::RequestSpec {
+        method: "GET".into(),
+        host: "localhost".into(),
+        port: server.addr().port(),
+        path_and_query: format!("/?delay={}ms", H2_DELAY.as_millis()),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    let request = crate::http2::Template::new(&spec, tls.is_some()).unwrap();
+    let endpoint = Endpoint::Tcp(server.addr());
+    let target = crate::http2::Target {
+        addr: &endpoint,
+        tls,
+    };
+    let group = std::rc::Rc::new(crate::http2::Group::new(Default::default()));
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime(), async {
+        let warm = Instant::now();
+        let (p, read) = loop {
+            let (p, read) = late_h2_exchange(&group, &target, &request, server).await;
+            if p.completed.is_some() {
+                break (p, read);
+            }
+            assert!(warm.elapsed() < Duration::from_secs(2), "no stamp in 2 s");
+        };
+        let (sent, first) = (p.sent.unwrap(), p.first_byte.unwrap());
+        assert!(first - sent >= H2_DELAY, "{:?}", first - sent);
+        assert!(read - first >= LATE, "{:?}", read - first);
+        assert!(p.completed.unwrap() >= first);
+    });
+}
+
+#[test]
+fn an_h2c_response_read_late_is_timed_when_its_frames_arrived() {
+    let server = Server::start(ServerConfig {
+        http2: true,
+        ..ServerConfig::default()
+    })
+    .expect("test server starts");
+    h2_response_read_late(&server, None);
+}
+
+#[test]
+fn an_h2_response_over_tls_read_late_is_timed_when_its_frames_arrived() {
+    let (server, tls) = tls_server(true, b"h2");
+    h2_response_read_late(&server, Some(&tls));
+}
