@@ -7,8 +7,10 @@
 //! #17's acceptance band, p50 within 1.00–1.08 ms, is not asserted: the p50s are printed
 //! (`--nocapture`). Latency counts from each request's intended start, so the band leaves
 //! 80 µs for belier's wake-up at the arrival, the server's wake-up for the request and its
-//! wake-up when the delay ends; on the shared 2-core VM this was written on, a request with
-//! no delay at all read a p50 of 177 µs at 500/s (load average 14).
+//! wake-up when the delay ends. On the shared 2-core VM this was written on, release builds
+//! read p50 1098 µs at 500/s with stamps on (1138 off), and a request with no delay at all 80
+//! µs; debug builds, which this test runs, 1250-1400 µs (see bench/README.md, "A 1 ms server
+//! delay read back").
 
 #![allow(clippy::print_stderr)] // the p50s are printed, see above
 
