@@ -245,7 +245,7 @@ pub struct LoadArgs {
     pub timer_slack: Option<Duration>,
 
     /// Time each response's first byte and completion by the kernel's receive stamps, so
-    /// latency is exact however late belier reads (plain HTTP/1.1 over TCP;
+    /// latency is exact however late belier reads (HTTP/1.1 and HTTP/2 over TCP, TLS included;
     /// elsewhere, and with off, by when the read returns) [default: on]
     #[arg(long = "kernel-stamps", value_name = "on|off")]
     pub kernel_stamps: Option<OnOff>,

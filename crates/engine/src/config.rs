@@ -127,9 +127,11 @@ pub struct Config {
     /// `Accept-Encoding` header is the caller's to add.
     pub compressed: bool,
     /// Take each response's first-byte and completion times from the kernel's receive
-    /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: plain
-    /// HTTP/1.1 over TCP (Linux stamps no Unix stream socket's reads). Latency then stays exact however late the worker
-    /// reads. `false` (or a socket without stamps) takes them when the read returns.
+    /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: HTTP/1.1
+    /// and HTTP/2 over TCP, TLS included (the stamp of the read that completed the TLS
+    /// record; for an HTTP/2 stream, of the reads that brought its HEADERS and its
+    /// END_STREAM frames; Linux stamps no Unix stream socket's reads). Latency then stays exact however late the
+    /// worker reads. `false` (or a socket without stamps) takes them when the read returns.
     /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
     pub kernel_stamps: bool,
     /// Per-request timeout, connect included.

@@ -19,9 +19,11 @@ use crate::tls::{handshake_error_kind, Tls};
 use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod failure;
+#[cfg(test)]
+mod late_reads;
 mod reuse;
 mod socket;
-mod stamp;
+pub(crate) mod stamp;
 pub(crate) mod tunnel;
 
 pub(crate) use failure::{io_kind, Cause, Failure, Phase};
@@ -47,8 +49,8 @@ pub(crate) struct Progress {
     /// connection reads with stamps (see [`Progress::kernel_stamps`]); `first_byte` is then
     /// the stamp of the read that brought the first byte.
     pub completed: Option<Instant>,
-    /// Read with the kernel's receive stamps where the socket gives them (plain HTTP/1.1 over
-    /// TCP); set before the exchange, from `Config::kernel_stamps`.
+    /// Read with the kernel's receive stamps where the socket gives them (TCP, TLS
+    /// included); set before the exchange, from `Config::kernel_stamps`.
     pub kernel_stamps: bool,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -171,6 +173,9 @@ pub(crate) struct Response {
 /// enum rather than a trait object keeps the plain path free of dynamic dispatch.
 pub(crate) enum Stream {
     Plain(TcpStream),
+    /// Plain TCP read through a stamping [`Socket`], which keeps its last read's stamp for
+    /// what reads above it (HTTP/2 without TLS: `h2` makes the reads).
+    Stamped(Socket),
     Unix(UnixStream),
     Tls(Box<tokio_rustls::client::TlsStream<Socket>>),
 }
@@ -183,6 +188,7 @@ impl AsyncRead for Stream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Stamped(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
@@ -197,6 +203,7 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Stamped(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
@@ -205,6 +212,7 @@ impl AsyncWrite for Stream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Stamped(s) => Pin::new(s).poll_flush(cx),
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
@@ -213,6 +221,7 @@ impl AsyncWrite for Stream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Stamped(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
@@ -251,10 +260,16 @@ pub(crate) async fn open_stream(
         tunnel::open(&mut socket, connect).await?;
     }
     let stream = match (tls, socket) {
-        (None, Socket::Tcp(tcp)) => Stream::Plain(tcp),
+        (None, Socket::Tcp(tcp) | Socket::Stamped(tcp, _)) => Stream::Plain(tcp),
         (None, Socket::Unix(unix)) => Stream::Unix(unix),
         (Some(tls), socket) => {
             p.phase = Phase::Handshaking;
+            // Under TLS the socket keeps its reads' stamps for the session above it.
+            let socket = if p.kernel_stamps {
+                socket.stamp()
+            } else {
+                socket
+            };
             let session = tls
                 .connector
                 .connect(tls.server_name.clone(), socket)
@@ -279,15 +294,42 @@ impl Stream {
     /// says its certificate was accepted as pinned.
     pub(crate) fn tls_session(&self, pinned: bool) -> Option<String> {
         match self {
-            Stream::Plain(_) | Stream::Unix(_) => None,
+            Stream::Plain(_) | Stream::Stamped(_) | Stream::Unix(_) => None,
             Stream::Tls(s) => Some(crate::tls::describe(s.get_ref().1, pinned)),
         }
+    }
+
+    /// The kernel's receive stamp of the socket's last read, on a stream that reads through a
+    /// stamping [`Socket`]: under a TLS session, the read that completed the record of the
+    /// plaintext last handed over.
+    pub(crate) fn last_stamp(&self) -> Option<std::time::Duration> {
+        match self {
+            Stream::Plain(_) | Stream::Unix(_) => None,
+            Stream::Stamped(s) => s.last_stamp(),
+            Stream::Tls(s) => s.get_ref().0.last_stamp(),
+        }
+    }
+
+    /// This stream with its reads keeping the kernel's receive stamps for what reads above
+    /// it (see [`Stream::last_stamp`]) where the socket gives them, and whether it does.
+    /// TLS streams were stamped when opened, if asked.
+    pub(crate) fn keeping_stamps(self) -> (Stream, bool) {
+        let stream = match self {
+            Stream::Plain(tcp) => Stream::Stamped(Socket::Tcp(tcp).stamp()),
+            other => other,
+        };
+        let stamped = match &stream {
+            Stream::Stamped(s) => s.stamped(),
+            Stream::Tls(s) => s.get_ref().0.stamped(),
+            Stream::Plain(_) | Stream::Unix(_) => false,
+        };
+        (stream, stamped)
     }
 
     /// The ALPN protocol the server chose, for a TLS connection.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         match self {
-            Stream::Plain(_) | Stream::Unix(_) => None,
+            Stream::Plain(_) | Stream::Stamped(_) | Stream::Unix(_) => None,
             Stream::Tls(s) => s.get_ref().1.alpn_protocol(),
         }
     }
@@ -304,8 +346,10 @@ impl Connection {
         let stamped = p.kernel_stamps
             && match &stream {
                 Stream::Plain(tcp) => stamp::enable(tcp),
+                Stream::Stamped(s) => s.stamped(),
+                Stream::Tls(tls) => tls.get_ref().0.stamped(),
                 // Linux stamps no Unix stream socket's reads (datagrams only).
-                Stream::Unix(_) | Stream::Tls(_) => false,
+                Stream::Unix(_) => false,
             };
         Ok(Connection {
             stamped,
@@ -329,6 +373,7 @@ impl Connection {
         }
         let socket = match &self.stream {
             Stream::Plain(tcp) => socket2::SockRef::from(tcp),
+            Stream::Stamped(s) => s.sock_ref(),
             Stream::Unix(unix) => socket2::SockRef::from(unix),
             Stream::Tls(tls) => tls.get_ref().0.sock_ref(),
         };
@@ -371,7 +416,7 @@ impl Connection {
         match &self.stream {
             Stream::Plain(tcp) => tcp.try_write(request).unwrap_or(0),
             Stream::Unix(unix) => unix.try_write(request).unwrap_or(0),
-            Stream::Tls(_) => 0,
+            Stream::Stamped(_) | Stream::Tls(_) => 0,
         }
     }
 
@@ -482,11 +527,16 @@ impl Connection {
             if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
                 self.buf.reserve(READ_BUFFER);
             }
-            let read = if self.stamped {
-                recv_stamped(&self.stream, &mut self.buf).await
-            } else {
-                let plain = self.stream.read_buf(&mut self.buf).await;
-                plain.map(|n| (n, None))
+            let read = match (&self.stream, self.stamped) {
+                (Stream::Plain(_), true) => recv_stamped(&self.stream, &mut self.buf).await,
+                (Stream::Tls(_) | Stream::Stamped(_), true) => {
+                    let n = self.stream.read_buf(&mut self.buf).await;
+                    n.map(|n| (n, self.stream.last_stamp()))
+                }
+                _ => {
+                    let plain = self.stream.read_buf(&mut self.buf).await;
+                    plain.map(|n| (n, None))
+                }
             };
             let (n, stamp) = match read {
                 Ok(read) => read,

@@ -24,7 +24,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use belier_stats::ErrorKind;
 use bytes::Bytes;
@@ -234,7 +234,15 @@ impl Group {
         }
         let tls_session = stream.tls_session(target.tls.is_some_and(Tls::pinned));
         p.phase = Phase::Exchanging;
-        let wire = Rc::new(Wire::default());
+        let (stream, stamped) = match p.kernel_stamps {
+            true => stream.keeping_stamps(),
+            false => (stream, false),
+        };
+        let wire = Rc::new(if stamped {
+            Wire::stamped()
+        } else {
+            Wire::default()
+        });
         let (send, connection) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
@@ -286,11 +294,12 @@ impl Group {
         // more in flight than that can leave the same request above the last stream id several
         // times running. Each time a new connection is opened, and the request's timeout
         // bounds the whole, as it bounds the exchange.
-        let (response, wire) = loop {
+        let (response, wire, id) = loop {
             let (response, generation, wire) = self.start(target, request, p).await?;
             p.sent = Some(Instant::now());
+            let id = u32::from(response.stream_id());
             match response.await {
-                Ok(response) => break (response, wire),
+                Ok(response) => break (response, wire, id),
                 Err(e) if e.is_go_away() && e.is_remote() => {
                     p.resent = true;
                     take_bytes(&wire, p);
@@ -302,7 +311,8 @@ impl Group {
                 }
             }
         };
-        p.first_byte = Some(Instant::now());
+        let now = Instant::now();
+        p.first_byte = Some(stamped(wire.stream_stamps(id).first, p.sent, now).unwrap_or(now));
         let (head, mut body) = response.into_parts();
         if let Some(kept) = &mut p.head {
             write_head(kept, &head);
@@ -338,6 +348,9 @@ impl Group {
             finish_body(p, decoder).inspect_err(|_| take_bytes(&wire, p))?;
         }
         take_bytes(&wire, p);
+        // With stamps, completed when the frame that ended the stream reached the host.
+        p.completed = stamped(wire.stream_stamps(id).end, p.sent, Instant::now());
+        wire.forget(id);
         let status = head.status.as_u16();
         Ok(Response {
             status,
@@ -395,6 +408,11 @@ impl Group {
             }
         }
     }
+}
+
+/// The instant of a kernel receive stamp, clamped between the request's send and `now`.
+fn stamped(stamp: Option<Duration>, sent: Option<Instant>, now: Instant) -> Option<Instant> {
+    Some(crate::connection::stamp::to_instant(stamp?, sent?, now))
 }
 
 /// Adds what the connection carried since the last exchange on it took its bytes.

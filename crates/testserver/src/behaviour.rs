@@ -20,7 +20,8 @@ pub const CLOSE_MID_BODY_DEFAULT_LEN: usize = 1000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Behaviour {
     /// Time to wait after the whole request has been read, before answering (or injecting the
-    /// fault).
+    /// fault). Precise to the kernel's timer on Linux (a timerfd), not rounded up to whole
+    /// milliseconds.
     pub delay: Duration,
     /// Response status code, `100..=999`. Default 200.
     ///

@@ -281,7 +281,7 @@ impl<S: Transport> Connection<S> {
         if !behaviour.delay.is_zero() {
             // Earlier pipelined responses are not held back by this request's delay.
             self.io.flush().await?;
-            tokio::time::sleep(behaviour.delay).await;
+            crate::delay::sleep(behaviour.delay).await;
         }
         match behaviour.fault {
             None => {}

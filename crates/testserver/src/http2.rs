@@ -217,7 +217,7 @@ impl Stream {
             }
         }
         if !behaviour.delay.is_zero() {
-            tokio::time::sleep(behaviour.delay).await;
+            crate::delay::sleep(behaviour.delay).await;
         }
         match behaviour.fault {
             None => {}

@@ -51,6 +51,7 @@
 
 mod behaviour;
 mod connection;
+mod delay;
 mod handlers;
 mod http2;
 mod request;

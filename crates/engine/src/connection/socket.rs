@@ -2,21 +2,31 @@
 //!
 //! Plain connections keep their own [`Stream`](super::Stream) variants, so the plain TCP path
 //! matches on one enum, not two; under TLS the extra match is lost in the record layer's cost.
+//!
+//! A TCP socket with the kernel's receive stamps on ([`Socket::stamp`]) reads with `recvmsg`
+//! and keeps the stamp of its last read, for the TLS session above it: when the session hands
+//! over plaintext, that is the read that completed the record it came in (the session reads
+//! the socket only while it has no plaintext to give), or a later one.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use belier_stats::ErrorKind;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
-use super::{Cause, Failure};
+use super::{stamp, Cause, Failure};
 use crate::endpoint::Endpoint;
 
 /// A connected socket of either family.
 pub(crate) enum Socket {
     Tcp(TcpStream),
+    /// TCP with `SO_TIMESTAMPNS` on, and the kernel's stamp of its last read (since the Unix
+    /// epoch; `None` when that read carried none).
+    Stamped(TcpStream, Option<Duration>),
     Unix(UnixStream),
 }
 
@@ -53,8 +63,52 @@ impl Socket {
     /// The socket, for `peek` and socket options.
     pub(crate) fn sock_ref(&self) -> socket2::SockRef<'_> {
         match self {
-            Socket::Tcp(s) => socket2::SockRef::from(s),
+            Socket::Tcp(s) | Socket::Stamped(s, _) => socket2::SockRef::from(s),
             Socket::Unix(s) => socket2::SockRef::from(s),
+        }
+    }
+
+    /// Turns on the kernel's receive stamps, for a TCP socket whose kernel allows them (Linux
+    /// stamps no Unix stream socket's reads).
+    pub(crate) fn stamp(self) -> Socket {
+        match self {
+            Socket::Tcp(tcp) if stamp::enable(&tcp) => Socket::Stamped(tcp, None),
+            other => other,
+        }
+    }
+
+    /// Whether its reads carry the kernel's receive stamps.
+    pub(crate) fn stamped(&self) -> bool {
+        matches!(self, Socket::Stamped(..))
+    }
+
+    /// The kernel's receive stamp of the last read, on a stamped socket.
+    pub(crate) fn last_stamp(&self) -> Option<Duration> {
+        match self {
+            Socket::Stamped(_, last) => *last,
+            Socket::Tcp(_) | Socket::Unix(_) => None,
+        }
+    }
+}
+
+/// Reads what has arrived on a stamped socket into `buf`, keeping the read's stamp in `last`.
+fn poll_read_stamped(
+    tcp: &TcpStream,
+    last: &mut Option<Duration>,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    let fd = tcp.as_raw_fd();
+    loop {
+        ready!(tcp.poll_read_ready(cx))?;
+        match tcp.try_io(Interest::READABLE, || stamp::recv_read_buf(fd, buf)) {
+            Ok(stamp) => {
+                *last = stamp;
+                return Poll::Ready(Ok(()));
+            }
+            // Readiness was stale; try_io cleared it, so the next poll waits for more.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Poll::Ready(Err(e)),
         }
     }
 }
@@ -67,6 +121,7 @@ impl AsyncRead for Socket {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Socket::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Socket::Stamped(s, last) => poll_read_stamped(s, last, cx, buf),
             Socket::Unix(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
@@ -79,21 +134,21 @@ impl AsyncWrite for Socket {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Socket::Tcp(s) | Socket::Stamped(s, _) => Pin::new(s).poll_write(cx, buf),
             Socket::Unix(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Socket::Tcp(s) | Socket::Stamped(s, _) => Pin::new(s).poll_flush(cx),
             Socket::Unix(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Socket::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Socket::Tcp(s) | Socket::Stamped(s, _) => Pin::new(s).poll_shutdown(cx),
             Socket::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }

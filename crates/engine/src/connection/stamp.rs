@@ -25,6 +25,8 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant, SystemTime};
 
+use tokio::io::ReadBuf;
+
 /// How long one measured offset between the clocks is used.
 const OFFSET_FOR: Duration = Duration::from_secs(1);
 
@@ -48,7 +50,29 @@ pub(crate) fn enable(socket: &impl AsRawFd) -> bool {
 /// it gave one.
 pub(crate) fn recv(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<(usize, Option<Duration>)> {
     let filled = buf.len();
-    let spare: &mut [MaybeUninit<u8>] = buf.spare_capacity_mut();
+    let (n, stamp) = recv_into(fd, buf.spare_capacity_mut())?;
+    // SAFETY: recvmsg initialised the first `n` bytes of the spare capacity.
+    unsafe { buf.set_len(filled + n) };
+    Ok((n, stamp))
+}
+
+/// One non-blocking `recvmsg` filling `buf` (tokio's), as [`recv`]: the stamp of the read.
+pub(crate) fn recv_read_buf(fd: RawFd, buf: &mut ReadBuf<'_>) -> io::Result<Option<Duration>> {
+    // SAFETY: recv_into only writes into the unfilled part, and only the bytes it reports
+    // having written are marked initialised.
+    let (n, stamp) = recv_into(fd, unsafe { buf.unfilled_mut() })?;
+    // SAFETY: recv_into initialised the first `n` bytes of the unfilled part.
+    unsafe { buf.assume_init(n) };
+    buf.advance(n);
+    Ok(stamp)
+}
+
+/// One non-blocking `recvmsg` into `spare`, whose first bytes (the count returned) it
+/// initialises, with the kernel's receive stamp of the last segment read, as [`recv`].
+pub(crate) fn recv_into(
+    fd: RawFd,
+    spare: &mut [MaybeUninit<u8>],
+) -> io::Result<(usize, Option<Duration>)> {
     let mut iov = libc::iovec {
         iov_base: spare.as_mut_ptr().cast(),
         iov_len: spare.len(),
@@ -61,14 +85,11 @@ pub(crate) fn recv(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<(usize, Option<Du
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = size_of_val(&control) as _;
-    // SAFETY: msg points at a live iovec over `buf` and a live control buffer.
+    // SAFETY: msg points at a live iovec over `spare` and a live control buffer.
     let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let n = n as usize;
-    // SAFETY: recvmsg initialised the first `n` bytes of the spare capacity.
-    unsafe { buf.set_len(filled + n) };
     let mut stamp = None;
     // SAFETY: the CMSG macros walk the control buffer the kernel filled, within
     // msg_controllen; the timespec is read unaligned from its message's data.
@@ -83,7 +104,7 @@ pub(crate) fn recv(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<(usize, Option<Du
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    Ok((n, stamp))
+    Ok((n as usize, stamp))
 }
 
 thread_local! {
