@@ -16,6 +16,7 @@ use crate::http2::Group;
 use crate::link::Link;
 use crate::plan::{Plan, Share};
 use crate::steered::Steered;
+use crate::timer::thread_wakeups;
 use crate::Event;
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
@@ -96,6 +97,8 @@ pub(crate) struct Recording {
     /// The first interval whose recordings have not been handed over yet.
     pub(crate) handed_over: Cell<u64>,
     pub(crate) events: Sender<Event>,
+    /// The worker thread's wake-ups when they were last recorded (or when it started).
+    wakeups_seen: Cell<u64>,
 }
 
 impl Local {
@@ -134,6 +137,7 @@ impl Local {
                     .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
                 handed_over: Cell::new(0),
                 events,
+                wakeups_seen: Cell::new(thread_wakeups()),
             },
         }
     }
@@ -246,6 +250,15 @@ impl Schedule {
         for parked in self.parked.borrow_mut().drain(..) {
             parked.notify.notify_one();
         }
+    }
+}
+
+impl Recording {
+    /// Records in `recorder` the worker thread's wake-ups since the last call (since the
+    /// worker started, the first time). Called on the worker's thread.
+    pub(crate) fn count_wakeups(&self, recorder: &mut Recorder) {
+        let now = thread_wakeups();
+        recorder.record_wakeups(now.saturating_sub(self.wakeups_seen.replace(now)));
     }
 }
 

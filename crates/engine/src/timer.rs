@@ -1,4 +1,5 @@
-//! Waiting for the next arrival with microsecond precision, and reading a thread's CPU time.
+//! Waiting for the next arrival with microsecond precision, and reading what a thread used:
+//! its CPU time and its wake-ups.
 //!
 //! tokio's timer wheel has millisecond granularity: a request due at 10.3 ms would leave at
 //! 11 ms, so at rates above a few hundred per second arrivals bunch on millisecond ticks and the
@@ -113,6 +114,23 @@ pub(crate) fn thread_cpu_time() -> Duration {
     Duration::ZERO
 }
 
+/// Times the calling thread has slept and been woken so far (its voluntary context switches:
+/// a blocking wait for an event, a timer or a lock); 0 where they cannot be read.
+#[allow(unsafe_code)]
+pub(crate) fn thread_wakeups() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // rustix has no getrusage; libc's is a plain system call filling the struct it is given.
+        // SAFETY: rusage is plain data; all-zero is a valid one.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a live rusage for getrusage to fill.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } == 0 {
+            return usage.ru_nvcsw.max(0) as u64;
+        }
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +161,16 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(thread_cpu_time() > before);
+    }
+
+    #[test]
+    fn a_thread_that_sleeps_counts_its_wakeups() {
+        let before = thread_wakeups();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Each sleep is one wake-up; a busy machine may add its own (a page fault's I/O).
+        let woken = thread_wakeups() - before;
+        assert!((5..=10).contains(&woken), "{woken}");
     }
 }

@@ -1,0 +1,105 @@
+//! The generator's wake-ups (#17): how many times belier's worker threads slept and were woken,
+//! counted by each worker from its own thread's voluntary context switches, reach the JSON
+//! report and the results file, and `belier report` of that file shows them per request. An
+//! open loop at 500/s against belier's test server, closed loop beside it; counts exact
+//! against the server.
+
+#[path = "support/run.rs"]
+mod run;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use belier_testserver::{Config, Server};
+use serde_json::Value;
+
+/// The wake-ups per request a run reports in JSON, after checking that the server saw its
+/// `requests` (on top of `seen` before) and belier counted them all.
+fn wakeups_per_request(server: &Server, doc: &Value, requests: u64, seen: u64) -> f64 {
+    let summary = &doc["summary"];
+    assert_eq!(summary["requests"], requests);
+    assert_eq!(summary["succeeded"], requests);
+    assert!(server.wait_idle(Duration::from_secs(5)));
+    assert_eq!(server.counts().requests, seen + requests);
+    let wakeups = summary["wakeups"].as_u64().expect("a wakeups count");
+    wakeups as f64 / requests as f64
+}
+
+#[test]
+fn wakeups_per_request_are_recorded_and_reported() {
+    let server = Server::start(Config {
+        threads: 2,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wakeups-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("open.jsonl");
+
+    // Open loop, 1,000 requests at 500/s on one worker: at least one wake-up per request
+    // (a request every 2 ms is far apart for the dispatcher's timer to coalesce them, and
+    // each answer arrives while the worker sleeps), at most a few (one to send, one to read,
+    // each second's hand-over, a busy machine's extra).
+    let out = run::belier_ok(&[
+        "--rate",
+        "500",
+        "-n",
+        "1000",
+        "-t",
+        "1",
+        "--output",
+        "json",
+        "--save",
+        saved.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let open = wakeups_per_request(&server, &doc, 1000, 0);
+    assert!((0.5..=3.0).contains(&open), "{open} wake-ups per request");
+
+    // The results file keeps them: its report shows the same count per request.
+    let report = run::ok(
+        Command::new(env!("CARGO_BIN_EXE_belier")).args(["report", saved.to_str().unwrap()]),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("wake-ups"))
+        .unwrap_or_else(|| panic!("no wake-ups line in:\n{text}"));
+    let wakeups = doc["summary"]["wakeups"].as_u64().unwrap();
+    assert!(
+        line.contains(&format!("{open:.2} per request")),
+        "{line} against {open:.2}"
+    );
+    let json = run::ok(Command::new(env!("CARGO_BIN_EXE_belier")).args([
+        "report",
+        "--type",
+        "json",
+        saved.to_str().unwrap(),
+    ]));
+    let again: Value = serde_json::from_slice(&json.stdout).expect("a JSON report");
+    assert_eq!(again["summary"]["wakeups"], wakeups);
+
+    // Closed loop, 2 connections: counted the same way, and more than none (each answer is
+    // waited for).
+    let out = run::belier_ok(&[
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--output",
+        "json",
+        &server.url("/"),
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let closed = wakeups_per_request(&server, &doc, 400, 1000);
+    assert!(
+        closed > 0.0 && closed <= 3.0,
+        "{closed} wake-ups per request"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
