@@ -33,6 +33,9 @@ pub(crate) struct Local {
     /// Scripted users: of `active`, how many per step, so that requests abandoned when the
     /// run stops are counted under their steps as well.
     pub(crate) active_steps: RefCell<Vec<u64>>,
+    /// Whether the last response recorded was timed by the kernel's receive stamps: while it
+    /// is, the open loop's dispatcher may sleep through answers (see `worker::dispatch`).
+    pub(crate) stamped: Cell<bool>,
     pub(crate) schedule: Schedule,
     pub(crate) connections: Connections,
     pub(crate) recording: Recording,
@@ -108,6 +111,7 @@ impl Local {
             id: share.id,
             active: Cell::new(0),
             active_steps: RefCell::new(Vec::new()),
+            stamped: Cell::new(false),
             schedule: Schedule {
                 budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
                 iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
@@ -168,8 +172,12 @@ impl Local {
             if progress.resent {
                 recorder.record_resent();
             }
-            if progress.completed.is_some() && result.is_ok() {
-                recorder.record_kernel_stamped();
+            if result.is_ok() {
+                let stamped = progress.completed.is_some();
+                if stamped {
+                    recorder.record_kernel_stamped();
+                }
+                self.stamped.set(stamped);
             }
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
