@@ -38,10 +38,11 @@ fn wakeups_per_request_are_recorded_and_reported() {
     std::fs::create_dir_all(&dir).unwrap();
     let saved = dir.join("open.jsonl");
 
-    // Open loop, 1,000 requests at 500/s on one worker: at least one wake-up per request
-    // (a request every 2 ms is far apart for the dispatcher's timer to coalesce them, and
-    // each answer arrives while the worker sleeps), at most a few (one to send, one to read,
-    // each second's hand-over, a busy machine's extra).
+    // Open loop, 1,000 requests at 500/s on one worker: about one wake-up per request (a
+    // request every 2 ms is too far apart for the dispatcher's timer slack to send two at
+    // one wake-up; fewer when a busy machine wakes the worker after the next one is due), at
+    // most a few (one more per answer where they are not read on the schedule, each
+    // second's hand-over, a busy machine's extra).
     let out = run::belier_ok(&[
         "--rate",
         "500",
