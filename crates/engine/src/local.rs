@@ -59,6 +59,10 @@ pub(crate) struct Schedule {
     /// Open loop over plain HTTP/1.1: idle connections the dispatcher may send on itself
     /// (these are not counted in `idle`).
     pub(crate) parked: RefCell<Vec<Rc<Parked>>>,
+    /// Open loop, thread sleeps (see `worker::dispatch`): parked connections the dispatcher
+    /// wrote a request on whose tasks it wakes after its next sleep, to read the answer that
+    /// came meanwhile rather than try before it has.
+    pub(crate) sent: RefCell<Vec<Rc<Parked>>>,
     pub(crate) wake: Notify,
     pub(crate) arrivals_done: Cell<bool>,
     /// The load as steered so far, and the wake-ups of those who follow it.
@@ -120,6 +124,7 @@ impl Local {
                 queue: RefCell::new(VecDeque::new()),
                 idle: Cell::new(0),
                 parked: RefCell::new(Vec::new()),
+                sent: RefCell::new(Vec::new()),
                 wake: Notify::new(),
                 arrivals_done: Cell::new(false),
                 steer: Steered::new(&plan.load),
@@ -252,10 +257,20 @@ impl Schedule {
         take_one(&self.iterations)
     }
 
-    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
+    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops), and
+    /// those given one that the dispatcher has not woken yet.
     pub(crate) fn wake_all(&self) {
         self.wake.notify_waiters();
+        self.wake_sent();
         for parked in self.parked.borrow_mut().drain(..) {
+            parked.notify.notify_one();
+        }
+    }
+
+    /// Wakes the tasks of the connections the dispatcher wrote a request on and left asleep
+    /// ([`Schedule::sent`]).
+    pub(crate) fn wake_sent(&self) {
+        for parked in self.sent.borrow_mut().drain(..) {
             parked.notify.notify_one();
         }
     }

@@ -53,11 +53,13 @@ const MAX_LEAD: Duration = Duration::from_secs(1);
 /// the next arrival that the worker sleeps through on a thread timer ([`Timer::block_until`])
 /// rather than in the runtime, so that it wakes once per arrival instead of once more per
 /// answer (the runtime's epoll set holds every socket, edge-triggered for reading whether or
-/// not a task waits on it, so any wait there ends with the next answer). The answers are read
-/// at that wake-up, their times the kernel's. Longer waits (slow rates) wait in the runtime:
-/// an answer left unread holds its connection, and everything else on the thread (timeouts,
-/// the interval's hand-over, a stop) waits out a thread sleep. At 2,000/s on one worker,
-/// bench/wakeups measured the rest of this design (see bench/README.md).
+/// not a task waits on it, so any wait there ends with the next answer). A request written on
+/// an idle connection leaves its task asleep ([`crate::local::Schedule::sent`]); after the
+/// sleep those tasks read the answers that came meanwhile, their times the kernel's, then the
+/// due arrivals go out on the connections they freed. Longer waits (slow rates) wait in the
+/// runtime: an answer left unread holds its connection, and everything else on the thread
+/// (timeouts, the interval's hand-over, a stop) waits out a thread sleep. bench/wakeups
+/// measures it at 2,000/s (bench/README.md).
 const QUIET_WAIT_MAX: Duration = Duration::from_millis(5);
 
 /// Open loop: a worker opens, ahead of its schedule, as many connections as arrivals it
@@ -142,6 +144,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let Some(offset) = arrivals.next() else {
             if local.schedule.steer.paused.get() && !local.schedule.stopping.get() {
                 // Paused: the schedule goes on when the run is resumed (or the run ends).
+                local.schedule.wake_sent();
                 local.schedule.steer.dispatcher.notified().await;
                 continue;
             }
@@ -164,20 +167,24 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
                 && local.schedule.queue.borrow().is_empty()
                 && local.connections.starting.get() == 0;
             let steered = if quiet {
-                if std::mem::take(&mut handed) || local.active.get() > 0 {
-                    // Before the thread sleeps: tasks given an arrival send it, and answers
-                    // that came since the runtime last looked are read.
-                    take_in_answers(&local).await;
+                if std::mem::take(&mut handed) {
+                    // The tasks given an arrival send it before the thread sleeps.
+                    tokio::task::yield_now().await;
                 }
                 if timer.block_until(wake) {
-                    // What came during the sleep is read after the due arrivals are sent,
-                    // or before if they find no idle connection.
+                    // The tasks of the requests sent before the sleep read their answers,
+                    // which came meanwhile, before the due arrivals go out (on the connections
+                    // they free, idle for a moment only).
+                    local.schedule.wake_sent();
+                    tokio::task::yield_now().await;
                     unread = local.active.get() > 0;
                     local.schedule.steer.epoch.get() != followed
                 } else {
+                    local.schedule.wake_sent();
                     timed_wait(&local, &mut timer, wake).await
                 }
             } else {
+                local.schedule.wake_sent();
                 timed_wait(&local, &mut timer, wake).await
             };
             if steered {
@@ -214,8 +221,9 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let mut parked = local.schedule.parked.borrow_mut().pop();
         if parked.is_none() && std::mem::take(&mut unread) {
             // Every idle connection is taken: the answers that came while the thread slept
-            // free theirs, rather than a new connection for this arrival.
-            take_in_answers(&local).await;
+            // free theirs, rather than a new connection for this arrival (the tasks the
+            // runtime woke for them run at this yield).
+            tokio::task::yield_now().await;
             parked = local.schedule.parked.borrow_mut().pop();
             reached = Instant::now();
         }
@@ -235,7 +243,13 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
                 ..Due::at(due)
             }));
             local.active.set(local.active.get() + 1);
-            parked.notify.notify_one();
+            if stamps && written == plan.request.len() {
+                // Nothing for its task to do until the answer is in: woken after the next
+                // sleep, or before any other wait.
+                local.schedule.sent.borrow_mut().push(parked);
+            } else {
+                parked.notify.notify_one();
+            }
             continue;
         }
         handed = true;
@@ -272,19 +286,6 @@ async fn timed_wait(local: &Local, timer: &mut Timer, wake: Instant) -> bool {
         biased;
         _ = timer.sleep_until(wake) => false,
         _ = local.schedule.steer.dispatcher.notified() => true,
-    }
-}
-
-/// Around a thread sleep ([`QUIET_WAIT_MAX`]): lets the tasks that have something to do run
-/// (those given an arrival send it), the runtime take in what came on the sockets, and the
-/// tasks it woke read their answers, freeing their connections. A yielded task resumes after
-/// the runtime has looked at its sockets without blocking; the dispatcher (the worker's root
-/// future) is polled before the tasks, so it yields once more for those to run first when
-/// requests are in flight.
-async fn take_in_answers(local: &Local) {
-    tokio::task::yield_now().await;
-    if local.active.get() > 0 {
-        tokio::task::yield_now().await;
     }
 }
 
