@@ -1,8 +1,8 @@
 //! The generator's wake-ups (#17): how many times belier's worker threads slept and were woken,
 //! counted by each worker from its own thread's voluntary context switches, reach the JSON
 //! report and the results file, and `belier report` of that file shows them per request. An
-//! open loop at 500/s against belier's test server, closed loop beside it; counts exact
-//! against the server.
+//! open loop at 500/s against belier's test server, closed loop beside it, and an open loop
+//! at 2,000/s ended by its duration; counts exact against the server.
 
 #[path = "support/run.rs"]
 mod run;
@@ -102,5 +102,25 @@ fn wakeups_per_request_are_recorded_and_reported() {
         closed > 0.0 && closed <= 3.0,
         "{closed} wake-ups per request"
     );
+
+    // An open loop the clock ends (-z) while its worker sleeps between arrivals, requests
+    // written and their tasks asleep: every request sent is answered and counted, none
+    // cancelled.
+    let out = run::belier_ok(&[
+        "--rate",
+        "2000",
+        "-z",
+        "1s",
+        "-t",
+        "1",
+        "--output",
+        "json",
+        &server.url("/"),
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let requests = doc["summary"]["requests"].as_u64().unwrap();
+    assert!(requests >= 1900, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
+    wakeups_per_request(&server, &doc, requests, 1400);
     std::fs::remove_dir_all(&dir).ok();
 }
