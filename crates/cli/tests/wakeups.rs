@@ -26,6 +26,15 @@ fn wakeups_per_request(server: &Server, doc: &Value, requests: u64, seen: u64) -
     wakeups as f64 / requests as f64
 }
 
+/// belier's JSON report of a run on one worker with `flags` against `server`.
+fn one_worker(server: &Server, flags: &[&str]) -> Value {
+    let url = server.url("/");
+    let mut args = flags.to_vec();
+    args.extend(["-t", "1", "--output", "json", url.as_str()]);
+    let out = run::belier_ok(&args);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
 #[test]
 fn wakeups_per_request_are_recorded_and_reported() {
     let server = Server::start(Config {
@@ -43,20 +52,17 @@ fn wakeups_per_request_are_recorded_and_reported() {
     // one wake-up; fewer when a busy machine wakes the worker after the next one is due), at
     // most a few (one more per answer where they are not read on the schedule, each
     // second's hand-over, a busy machine's extra).
-    let out = run::belier_ok(&[
-        "--rate",
-        "500",
-        "-n",
-        "1000",
-        "-t",
-        "1",
-        "--output",
-        "json",
-        "--save",
-        saved.to_str().unwrap(),
-        &server.url("/"),
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let doc = one_worker(
+        &server,
+        &[
+            "--rate",
+            "500",
+            "-n",
+            "1000",
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+    );
     let open = wakeups_per_request(&server, &doc, 1000, 0);
     assert!((0.5..=3.0).contains(&open), "{open} wake-ups per request");
 
@@ -85,18 +91,7 @@ fn wakeups_per_request_are_recorded_and_reported() {
 
     // Closed loop, 2 connections: counted the same way, and more than none (each answer is
     // waited for).
-    let out = run::belier_ok(&[
-        "-n",
-        "400",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--output",
-        "json",
-        &server.url("/"),
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let doc = one_worker(&server, &["-n", "400", "-c", "2"]);
     let closed = wakeups_per_request(&server, &doc, 400, 1000);
     assert!(
         closed > 0.0 && closed <= 3.0,
@@ -106,18 +101,7 @@ fn wakeups_per_request_are_recorded_and_reported() {
     // An open loop the clock ends (-z) while its worker sleeps between arrivals, requests
     // written and their tasks asleep: every request sent is answered and counted, none
     // cancelled.
-    let out = run::belier_ok(&[
-        "--rate",
-        "2000",
-        "-z",
-        "1s",
-        "-t",
-        "1",
-        "--output",
-        "json",
-        &server.url("/"),
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let doc = one_worker(&server, &["--rate", "2000", "-z", "1s"]);
     let requests = doc["summary"]["requests"].as_u64().unwrap();
     assert!(requests >= 1900, "{}", doc["summary"]);
     assert_eq!(doc["summary"]["errors"], 0, "{}", doc["errors"]);
