@@ -16,6 +16,7 @@ use crate::http2::Group;
 use crate::link::Link;
 use crate::plan::{Plan, Share};
 use crate::steered::Steered;
+use crate::timer::thread_wakeups;
 use crate::Event;
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
@@ -32,6 +33,9 @@ pub(crate) struct Local {
     /// Scripted users: of `active`, how many per step, so that requests abandoned when the
     /// run stops are counted under their steps as well.
     pub(crate) active_steps: RefCell<Vec<u64>>,
+    /// Whether the last response recorded was timed by the kernel's receive stamps: while it
+    /// is, the open loop's dispatcher may sleep through answers (see `worker::dispatch`).
+    pub(crate) stamped: Cell<bool>,
     pub(crate) schedule: Schedule,
     pub(crate) connections: Connections,
     pub(crate) recording: Recording,
@@ -55,6 +59,10 @@ pub(crate) struct Schedule {
     /// Open loop over plain HTTP/1.1: idle connections the dispatcher may send on itself
     /// (these are not counted in `idle`).
     pub(crate) parked: RefCell<Vec<Rc<Parked>>>,
+    /// Open loop, thread sleeps (see `worker::dispatch`): parked connections the dispatcher
+    /// wrote a request on whose tasks it wakes after its next sleep, to read the answer that
+    /// came meanwhile rather than try before it has.
+    pub(crate) sent: RefCell<Vec<Rc<Parked>>>,
     pub(crate) wake: Notify,
     pub(crate) arrivals_done: Cell<bool>,
     /// The load as steered so far, and the wake-ups of those who follow it.
@@ -96,6 +104,8 @@ pub(crate) struct Recording {
     /// The first interval whose recordings have not been handed over yet.
     pub(crate) handed_over: Cell<u64>,
     pub(crate) events: Sender<Event>,
+    /// The worker thread's wake-ups when they were last recorded (or when it started).
+    wakeups_seen: Cell<u64>,
 }
 
 impl Local {
@@ -105,6 +115,7 @@ impl Local {
             id: share.id,
             active: Cell::new(0),
             active_steps: RefCell::new(Vec::new()),
+            stamped: Cell::new(false),
             schedule: Schedule {
                 budget: Cell::new(share.requests.unwrap_or(u64::MAX)),
                 iterations: Cell::new(share.iterations.unwrap_or(u64::MAX)),
@@ -113,6 +124,7 @@ impl Local {
                 queue: RefCell::new(VecDeque::new()),
                 idle: Cell::new(0),
                 parked: RefCell::new(Vec::new()),
+                sent: RefCell::new(Vec::new()),
                 wake: Notify::new(),
                 arrivals_done: Cell::new(false),
                 steer: Steered::new(&plan.load),
@@ -134,6 +146,7 @@ impl Local {
                     .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
                 handed_over: Cell::new(0),
                 events,
+                wakeups_seen: Cell::new(thread_wakeups()),
             },
         }
     }
@@ -164,8 +177,12 @@ impl Local {
             if progress.resent {
                 recorder.record_resent();
             }
-            if progress.completed.is_some() && result.is_ok() {
-                recorder.record_kernel_stamped();
+            if result.is_ok() {
+                let stamped = progress.completed.is_some();
+                if stamped {
+                    recorder.record_kernel_stamped();
+                }
+                self.stamped.set(stamped);
             }
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
@@ -240,12 +257,31 @@ impl Schedule {
         take_one(&self.iterations)
     }
 
-    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops).
+    /// Wakes every task waiting for an arrival (the arrivals ended, or the run stops), and
+    /// those given one that the dispatcher has not woken yet.
     pub(crate) fn wake_all(&self) {
         self.wake.notify_waiters();
+        self.wake_sent();
         for parked in self.parked.borrow_mut().drain(..) {
             parked.notify.notify_one();
         }
+    }
+
+    /// Wakes the tasks of the connections the dispatcher wrote a request on and left asleep
+    /// ([`Schedule::sent`]).
+    pub(crate) fn wake_sent(&self) {
+        for parked in self.sent.borrow_mut().drain(..) {
+            parked.notify.notify_one();
+        }
+    }
+}
+
+impl Recording {
+    /// Records in `recorder` the worker thread's wake-ups since the last call (since the
+    /// worker started, the first time). Called on the worker's thread.
+    pub(crate) fn count_wakeups(&self, recorder: &mut Recorder) {
+        let now = thread_wakeups();
+        recorder.record_wakeups(now.saturating_sub(self.wakeups_seen.replace(now)));
     }
 }
 

@@ -1,4 +1,5 @@
-//! Waiting for the next arrival with microsecond precision, and reading a thread's CPU time.
+//! Waiting for the next arrival with microsecond precision, and reading what a thread used:
+//! its CPU time and its wake-ups.
 //!
 //! tokio's timer wheel has millisecond granularity: a request due at 10.3 ms would leave at
 //! 11 ms, so at rates above a few hundred per second arrivals bunch on millisecond ticks and the
@@ -14,6 +15,10 @@ const SPIN_FREE_WINDOW: Duration = Duration::from_micros(20);
 pub(crate) struct Timer {
     #[cfg(target_os = "linux")]
     fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+    /// A second timerfd, blocking and not registered with the runtime, for
+    /// [`Timer::block_until`].
+    #[cfg(target_os = "linux")]
+    blocking: Option<std::os::fd::OwnedFd>,
 }
 
 impl Timer {
@@ -28,7 +33,8 @@ impl Timer {
             )
             .ok()
             .and_then(register);
-            Timer { fd }
+            let blocking = timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::CLOEXEC).ok();
+            Timer { fd, blocking }
         }
         #[cfg(not(target_os = "linux"))]
         Timer {}
@@ -48,6 +54,34 @@ impl Timer {
         }
         tokio::time::sleep_until(due.into()).await;
     }
+
+    /// Sleeps the calling thread, not the task, until `due` (at once if it has passed, or is
+    /// within [`SPIN_FREE_WINDOW`]): nothing else on the thread runs meanwhile, and no socket
+    /// that turns readable wakes it, as it would the runtime's own wait. Events that come in
+    /// the meantime wait in the runtime's epoll set for its next look. False, having not
+    /// slept, where no such timer is available.
+    pub(crate) fn block_until(&self, due: Instant) -> bool {
+        let now = Instant::now();
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.blocking {
+            if due <= now + SPIN_FREE_WINDOW {
+                return true;
+            }
+            if arm(fd, due - now).is_err() {
+                return false;
+            }
+            // A blocking read returns once the timer has expired (its count, not needed).
+            let mut count = [0u8; 8];
+            loop {
+                match rustix::io::read(fd, &mut count) {
+                    Err(rustix::io::Errno::INTR) => continue,
+                    done => return done.is_ok(),
+                }
+            }
+        }
+        let _ = (due, now);
+        false
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -66,7 +100,7 @@ async fn precise_sleep(
 ) -> std::io::Result<()> {
     // Taken before arming, so the kernel's expiry (its own now + `after`) is never before it.
     let due = Instant::now() + after;
-    arm(fd, after)?;
+    arm(fd.get_ref(), after)?;
     // The expiration count is never read: arming the timer resets it, and the registration is
     // edge-triggered, so each expiry is one readiness event of its own. That saves a `read`
     // per arrival, about one syscall in six of an open-loop request. A readiness that comes
@@ -78,15 +112,12 @@ async fn precise_sleep(
         if now >= due {
             return Ok(());
         }
-        arm(fd, due - now)?;
+        arm(fd.get_ref(), due - now)?;
     }
 }
 
 #[cfg(target_os = "linux")]
-fn arm(
-    fd: &tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-    after: Duration,
-) -> std::io::Result<()> {
+fn arm(fd: impl std::os::fd::AsFd, after: Duration) -> std::io::Result<()> {
     use rustix::time::{timerfd_settime, Itimerspec, TimerfdTimerFlags, Timespec};
     let spec = Itimerspec {
         it_interval: Timespec {
@@ -98,7 +129,7 @@ fn arm(
             tv_nsec: after.subsec_nanos() as _,
         },
     };
-    timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
+    timerfd_settime(fd, TimerfdTimerFlags::empty(), &spec)?;
     Ok(())
 }
 
@@ -111,6 +142,23 @@ pub(crate) fn thread_cpu_time() -> Duration {
     }
     #[cfg(not(target_os = "linux"))]
     Duration::ZERO
+}
+
+/// Times the calling thread has slept and been woken so far (its voluntary context switches:
+/// a blocking wait for an event, a timer or a lock); 0 where they cannot be read.
+#[allow(unsafe_code)]
+pub(crate) fn thread_wakeups() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // rustix has no getrusage; libc's is a plain system call filling the struct it is given.
+        // SAFETY: rusage is plain data; all-zero is a valid one.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a live rusage for getrusage to fill.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } == 0 {
+            return usage.ru_nvcsw.max(0) as u64;
+        }
+    }
+    0
 }
 
 #[cfg(test)]
@@ -135,6 +183,21 @@ mod tests {
     }
 
     #[test]
+    fn blocks_the_thread_until_the_due_time_not_before() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _inside = rt.enter();
+        let timer = Timer::new();
+        for micros in [0u64, 10, 300, 2_500] {
+            let due = Instant::now() + Duration::from_micros(micros);
+            assert!(timer.block_until(due), "{micros} µs");
+            assert!(Instant::now() + SPIN_FREE_WINDOW >= due, "{micros} µs");
+        }
+    }
+
+    #[test]
     fn thread_cpu_time_advances_with_work() {
         let before = thread_cpu_time();
         let mut x = 0u64;
@@ -143,5 +206,16 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(thread_cpu_time() > before);
+    }
+
+    #[test]
+    fn a_thread_that_sleeps_counts_its_wakeups() {
+        let before = thread_wakeups();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Each sleep is one wake-up; a busy machine may add its own (a page fault's I/O).
+        let woken = thread_wakeups() - before;
+        assert!((5..=10).contains(&woken), "{woken}");
     }
 }

@@ -148,6 +148,7 @@ async fn drive(
 
     local.flush_samples();
     let mut recorder = local.recording.recorder.borrow_mut();
+    local.recording.count_wakeups(&mut recorder);
     recorder.record_errors(ErrorKind::Cancelled, local.active.get());
     for (step, &n) in local.active_steps.borrow().iter().enumerate() {
         if n > 0 {

@@ -96,6 +96,7 @@ fn to_value(r: &Report) -> Value {
             "server_closes": t.server_closes(),
             "resent": t.resent(),
             "kernel_stamped": t.kernel_stamped(),
+            "wakeups": t.wakeups(),
             "tls_handshakes": t.histogram(belier_stats::Metric::Tls).len(),
             "tls_session": t.tls_session(),
             "tls_resumed": t.tls_resumed(),

@@ -278,8 +278,20 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     write_thresholds(out, r)?;
     crate::changes::write_text(out, r)?;
 
-    if let Some(h) = r.host {
+    if r.host.is_some() || t.wakeups() > 0 {
         writeln!(out, "\nGenerator")?;
+    }
+    if t.wakeups() > 0 {
+        // Each sleep and wake of a worker costs more than the request it sends: at everyday
+        // rates this, not the work per request, is the generator's cost.
+        writeln!(
+            out,
+            "  wake-ups {:.2} per request ({} times its worker threads slept and were woken)",
+            t.wakeups() as f64 / requests.max(1) as f64,
+            thousands(t.wakeups())
+        )?;
+    }
+    if let Some(h) = r.host {
         writeln!(
             out,
             "  open files peak {} of limit {}",

@@ -53,6 +53,7 @@ pub struct Recorder {
     resent: u64,
     tls_resumed: u64,
     kernel_stamped: u64,
+    wakeups: u64,
     /// Scripted users: one row per request step, by step number (empty without users).
     steps: Vec<StepRow>,
     /// Scripted users: pass and fail counts per check, by check number.
@@ -96,6 +97,7 @@ impl Recorder {
             resent: 0,
             tls_resumed: 0,
             kernel_stamped: 0,
+            wakeups: 0,
             steps: Vec::new(),
             checks: Vec::new(),
             metrics: Vec::new(),
@@ -222,6 +224,18 @@ impl Recorder {
         self.kernel_stamped
     }
 
+    /// Counts `n` wake-ups of the generator's worker threads: the times one slept and was
+    /// woken (voluntary context switches), which cost far more than the work of a request.
+    #[inline]
+    pub fn record_wakeups(&mut self, n: u64) {
+        self.wakeups += n;
+    }
+
+    /// Wake-ups of the generator's worker threads (see [`Recorder::record_wakeups`]).
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups
+    }
+
     /// Counts one TLS handshake that resumed an earlier session (abbreviated handshake).
     #[inline]
     pub fn record_tls_resumed(&mut self) {
@@ -259,6 +273,7 @@ impl Recorder {
         self.resent = 0;
         self.tls_resumed = 0;
         self.kernel_stamped = 0;
+        self.wakeups = 0;
         // Rows stay, emptied: their histograms are reused by the next interval.
         self.steps.iter_mut().for_each(StepRow::reset);
         self.checks.fill(CheckCounts::default());
@@ -568,6 +583,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.resent += other.resent;
         self.tls_resumed += other.tls_resumed;
         self.kernel_stamped += other.kernel_stamped;
+        self.wakeups += other.wakeups;
         self.extremes.merge(&other.extremes);
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);

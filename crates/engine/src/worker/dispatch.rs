@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::task::{connection, Source};
 use crate::arrivals::Arrivals;
+use crate::endpoint::Endpoint;
 use crate::local::{Due, Local};
 use crate::plan::{Plan, Share};
 use crate::timer::Timer;
@@ -47,6 +48,19 @@ const BEHIND_WINDOW: Duration = Duration::from_millis(10);
 
 /// The most time a run starts ahead of its first arrival.
 const MAX_LEAD: Duration = Duration::from_secs(1);
+
+/// Open loop over plain HTTP/1.1 timed by the kernel's receive stamps: the longest wait for
+/// the next arrival that the worker sleeps through on a thread timer ([`Timer::block_until`])
+/// rather than in the runtime, so that it wakes once per arrival instead of once more per
+/// answer (the runtime's epoll set holds every socket, edge-triggered for reading whether or
+/// not a task waits on it, so any wait there ends with the next answer). A request written on
+/// an idle connection leaves its task asleep ([`crate::local::Schedule::sent`]); after the
+/// sleep those tasks read the answers that came meanwhile, their times the kernel's, then the
+/// due arrivals go out on the connections they freed. Longer waits (slow rates) wait in the
+/// runtime: an answer left unread holds its connection, and everything else on the thread
+/// (timeouts, the interval's hand-over, a stop) waits out a thread sleep. bench/wakeups
+/// measures it at 2,000/s (bench/README.md).
+const QUIET_WAIT_MAX: Duration = Duration::from_millis(5);
 
 /// Open loop: a worker opens, ahead of its schedule, as many connections as arrivals it
 /// starts with in this window (at least one, at most its cap; with HTTP/2, stream slots,
@@ -106,6 +120,16 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let _ = tokio::time::timeout_at(limit.into(), preopened).await;
     }
     let mut timer = Timer::new();
+    // Answers timed by the kernel (see `QUIET_WAIT_MAX`): plain HTTP/1.1 over TCP, stamps on.
+    let stamps = plan.kernel_stamps
+        && plan.tls.is_none()
+        && plan.http2.is_none()
+        && plan.users.is_none()
+        && matches!(plan.addr, Endpoint::Tcp(_));
+    // Whether a task has an arrival to send that it has not taken up yet; whether answers may
+    // have come while the thread slept that no task has read yet.
+    let mut handed = false;
+    let mut unread = false;
     let mut last_wake = Instant::now();
     let mut behind = Behind::default();
     let mut arrivals = arrivals;
@@ -120,6 +144,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let Some(offset) = arrivals.next() else {
             if local.schedule.steer.paused.get() && !local.schedule.stopping.get() {
                 // Paused: the schedule goes on when the run is resumed (or the run ends).
+                local.schedule.wake_sent();
                 local.schedule.steer.dispatcher.notified().await;
                 continue;
             }
@@ -133,11 +158,34 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         // next wake. Each sleep and wake of the worker costs far more than the request it
         // sends (a blocking epoll_wait, a context switch, on a VM often a halt and resume);
         // the price is up to the slack of scheduling lag, which is measured and reported.
-        if due > Instant::now() {
-            let steered = tokio::select! {
-                biased;
-                _ = timer.sleep_until(due.max(last_wake + plan.timer_slack)) => false,
-                _ = local.schedule.steer.dispatcher.notified() => true,
+        let now = Instant::now();
+        if due > now {
+            let wake = due.max(last_wake + plan.timer_slack);
+            let quiet = stamps
+                && wake <= now + QUIET_WAIT_MAX
+                && local.stamped.get()
+                && local.schedule.queue.borrow().is_empty()
+                && local.connections.starting.get() == 0;
+            let steered = if quiet {
+                if std::mem::take(&mut handed) {
+                    // The tasks given an arrival send it before the thread sleeps.
+                    tokio::task::yield_now().await;
+                }
+                if timer.block_until(wake) {
+                    // The tasks of the requests sent before the sleep read their answers,
+                    // which came meanwhile, before the due arrivals go out (on the connections
+                    // they free, idle for a moment only).
+                    local.schedule.wake_sent();
+                    tokio::task::yield_now().await;
+                    unread = local.active.get() > 0;
+                    local.schedule.steer.epoch.get() != followed
+                } else {
+                    local.schedule.wake_sent();
+                    timed_wait(&local, &mut timer, wake).await
+                }
+            } else {
+                local.schedule.wake_sent();
+                timed_wait(&local, &mut timer, wake).await
             };
             if steered {
                 // This arrival's time may have moved: take it again under the new profile.
@@ -151,7 +199,7 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         }
         // One clock reading per arrival serves both the lateness check and, on a parked
         // connection, the moment the request was taken up.
-        let reached = Instant::now();
+        let mut reached = Instant::now();
         let behind_schedule = behind.at(reached, due, plan.timer_slack);
         if let Some(users) = &plan.users {
             if !dispatch_iteration(&local, &plan, users, due, slots, share, behind_schedule) {
@@ -159,17 +207,26 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             }
             continue;
         }
-        let mut recorder = local.recording.recorder.borrow_mut();
-        recorder.record_scheduled();
-        if share
-            .max_in_flight
-            .is_some_and(|cap| local.in_flight() >= cap)
         {
-            recorder.record_dropped();
-            continue;
+            let mut recorder = local.recording.recorder.borrow_mut();
+            recorder.record_scheduled();
+            if share
+                .max_in_flight
+                .is_some_and(|cap| local.in_flight() >= cap)
+            {
+                recorder.record_dropped();
+                continue;
+            }
         }
-        drop(recorder);
-        let parked = local.schedule.parked.borrow_mut().pop();
+        let mut parked = local.schedule.parked.borrow_mut().pop();
+        if parked.is_none() && std::mem::take(&mut unread) {
+            // Every idle connection is taken: the answers that came while the thread slept
+            // free theirs, rather than a new connection for this arrival (the tasks the
+            // runtime woke for them run at this yield).
+            tokio::task::yield_now().await;
+            parked = local.schedule.parked.borrow_mut().pop();
+            reached = Instant::now();
+        }
         if let Some(parked) = parked {
             // An idle plain connection: send on it now, rather than when its task runs;
             // unless the server closed it meanwhile, then its task opens a new one.
@@ -180,14 +237,22 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             }
             let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
             drop(conn);
+            handed |= written < plan.request.len();
             parked.job.set(Some(Due {
                 taken: Some((reached, written)),
                 ..Due::at(due)
             }));
             local.active.set(local.active.get() + 1);
-            parked.notify.notify_one();
+            if stamps && written == plan.request.len() {
+                // Nothing for its task to do until the answer is in: woken after the next
+                // sleep, or before any other wait.
+                local.schedule.sent.borrow_mut().push(parked);
+            } else {
+                parked.notify.notify_one();
+            }
             continue;
         }
+        handed = true;
         let at_hand = local.schedule.idle.get() > 0 || local.connections.tasks.get() < slots;
         local.schedule.queue.borrow_mut().push_back(Due {
             waiting_since: (!at_hand).then(Instant::now),
@@ -212,6 +277,16 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
     }
     local.schedule.arrivals_done.set(true);
     local.schedule.wake_all();
+}
+
+/// Waits in the runtime until `wake` (woken by the sockets' answers too, which their tasks
+/// read at once); true if the run was steered meanwhile.
+async fn timed_wait(local: &Local, timer: &mut Timer, wake: Instant) -> bool {
+    tokio::select! {
+        biased;
+        _ = timer.sleep_until(wake) => false,
+        _ = local.schedule.steer.dispatcher.notified() => true,
+    }
 }
 
 /// Whether the worker has been behind its schedule lately (see [`BEHIND`]).

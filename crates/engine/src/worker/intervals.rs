@@ -1,5 +1,5 @@
 //! The hand-over of what a worker recorded, once per interval, with its readings (CPU,
-//! in flight, connections open at most).
+//! in flight, connections open at most) and its thread's wake-ups.
 
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
@@ -43,6 +43,7 @@ pub(super) async fn hand_over_intervals(
         local.flush_samples();
         let recorder = {
             let mut r = local.recording.recorder.borrow_mut();
+            local.recording.count_wakeups(&mut r);
             for _ in 0..local.connections.open.take_server_ended() {
                 r.record_server_close();
             }

@@ -56,6 +56,9 @@ pub struct Counters {
     /// Responses timed by the kernel's receive stamps.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub kernel_stamped: u64,
+    /// Wake-ups of the generator's worker threads (voluntary context switches).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wakeups: u64,
     /// The exact smallest and largest value of each histogram, by metric name (absent from
     /// files written before they were kept: the histograms' own then stand in).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -104,6 +107,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         c.resent,
         c.tls_resumed,
         c.kernel_stamped,
+        c.wakeups,
         c.iterations,
     ];
     let steps = c
@@ -162,6 +166,7 @@ impl Recorder {
             resent: self.resent,
             tls_resumed: self.tls_resumed,
             kernel_stamped: self.kernel_stamped,
+            wakeups: self.wakeups,
             extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
@@ -203,6 +208,7 @@ impl Recorder {
         r.resent = c.resent;
         r.tls_resumed = c.tls_resumed;
         r.kernel_stamped = c.kernel_stamped;
+        r.wakeups = c.wakeups;
         for (name, &range) in &c.extremes {
             let metric = Metric::from_name(name)
                 .ok_or_else(|| RestoreError(format!("unknown histogram '{name}'")))?;

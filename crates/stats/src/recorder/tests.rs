@@ -123,6 +123,8 @@ fn counters_and_histograms_restore_exactly() {
     for _ in 0..3 {
         r.record_kernel_stamped();
     }
+    r.record_wakeups(40);
+    r.record_wakeups(2);
     let mut back = Recorder::from_counters(&r.counters()).unwrap();
     for m in Metric::ALL {
         back.add_histogram(m, r.histogram(m)).unwrap();
@@ -141,13 +143,16 @@ fn counters_and_histograms_restore_exactly() {
     assert_eq!(back.iterations(), 1);
     assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
     assert_eq!(back.kernel_stamped(), 3);
+    assert_eq!(back.wakeups(), 42);
     let mut twice = back.clone();
     twice += &back;
     assert_eq!((twice.resent(), twice.tls_resumed()), (2, 4));
     assert_eq!(twice.kernel_stamped(), 6);
+    assert_eq!(twice.wakeups(), 84);
     twice.reset();
     assert_eq!((twice.resent(), twice.tls_resumed()), (0, 0));
     assert_eq!(twice.kernel_stamped(), 0);
+    assert_eq!(twice.wakeups(), 0);
     assert_eq!(back.counters(), r.counters());
     assert_eq!(back.latency_summary(), r.latency_summary());
     assert_eq!(back.lag_us().len(), r.lag_us().len());
