@@ -83,7 +83,7 @@ fn a_new_rate_holds_from_when_it_is_set() {
     // Per second: 100, then 300 (the second with the change in between); a request is
     // counted in the interval its worker hands over, one may cross the boundary.
     let rates: Vec<u64> = series.points().iter().map(|p| p.scheduled).collect();
-    assert!((99..=101).contains(&rates[0]), "{rates:?}");
+    assert!((99..=101).contains(&rates[0]), "{rates:?} change at {at}");
     assert!((299..=301).contains(&rates[2]), "{rates:?}");
     assert_eq!(control.state().level, 300.0);
 }

@@ -165,7 +165,8 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
                 && wake <= now + QUIET_WAIT_MAX
                 && local.stamped.get()
                 && local.schedule.queue.borrow().is_empty()
-                && local.connections.starting.get() == 0;
+                && local.connections.starting.get() == 0
+                && !hand_over_due(&local, &plan, now, wake);
             let steered = if quiet {
                 if std::mem::take(&mut handed) {
                     // The tasks given an arrival send it before the thread sleeps.
@@ -281,6 +282,17 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
 
 /// Waits in the runtime until `wake` (woken by the sockets' answers too, which their tasks
 /// read at once); true if the run was steered meanwhile.
+/// Whether the worker owes, or will owe before `wake`, the hand-over of an interval (at each
+/// boundary of the run's intervals, by a task that the runtime's timer runs, up to a
+/// millisecond after the boundary): it then waits in the runtime rather than in a thread sleep
+/// past it, after which arrivals due past the boundary were counted in the interval before
+/// (two at 300/s in the rate-change test).
+fn hand_over_due(local: &Local, plan: &Plan, now: Instant, wake: Instant) -> bool {
+    let interval = plan.interval.as_nanos().max(1);
+    let index = |t: Instant| (t.saturating_duration_since(plan.start).as_nanos() / interval) as u64;
+    index(wake) != index(now) || local.recording.handed_over.get() < index(now)
+}
+
 async fn timed_wait(local: &Local, timer: &mut Timer, wake: Instant) -> bool {
     tokio::select! {
         biased;
