@@ -49,17 +49,20 @@ const BEHIND_WINDOW: Duration = Duration::from_millis(10);
 /// The most time a run starts ahead of its first arrival.
 const MAX_LEAD: Duration = Duration::from_secs(1);
 
-/// Open loop over plain HTTP/1.1 timed by the kernel's receive stamps: the longest wait for
-/// the next arrival that the worker sleeps through on a thread timer ([`Timer::block_until`])
-/// rather than in the runtime, so that it wakes once per arrival instead of once more per
-/// answer (the runtime's epoll set holds every socket, edge-triggered for reading whether or
-/// not a task waits on it, so any wait there ends with the next answer). A request written on
-/// an idle connection leaves its task asleep ([`crate::local::Schedule::sent`]); after the
-/// sleep those tasks read the answers that came meanwhile, their times the kernel's, then the
-/// due arrivals go out on the connections they freed. Longer waits (slow rates) wait in the
-/// runtime: an answer left unread holds its connection, and everything else on the thread
-/// (timeouts, the interval's hand-over, a stop) waits out a thread sleep. bench/wakeups
-/// measures it at 2,000/s (bench/README.md).
+/// Open loop timed by the kernel's receive stamps (HTTP/1.1 and HTTP/2, TLS or not): the
+/// longest wait for the next arrival that the worker sleeps through on a thread timer
+/// ([`Timer::block_until`]) rather than in the runtime, so that it wakes once per arrival
+/// instead of once more per answer (the runtime's epoll set holds every socket,
+/// edge-triggered for reading whether or not a task waits on it, so any wait there ends with
+/// the next answer). A request written on an idle plain connection leaves its task asleep
+/// ([`crate::local::Schedule::sent`]); after the sleep those tasks read the answers that came
+/// meanwhile, their times the kernel's, then the due arrivals go out on the connections they
+/// freed. Over TLS and HTTP/2 the tasks (and an HTTP/2 connection's own task) wait in the
+/// runtime as usual, which polls their sockets only after the sleep: tokio-rustls and the
+/// HTTP/2 wire take the stamp of the read that brought the bytes. Longer waits (slow rates)
+/// wait in the runtime: an answer left unread holds its connection, and everything else on
+/// the thread (timeouts, the interval's hand-over, a stop) waits out a thread sleep.
+/// bench/wakeups measures it at 2,000/s (bench/README.md).
 const QUIET_WAIT_MAX: Duration = Duration::from_millis(5);
 
 /// Open loop: a worker opens, ahead of its schedule, as many connections as arrivals it
@@ -120,12 +123,9 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let _ = tokio::time::timeout_at(limit.into(), preopened).await;
     }
     let mut timer = Timer::new();
-    // Answers timed by the kernel (see `QUIET_WAIT_MAX`): plain HTTP/1.1 over TCP, stamps on.
-    let stamps = plan.kernel_stamps
-        && plan.tls.is_none()
-        && plan.http2.is_none()
-        && plan.users.is_none()
-        && matches!(plan.addr, Endpoint::Tcp(_));
+    // Answers timed by the kernel (see `QUIET_WAIT_MAX`): over TCP, stamps on.
+    let stamps =
+        plan.kernel_stamps && plan.users.is_none() && matches!(plan.addr, Endpoint::Tcp(_));
     // Whether a task has an arrival to send that it has not taken up yet; whether answers may
     // have come while the thread slept that no task has read yet.
     let mut handed = false;
@@ -161,17 +161,17 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         let now = Instant::now();
         if due > now {
             let wake = due.max(last_wake + plan.timer_slack);
-            let quiet = stamps
-                && wake <= now + QUIET_WAIT_MAX
-                && local.stamped.get()
+            let mut quiet = stamps && wake <= now + QUIET_WAIT_MAX && local.stamped.get();
+            if quiet && std::mem::take(&mut handed) {
+                // The tasks given an arrival (from the queue over TLS or HTTP/2, whose
+                // connections are not parked) take it up and send it before the thread sleeps.
+                tokio::task::yield_now().await;
+            }
+            quiet = quiet
                 && local.schedule.queue.borrow().is_empty()
                 && local.connections.starting.get() == 0
                 && !hand_over_due(&local, &plan, now, wake);
             let steered = if quiet {
-                if std::mem::take(&mut handed) {
-                    // The tasks given an arrival send it before the thread sleeps.
-                    tokio::task::yield_now().await;
-                }
                 if timer.block_until(wake) {
                     // The tasks of the requests sent before the sleep read their answers,
                     // which came meanwhile, before the due arrivals go out (on the connections
