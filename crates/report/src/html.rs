@@ -12,6 +12,7 @@ mod distribution;
 mod svg;
 #[cfg(test)]
 mod tests;
+mod verdict;
 
 use std::fmt::{self, Display, Write as _};
 
@@ -20,7 +21,7 @@ use belier_stats::{ErrorKind, LatencySummary};
 use crate::format::{bytes, ms, ms_f, rate, thousands};
 use crate::summary::{OpenLoop, Summary};
 use crate::wording::latency_cell;
-use crate::{Report, Verdict};
+use crate::Report;
 
 pub use capacity::render_capacity_html;
 
@@ -229,7 +230,7 @@ fn write_runs(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt:
         }
         crate::changes::write_html(out, r)?;
         if s.open_loop.is_some() {
-            write_verdict(out, &s.verdict)?;
+            verdict::write_verdict(out, &s.verdict)?;
         }
         out.push_str("</section>\n");
     }
@@ -252,28 +253,6 @@ fn connections_fact(r: &Report, s: &Summary) -> String {
         let _ = write!(fact, " (limit {})", thousands(limit as u64));
     }
     fact
-}
-
-/// An open-loop run's verdict: whether belier kept up, and if not what went wrong.
-fn write_verdict(out: &mut String, v: &Verdict) -> fmt::Result {
-    if v.kept_up {
-        write!(
-            out,
-            "<p class=\"ok\">Verdict: belier kept up ({})</p>",
-            esc(&v.summary)
-        )
-    } else {
-        write!(
-            out,
-            "<div class=\"warn\">Verdict: the generator may have shaped these results ({})<ul>",
-            esc(&v.summary)
-        )?;
-        for f in &v.findings {
-            write!(out, "<li>{}</li>", esc(f))?;
-        }
-        out.push_str("</ul></div>");
-        Ok(())
-    }
 }
 
 /// The summary's rows: a label and a function giving the cell for one run.
