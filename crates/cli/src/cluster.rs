@@ -145,7 +145,8 @@ pub fn execute(
             start_skew_ms: o.round_trip.as_secs_f64() * 1e3 / 2.0,
         })
         .collect();
-    let control = Control::detached(&settings.engine.load, started);
+    let control =
+        Control::detached(&settings.engine.load, started).limited(settings.engine.ceiling.clone());
     let mut changes = Changes::new(&settings.engine.load, settings.engine.users.is_some());
     if let Some(w) = &mut merge.web {
         w.begin(control.clone(), settings, &merge.fallback);

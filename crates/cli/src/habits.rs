@@ -43,6 +43,28 @@ pub fn several_urls(argv: impl IntoIterator<Item = String>) -> Option<String> {
     })
 }
 
+/// The error for `--web ADDR` (the address apart, as most flags take their value), which the
+/// parser cannot place (`--web`'s address is optional, so only `--web=ADDR` gives one), if
+/// `argv` (program name first) has it.
+pub fn web_address_apart(argv: impl IntoIterator<Item = String>) -> Option<String> {
+    let argv: Vec<String> = argv.into_iter().collect();
+    argv.windows(2)
+        .skip(1)
+        .find(|w| {
+            w[0] == "--web"
+                && !w[1].starts_with('-')
+                && !w[1].starts_with("http://")
+                && !w[1].starts_with("https://")
+        })
+        .map(|w| {
+            format!(
+                "--web takes its address after '=': write --web={} (a bare --web listens on {})",
+                w[1],
+                belier_console::DEFAULT_ADDR
+            )
+        })
+}
+
 /// `30s`, `1.5m`, `500ms`, `2h`: a number and a time unit, nothing else.
 fn looks_like_duration(s: &str) -> bool {
     let s = s.trim();
@@ -63,6 +85,25 @@ mod tests {
     fn warnings_for(argv: &[&str], cores: usize) -> Vec<String> {
         let cli = Cli::try_parse_from(argv).unwrap();
         load_warnings(&cli.load, cores)
+    }
+
+    #[test]
+    fn a_web_address_apart_is_told_to_take_an_equals_sign() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let why = web_address_apart(argv(&["belier", "http://h/", "--web", "127.0.0.1:8000"]));
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("write --web=127.0.0.1:8000")),
+            "{why:?}"
+        );
+        for fine in [
+            &["belier", "--web", "http://h/"][..],
+            &["belier", "http://h/", "--web", "-n", "5"],
+            &["belier", "http://h/", "--web=127.0.0.1:8000"],
+            &["belier", "web", "127.0.0.1:8000"],
+        ] {
+            assert_eq!(web_address_apart(argv(fine)), None, "{fine:?}");
+        }
     }
 
     #[test]

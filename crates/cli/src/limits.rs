@@ -1,8 +1,9 @@
-//! Open-file limit: every connection is a file descriptor.
+//! Open-file limit: every connection is a file descriptor. And the highest level a run may be
+//! steered to, which the same limits set.
 
-use belier_engine::{Config, Load};
+use belier_engine::{Ceiling, Config, Load};
 
-use crate::settings::InputError;
+use crate::settings::{InputError, MAX_CONNECTIONS, MAX_RATE};
 
 /// Descriptors belier needs besides its connections (stdio, epoll, eventfds, files).
 const RESERVED_FDS: u64 = 64;
@@ -41,4 +42,91 @@ pub fn fit_connections(engine: &mut Config, cap_given: bool) -> Result<u64, Inpu
              raise it with 'ulimit -n {needed}' or use fewer connections"
         ),
     ))
+}
+
+/// The highest level the run may be steered to while it goes (from the console, the terminal
+/// view or a coordinator's `/v1/steer`): what the same flag accepts at start. An open loop's
+/// rate is bounded as `--rate` is (its connections stay under the cap fitted at start); a
+/// closed loop's connections or users as `--connections` is, and by the open-file limit
+/// (`fd_limit`, the soft limit in force) as [`fit_connections`] checks them at start.
+pub fn ceiling(engine: &Config, fd_limit: u64) -> Ceiling {
+    if let Load::Open { .. } = engine.load {
+        return Ceiling {
+            level: MAX_RATE,
+            what: "the highest rate --rate accepts".into(),
+        };
+    }
+    // Over HTTP/2, users share a connection per `max_streams`.
+    let per_connection = if engine.http2 {
+        engine.max_streams.max(1) as u64
+    } else {
+        1
+    };
+    let fitting = fd_limit
+        .saturating_sub(RESERVED_FDS)
+        .saturating_mul(per_connection);
+    if fitting < MAX_CONNECTIONS as u64 {
+        let streams = if per_connection > 1 {
+            format!(", {per_connection} users a connection")
+        } else {
+            String::new()
+        };
+        Ceiling {
+            level: fitting as f64,
+            what: format!(
+                "the open-file limit ({fd_limit} files, {RESERVED_FDS} of them kept for belier's \
+                 own{streams}); raise it with 'ulimit -n' before the run to steer higher"
+            ),
+        }
+    } else {
+        Ceiling {
+            level: MAX_CONNECTIONS as f64,
+            what: "the most connections or users --connections and --vus accept".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use belier_engine::{Profile, RequestSpec, Spacing};
+
+    use super::*;
+
+    fn config(load: Load, http2: bool) -> Config {
+        let mut c = Config::new(RequestSpec {
+            method: "GET".into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+            path_and_query: "/".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        });
+        c.load = load;
+        c.http2 = http2;
+        c.max_streams = 10;
+        c
+    }
+
+    #[test]
+    fn the_ceiling_is_what_the_flags_accept_at_start() {
+        let open = Load::Open {
+            rate: Profile::constant(5.0),
+            spacing: Spacing::Even,
+            max_connections: 10,
+            max_in_flight: None,
+        };
+        let c = ceiling(&config(open, false), 1024);
+        assert_eq!(c.level, MAX_RATE);
+        assert!(c.what.contains("--rate"), "{}", c.what);
+        let closed = || Load::Closed {
+            connections: Profile::constant(5.0),
+        };
+        let c = ceiling(&config(closed(), false), 1024);
+        assert_eq!(c.level, 960.0);
+        assert!(c.what.contains("open-file limit (1024 files"), "{}", c.what);
+        assert_eq!(ceiling(&config(closed(), true), 1024).level, 9600.0);
+        let c = ceiling(&config(closed(), false), u64::MAX);
+        assert_eq!(c.level, MAX_CONNECTIONS as f64);
+        assert!(c.what.contains("--connections"), "{}", c.what);
+    }
 }

@@ -31,6 +31,7 @@ mod signals;
 mod steering;
 mod target;
 mod targets;
+mod token;
 mod tui;
 mod web;
 mod worker;
@@ -56,7 +57,9 @@ const EXIT_USAGE: u8 = 2;
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => match habits::several_urls(std::env::args()) {
+        Err(e) => match habits::several_urls(std::env::args())
+            .or_else(|| habits::web_address_apart(std::env::args()))
+        {
             Some(why) => {
                 eprintln!("error: {why}");
                 return ExitCode::from(EXIT_USAGE);

@@ -28,7 +28,7 @@ use axum::http::{header, HeaderMap, HeaderName, Method, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 use axum::routing::any;
 use axum::Router;
-use belier_console::server::{same, Server, StartError};
+use belier_console::server::{loopback_host, same, Server, StartError};
 use belier_outputs::text::escape;
 pub use belier_outputs::Figures;
 use belier_stats::Recorder;
@@ -49,6 +49,8 @@ pub struct Listen {
     pub addr: SocketAddr,
     /// The bearer token scrapes must present, if any.
     pub token: Option<Token>,
+    /// The token was made here (`--metrics-token generate`): printed at start.
+    pub generated: bool,
     /// How long to keep serving after the run.
     pub linger: Duration,
 }
@@ -72,34 +74,37 @@ pub fn token_from_env() -> Option<String> {
 }
 
 /// Validates `--metrics-listen`, `--metrics-token` and `--metrics-linger`: a listener that is
-/// not on the loopback needs a token.
+/// not on the loopback needs a token, of [`crate::token::MIN_REMOTE`] characters at least.
 pub fn listen(
     addr: Option<SocketAddr>,
     token: Option<String>,
     linger: Option<Duration>,
 ) -> Result<Option<Listen>, InputError> {
+    const FLAG: &str = "--metrics-token <TOKEN>";
     let Some(addr) = addr else { return Ok(None) };
-    let token = match token {
-        Some(t) if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-            return Err(InputError::new(
-                "--metrics-token <TOKEN>",
-                "",
-                "must be non-empty, without spaces or control characters",
-            ))
-        }
-        t => t.map(Token),
-    };
+    if token
+        .as_ref()
+        .is_some_and(|t| t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        return Err(InputError::new(
+            FLAG,
+            "",
+            "must be non-empty, without spaces or control characters",
+        ));
+    }
+    let token = crate::token::settle(token, addr, FLAG)?;
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(InputError::new(
             "--metrics-listen <ADDR>",
             addr,
-            "not a loopback address: anything else needs --metrics-token TOKEN, so that \
-             scrapes must send 'Authorization: Bearer TOKEN'",
+            "not a loopback address: anything else needs --metrics-token TOKEN (or \
+             --metrics-token generate), so that scrapes must send 'Authorization: Bearer TOKEN'",
         ));
     }
     Ok(Some(Listen {
         addr,
-        token,
+        generated: token.as_ref().is_some_and(|t| t.generated),
+        token: token.map(|t| Token(t.value)),
         linger: linger.unwrap_or(DEFAULT_LINGER),
     }))
 }
@@ -130,9 +135,16 @@ impl Exporter {
         let shared = Arc::new(Shared {
             page: Arc::clone(&page),
             token: listen.token.as_ref().map(|t| format!("Bearer {}", t.0)),
+            loopback_only: listen.addr.ip().is_loopback() && listen.token.is_none(),
         });
         // Bound here, on the caller's thread, so that a taken address fails before any load.
-        let server = Server::start(listen.addr, router(shared), "metrics").map_err(cannot)?;
+        let server = Server::start(listen.addr, "metrics", |_| router(shared)).map_err(cannot)?;
+        if let Some(Token(t)) = listen.token.as_ref().filter(|_| listen.generated) {
+            eprintln!(
+                "belier: metrics at http://{}/metrics: scrapes send 'Authorization: Bearer {t}'",
+                server.addr()
+            );
+        }
         let exporter = Exporter {
             server,
             page,
@@ -191,10 +203,12 @@ struct Shared {
     page: Arc<Mutex<Arc<String>>>,
     /// `Bearer TOKEN`, the `Authorization` a scrape must send, if any.
     token: Option<String>,
+    /// On the loopback without a token: `Host` must name the loopback (DNS rebinding).
+    loopback_only: bool,
 }
 
-/// The latest page at `GET /metrics`, 401 without the token, 404 elsewhere, 405 for other
-/// methods.
+/// The latest page at `GET /metrics`, 403 for a `Host` that is not the loopback's (when
+/// there is no token), 401 without the token, 404 elsewhere, 405 for other methods.
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/metrics", any(metrics))
@@ -214,6 +228,14 @@ async fn metrics(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if shared.loopback_only && !host.is_some_and(loopback_host) {
+        return text_response(
+            StatusCode::FORBIDDEN,
+            None,
+            "this exporter answers requests for the loopback only (Host)\n".into(),
+        );
+    }
     let authorized = shared.token.as_deref().is_none_or(|expected| {
         headers
             .get(header::AUTHORIZATION)

@@ -19,7 +19,7 @@ pub use draft::{Draft, Http2, Origin};
 pub use input_error::InputError;
 
 /// Most connections belier accepts; more is surely a typo.
-const MAX_CONNECTIONS: usize = 1_000_000;
+pub(crate) const MAX_CONNECTIONS: usize = 1_000_000;
 /// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
 const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
@@ -27,7 +27,7 @@ const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
 const MAX_REQUESTS: u64 = 1_000_000_000_000;
 /// Highest request rate belier accepts, per second.
-const MAX_RATE: f64 = 10_000_000.0;
+pub(crate) const MAX_RATE: f64 = 10_000_000.0;
 
 /// A load test, ready to run: every value decided (see [`Draft::finish`]).
 #[derive(Debug)]

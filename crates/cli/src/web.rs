@@ -21,13 +21,12 @@ use crate::args::WebArgs;
 use crate::load::Finished;
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
+use crate::token::GENERATE;
 
 /// Where a token is read from when no flag gives one: unlike a flag, the environment does not
 /// show in `ps` or a shell's history.
 pub const TOKEN_VARIABLE: &str = "BELIER_WEB_TOKEN";
 
-/// The token value that asks belier to make one.
-const GENERATE: &str = "generate";
 
 /// How long a `--web` console stays up after its run unless `--web-linger` says otherwise.
 pub const DEFAULT_LINGER: Duration = Duration::from_secs(60);
@@ -92,28 +91,20 @@ fn listen_as(
     addr_flag: &'static str,
 ) -> Result<Listen, InputError> {
     let token = token.or_else(|| std::env::var(TOKEN_VARIABLE).ok().filter(|t| !t.is_empty()));
-    let (token, generated) = match token {
-        Some(t) if t == GENERATE => (
-            Some(generate_token().map_err(|e| {
-                InputError::new(token_flag, GENERATE, format!("cannot make a token: {e}"))
-            })?),
-            true,
-        ),
-        // What a URL's query and a cookie carry as they are: `?token=` needs no escaping.
-        Some(t)
-            if t.is_empty()
-                || !t
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)) =>
-        {
-            return Err(InputError::new(
-                token_flag,
-                "",
-                "must be non-empty, of letters, digits and - . _ ~ only",
-            ))
-        }
-        t => (t, false),
-    };
+    // What a URL's query and a cookie carry as they are: `?token=` needs no escaping.
+    if token.as_ref().is_some_and(|t| {
+        t.is_empty()
+            || !t
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    }) {
+        return Err(InputError::new(
+            token_flag,
+            "",
+            "must be non-empty, of letters, digits and - . _ ~ only",
+        ));
+    }
+    let token = crate::token::settle(token, addr, token_flag)?;
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(InputError::new(
             addr_flag,
@@ -127,18 +118,10 @@ fn listen_as(
     }
     Ok(Listen {
         addr,
-        token,
-        generated,
+        generated: token.as_ref().is_some_and(|t| t.generated),
+        token: token.map(|t| t.value),
         linger: DEFAULT_LINGER,
     })
-}
-
-/// 128 random bits from the kernel, in hex.
-fn generate_token() -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Starts a console and says where it is (with the token to open it, if made here).
@@ -371,6 +354,9 @@ mod tests {
                 "{bad:?}"
             );
         }
+        let short = listen_as(addr("0.0.0.0:5665"), Some("s3cret".into()), "--t", "--l");
+        assert!(short.is_err(), "a short token off the loopback");
+        assert!(listen_as(addr("127.0.0.1:1"), Some("s3cret".into()), "--t", "--l").is_ok());
         let l = listen(Some(addr("127.0.0.1:1")), None, None)
             .unwrap()
             .unwrap();

@@ -6,7 +6,7 @@
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
 //! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]) | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
 //! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
-//! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 422 [`Refusal`] when it cannot, 409 when no run is going |
+//! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 400 [`Refusal`] when it cannot (a level above what the run accepts names the limit), 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
 //!
 //! Every request carries `Authorization: Bearer TOKEN` when the worker has a token; without

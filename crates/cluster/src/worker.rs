@@ -315,7 +315,7 @@ async fn steer(State(w): State<Shared>, body: Bytes) -> Response {
     };
     match helm.steer(steering) {
         Ok(()) => json(&serde_json::json!({})),
-        Err(why) => refuse(StatusCode::UNPROCESSABLE_ENTITY, why),
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }
 }
 

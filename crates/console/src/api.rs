@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::guard::{Guard, COOKIE};
+use crate::guard::Guard;
 use crate::hub::{Hub, Unit};
 use crate::page;
 use crate::{Form, Launcher};
@@ -59,7 +59,23 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/runs/{id}/report.html", get(report))
         .route("/runs/{id}/results.jsonl", get(results))
         .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+        .layer(middleware::map_response(unframed))
         .with_state(shared)
+}
+
+/// No page of another site may show the console in a frame (where a click could be made to
+/// land on its controls): every answer, refusals included, says so to old and new browsers.
+async fn unframed(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        axum::http::HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        axum::http::HeaderValue::from_static("DENY"),
+    );
+    response
 }
 
 /// Host on every request; the token on every request but the page opened with `?token=`;
@@ -98,7 +114,7 @@ async fn index(State(s): S, RawQuery(query): RawQuery) -> Response {
             [
                 (
                     header::SET_COOKIE,
-                    format!("{COOKIE}={t}; Path=/; HttpOnly; SameSite=Strict"),
+                    format!("{}={t}; Path=/; HttpOnly; SameSite=Strict", s.guard.cookie),
                 ),
                 (header::LOCATION, "/".to_string()),
             ],

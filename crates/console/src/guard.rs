@@ -1,14 +1,19 @@
 //! Who may use the console: the token (when there is one) on every request, as a cookie set
-//! once from `?token=` or as `Authorization: Bearer`; a `Host` naming the console (so a page
-//! of another site cannot reach a loopback console by DNS rebinding); and for the control
-//! endpoints, no request from another origin (so another tab cannot steer a run).
+//! once from `?token=` or as `Authorization: Bearer`; a `Host` naming the loopback when there
+//! is no token (so a page of another site cannot reach a loopback console by DNS rebinding);
+//! and for the control endpoints, no request from another origin (so another tab cannot steer
+//! a run).
 
 use axum::http::{header, HeaderMap, StatusCode};
 
-use crate::server::same;
+use crate::server::{loopback_host, same};
 
-/// The cookie that carries the token after `?token=` opened the page.
-pub const COOKIE: &str = "belier_console";
+/// The name of the cookie that carries the token after `?token=` opened the page: with the
+/// port, because cookies are kept per host, not per port, so that consoles on two ports of
+/// 127.0.0.1 each keep their own.
+pub fn cookie(port: u16) -> String {
+    format!("belier_console_{port}")
+}
 
 /// What a request may do.
 pub struct Guard {
@@ -16,6 +21,8 @@ pub struct Guard {
     pub token: Option<String>,
     /// Without a token the console is on the loopback: `Host` must then be a loopback name.
     pub loopback_only: bool,
+    /// The cookie's name ([`cookie`]).
+    pub cookie: String,
 }
 
 impl Guard {
@@ -33,7 +40,7 @@ impl Guard {
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+            .filter_map(|c| c.trim().strip_prefix(&self.cookie)?.strip_prefix('='))
             .next();
         [bearer, cookie]
             .into_iter()
@@ -49,7 +56,7 @@ impl Guard {
     }
 
     /// Checks the `Host` of any request: on a loopback console without a token, it must name
-    /// the loopback (`127.0.0.1`, `[::1]`, `localhost`).
+    /// the loopback ([`loopback_host`]).
     pub fn host(&self, headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
         if !self.loopback_only {
             return Ok(());
@@ -58,11 +65,7 @@ impl Guard {
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let name = match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            _ => host,
-        };
-        if matches!(name, "127.0.0.1" | "[::1]" | "localhost") || name.starts_with("127.") {
+        if loopback_host(host) {
             Ok(())
         } else {
             Err((
@@ -119,16 +122,21 @@ mod tests {
         let g = Guard {
             token: Some("s3cret".into()),
             loopback_only: false,
+            cookie: cookie(5665),
         };
         assert!(!g.authorized(&headers(&[])));
         assert!(g.authorized(&headers(&[("authorization", "Bearer s3cret")])));
         assert!(!g.authorized(&headers(&[("authorization", "Bearer s3cre")])));
-        assert!(g.authorized(&headers(&[("cookie", "a=b; belier_console=s3cret")])));
-        assert!(!g.authorized(&headers(&[("cookie", "belier_console_x=s3cret")])));
+        assert!(g.authorized(&headers(&[("cookie", "a=b; belier_console_5665=s3cret")])));
+        // Another port's console's cookie, or the unported name, opens nothing here.
+        assert!(!g.authorized(&headers(&[("cookie", "belier_console_5666=s3cret")])));
+        assert!(!g.authorized(&headers(&[("cookie", "belier_console=s3cret")])));
+        assert!(!g.authorized(&headers(&[("cookie", "belier_console_56650=s3cret")])));
         assert!(g.matches("s3cret") && !g.matches("s3cretx"));
         let open = Guard {
             token: None,
             loopback_only: true,
+            cookie: cookie(5665),
         };
         assert!(open.authorized(&headers(&[])));
         assert!(!open.matches(""));
@@ -139,6 +147,7 @@ mod tests {
         let g = Guard {
             token: None,
             loopback_only: true,
+            cookie: cookie(5665),
         };
         let own = [
             ("host", "127.0.0.1:5665"),
@@ -157,8 +166,13 @@ mod tests {
         assert_eq!(g.same_origin(&headers(&site)).unwrap_err().0, 403);
         assert!(g.host(&headers(&[("host", "localhost:5665")])).is_ok());
         assert!(g.host(&headers(&[("host", "[::1]:5665")])).is_ok());
-        assert!(g
-            .host(&headers(&[("host", "rebound.example:5665")]))
-            .is_err());
+        for rebound in [
+            "rebound.example:5665",
+            "127.attacker.example:5665",
+            "localhost.attacker.example",
+        ] {
+            assert_eq!(g.host(&headers(&[("host", rebound)])).unwrap_err().0, 403);
+        }
+        assert_eq!(g.host(&headers(&[])).unwrap_err().0, 403, "no Host");
     }
 }

@@ -375,8 +375,12 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
             })
         })
         .collect();
+    // As the text report counts them: a response of 400 or more is no error (it came back
+    // whole) but it did not succeed.
     json!({
         "requests": total.requests(),
+        "succeeded": total.succeeded(),
+        "failed_responses": total.responses() - total.succeeded(),
         "errors": total.errors(),
         "p50_ms": ms(latency, 0.5),
         "p90_ms": ms(latency, 0.9),

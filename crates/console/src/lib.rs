@@ -114,16 +114,21 @@ impl Console {
             return Err(ConsoleError::TokenRequired);
         }
         let hub = Arc::new(Hub::default());
-        let shared = Arc::new(api::Shared {
-            hub: Arc::clone(&hub),
-            guard: guard::Guard {
-                loopback_only: loopback && options.token.is_none(),
-                token: options.token,
-            },
-            launcher: options.launcher,
-        });
-        let server = server::Server::start(options.addr, api::router(shared), "console")
-            .map_err(ConsoleError::Server)?;
+        let shared = |bound: SocketAddr| {
+            Arc::new(api::Shared {
+                hub: Arc::clone(&hub),
+                guard: guard::Guard {
+                    loopback_only: loopback && options.token.is_none(),
+                    token: options.token,
+                    cookie: guard::cookie(bound.port()),
+                },
+                launcher: options.launcher,
+            })
+        };
+        let server = server::Server::start(options.addr, "console", |bound| {
+            api::router(shared(bound))
+        })
+        .map_err(ConsoleError::Server)?;
         Ok(Console { hub, server })
     }
 

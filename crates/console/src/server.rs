@@ -40,12 +40,18 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `addr` and serves `app` on a thread named `name`.
-    pub fn start(addr: SocketAddr, app: Router, name: &str) -> Result<Server, StartError> {
+    /// Binds `addr` and serves the router `app` makes for the address bound (the port chosen
+    /// when 0 was asked for) on a thread named `name`.
+    pub fn start(
+        addr: SocketAddr,
+        name: &str,
+        app: impl FnOnce(SocketAddr) -> Router,
+    ) -> Result<Server, StartError> {
         let socket = std::net::TcpListener::bind(addr)
             .and_then(|s| s.set_nonblocking(true).map(|()| s))
             .map_err(StartError::Bind)?;
         let bound = socket.local_addr().unwrap_or(addr);
+        let app = app(bound);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -106,8 +112,75 @@ fn serve(
     });
 }
 
+/// Whether a `Host` header names the loopback: an IP literal whose address is a loopback one
+/// (`127.0.0.1`, `127.1.2.3`, `[::1]`), or exactly `localhost`, each with or without a port.
+/// A listener on the loopback without a token checks it on every request: a page of another
+/// site that rebinds its own name to 127.0.0.1 still sends that name, and is refused.
+pub fn loopback_host(host: &str) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((name, port))
+            if !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => host,
+    };
+    if let Some(v6) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        return v6.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback());
+    }
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Compares in time independent of where the first difference is, so a token cannot be
 /// guessed byte by byte from response times.
 pub fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_literals_and_localhost_name_the_loopback() {
+        for yes in [
+            "127.0.0.1",
+            "127.0.0.1:5665",
+            "127.3.2.1:80",
+            "localhost",
+            "localhost:5665",
+            "LocalHost:1",
+            "[::1]",
+            "[::1]:5665",
+            "[0:0:0:0:0:0:0:1]:9",
+        ] {
+            assert!(loopback_host(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "127.attacker.example:5665",
+            "127.0.0.1.attacker.example",
+            "127.0.0.1.nip.io:5665",
+            "localhost.attacker.example",
+            "localhost.attacker.example:5665",
+            "localhost.",
+            "attacker.localhost",
+            "[::1].attacker.example",
+            "::1",
+            "[::2]:5665",
+            "[::ffff:127.0.0.1]",
+            "10.0.0.1:5665",
+            "0.0.0.0:5665",
+            "127.1",
+            "127.0.0.1:",
+            "127.0.0.1:5665:5665",
+            "localhost:123456",
+            "user@127.0.0.1",
+        ] {
+            assert!(!loopback_host(no), "{no}");
+        }
+    }
 }

@@ -193,6 +193,9 @@ pub struct Config {
     /// ([`Shard`]); [`Shard::WHOLE`] otherwise. The load, stop bounds and caps stay the whole
     /// run's: the engine takes this shard's arrivals, connections and shares of them.
     pub shard: Shard,
+    /// The highest level steering may set ([`crate::Control::set_level`] refuses more); `None`:
+    /// any level. Whoever builds the configuration knows what the run could have started with.
+    pub ceiling: Option<crate::Ceiling>,
 }
 
 /// One of a run's other hosts ([`Config::origins`]).
@@ -241,6 +244,7 @@ impl std::fmt::Debug for Config {
             .field("origins", &self.origins)
             .field("tunnel", &self.tunnel.as_ref().map(|_| "CONNECT"))
             .field("shard", &self.shard)
+            .field("ceiling", &self.ceiling)
             .finish()
     }
 }
@@ -315,6 +319,7 @@ impl Config {
             origins: Vec::new(),
             tunnel: None,
             shard: Shard::WHOLE,
+            ceiling: None,
         }
     }
 }

@@ -64,6 +64,27 @@ pub enum ControlError {
     /// Several loads run at once ([`crate::start_together`]): each has its own level.
     #[error("several loads run at once, each at its own level: pause, resume or stop them")]
     Several,
+    /// Above the run's [`Ceiling`].
+    #[error("{level} is above this run's limit of {most}: {what}")]
+    AboveCeiling {
+        /// The level asked for.
+        level: f64,
+        /// The ceiling's level.
+        most: f64,
+        /// What sets it, as the ceiling says.
+        what: String,
+    },
+}
+
+/// The highest level a run may be steered to, and what sets it: steering may not ask for more
+/// than the run could have been started with (the connections the open-file limit allows,
+/// the highest rate accepted), or one request could exhaust the machine's memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ceiling {
+    /// The highest level.
+    pub level: f64,
+    /// What sets it, in words a refusal shows (`the open-file limit (ulimit -n 1024) …`).
+    pub what: String,
 }
 
 /// The state of the steering as the handle last set it.
@@ -97,6 +118,8 @@ pub struct Control {
     stop: Arc<watch::Sender<bool>>,
     /// The other loads started together with this one, paused and resumed with it.
     others: Vec<Control>,
+    /// The highest level [`Control::set_level`] accepts, if any.
+    ceiling: Option<Arc<Ceiling>>,
 }
 
 impl Control {
@@ -123,7 +146,14 @@ impl Control {
             steering,
             stop,
             others: Vec::new(),
+            ceiling: None,
         }
+    }
+
+    /// This handle, refusing levels above `ceiling` (none: any level a run can hold).
+    pub fn limited(mut self, ceiling: Option<Ceiling>) -> Control {
+        self.ceiling = ceiling.map(Arc::new);
+        self
     }
 
     /// This load's handle, which also pauses and resumes `others` (started together with it)
@@ -190,6 +220,13 @@ impl Control {
         }
         if level == 0.0 {
             return Err(ControlError::Zero);
+        }
+        if let Some(c) = self.ceiling.as_deref().filter(|c| level > c.level) {
+            return Err(ControlError::AboveCeiling {
+                level,
+                most: c.level,
+                what: c.what.clone(),
+            });
         }
         if !self.others.is_empty() {
             return Err(ControlError::Several);
@@ -330,5 +367,27 @@ mod tests {
         let e = closed.set_level(2.5).unwrap_err();
         assert_eq!(e.to_string(), "2.5 is not a whole number of connections");
         assert!(closed.set_level(8.0).is_ok());
+    }
+
+    #[test]
+    fn levels_above_the_ceiling_are_refused_and_change_nothing() {
+        let (c, rx) = handle(open(10.0));
+        let c = c.limited(Some(Ceiling {
+            level: 1000.0,
+            what: "the most --rate accepts".into(),
+        }));
+        let e = c.set_level(1e12).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "1000000000000 is above this run's limit of 1000: the most --rate accepts"
+        );
+        assert_eq!((c.state().level, c.state().changes), (10.0, 0));
+        assert!(rx.borrow().changes.is_empty(), "nothing reached the workers");
+        assert!(c.set_level(1000.0).is_ok(), "the ceiling itself is allowed");
+        let detached = Control::detached(&open(10.0), Instant::now()).limited(Some(Ceiling {
+            level: 20.0,
+            what: "a test".into(),
+        }));
+        assert!(detached.set_level(21.0).is_err() && detached.history().is_empty());
     }
 }

@@ -62,7 +62,7 @@ pub use config::{
     DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
 };
-pub use control::{Control, ControlError, Knob, Steer};
+pub use control::{Ceiling, Control, ControlError, Knob, Steer};
 pub use endpoint::Endpoint;
 pub use http2::TemplateError;
 pub use probe::{probe, Probe};
@@ -432,7 +432,8 @@ fn launch(
     let (events_tx, events) = mpsc::channel();
     let stop_rx = stop.subscribe();
     let (steering, steering_rx) = watch::channel(control::Steering::default());
-    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(stop));
+    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(stop))
+        .limited(config.ceiling.clone());
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
         let share = plan::Share {

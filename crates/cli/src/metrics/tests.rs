@@ -112,11 +112,15 @@ fn anything_but_the_loopback_needs_a_token() {
     let err = listen(addr("0.0.0.0:9464"), None, None).unwrap_err();
     assert!(err.to_string().contains("--metrics-listen"), "{err}");
     assert!(err.to_string().contains("--metrics-token"), "{err}");
-    let ok = listen(addr("0.0.0.0:9464"), Some("s3cret".into()), None)
+    let short = listen(addr("0.0.0.0:9464"), Some("s3cret".into()), None).unwrap_err();
+    assert!(short.to_string().contains("at least 16 characters"), "{short}");
+    let secret = "s3cret-s3cret-s3cret";
+    let ok = listen(addr("0.0.0.0:9464"), Some(secret.into()), None)
         .unwrap()
         .unwrap();
     assert_eq!(ok.linger, DEFAULT_LINGER);
-    assert!(!format!("{ok:?}").contains("s3cret"), "a token never shows");
+    assert!(!format!("{ok:?}").contains(secret), "a token never shows");
+    assert!(listen(addr("127.0.0.1:9464"), Some("s3cret".into()), None).is_ok());
     assert!(listen(addr("127.0.0.1:9464"), None, Some(Duration::ZERO))
         .unwrap()
         .is_some());

@@ -1,7 +1,8 @@
 //! The one way to [`Settings`]: whatever a run came from (flags, a plan, a capacity step), its
 //! engine configuration is drafted there and finished here, where each decision they share is
 //! made once: the HTTP/2 options checked, the default duration applied, the connections fitted
-//! to the open-file limit, and the threads matched to the connections.
+//! to the open-file limit (and the level steering may set bounded the same way), and the
+//! threads matched to the connections.
 
 use std::path::PathBuf;
 
@@ -77,6 +78,7 @@ impl Draft {
             stop.duration = Some(DEFAULT_DURATION);
         }
         let fd_limit = limits::fit_connections(&mut engine, cap_given)?;
+        engine.ceiling = Some(limits::ceiling(&engine, fd_limit));
         // Threads beyond the connections would sit idle (over HTTP/2, users share one
         // connection per `max_streams`); the engine lowers them too.
         engine.threads = threads.min(engine.max_connections().max(1));

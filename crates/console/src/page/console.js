@@ -60,8 +60,17 @@ function figures() {
     $("target-now").textContent = run.steering.paused ? "paused" : fixed(run.steering.level);
   }
   if (run && run.totals) {
-    $("requests-now").textContent = run.totals.requests;
-    $("errors-now").textContent = run.totals.errors;
+    const t = run.totals;
+    $("requests-now").textContent = t.requests;
+    $("errors-now").textContent = t.errors;
+    // The text report's words: success is a status below 400; a 4xx/5xx came back whole (no
+    // error) but failed, so a run of 400s shows 0 errors beside 100 % failed.
+    const share = (n) => (t.requests ? (100 * n) / t.requests : 0);
+    $("success-now").textContent = t.requests ? `${fixed(share(t.succeeded), 2)} %` : "–";
+    $("failed-now").textContent = t.failed_responses;
+    $("failed-share").textContent = t.requests
+      ? `failed (4xx/5xx) · ${fixed(share(t.failed_responses), 1)} %` : "failed (4xx/5xx)";
+    $("failed-now").className = t.failed_responses ? "bad" : "";
   }
   const t = intervals.map((i) => i.t_s);
   const line = (key) => intervals.map((i, n) => [t[n], i[key]]).filter((p) => p[1] !== null);

@@ -1,0 +1,94 @@
+//! The tokens of belier's listeners (the web console, the Prometheus exporter): made on
+//! request, and off the loopback long enough that nobody guesses one.
+
+use std::net::SocketAddr;
+
+use crate::settings::InputError;
+
+/// The token value that asks belier to make one.
+pub const GENERATE: &str = "generate";
+
+/// Fewest characters a token of a listener off the loopback may have: 16 characters of a
+/// 64-letter alphabet are 96 bits, beyond guessing over the network. On the loopback, only
+/// the machine's own users reach the listener, and any token keeps another user's pages out.
+pub const MIN_REMOTE: usize = 16;
+
+/// A token settled: given, or made here (then the caller prints it, once).
+pub struct Token {
+    /// The token.
+    pub value: String,
+    /// Made here from [`GENERATE`].
+    pub generated: bool,
+}
+
+/// Makes a token if `given` is [`GENERATE`], and refuses one shorter than [`MIN_REMOTE`] for
+/// a listener at `addr` off the loopback, naming `flag`.
+pub fn settle(
+    given: Option<String>,
+    addr: SocketAddr,
+    flag: &'static str,
+) -> Result<Option<Token>, InputError> {
+    let Some(value) = given else { return Ok(None) };
+    if value == GENERATE {
+        let value = generate()
+            .map_err(|e| InputError::new(flag, GENERATE, format!("cannot make a token: {e}")))?;
+        return Ok(Some(Token {
+            value,
+            generated: true,
+        }));
+    }
+    let length = value.chars().count();
+    if !addr.ip().is_loopback() && length < MIN_REMOTE {
+        return Err(InputError::new(
+            flag,
+            format!("<{length} characters>"),
+            format!(
+                "off the loopback a token needs at least {MIN_REMOTE} characters; \
+                 '{} {GENERATE}' makes one",
+                flag.split(' ').next().unwrap_or(flag)
+            ),
+        ));
+    }
+    Ok(Some(Token {
+        value,
+        generated: false,
+    }))
+}
+
+/// 128 random bits from the kernel, in hex.
+fn generate() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_the_loopback_tokens_are_long_or_made_here() {
+        let remote: SocketAddr = "0.0.0.0:9".parse().unwrap();
+        let local: SocketAddr = "[::1]:9".parse().unwrap();
+        let e = settle(Some("s3cret".into()), remote, "--metrics-token <TOKEN>")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("'--metrics-token <TOKEN>'")
+                && e.contains("at least 16 characters")
+                && e.contains("--metrics-token generate")
+                && !e.contains("s3cret"),
+            "{e}"
+        );
+        let long = "0123456789abcdef";
+        assert_eq!(settle(Some(long.into()), remote, "--t").unwrap().unwrap().value, long);
+        assert!(settle(Some(long[1..].into()), remote, "--t").is_err());
+        assert!(settle(Some("a".into()), local, "--t").unwrap().is_some());
+        let made = settle(Some(GENERATE.into()), remote, "--t").unwrap().unwrap();
+        assert!(made.generated && made.value.len() == 32);
+        assert!(made.value.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(settle(None, remote, "--t").unwrap().is_none());
+    }
+}
