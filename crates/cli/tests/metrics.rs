@@ -2,6 +2,8 @@
 //! exactly what the report counts, a real Prometheus scraping it agrees, and a listener off the
 //! loopback needs a token that scrapes must present.
 
+#[path = "support/hostile.rs"]
+mod hostile;
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/prometheus.rs"]
@@ -199,7 +201,7 @@ fn off_the_loopback_a_token_is_required_and_checked() {
             "0",
         ])
         .args(["--metrics-listen", &format!("0.0.0.0:{port}")])
-        .env("BELIER_METRICS_TOKEN", "env-s3cret")
+        .env("BELIER_METRICS_TOKEN", "env-s3cret-of-20-chars")
         .output()
         .unwrap();
     let printed = format!(
@@ -209,6 +211,27 @@ fn off_the_loopback_a_token_is_required_and_checked() {
     );
     assert_eq!(out.status.code(), Some(0), "{printed}");
     assert!(!printed.contains("env-s3cret"), "{printed}");
+    // Off the loopback, a token one could guess is refused before anything is sent.
+    for (token, env) in [(Some("s3cret"), None), (None, Some("s3cret"))] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_belier"));
+        command
+            .args([&server.url("/"), "-n", "5"])
+            .args(["--metrics-listen", &format!("0.0.0.0:{port}")])
+            .args(token.map(|t| ["--metrics-token", t]).into_iter().flatten())
+            .env_remove("BELIER_METRICS_TOKEN");
+        if let Some(e) = env {
+            command.env("BELIER_METRICS_TOKEN", e);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("'--metrics-token <TOKEN>'")
+                && stderr.contains("at least 16 characters")
+                && !stderr.contains("s3cret"),
+            "{stderr}"
+        );
+    }
     assert_eq!(server.counts().requests, 5);
 
     let listen = format!("127.0.0.1:{port}");
@@ -244,6 +267,43 @@ fn off_the_loopback_a_token_is_required_and_checked() {
         !stdout.contains(secret) && !stderr.contains(secret),
         "{stdout}{stderr}"
     );
+    server.stop();
+}
+
+#[test]
+fn pages_of_other_sites_get_nothing_from_a_loopback_exporter() {
+    let server = Server::start(Config::default()).unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut belier = lingering_run(&server.url("/"), &addr, &[]);
+    belier.wait_for("serving the final metrics");
+    // A page that rebound its name to 127.0.0.1 reads nothing.
+    for name in [
+        format!("127.attacker.example:{port}"),
+        "127.0.0.1.attacker.example".into(),
+        "localhost.attacker.example".into(),
+        format!("localhost.attacker.example:{port}"),
+    ] {
+        let reply = hostile::send(&addr, "GET", "/metrics", &[("Host", &name)], "");
+        assert_eq!(reply.status, 403, "Host {name}: {}", reply.body);
+        assert!(!reply.body.contains("belier_"), "{}", reply.body);
+    }
+    // A page's no-cors POST changes nothing and reads nothing: GET only.
+    let post = hostile::page_post(&addr, "/metrics", &addr, "http://evil.example", "x");
+    assert_eq!(post.status, 405, "{}", post.body);
+    assert!(!post.body.contains("belier_"), "{}", post.body);
+    // The loopback's own names read the page.
+    for host in [addr.clone(), format!("localhost:{port}"), format!("[::1]:{port}")] {
+        let reply = hostile::send(&addr, "GET", "/metrics", &[("Host", &host)], "");
+        assert_eq!(reply.status, 200, "Host {host}");
+        let requests: f64 = samples(&reply.body, "belier_requests_total{status=\"200\"}")
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(requests as u64, server.counts().requests, "Host {host}");
+    }
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
     server.stop();
 }
 

@@ -3,8 +3,12 @@
 //! the rate to 400/s and stops; the target's own arrivals show both rates and the results file
 //! holds the change. Then the safety rules over plain HTTP: no token off the loopback, 401
 //! without the token, 403 from another origin; and `--web` on a flag run offering its report
-//! and results file.
+//! and results file. And the hostile client (a page of another site, or one that rebinds its
+//! name to 127.0.0.1) refused by both kinds of console, steering above what the flags accept
+//! refused while the run goes on, and the page showing the failed share of a run of 400s.
 
+#[path = "support/hostile.rs"]
+mod hostile;
 #[path = "support/process.rs"]
 mod process;
 #[path = "support/webdriver.rs"]
@@ -13,7 +17,7 @@ mod webdriver;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use belier_testserver::{Config, Server};
+use belier_testserver::{Behaviour, Config, Server};
 use process::{free_port, Belier};
 use serde_json::Value;
 use webdriver::Browser;
@@ -248,6 +252,47 @@ fn off_the_loopback_a_token_is_required() {
 }
 
 #[test]
+fn off_the_loopback_a_short_token_is_refused_at_start() {
+    for (args, flag) in [
+        (
+            vec![
+                "--web=0.0.0.0:5665",
+                "--web-token",
+                "s3cret-15-chars",
+                "http://127.0.0.1:1/",
+                "-n",
+                "1",
+            ],
+            "'--web-token <TOKEN>'",
+        ),
+        (
+            vec!["web", "--listen", "0.0.0.0:5665", "--token", "s3cret"],
+            "'--token <TOKEN>'",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
+            .args(&args)
+            .env_remove("BELIER_WEB_TOKEN")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains("at least 16 characters"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("s3cret"), "the token is not shown: {stderr}");
+    }
+    // The environment's token is held to the same rule.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["web", "--listen", "0.0.0.0:5665"])
+        .env("BELIER_WEB_TOKEN", "short")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn every_call_needs_the_token_and_control_refuses_other_origins() {
     let port = free_port();
     let dir = temp_dir("token");
@@ -300,6 +345,17 @@ fn every_call_needs_the_token_and_control_refuses_other_origins() {
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
+    // Named by the port: a console on another port of 127.0.0.1 neither reads nor overwrites it.
+    assert!(
+        cookie.starts_with(&format!("belier_console_{port}={token};")),
+        "{cookie}"
+    );
+    let unported = format!("belier_console={token}");
+    let other_port = format!("belier_console_{}={token}", port.wrapping_add(1));
+    for stale in [unported.as_str(), other_port.as_str()] {
+        let a = request("GET", &format!("{console}/api/run"), &[("Cookie", stale)], "");
+        assert_eq!(a.status, 401, "{stale}");
+    }
     let cookie = cookie.split(';').next().unwrap().to_string();
     let page = request("GET", &format!("{console}/"), &[("Cookie", &cookie)], "");
     assert_eq!(page.status, 200);
@@ -354,6 +410,174 @@ fn every_call_needs_the_token_and_control_refuses_other_origins() {
         1,
         "the token is printed once: {stderr}"
     );
+}
+
+/// Most a steering that was refused may add to belier's memory: a level of 1e9 it took would
+/// add gigabytes.
+const RSS_SLACK_KIB: u64 = 64 * 1024;
+
+/// The console answered in a way no page of another site may frame.
+fn frameless(reply: &hostile::Reply) {
+    assert_eq!(
+        reply.header("content-security-policy"),
+        Some("frame-ancestors 'none'"),
+        "{:?}",
+        reply.headers
+    );
+    assert_eq!(reply.header("x-frame-options"), Some("DENY"));
+}
+
+/// The hostile client against a tokenless console at `addr` (`127.0.0.1:PORT`): a page of
+/// another site posting `text/plain` to `control` (no CORS preflight announces it), and a page
+/// that rebound its own name to 127.0.0.1 (same-origin to itself, so only its `Host` gives it
+/// away) reading or steering. Every refusal, and the console's own page, cannot be framed.
+fn hostile_pages_are_refused(addr: &str, control: &str) {
+    let port = addr.rsplit_once(':').unwrap().1;
+    let foreign = hostile::page_post(addr, control, addr, "http://evil.example", "{}");
+    assert_eq!(foreign.status, 403, "POST {control}: {}", foreign.body);
+    frameless(&foreign);
+    for name in [
+        format!("127.attacker.example:{port}"),
+        "127.0.0.1.attacker.example".into(),
+        "localhost.attacker.example".into(),
+        format!("localhost.attacker.example:{port}"),
+    ] {
+        let origin = format!("http://{name}");
+        let post = hostile::page_post(addr, control, &name, &origin, r#"{"rate": 1}"#);
+        assert_eq!(post.status, 403, "POST {control} with Host {name}: {}", post.body);
+        for path in ["/api/run", "/"] {
+            let get = hostile::send(addr, "GET", path, &[("Host", &name)], "");
+            assert_eq!(get.status, 403, "GET {path} with Host {name}: {}", get.body);
+            frameless(&get);
+        }
+    }
+    let nameless = hostile::send(addr, "GET", "/api/run", &[], "");
+    assert!(nameless.status >= 400, "no Host: {}", nameless.status);
+    for host in [addr.to_string(), format!("localhost:{port}")] {
+        let page = hostile::send(addr, "GET", "/", &[("Host", &host)], "");
+        assert_eq!(page.status, 200, "Host {host}");
+        frameless(&page);
+    }
+}
+
+/// Waits for the console's run to have settled an interval, and returns the run.
+fn running(console: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        if run["intervals"].as_array().is_some_and(|i| !i.is_empty()) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "no interval: {run}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn hostile_pages_and_levels_beyond_the_flags_leave_a_web_run_alone() {
+    let target = Server::start(Config::default()).unwrap();
+    let port = free_port();
+    let mut belier = Belier::spawn(&[
+        &target.url("/"),
+        "--rate",
+        "100",
+        "-n",
+        "400",
+        "-t",
+        "1",
+        &format!("--web=127.0.0.1:{port}"),
+        "--web-linger",
+        "60s",
+    ]);
+    belier.wait_for("web console at");
+    let addr = format!("127.0.0.1:{port}");
+    let console = format!("http://{addr}");
+    hostile_pages_are_refused(&addr, "/api/run/stop");
+
+    running(&console);
+    let before = belier.rss_kib();
+    let refused = request(
+        "POST",
+        &format!("{console}/api/run/rate"),
+        &[],
+        r#"{"rate": 1e12}"#,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("1000000000000 is above this run's limit of 10000000")
+            && refused.body.contains("--rate"),
+        "{}",
+        refused.body
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let after = belier.rss_kib();
+    assert!(
+        after < before + RSS_SLACK_KIB,
+        "RSS {before} KiB before the refused level, {after} KiB after"
+    );
+
+    // The run went on at its own rate and ended as asked, every request seen by the target.
+    let deadline = Instant::now() + WAIT;
+    let run = loop {
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        if run["state"] == "ended" {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(run["interrupted"], false, "{run}");
+    assert_eq!(run["steering"]["changes"], 0, "{run}");
+    assert_eq!(run["totals"]["requests"], 400);
+    assert_eq!(target.counts().requests, 400);
+    belier.wait_for("offers the report");
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn the_page_shows_the_failed_share_of_a_run_of_400s() {
+    let Some(browser) = Browser::start("web-failed") else {
+        return;
+    };
+    let target = Server::start(Config {
+        defaults: Behaviour {
+            status: 400,
+            ..Behaviour::default()
+        },
+        ..Config::default()
+    })
+    .unwrap();
+    let port = free_port();
+    let mut belier = Belier::spawn(&[
+        &target.url("/"),
+        "-n",
+        "50",
+        "-c",
+        "2",
+        &format!("--web=127.0.0.1:{port}"),
+        "--web-linger",
+        "60s",
+    ]);
+    belier.wait_for("web console at");
+    browser.goto(&format!("http://127.0.0.1:{port}/"));
+    browser.wait_until("the run ended", WAIT, |b| b.text("#state") == "ended");
+    browser.wait_until("the totals", WAIT, |b| b.text("#requests-now") == "50");
+    // What a person sees: no error (every response came back whole), none succeeded, all
+    // failed, as the text report says.
+    assert_eq!(browser.text("#errors-now"), "0");
+    assert_eq!(browser.text("#success-now"), "0.00 %");
+    assert_eq!(browser.text("#failed-now"), "50");
+    assert_eq!(browser.text("#failed-share"), "failed (4xx/5xx) · 100.0 %");
+    assert_eq!(target.counts().requests, 50);
+    belier.wait_for("offers the report");
+    belier.interrupt();
+    let (code, stdout, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    for line in ["0.00 % success", "Errors                   0"] {
+        assert!(stdout.contains(line), "{line:?} not in the text report:\n{stdout}");
+    }
 }
 
 #[test]
@@ -431,7 +655,9 @@ fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
     let port = free_port();
     let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
     belier.wait_for("web console at");
-    let console = format!("http://127.0.0.1:{port}");
+    let addr = format!("127.0.0.1:{port}");
+    hostile_pages_are_refused(&addr, "/api/runs");
+    let console = format!("http://{addr}");
     let call = |method: &str, path: &str, body: &str| {
         request(method, &format!("{console}{path}"), &[], body)
     };
@@ -460,6 +686,23 @@ fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
     assert!(wrong.body.contains("/api/run/users"), "{}", wrong.body);
     let fraction = call("POST", "/api/run/users", r#"{"users": 2.5}"#);
     assert_eq!(fraction.status, 400, "{}", fraction.body);
+    // More users than `--vus` or the open-file limit would let the run start with: refused,
+    // named, and nothing grows.
+    let before = belier.rss_kib();
+    let huge = call("POST", "/api/run/users", r#"{"users": 1e9}"#);
+    assert_eq!(huge.status, 400, "{}", huge.body);
+    assert!(
+        huge.body.contains("1000000000 is above this run's limit of")
+            && (huge.body.contains("open-file limit") || huge.body.contains("--vus")),
+        "{}",
+        huge.body
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let after = belier.rss_kib();
+    assert!(
+        after < before + RSS_SLACK_KIB,
+        "RSS {before} KiB before the refused level, {after} KiB after"
+    );
     let raised = call("POST", "/api/run/users", r#"{"users": 4}"#);
     assert_eq!(raised.status, 200, "{}", raised.body);
     assert_eq!(json(&raised.body)["level"], 4.0);

@@ -49,6 +49,22 @@ impl Belier {
         }
     }
 
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory now, in KiB (`VmRSS`).
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("VmRSS:"))?.to_string();
+                line.split_whitespace().nth(1)?.parse().ok()
+            })
+            .expect("the process's VmRSS")
+    }
+
     /// Waits for a stderr line containing `text`, and returns it.
     pub fn wait_for(&mut self, text: &str) -> String {
         let deadline = Instant::now() + BOUND;
