@@ -10,7 +10,7 @@ use std::io::{BufWriter, IsTerminal, Stderr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use belier_engine::{Control, Knob};
+use belier_engine::{Control, ControlError, Knob};
 use belier_stats::Collector;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event};
@@ -135,11 +135,23 @@ impl Dashboard {
             }
             Action::Up | Action::Down => {
                 let knob = self.control.knob();
-                let level = keys::stepped(knob, self.control.state().level, action == Action::Up);
+                let now = self.control.state().level;
+                let mut level = keys::stepped(knob, now, action == Action::Up);
+                // A step past the run's limit stops at it; at the limit, `+` is refused.
+                let most = self.control.ceiling().map(|c| c.level);
+                if let Some(most) = most.filter(|&m| level > m && now < m) {
+                    level = most;
+                }
                 self.notice = Some(match self.control.set_level(level) {
                     Ok(()) => {
                         let what = if knob == Knob::Rate { "rate" } else { "level" };
-                        format!("{what} set to {}", self.unit.show(level))
+                        let limit = if Some(level) == most { " (the limit)" } else { "" };
+                        format!("{what} set to {}{limit}", self.unit.show(level))
+                    }
+                    // The header has no room for the reason: the console and `belier
+                    // --help` give it.
+                    Err(ControlError::AboveCeiling { most, .. }) => {
+                        format!("at the limit ({})", self.unit.show(most))
                     }
                     Err(e) => format!("not changed: {e}"),
                 });

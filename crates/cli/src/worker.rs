@@ -168,3 +168,31 @@ impl Prepared for Ready {
         finished.map(|_| ()).map_err(|e| format!("{e:#}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use belier_engine::{Ceiling, Load, Profile};
+
+    use super::*;
+
+    #[test]
+    fn a_steer_above_the_runs_ceiling_is_refused_with_the_limit() {
+        let load = Load::Closed {
+            connections: Profile::constant(4.0),
+        };
+        let control = Control::detached(&load, Instant::now()).limited(Some(Ceiling {
+            level: 36.0,
+            what: "the open-file limit".into(),
+        }));
+        let helm = Steered(Arc::new(Mutex::new(Some(control.clone()))));
+        let e = helm.steer(Steering { level: 1e9 }).unwrap_err();
+        assert_eq!(
+            e,
+            "1000000000 is above this run's limit of 36: the open-file limit"
+        );
+        assert!(control.history().is_empty(), "nothing changed");
+        assert!(helm.steer(Steering { level: 36.0 }).is_ok());
+    }
+}

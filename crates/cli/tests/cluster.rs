@@ -621,7 +621,18 @@ fn the_web_console_of_a_coordinator_steers_every_worker() {
     let args = ["--rate", "200", "-z", "6s", &web, "--web-linger", "0s"];
     let (coordinator, _) = spawned(&server, &args, 2, &merged, &own);
     // The workers start 0.5 s after they were told; the change goes 3 s into the run.
-    std::thread::sleep(Duration::from_millis(3_500));
+    std::thread::sleep(Duration::from_millis(3_000));
+    // A rate beyond what --rate accepts is refused by the coordinator, and no worker hears of it.
+    let refused = ureq::post(&format!("http://127.0.0.1:{port}/api/run/rate"))
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .send(r#"{"rate": 1e12}"#)
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    let why = refused.into_body().read_to_string().unwrap();
+    assert!(why.contains("limit of 10000000"), "{why}");
+    std::thread::sleep(Duration::from_millis(500));
     let steered_at = Instant::now();
     let answer = ureq::post(&format!("http://127.0.0.1:{port}/api/run/rate"))
         .send(r#"{"rate": 400}"#)

@@ -205,6 +205,52 @@ fn the_dashboard_steers_the_rate_and_the_report_follows() {
     let _ = std::fs::remove_file(&saved);
 }
 
+#[test]
+fn the_dashboard_cannot_raise_the_level_beyond_the_open_file_limit() {
+    let server = Server::start(Config {
+        threads: 1,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    // 100 open files, 64 of them kept for belier's own: 36 connections at most (the limit a
+    // console's or a worker's steering meets too), 34 to start.
+    let command = format!(
+        "ulimit -n 100; '{}' --tui -c 34 -t 1 -z 8s {}; sleep 30",
+        env!("CARGO_BIN_EXE_belier"),
+        server.url("/")
+    );
+    let Some(tmux) = Tmux::start(&command) else {
+        return;
+    };
+    tmux.wait_for("dashboard", false, |s| s.contains("target 34 connections"));
+    tmux.wait_for("first interval", false, |s| s.contains("lag p99"));
+    // 10 % up would be 37: `+` stops at the limit, then is refused there.
+    tmux.send("+");
+    tmux.wait_for("the level at the limit", false, |s| {
+        s.contains("level set to 36 connections (the limit)")
+    });
+    tmux.send("+");
+    let refused = tmux.wait_for("the refusal", false, |s| s.contains("at the limit ("));
+    let header = refused.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("target 36 connections")
+            && header.contains("at the limit (36 connections)"),
+        "{header}"
+    );
+    assert!(header.contains("RUNNING"), "the run goes on: {header}");
+    // It ends as it was asked to, every request it counts seen by the target.
+    let report = tmux.wait_for("report", true, |s| s.contains("Status codes"));
+    assert!(!report.contains("INTERRUPTED"), "{report}");
+    let requests: u64 = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|n| n.replace(',', ""))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no request count in\n{report}"));
+    assert_eq!(requests, server.counts().requests, "{report}");
+}
+
 /// The process ids of the workers `--spawn` started (their `--dir` says so).
 fn spawned_workers() -> Vec<u32> {
     let mut pids = Vec::new();

@@ -172,6 +172,11 @@ impl Control {
         Control::new(load, start, Arc::new(steering), Arc::new(stop))
     }
 
+    /// The highest level [`Control::set_level`] accepts, if bounded.
+    pub fn ceiling(&self) -> Option<&Ceiling> {
+        self.ceiling.as_deref()
+    }
+
     /// Whether [`Control::stop`] was called.
     pub fn stop_requested(&self) -> bool {
         *self.stop.borrow()
