@@ -348,8 +348,9 @@ pub struct OutputArgs {
     pub metrics_listen: Option<std::net::SocketAddr>,
 
     /// Scrapes of --metrics-listen must send 'Authorization: Bearer TOKEN' (else 401).
-    /// Required for an address off the loopback. Never shown in reports or logs. Without
-    /// the flag, BELIER_METRICS_TOKEN is read (it stays out of ps and shell history).
+    /// Required for an address off the loopback, of 16 characters at least ('generate' makes
+    /// one, printed at start). Never shown in reports. Without the flag, BELIER_METRICS_TOKEN
+    /// is read (it stays out of ps and shell history).
     #[arg(
         long = "metrics-token",
         value_name = "TOKEN",
@@ -384,7 +385,8 @@ pub struct OutputArgs {
 
     /// The web console's token: the page must be opened once with ?token=TOKEN, API calls
     /// send 'Authorization: Bearer TOKEN' (else 401). 'generate' makes a random one, printed
-    /// at start. Required off the loopback. Without the flag, BELIER_WEB_TOKEN is read.
+    /// at start. Required off the loopback, of 16 characters at least. Without the flag,
+    /// BELIER_WEB_TOKEN is read.
     #[arg(
         long = "web-token",
         value_name = "TOKEN",

@@ -83,10 +83,18 @@ mod tests {
             "{e}"
         );
         let long = "0123456789abcdef";
-        assert_eq!(settle(Some(long.into()), remote, "--t").unwrap().unwrap().value, long);
+        assert_eq!(
+            settle(Some(long.into()), remote, "--t")
+                .unwrap()
+                .unwrap()
+                .value,
+            long
+        );
         assert!(settle(Some(long[1..].into()), remote, "--t").is_err());
         assert!(settle(Some("a".into()), local, "--t").unwrap().is_some());
-        let made = settle(Some(GENERATE.into()), remote, "--t").unwrap().unwrap();
+        let made = settle(Some(GENERATE.into()), remote, "--t")
+            .unwrap()
+            .unwrap();
         assert!(made.generated && made.value.len() == 32);
         assert!(made.value.bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(settle(None, remote, "--t").unwrap().is_none());

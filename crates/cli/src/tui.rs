@@ -145,7 +145,11 @@ impl Dashboard {
                 self.notice = Some(match self.control.set_level(level) {
                     Ok(()) => {
                         let what = if knob == Knob::Rate { "rate" } else { "level" };
-                        let limit = if Some(level) == most { " (the limit)" } else { "" };
+                        let limit = if Some(level) == most {
+                            " (the limit)"
+                        } else {
+                            ""
+                        };
                         format!("{what} set to {}{limit}", self.unit.show(level))
                     }
                     // The header has no room for the reason: the console and `belier

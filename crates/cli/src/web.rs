@@ -27,7 +27,6 @@ use crate::token::GENERATE;
 /// show in `ps` or a shell's history.
 pub const TOKEN_VARIABLE: &str = "BELIER_WEB_TOKEN";
 
-
 /// How long a `--web` console stays up after its run unless `--web-linger` says otherwise.
 pub const DEFAULT_LINGER: Duration = Duration::from_secs(60);
 

@@ -278,12 +278,7 @@ fn pages_of_other_sites_get_nothing_from_a_loopback_exporter() {
     let mut belier = lingering_run(&server.url("/"), &addr, &[]);
     belier.wait_for("serving the final metrics");
     // A page that rebound its name to 127.0.0.1 reads nothing.
-    for name in [
-        format!("127.attacker.example:{port}"),
-        "127.0.0.1.attacker.example".into(),
-        "localhost.attacker.example".into(),
-        format!("localhost.attacker.example:{port}"),
-    ] {
+    for name in hostile::rebound_hosts(port) {
         let reply = hostile::send(&addr, "GET", "/metrics", &[("Host", &name)], "");
         assert_eq!(reply.status, 403, "Host {name}: {}", reply.body);
         assert!(!reply.body.contains("belier_"), "{}", reply.body);
@@ -293,7 +288,11 @@ fn pages_of_other_sites_get_nothing_from_a_loopback_exporter() {
     assert_eq!(post.status, 405, "{}", post.body);
     assert!(!post.body.contains("belier_"), "{}", post.body);
     // The loopback's own names read the page.
-    for host in [addr.clone(), format!("localhost:{port}"), format!("[::1]:{port}")] {
+    for host in [
+        addr.clone(),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ] {
         let reply = hostile::send(&addr, "GET", "/metrics", &[("Host", &host)], "");
         assert_eq!(reply.status, 200, "Host {host}");
         let requests: f64 = samples(&reply.body, "belier_requests_total{status=\"200\"}")

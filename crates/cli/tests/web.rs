@@ -230,66 +230,62 @@ fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     assert_eq!(code, Some(0), "Ctrl-C ends belier web: {stderr}");
 }
 
+/// Runs belier with `args` (and `BELIER_WEB_TOKEN` set to `env_token`, or unset): it must
+/// exit 2 before anything else, printing nothing on stdout; its stderr.
+fn refused_at_start(args: &[&str], env_token: Option<&str>) -> String {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_belier"));
+    command.args(args).env_remove("BELIER_WEB_TOKEN");
+    if let Some(t) = env_token {
+        command.env("BELIER_WEB_TOKEN", t);
+    }
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty());
+    stderr
+}
+
 #[test]
 fn off_the_loopback_a_token_is_required() {
     for args in [
-        vec!["--web=0.0.0.0:5665", "http://127.0.0.1:1/", "-n", "1"],
-        vec!["web", "--listen", "0.0.0.0:5665"],
+        &["--web=0.0.0.0:5665", "http://127.0.0.1:1/", "-n", "1"][..],
+        &["web", "--listen", "0.0.0.0:5665"],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(&args)
-            .env_remove("BELIER_WEB_TOKEN")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = refused_at_start(args, None);
         assert!(
             stderr.contains("not a loopback address") && stderr.contains("token"),
             "{stderr}"
         );
-        assert!(out.stdout.is_empty());
     }
 }
 
 #[test]
 fn off_the_loopback_a_short_token_is_refused_at_start() {
-    for (args, flag) in [
-        (
-            vec![
-                "--web=0.0.0.0:5665",
-                "--web-token",
-                "s3cret-15-chars",
-                "http://127.0.0.1:1/",
-                "-n",
-                "1",
-            ],
-            "'--web-token <TOKEN>'",
-        ),
-        (
-            vec!["web", "--listen", "0.0.0.0:5665", "--token", "s3cret"],
-            "'--token <TOKEN>'",
-        ),
+    let web_run = [
+        "--web=0.0.0.0:5665",
+        "--web-token",
+        "s3cret-15-chars",
+        "http://127.0.0.1:1/",
+        "-n",
+        "1",
+    ];
+    let console = ["web", "--listen", "0.0.0.0:5665", "--token", "s3cret"];
+    for (args, env_token, flag) in [
+        (&web_run[..], None, "'--web-token <TOKEN>'"),
+        (&console[..], None, "'--token <TOKEN>'"),
+        // The environment's token is held to the same rule.
+        (&console[..3], Some("s3cret"), "'--token <TOKEN>'"),
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(&args)
-            .env_remove("BELIER_WEB_TOKEN")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = refused_at_start(args, env_token);
         assert!(
             stderr.contains(flag) && stderr.contains("at least 16 characters"),
             "{stderr}"
         );
-        assert!(!stderr.contains("s3cret"), "the token is not shown: {stderr}");
+        assert!(
+            !stderr.contains("s3cret"),
+            "the token is not shown: {stderr}"
+        );
     }
-    // The environment's token is held to the same rule.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["web", "--listen", "0.0.0.0:5665"])
-        .env("BELIER_WEB_TOKEN", "short")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
@@ -353,7 +349,12 @@ fn every_call_needs_the_token_and_control_refuses_other_origins() {
     let unported = format!("belier_console={token}");
     let other_port = format!("belier_console_{}={token}", port.wrapping_add(1));
     for stale in [unported.as_str(), other_port.as_str()] {
-        let a = request("GET", &format!("{console}/api/run"), &[("Cookie", stale)], "");
+        let a = request(
+            "GET",
+            &format!("{console}/api/run"),
+            &[("Cookie", stale)],
+            "",
+        );
         assert_eq!(a.status, 401, "{stale}");
     }
     let cookie = cookie.split(';').next().unwrap().to_string();
@@ -436,15 +437,14 @@ fn hostile_pages_are_refused(addr: &str, control: &str) {
     let foreign = hostile::page_post(addr, control, addr, "http://evil.example", "{}");
     assert_eq!(foreign.status, 403, "POST {control}: {}", foreign.body);
     frameless(&foreign);
-    for name in [
-        format!("127.attacker.example:{port}"),
-        "127.0.0.1.attacker.example".into(),
-        "localhost.attacker.example".into(),
-        format!("localhost.attacker.example:{port}"),
-    ] {
+    for name in hostile::rebound_hosts(port.parse().unwrap()) {
         let origin = format!("http://{name}");
         let post = hostile::page_post(addr, control, &name, &origin, r#"{"rate": 1}"#);
-        assert_eq!(post.status, 403, "POST {control} with Host {name}: {}", post.body);
+        assert_eq!(
+            post.status, 403,
+            "POST {control} with Host {name}: {}",
+            post.body
+        );
         for path in ["/api/run", "/"] {
             let get = hostile::send(addr, "GET", path, &[("Host", &name)], "");
             assert_eq!(get.status, 403, "GET {path} with Host {name}: {}", get.body);
@@ -458,6 +458,21 @@ fn hostile_pages_are_refused(addr: &str, control: &str) {
         assert_eq!(page.status, 200, "Host {host}");
         frameless(&page);
     }
+}
+
+/// Asks the console at `console` for a level (`body` to `path`) beyond what the run's flags
+/// accept: a 400, and belier's memory has not grown; the refusal's words.
+fn refused_level(belier: &Belier, console: &str, path: &str, body: &str) -> String {
+    let before = belier.rss_kib();
+    let refused = request("POST", &format!("{console}{path}"), &[], body);
+    assert_eq!(refused.status, 400, "{body}: {}", refused.body);
+    std::thread::sleep(Duration::from_millis(500));
+    let after = belier.rss_kib();
+    assert!(
+        after < before + RSS_SLACK_KIB,
+        "RSS {before} KiB before the refused level, {after} KiB after"
+    );
+    refused.body
 }
 
 /// Waits for the console's run to have settled an interval, and returns the run.
@@ -495,25 +510,11 @@ fn hostile_pages_and_levels_beyond_the_flags_leave_a_web_run_alone() {
     hostile_pages_are_refused(&addr, "/api/run/stop");
 
     running(&console);
-    let before = belier.rss_kib();
-    let refused = request(
-        "POST",
-        &format!("{console}/api/run/rate"),
-        &[],
-        r#"{"rate": 1e12}"#,
-    );
-    assert_eq!(refused.status, 400, "{}", refused.body);
+    let refused = refused_level(&belier, &console, "/api/run/rate", r#"{"rate": 1e12}"#);
     assert!(
-        refused.body.contains("1000000000000 is above this run's limit of 10000000")
-            && refused.body.contains("--rate"),
-        "{}",
-        refused.body
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let after = belier.rss_kib();
-    assert!(
-        after < before + RSS_SLACK_KIB,
-        "RSS {before} KiB before the refused level, {after} KiB after"
+        refused.contains("1000000000000 is above this run's limit of 10000000")
+            && refused.contains("--rate"),
+        "{refused}"
     );
 
     // The run went on at its own rate and ended as asked, every request seen by the target.
@@ -576,7 +577,10 @@ fn the_page_shows_the_failed_share_of_a_run_of_400s() {
     let (code, stdout, stderr) = belier.finish();
     assert_eq!(code, Some(0), "{stderr}");
     for line in ["0.00 % success", "Errors                   0"] {
-        assert!(stdout.contains(line), "{line:?} not in the text report:\n{stdout}");
+        assert!(
+            stdout.contains(line),
+            "{line:?} not in the text report:\n{stdout}"
+        );
     }
 }
 
@@ -688,20 +692,11 @@ fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
     assert_eq!(fraction.status, 400, "{}", fraction.body);
     // More users than `--vus` or the open-file limit would let the run start with: refused,
     // named, and nothing grows.
-    let before = belier.rss_kib();
-    let huge = call("POST", "/api/run/users", r#"{"users": 1e9}"#);
-    assert_eq!(huge.status, 400, "{}", huge.body);
+    let huge = refused_level(&belier, &console, "/api/run/users", r#"{"users": 1e9}"#);
     assert!(
-        huge.body.contains("1000000000 is above this run's limit of")
-            && (huge.body.contains("open-file limit") || huge.body.contains("--vus")),
-        "{}",
-        huge.body
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let after = belier.rss_kib();
-    assert!(
-        after < before + RSS_SLACK_KIB,
-        "RSS {before} KiB before the refused level, {after} KiB after"
+        huge.contains("1000000000 is above this run's limit of")
+            && (huge.contains("open-file limit") || huge.contains("--vus")),
+        "{huge}"
     );
     let raised = call("POST", "/api/run/users", r#"{"users": 4}"#);
     assert_eq!(raised.status, 200, "{}", raised.body);

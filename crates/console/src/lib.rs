@@ -125,10 +125,9 @@ impl Console {
                 launcher: options.launcher,
             })
         };
-        let server = server::Server::start(options.addr, "console", |bound| {
-            api::router(shared(bound))
-        })
-        .map_err(ConsoleError::Server)?;
+        let server =
+            server::Server::start(options.addr, "console", |bound| api::router(shared(bound)))
+                .map_err(ConsoleError::Server)?;
         Ok(Console { hub, server })
     }
 

@@ -126,7 +126,9 @@ pub fn loopback_host(host: &str) -> bool {
         _ => host,
     };
     if let Some(v6) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
-        return v6.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback());
+        return v6
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
     }
     name.eq_ignore_ascii_case("localhost")
         || name

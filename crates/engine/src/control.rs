@@ -387,7 +387,10 @@ mod tests {
             "1000000000000 is above this run's limit of 1000: the most --rate accepts"
         );
         assert_eq!((c.state().level, c.state().changes), (10.0, 0));
-        assert!(rx.borrow().changes.is_empty(), "nothing reached the workers");
+        assert!(
+            rx.borrow().changes.is_empty(),
+            "nothing reached the workers"
+        );
         assert!(c.set_level(1000.0).is_ok(), "the ceiling itself is allowed");
         let detached = Control::detached(&open(10.0), Instant::now()).limited(Some(Ceiling {
             level: 20.0,

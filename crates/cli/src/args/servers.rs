@@ -69,8 +69,8 @@ pub struct WebArgs {
     /// Address to listen on. An address off the loopback needs --token.
     #[arg(long, value_name = "ADDR", default_value = belier_console::DEFAULT_ADDR)]
     pub listen: std::net::SocketAddr,
-    /// The console's token (see --web-token; 'generate' makes one). Without the flag,
-    /// BELIER_WEB_TOKEN is read.
+    /// The console's token (see --web-token; 'generate' makes one; off the loopback, 16
+    /// characters at least). Without the flag, BELIER_WEB_TOKEN is read.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Where each run's results file and HTML report are kept, one directory per run.

@@ -113,7 +113,10 @@ fn anything_but_the_loopback_needs_a_token() {
     assert!(err.to_string().contains("--metrics-listen"), "{err}");
     assert!(err.to_string().contains("--metrics-token"), "{err}");
     let short = listen(addr("0.0.0.0:9464"), Some("s3cret".into()), None).unwrap_err();
-    assert!(short.to_string().contains("at least 16 characters"), "{short}");
+    assert!(
+        short.to_string().contains("at least 16 characters"),
+        "{short}"
+    );
     let secret = "s3cret-s3cret-s3cret";
     let ok = listen(addr("0.0.0.0:9464"), Some(secret.into()), None)
         .unwrap()

@@ -79,3 +79,14 @@ pub fn page_post(addr: &str, path: &str, host: &str, origin: &str, body: &str) -
         body,
     )
 }
+
+/// The `Host` of pages whose own names were rebound to 127.0.0.1, for a listener on `port`:
+/// each looks like the loopback to a careless check (a `127.` or `localhost` prefix).
+pub fn rebound_hosts(port: u16) -> Vec<String> {
+    vec![
+        format!("127.attacker.example:{port}"),
+        "127.0.0.1.attacker.example".into(),
+        "localhost.attacker.example".into(),
+        format!("localhost.attacker.example:{port}"),
+    ]
+}
