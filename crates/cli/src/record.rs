@@ -33,8 +33,8 @@ pub struct RecordArgs {
     #[arg(long = "include-host", value_name = "H")]
     pub include_hosts: Vec<String>,
     /// Clients must send this token in Proxy-Authorization (Bearer, or Basic with it as the
-    /// password: curl --proxy-user u:TOKEN); needed off the loopback. Without the flag,
-    /// BELIER_RECORD_TOKEN is read.
+    /// password: curl --proxy-user u:TOKEN); needed off the loopback, at least 16 characters
+    /// there ('generate' makes one). Without the flag, BELIER_RECORD_TOKEN is read.
     #[arg(long = "token", value_name = "TOKEN")]
     pub token: Option<String>,
     /// Directory of the recorder's CA for HTTPS (made on first use; trust its
@@ -55,6 +55,15 @@ pub fn run(args: RecordArgs, signals: &Signals) -> anyhow::Result<u8> {
         .token
         .or_else(|| std::env::var(TOKEN_VARIABLE).ok())
         .filter(|t| !t.is_empty());
+    let token = crate::token::settle(token, args.listen, "--token <TOKEN>")?.map(|t| {
+        if t.generated {
+            eprintln!(
+                "belier record: proxy token (clients send it in Proxy-Authorization): {}",
+                t.value
+            );
+        }
+        t.value
+    });
     let upstream_ca_pem = match &args.upstream_cacert {
         Some(path) => Some(std::fs::read(path).map_err(|e| {
             InputError::new("--upstream-cacert <FILE>", path.display(), e.to_string())

@@ -9,6 +9,8 @@
 
 #[path = "support/curl.rs"]
 mod curl;
+#[path = "support/hostile.rs"]
+mod hostile;
 #[path = "support/shop.rs"]
 mod shop;
 
@@ -369,6 +371,43 @@ fn https_through_connect_with_the_recorders_ca() {
     assert_eq!(server.counts().requests, 4);
 }
 
+/// A web page reaches a loopback proxy as a server, in origin form (`POST /path`), with its own
+/// `Origin`, a `text/plain` body and any `Host` a rebinding name gives it: the proxy forwards
+/// none of it anywhere, and records nothing.
+#[test]
+fn a_web_page_cannot_use_the_loopback_proxy() {
+    let dir = temp_dir("hostile");
+    let plan = dir.join("plan.yaml");
+    let shop = Shop::start();
+    let recorder = Recorder::start(&dir, &plan, &["--max-requests", "1"]);
+    let proxy = recorder.proxy.trim_start_matches("http://").to_string();
+    let shop_host = shop.url().trim_start_matches("http://").to_string();
+    for host in [
+        proxy.as_str(),
+        shop_host.as_str(),
+        "rebound.attacker.example",
+    ] {
+        let reply = hostile::send(
+            &proxy,
+            "POST",
+            "/api/upload",
+            &[
+                ("Host", host),
+                ("Origin", "http://attacker.example"),
+                ("Content-Type", "text/plain"),
+            ],
+            "stolen",
+        );
+        assert_eq!(reply.status, 400, "Host {host}: {}", reply.body);
+    }
+    assert!(shop.seen().is_empty());
+    let Recorder { mut child, .. } = recorder;
+    let _ = child.kill();
+    let _ = child.wait();
+    let written = std::fs::read_to_string(&plan).unwrap_or_default();
+    assert!(!written.contains("upload"), "{written}");
+}
+
 #[test]
 fn off_the_loopback_the_proxy_wants_its_token() {
     let dir = temp_dir("token");
@@ -385,6 +424,26 @@ fn off_the_loopback_the_proxy_wants_its_token() {
         said.contains("'--listen <ADDR>'") && said.contains("--token"),
         "{said}"
     );
+    // A token anyone could guess is no better than none.
+    let out = belier()
+        .args([
+            "record",
+            "--listen",
+            "0.0.0.0:0",
+            "--token",
+            "s3cret-42",
+            "--out",
+        ])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("'--token <TOKEN>'") && said.contains("at least 16 characters"),
+        "{said}"
+    );
+    assert!(!said.contains("s3cret-42"), "{said}");
     if !have_curl("off_the_loopback_the_proxy_wants_its_token") {
         return;
     }
@@ -396,7 +455,7 @@ fn off_the_loopback_the_proxy_wants_its_token() {
             "--listen",
             "0.0.0.0:0",
             "--token",
-            "s3cret-42",
+            "s3cret-42-long-enough",
             "--max-requests",
             "1",
         ],
@@ -427,7 +486,7 @@ fn off_the_loopback_the_proxy_wants_its_token() {
         "--proxy",
         &proxy,
         "--proxy-user",
-        "me:s3cret-42",
+        "me:s3cret-42-long-enough",
         "-f",
         // A body large enough that curl asks for 100 Continue first.
         "-H",
