@@ -200,7 +200,13 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
     assert!(stderr.contains("needs a token"), "{stderr}");
     // A short token is one that can be guessed, whether given by flag or environment.
     let out = belier()
-        .args(["worker", "--listen", "0.0.0.0:0", "--token", "fifteen-chars-x"])
+        .args([
+            "worker",
+            "--listen",
+            "0.0.0.0:0",
+            "--token",
+            "fifteen-chars-x",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -216,12 +222,18 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("BELIER_WORKER_TOKEN off the loopback"), "{stderr}");
+    assert!(
+        stderr.contains("BELIER_WORKER_TOKEN off the loopback"),
+        "{stderr}"
+    );
     // 'generate' makes one and says it once.
     let mut worker = Belier::spawn(&["worker", "--listen", "0.0.0.0:0", "--token", "generate"]);
     let line = worker.wait_for("belier worker: token ");
     let token = line.split_whitespace().nth(3).unwrap();
-    assert!(token.len() >= 32 && token.bytes().all(|b| b.is_ascii_hexdigit()), "{line}");
+    assert!(
+        token.len() >= 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{line}"
+    );
 }
 
 #[test]
@@ -244,8 +256,17 @@ fn a_worker_with_no_token_makes_one_and_a_coordinator_without_it_is_refused() {
         .env("BELIER_WORKER_TOKEN", &token)
         .output()
         .unwrap();
-    assert_eq!(with.status.code(), Some(0), "{}", String::from_utf8_lossy(&with.stderr));
-    assert_eq!(server.counts().requests, 5, "only the coordinator with the token ran");
+    assert_eq!(
+        with.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert_eq!(
+        server.counts().requests,
+        5,
+        "only the coordinator with the token ran"
+    );
 }
 
 #[test]

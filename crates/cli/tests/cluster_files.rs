@@ -133,7 +133,14 @@ fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
     plan_in(&dir, &server, &body);
     coordinate(
         &dir,
-        &["run", "plan.yaml", "--workers", &listen, "--worker-token", TOKEN],
+        &[
+            "run",
+            "plan.yaml",
+            "--workers",
+            &listen,
+            "--worker-token",
+            TOKEN,
+        ],
     );
     assert_each_row_once(&server);
 

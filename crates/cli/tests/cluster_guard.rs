@@ -257,7 +257,11 @@ fn hostile_requests_are_refused_and_no_load_leaves() {
         authority: &localhost,
         ..Head::coordinator(&addr)
     };
-    let (hello, body) = client.json("/v1/hello", &head, &serde_json::json!({"protocol": 1, "belier": "t"}));
+    let (hello, body) = client.json(
+        "/v1/hello",
+        &head,
+        &serde_json::json!({"protocol": 1, "belier": "t"}),
+    );
     assert_eq!(hello, 200, "{body}");
 }
 
@@ -310,7 +314,10 @@ fn one_prepare_at_a_time_within_a_stated_size() {
             break;
         }
         assert_eq!(status, 400, "{body}");
-        assert!(Instant::now() < deadline, "the first prepare never held the worker");
+        assert!(
+            Instant::now() < deadline,
+            "the first prepare never held the worker"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // Beyond the stated size, refused before a byte of the body is read.
@@ -345,7 +352,10 @@ fn one_prepare_at_a_time_within_a_stated_size() {
             break;
         }
         assert!(body.contains("prepared already"), "{body}");
-        assert!(Instant::now() < deadline, "the run of a closed connection stayed");
+        assert!(
+            Instant::now() < deadline,
+            "the run of a closed connection stayed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (status, stream) = second.json("/v1/start", &head, &serde_json::json!(start));
@@ -374,8 +384,18 @@ fn a_job_reads_only_the_files_sent_with_it() {
         path: "/nowhere/plan.yaml".into(),
         text: plan_text,
     });
+    // A targets file sent with the job, whose body file is the worker's.
+    let targets = dir.join("targets.txt");
+    std::fs::write(&targets, format!("POST {url}\n@{secret_path}\n")).unwrap();
+    let targets_path = targets.display().to_string();
+    let mut targets_run = job(&["--targets", &targets_path, "-n", "1"]);
+    targets_run.files = belier_cluster::files::gather(std::slice::from_ref(&targets)).unwrap();
     let refusals = [
         (flag_run.clone(), secret_path.clone()),
+        (
+            targets_run,
+            format!("{targets_path}:2: the body file {secret_path}"),
+        ),
         (
             job(&[&url, "--unix-socket", "/run/docker.sock", "-n", "1"]),
             "--unix-socket /run/docker.sock".to_string(),
@@ -396,7 +416,7 @@ fn a_job_reads_only_the_files_sent_with_it() {
 
     // The same files, sent with the job, are read from their copies.
     let mut sent = flag_run.clone();
-    sent.files = belier_cluster::files::gather(&[secret.clone()]).unwrap();
+    sent.files = belier_cluster::files::gather(std::slice::from_ref(&secret)).unwrap();
     let [(prepared, why), (started, _)] = client.prepare_and_start(&head, &sent);
     assert_eq!((prepared, started), (200, 200), "{why}");
     assert_eq!(server.counts().requests, 1);
