@@ -5,7 +5,7 @@
 //! | `POST /v1/hello` | [`Hello`] | [`Hello`], or 409 [`Refusal`] when the protocols differ |
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
 //! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]; the body at most [`MAX_PREPARE_BYTES`], else 413) | 200, or 422 [`Refusal`] (the worker's reason), 409 when a prepare is under way or a run is prepared or running |
-//! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
+//! | `POST /v1/start` | [`Start`] (at most [`MAX_START_AHEAD`] ahead, else 400) | a stream of lines: the run's results file, line by line, with [`Note`]s between; 409 unless this connection prepared the run |
 //! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 422 [`Refusal`] when it cannot, 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
 //!
