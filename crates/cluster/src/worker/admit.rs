@@ -45,12 +45,23 @@ pub fn admit(
             "a worker takes no request from a web page (Origin or Sec-Fetch-* header)",
         ));
     }
-    let hosts = uri.authority().map(|a| a.as_str()).into_iter().chain(
-        headers
-            .get_all(header::HOST)
-            .iter()
-            .map(|h| h.to_str().unwrap_or("")),
-    );
+    let hosts: Vec<&str> = uri
+        .authority()
+        .map(|a| a.as_str())
+        .into_iter()
+        .chain(
+            headers
+                .get_all(header::HOST)
+                .iter()
+                .map(|h| h.to_str().unwrap_or("")),
+        )
+        .collect();
+    if hosts.is_empty() {
+        return Err(refused(
+            StatusCode::FORBIDDEN,
+            format!("a request to this worker names it ({listen}) as its host"),
+        ));
+    }
     for host in hosts {
         if !host_allowed(host, listen) {
             return Err(refused(
@@ -163,6 +174,14 @@ mod tests {
         ] {
             assert!(!host_allowed(refused, listen), "{refused}");
         }
+        let (path, token) = (Uri::from_static("/v1/hello"), "t");
+        let mut head = HeaderMap::new();
+        head.insert(header::AUTHORIZATION, "Bearer t".parse().unwrap());
+        head.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+        let nameless = admit(&path, &head, listen, token).unwrap_err();
+        assert_eq!(nameless.status, StatusCode::FORBIDDEN, "no host named");
+        head.insert(header::HOST, "localhost:7979".parse().unwrap());
+        assert_eq!(admit(&path, &head, listen, token), Ok(()));
         let six: SocketAddr = "[::1]:7979".parse().unwrap();
         assert!(host_allowed("[::1]:7979", six));
         assert!(!host_allowed("127.0.0.1:7979", six));
