@@ -97,11 +97,10 @@ pub fn execute(
             eprintln!("belier: worker {} at {addr} (pid {pid})", i + 1);
         }
     }
-    let token = cluster
-        .worker_token
-        .clone()
-        .or_else(|| std::env::var(TOKEN_ENV).ok())
-        .filter(|t| !t.is_empty() && spawned.is_none());
+    let token = match &spawned {
+        Some(s) => s.token.clone(),
+        None => worker_token(cluster)?,
+    };
     let mut coordinator = Coordinator::connect(&addrs, token)?;
     let offsets = coordinator.measure_clocks(CLOCK_SAMPLES)?;
     let plan = plan
@@ -226,6 +225,28 @@ pub fn execute(
     }
     drop(spawned);
     Ok(merge.finish(settle))
+}
+
+/// The workers' token: `--worker-token`, else [`TOKEN_ENV`]; every worker has one.
+fn worker_token(cluster: &ClusterArgs) -> Result<String, InputError> {
+    let (token, source) = match &cluster.worker_token {
+        Some(t) => (Some(t.clone()), "--worker-token <TOKEN>"),
+        None => (std::env::var(TOKEN_ENV).ok(), TOKEN_ENV),
+    };
+    let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+        InputError::new(
+            "--workers <HOST:PORT,…>",
+            "",
+            format!(
+                "needs the workers' token (--worker-token TOKEN or {TOKEN_ENV}): each worker \
+                 prints the one it made when it starts, or takes yours with --token"
+            ),
+        )
+    })?;
+    match belier_cluster::protocol::token_problem(&token, false) {
+        Some(why) => Err(InputError::new(source, "", why)),
+        None => Ok(token),
+    }
 }
 
 /// This run's own arguments, without the coordinator's flags.

@@ -247,7 +247,7 @@ fn clap_message(e: &clap::Error) -> String {
 }
 
 /// 32 random bytes from the system's generator, hex.
-fn new_token() -> anyhow::Result<String> {
+pub(crate) fn new_token() -> anyhow::Result<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()

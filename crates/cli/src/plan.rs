@@ -147,6 +147,11 @@ pub fn prepare_with(
 }
 
 impl Prepared {
+    /// The plan, as read.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
     /// Runs the plan's `setup`, if any, and shares what it extracted with the users and
     /// teardown. `Some(code)`: the run ends here without load (interrupted); a failed setup
     /// is an error naming why.

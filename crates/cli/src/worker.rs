@@ -3,12 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use belier_cluster::files::Received;
-use belier_cluster::protocol::{Job, Steering};
+use belier_cluster::protocol::{token_problem, Job, Steering, MIN_TOKEN_CHARS};
 use belier_cluster::worker::{self, Helm, Options, Prepared};
 use belier_engine::Control;
 use clap::Parser;
@@ -17,24 +17,20 @@ use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
 
-/// `belier worker --listen ADDR`: serves runs until Ctrl-C.
+mod local;
+mod spawned;
+
+/// The token value that asks for a token made here.
+const GENERATE: &str = "generate";
+
+/// `belier worker --listen ADDR`: serves runs until Ctrl-C (or, `--spawned`, until its
+/// coordinator is gone).
 pub fn run(args: WorkerArgs, signals: &Signals) -> anyhow::Result<u8> {
-    let token = args
-        .token
-        .or_else(|| std::env::var(TOKEN_ENV).ok())
-        .filter(|t| !t.is_empty());
     let addr: SocketAddr = args
         .listen
         .parse()
         .map_err(|e| InputError::new("--listen <ADDR>", &args.listen, format!("{e}")))?;
-    if !addr.ip().is_loopback() && token.is_none() {
-        return Err(InputError::new(
-            "--listen <ADDR>",
-            &args.listen,
-            format!("beyond the loopback a worker needs a token (--token or {TOKEN_ENV})"),
-        )
-        .into());
-    }
+    let (token, made) = token(args.token, addr)?;
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| InputError::new("--listen <ADDR>", &args.listen, format!("{e}")))?;
     let dir = args.dir.unwrap_or_else(|| {
@@ -42,23 +38,75 @@ pub fn run(args: WorkerArgs, signals: &Signals) -> anyhow::Result<u8> {
     });
     // The coordinator that spawned this worker reads this line for the port.
     println!("belier worker: listening on {}", listener.local_addr()?);
+    if made {
+        eprintln!(
+            "belier worker: token {token} (give it to the coordinator: --worker-token TOKEN or {TOKEN_ENV})"
+        );
+    }
     eprintln!("belier worker: runs' results in {}", dir.display());
+    let gone = Arc::new(AtomicBool::new(false));
+    if args.spawned {
+        spawned::watch_coordinator(Arc::clone(&gone), dir.clone());
+    }
     let signals = signals.clone();
-    worker::serve(
+    let served = worker::serve(
         listener,
         Options {
             token,
-            dir,
+            dir: dir.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
-        Box::new(Runner),
-        move || signals.stop_requested(),
-    )?;
+        Box::new(Runner {
+            local_files: args.allow_local_files,
+        }),
+        move || signals.stop_requested() || gone.load(Ordering::Relaxed),
+    );
+    if args.spawned {
+        spawned::remove(&dir);
+    }
+    served?;
     Ok(0)
 }
 
+/// The worker's token and whether it was made here (then printed once, for the user to give
+/// the coordinator): `--token`, else [`TOKEN_ENV`], else one made here on the loopback.
+fn token(flag: Option<String>, addr: SocketAddr) -> Result<(String, bool), InputError> {
+    let (given, source) = match flag {
+        Some(t) => (Some(t), "--token <TOKEN>"),
+        None => (
+            std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
+            TOKEN_ENV,
+        ),
+    };
+    let remote = !addr.ip().is_loopback();
+    match given {
+        Some(t) if t == GENERATE => Ok((made(source)?, true)),
+        Some(t) => match token_problem(&t, remote) {
+            Some(why) => Err(InputError::new(source, "", why)),
+            None => Ok((t, false)),
+        },
+        None if remote => Err(InputError::new(
+            "--listen <ADDR>",
+            addr,
+            format!(
+                "beyond the loopback a worker needs a token (--token TOKEN, --token {GENERATE} \
+                 or {TOKEN_ENV}), of at least {MIN_TOKEN_CHARS} characters"
+            ),
+        )),
+        None => Ok((made(source)?, true)),
+    }
+}
+
+fn made(source: &'static str) -> Result<String, InputError> {
+    crate::k8s::new_token()
+        .map_err(|e| InputError::new(source, GENERATE, format!("cannot make a token: {e}")))
+}
+
 /// Runs a job's arguments as the `belier` command line would.
-struct Runner;
+struct Runner {
+    /// `--allow-local-files`: a job may read this machine's files, not only those sent.
+    local_files: bool,
+}
 
 /// A run ready to start: a flag run's settings, or a plan's.
 struct Ready {
@@ -115,6 +163,9 @@ impl worker::Runner for Runner {
         let (mut settings, plan) = match cli.command {
             None => {
                 let mut load = cli.load;
+                if !self.local_files {
+                    local::refuse_unsent(&mut load, files.copies())?;
+                }
                 crate::cluster::files::localise(&mut load, files.copies());
                 let settings =
                     crate::targets::settings(load, cores).map_err(|e| format!("{e:#}"))?;
@@ -123,6 +174,9 @@ impl worker::Runner for Runner {
             Some(Command::Run(a)) => {
                 let (s, p) = crate::plan::prepare_with(*a, cores, files.copies())
                     .map_err(|e| format!("{e:#}"))?;
+                if !self.local_files {
+                    local::refuse_unsent_in_plan(p.plan(), files.copies())?;
+                }
                 (s, Some(p))
             }
             Some(_) => return Err("a worker runs load tests and plans only".into()),

@@ -172,13 +172,13 @@ fn a_worker_that_cannot_start_fails_the_start_for_all() {
     let server = Server::start(Config::default()).unwrap();
     let (a, b) = (free_port(), free_port());
     let (a, b) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
-    let mut open = Belier::spawn(&["worker", "--listen", &a]);
+    let mut open = Belier::spawn(&["worker", "--listen", &a, "--token", "ours"]);
     open.wait_for("runs' results in");
-    let mut guarded = Belier::spawn(&["worker", "--listen", &b, "--token", "t"]);
+    let mut guarded = Belier::spawn(&["worker", "--listen", &b, "--token", "theirs"]);
     guarded.wait_for("runs' results in");
     let out = belier()
         .args([&server.url("/"), "--rate", "100", "-z", "2s"])
-        .args(["--workers", &format!("{a},{b}")])
+        .args(["--workers", &format!("{a},{b}"), "--worker-token", "ours"])
         .env_remove("BELIER_WORKER_TOKEN")
         .output()
         .unwrap();
@@ -198,6 +198,75 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("needs a token"), "{stderr}");
+    // A short token is one that can be guessed, whether given by flag or environment.
+    let out = belier()
+        .args([
+            "worker",
+            "--listen",
+            "0.0.0.0:0",
+            "--token",
+            "fifteen-chars-x",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--token <TOKEN> off the loopback a token is at least 16 characters"),
+        "{stderr}"
+    );
+    let out = belier()
+        .args(["worker", "--listen", "0.0.0.0:0"])
+        .env("BELIER_WORKER_TOKEN", "x")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("BELIER_WORKER_TOKEN off the loopback"),
+        "{stderr}"
+    );
+    // 'generate' makes one and says it once.
+    let mut worker = Belier::spawn(&["worker", "--listen", "0.0.0.0:0", "--token", "generate"]);
+    let line = worker.wait_for("belier worker: token ");
+    let token = line.split_whitespace().nth(3).unwrap();
+    assert!(
+        token.len() >= 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_worker_with_no_token_makes_one_and_a_coordinator_without_it_is_refused() {
+    let server = Server::start(Config::default()).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut worker = Belier::spawn(&["worker", "--listen", &listen]);
+    let line = worker.wait_for("belier worker: token ");
+    let token = line.split_whitespace().nth(3).unwrap().to_string();
+    let without = belier()
+        .args([&server.url("/"), "-n", "5", "--workers", &listen])
+        .env_remove("BELIER_WORKER_TOKEN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&without.stderr);
+    assert_eq!(without.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs the workers' token"), "{stderr}");
+    let with = belier()
+        .args([&server.url("/"), "-n", "5", "--workers", &listen])
+        .env("BELIER_WORKER_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert_eq!(
+        with.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert_eq!(
+        server.counts().requests,
+        5,
+        "only the coordinator with the token ran"
+    );
 }
 
 #[test]
@@ -446,6 +515,9 @@ fn stderr_line(child: &mut std::process::Child, text: &str) -> (String, BufReade
     }
 }
 
+/// The namespaced workers' token: off the loopback, at least 16 characters.
+const NS_TOKEN: &str = "s3cret-namespaced-workers";
+
 #[test]
 fn workers_in_their_own_network_namespaces_take_work_with_the_token() {
     let _serial = one_at_a_time();
@@ -476,7 +548,7 @@ fn workers_in_their_own_network_namespaces_take_work_with_the_token() {
         let mut target = ns.belier(&["target", "--listen", "127.0.0.1:18080"]);
         let (_, target_err) = stderr_line(&mut target, "listening on");
         let addr = format!("10.213.{n}.2:7979");
-        let mut worker = ns.belier(&["worker", "--listen", &addr, "--token", "s3cret"]);
+        let mut worker = ns.belier(&["worker", "--listen", &addr, "--token", NS_TOKEN]);
         let (_, worker_err) = stderr_line(&mut worker, "runs' results in");
         children.push((target, target_err, worker, worker_err));
         addrs.push(addr);
@@ -501,7 +573,7 @@ fn workers_in_their_own_network_namespaces_take_work_with_the_token() {
             "--output",
             "json",
         ])
-        .args(["--workers", &workers, "--worker-token", "s3cret"])
+        .args(["--workers", &workers, "--worker-token", NS_TOKEN])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

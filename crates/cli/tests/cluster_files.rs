@@ -105,6 +105,9 @@ fn spawned_workers_read_the_plans_files_from_the_copies_sent_with_the_job() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The worker's token.
+const TOKEN: &str = "cluster-files-token";
+
 #[test]
 fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
     let server = recording_server();
@@ -116,6 +119,8 @@ fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
             "worker",
             "--listen",
             &listen,
+            "--token",
+            TOKEN,
             "--dir",
             &empty.display().to_string(),
         ],
@@ -126,7 +131,17 @@ fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
     // file by an absolute one.
     let body = dir.join("order.json").display().to_string();
     plan_in(&dir, &server, &body);
-    coordinate(&dir, &["run", "plan.yaml", "--workers", &listen]);
+    coordinate(
+        &dir,
+        &[
+            "run",
+            "plan.yaml",
+            "--workers",
+            &listen,
+            "--worker-token",
+            TOKEN,
+        ],
+    );
     assert_each_row_once(&server);
 
     // A flag run's --body-file, relative to the coordinator's directory.
@@ -142,7 +157,7 @@ fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
             "-n",
             "7",
         ])
-        .args(["--workers", &listen])
+        .args(["--workers", &listen, "--worker-token", TOKEN])
         .current_dir(&elsewhere)
         .output()
         .unwrap();

@@ -152,6 +152,16 @@ fn check_run(text: &str, docs: &[Yaml], workers: i64) -> Vec<String> {
         coordinator["initContainers"][0]["args"][4].as_str(),
         Some(list.join(",").as_str())
     );
+    // The names the coordinator dials are ones a worker listening there answers to (its
+    // Host check), and the token it reads from the Secret is long enough off the loopback.
+    let listen: std::net::SocketAddr = worker["args"][2].as_str().unwrap().parse().unwrap();
+    for address in &list {
+        assert!(
+            belier_cluster::worker::admit::host_allowed(address, listen),
+            "{address}"
+        );
+    }
+    assert_eq!(belier_cluster::protocol::token_problem(&token, true), None);
     args
 }
 

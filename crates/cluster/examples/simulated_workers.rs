@@ -7,7 +7,7 @@
 //! ```sh
 //! cargo run --release -p belier-cluster --example simulated_workers -- 100 TEMPLATE.jsonl
 //! ```
-//! prints `workers: ADDR,ADDR,…` on standard output, then serves until killed. TEMPLATE is
+//! prints `workers: ADDR,ADDR,…` on standard output, then serves until killed (token: `BELIER_WORKER_TOKEN`, else `simulated-workers`). TEMPLATE is
 //! any results file: its header is the one the simulated runs write.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -126,13 +126,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: simulated_workers N TEMPLATE.jsonl")?;
     let input = Box::new(std::io::BufReader::new(std::fs::File::open(&template)?));
     let header = Reader::open(input, &template)?.header().clone();
+    // Every worker has a token; the coordinator takes the same from its environment.
+    let token = std::env::var("BELIER_WORKER_TOKEN").unwrap_or_else(|_| "simulated-workers".into());
     let mut addrs = Vec::new();
     let mut servers = Vec::new();
     for i in 0..n {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         addrs.push(listener.local_addr()?.to_string());
         let options = Options {
-            token: None,
+            token: token.clone(),
             dir: std::env::temp_dir().join(format!("belier-sim-{}-{i}", std::process::id())),
             version: env!("CARGO_PKG_VERSION").into(),
         };

@@ -38,7 +38,7 @@ pub enum ClusterError {
         why: String,
     },
     /// The worker refused the token (or wanted one).
-    #[error("worker {worker} refused the token (401): give its token with --worker-token or BELIER_WORKER_TOKEN")]
+    #[error("worker {worker} refused the token (401): give the token it printed (or was given) with --worker-token or BELIER_WORKER_TOKEN")]
     Token {
         /// The worker's address.
         worker: String,
@@ -96,14 +96,22 @@ struct Link {
 pub struct Coordinator {
     runtime: tokio::runtime::Runtime,
     links: Vec<Link>,
-    token: Option<String>,
+    token: String,
     offsets: Vec<Offset>,
     events: Option<std_mpsc::Receiver<Event>>,
 }
 
 impl Coordinator {
     /// Connects to every worker (`HOST:PORT`) and checks that it speaks this protocol.
-    pub fn connect(workers: &[String], token: Option<String>) -> Result<Self, ClusterError> {
+    /// `token` goes with every request; it is printable ASCII
+    /// ([`crate::protocol::token_problem`]).
+    pub fn connect(workers: &[String], token: String) -> Result<Self, ClusterError> {
+        if let Some(why) = crate::protocol::token_problem(&token, false) {
+            return Err(ClusterError::Refused {
+                worker: "(all)".into(),
+                why: format!("the token {why}"),
+            });
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -277,12 +285,9 @@ impl Coordinator {
     }
 
     fn post(&self, i: usize, path: &str, body: Vec<u8>) -> Request<Full<Bytes>> {
-        let mut request = Request::post(format!("http://{}{path}", self.links[i].name))
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Some(token) = &self.token {
-            request = request.header(header::AUTHORIZATION, bearer(token));
-        }
-        request
+        Request::post(format!("http://{}{path}", self.links[i].name))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, bearer(&self.token))
             .body(Full::new(Bytes::from(body)))
             .expect("a request to a worker is well formed")
     }

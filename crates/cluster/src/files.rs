@@ -15,9 +15,6 @@ use crate::protocol::SentFile;
 /// belongs on the workers' own disks.
 pub const MAX_BYTES: u64 = 64 << 20;
 
-/// Most bytes of a prepare request: the files in base64 and room for the rest of the job.
-pub(crate) const MAX_PREPARE_BYTES: usize = (MAX_BYTES as usize).div_ceil(3) * 4 + (1 << 20);
-
 /// Why the run's files cannot go with it.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {

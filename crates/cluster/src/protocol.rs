@@ -4,18 +4,35 @@
 //! | --- | --- | --- |
 //! | `POST /v1/hello` | [`Hello`] | [`Hello`], or 409 [`Refusal`] when the protocols differ |
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
-//! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]) | 200, or 422 [`Refusal`] (the worker's reason), 409 when busy |
-//! | `POST /v1/start` | [`Start`] | a stream of lines: the run's results file, line by line, with [`Note`]s between |
+//! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]; the body at most [`MAX_PREPARE_BYTES`], else 413) | 200, or 422 [`Refusal`] (the worker's reason), 409 when a prepare is under way or a run is prepared or running |
+//! | `POST /v1/start` | [`Start`] (at most [`MAX_START_AHEAD`] ahead, else 400) | a stream of lines: the run's results file, line by line, with [`Note`]s between; 409 unless this connection prepared the run |
 //! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 400 [`Refusal`] when it cannot (a level above what the run accepts names the limit), 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
 //!
-//! Every request carries `Authorization: Bearer TOKEN` when the worker has a token; without
-//! it (or with another) the worker answers 401.
+//! A worker answers its coordinator only (see [`crate::worker::admit`]): HTTP/2 with prior
+//! knowledge (anything else: 505), no `Origin` or `Sec-Fetch-*` header and a `Host` that is
+//! the worker's (else 403), `Authorization: Bearer TOKEN` with the worker's token (else 401),
+//! `Content-Type: application/json` (else 415), a body of at most [`MAX_MESSAGE_BYTES`]
+//! (a prepare's: [`MAX_PREPARE_BYTES`]; else 413). The run a connection prepared is started on
+//! that connection and dropped when it closes.
 
 use serde::{Deserialize, Serialize};
 
 /// Version of this protocol; a worker of another version refuses the hello.
 pub const PROTOCOL: u32 = 1;
+
+/// Most bytes of a request's body but a prepare's.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 10;
+
+/// Most bytes of a prepare's body: the run's files ([`crate::files::MAX_BYTES`]) in base64
+/// and a MiB for the rest of the job.
+pub const MAX_PREPARE_BYTES: usize = (crate::files::MAX_BYTES as usize).div_ceil(3) * 4 + (1 << 20);
+
+/// Most time between a start order and the start: a coordinator gives half a second.
+pub const MAX_START_AHEAD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Fewest characters of a token off the loopback.
+pub const MIN_TOKEN_CHARS: usize = 16;
 
 /// Paths of the requests.
 pub mod path {
@@ -107,7 +124,22 @@ pub struct Start {
 impl Start {
     /// The start by the worker's own clock, nanoseconds since the Unix epoch.
     pub fn local_ns(&self) -> i128 {
-        self.at_ns + self.offset_ns
+        self.at_ns.saturating_add(self.offset_ns)
+    }
+
+    /// Why the worker, whose clock reads `now_ns`, does not take this start: one more than
+    /// [`MAX_START_AHEAD`] away would hold the worker for nothing.
+    pub fn check(&self, now_ns: i128) -> Result<(), String> {
+        let ahead = self.local_ns().saturating_sub(now_ns);
+        let most = i128::try_from(MAX_START_AHEAD.as_nanos()).unwrap_or(i128::MAX);
+        if ahead > most {
+            return Err(format!(
+                "the start is {:.0} s away; a worker starts at most {} s after the order",
+                ahead as f64 / 1e9,
+                MAX_START_AHEAD.as_secs()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -150,6 +182,24 @@ impl Note {
         line.push(b'\n');
         line
     }
+}
+
+/// The message of type `T` in `body`, or why it does not read (as a person reads it).
+pub fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("cannot read the message: {e}"))
+}
+
+/// What is wrong with `token` as a worker's token, if anything: it travels in a header, so it
+/// is printable ASCII without spaces, and off the loopback (`remote`) it is at least
+/// [`MIN_TOKEN_CHARS`] long, so it cannot be guessed.
+pub fn token_problem(token: &str, remote: bool) -> Option<String> {
+    if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Some("must be printable ASCII without spaces".into());
+    }
+    let chars = token.chars().count();
+    (remote && chars < MIN_TOKEN_CHARS).then(|| {
+        format!("off the loopback a token is at least {MIN_TOKEN_CHARS} characters (this one has {chars}); 'generate' makes one")
+    })
 }
 
 /// The header that carries the token.

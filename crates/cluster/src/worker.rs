@@ -9,24 +9,30 @@
 //! coordinator that goes away stops the run.
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
 use crate::clock::{instant_at, wall_ns};
 use crate::protocol::{
-    path, same_secret, ClockReading, Hello, Job, Note, Refusal, Start, Steering, PROTOCOL,
+    path, ClockReading, Hello, Job, Note, Refusal, Start, Steering, MAX_MESSAGE_BYTES,
+    MAX_PREPARE_BYTES, PROTOCOL,
 };
+
+pub mod admit;
+mod listen;
 
 /// How often the worker looks at the results file for new lines.
 const FOLLOW: Duration = Duration::from_millis(20);
@@ -76,8 +82,9 @@ pub trait Prepared: Send + 'static {
 
 /// How a worker serves.
 pub struct Options {
-    /// The token coordinators must send; none: any local coordinator may use the worker.
-    pub token: Option<String>,
+    /// The token coordinators must send (`Authorization: Bearer TOKEN`): a worker has one
+    /// even on the loopback, where any local process and any web page could reach it.
+    pub token: String,
     /// Where each run's directory goes (`run-N/`, its results file `run-N/results.jsonl`).
     pub dir: PathBuf,
     /// belier's version, told at hello.
@@ -87,19 +94,49 @@ pub struct Options {
 /// What the worker is doing.
 enum Slot {
     Idle,
-    /// The run and its directory.
-    Ready(Box<dyn Prepared>, PathBuf),
+    /// A prepare is reading its job or preparing its run: a second one waits its turn.
+    Preparing,
+    /// The run, its directory, and the connection that prepared it: only that connection
+    /// starts it, and its close frees the worker.
+    Ready(Box<dyn Prepared>, PathBuf, u64),
     Running(Arc<AtomicBool>, Arc<dyn Helm>),
 }
 
 struct Worker {
     options: Options,
+    /// The address the worker is bound to, which requests must name.
+    listen: SocketAddr,
     runner: Box<dyn Runner>,
     slot: Mutex<Slot>,
     runs: Mutex<u64>,
 }
 
+impl Worker {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stops the run in progress, if any.
+    fn stop_run(&self) {
+        if let Slot::Running(stop, _) = &*self.slot() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Connection `id` closed: a run it prepared and did not start is dropped.
+    fn closed(&self, id: u64) {
+        let mut slot = self.slot();
+        if matches!(&*slot, Slot::Ready(_, _, by) if *by == id) {
+            *slot = Slot::Idle;
+        }
+    }
+}
+
 type Shared = Arc<Worker>;
+
+/// The number of the HTTP/2 connection a request came on.
+#[derive(Clone, Copy)]
+struct Connection(u64);
 
 /// Serves coordinators on `listener` until `quit` says so (checked every 100 ms); a run in
 /// progress then stops first.
@@ -112,6 +149,7 @@ pub fn serve(
     std::fs::create_dir_all(&options.dir)?;
     listener.set_nonblocking(true)?;
     let worker = Arc::new(Worker {
+        listen: listener.local_addr()?,
         options,
         runner,
         slot: Mutex::new(Slot::Idle),
@@ -120,51 +158,29 @@ pub fn serve(
     let app = Router::new()
         .route(path::HELLO, post(hello))
         .route(path::CLOCK, post(clock))
-        .route(
-            path::PREPARE,
-            post(prepare).layer(DefaultBodyLimit::max(crate::files::MAX_PREPARE_BYTES)),
-        )
+        .route(path::PREPARE, post(prepare))
         .route(path::START, post(start))
         .route(path::STEER, post(steer))
         .route(path::ABORT, post(abort))
+        // A prepare reads its own body, within its own bound, once it holds the worker.
+        .layer(DefaultBodyLimit::max(MAX_MESSAGE_BYTES))
         .layer(middleware::from_fn_with_state(Arc::clone(&worker), guard))
         .with_state(Arc::clone(&worker));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        let shutdown = async move {
-            while !quit() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            if let Slot::Running(stop, _) = &*worker.slot.lock().expect("slot lock") {
-                stop.store(true, Ordering::Relaxed);
-            }
-        };
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-    })
+    let served = runtime.block_on(listen::serve(listener, app, worker, quit));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
-/// Refuses (401) a request without the worker's token.
+/// Refuses a request that is not its coordinator's ([`admit`]), before its body is read.
 async fn guard(State(w): State<Shared>, request: Request, next: Next) -> Response {
-    if let Some(token) = &w.options.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| same_secret(g.as_bytes(), token.as_bytes())) {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "this worker takes work only from a coordinator with its token".into(),
-            );
-        }
+    match admit::admit(request.uri(), request.headers(), w.listen, &w.options.token) {
+        Ok(()) => next.run(request).await,
+        Err(r) => refuse(r.status, r.why),
     }
-    next.run(request).await
 }
 
 fn refuse(status: StatusCode, error: String) -> Response {
@@ -179,12 +195,7 @@ fn json<T: serde::Serialize>(value: &T) -> Response {
 
 /// The message in `body`, or the answer refusing it.
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Box<Response>> {
-    serde_json::from_slice(body).map_err(|e| {
-        Box::new(refuse(
-            StatusCode::BAD_REQUEST,
-            format!("cannot read the message: {e}"),
-        ))
-    })
+    crate::protocol::decode(body).map_err(|e| Box::new(refuse(StatusCode::BAD_REQUEST, e)))
 }
 
 async fn hello(State(w): State<Shared>, body: Bytes) -> Response {
@@ -211,16 +222,83 @@ async fn clock() -> Response {
     json(&ClockReading { wall_ns: wall_ns() })
 }
 
-async fn prepare(State(w): State<Shared>, body: Bytes) -> Response {
+/// The worker held by one prepare; let go (idle again) unless the prepare fills it.
+struct Claim(Option<Shared>);
+
+impl Claim {
+    /// Holds the idle worker, or says what it is busy with.
+    fn take(w: &Shared) -> Result<Claim, &'static str> {
+        let mut slot = w.slot();
+        match &*slot {
+            Slot::Idle => {
+                *slot = Slot::Preparing;
+                Ok(Claim(Some(Arc::clone(w))))
+            }
+            Slot::Preparing => Err("another prepare is under way"),
+            Slot::Ready(..) => Err("a run is prepared already"),
+            Slot::Running(..) => Err("busy with another run"),
+        }
+    }
+
+    fn fill(mut self, with: Slot) {
+        if let Some(w) = self.0.take() {
+            *w.slot() = with;
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Also when the prepare's request is dropped half-read.
+        if let Some(w) = self.0.take() {
+            let mut slot = w.slot();
+            if matches!(*slot, Slot::Preparing) {
+                *slot = Slot::Idle;
+            }
+        }
+    }
+}
+
+fn too_large() -> Response {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "a job (with its files, in base64) is at most {MAX_PREPARE_BYTES} bytes on this worker"
+        ),
+    )
+}
+
+/// One prepare at a time: the worker is held before the job is read, and the job is read
+/// within [`MAX_PREPARE_BYTES`], so no number of prepares can make it buffer more than one.
+async fn prepare(
+    State(w): State<Shared>,
+    Extension(conn): Extension<Connection>,
+    request: Request,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_PREPARE_BYTES as u64) {
+        return too_large();
+    }
+    let claim = match Claim::take(&w) {
+        Ok(c) => c,
+        Err(why) => return refuse(StatusCode::CONFLICT, why.into()),
+    };
+    let limited = http_body_util::Limited::new(request.into_body(), MAX_PREPARE_BYTES);
+    let body = match limited.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("cannot read the job: {e}")),
+    };
     let job: Job = match parse(&body) {
         Ok(j) => j,
         Err(r) => return *r,
     };
-    if matches!(*w.slot.lock().expect("slot lock"), Slot::Running(..)) {
-        return refuse(StatusCode::CONFLICT, "busy with another run".into());
-    }
     let dir = {
-        let mut runs = w.runs.lock().expect("runs lock");
+        let mut runs = w.runs.lock().unwrap_or_else(PoisonError::into_inner);
         *runs += 1;
         w.options.dir.join(format!("run-{runs}"))
     };
@@ -234,35 +312,54 @@ async fn prepare(State(w): State<Shared>, body: Bytes) -> Response {
     .unwrap_or_else(|_| Err("preparing the run panicked".into()));
     match prepared {
         Ok((p, dir)) => {
-            *w.slot.lock().expect("slot lock") = Slot::Ready(p, dir);
+            claim.fill(Slot::Ready(p, dir, conn.0));
             json(&serde_json::json!({}))
         }
         Err(why) => refuse(StatusCode::UNPROCESSABLE_ENTITY, why),
     }
 }
 
-async fn start(State(w): State<Shared>, body: Bytes) -> Response {
+/// The run prepared on this connection, now running; or why not.
+fn take_ready(
+    w: &Worker,
+    conn: Connection,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Box<dyn Prepared>, PathBuf), &'static str> {
+    let mut slot = w.slot();
+    match std::mem::replace(&mut *slot, Slot::Idle) {
+        Slot::Ready(p, dir, by) if by == conn.0 => {
+            *slot = Slot::Running(Arc::clone(stop), p.helm());
+            Ok((p, dir))
+        }
+        other => {
+            let why = match &other {
+                Slot::Running(..) => "busy with another run",
+                Slot::Ready(..) => "the run was prepared by another coordinator",
+                Slot::Preparing => "a prepare is under way",
+                Slot::Idle => "no run prepared",
+            };
+            *slot = other;
+            Err(why)
+        }
+    }
+}
+
+async fn start(
+    State(w): State<Shared>,
+    Extension(conn): Extension<Connection>,
+    body: Bytes,
+) -> Response {
     let when: Start = match parse(&body) {
         Ok(s) => s,
         Err(r) => return *r,
     };
+    if let Err(why) = when.check(wall_ns()) {
+        return refuse(StatusCode::BAD_REQUEST, why);
+    }
     let stop = Arc::new(AtomicBool::new(false));
-    let (prepared, dir) = {
-        let mut slot = w.slot.lock().expect("slot lock");
-        match std::mem::replace(&mut *slot, Slot::Idle) {
-            Slot::Ready(p, dir) => {
-                *slot = Slot::Running(Arc::clone(&stop), p.helm());
-                (p, dir)
-            }
-            other => {
-                let why = match &other {
-                    Slot::Running(..) => "busy with another run",
-                    _ => "no run prepared",
-                };
-                *slot = other;
-                return refuse(StatusCode::CONFLICT, why.into());
-            }
-        }
+    let (prepared, dir) = match take_ready(&w, conn, &stop) {
+        Ok(ready) => ready,
+        Err(why) => return refuse(StatusCode::CONFLICT, why.into()),
     };
     let (lines, out) = mpsc::channel::<Bytes>(64);
     let deadline = instant_at(when.local_ns());
@@ -290,7 +387,7 @@ async fn start(State(w): State<Shared>, body: Bytes) -> Response {
         if let Some(why) = failed {
             let _ = lines.blocking_send(Bytes::from(Note::Failed(why).line()));
         }
-        *worker.slot.lock().expect("slot lock") = Slot::Idle;
+        *worker.slot() = Slot::Idle;
     });
     let stream = futures_util::stream::unfold(out, |mut out| async move {
         out.recv()
@@ -309,7 +406,7 @@ async fn steer(State(w): State<Shared>, body: Bytes) -> Response {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    let helm = match &*w.slot.lock().expect("slot lock") {
+    let helm = match &*w.slot() {
         Slot::Running(_, helm) => Arc::clone(helm),
         _ => return refuse(StatusCode::CONFLICT, "no run is going".into()),
     };
@@ -320,11 +417,11 @@ async fn steer(State(w): State<Shared>, body: Bytes) -> Response {
 }
 
 async fn abort(State(w): State<Shared>) -> Response {
-    let mut slot = w.slot.lock().expect("slot lock");
+    let mut slot = w.slot();
     match &*slot {
         Slot::Running(stop, _) => stop.store(true, Ordering::Relaxed),
         Slot::Ready(..) => *slot = Slot::Idle,
-        Slot::Idle => {}
+        Slot::Idle | Slot::Preparing => {}
     }
     json(&serde_json::json!({}))
 }

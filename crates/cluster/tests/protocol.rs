@@ -67,12 +67,15 @@ impl Prepared for Replaying {
     }
 }
 
+/// The workers' token, unless a test says otherwise.
+const TOKEN: &str = "test-token-0123456789";
+
 /// A worker on a free loopback port, serving until the test ends.
-fn worker(token: Option<&str>, pause: Duration) -> String {
+fn worker(token: &str, pause: Duration) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let options = Options {
-        token: token.map(String::from),
+        token: token.into(),
         dir: std::env::temp_dir()
             .join(format!("belier-cluster-test-{}-{addr}", std::process::id())),
         version: "test".into(),
@@ -94,10 +97,10 @@ fn job(first: &str, index: u32, count: u32) -> Job {
 #[test]
 fn a_run_streams_record_by_record_and_ends() {
     let addrs = vec![
-        worker(None, Duration::from_millis(50)),
-        worker(None, Duration::from_millis(50)),
+        worker(TOKEN, Duration::from_millis(50)),
+        worker(TOKEN, Duration::from_millis(50)),
     ];
-    let mut c = Coordinator::connect(&addrs, None).unwrap();
+    let mut c = Coordinator::connect(&addrs, TOKEN.into()).unwrap();
     let offsets = c.measure_clocks(4).unwrap();
     assert_eq!(offsets.len(), 2);
     for o in &offsets {
@@ -136,8 +139,8 @@ fn a_run_streams_record_by_record_and_ends() {
 
 #[test]
 fn a_refusal_names_the_worker_and_its_reason() {
-    let addrs = vec![worker(None, Duration::ZERO), worker(None, Duration::ZERO)];
-    let c = Coordinator::connect(&addrs, None).unwrap();
+    let addrs = vec![worker(TOKEN, Duration::ZERO), worker(TOKEN, Duration::ZERO)];
+    let c = Coordinator::connect(&addrs, TOKEN.into()).unwrap();
     let err = c.prepare(&[job("ok", 1, 2), job("bad", 2, 2)]).unwrap_err();
     assert!(matches!(err, ClusterError::Refused { .. }), "{err}");
     assert_eq!(
@@ -157,8 +160,8 @@ fn a_job_carries_its_files_up_to_the_bound() {
     std::fs::write(&small, "id\n1\n").unwrap();
     let large_file = std::fs::File::create(&large).unwrap();
     large_file.set_len(files::MAX_BYTES - 5).unwrap();
-    let addrs = vec![worker(None, Duration::ZERO)];
-    let c = Coordinator::connect(&addrs, None).unwrap();
+    let addrs = vec![worker(TOKEN, Duration::ZERO)];
+    let c = Coordinator::connect(&addrs, TOKEN.into()).unwrap();
     let mut j = job("ok", 1, 1);
     j.files = files::gather(&[small, large]).unwrap();
     c.prepare(&[j]).unwrap();
@@ -167,18 +170,25 @@ fn a_job_carries_its_files_up_to_the_bound() {
 
 #[test]
 fn the_token_is_checked() {
-    let addrs = vec![worker(Some("s3cret"), Duration::ZERO)];
-    for given in [None, Some("wrong".to_string())] {
-        let err = Coordinator::connect(&addrs, given).err().expect("refused");
-        assert!(matches!(err, ClusterError::Token { .. }), "{err}");
+    let addrs = vec![worker("s3cret", Duration::ZERO)];
+    let err = Coordinator::connect(&addrs, "wrong".into())
+        .err()
+        .expect("refused");
+    assert!(matches!(err, ClusterError::Token { .. }), "{err}");
+    // A token that cannot travel in a header is refused before anything is sent.
+    for unusable in ["", "two words", "line\nbreak"] {
+        let err = Coordinator::connect(&addrs, unusable.into())
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("printable ASCII"), "{err}");
     }
-    Coordinator::connect(&addrs, Some("s3cret".into())).unwrap();
+    Coordinator::connect(&addrs, "s3cret".into()).unwrap();
 }
 
 #[test]
 fn an_abort_stops_the_run_and_a_stream_cut_short_is_a_loss() {
-    let addrs = vec![worker(None, Duration::from_millis(400))];
-    let mut c = Coordinator::connect(&addrs, None).unwrap();
+    let addrs = vec![worker(TOKEN, Duration::from_millis(400))];
+    let mut c = Coordinator::connect(&addrs, TOKEN.into()).unwrap();
     c.prepare(&[job("ok", 1, 1)]).unwrap();
     c.start(Duration::from_millis(50), Duration::from_secs(3), None)
         .unwrap();
@@ -208,7 +218,7 @@ fn another_protocol_version_is_refused_at_hello() {
     use http_body_util::{BodyExt, Full};
     use hyper_util::rt::{TokioExecutor, TokioIo};
 
-    let addr = worker(None, Duration::ZERO);
+    let addr = worker(TOKEN, Duration::ZERO);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -222,6 +232,8 @@ fn another_protocol_version_is_refused_at_hello() {
         tokio::spawn(connection);
         let hello = r#"{"protocol":999,"belier":"9.9.9"}"#;
         let request = hyper::Request::post(format!("http://{addr}/v1/hello"))
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {TOKEN}"))
             .body(Full::new(bytes::Bytes::from(hello)))
             .unwrap();
         let response = sender.send_request(request).await.unwrap();

@@ -71,9 +71,20 @@ pub struct WorkerArgs {
     #[arg(long = "listen", value_name = "ADDR", default_value = "127.0.0.1:7979")]
     pub listen: String,
 
-    /// The token a coordinator must send [default: $BELIER_WORKER_TOKEN].
+    /// The token a coordinator must send ('generate': make one) [default: $BELIER_WORKER_TOKEN;
+    /// without either, one is made and printed]. Off the loopback at least 16 characters.
     #[arg(long = "token", value_name = "TOKEN")]
     pub token: Option<String>,
+
+    /// Let jobs read this machine's files (body, targets, TLS, plan data files, Unix sockets)
+    /// besides those their coordinator sends with them.
+    #[arg(long = "allow-local-files")]
+    pub allow_local_files: bool,
+
+    /// Started by a coordinator's --spawn: stop when its standard input closes (the
+    /// coordinator is gone) and remove --dir.
+    #[arg(long = "spawned", hide = true)]
+    pub spawned: bool,
 
     /// Directory for each run's results file [default: a directory under the system's
     /// temporary directory].

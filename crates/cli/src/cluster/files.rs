@@ -33,7 +33,7 @@ pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile
 }
 
 /// The files a flag run reads, as its arguments name them.
-fn named(load: &mut LoadArgs) -> Vec<&mut PathBuf> {
+pub(crate) fn named(load: &mut LoadArgs) -> Vec<&mut PathBuf> {
     let r = &mut load.request;
     let targets = load
         .targets

@@ -80,6 +80,11 @@ impl Belier {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Ctrl-C.
     pub fn interrupt(&self) {
         let ok = Command::new("kill")
