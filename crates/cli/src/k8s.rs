@@ -112,7 +112,7 @@ fn render(mut place: PlaceArgs) -> anyhow::Result<(Run, String)> {
     })?;
     let token = match place.token_secret {
         Some(name) => Token::Secret(name),
-        None => Token::Generated(new_token()?),
+        None => Token::Generated(crate::token::generate()?),
     };
     let run = Run {
         name: place.run_name,
@@ -244,16 +244,6 @@ fn clap_message(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
     first.trim_start_matches("error: ").to_string()
-}
-
-/// 32 random bytes from the system's generator, hex.
-pub(crate) fn new_token() -> anyhow::Result<String> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 32];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| anyhow::anyhow!("the system's random generator failed"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `belier k8s run`: `kubectl apply -f -`, then `kubectl logs -f` of the coordinator.

@@ -74,7 +74,7 @@ pub fn token_from_env() -> Option<String> {
 }
 
 /// Validates `--metrics-listen`, `--metrics-token` and `--metrics-linger`: a listener that is
-/// not on the loopback needs a token, of [`crate::token::MIN_REMOTE`] characters at least.
+/// not on the loopback needs a token, of [`belier_cluster::protocol::MIN_TOKEN_CHARS`] characters at least.
 pub fn listen(
     addr: Option<SocketAddr>,
     token: Option<String>,

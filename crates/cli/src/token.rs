@@ -1,17 +1,16 @@
-//! The tokens of belier's listeners (the web console, the Prometheus exporter): made on
-//! request, and off the loopback long enough that nobody guesses one.
+//! The tokens of belier's listeners (the web console, the Prometheus exporter, the recording
+//! proxy, the worker): made on request, and off the loopback long enough that nobody guesses
+//! one. The rule itself ([`token_problem`]) lives with the worker's protocol, whose
+//! coordinator checks the token it is given by the same rule.
 
 use std::net::SocketAddr;
+
+use belier_cluster::protocol::token_problem;
 
 use crate::settings::InputError;
 
 /// The token value that asks belier to make one.
 pub const GENERATE: &str = "generate";
-
-/// Fewest characters a token of a listener off the loopback may have: 16 characters of a
-/// 64-letter alphabet are 96 bits, beyond guessing over the network. On the loopback, only
-/// the machine's own users reach the listener, and any token keeps another user's pages out.
-pub const MIN_REMOTE: usize = 16;
 
 /// A token settled: given, or made here (then the caller prints it, once).
 pub struct Token {
@@ -21,7 +20,7 @@ pub struct Token {
     pub generated: bool,
 }
 
-/// Makes a token if `given` is [`GENERATE`], and refuses one shorter than [`MIN_REMOTE`] for
+/// Makes a token if `given` is [`GENERATE`], and refuses one shorter than [`belier_cluster::protocol::MIN_TOKEN_CHARS`] for
 /// a listener at `addr` off the loopback, naming `flag`.
 pub fn settle(
     given: Option<String>,
@@ -37,14 +36,12 @@ pub fn settle(
             generated: true,
         }));
     }
-    let length = value.chars().count();
-    if !addr.ip().is_loopback() && length < MIN_REMOTE {
+    if let Some(why) = token_problem(&value, !addr.ip().is_loopback()) {
         return Err(InputError::new(
             flag,
-            format!("<{length} characters>"),
+            format!("<{} characters>", value.chars().count()),
             format!(
-                "off the loopback a token needs at least {MIN_REMOTE} characters; \
-                 '{} {GENERATE}' makes one",
+                "{why}; '{} {GENERATE}' makes one",
                 flag.split(' ').next().unwrap_or(flag)
             ),
         ));
@@ -55,11 +52,13 @@ pub fn settle(
     }))
 }
 
-/// 128 random bits from the kernel, in hex.
-fn generate() -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+/// 256 random bits from the system's generator, in hex.
+pub fn generate() -> anyhow::Result<String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("the system's random generator failed"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -95,7 +94,7 @@ mod tests {
         let made = settle(Some(GENERATE.into()), remote, "--t")
             .unwrap()
             .unwrap();
-        assert!(made.generated && made.value.len() == 32);
+        assert!(made.generated && made.value.len() == 64);
         assert!(made.value.bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(settle(None, remote, "--t").unwrap().is_none());
     }

@@ -344,7 +344,7 @@ mod tests {
         )
         .unwrap();
         let token = l.token.clone().unwrap();
-        assert_eq!(token.len(), 32);
+        assert_eq!(token.len(), 64);
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()) && l.generated);
         assert!(!format!("{l:?}").contains(&token), "Debug shows no token");
         for bad in ["", "a b", "a;b", "a%20", "ü"] {

@@ -16,12 +16,10 @@ use clap::Parser;
 use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};
 use crate::settings::{InputError, Settings};
 use crate::signals::Signals;
+use crate::token::GENERATE;
 
 mod local;
 mod spawned;
-
-/// The token value that asks for a token made here.
-const GENERATE: &str = "generate";
 
 /// `belier worker --listen ADDR`: serves runs until Ctrl-C (or, `--spawned`, until its
 /// coordinator is gone).
@@ -82,7 +80,11 @@ fn token(flag: Option<String>, addr: SocketAddr) -> Result<(String, bool), Input
     match given {
         Some(t) if t == GENERATE => Ok((made(source)?, true)),
         Some(t) => match token_problem(&t, remote) {
-            Some(why) => Err(InputError::new(source, "", why)),
+            Some(why) => Err(InputError::new(
+                source,
+                "",
+                format!("{why}; '--token {GENERATE}' makes one"),
+            )),
             None => Ok((t, false)),
         },
         None if remote => Err(InputError::new(
@@ -98,7 +100,7 @@ fn token(flag: Option<String>, addr: SocketAddr) -> Result<(String, bool), Input
 }
 
 fn made(source: &'static str) -> Result<String, InputError> {
-    crate::k8s::new_token()
+    crate::token::generate()
         .map_err(|e| InputError::new(source, GENERATE, format!("cannot make a token: {e}")))
 }
 

@@ -308,7 +308,7 @@ fn every_call_needs_the_token_and_control_refuses_other_origins() {
         .expect("the token printed")
         .1
         .to_string();
-    assert_eq!(token.len(), 32, "{line}");
+    assert_eq!(token.len(), 64, "{line}");
     let console = format!("http://127.0.0.1:{port}");
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str())];

@@ -31,7 +31,10 @@ pub const MAX_PREPARE_BYTES: usize = (crate::files::MAX_BYTES as usize).div_ceil
 /// Most time between a start order and the start: a coordinator gives half a second.
 pub const MAX_START_AHEAD: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Fewest characters of a token off the loopback.
+/// Fewest characters of a listener's token off the loopback (the worker's, the console's, the
+/// exporter's, the recording proxy's): 16 characters of a 64-letter alphabet are 96 bits,
+/// beyond guessing over the network. On the loopback, only the machine's own users reach the
+/// listener, and any token keeps another user's pages out.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
 /// Paths of the requests.
@@ -198,7 +201,7 @@ pub fn token_problem(token: &str, remote: bool) -> Option<String> {
     }
     let chars = token.chars().count();
     (remote && chars < MIN_TOKEN_CHARS).then(|| {
-        format!("off the loopback a token is at least {MIN_TOKEN_CHARS} characters (this one has {chars}); 'generate' makes one")
+        format!("off the loopback a token is at least {MIN_TOKEN_CHARS} characters (this one has {chars})")
     })
 }
 

@@ -32,7 +32,7 @@ impl Spawned {
             lifelines: Vec::new(),
             dir,
             addrs: Vec::new(),
-            token: crate::k8s::new_token()?,
+            token: crate::token::generate()?,
         };
         for i in 1..=n {
             // Each worker works in its own directory: what the run reads comes with its job,
