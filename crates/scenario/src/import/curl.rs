@@ -10,8 +10,11 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 
+use belier_engine::request::{rules, InvalidRequest};
+
 use super::draft::{Draft, DraftRequest, DraftStep};
 use super::error::ImportError;
+use super::headers::check_header;
 
 /// What the errors call the input.
 const INPUT: &str = "curl command";
@@ -135,12 +138,15 @@ pub fn from_curl(
     let (mut cacert, mut unix_socket) = (None, None);
     let (mut compressed, mut follow, mut cookies) = (false, false, false);
     let mut notes = Vec::new();
-    let mut words = words.peekable();
-    while let Some(word) = words.next() {
+    // Arguments numbered from 1 after `curl`, for errors that name one.
+    let mut words = words.enumerate().map(|(i, w)| (i + 1, w)).peekable();
+    // The argument each -H header came from.
+    let mut header_args: Vec<usize> = Vec::new();
+    while let Some((arg, word)) = words.next() {
         let (options, inline): (Vec<String>, Option<String>) =
             if let Some(long) = word.strip_prefix("--") {
                 if long.is_empty() {
-                    urls.extend(words.by_ref());
+                    urls.extend(words.by_ref().map(|(_, w)| w));
                     break;
                 }
                 (vec![format!("--{long}")], None)
@@ -178,7 +184,7 @@ pub fn from_curl(
                     ))
                 }
                 Some(false) => String::new(),
-                Some(true) => match inline.take().or_else(|| words.next()) {
+                Some(true) => match inline.take().or_else(|| words.next().map(|(_, w)| w)) {
                     Some(v) => v,
                     None => {
                         return Err(ImportError::new(
@@ -188,9 +194,35 @@ pub fn from_curl(
                     }
                 },
             };
+            // What becomes a header (or the method) must be one a plan can hold.
+            let refuse = |why: &str| {
+                ImportError::new(
+                    INPUT,
+                    format!("argument {arg} (`{opt}` `{}`): {why}", shown(&value)),
+                )
+            };
+            let added_header = match opt.as_str() {
+                "-A" | "--user-agent" => Some("User-Agent"),
+                "-e" | "--referer" => Some("Referer"),
+                "-b" | "--cookie" => Some("Cookie"),
+                _ => None,
+            };
+            if let Some(name) = added_header {
+                check_header(name, &value).map_err(|(_, why)| refuse(&why))?;
+            }
             match opt.as_str() {
-                "-X" | "--request" => method = Some(value),
-                "-H" | "--header" => headers.push(header(&value)?),
+                "-X" | "--request" => {
+                    rules::check_method(&value).map_err(|p| {
+                        refuse(&InvalidRequest::Method(value.clone(), p).to_string())
+                    })?;
+                    method = Some(value)
+                }
+                "-H" | "--header" => {
+                    let (name, v) = header(&value)?;
+                    check_header(&name, &v).map_err(|(_, why)| refuse(&why))?;
+                    headers.push((name, v));
+                    header_args.push(arg);
+                }
                 "-d" | "--data" | "--data-ascii" => data.push(Data::Ascii(value)),
                 "--data-raw" => data.push(Data::Raw(value)),
                 "--data-binary" => data.push(Data::Binary(value)),
@@ -308,6 +340,7 @@ pub fn from_curl(
             "application/x-www-form-urlencoded".into(),
         ));
     }
+    framing(&all, &header_args, body.as_ref())?;
     let request = CurlRequest {
         method,
         url,
@@ -411,8 +444,54 @@ fn header(raw: &str) -> Result<(String, String), ImportError> {
     }
 }
 
+/// `headers` (the first ones from -H, given at `header_args`) against the body: a
+/// `Content-Length` or `Transfer-Encoding` that contradicts it is refused at its argument, as
+/// belier would refuse the flags. With a body file (not read here) neither is taken: belier
+/// writes the file's length.
+fn framing(
+    headers: &[(String, String)],
+    header_args: &[usize],
+    body: Option<&CurlBody>,
+) -> Result<(), ImportError> {
+    let is_framing = |n: &str| {
+        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+    };
+    let Some(i) = headers.iter().position(|(n, _)| is_framing(n)) else {
+        return Ok(());
+    };
+    let (name, value) = &headers[i];
+    let at = |why: &str| {
+        let arg = header_args
+            .get(i)
+            .map_or(String::new(), |a| format!("argument {a} "));
+        ImportError::new(INPUT, format!("{arg}(`-H` `{name}: {value}`): {why}"))
+    };
+    match body {
+        Some(CurlBody::File(path)) => Err(at(&format!(
+            "a body file ({}) goes with the length belier writes; leave `{name}` out",
+            path.display()
+        ))),
+        Some(CurlBody::Text(text)) => {
+            rules::check_framing(headers, text.as_bytes()).map_err(|e| at(&e.to_string()))
+        }
+        None => rules::check_framing(headers, b"").map_err(|e| at(&e.to_string())),
+    }
+}
+
+/// `text` for a message: control characters escaped, cut after 60 characters.
+fn shown(text: &str) -> String {
+    let mut out: String = text.chars().take(60).flat_map(char::escape_debug).collect();
+    if text.chars().nth(60).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// The URL with a scheme (curl takes `host/path` as `http://host/path`), checked.
 fn absolute(url: &str) -> Result<String, ImportError> {
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    rules::check_line(url)
+        .map_err(|p| ImportError::new(INPUT, format!("the URL `{}` {p}", shown(url))))?;
     let with_scheme = if url.contains("://") {
         url.to_string()
     } else {
