@@ -540,7 +540,8 @@ fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {
     } else {
         Err(InputError::new(
             flag,
-            s,
+            // Escaped: a CR in an error message would garble the terminal line.
+            s.escape_debug(),
             "must be a non-empty HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
         ))
     }
