@@ -203,13 +203,9 @@ mod tests {
         assert_eq!(got.matches("Host:").count(), 1);
     }
 
-    #[test]
-    fn outgoing_reuses_the_buffer_and_matches_encode() {
-        let mut s = spec();
-        s.method = "POST".into();
-        s.headers = vec![("X-Token".into(), "abc".into())];
-        s.body = b"hi".to_vec();
-        let outgoing = Outgoing {
+    /// The scripted user's request that `s` is.
+    fn outgoing_of(s: &RequestSpec) -> Outgoing {
+        Outgoing {
             step: 0,
             origin: 0,
             method: s.method.clone(),
@@ -218,7 +214,16 @@ mod tests {
             body: s.body.clone(),
             keep_body: false,
             timeout: None,
-        };
+        }
+    }
+
+    #[test]
+    fn outgoing_reuses_the_buffer_and_matches_encode() {
+        let mut s = spec();
+        s.method = "POST".into();
+        s.headers = vec![("X-Token".into(), "abc".into())];
+        s.body = b"hi".to_vec();
+        let outgoing = outgoing_of(&s);
         let mut buf = b"stale bytes".to_vec();
         encode_outgoing(&mut buf, &outgoing, "127.0.0.1:8080", false).unwrap();
         assert_eq!(buf, encode(&s, false).unwrap());
@@ -227,7 +232,8 @@ mod tests {
     #[test]
     fn a_request_that_breaks_the_rules_is_never_encoded() {
         use rules::{Framing, Problem};
-        let cases: Vec<(fn(&mut RequestSpec), InvalidRequest)> = vec![
+        type Change = fn(&mut RequestSpec);
+        let cases: Vec<(Change, InvalidRequest)> = vec![
             (
                 |s| s.headers = vec![("X-A".into(), "a\r\nX-Injected: 1".into())],
                 InvalidRequest::HeaderValue("X-A".into(), Problem::LineBreak('\r')),
@@ -263,16 +269,7 @@ mod tests {
             let mut s = spec();
             change(&mut s);
             assert_eq!(encode(&s, true), Err(expected.clone()));
-            let outgoing = Outgoing {
-                step: 0,
-                origin: 0,
-                method: s.method.clone(),
-                path_and_query: s.path_and_query.clone(),
-                headers: s.headers.clone(),
-                body: s.body.clone(),
-                keep_body: false,
-                timeout: None,
-            };
+            let outgoing = outgoing_of(&s);
             let mut buf = b"stale bytes".to_vec();
             let host = host_header(&s.host, s.port);
             assert_eq!(

@@ -104,8 +104,11 @@ fn serve(mut stream: TcpStream, all: &Mutex<Vec<u8>>) {
     }
 }
 
+/// A change that breaks a request.
+type Breaker = fn(&mut Outgoing);
+
 /// Ways to break a request, each trying to smuggle `X-Injected` onto the wire.
-fn breakers() -> Vec<(&'static str, fn(&mut Outgoing))> {
+fn breakers() -> Vec<(&'static str, Breaker)> {
     vec![
         ("header value", |o| {
             o.headers.push(("X-A".into(), "a\r\nX-Injected: 1".into()))
