@@ -670,6 +670,19 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
             assert!(rest.contains(words), "{name} ({command}): {err}");
         }
     }
+    // A length from -H for every step's body: refused before anything is sent.
+    let plan = write(
+        &dir,
+        "good.yaml",
+        &format!("{good_head}      - post: /\n        body: hello\n"),
+    );
+    let out = run_plan(&plan, &s, &["-i", "1", "-H", "Content-Length: 5"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("'Content-Length: 5' for '--header <'NAME: VALUE'>': cannot apply to every step of a plan"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(s.counts().requests, 0, "a bad plan sends nothing");
 }
 
