@@ -482,6 +482,10 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
             "'Content-Length: 100' for '--header <'NAME: VALUE'>': `Content-Length: 100` does not match the body, which is 5 bytes",
         ),
         (
+            &["http://127.0.0.1:1/", "--proxy", "http://127.0.0.1:3128\r\nX: 1"],
+            "for '--proxy <URL>': holds a line break",
+        ),
+        (
             &["http://127.0.0.1:1/", "-H", "Transfer-Encoding: chunked", "-d", "hello"],
             "`Transfer-Encoding: chunked` with a body of 5 bytes that is not chunk-encoded",
         ),
