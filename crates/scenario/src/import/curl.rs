@@ -194,33 +194,11 @@ pub fn from_curl(
                     }
                 },
             };
-            // What becomes a header (or the method) must be one a plan can hold.
-            let refuse = |why: &str| {
-                ImportError::new(
-                    INPUT,
-                    format!("argument {arg} (`{opt}` `{}`): {why}", shown(&value)),
-                )
-            };
-            let added_header = match opt.as_str() {
-                "-A" | "--user-agent" => Some("User-Agent"),
-                "-e" | "--referer" => Some("Referer"),
-                "-b" | "--cookie" => Some("Cookie"),
-                _ => None,
-            };
-            if let Some(name) = added_header {
-                check_header(name, &value).map_err(|(_, why)| refuse(&why))?;
-            }
+            check_option(&opt, arg, &value)?;
             match opt.as_str() {
-                "-X" | "--request" => {
-                    rules::check_method(&value).map_err(|p| {
-                        refuse(&InvalidRequest::Method(value.clone(), p).to_string())
-                    })?;
-                    method = Some(value)
-                }
+                "-X" | "--request" => method = Some(value),
                 "-H" | "--header" => {
-                    let (name, v) = header(&value)?;
-                    check_header(&name, &v).map_err(|(_, why)| refuse(&why))?;
-                    headers.push((name, v));
+                    headers.push(header(&value)?);
                     header_args.push(arg);
                 }
                 "-d" | "--data" | "--data-ascii" => data.push(Data::Ascii(value)),
@@ -441,6 +419,34 @@ fn header(raw: &str) -> Result<(String, String), ImportError> {
             INPUT,
             format!("option `-H` expects 'Name: value', found `{raw}`"),
         )),
+    }
+}
+
+/// What option `opt` (argument `arg`) makes of `value` must be what a plan and belier's flags
+/// can hold: a method that is a token, a header (`-H`, `-A`, `-e`, `-b`) with no CR, LF or NUL
+/// and a token for a name. Refused at the argument otherwise.
+fn check_option(opt: &str, arg: usize, value: &str) -> Result<(), ImportError> {
+    let refuse = |why: String| {
+        ImportError::new(
+            INPUT,
+            format!("argument {arg} (`{opt}` `{}`): {why}", shown(value)),
+        )
+    };
+    let header = match opt {
+        "-X" | "--request" => {
+            return rules::check_method(value)
+                .map_err(|p| refuse(InvalidRequest::Method(value.into(), p).to_string()))
+        }
+        // A malformed -H is `header`'s to name.
+        "-H" | "--header" => header(value).ok(),
+        "-A" | "--user-agent" => Some(("User-Agent".into(), value.into())),
+        "-e" | "--referer" => Some(("Referer".into(), value.into())),
+        "-b" | "--cookie" => Some(("Cookie".into(), value.into())),
+        _ => None,
+    };
+    match header {
+        Some((name, v)) => check_header(&name, &v).map_err(|(_, why)| refuse(why)),
+        None => Ok(()),
     }
 }
 
