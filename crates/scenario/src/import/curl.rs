@@ -10,11 +10,14 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 
-use belier_engine::request::{rules, InvalidRequest};
+use belier_engine::request::rules;
 
 use super::draft::{Draft, DraftRequest, DraftStep};
 use super::error::ImportError;
-use super::headers::check_header;
+
+mod refusals;
+
+use refusals::{check_option, framing, shown};
 
 /// What the errors call the input.
 const INPUT: &str = "curl command";
@@ -410,7 +413,7 @@ fn takes_value(opt: &str) -> Option<bool> {
     }
 }
 
-fn header(raw: &str) -> Result<(String, String), ImportError> {
+pub(super) fn header(raw: &str) -> Result<(String, String), ImportError> {
     match raw.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
@@ -420,77 +423,6 @@ fn header(raw: &str) -> Result<(String, String), ImportError> {
             format!("option `-H` expects 'Name: value', found `{raw}`"),
         )),
     }
-}
-
-/// What option `opt` (argument `arg`) makes of `value` must be what a plan and belier's flags
-/// can hold: a method that is a token, a header (`-H`, `-A`, `-e`, `-b`) with no CR, LF or NUL
-/// and a token for a name. Refused at the argument otherwise.
-fn check_option(opt: &str, arg: usize, value: &str) -> Result<(), ImportError> {
-    let refuse = |why: String| {
-        ImportError::new(
-            INPUT,
-            format!("argument {arg} (`{opt}` `{}`): {why}", shown(value)),
-        )
-    };
-    let header = match opt {
-        "-X" | "--request" => {
-            return rules::check_method(value)
-                .map_err(|p| refuse(InvalidRequest::Method(value.into(), p).to_string()))
-        }
-        // A malformed -H is `header`'s to name.
-        "-H" | "--header" => header(value).ok(),
-        "-A" | "--user-agent" => Some(("User-Agent".into(), value.into())),
-        "-e" | "--referer" => Some(("Referer".into(), value.into())),
-        "-b" | "--cookie" => Some(("Cookie".into(), value.into())),
-        _ => None,
-    };
-    match header {
-        Some((name, v)) => check_header(&name, &v).map_err(|(_, why)| refuse(why)),
-        None => Ok(()),
-    }
-}
-
-/// `headers` (the first ones from -H, given at `header_args`) against the body: a
-/// `Content-Length` or `Transfer-Encoding` that contradicts it is refused at its argument, as
-/// belier would refuse the flags. With a body file (not read here) neither is taken: belier
-/// writes the file's length.
-fn framing(
-    headers: &[(String, String)],
-    header_args: &[usize],
-    body: Option<&CurlBody>,
-) -> Result<(), ImportError> {
-    let is_framing = |n: &str| {
-        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
-    };
-    let Some(i) = headers.iter().position(|(n, _)| is_framing(n)) else {
-        return Ok(());
-    };
-    let (name, value) = &headers[i];
-    let at = |why: &str| {
-        let arg = header_args
-            .get(i)
-            .map_or(String::new(), |a| format!("argument {a} "));
-        ImportError::new(INPUT, format!("{arg}(`-H` `{name}: {value}`): {why}"))
-    };
-    match body {
-        Some(CurlBody::File(path)) => Err(at(&format!(
-            "a body file ({}) goes with the length belier writes; leave `{name}` out",
-            path.display()
-        ))),
-        Some(CurlBody::Text(text)) => {
-            rules::check_framing(headers, text.as_bytes()).map_err(|e| at(&e.to_string()))
-        }
-        None => rules::check_framing(headers, b"").map_err(|e| at(&e.to_string())),
-    }
-}
-
-/// `text` for a message: control characters escaped, cut after 60 characters.
-fn shown(text: &str) -> String {
-    let mut out: String = text.chars().take(60).flat_map(char::escape_debug).collect();
-    if text.chars().nth(60).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 /// The URL with a scheme (curl takes `host/path` as `http://host/path`), checked.
