@@ -138,7 +138,8 @@ fn write_plan(draft: &Draft, comment: &str, out: Option<&Path>) -> anyhow::Resul
     let pauses = draft.steps.len() - requests;
     match out {
         Some(path) => {
-            std::fs::write(path, &yaml)
+            // Its owner's only (0600), as a recorded plan: it may carry tokens and passwords.
+            belier_recorder::write_plan(path, &yaml)
                 .map_err(|e| anyhow::anyhow!("cannot write the plan to {}: {e}", path.display()))?;
             eprintln!(
                 "plan written to {}: {requests} requests, {pauses} pauses",

@@ -281,6 +281,16 @@ pub fn apply_headers(
 ) -> Result<(), InputError> {
     for raw in headers {
         let (name, value) = settings::parse_header(raw)?;
+        // One length for every step's body would contradict most of them (issue 28).
+        if name.eq_ignore_ascii_case("content-length")
+            || name.eq_ignore_ascii_case("transfer-encoding")
+        {
+            return Err(InputError::new(
+                "--header <'NAME: VALUE'>",
+                raw,
+                "cannot apply to every step of a plan: leave it out (belier writes each body's length) or set it on a step with a fixed body",
+            ));
+        }
         plan.set_header(&name, &value);
     }
     if insecure {

@@ -20,6 +20,9 @@ pub fn apply(engine: &mut Config, raw: &str, url: &str) -> Result<(), InputError
     if bypassed(&no_proxy, &engine.request.host) {
         return Ok(());
     }
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    belier_engine::request::rules::check_line(raw)
+        .map_err(|p| InputError::new(FLAG, raw.escape_debug(), p.to_string()))?;
     let mut proxy = url::Url::parse(raw)
         .map_err(|e| InputError::new(FLAG, raw, format!("{e} (e.g. http://127.0.0.1:3128)")))?;
     if proxy.scheme() != "http" {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use std::time::Duration;
 
+use belier_engine::request::{rules, InvalidRequest};
 use belier_engine::{
     Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions,
     DEFAULT_MAX_CONNECTIONS,
@@ -166,6 +167,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         headers,
         body,
     });
+    check_framing(&engine.request)?;
     engine.timeout = r.timeout;
     engine.compressed = r.compressed;
     engine.tls = tls;
@@ -479,6 +481,8 @@ fn without_credentials(raw: String) -> (String, Option<(String, String)>) {
 
 fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {
     const FLAG: &str = "<URL>";
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    rules::check_line(raw).map_err(|p| InputError::new(FLAG, raw.escape_debug(), p.to_string()))?;
     let url = url::Url::parse(raw).map_err(|e| {
         let hint = if raw.contains("://") {
             ""
@@ -536,7 +540,8 @@ fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {
     } else {
         Err(InputError::new(
             flag,
-            s,
+            // Escaped: a CR in an error message would garble the terminal line.
+            s.escape_debug(),
             "must be a non-empty HTTP token (letters, digits, !#$%&'*+-.^_`|~)",
         ))
     }
@@ -544,25 +549,48 @@ fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {
 
 pub(crate) fn parse_header(raw: &str) -> Result<(String, String), InputError> {
     const FLAG: &str = "--header <'NAME: VALUE'>";
+    // Shown escaped: a CR in an error message would garble the terminal line.
+    let shown = raw.escape_debug();
     let (name, value) = raw
         .split_once(':')
-        .ok_or_else(|| InputError::new(FLAG, raw, "expected 'Name: value'"))?;
-    if !is_token(name) {
-        return Err(InputError::new(
+        .ok_or_else(|| InputError::new(FLAG, &shown, "expected 'Name: value'"))?;
+    rules::check_header_name(name).map_err(|p| {
+        InputError::new(
             FLAG,
-            raw,
-            "the header name must be an HTTP token with no spaces",
-        ));
-    }
+            &shown,
+            InvalidRequest::HeaderName(name.into(), p).to_string(),
+        )
+    })?;
     let value = value.trim();
-    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(InputError::new(
+    rules::check_header_value(value).map_err(|p| {
+        InputError::new(
             FLAG,
-            raw,
-            "the value must not contain CR, LF or NUL",
-        ));
-    }
+            &shown,
+            InvalidRequest::HeaderValue(name.into(), p).to_string(),
+        )
+    })?;
     Ok((name.to_string(), value.to_string()))
+}
+
+/// A `Content-Length` or `Transfer-Encoding` given with -H against the body (-d, -D): a
+/// matching `Content-Length` is sent as given; one that contradicts the body would make the
+/// server read the next request from inside this one.
+fn check_framing(spec: &RequestSpec) -> Result<(), InputError> {
+    rules::check_framing(&spec.headers, &spec.body).map_err(|e| {
+        let (name, value) = spec
+            .headers
+            .iter()
+            .find(|(n, _)| {
+                n.eq_ignore_ascii_case("content-length")
+                    || n.eq_ignore_ascii_case("transfer-encoding")
+            })
+            .map_or(("", ""), |(n, v)| (n.as_str(), v.as_str()));
+        InputError::new(
+            "--header <'NAME: VALUE'>",
+            format!("{name}: {value}"),
+            e.to_string(),
+        )
+    })
 }
 
 #[cfg(test)]

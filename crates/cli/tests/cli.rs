@@ -463,6 +463,32 @@ fn bad_input_exits_2_with_one_line_naming_the_flag() {
             "--max-streams",
         ),
         (&["http://127.0.0.1:1/", "--frobnicate"], "--frobnicate"),
+        // Request splitting and false framing (issue 28): shown escaped, on one line.
+        (
+            &["http://127.0.0.1:1/", "-H", "X-A: a\r\nX-Injected: 1"],
+            "'X-A: a\\r\\nX-Injected: 1' for '--header <'NAME: VALUE'>': the value of header `X-A` holds a line break",
+        ),
+        (
+            &["http://127.0.0.1:1/", "-H", "X-A\r\nX-Injected: 1"],
+            "the header name `X-A\\r\\nX-Injected` holds a line break",
+        ),
+        (&["http://127.0.0.1:1/", "-m", "GET\r\n"], "--method"),
+        (
+            &["http://127.0.0.1:1/a\r\nX-Injected: 1"],
+            "'http://127.0.0.1:1/a\\r\\nX-Injected: 1' for '<URL>': holds a line break",
+        ),
+        (
+            &["http://127.0.0.1:1/", "-H", "Content-Length: 100", "-d", "hello"],
+            "'Content-Length: 100' for '--header <'NAME: VALUE'>': `Content-Length: 100` does not match the body, which is 5 bytes",
+        ),
+        (
+            &["http://127.0.0.1:1/", "--proxy", "http://127.0.0.1:3128\r\nX: 1"],
+            "for '--proxy <URL>': holds a line break",
+        ),
+        (
+            &["http://127.0.0.1:1/", "-H", "Transfer-Encoding: chunked", "-d", "hello"],
+            "`Transfer-Encoding: chunked` with a body of 5 bytes that is not chunk-encoded",
+        ),
     ];
     for (argv, flag) in cases {
         let out = run(argv);

@@ -99,6 +99,8 @@ fn a_har_login_flow_replays_with_the_token_it_is_issued() {
         !yaml.contains("tok-7f3a9c21e84b") && !yaml.contains("s3cr3t"),
         "{yaml}"
     );
+    // It holds the recording's bodies (a password here): its owner's only.
+    assert_private(&plan);
 
     let check = belier().arg("check").arg(&plan).output().unwrap();
     assert_exit(&check, 0);
@@ -284,6 +286,88 @@ fn a_malformed_har_exits_2_naming_file_line_and_entry() {
     assert!(text(&out.stderr).contains("/nonexistent/x.har: cannot read the HAR file"));
 }
 
+/// `file` is readable and writable by its owner only.
+fn assert_private(file: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}: {mode:o}", file.display());
+}
+
+/// The fuzzing's finds (a header name that is no token or 1,100 characters long, which made a
+/// plan that did not read back: exit 1, "please report this") and CR/LF, which was copied into
+/// the plan: refused with exit 2 at the HAR's entry and header, or the curl argument, and no
+/// plan written.
+#[test]
+fn a_har_or_curl_command_a_plan_cannot_hold_exits_2_naming_where() {
+    let dir = temp_dir("unholdable");
+    let good = std::fs::read_to_string(fixture("login-flow.har")).unwrap();
+    let accept = "\"name\": \"Accept\",\n              \"value\": \"text/html\"";
+    assert!(good.contains(accept));
+    let long = "X".repeat(1100);
+    let cases = [
+        (
+            "name.har",
+            accept.replace("Accept", "Accept Me"),
+            "entry 0 (log.entries[0].request.headers[5].name): the header name `Accept Me` holds a space",
+        ),
+        (
+            "long.har",
+            accept.replace("Accept", &long),
+            "entry 0 (log.entries[0].request.headers[5].name): the header name `XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX…` is 1100 characters long (at most 256)",
+        ),
+        (
+            "crlf.har",
+            accept.replace("text/html", "text/html\\r\\nX-Injected: 1"),
+            "entry 0 (log.entries[0].request.headers[5].value): the value of header `Accept` holds a line break (CR, \\r)",
+        ),
+    ];
+    for (name, replacement, expected) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, good.replacen(accept, &replacement, 1)).unwrap();
+        let plan = dir.join(format!("{name}.yaml"));
+        let out = belier()
+            .args(["import", "har"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&plan)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        let said = text(&out.stderr);
+        assert!(
+            said.contains(&format!("{}: {expected}", file.display())),
+            "{name}: {said}"
+        );
+        assert!(!said.contains("please report"), "{said}");
+        assert!(!plan.exists(), "{name}: no plan is written");
+    }
+    for (command, expected) in [
+        (
+            "curl http://h/ -H 'X-A: a\r\nX-Injected: 1'",
+            "curl command: argument 2 (`-H` `X-A: a\\r\\nX-Injected: 1`): the value of header `X-A` holds a line break",
+        ),
+        (
+            "curl http://h/ -H 'Content-Length: 100' -d hello",
+            "curl command: argument 2 (`-H` `Content-Length: 100`): `Content-Length: 100` does not match the body, which is 5 bytes",
+        ),
+    ] {
+        let plan = dir.join("curl.yaml");
+        let out = belier()
+            .args(["import", "curl", command, "--out"])
+            .arg(&plan)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{command}: {}",
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "no flags printed");
+        assert!(!plan.exists());
+    }
+}
+
 /// What the shop must see for one imported curl command: method, target, headers, body.
 struct Expected<'a> {
     method: &'a str,
@@ -343,6 +427,7 @@ fn curl_commands_become_flags_and_plans_that_send_the_same_request() {
             .output()
             .unwrap();
         assert_exit(&out, 0);
+        assert_private(&plan);
         let printed = text(&out.stdout);
         let words = shell_words::split(printed.trim()).unwrap();
         assert_eq!(words[0], "belier", "{printed}");

@@ -137,6 +137,82 @@ fn target_and_token_from_the_environment_and_var_reach_the_server_but_no_report(
     assert!(shown.contains("user: (set by --var)"), "{shown}");
 }
 
+/// Values that come at run time (a `--var`, a data cell, what a script sets) cannot split a
+/// request (issue 28): header values arrive cleaned of CR and LF, paths percent-encoded, and a
+/// request a script makes unsendable fails unsent (`other_io`). The server parses what came:
+/// exactly the good requests, no smuggled header.
+#[test]
+fn values_that_come_at_run_time_cannot_split_a_request() {
+    let s = server();
+    let dir = temp_dir("splitting");
+    std::fs::write(dir.join("rows.csv"), "value\n\"r\r\nX-Injected: 2\"\n").unwrap();
+    let plan = dir.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"target: http://{}
+load: {{ vus: 1, iterations: 1 }}
+data: {{ rows: rows.csv }}
+variables: {{ given: x }}
+scenarios:
+  - steps:
+      - name: var
+        get: "/v/{{{{ given }}}}"
+        headers: {{ X-Given: "{{{{ given }}}}" }}
+      - name: data
+        get: /d
+        headers: {{ X-Row: "{{{{ rows.value }}}}" }}
+      - name: script header
+        get: /s
+        before_request: |
+          request.headers["X-Script"] = "s\r\nX-Injected: 3";
+      - name: script path
+        get: /p
+        before_request: |
+          request.path = "/p HTTP/1.1\r\nX-Injected: 4\r\n\r\nGET /q";
+"#,
+            s.addr()
+        ),
+    )
+    .unwrap();
+    let out = belier()
+        .arg("run")
+        .arg(&plan)
+        .args(["--var", "given=v\r\nX-Injected: 1", "--output", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    s.wait_idle(Duration::from_secs(5));
+    let seen = s.recent_requests();
+    let targets: Vec<&str> = seen.iter().map(|r| r.target.as_str()).collect();
+    assert_eq!(
+        targets,
+        ["/v/v%0D%0AX-Injected:%201", "/d", "/s"],
+        "{}",
+        text(&out)
+    );
+    for r in &seen {
+        assert!(r.header("x-injected").is_none(), "{r:?}");
+    }
+    assert_eq!(seen[0].header("x-given"), Some("vX-Injected: 1"));
+    assert_eq!(seen[1].header("x-row"), Some("rX-Injected: 2"));
+    assert_eq!(seen[2].header("x-script"), Some("sX-Injected: 3"));
+    assert_eq!(doc["summary"]["requests"], 4, "{}", doc["summary"]);
+    let errors = &doc["errors"];
+    assert_eq!(errors.as_array().map(Vec::len), Some(1), "{errors}");
+    assert_eq!(
+        (&errors[0]["kind"], &errors[0]["count"]),
+        (&"other_io".into(), &1.into())
+    );
+    assert!(
+        errors[0]["example"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("the request was not sent: the path `/p HTTP/1.1")),
+        "{errors}"
+    );
+}
+
 #[test]
 fn a_missing_variable_or_a_bad_var_exits_2_naming_it() {
     let s = server();

@@ -596,7 +596,7 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
     let good_head = "target: http://127.0.0.1:8080\nscenarios:\n  - steps:\n";
     // (file, contents, ":LINE:COL:" or ":LINE:" where the column is the parser's business,
     // words of the message)
-    let cases: [(&str, String, &str, &str); 4] = [
+    let cases: [(&str, String, &str, &str); 7] = [
         (
             "unknown-key.yaml",
             format!("{good_head}      - get: /\n      - pauze: 1s\n"),
@@ -622,6 +622,25 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
                 .to_owned(),
             ":3:17:",
             "cannot read data file",
+        ),
+        // Request splitting (issue 28): CR/LF in a header or a path, refused at its line.
+        (
+            "header-crlf.yaml",
+            format!("{good_head}      - get: /\n        headers:\n          X-A: \"a\\r\\nX: 1\"\n"),
+            ":6:16:",
+            "the value of header `X-A` holds a line break (CR, \\r)",
+        ),
+        (
+            "path-crlf.yaml",
+            format!("{good_head}      - get: \"/a\\r\\nX-Injected: 1\"\n"),
+            ":4:14:",
+            "the path `/a\\r\\nX-Injected: 1` holds a line break",
+        ),
+        (
+            "content-length.yaml",
+            format!("{good_head}      - post: /\n        body: hello\n        headers: {{ Content-Length: 100 }}\n"),
+            ":6:36:",
+            "`Content-Length: 100` does not match the body, which is 5 bytes",
         ),
     ];
     let s = server(0);
@@ -651,6 +670,19 @@ fn malformed_plans_exit_2_with_file_line_and_column() {
             assert!(rest.contains(words), "{name} ({command}): {err}");
         }
     }
+    // A length from -H for every step's body: refused before anything is sent.
+    let plan = write(
+        &dir,
+        "good.yaml",
+        &format!("{good_head}      - post: /\n        body: hello\n"),
+    );
+    let out = run_plan(&plan, &s, &["-i", "1", "-H", "Content-Length: 5"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("'Content-Length: 5' for '--header <'NAME: VALUE'>': cannot apply to every step of a plan"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(s.counts().requests, 0, "a bad plan sends nothing");
 }
 

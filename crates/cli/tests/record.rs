@@ -513,3 +513,77 @@ fn off_the_loopback_the_proxy_wants_its_token() {
     );
     assert!(yaml.contains(&"x".repeat(2000)), "{yaml}");
 }
+
+/// A recorded plan keeps no credential (issue 28): a client's Basic `Authorization` and its
+/// cookie go through the proxy to the server, but the plan reads the Authorization value from
+/// `BELIER_AUTHORIZATION` (said in its comment and by the recorder), leaves the cookie to the
+/// jar, and is its owner's only (0600). Replayed with the variable set, the server sees it.
+#[test]
+fn a_recorded_plan_keeps_no_credential_and_is_its_owners_only() {
+    if !have_curl("a_recorded_plan_keeps_no_credential_and_is_its_owners_only") {
+        return;
+    }
+    let dir = temp_dir("credentials");
+    let plan = dir.join("plan.yaml");
+    let shop = Shop::start();
+    let recorder = Recorder::start(
+        &dir,
+        &plan,
+        &["--listen", "127.0.0.1:0", "--max-requests", "1"],
+    );
+    curl(&[
+        "--proxy",
+        &recorder.proxy,
+        "-u",
+        "ann:s3cret-pw",
+        "-b",
+        "sid=s3cret-sid",
+        &format!("{}/api/items/42", shop.url()),
+    ]);
+    let (code, said) = recorder.wait();
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(
+            "credentials were not recorded: the plan reads them from BELIER_AUTHORIZATION"
+        ),
+        "{said}"
+    );
+    let basic = "Basic YW5uOnMzY3JldC1wdw==";
+    assert_eq!(shop.seen()[0].header("authorization"), Some(basic));
+    let yaml = std::fs::read_to_string(&plan).unwrap();
+    for secret in ["YW5uOnMzY3JldC1wdw", "s3cret"] {
+        assert!(!yaml.contains(secret), "{yaml}");
+    }
+    assert!(
+        yaml.contains("authorization: \"{{ env.BELIER_AUTHORIZATION }}\"")
+            && yaml.contains("# Credentials were not recorded: set BELIER_AUTHORIZATION"),
+        "{yaml}"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&plan).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+
+    // Without the variable the plan says what it needs; with it, the server gets it.
+    let check = belier()
+        .arg("check")
+        .arg(&plan)
+        .env_remove("BELIER_AUTHORIZATION")
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(2));
+    assert!(
+        text(&check.stderr).contains("environment variable `BELIER_AUTHORIZATION` is not set"),
+        "{}",
+        text(&check.stderr)
+    );
+    let out = belier()
+        .arg("run")
+        .arg(&plan)
+        .args(["--output", "json"])
+        .env("BELIER_AUTHORIZATION", basic)
+        .output()
+        .unwrap();
+    assert_eq!(shop.seen().len(), 2, "{}", text(&out.stderr));
+    assert_eq!(shop.seen()[1].header("authorization"), Some(basic));
+    assert_eq!(shop.seen()[1].header("cookie"), None);
+}

@@ -301,6 +301,36 @@ fn a_malformed_line_exits_2_naming_the_file_and_line() {
     );
     assert_eq!(s.counts().requests, 0, "nothing is sent from a bad file");
 
+    // Request splitting and false framing (issue 28), in every format: exit 2 at the line,
+    // nothing sent.
+    let url = s.url("/a");
+    let cases = [
+        (
+            format!("{{\"method\":\"GET\",\"url\":\"{url}\",\"header\":{{\"X-A\":[\"a\\r\\nX-Injected: 1\"]}}}}\n"),
+            ":1:1: the value of header `X-A` holds a line break (CR, \\r)",
+        ),
+        (
+            format!("{{\"method\":\"GET\",\"url\":\"{url}\\r\\nX-Injected: 1\"}}\n"),
+            ":1:1: the URL",
+        ),
+        (
+            format!("GET {url}\n\nPOST {url}\nContent-Length: 100\n@body.txt\n"),
+            ":3:1: `Content-Length: 100` does not match the body, which is 5 bytes",
+        ),
+    ];
+    std::fs::write(dir.join("body.txt"), "hello").unwrap();
+    for (text, expected) in cases {
+        std::fs::write(&file, &text).unwrap();
+        let out = run(&file, &["-n", "3"]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{}{expected}", file.display())),
+            "{text}: {err}"
+        );
+    }
+    assert_eq!(s.counts().requests, 0, "nothing is sent from a bad file");
+
     // In a stream the targets before the bad line are sent and reported; then exit 2.
     let mut child = belier()
         .args(["--targets", "-", "-c", "1", "--output", "json"])

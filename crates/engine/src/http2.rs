@@ -99,6 +99,8 @@ impl Template {
     /// `Content-Length` for a non-empty body.
     fn build(r: &Parts<'_>, host: &str, https: bool) -> Result<Template, TemplateError> {
         let invalid = |e: &dyn std::fmt::Display| TemplateError(e.to_string());
+        // The same rules as HTTP/1.1's, with the same words, before `http`'s own checks.
+        r.check(host).map_err(|e| invalid(&e))?;
         let authority = r
             .headers
             .iter()
@@ -495,7 +497,7 @@ mod tests {
             &[
                 ("X-Token", "abc"),
                 ("Connection", "keep-alive"),
-                ("Transfer-Encoding", "chunked"),
+                ("Upgrade", "websocket"),
             ],
             b"hello",
         );
@@ -506,7 +508,7 @@ mod tests {
         assert_eq!(h["x-token"], "abc");
         assert_eq!(h["user-agent"], USER_AGENT);
         assert_eq!(h["content-length"], "5");
-        assert!(h.get("connection").is_none() && h.get("transfer-encoding").is_none());
+        assert!(h.get("connection").is_none() && h.get("upgrade").is_none());
         assert_eq!(&t.body[..], b"hello");
         assert!(!t.head_request);
     }
@@ -527,6 +529,30 @@ mod tests {
         let e = Template::for_outgoing(&request, "api.test", false).unwrap_err();
         assert!(e.to_string().contains("HTTP/2"), "{e}");
         assert_eq!(Failure::from(e).kind, ErrorKind::OtherIo);
+    }
+
+    #[test]
+    fn a_request_that_could_split_is_refused_before_http_sees_it_and_by_http_too() {
+        for (headers, path) in [
+            (&[("X-A", "a\r\nX-Injected: 1")][..], "/"),
+            (&[("X-A\r\nX-Injected", "1")][..], "/"),
+            (&[("X-A", "a\0")][..], "/"),
+            (&[][..], "/a\r\nX-Injected: 1"),
+        ] {
+            let mut request = outgoing(headers, b"");
+            request.path_and_query = path.into();
+            let e = Template::for_outgoing(&request, "api.test", false).unwrap_err();
+            assert!(
+                e.to_string().contains("line break") || e.to_string().contains("NUL"),
+                "{e}"
+            );
+        }
+        // `http`'s own checks, which stood alone before the rules above: they refuse the same.
+        assert!(http::HeaderValue::from_str("a\r\nX: 1").is_err());
+        assert!(http::HeaderValue::from_bytes(b"a\0").is_err());
+        assert!(http::HeaderName::from_bytes(b"X-A\r\nX").is_err());
+        assert!(http::Method::from_bytes(b"GET\r\n").is_err());
+        assert!("/a\r\nX: 1".parse::<http::uri::PathAndQuery>().is_err());
     }
 
     #[test]

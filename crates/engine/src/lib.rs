@@ -144,6 +144,10 @@ pub enum StartError {
     /// The request cannot be expressed in HTTP/2.
     #[error(transparent)]
     Http2(#[from] TemplateError),
+    /// The request breaks the rules of what may go on the wire ([`request::rules`]): a CR or
+    /// LF in a header, a `Content-Length` that is not the body's length, ….
+    #[error("the request cannot be sent: {0}")]
+    Request(#[from] request::InvalidRequest),
     /// A worker thread or its runtime could not be created.
     #[error("cannot start worker: {0}")]
     Worker(std::io::Error),
@@ -248,6 +252,8 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
         ));
     }
     let spec = &config.request;
+    // Before anything is resolved or opened: a request that must not be sent ends the run here.
+    request::Parts::of_spec(spec).check(&request::host_header(&spec.host, spec.port))?;
     let dns_started = Instant::now();
     let addr = resolve(config)?;
     let dns = dns_started.elapsed();
@@ -393,7 +399,7 @@ fn launch(
     let plan = Arc::new(plan::Plan {
         addr: addr.clone(),
         tls,
-        request: request::encode(spec, config.keepalive),
+        request: request::encode(spec, config.keepalive)?,
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
         compressed: config.compressed,

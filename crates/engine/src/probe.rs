@@ -53,7 +53,7 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         .as_ref()
         .map(|options| tls::Tls::new(options, &spec.host))
         .transpose()?;
-    let bytes = request::encode(spec, false);
+    let bytes = request::encode(spec, false)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -15,6 +15,7 @@ use crate::http2::{Target, Template};
 use crate::link::Link;
 use crate::local::{Found, Local};
 use crate::plan::Plan;
+use crate::request::InvalidRequest;
 use crate::user::Outgoing;
 
 /// One request as the step sends it.
@@ -42,6 +43,9 @@ pub(crate) struct Request<'a> {
     /// A host the users found during the run, as the worker resolved it (`None` for the
     /// run's own hosts).
     pub found: Option<Found>,
+    /// A scripted user's request the encoder refused ([`crate::request::rules`]): it fails
+    /// without a byte of it sent.
+    pub refused: Option<&'a InvalidRequest>,
 }
 
 /// Where an HTTP/2 request's head comes from.
@@ -155,6 +159,9 @@ async fn exchange(
     written: (Instant, usize),
     p: &mut Progress,
 ) -> Result<Response, Failure> {
+    if let Some(refused) = request.refused {
+        return Err(refused.clone().into());
+    }
     let slot = match link {
         Link::Http1(slot) => slot,
         Link::Http2(group) => {

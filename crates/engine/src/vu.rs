@@ -250,15 +250,18 @@ impl Vu {
         let found = plan
             .is_found(outgoing.origin)
             .then(|| local.connections.found(plan, outgoing.origin));
-        if http1 {
+        // HTTP/2 builds (and checks) the head in the exchange.
+        let refused = if http1 {
             let host = match &found {
                 None => plan.dest(outgoing.origin).2,
                 Some(Ok(dest)) => &dest.host_header,
                 // Not sent: the exchange fails first.
                 Some(Err(_)) => "",
             };
-            encode_outgoing(&mut self.request, outgoing, host, plan.keepalive);
-        }
+            encode_outgoing(&mut self.request, outgoing, host, plan.keepalive).err()
+        } else {
+            None
+        };
         self.head.clear();
         self.body.clear();
         let mut progress = Progress {
@@ -279,6 +282,7 @@ impl Vu {
             resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
             origin: outgoing.origin,
             found,
+            refused: refused.as_ref(),
         };
         step_active(local, outgoing.step, true);
         // Another host's requests go on the user's link to that host (HTTP/1.1 only: the

@@ -30,8 +30,9 @@ fn keepalive_counts_match_the_server() {
         1000
     );
     // Wire bytes: every request was written whole, every response read whole.
-    let request_len =
-        belier_engine::request::encode(&config(s.addr(), "/").request, true).len() as u64;
+    let request_len = belier_engine::request::encode(&config(s.addr(), "/").request, true)
+        .unwrap()
+        .len() as u64;
     assert_eq!(out.totals.bytes_out(), 1000 * request_len);
     assert!(out.totals.bytes_in() > 1000 * 6);
 }

@@ -38,6 +38,8 @@ struct State {
     correlations: Vec<Correlation>,
     other_hosts: Vec<(String, u64)>,
     not_text: u64,
+    /// Environment variables the plan reads credentials from, in place of recorded values.
+    secrets: Vec<String>,
     write_error: Option<String>,
 }
 
@@ -98,15 +100,21 @@ impl Book {
         };
         recorded.exchange.request.origin = Some(origin);
         state.recorded.push(recorded);
-        let (draft, correlations) = import::plan("recorded", state.recorded.clone());
+        let (mut draft, correlations) = import::plan("recorded", state.recorded.clone());
         state.origin = Some(draft.origin.clone());
         state.correlations = correlations;
-        let yaml = draft.to_yaml(
+        state.secrets = draft.hide_credentials();
+        let mut comment = String::from(
             "Recorded by `belier record`; rewritten after each request, so it is complete whenever\nthe recorder stops. Run it: belier run PLAN (add -u N -z D for more users and time).",
         );
-        // A rename replaces the plan in one step: a reader (or a Ctrl-C) never finds half a plan.
-        let tmp = self.out.with_extension("yaml.partial");
-        match std::fs::write(&tmp, yaml).and_then(|()| std::fs::rename(&tmp, &self.out)) {
+        if !state.secrets.is_empty() {
+            comment.push_str(&format!(
+                "\nCredentials were not recorded: set {} before running it\n(e.g. export BELIER_AUTHORIZATION='Bearer …'). Cookies the server sets are kept per user.",
+                state.secrets.join(", ")
+            ));
+        }
+        let yaml = draft.to_yaml(&comment);
+        match crate::write_plan(&self.out, &yaml) {
             Ok(()) => {
                 self.count.fetch_add(1, Ordering::Relaxed);
             }
@@ -136,8 +144,14 @@ impl Book {
         }
         if state.not_text > 0 {
             notes.push(format!(
-                "{} requests forwarded but not recorded: a body that is not UTF-8 text, or text holding `{{{{` (a plan's template mark)",
+                "{} requests forwarded but not recorded: a body that is not UTF-8 text, text holding `{{{{` (a plan's template mark), or a header a plan cannot hold",
                 state.not_text
+            ));
+        }
+        if !state.secrets.is_empty() {
+            notes.push(format!(
+                "credentials were not recorded: the plan reads them from {} (set it before running the plan)",
+                state.secrets.join(", ")
             ));
         }
         Summary {
@@ -232,5 +246,45 @@ mod tests {
             .unwrap()
             .contains("cannot write the plan"));
         assert!(summary.notes[0].ends_with("a.test:80 (1)"));
+    }
+
+    #[test]
+    fn the_plan_keeps_no_credential_and_is_its_owners_only() {
+        let dir = dir("secrets");
+        let out = dir.join("plan.yaml");
+        // A plan there before, readable by all, is replaced.
+        std::fs::write(&out, "old").unwrap();
+        let book = Book::new(out.clone(), None, vec![]);
+        let mut login = get("/me", 0).unwrap();
+        login.exchange.request.headers = vec![
+            ("Authorization".into(), "Basic YW5uOnMzY3JldA==".into()),
+            ("X-Api-Key".into(), "k-s3cret".into()),
+        ];
+        book.add("http://a.test".into(), "a.test", "a.test:80", Some(login));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(!text.contains("YW5u") && !text.contains("s3cret"), "{text}");
+        assert!(text.contains("{{ env.BELIER_AUTHORIZATION }}"), "{text}");
+        assert!(
+            text.contains(
+                "# Credentials were not recorded: set BELIER_AUTHORIZATION, BELIER_X_API_KEY"
+            ),
+            "{text}"
+        );
+        let summary = book.summary();
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.contains("BELIER_AUTHORIZATION")),
+            "{:?}",
+            summary.notes
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
+        assert!(!dir.join("plan.yaml.partial").exists());
     }
 }

@@ -12,6 +12,10 @@
 //!
 //! Off the loopback, clients must send `Proxy-Authorization` with the token (`Bearer TOKEN`,
 //! or Basic with TOKEN as the password, as `curl --proxy-user user:TOKEN` does).
+//!
+//! The plan keeps no credential: `Authorization`, `X-Api-Key` and `X-Auth-Token` values read
+//! `{{ env.BELIER_… }}` instead (unless made from an earlier response), `Cookie` and
+//! `Proxy-Authorization` are left out, and the file is its owner's only ([`write_plan`]).
 #![deny(missing_docs)]
 
 mod book;
@@ -25,6 +29,31 @@ use std::sync::Arc;
 
 pub use book::Summary;
 pub use ca::{CA_CERT_FILE, CA_KEY_FILE};
+
+/// Writes a plan that may carry secrets (a recorded or imported one) to `path`, readable and
+/// writable by its owner only (mode 0600). It is written to `PATH.partial` first and renamed
+/// over `path`, so a reader (or a Ctrl-C) never finds half a plan, and a plan that was there
+/// with wider permissions is replaced, not kept.
+pub fn write_plan(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let partial = path.with_extension("yaml.partial");
+    // A partial file left by a crash may have other permissions: made again.
+    match std::fs::remove_file(&partial) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&partial)?;
+    file.write_all(text.as_bytes())?;
+    drop(file);
+    std::fs::rename(&partial, path)
+}
 
 /// What the recorder does.
 #[derive(Clone, Debug)]

@@ -260,7 +260,7 @@ async fn forward(proxy: &Proxy, https: bool, authority: &str, request: Request<I
 }
 
 /// The exchange as a step and its response, or `None` when it cannot be a plan's step (a body
-/// that is not text, or text with `{{`, the template mark).
+/// that is not text, or text with `{{`, the template mark; a header a plan cannot hold).
 fn record(
     parts: &http::request::Parts,
     target: &str,
@@ -288,6 +288,20 @@ fn record(
     {
         return None;
     }
+    let request = DraftRequest {
+        method: parts.method.as_str().to_string(),
+        origin: None, // the book sets it, from the request line
+        path: target.to_string(),
+        headers,
+        body,
+        body_file: None,
+        extract: Vec::new(),
+    };
+    // hyper lets through what a plan cannot hold (a header name of 1,000 characters): such an
+    // exchange is forwarded, not recorded.
+    if request.problem().is_some() {
+        return None;
+    }
     let response_headers = answer
         .headers
         .iter()
@@ -297,15 +311,7 @@ fn record(
         .then(|| text(answer_body))
         .flatten();
     Some(Exchange {
-        request: DraftRequest {
-            method: parts.method.as_str().to_string(),
-            origin: None, // the book sets it, from the request line
-            path: target.to_string(),
-            headers,
-            body,
-            body_file: None,
-            extract: Vec::new(),
-        },
+        request,
         response: Response {
             headers: response_headers,
             body: response_body,

@@ -21,6 +21,11 @@ pub(crate) struct Jar {
 /// The name and value of a `Set-Cookie` header.
 pub(crate) fn name_value(set_cookie: &str) -> Option<(&str, &str)> {
     let pair = set_cookie.split(';').next()?;
+    // A control character (a NUL a server let through, say) makes the cookie ignored, as RFC
+    // 6265bis §5.6 says: sent back, it would make the next request unsendable.
+    if pair.chars().any(|c| c.is_control() && c != '\t') {
+        return None;
+    }
     let (name, value) = pair.split_once('=')?;
     let name = name.trim();
     (!name.is_empty()).then(|| (name, value.trim().trim_matches('"')))
@@ -224,6 +229,15 @@ mod tests {
         assert_eq!(jar.get("session", now()), Some("abc"));
         jar.store("session=def; Path=/", "/", now());
         assert_eq!(jar.header("/", now()).as_deref(), Some("session=def"));
+    }
+
+    #[test]
+    fn a_cookie_with_a_control_character_is_ignored() {
+        let mut jar = Jar::default();
+        jar.store("a=1\0X; Path=/", "/", now());
+        jar.store("b\r\nX-Injected: 1=2", "/", now());
+        jar.store("c=3", "/", now());
+        assert_eq!(jar.header("/", now()).as_deref(), Some("c=3"));
     }
 
     #[test]

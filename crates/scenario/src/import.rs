@@ -20,5 +20,5 @@ pub use curl::{from_curl, CurlBody, CurlImport, CurlRequest};
 pub use draft::{Draft, DraftRequest, DraftStep, Extract};
 pub use error::ImportError;
 pub use har::{from_har, HarImport, HarOptions};
-pub use headers::{is_dropped_on_import, is_hop_by_hop};
+pub use headers::{check_header, is_dropped_on_import, is_hop_by_hop, secret_variable};
 pub use recording::{plan, Recorded, MIN_PAUSE};

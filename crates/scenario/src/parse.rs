@@ -12,6 +12,7 @@ use crate::model::{Plan, Program, Scheme, Target};
 use crate::targets::Origin;
 use crate::template::{self, Reference, Segment, Template};
 use crate::yaml::{self, closest, Kind, Node, Reader};
+use belier_engine::request::{rules, InvalidRequest};
 
 mod executors;
 mod load;
@@ -250,12 +251,21 @@ impl<'p> Compiler<'p> {
         let fields = self.rd.map(node, "headers", &[])?;
         let mut out = Vec::new();
         for (name, key, value) in fields.iter() {
-            if name.is_empty() || !name.bytes().all(is_token_byte) {
-                return Err(self
-                    .rd
-                    .err(key, format!("`{name}` is not a valid header name")));
-            }
+            rules::check_header_name(name).map_err(|p| {
+                self.rd
+                    .err(key, InvalidRequest::HeaderName(name.into(), p).to_string())
+            })?;
             let t = self.template(value, "a header value", defined, feeders_used)?;
+            // What is fixed at load (the text, `{{ env.NAME }}`) is refused here; what changes
+            // per request (variables, data, extracted values) is cleaned as it is rendered.
+            for text in t.literals().chain(t.values()) {
+                rules::check_header_value(text).map_err(|p| {
+                    self.rd.err(
+                        value,
+                        InvalidRequest::HeaderValue(name.into(), p).to_string(),
+                    )
+                })?;
+            }
             out.push((name.to_string(), t));
         }
         Ok(out)
@@ -310,11 +320,6 @@ fn row(rows: &mut Vec<String>, name: &str) -> usize {
             rows.len() - 1
         }
     }
-}
-
-/// A byte allowed in a header name or method (RFC 9110 `tchar`).
-pub(crate) fn is_token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Local copies of files, by the path a plan names them with (resolved against its
@@ -513,6 +518,8 @@ fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> 
 
 fn target(rd: Reader<'_>, env: &EnvLookup, node: &Node) -> Result<Target> {
     let text = &fixed_text(rd, env, node, "the target URL")?;
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    rules::check_line(text).map_err(|p| rd.err(node, format!("the target URL {p}")))?;
     let url = url::Url::parse(text.trim()).map_err(|e| {
         rd.err(
             node,

@@ -13,6 +13,7 @@ use crate::parse::{pos_in, Compiler};
 use crate::yaml::{Kind, Node};
 
 mod form;
+mod framing;
 mod phase;
 mod request;
 

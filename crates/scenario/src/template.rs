@@ -133,6 +133,22 @@ impl Template {
             .map(|parts| parts.concat())
     }
 
+    /// The template's own text, between its `{{ … }}`.
+    pub fn literals(&self) -> impl Iterator<Item = &str> + '_ {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Literal(text) => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The values fixed when the plan loaded (`{{ env.NAME }}`).
+    pub fn values(&self) -> impl Iterator<Item = &str> + '_ {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Value(text) => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
     /// Variable slots the template reads.
     pub fn vars(&self) -> impl Iterator<Item = usize> + '_ {
         self.segments.iter().filter_map(|s| match s {
@@ -229,9 +245,10 @@ pub(crate) fn escape_path(value: &str, out: &mut String) {
     }
 }
 
-/// Drops CR and LF, which would end a header line early.
+/// Drops CR and LF, which would end a header line early, and NUL: a value that comes per
+/// request (an extracted one, a data column) is cleaned rather than refused.
 pub(crate) fn escape_header(value: &str, out: &mut String) {
-    out.extend(value.chars().filter(|c| *c != '\r' && *c != '\n'));
+    out.extend(value.chars().filter(|c| !matches!(c, '\r' | '\n' | '\0')));
 }
 
 fn uuid_v4(rng: &mut fastrand::Rng, out: &mut String) {
@@ -502,7 +519,7 @@ mod tests {
         escape_path("a b/é?x=1#", &mut out);
         assert_eq!(out, "a%20b/%C3%A9?x=1%23");
         let mut out = String::new();
-        escape_header("a\r\nb", &mut out);
-        assert_eq!(out, "ab");
+        escape_header("a\r\nX-Injected: 1\0", &mut out);
+        assert_eq!(out, "aX-Injected: 1");
     }
 }

@@ -391,6 +391,49 @@ fn malformed_plans_are_located() {
     }
 }
 
+/// CR, LF or NUL in what goes on the wire as written (a header, a path, a method, a URL), a
+/// header name that is no token, and framing headers that contradict the body: refused at
+/// load, at their place, before anything is sent.
+#[test]
+fn request_splitting_and_false_framing_are_refused_where_written() {
+    let head = "target: http://127.0.0.1:8080\n";
+    let long = "X".repeat(1100);
+    let long_name = format!("scenarios: [{{ steps: [{{ get: /, headers: {{ {long}: v }} }}] }}]\n");
+    let cases: &[(&str, &str, &str)] = &[
+        ("value-crlf", "scenarios:\n  - steps:\n      - get: /a\n        headers:\n          X-A: \"a\\r\\nX: 1\"\n", "6:16: the value of header `X-A` holds a line break (CR, \\r)"),
+        ("value-lf-in-template", "variables: { v: x }\nscenarios:\n  - steps:\n      - get: /a\n        headers: { X-A: \"{{ v }}\\nX: 1\" }\n", "6:25: the value of header `X-A` holds a line break (LF, \\n)"),
+        ("value-nul", "scenarios: [{ steps: [{ get: /, headers: { X-A: \"a\\0\" } }] }]\n", "2:49: the value of header `X-A` holds a NUL byte"),
+        ("plan-headers", "headers:\n  X-A: \"a\\nX: 1\"\nscenarios: [{ steps: [{ get: / }] }]\n", "3:8: the value of header `X-A` holds a line break"),
+        ("name-crlf", "scenarios: [{ steps: [{ get: /, headers: { \"X\\r\\nY\": 1 } }] }]\n", "2:44: the header name `X\\r\\nY` holds a line break"),
+        ("name-colon", "scenarios: [{ steps: [{ get: /, headers: { \"X:Y\": 1 } }] }]\n", "2:44: the header name `X:Y` holds `:`"),
+        ("name-long", &long_name, "2:44: the header name `XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX…` is 1100 characters long (at most 256)"),
+        ("path-crlf", "scenarios:\n  - steps:\n      - get: \"/a\\r\\nX: 1\"\n", "4:14: the path `/a\\r\\nX: 1` holds a line break"),
+        ("path-space", "scenarios: [{ steps: [{ get: '/a HTTP/1.0' }] }]\n", "2:30: the path `/a HTTP/1.0` holds a space or control character (a space): percent-encode it"),
+        ("path-after-template", "variables: { v: x }\nscenarios: [{ steps: [{ get: \"/{{ v }}\\nX: 1\" }] }]\n", "3:30: the path `/{{ v }}\\nX: 1` holds a line break"),
+        ("url-crlf", "scenarios: [{ steps: [{ url: \"http://other.test\\r\\n/x\" }] }]\n", "2:30: the URL `http://other.test\\r\\n` holds a line break"),
+        ("method-crlf", "scenarios: [{ steps: [{ method: \"GET\\r\\n\", path: / }] }]\n", "2:33: the method `GET\\r\\n` holds a line break"),
+        ("content-length", "scenarios: [{ steps: [{ post: /, body: hello, headers: { Content-Length: 100 } }] }]\n", "2:74: `Content-Length: 100` does not match the body, which is 5 bytes"),
+        ("content-length-no-body", "headers: { Content-Length: 5 }\nscenarios: [{ steps: [{ get: / }] }]\n", "3:23: `Content-Length: 5` does not match the body, which is 0 bytes"),
+        ("content-length-templated-body", "variables: { v: x }\nscenarios: [{ steps: [{ post: /, body: \"{{ v }}\", headers: { Content-Length: 1 } }] }]\n", "3:78: `Content-Length` with a body that changes per request"),
+        ("transfer-encoding", "scenarios: [{ steps: [{ post: /, body: hello, headers: { Transfer-Encoding: chunked } }] }]\n", "2:77: `Transfer-Encoding: chunked` with a body of 5 bytes that is not chunk-encoded"),
+    ];
+    for (name, body, want) in cases {
+        let text = format!("{head}{body}");
+        let err = match common::load(name, &text, &[]) {
+            Ok(_) => panic!("{name}: parsed:\n{text}"),
+            Err(e) => e.to_string(),
+        };
+        let after = err.split_once("plan.yaml:").map_or("", |(_, r)| r);
+        assert!(
+            after.starts_with(want),
+            "{name}: got `{err}`, want `{want}`"
+        );
+    }
+    // A Content-Length that is the body's length is sent as given.
+    let text = format!("{head}scenarios: [{{ steps: [{{ post: /, body: hello, headers: {{ Content-Length: 5 }} }}] }}]\n");
+    common::load("content-length-ok", &text, &[]).unwrap();
+}
+
 #[test]
 fn bad_targets() {
     for (target, want) in [

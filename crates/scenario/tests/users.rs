@@ -524,3 +524,48 @@ scenarios:
         .headers
         .contains(&("x-vu".to_string(), "fixed".to_string())));
 }
+
+/// Values that come at run time (an extracted one, a `--var`) go into headers cleaned of CR,
+/// LF and NUL, and into paths percent-encoded: a server's answer cannot split the next request.
+#[test]
+fn extracted_values_are_cleaned_before_they_reach_a_header_or_a_path() {
+    const PLAN: &str = r#"
+target: http://127.0.0.1:8080
+variables: { given: x }
+scenarios:
+  - steps:
+      - get: /login
+        extract:
+          token: { json: $.token }
+          echoed: { header: X-Echo }
+      - get: "/items/{{ token }}"
+        headers: { Authorization: "Bearer {{ token }}", X-Echo: "{{ echoed }}", X-Given: "{{ given }}" }
+"#;
+    let mut plan = common::load("cleaned", PLAN, &[]).unwrap();
+    plan.set_variable("given", "v\r\nX-Injected: 3").unwrap();
+    let users = plan.users();
+    let mut user = users.user(0);
+    send(user.as_mut());
+    user.reply(
+        &reply(
+            200,
+            b"HTTP/1.1 200 OK\r\nX-Echo: e\0X-Injected: 2\r\n\r\n",
+            br#"{"token": "t\r\nX-Injected: 1\u0000"}"#,
+        ),
+        &mut |_, _| {},
+    );
+    let next = send(user.as_mut());
+    assert_eq!(next.path_and_query, "/items/t%0D%0AX-Injected:%201%00");
+    assert_eq!(
+        header(&next, "Authorization"),
+        Some("Bearer tX-Injected: 1")
+    );
+    assert_eq!(header(&next, "X-Echo"), Some("eX-Injected: 2"));
+    assert_eq!(header(&next, "X-Given"), Some("vX-Injected: 3"));
+    for (name, value) in &next.headers {
+        assert!(
+            !name.contains(['\r', '\n', '\0']) && !value.contains(['\r', '\n', '\0']),
+            "{name}: {value:?}"
+        );
+    }
+}

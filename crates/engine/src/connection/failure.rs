@@ -101,6 +101,17 @@ impl From<DecodeError> for Failure {
     }
 }
 
+impl From<crate::request::InvalidRequest> for Failure {
+    /// A user's request the encoder refused: nothing of it was sent (the HTTP/2 encoder's
+    /// refusals count the same way).
+    fn from(e: crate::request::InvalidRequest) -> Self {
+        Failure {
+            kind: ErrorKind::OtherIo,
+            cause: Cause::Message(format!("the request was not sent: {e}")),
+        }
+    }
+}
+
 impl From<Malformed> for Failure {
     fn from(m: Malformed) -> Self {
         Failure::protocol(ErrorKind::MalformedResponse, m.0)

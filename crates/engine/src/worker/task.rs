@@ -161,6 +161,8 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             resend: plan.resend && plan.idempotent && plan.keepalive,
             origin: 0,
             found: None,
+            // The run's request was checked when the run started.
+            refused: None,
         };
         let mut progress = Progress::default();
         let _ = step::send(

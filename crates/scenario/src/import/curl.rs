@@ -10,8 +10,14 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 
+use belier_engine::request::rules;
+
 use super::draft::{Draft, DraftRequest, DraftStep};
 use super::error::ImportError;
+
+mod refusals;
+
+use refusals::{check_option, framing, shown};
 
 /// What the errors call the input.
 const INPUT: &str = "curl command";
@@ -135,12 +141,15 @@ pub fn from_curl(
     let (mut cacert, mut unix_socket) = (None, None);
     let (mut compressed, mut follow, mut cookies) = (false, false, false);
     let mut notes = Vec::new();
-    let mut words = words.peekable();
-    while let Some(word) = words.next() {
+    // Arguments numbered from 1 after `curl`, for errors that name one.
+    let mut words = words.enumerate().map(|(i, w)| (i + 1, w)).peekable();
+    // The argument each -H header came from.
+    let mut header_args: Vec<usize> = Vec::new();
+    while let Some((arg, word)) = words.next() {
         let (options, inline): (Vec<String>, Option<String>) =
             if let Some(long) = word.strip_prefix("--") {
                 if long.is_empty() {
-                    urls.extend(words.by_ref());
+                    urls.extend(words.by_ref().map(|(_, w)| w));
                     break;
                 }
                 (vec![format!("--{long}")], None)
@@ -178,7 +187,7 @@ pub fn from_curl(
                     ))
                 }
                 Some(false) => String::new(),
-                Some(true) => match inline.take().or_else(|| words.next()) {
+                Some(true) => match inline.take().or_else(|| words.next().map(|(_, w)| w)) {
                     Some(v) => v,
                     None => {
                         return Err(ImportError::new(
@@ -188,9 +197,13 @@ pub fn from_curl(
                     }
                 },
             };
+            check_option(&opt, arg, &value)?;
             match opt.as_str() {
                 "-X" | "--request" => method = Some(value),
-                "-H" | "--header" => headers.push(header(&value)?),
+                "-H" | "--header" => {
+                    headers.push(header(&value)?);
+                    header_args.push(arg);
+                }
                 "-d" | "--data" | "--data-ascii" => data.push(Data::Ascii(value)),
                 "--data-raw" => data.push(Data::Raw(value)),
                 "--data-binary" => data.push(Data::Binary(value)),
@@ -308,6 +321,7 @@ pub fn from_curl(
             "application/x-www-form-urlencoded".into(),
         ));
     }
+    framing(&all, &header_args, body.as_ref())?;
     let request = CurlRequest {
         method,
         url,
@@ -399,7 +413,7 @@ fn takes_value(opt: &str) -> Option<bool> {
     }
 }
 
-fn header(raw: &str) -> Result<(String, String), ImportError> {
+pub(super) fn header(raw: &str) -> Result<(String, String), ImportError> {
     match raw.split_once(':') {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
@@ -413,6 +427,9 @@ fn header(raw: &str) -> Result<(String, String), ImportError> {
 
 /// The URL with a scheme (curl takes `host/path` as `http://host/path`), checked.
 fn absolute(url: &str) -> Result<String, ImportError> {
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    rules::check_line(url)
+        .map_err(|p| ImportError::new(INPUT, format!("the URL `{}` {p}", shown(url))))?;
     let with_scheme = if url.contains("://") {
         url.to_string()
     } else {

@@ -70,7 +70,53 @@ pub enum Extract {
     Header(String),
 }
 
+impl DraftRequest {
+    /// Why a plan cannot hold this request as it is (its method, path or a header breaks the
+    /// rules of what may go on the wire), if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        use belier_engine::request::{rules, InvalidRequest};
+        if let Err(p) = rules::check_method(&self.method) {
+            return Some(InvalidRequest::Method(self.method.clone(), p).to_string());
+        }
+        if let Err(p) = rules::check_target(&self.path) {
+            return Some(InvalidRequest::Target(self.path.clone(), p).to_string());
+        }
+        self.headers
+            .iter()
+            .find_map(|(n, v)| super::headers::check_header(n, v).err())
+            .map(|(_, why)| why)
+    }
+}
+
 impl Draft {
+    /// Replaces the value of every credential header (`Authorization`, `X-Api-Key`,
+    /// `X-Auth-Token`) that is not made from an earlier response by `{{ env.BELIER_NAME }}`
+    /// ([`super::secret_variable`]), so the plan keeps no secret and reads it where it runs.
+    /// Returns the variables the plan now needs, sorted.
+    pub fn hide_credentials(&mut self) -> Vec<String> {
+        let mut needed = Vec::new();
+        let requests = self.steps.iter_mut().filter_map(|s| match s {
+            DraftStep::Request(r) => Some(&mut r.headers),
+            DraftStep::Pause(_) => None,
+        });
+        for headers in std::iter::once(&mut self.headers).chain(requests) {
+            for (name, value) in headers.iter_mut() {
+                // A token carried from an earlier response is the server's, not the user's.
+                if value.contains("{{") {
+                    continue;
+                }
+                if let Some(variable) = super::secret_variable(name) {
+                    *value = format!("{{{{ env.{variable} }}}}");
+                    if !needed.contains(&variable) {
+                        needed.push(variable);
+                    }
+                }
+            }
+        }
+        needed.sort();
+        needed
+    }
+
     /// The request steps, in order.
     pub fn requests(&self) -> impl Iterator<Item = &DraftRequest> {
         self.steps.iter().filter_map(|s| match s {
@@ -271,5 +317,73 @@ mod tests {
         assert_eq!(plan.options.headers, vec![("Accept".into(), "*/*".into())]);
         assert_eq!(plan.load.iterations, Some(1));
         assert_eq!((plan.options.follow, plan.options.compressed), (3, true));
+    }
+
+    #[test]
+    fn credentials_become_environment_variables_unless_made_from_a_response() {
+        let mut draft = Draft {
+            origin: "http://127.0.0.1:8080".into(),
+            scenario: "recorded".into(),
+            headers: vec![("X-Api-Key".into(), "k-123".into())],
+            insecure: false,
+            cacert: None,
+            unix_socket: None,
+            follow: 0,
+            compressed: false,
+            steps: vec![
+                request(
+                    "GET",
+                    "/a",
+                    &[("Authorization", "Basic YW5uOnB3"), ("Accept", "*/*")],
+                ),
+                request("GET", "/b", &[("authorization", "Bearer {{ token }}")]),
+            ],
+        };
+        if let DraftStep::Request(r) = &mut draft.steps[0] {
+            r.extract
+                .push(("token".into(), Extract::Json("$.token".into())));
+        }
+        assert_eq!(
+            draft.hide_credentials(),
+            ["BELIER_AUTHORIZATION", "BELIER_X_API_KEY"]
+        );
+        let yaml = draft.to_yaml("t");
+        for secret in ["k-123", "YW5uOnB3"] {
+            assert!(!yaml.contains(secret), "{yaml}");
+        }
+        assert!(yaml.contains("{{ env.BELIER_AUTHORIZATION }}"), "{yaml}");
+        assert!(yaml.contains("Bearer {{ token }}"), "{yaml}");
+        // The plan names what it needs where it runs.
+        let env = |name: &str| match name {
+            "BELIER_AUTHORIZATION" | "BELIER_X_API_KEY" => Ok("secret".into()),
+            _ => Err(std::env::VarError::NotPresent),
+        };
+        let path = std::path::Path::new("recorded.yaml");
+        crate::parse::plan(&yaml, path, &env).unwrap();
+        let unset = |_: &str| Err(std::env::VarError::NotPresent);
+        let e = crate::parse::plan(&yaml, path, &unset).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("environment variable `BELIER_X_API_KEY` is not set"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_request_a_plan_cannot_hold_says_why() {
+        let DraftStep::Request(mut r) = request("GET", "/a", &[("X-A", "1")]) else {
+            unreachable!()
+        };
+        assert_eq!(r.problem(), None);
+        r.headers.push(("X-B".into(), "a\r\nX: 1".into()));
+        assert!(r
+            .problem()
+            .unwrap()
+            .contains("header `X-B` holds a line break"));
+        r.path = "/a b".into();
+        assert!(r
+            .problem()
+            .unwrap()
+            .starts_with("the path `/a b` holds a space"));
     }
 }

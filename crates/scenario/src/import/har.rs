@@ -16,8 +16,9 @@ use time::OffsetDateTime;
 use super::correlate::{Correlation, Exchange, Response};
 use super::draft::{Draft, DraftRequest};
 use super::error::ImportError;
-use super::headers::is_dropped_on_import;
+use super::headers::{check_header, is_dropped_on_import};
 use super::recording::{self, Recorded};
+use belier_engine::request::{rules, InvalidRequest};
 
 /// File name endings of static resources.
 const STATIC_EXTENSIONS: &[&str] = &[
@@ -118,6 +119,13 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
     let mut skipped_hosts: Vec<(String, usize)> = Vec::new();
     for (index, entry) in har.log.entries.iter().enumerate() {
         let at = |what: &str| format!("entry {index} (log.entries[{index}].request.url): {what}");
+        // A URL parser drops CR and LF silently, which would hide what the file holds.
+        rules::check_line(&entry.request.url).map_err(|p| {
+            ImportError::new(
+                input,
+                at(&format!("`{}` {p}", entry.request.url.escape_debug())),
+            )
+        })?;
         let url = url::Url::parse(&entry.request.url).map_err(|e| {
             ImportError::new(
                 input,
@@ -290,28 +298,26 @@ fn exchange(
             format!("entry {index} (log.entries[{index}].request.{field}): {what}"),
         )
     };
-    if request.method.is_empty()
-        || !request
-            .method
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-    {
-        return Err(at(
+    rules::check_method(&request.method).map_err(|p| {
+        at(
             "method",
-            &format!("`{}` is not an HTTP method", request.method),
-        ));
-    }
+            &InvalidRequest::Method(request.method.clone(), p).to_string(),
+        )
+    })?;
     let mut path = url.path().to_string();
     if let Some(q) = url.query() {
         path.push('?');
         path.push_str(q);
     }
-    let headers: Vec<(String, String)> = request
-        .headers
-        .iter()
-        .filter(|h| !is_dropped_on_import(&h.name))
-        .map(|h| (h.name.clone(), h.value.clone()))
-        .collect();
+    let mut headers = Vec::with_capacity(request.headers.len());
+    for (j, h) in request.headers.iter().enumerate() {
+        if is_dropped_on_import(&h.name) {
+            continue;
+        }
+        check_header(&h.name, &h.value)
+            .map_err(|(part, why)| at(&format!("headers[{j}].{part}"), &why))?;
+        headers.push((h.name.clone(), h.value.clone()));
+    }
     let body = request.post_data.as_ref().map(|p| match &p.text {
         Some(text) => text.clone(),
         None => form(&p.params),
@@ -333,8 +339,9 @@ fn exchange(
     if let Some(b) = &body {
         template_free("postData", b)?;
     }
-    let mut headers = headers;
     if let Some(p) = &request.post_data {
+        check_header("Content-Type", &p.mime_type)
+            .map_err(|(_, why)| at("postData.mimeType", &why))?;
         if !p.mime_type.is_empty()
             && !headers
                 .iter()

@@ -15,6 +15,7 @@ fn env(name: &str) -> Result<String, VarError> {
         "PORT" => Ok("9001".into()),
         "TOKEN" => Ok("s3cr3t-t0ken".into()),
         "ODD" => Ok("a b#c".into()),
+        "CRLF" => Ok("a\r\nX-Injected: 1".into()),
         _ => Err(VarError::NotPresent),
     }
 }
@@ -108,6 +109,32 @@ fn a_missing_variable_is_an_error_at_its_braces() {
         let e = parse(text).unwrap_err().to_string();
         assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
     }
+}
+
+#[test]
+fn an_environment_value_that_would_split_a_header_is_refused_at_its_braces() {
+    let cases = [
+        (
+            "target: http://h\nheaders: { X-A: \"x {{ env.CRLF }}\" }\nscenarios: [{ steps: [{ get: / }] }]\n",
+            "p.yaml:2:17: the value of header `X-A` holds a line break (CR, \\r)",
+        ),
+        (
+            "target: \"http://h{{ env.CRLF }}\"\nscenarios: [{ steps: [{ get: / }] }]\n",
+            "p.yaml:1:9: the target URL holds a line break (CR, \\r)",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.starts_with(expected), "{e}\nexpected: {expected}");
+        assert!(!e.contains("Injected"), "the value stays unshown: {e}");
+    }
+    // In a path it is percent-encoded as it is rendered, as any value there.
+    let plan = parse("target: http://h\nscenarios: [{ steps: [{ get: \"/{{ env.CRLF }}\" }] }]\n")
+        .unwrap();
+    assert_eq!(
+        first_request(&plan).path_and_query,
+        "/a%0D%0AX-Injected:%201"
+    );
 }
 
 #[test]

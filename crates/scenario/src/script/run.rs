@@ -205,11 +205,12 @@ fn apply(outgoing: &mut Outgoing, r: &Map, body_before: &ImmutableString) {
         .headers
         .retain(|(n, _)| headers.keys().any(|k| k.eq_ignore_ascii_case(n)));
     for (name, value) in headers.iter() {
-        // CR and LF would split the header: dropped, as from templated header values.
-        let value: String = text(value)
-            .chars()
-            .filter(|c| !matches!(c, '\r' | '\n'))
-            .collect();
+        // CR and LF would split the header: dropped, as from templated header values. (A
+        // method, path or header name a script makes unsendable is refused by the engine: the
+        // request fails unsent.)
+        let mut cleaned = String::new();
+        crate::template::escape_header(&text(value), &mut cleaned);
+        let value = cleaned;
         match outgoing
             .headers
             .iter_mut()

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use belier_engine::request::{rules, InvalidRequest};
 use regex::Regex;
 use serde_json_path::JsonPath;
 
@@ -12,7 +13,7 @@ use crate::check::{self, Check};
 use crate::error::Result;
 use crate::extract::{Extraction, Source};
 use crate::model::{Body, JsonTemplate, Request, Scheme};
-use crate::parse::{is_token_byte, Compiler};
+use crate::parse::Compiler;
 use crate::script::{self, Hook};
 use crate::steps::form;
 use crate::targets::Origin;
@@ -89,9 +90,9 @@ fn method_and_path<'n>(c: &Compiler<'_>, f: &Fields<'n>) -> Result<(String, &'n 
             let method = match f.get("method") {
                 Some(n) => {
                     let m = rd.str(n, "a method")?;
-                    if m.is_empty() || !m.bytes().all(is_token_byte) {
-                        return Err(rd.err(n, format!("`{m}` is not a valid HTTP method")));
-                    }
+                    rules::check_method(m).map_err(|p| {
+                        rd.err(n, InvalidRequest::Method(m.into(), p).to_string())
+                    })?;
                     m.to_ascii_uppercase()
                 }
                 None => "GET".to_string(),
@@ -123,6 +124,9 @@ fn url_path<'t>(c: &mut Compiler<'_>, node: &Node, text: &'t str) -> Result<(usi
         ));
     };
     let origin = &text[..origin_end];
+    // A URL parser drops CR and LF silently, which would hide the mistake.
+    rules::check_line(origin)
+        .map_err(|p| rd.err(node, format!("the URL `{}` {p}", origin.escape_debug())))?;
     if origin.contains("{{") {
         return Err(rd.err(
             node,
@@ -187,6 +191,11 @@ pub(super) fn request(
     let path = c
         .template_text(path_node, path_text, offset, defined, feeders)?
         .with_prefix(prefix);
+    // The path's own text goes on the wire as written (what templates bring is escaped).
+    for text in path.literals() {
+        rules::check_target(text)
+            .map_err(|p| rd.err(path_node, InvalidRequest::Target(raw.into(), p).to_string()))?;
+    }
     let name = match f.get("name") {
         Some(n) => rd.str(n, "a step name")?.to_string(),
         // A step on another host is named with its URL, so its row says where it went.
@@ -268,6 +277,8 @@ pub(super) fn request(
     } else {
         Body::None
     };
+
+    super::framing::check(c, f, &headers, &body)?;
 
     let uses_extracted = {
         let mut slots: Vec<usize> = path.vars().collect();

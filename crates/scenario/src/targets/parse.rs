@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Format, Origin, Target};
 use crate::error::{PlanError, Pos};
 use crate::model::Scheme;
-use crate::parse::is_token_byte;
+use belier_engine::request::{rules, InvalidRequest};
 
 /// Reads targets from `input` one at a time, as they come: a stream is parsed while it is
 /// still being written.
@@ -72,6 +72,8 @@ impl<R: BufRead> Reader<R> {
             Format::Siege => self.siege(&first)?,
         };
         target.line = line;
+        rules::check_framing(&target.headers, &target.body)
+            .map_err(|e| self.err_at(line, e.to_string()))?;
         Ok(Some(target))
     }
 
@@ -223,9 +225,11 @@ impl<R: BufRead> Reader<R> {
     /// A target of `method` to `url`, checked; credentials in the URL become a Basic
     /// `Authorization` header and are left out of its name.
     fn target(&self, method: &str, url: &str) -> Result<Target, PlanError> {
-        if method.is_empty() || !method.bytes().all(is_token_byte) {
-            return Err(self.err(format!("`{method}` is not an HTTP method")));
-        }
+        rules::check_method(method)
+            .map_err(|p| self.err(InvalidRequest::Method(method.into(), p).to_string()))?;
+        // A URL parser drops CR and LF silently, which would hide the mistake.
+        rules::check_line(url)
+            .map_err(|p| self.err(format!("the URL `{}` {p}", url.escape_debug())))?;
         let mut parsed = url::Url::parse(url).map_err(|e| {
             self.err(format!(
                 "expected an http or https URL such as `http://127.0.0.1:8080/path`, \
@@ -271,16 +275,14 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn push_header(&self, target: &mut Target, name: &str, value: &str) -> Result<(), PlanError> {
-        if name.is_empty() || !name.bytes().all(is_token_byte) {
-            return Err(self.err(format!(
-                "expected a header `Name: value`; `{name}` is not a header name"
-            )));
-        }
-        if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(self.err(format!(
-                "the value of header `{name}` must not contain CR, LF or NUL"
-            )));
-        }
+        rules::check_header_name(name).map_err(|p| {
+            self.err(format!(
+                "expected a header `Name: value`; {}",
+                InvalidRequest::HeaderName(name.into(), p)
+            ))
+        })?;
+        rules::check_header_value(value)
+            .map_err(|p| self.err(InvalidRequest::HeaderValue(name.into(), p).to_string()))?;
         target.headers.push((name.to_string(), value.to_string()));
         Ok(())
     }
@@ -386,7 +388,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_line_and_what_was_expected() {
-        let cases: [(&str, Option<Format>, usize, &str); 8] = [
+        let cases = [
             (
                 "GET http://a/\nnot a header\n",
                 None,
@@ -414,7 +416,43 @@ mod tests {
                 "unknown key `bdy`",
             ),
             ("http://a/\nhttp://a/ post x\n", None, 2, "Siege's URL list"),
-            ("GET http://a/\nX Y: 1\n", None, 2, "not a header name"),
+            ("GET http://a/\nX Y: 1\n", None, 2, "the header name `X Y` holds a space"),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://a/\",\"header\":{\"X\":[\"a\\r\\nY: 1\"]}}\n",
+                None,
+                1,
+                "the value of header `X` holds a line break (CR",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://a/\",\"header\":{\"X\\nY\":[\"1\"]}}\n",
+                None,
+                1,
+                "the header name `X\\nY` holds a line break (LF",
+            ),
+            (
+                "{\"method\":\"GET\\r\\n\",\"url\":\"http://a/\"}\n",
+                None,
+                1,
+                "the method `GET\\r\\n` holds a line break",
+            ),
+            (
+                "{\"method\":\"GET\",\"url\":\"http://a/x\\r\\nY: 1\"}\n",
+                None,
+                1,
+                "the URL `http://a/x\\r\\nY: 1` holds a line break",
+            ),
+            (
+                "GET http://a/\nX-A: 1\n\nPOST http://a/\nContent-Length: 100\n@body.json\n",
+                None,
+                4,
+                "`Content-Length: 100` does not match the body, which is 7 bytes",
+            ),
+            (
+                "{\"method\":\"POST\",\"url\":\"http://a/\",\"header\":{\"Transfer-Encoding\":[\"chunked\"]},\"body\":\"aGk=\"}\n",
+                None,
+                1,
+                "`Transfer-Encoding: chunked` with a body of 2 bytes that is not chunk-encoded",
+            ),
         ];
         for (text, format, line, expected) in cases {
             let e = read(text, format).unwrap_err();

@@ -171,6 +171,64 @@ fn bad_commands_name_what_is_wrong() {
     }
 }
 
+/// What a plan (and belier's flags) cannot hold is refused at the argument that holds it:
+/// nothing of it reaches a plan or the printed flags.
+#[test]
+fn what_a_plan_cannot_hold_is_refused_at_its_argument() {
+    let cases = [
+        (
+            "curl http://h/ -H 'X-A: a\r\nX-Injected: 1'",
+            "argument 2 (`-H` `X-A: a\\r\\nX-Injected: 1`): the value of header `X-A` holds a line break (CR, \\r)",
+        ),
+        (
+            "curl http://h/ -H 'X-A: a\nX-Injected: 1'",
+            "argument 2 (`-H` `X-A: a\\nX-Injected: 1`): the value of header `X-A` holds a line break (LF, \\n)",
+        ),
+        (
+            "curl -H 'X Y: 1' http://h/",
+            "argument 1 (`-H` `X Y: 1`): the header name `X Y` holds a space",
+        ),
+        (
+            "curl -X 'GET / HTTP/1.1' http://h/",
+            "argument 1 (`-X` `GET / HTTP/1.1`): the method `GET / HTTP/1.1` holds a space",
+        ),
+        (
+            "curl -A 'me\r\nX: 1' http://h/",
+            "argument 1 (`-A` `me\\r\\nX: 1`): the value of header `User-Agent` holds a line break",
+        ),
+        (
+            "curl -b 'a=1\nX: 1' http://h/",
+            "argument 1 (`-b` `a=1\\nX: 1`): the value of header `Cookie` holds a line break",
+        ),
+        (
+            "curl 'http://h/a\r\nX: 1'",
+            "the URL `http://h/a\\r\\nX: 1` holds a line break",
+        ),
+        (
+            "curl http://h/ -H 'Content-Length: 100' -d hello",
+            "argument 2 (`-H` `Content-Length: 100`): `Content-Length: 100` does not match the body, which is 5 bytes",
+        ),
+        (
+            "curl http://h/ -H 'Transfer-Encoding: chunked' -d hello",
+            "argument 2 (`-H` `Transfer-Encoding: chunked`): `Transfer-Encoding: chunked` with a body of 5 bytes",
+        ),
+        (
+            "curl http://h/ -H 'Content-Length: 9' --data-binary @body.json",
+            "argument 2 (`-H` `Content-Length: 9`): a body file (body.json) goes with the length belier writes",
+        ),
+    ];
+    for (command, expected) in cases {
+        let e = import(command).unwrap_err();
+        assert!(
+            e.message.starts_with(expected),
+            "{command:?}: {e}\nexpected: {expected}"
+        );
+    }
+    // A Content-Length that is the body's length is kept.
+    let i = import("curl http://h/ -H 'Content-Length: 5' -d hello").unwrap();
+    assert!(i.flags.contains(&"Content-Length: 5".to_string()));
+}
+
 proptest::proptest! {
     /// Whatever the words, a curl import answers with a request or an error, never a panic.
     #[test]

@@ -295,6 +295,70 @@ fn bad_values_name_the_entry_and_field() {
     assert!(e.message.contains("holds `{{`"), "{e}");
 }
 
+/// What a plan cannot hold (the fuzzing finds: a header name that is no token, or 1,100
+/// characters long; CR, LF, NUL) is refused at its entry and field, never written into a plan
+/// that does not read back.
+#[test]
+fn what_a_plan_cannot_hold_is_refused_at_its_entry_and_field() {
+    let long = "X".repeat(1100);
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "Accept",
+            "X Y".into(),
+            "entry 0 (log.entries[0].request.headers[1].name): the header name `X Y` holds a space",
+        ),
+        (
+            "Accept",
+            "X:Y".into(),
+            "entry 0 (log.entries[0].request.headers[1].name): the header name `X:Y` holds `:`",
+        ),
+        (
+            "Accept",
+            long,
+            "entry 0 (log.entries[0].request.headers[1].name): the header name `XXXX",
+        ),
+        (
+            "*/*",
+            "*/*\\r\\nX-Injected: 1".into(),
+            "entry 0 (log.entries[0].request.headers[1].value): the value of header `Accept` holds a line break (CR, \\r)",
+        ),
+        (
+            "*/*",
+            "\\u0000".into(),
+            "entry 0 (log.entries[0].request.headers[1].value): the value of header `Accept` holds a NUL byte",
+        ),
+        (
+            "\"POST\"",
+            "\"POST\\r\\nX: 1\"".into(),
+            "entry 0 (log.entries[0].request.method): the method `POST\\r\\nX: 1` holds a line break",
+        ),
+        (
+            "http://127.0.0.1:8080/api/login",
+            "http://127.0.0.1:8080/api/login\\r\\nX: 1".into(),
+            "entry 0 (log.entries[0].request.url): `http://127.0.0.1:8080/api/login\\r\\nX: 1` holds a line break",
+        ),
+        (
+            "\"mimeType\": \"application/json\", \"text\"",
+            "\"mimeType\": \"application/json\\nX: 1\", \"text\"".into(),
+            "entry 0 (log.entries[0].request.postData.mimeType): the value of header `Content-Type` holds a line break",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        let text = flow().replacen(from, &to, 1);
+        assert_ne!(text, flow(), "{from} not found");
+        let e = from_har(&text, "flow.har", &HarOptions::default()).unwrap_err();
+        assert!(e.message.starts_with(expected), "{e}\nexpected: {expected}");
+        assert!(e.to_string().starts_with("flow.har: entry 0"), "{e}");
+    }
+    // The 1,100-character name is shown cut, its length said.
+    let text = flow().replacen("Accept", &"X".repeat(1100), 1);
+    let e = from_har(&text, "flow.har", &HarOptions::default()).unwrap_err();
+    assert!(
+        e.message.ends_with("is 1100 characters long (at most 256)") && e.message.len() < 200,
+        "{e}"
+    );
+}
+
 #[test]
 fn form_params_become_a_urlencoded_body() {
     assert_eq!(
