@@ -348,6 +348,16 @@ fn a_plan_on_workers_reads_the_coordinators_environment_never_theirs() {
         let (_, _, worker_err) = worker.finish();
         assert!(!worker_err.contains(COORDINATORS), "{worker_err}");
     }
+    let kept = walk(&there);
+    assert_eq!(kept.len(), 2, "each worker's results file: {kept:?}");
+    for file in kept {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains(COORDINATORS),
+            "the value is in {}",
+            file.display()
+        );
+    }
     for d in [dir, there] {
         let _ = std::fs::remove_dir_all(d);
     }
