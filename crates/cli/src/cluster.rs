@@ -87,6 +87,11 @@ pub fn execute(
     // Read before any worker starts: a file that cannot go stops the run here.
     let args = run_args(std::env::args().skip(1));
     let files = files::sent(plan, &args)?;
+    // The workers load the plan with the environment it was loaded with here, not theirs.
+    let env = plan.map(|p| p.environment.clone()).unwrap_or_default();
+    if let Some(why) = belier_cluster::environment::problem(&env) {
+        return Err(InputError::in_file(why).into());
+    }
     let spawned = cluster.spawn.map(spawn::Spawned::start).transpose()?;
     let addrs = match &spawned {
         Some(s) => s.addrs.clone(),
@@ -120,6 +125,7 @@ pub fn execute(
             shard: Shard { index, count },
             plan: plan.clone(),
             files: files.clone(),
+            env: env.clone(),
         })
         .collect();
     coordinator.prepare(&jobs)?;

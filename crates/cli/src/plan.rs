@@ -99,17 +99,20 @@ pub struct Prepared {
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
-    prepare_with(args, cores, &belier_scenario::Copies::new())
+    let env = belier_scenario::Environment::Process;
+    prepare_with(args, cores, &belier_scenario::Copies::new(), env)
 }
 
 /// [`prepare`], the plan and the files it names read from their `copies` where they have
-/// one (a worker's copies of its coordinator's files).
+/// one and its `{{ env.NAME }}` from `env` (a worker's copies of its coordinator's files and
+/// the values its coordinator sent).
 pub fn prepare_with(
     args: RunArgs,
     cores: usize,
     copies: &belier_scenario::Copies,
+    env: belier_scenario::Environment<'_>,
 ) -> anyhow::Result<(Settings, Prepared)> {
-    let mut plan = belier_scenario::load_with(&args.plan, copies)?;
+    let mut plan = belier_scenario::load_with(&args.plan, copies, env)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
     let shard = args.shard;

@@ -11,6 +11,7 @@ use belier_cluster::files::Received;
 use belier_cluster::protocol::{token_problem, Job, Steering, MIN_TOKEN_CHARS};
 use belier_cluster::worker::{self, Helm, Options, Prepared};
 use belier_engine::Control;
+use belier_scenario::Environment;
 use clap::Parser;
 
 use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};
@@ -106,7 +107,8 @@ fn made(source: &'static str) -> Result<String, InputError> {
 
 /// Runs a job's arguments as the `belier` command line would.
 struct Runner {
-    /// `--allow-local-files`: a job may read this machine's files, not only those sent.
+    /// `--allow-local-files`: a job may read this machine's files, not only those sent, and
+    /// its plan this machine's environment, not the values sent.
     local_files: bool,
 }
 
@@ -174,7 +176,13 @@ impl worker::Runner for Runner {
                 (settings, None)
             }
             Some(Command::Run(a)) => {
-                let (s, p) = crate::plan::prepare_with(*a, cores, files.copies())
+                // `{{ env.NAME }}` reads the coordinator's values, sent with the job: this
+                // machine's environment is its own, unless it lets jobs read its files too.
+                let env = match self.local_files {
+                    true => Environment::Process,
+                    false => Environment::Only(&job.env),
+                };
+                let (s, p) = crate::plan::prepare_with(*a, cores, files.copies(), env)
                     .map_err(|e| format!("{e:#}"))?;
                 if !self.local_files {
                     local::refuse_unsent_in_plan(p.plan(), files.copies())?;

@@ -137,6 +137,7 @@ fn job(args: &[&str]) -> Job {
         shard: Shard { index: 1, count: 1 },
         plan: None,
         files: Vec::new(),
+        env: Default::default(),
     }
 }
 
@@ -260,7 +261,7 @@ fn hostile_requests_are_refused_and_no_load_leaves() {
     let (hello, body) = client.json(
         "/v1/hello",
         &head,
-        &serde_json::json!({"protocol": 1, "belier": "t"}),
+        &serde_json::json!({"protocol": belier_cluster::protocol::PROTOCOL, "belier": "t"}),
     );
     assert_eq!(hello, 200, "{body}");
 }
@@ -429,6 +430,47 @@ fn a_job_reads_only_the_files_sent_with_it() {
     assert_eq!((prepared, started), (200, 200), "{why}");
     assert_eq!(server.counts().requests, 2);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_job_reads_only_the_environment_sent_with_it_within_a_bound() {
+    let server = Server::start(Config::default()).unwrap();
+    let url = server.url("/");
+    // A job made by hand, as whoever holds the token may: its plan asks for the worker's
+    // PATH (set in every process) to go out in a header.
+    let mut plan_run = job(&["run", "/nowhere/plan.yaml"]);
+    plan_run.plan = Some(PlanFile {
+        path: "/nowhere/plan.yaml".into(),
+        text: format!(
+            "target: {url}\nload:\n  vus: 1\n  iterations: 1\nscenarios:\n  - name: s\n    \
+             steps:\n      - get: /\n        headers: {{ X-Path: \"{{{{ env.PATH }}}}\" }}\n"
+        ),
+    });
+    let (_worker, addr) = worker(&[]);
+    let mut client = Client::connect(&addr);
+    let head = Head::coordinator(&addr);
+    let [(prepared, why), (started, _)] = client.prepare_and_start(&head, &plan_run);
+    assert_eq!((prepared, started), (422, 409), "{why}");
+    assert!(
+        why.contains("environment variable `PATH` is not set"),
+        "{why}"
+    );
+
+    // More variables than a job carries: refused, naming the bound.
+    let mut crowded = plan_run.clone();
+    crowded.env = (0..=belier_cluster::environment::MAX_VARIABLES)
+        .map(|i| (format!("V{i}"), None))
+        .collect();
+    let [(prepared, why), (started, _)] = client.prepare_and_start(&head, &crowded);
+    assert_eq!((prepared, started), (422, 409), "{why}");
+    assert!(why.contains("at most 256"), "{why}");
+    assert_eq!(server.counts().requests, 0);
+
+    // With the variable sent, the same job runs.
+    plan_run.env = [("PATH".to_string(), Some("sent".to_string()))].into();
+    let [(prepared, why), (started, _)] = client.prepare_and_start(&head, &plan_run);
+    assert_eq!((prepared, started), (200, 200), "{why}");
+    assert_eq!(server.counts().requests, 1);
 }
 
 /// Whether process `pid` is gone (or a zombie no one reaped yet: it runs nothing).

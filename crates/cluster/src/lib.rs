@@ -12,6 +12,7 @@
 //! the caller allows, is reported lost with what it sent so far.
 //!
 //! The files a run reads travel with its job ([`files`]): workers need no shared filesystem.
+//! So do the environment variables a plan reads ([`environment`]): a worker's own stay its own.
 //!
 //! What a run is stays the caller's: the worker runs a [`worker::Runner`], the coordinator
 //! only moves jobs and results files.
@@ -19,6 +20,7 @@
 
 pub mod clock;
 pub mod coordinator;
+pub mod environment;
 pub mod files;
 pub mod protocol;
 pub mod worker;

@@ -4,7 +4,7 @@
 //! | --- | --- | --- |
 //! | `POST /v1/hello` | [`Hello`] | [`Hello`], or 409 [`Refusal`] when the protocols differ |
 //! | `POST /v1/clock` | none | [`ClockReading`]: the worker's wall clock |
-//! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`]; the body at most [`MAX_PREPARE_BYTES`], else 413) | 200, or 422 [`Refusal`] (the worker's reason), 409 when a prepare is under way or a run is prepared or running |
+//! | `POST /v1/prepare` | [`Job`] (with the run's files, at most [`crate::files::MAX_BYTES`], and the environment variables its plan reads, at most [`crate::environment::MAX_VARIABLES`] in [`crate::environment::MAX_BYTES`]; the body at most [`MAX_PREPARE_BYTES`], else 413) | 200, or 422 [`Refusal`] (the worker's reason), 409 when a prepare is under way or a run is prepared or running |
 //! | `POST /v1/start` | [`Start`] (at most [`MAX_START_AHEAD`] ahead, else 400) | a stream of lines: the run's results file, line by line, with [`Note`]s between; 409 unless this connection prepared the run |
 //! | `POST /v1/steer` | [`Steering`] | 200 once the run holds the level, 400 [`Refusal`] when it cannot (a level above what the run accepts names the limit), 409 when no run is going |
 //! | `POST /v1/abort` | none | 200: the run stops (its end line still comes down the stream) |
@@ -18,15 +18,20 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Version of this protocol; a worker of another version refuses the hello.
-pub const PROTOCOL: u32 = 1;
+/// Version of this protocol; a worker of another version refuses the hello. 2: a job carries
+/// the plan's environment ([`Job::env`]), which a worker of 1 would not heed (it would read its
+/// own).
+pub const PROTOCOL: u32 = 2;
 
 /// Most bytes of a request's body but a prepare's.
 pub const MAX_MESSAGE_BYTES: usize = 64 << 10;
 
-/// Most bytes of a prepare's body: the run's files ([`crate::files::MAX_BYTES`]) in base64
+/// Most bytes of a prepare's body: the run's files ([`crate::files::MAX_BYTES`]) in base64,
+/// its environment ([`crate::environment::MAX_BYTES`], a byte at most 6 in JSON: `\u00XX`)
 /// and a MiB for the rest of the job.
-pub const MAX_PREPARE_BYTES: usize = (crate::files::MAX_BYTES as usize).div_ceil(3) * 4 + (1 << 20);
+pub const MAX_PREPARE_BYTES: usize = (crate::files::MAX_BYTES as usize).div_ceil(3) * 4
+    + crate::environment::MAX_BYTES * 6
+    + (1 << 20);
 
 /// Most time between a start order and the start: a coordinator gives half a second.
 pub const MAX_START_AHEAD: std::time::Duration = std::time::Duration::from_secs(60);
@@ -112,6 +117,11 @@ pub struct Job {
     /// The files the run reads besides the plan.
     #[serde(default)]
     pub files: Vec<SentFile>,
+    /// The environment variables the plan reads, with the coordinator's values (at most
+    /// [`crate::environment::MAX_VARIABLES`] and [`crate::environment::MAX_BYTES`]): the
+    /// worker loads the plan with these, not its own. Secrets, maybe: never shown.
+    #[serde(default)]
+    pub env: crate::environment::Sent,
 }
 
 /// When to start: one instant in the coordinator's wall clock, and this worker's offset from

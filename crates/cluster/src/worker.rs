@@ -297,6 +297,9 @@ async fn prepare(
         Ok(j) => j,
         Err(r) => return *r,
     };
+    if let Some(why) = crate::environment::problem(&job.env) {
+        return refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
+    }
     let dir = {
         let mut runs = w.runs.lock().unwrap_or_else(PoisonError::into_inner);
         *runs += 1;

@@ -91,6 +91,7 @@ fn job(first: &str, index: u32, count: u32) -> Job {
         shard: Shard { index, count },
         plan: None,
         files: Vec::new(),
+        env: Default::default(),
     }
 }
 
@@ -242,8 +243,9 @@ fn another_protocol_version_is_refused_at_hello() {
         (status, String::from_utf8_lossy(&body).into_owned())
     });
     assert_eq!(status, hyper::StatusCode::CONFLICT);
-    assert_eq!(
-        body,
-        r#"{"error":"protocol 1 (belier test) here, 999 (belier 9.9.9) there"}"#
+    let expected = format!(
+        r#"{{"error":"protocol {} (belier test) here, 999 (belier 9.9.9) there"}}"#,
+        belier_cluster::protocol::PROTOCOL
     );
+    assert_eq!(body, expected);
 }

@@ -34,6 +34,7 @@ mod threshold;
 mod user;
 mod yaml;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -47,13 +48,39 @@ pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to
 /// the plan's directory).
 pub fn load(path: &Path) -> Result<Plan, PlanError> {
-    load_with(path, &Copies::new())
+    load_with(path, &Copies::new(), Environment::Process)
+}
+
+/// Where a plan's `{{ env.NAME }}` are read from.
+#[derive(Clone, Copy)]
+pub enum Environment<'a> {
+    /// This process's environment.
+    Process,
+    /// These values only, by name (`None`, or a name not there: not set): those the plan read
+    /// where it was loaded first ([`Plan::environment`]), as a coordinator sends them with
+    /// its job, so that a worker's own environment never reaches its requests.
+    Only(&'a BTreeMap<String, Option<String>>),
+}
+
+impl Environment<'_> {
+    /// The value of `name`.
+    fn var(&self, name: &str) -> Result<String, std::env::VarError> {
+        match self {
+            Environment::Process => std::env::var(name),
+            Environment::Only(values) => values
+                .get(name)
+                .cloned()
+                .flatten()
+                .ok_or(std::env::VarError::NotPresent),
+        }
+    }
 }
 
 /// [`load`] where the plan and the files it names may have local copies ([`Copies`], by the
 /// paths the plan resolves them to): each is read from its copy, but errors and the plan's
-/// [`Plan::files`] name them as the plan does. A worker reads its coordinator's plan so.
-pub fn load_with(path: &Path, copies: &Copies) -> Result<Plan, PlanError> {
+/// [`Plan::files`] name them as the plan does; `{{ env.NAME }}` reads `env`. A worker reads
+/// its coordinator's plan so.
+pub fn load_with(path: &Path, copies: &Copies, env: Environment<'_>) -> Result<Plan, PlanError> {
     let local = copies.get(path).map_or(path, |p| p.as_path());
     let text = std::fs::read_to_string(local).map_err(|e| {
         PlanError::new(
@@ -62,7 +89,7 @@ pub fn load_with(path: &Path, copies: &Copies) -> Result<Plan, PlanError> {
             format!("cannot read the plan: {e}"),
         )
     })?;
-    parse::plan_with(&text, path, &|name| std::env::var(name), copies)
+    parse::plan_with(&text, path, &|name| env.var(name), copies)
 }
 
 /// Parses plan text; `path` names the plan in errors and locates the files it names;

@@ -1,5 +1,6 @@
 //! What a loaded plan is: its public settings, and the compiled scenarios its users run.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -324,6 +325,10 @@ pub struct Plan {
     /// The files the plan reads (data, body, script and TLS files), as it resolves them
     /// against its directory, each once: what a worker needs besides the plan itself.
     pub files: Vec<PathBuf>,
+    /// The environment variables the plan read (`{{ env.NAME }}`) as it loaded, each with its
+    /// value (`None`: not set): what a worker needs to load it as it loaded here. The values
+    /// may be secrets: they are sent to workers, never shown.
+    pub environment: BTreeMap<String, Option<String>>,
     /// Where requests go.
     pub target: Target,
     /// The plan's other hosts, in the order its steps' `url:`s first name them: each gets a

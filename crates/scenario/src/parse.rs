@@ -2,7 +2,7 @@
 //! thresholds). Scenarios and their steps are compiled in `steps`.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,12 +59,13 @@ pub const DEFAULT_SEED: u64 = 1;
 const BUILTINS: &[&str] = &["vu", "iteration", "uuid", "random_int", "random_string"];
 
 /// Where `{{ env.NAME }}` is read from: `std::env::var` outside tests.
-pub(crate) type EnvLookup = dyn Fn(&str) -> std::result::Result<String, std::env::VarError>;
+pub(crate) type EnvLookup<'a> =
+    dyn Fn(&str) -> std::result::Result<String, std::env::VarError> + 'a;
 
 /// State of one plan's compilation.
 pub(crate) struct Compiler<'p> {
     pub rd: Reader<'p>,
-    pub env: &'p EnvLookup,
+    pub env: &'p EnvLookup<'p>,
     pub dir: PathBuf,
     /// Local copies of the files the plan names, by the path the plan resolves them to.
     pub copies: &'p Copies,
@@ -274,7 +275,7 @@ impl<'p> Compiler<'p> {
 
 /// The value of environment variable `name`, or `default`.
 fn env_value(
-    env: &EnvLookup,
+    env: &EnvLookup<'_>,
     name: &str,
     default: Option<&str>,
 ) -> std::result::Result<String, String> {
@@ -292,7 +293,7 @@ fn env_value(
 
 /// The text of a scalar where only `{{ env.NAME }}` may appear (the target, plan variables):
 /// resolved once, here.
-fn fixed_text(rd: Reader<'_>, env: &EnvLookup, node: &Node, what: &str) -> Result<String> {
+fn fixed_text(rd: Reader<'_>, env: &EnvLookup<'_>, node: &Node, what: &str) -> Result<String> {
     let text = rd.str(node, what)?;
     let mut resolve = |r: Reference<'_>| {
         match r {
@@ -327,12 +328,32 @@ fn row(rows: &mut Vec<String>, name: &str) -> usize {
 pub type Copies = HashMap<PathBuf, PathBuf>;
 
 /// Parses a whole plan, reading `{{ env.NAME }}` from `env`.
-pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup) -> Result<Plan> {
+pub(crate) fn plan(text: &str, file: &Path, env: &EnvLookup<'_>) -> Result<Plan> {
     plan_with(text, file, env, &Copies::new())
 }
 
-/// [`plan`], reading the files it names from `copies` where they have one.
-pub(crate) fn plan_with(text: &str, file: &Path, env: &EnvLookup, copies: &Copies) -> Result<Plan> {
+/// [`plan`], reading the files it names from `copies` where they have one. The plan keeps
+/// what it read of `env` ([`Plan::environment`]), so that a worker can load it with the same.
+pub(crate) fn plan_with(
+    text: &str,
+    file: &Path,
+    env: &EnvLookup<'_>,
+    copies: &Copies,
+) -> Result<Plan> {
+    let read = RefCell::new(BTreeMap::new());
+    let recording = |name: &str| {
+        let value = env(name);
+        // A value that is not UTF-8 fails the plan anyway: it is never sent.
+        (read.borrow_mut()).insert(name.to_string(), value.as_ref().ok().cloned());
+        value
+    };
+    let mut plan = compile(text, file, &recording, copies)?;
+    plan.environment = read.into_inner();
+    Ok(plan)
+}
+
+/// [`plan_with`] but for the environment it read.
+fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Result<Plan> {
     let root = yaml::parse(text, file)?;
     let rd = Reader { file };
     let top = rd.map(&root, "the plan", TOP_KEYS)?;
@@ -475,6 +496,7 @@ pub(crate) fn plan_with(text: &str, file: &Path, env: &EnvLookup, copies: &Copie
     let mut plan = Plan {
         file: file.to_path_buf(),
         files: c.files.into_inner(),
+        environment: BTreeMap::new(),
         target: c.target,
         hosts: c.hosts,
         target_written: target_node.scalar().unwrap_or_default().trim().to_string(),
@@ -516,7 +538,7 @@ fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> 
     Ok(())
 }
 
-fn target(rd: Reader<'_>, env: &EnvLookup, node: &Node) -> Result<Target> {
+fn target(rd: Reader<'_>, env: &EnvLookup<'_>, node: &Node) -> Result<Target> {
     let text = &fixed_text(rd, env, node, "the target URL")?;
     // A URL parser drops CR and LF silently, which would hide the mistake.
     rules::check_line(text).map_err(|p| rd.err(node, format!("the target URL {p}")))?;

@@ -68,7 +68,9 @@ fn copies_are_read_in_place_of_the_files_the_plan_names() {
     copies.insert(plan_path.clone(), plan_copy);
 
     assert!(belier_scenario::load(&plan_path).is_err());
-    let plan = belier_scenario::load_with(&plan_path, &copies).unwrap();
+    let plan =
+        belier_scenario::load_with(&plan_path, &copies, belier_scenario::Environment::Process)
+            .unwrap();
     assert_eq!(plan.file, plan_path, "the plan keeps its own name");
     assert_eq!(plan.feeders()[0].len(), 3, "the rows of the copy");
     assert_eq!(plan.files.len(), 4);
@@ -76,7 +78,8 @@ fn copies_are_read_in_place_of_the_files_the_plan_names() {
 
     // A file without a copy is looked for where the plan names it, and its error says so.
     copies.remove(&origin.join("order.json"));
-    let e = belier_scenario::load_with(&plan_path, &copies).unwrap_err();
+    let e = belier_scenario::load_with(&plan_path, &copies, belier_scenario::Environment::Process)
+        .unwrap_err();
     let text = e.to_string();
     assert!(
         text.contains("cannot read body file") && text.contains("order.json"),

@@ -77,7 +77,8 @@ pub struct WorkerArgs {
     pub token: Option<String>,
 
     /// Let jobs read this machine's files (body, targets, TLS, plan data files, Unix sockets)
-    /// besides those their coordinator sends with them.
+    /// besides those their coordinator sends with them, and their plans' {{ env.NAME }} this
+    /// machine's environment instead of the coordinator's values.
     #[arg(long = "allow-local-files")]
     pub allow_local_files: bool,
 

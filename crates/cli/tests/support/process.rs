@@ -25,8 +25,14 @@ impl Belier {
 
     /// Like [`Belier::spawn`], in the working directory `dir`.
     pub fn spawn_in(dir: &std::path::Path, args: &[&str]) -> Belier {
+        Belier::spawn_with(dir, args, &[])
+    }
+
+    /// Like [`Belier::spawn_in`], with the environment variables `env` set too.
+    pub fn spawn_with(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Belier {
         let mut child = Command::new(env!("CARGO_BIN_EXE_belier"))
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("BELIER_METRICS_TOKEN")
             .env_remove("BELIER_WEB_TOKEN")
             .current_dir(dir)

@@ -70,6 +70,56 @@ fn env_values_reach_target_headers_paths_bodies_and_variables() {
 }
 
 #[test]
+fn a_plan_keeps_what_it_read_of_the_environment_and_loads_again_from_that_alone() {
+    let plan = parse(PLAN).unwrap();
+    let read: Vec<(&str, Option<&str>)> = plan
+        .environment
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_deref()))
+        .collect();
+    let expected = [
+        ("BASE", None),
+        ("HOST", Some("127.0.0.1")),
+        ("NOPE", None),
+        ("ODD", Some("a b#c")),
+        ("PORT", Some("9001")),
+        ("TOKEN", Some("s3cr3t-t0ken")),
+    ];
+    assert_eq!(
+        read, expected,
+        "every name read, set or not, and nothing else"
+    );
+    // As a worker loads it: from what was read, whatever its own environment holds.
+    let dir = std::env::temp_dir().join(format!("belier-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("p.yaml");
+    std::fs::write(&file, PLAN).unwrap();
+    let env = crate::Environment::Only(&plan.environment);
+    let again = crate::load_with(&file, &crate::Copies::new(), env).unwrap();
+    assert_eq!(again.environment, plan.environment);
+    let out = first_request(&again);
+    assert_eq!(out.path_and_query, "/api/q/a%20b%23c/ann");
+    assert_eq!(header(&out, "Authorization"), Some("Bearer s3cr3t-t0ken"));
+    assert_eq!(
+        header(&out, "X-Default"),
+        Some("d"),
+        "unset there, unset here"
+    );
+    // A name the map does not hold is not set, even when this process has it.
+    let none = std::collections::BTreeMap::new();
+    let text = "target: http://h\nscenarios: [{ steps: [{ get: /, headers: { A: \"{{ env.PATH }}\" } }] }]\n";
+    std::fs::write(&file, text).unwrap();
+    let e = crate::load_with(
+        &file,
+        &crate::Copies::new(),
+        crate::Environment::Only(&none),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("environment variable `PATH` is not set"), "{e}");
+}
+
+#[test]
 fn check_output_names_the_environment_never_its_values() {
     let plan = parse(PLAN).unwrap();
     let shown = plan.describe();
