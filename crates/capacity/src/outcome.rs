@@ -227,6 +227,9 @@ impl Outcome {
                 doc["schema_version"]
             )));
         }
+        if let Err(why) = bounded_numbers(capacity, "capacity") {
+            return Some(Err(why));
+        }
         Some(serde_json::from_value(capacity.clone()).map_err(|e| e.to_string()))
     }
 
@@ -374,6 +377,33 @@ pub fn kind_name(kind: StepKind) -> &'static str {
     }
 }
 
+/// Largest magnitude a number in a capacity document may have. Rates, latencies in
+/// milliseconds, counts and seconds of a search stay far below; a document claiming more
+/// (`p999_ms: 1e308`) made the HTML chart's axis span 300 decades and allocate 2 GiB.
+const MOST_DOCUMENT_NUMBER: f64 = 1e12;
+
+/// Refuses, naming its field, the first number in `v` (at `path`) beyond
+/// [`MOST_DOCUMENT_NUMBER`]. (JSON has no NaN or infinity; serde_json refuses 1e400.)
+fn bounded_numbers(v: &serde_json::Value, path: &str) -> Result<(), String> {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.abs() <= MOST_DOCUMENT_NUMBER => Ok(()),
+            _ => Err(format!(
+                "field `{path}`: {n} is beyond any value belier writes (at most 1e12)"
+            )),
+        },
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| bounded_numbers(item, &format!("{path}[{i}]"))),
+        Value::Object(fields) => fields
+            .iter()
+            .try_for_each(|(k, item)| bounded_numbers(item, &format!("{path}.{k}"))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +434,24 @@ mod tests {
             )),
             Duration::from_secs(300),
         )
+    }
+
+    /// Issue #28's fuzzing find: `p999_ms: 1e308` in a capacity file made the HTML chart
+    /// allocate 2 GiB. Numbers beyond any belier writes are refused, naming the field.
+    #[test]
+    fn absurd_numbers_in_a_document_are_refused_by_field() {
+        let text = outcome(answer(Some(1_880.0), LimitedBy::Slo)).to_json();
+        assert!(Outcome::from_json(&text).unwrap().is_ok());
+        let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        doc["capacity"]["steps"] = serde_json::json!([{"p50_ms": 1.0}, {"p999_ms": 1e308}]);
+        assert_eq!(
+            Outcome::from_json(&doc.to_string()).unwrap().unwrap_err(),
+            "field `capacity.steps[1].p999_ms`: 1e+308 is beyond any value belier writes (at most 1e12)"
+        );
+        doc["capacity"]["steps"] = serde_json::json!([]);
+        doc["capacity"]["elapsed_s"] = serde_json::json!(-2e13);
+        let e = Outcome::from_json(&doc.to_string()).unwrap().unwrap_err();
+        assert!(e.starts_with("field `capacity.elapsed_s`: "), "{e}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use belier_scenario::files;
 use belier_scenario::import::{self, Draft, DraftStep, Extract, ImportError};
 use clap::{Args, Subcommand};
 
@@ -65,7 +66,13 @@ pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
 }
 
 fn curl(args: CurlArgs) -> anyhow::Result<u8> {
-    let mut read = |path: &str| std::fs::read(path);
+    let mut read = |path: &str| {
+        let bytes = files::read(std::path::Path::new(path), files::MOST_BODY_BYTES);
+        bytes.map_err(|e| match e {
+            files::FileError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })
+    };
     let mut imported = import::from_curl(&args.command, &mut read)?;
     let command = format!("belier {}", shell_words::join(&imported.flags));
     if let Some(out) = &args.out {
@@ -96,7 +103,7 @@ fn curl(args: CurlArgs) -> anyhow::Result<u8> {
 
 fn har(args: HarArgs) -> anyhow::Result<u8> {
     let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
+    let text = files::read_to_string(&args.file, files::MOST_DATA_BYTES)
         .map_err(|e| ImportError::new(&name, format!("cannot read the HAR file: {e}")))?;
     let options = import::HarOptions {
         include_hosts: args.include_hosts,

@@ -65,9 +65,12 @@ pub fn run(args: RecordArgs, signals: &Signals) -> anyhow::Result<u8> {
         t.value
     });
     let upstream_ca_pem = match &args.upstream_cacert {
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            InputError::new("--upstream-cacert <FILE>", path.display(), e.to_string())
-        })?),
+        Some(path) => Some(
+            belier_scenario::files::read(path, belier_scenario::files::MOST_DOCUMENT_BYTES)
+                .map_err(|e| {
+                    InputError::new("--upstream-cacert <FILE>", path.display(), e.to_string())
+                })?,
+        ),
         None => None,
     };
     let ca_dir = args.ca_dir.unwrap_or_else(|| {

@@ -268,7 +268,10 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     if path.as_os_str() == "-" {
         return Ok(None);
     }
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // Only a regular file small enough to be a capacity document is read whole here: a
+    // results file of any length (or a pipe, `<(...)`) is left to the streaming reader.
+    use belier_scenario::files;
+    let Ok(text) = files::read_to_string(path, files::MOST_DOCUMENT_BYTES) else {
         return Ok(None);
     };
     let Some(outcome) = belier_capacity::Outcome::from_json(&text) else {

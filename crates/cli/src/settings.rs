@@ -11,6 +11,8 @@ use belier_engine::{
     DEFAULT_MAX_CONNECTIONS,
 };
 
+use belier_scenario::files;
+
 use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
 
 mod draft;
@@ -118,6 +120,15 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// The header `--compressed` sends: every coding the engine decodes.
 pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", belier_engine::ACCEPT_ENCODING);
 
+/// Why a file a flag names cannot be read, for [`InputError`]: "cannot read it: …", or what
+/// the file is when it is not one belier reads ("it is a named pipe (FIFO), …").
+pub(crate) fn read_error(e: &files::FileError) -> String {
+    match e {
+        files::FileError::Io(e) => format!("cannot read it: {e}"),
+        other => other.to_string(),
+    }
+}
+
 /// Validates what to request and how to reach it: an engine configuration with the
 /// request, TLS, timeout and address set (load settings at their defaults), and the URL.
 pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
@@ -150,13 +161,8 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     }
     let body = match (&r.body, &r.body_file) {
         (Some(s), _) => s.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path).map_err(|e| {
-            InputError::new(
-                "--body-file <PATH>",
-                path.display(),
-                format!("cannot read it: {e}"),
-            )
-        })?,
+        (None, Some(path)) => files::read(path, files::MOST_BODY_BYTES)
+            .map_err(|e| InputError::new("--body-file <PATH>", path.display(), read_error(&e)))?,
         (None, None) => Vec::new(),
     };
     let mut engine = Config::new(RequestSpec {
@@ -396,8 +402,8 @@ pub fn tls_from_files(
     resume: bool,
 ) -> Result<TlsOptions, InputError> {
     let read = |flag: &'static str, path: &std::path::Path| {
-        std::fs::read(path)
-            .map_err(|e| InputError::new(flag, path.display(), format!("cannot read it: {e}")))
+        files::read(path, files::MOST_DOCUMENT_BYTES)
+            .map_err(|e| InputError::new(flag, path.display(), read_error(&e)))
     };
     let ca_pem = cacert.map(|p| read("--cacert <FILE>", p)).transpose()?;
     let client_cert_pem = match cert_and_key {

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::format::{bytes, ms, ms_f, rate, thousands};
+use crate::format::{bytes, cut, ms, ms_f, rate, thousands, NAME_COLUMN};
 use crate::summary::{OpenLoop, Summary};
 use crate::wording::{latency_cell, sent_rate, threads};
 use crate::{Model, NamedReport};
@@ -242,7 +242,12 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             let mut cells = l.cells(ms, "–");
             cells[2].push_str(" %");
             cells[3].push_str("/s");
-            writeln!(out, "| {} | {} |", md(&l.name), cells.join(" | "))?;
+            writeln!(
+                out,
+                "| {} | {} |",
+                md(&cut(&l.name, NAME_COLUMN)),
+                cells.join(" | ")
+            )?;
         }
         if !s.checks.is_empty() {
             writeln!(
@@ -253,7 +258,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
                 writeln!(
                     out,
                     "| {} | {} | {} | {} |",
-                    md(&c.name),
+                    md(&cut(&c.name, NAME_COLUMN)),
                     thousands(c.passed),
                     thousands(c.failed),
                     crate::format::pass_percent(c.pass_ratio)
@@ -269,7 +274,12 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             for m in &s.metrics {
                 let mut cells = m.cells(ms, "–");
                 cells[2].push_str("/s");
-                writeln!(out, "| {} | {} |", md(&m.name), cells.join(" | "))?;
+                writeln!(
+                    out,
+                    "| {} | {} |",
+                    md(&cut(&m.name, NAME_COLUMN)),
+                    cells.join(" | ")
+                )?;
             }
         }
         writeln!(
@@ -316,7 +326,7 @@ fn write_scenarios(out: &mut String, r: &crate::Report) -> std::fmt::Result {
         writeln!(
             out,
             "| {} | {} | {} |",
-            md(&sc.name),
+            md(&cut(&sc.name, NAME_COLUMN)),
             md(&sc.load),
             cells.join(" | ")
         )?;

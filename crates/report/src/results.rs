@@ -34,12 +34,13 @@ use serde::{Deserialize, Serialize};
 use crate::{Change, HostUsage, RunInfo, TargetInfo, ThresholdOutcome};
 
 mod coarsening;
+mod histogram;
 mod reader;
 mod run;
 mod stored;
 mod writer;
 pub use coarsening::{Coarsening, BUDGET_BYTES_PER_HOUR, FULL_RESOLUTION};
-pub use reader::{Reader, Record};
+pub use reader::{Reader, Record, MOST_LINE_BYTES};
 pub use run::{merge_info, read_run, LoggedInterval, Run};
 pub use stored::StoredRecorder;
 pub use writer::ResultsWriter;

@@ -128,17 +128,12 @@ pub(crate) fn merge_shards(
 pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Result {
     use std::fmt::Write;
 
-    use crate::format::{ms, thousands};
+    use crate::format::{column_width, cut, ms, thousands, NAME_COLUMN};
     if r.scenarios.is_empty() {
         return Ok(());
     }
-    let width = r
-        .scenarios
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(0)
-        .max("scenario".len());
+    let names = r.scenarios.iter().map(|s| s.name.as_str());
+    let width = column_width(names, NAME_COLUMN, "scenario".len());
     writeln!(
         out,
         "\nScenarios  (each its own load, run at the same time; latency from intended start)"
@@ -153,7 +148,7 @@ pub(crate) fn write_text(out: &mut String, r: &crate::Report) -> std::fmt::Resul
         writeln!(
             out,
             "  {:<width$}{requests:>10}{failures:>10}{fail:>9}{per_s:>10}{p50:>11}{p90:>11}{p99:>11}  {}{}",
-            s.name,
+            cut(&s.name, NAME_COLUMN),
             s.load,
             s.arrivals
                 .map_or(String::new(), |a| format!(" ({} arrivals)", thousands(a))),

@@ -4,7 +4,10 @@ use std::fmt::Write as _;
 
 use belier_stats::LatencySummary;
 
-use crate::format::{bytes, ms, ms_f, pass_percent, percentile_label, rate, thousands};
+use crate::format::{
+    bytes, column_width, cut, ms, ms_f, pass_percent, percentile_label, rate, thousands,
+    EXPRESSION_COLUMN, NAME_COLUMN,
+};
 use crate::summary::Summary;
 use crate::wording::{bound, load_line, plan_line, resent};
 use crate::Report;
@@ -376,12 +379,11 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     }
     let lines = &s.steps;
     let (title, column) = crate::steps::table_names(s.has_targets);
-    let width = lines
-        .iter()
-        .map(|l| l.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(column.len());
+    let width = column_width(
+        lines.iter().map(|l| l.name.as_str()),
+        NAME_COLUMN,
+        column.len(),
+    );
     writeln!(
         out,
         "\n{title}  (latency in ms from intended start to last byte, responses only)"
@@ -392,7 +394,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
         column, "requests", "failures", "fail %", "rate/s", "min", "p50", "p90", "p99", "max"
     )?;
     for l in lines {
-        write!(out, "  {:<width$}", l.name)?;
+        write!(out, "  {:<width$}", cut(&l.name, NAME_COLUMN))?;
         for (cell, w) in l.cells(ms_short, "-").iter().zip(STEP_WIDTHS) {
             write!(out, "{cell:>w$}")?;
         }
@@ -400,12 +402,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
     }
     let checks = &s.checks;
     if !checks.is_empty() {
-        let width = checks
-            .iter()
-            .map(|c| c.name.len())
-            .max()
-            .unwrap_or(0)
-            .max(4);
+        let width = column_width(checks.iter().map(|c| c.name.as_str()), NAME_COLUMN, 4);
         writeln!(out, "\nChecks")?;
         writeln!(
             out,
@@ -416,7 +413,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             writeln!(
                 out,
                 "  {:<width$}{:>10}{:>10}{:>9}",
-                c.name,
+                cut(&c.name, NAME_COLUMN),
                 thousands(c.passed),
                 thousands(c.failed),
                 pass_percent(c.pass_ratio)
@@ -424,13 +421,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
         }
     }
     if !s.metrics.is_empty() {
-        let width = s
-            .metrics
-            .iter()
-            .map(|m| m.name.len())
-            .max()
-            .unwrap_or(0)
-            .max(4);
+        let width = column_width(s.metrics.iter().map(|m| m.name.as_str()), NAME_COLUMN, 4);
         writeln!(out, "\nCustom metrics  (trends in ms)")?;
         writeln!(
             out,
@@ -438,7 +429,7 @@ fn write_steps(out: &mut String, s: &Summary) -> std::fmt::Result {
             "name", "kind", "count", "rate/s", "min", "p50", "p90", "p99", "max"
         )?;
         for m in &s.metrics {
-            write!(out, "  {:<width$}", m.name)?;
+            write!(out, "  {:<width$}", cut(&m.name, NAME_COLUMN))?;
             for (cell, w) in m
                 .cells(ms_short, "-")
                 .iter()
@@ -469,18 +460,14 @@ fn write_thresholds(out: &mut String, r: &Report) -> std::fmt::Result {
         r.thresholds.len() - failed,
         r.thresholds.len()
     )?;
-    let width = r
-        .thresholds
-        .iter()
-        .map(|t| t.expression.chars().count())
-        .max()
-        .unwrap_or(0);
+    let expressions = r.thresholds.iter().map(|t| t.expression.as_str());
+    let width = column_width(expressions, EXPRESSION_COLUMN, 0);
     for t in &r.thresholds {
         writeln!(
             out,
             "  {} {:<width$}   actual {}",
             if t.passed { "✓" } else { "✗" },
-            t.expression,
+            cut(&t.expression, EXPRESSION_COLUMN),
             t.actual
         )?;
         if let Some(stop) = &t.stopped_run {

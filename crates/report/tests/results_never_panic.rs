@@ -4,11 +4,17 @@
 //! altered). Whatever reads is rendered in every format, merged as a shard with the intact
 //! file, and compared with it, as `belier report` and `belier compare` would.
 //!
+//! No case may hold more than [`MOST_HELD`] bytes at once: every length or count a file
+//! claims is bounded before it sizes anything (issue #28: one number in a histogram's header
+//! made the reader allocate 2–4 GiB).
+//!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
 #[path = "../../scenario/tests/near_miss/mod.rs"]
 mod near_miss;
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::Cursor;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -22,6 +28,70 @@ use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use proptest::prelude::*;
 use proptest::sample::Index;
+
+/// Most bytes one case may hold at once beyond what its thread held before it. A record's
+/// recorder is some 220 KiB, plus 180 KiB per step row; at the bound of 1,024 rows a file
+/// that reads holds some 400 MiB (a record and the totals). The finds were 2–4 GiB.
+const MOST_HELD: usize = 512 << 20;
+
+/// The system allocator, counting the bytes each thread holds (proptest runs the cases of
+/// one test on one thread; tests run on threads of their own).
+struct Counting;
+
+thread_local! {
+    static HELD: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn held(delta: isize) {
+    // try_with: the allocator runs while a thread's locals are torn down too.
+    let _ = HELD.try_with(|h| {
+        h.set(h.get() + delta);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(h.get())));
+    });
+}
+
+// Counting what a case holds needs an allocator of the test's own, which is an unsafe trait.
+// SAFETY: every call is forwarded to the system allocator as it came.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            held(layout.size() as isize);
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() {
+            held(layout.size() as isize);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout);
+        held(-(layout.size() as isize));
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = System.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            held(new_size as isize - layout.size() as isize);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Runs `f`; the most bytes its thread held at once beyond what it held before.
+fn peak_held<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = HELD.with(Cell::get);
+    PEAK.with(|p| p.set(before));
+    let out = f();
+    (out, (PEAK.with(Cell::get) - before).max(0) as usize)
+}
 
 /// A results file as `belier --save` writes it: an open-loop run with stages, three records
 /// with responses, errors and lag, and an end line.
@@ -108,6 +178,13 @@ enum Slip {
     /// A histogram of a record re-encoded uncompressed (V2), one byte set, or cut short.
     HistogramByte(Index, Index, Index, u8),
     HistogramCut(Index, Index, Index),
+    /// A length field set: the compressed form's (outer) or the plain one's (inner).
+    CompressedLength(Index, Index, u32),
+    PayloadLength(Index, Index, u32),
+    /// A histogram's significant digits set (HdrHistogram allows up to 5).
+    Digits(Index, Index, u8),
+    /// A record's step rows (counters and histograms) or metric rows multiplied.
+    Rows(Index, Index, usize),
 }
 
 fn slip() -> impl Strategy<Value = Slip> {
@@ -121,7 +198,61 @@ fn slip() -> impl Strategy<Value = Slip> {
             .prop_map(|(a, b, c, d)| Slip::HistogramByte(a, b, c, d)),
         (any::<Index>(), any::<Index>(), any::<Index>())
             .prop_map(|(a, b, c)| Slip::HistogramCut(a, b, c)),
+        (any::<Index>(), any::<Index>(), length())
+            .prop_map(|(a, b, n)| Slip::CompressedLength(a, b, n)),
+        (any::<Index>(), any::<Index>(), length())
+            .prop_map(|(a, b, n)| Slip::PayloadLength(a, b, n)),
+        (any::<Index>(), any::<Index>(), 0u8..8).prop_map(|(a, b, d)| Slip::Digits(a, b, d)),
+        (
+            any::<Index>(),
+            any::<Index>(),
+            2usize..3 * belier_stats::MOST_ROWS
+        )
+            .prop_map(|(a, b, n)| Slip::Rows(a, b, n)),
     ]
+}
+
+/// A length field's value: anything, or one near what a histogram has, or past it.
+fn length() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        any::<u32>(),
+        0u32..2_000,
+        Just(u32::MAX),
+        Just(4_000_000_000)
+    ]
+}
+
+/// The row-holding fields of a record, by JSON pointer.
+const ROWS: &[&str] = &[
+    "/interval/counters/steps",
+    "/interval/counters/metrics",
+    "/interval/steps_latency",
+    "/interval/metrics_values",
+];
+
+/// `line` with the array at `which` of [`ROWS`] made `n` long by repeating its items (or a
+/// zero count, when it has none).
+fn multiply_rows(line: &str, which: Index, n: usize) -> String {
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.to_string();
+    };
+    let pointer = ROWS[which.index(ROWS.len())];
+    let Some(interval) = doc.pointer_mut("/interval") else {
+        return line.to_string();
+    };
+    let item = match pointer {
+        "/interval/counters/steps" => serde_json::json!({"requests": 1, "failures": 0}),
+        "/interval/counters/metrics" => serde_json::json!(1),
+        _ => interval["latency"].clone(),
+    };
+    let key = pointer.rsplit('/').next().unwrap();
+    let holder = if pointer.contains("counters") {
+        &mut interval["counters"]
+    } else {
+        interval
+    };
+    holder[key] = serde_json::Value::Array(vec![item; n]);
+    doc.to_string()
 }
 
 /// The histograms a record line stores, by JSON pointer.
@@ -135,29 +266,44 @@ const HISTOGRAMS: &[&str] = &[
 
 /// `line`'s histogram at `which`, decoded and handed to `alter` as uncompressed V2 bytes.
 fn alter_histogram(line: &str, which: Index, alter: impl FnOnce(&mut Vec<u8>)) -> String {
+    alter_stored(line, which, |bytes| {
+        let Ok(h) = Deserializer::new().deserialize::<u64, _>(&mut bytes.as_slice()) else {
+            return;
+        };
+        let h: Histogram<u64> = h;
+        bytes.clear();
+        V2Serializer::new().serialize(&h, bytes).unwrap();
+        alter(bytes);
+    })
+}
+
+/// `line`'s histogram at `which` handed to `alter` as it is stored (compressed V2).
+fn alter_stored(line: &str, which: Index, alter: impl FnOnce(&mut Vec<u8>)) -> String {
     let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(line) else {
         return line.to_string();
     };
     let Some(field) = doc.pointer_mut(HISTOGRAMS[which.index(HISTOGRAMS.len())]) else {
         return line.to_string();
     };
-    let Some(bytes) = field.as_str().and_then(|s| BASE64.decode(s).ok()) else {
+    let Some(mut bytes) = field.as_str().and_then(|s| BASE64.decode(s).ok()) else {
         return line.to_string();
     };
-    let Ok(h) = Deserializer::new().deserialize::<u64, _>(&mut bytes.as_slice()) else {
-        return line.to_string();
-    };
-    let h: Histogram<u64> = h;
-    let mut raw = Vec::new();
-    V2Serializer::new().serialize(&h, &mut raw).unwrap();
-    alter(&mut raw);
-    *field = serde_json::Value::String(BASE64.encode(&raw));
+    alter(&mut bytes);
+    *field = serde_json::Value::String(BASE64.encode(&bytes));
     doc.to_string()
+}
+
+/// Sets the big-endian 32-bit field at `at`, when the bytes reach it.
+fn set_u32(bytes: &mut [u8], at: usize, value: u32) {
+    if let Some(field) = bytes.get_mut(at..at + 4) {
+        field.copy_from_slice(&value.to_be_bytes());
+    }
 }
 
 fn apply(text: &str, slip: &Slip) -> String {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let n = lines.len();
+    let n_lines = n;
     match slip {
         Slip::Text(m) => return near_miss::apply(text, m),
         Slip::Field(line, node, with) => {
@@ -182,6 +328,22 @@ fn apply(text: &str, slip: &Slip) -> String {
         Slip::HistogramCut(line, which, at) => {
             let i = line.index(n);
             lines[i] = alter_histogram(&lines[i], *which, |raw| raw.truncate(at.index(raw.len())));
+        }
+        Slip::CompressedLength(line, which, n) => {
+            let i = line.index(n_lines);
+            lines[i] = alter_stored(&lines[i], *which, |raw| set_u32(raw, 4, *n));
+        }
+        Slip::PayloadLength(line, which, n) => {
+            let i = line.index(n_lines);
+            lines[i] = alter_histogram(&lines[i], *which, |raw| set_u32(raw, 4, *n));
+        }
+        Slip::Digits(line, which, d) => {
+            let i = line.index(n_lines);
+            lines[i] = alter_histogram(&lines[i], *which, |raw| set_u32(raw, 12, (*d).into()));
+        }
+        Slip::Rows(line, which, n) => {
+            let i = line.index(n_lines);
+            lines[i] = multiply_rows(&lines[i], *which, *n);
         }
     }
     lines.join("\n") + "\n"
@@ -257,9 +419,22 @@ fn seed_run() -> &'static Run {
     })
 }
 
+/// [`read_and_render`], holding at most [`MOST_HELD`] bytes at once.
+fn check(
+    bytes: &[u8],
+    from: Option<Duration>,
+    to: Option<Duration>,
+    merge: bool,
+) -> Result<(), TestCaseError> {
+    seed_run();
+    let (outcome, peak) = peak_held(|| read_and_render(bytes, from, to, merge));
+    prop_assert!(peak <= MOST_HELD, "held {} bytes at once", peak);
+    outcome
+}
+
 /// Reads `bytes` over a window, rendering what reads; then, if it read and `merge`, as a
 /// shard beside the intact file (merging their run information).
-fn check(
+fn read_and_render(
     bytes: &[u8],
     from: Option<Duration>,
     to: Option<Duration>,

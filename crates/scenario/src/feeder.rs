@@ -46,7 +46,7 @@ pub struct Feeder {
 impl Feeder {
     /// Reads `file`: JSON lines when it ends in `.jsonl`/`.ndjson`, CSV otherwise.
     pub(crate) fn read(name: &str, file: &Path, order: Order) -> Result<Feeder, PlanError> {
-        let bytes = std::fs::read(file).map_err(|e| {
+        let bytes = crate::files::read(file, crate::files::MOST_DATA_BYTES).map_err(|e| {
             PlanError::new(
                 file,
                 Pos { line: 1, col: 1 },

@@ -22,6 +22,7 @@ mod duration;
 mod error;
 mod extract;
 mod feeder;
+pub mod files;
 mod form;
 pub mod import;
 mod model;
@@ -82,7 +83,7 @@ impl Environment<'_> {
 /// its coordinator's plan so.
 pub fn load_with(path: &Path, copies: &Copies, env: Environment<'_>) -> Result<Plan, PlanError> {
     let local = copies.get(path).map_or(path, |p| p.as_path());
-    let text = std::fs::read_to_string(local).map_err(|e| {
+    let text = files::read_to_string(local, files::MOST_DOCUMENT_BYTES).map_err(|e| {
         PlanError::new(
             path,
             Pos { line: 1, col: 1 },

@@ -615,7 +615,8 @@ fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
         }
     };
     let path = c.file(rd.str(file_node, "a data file path")?);
-    if let Err(e) = std::fs::metadata(&path) {
+    // Asked here, so that a missing, special or oversized file is told at the plan's line.
+    if let Err(e) = crate::files::check(&path, crate::files::MOST_DATA_BYTES) {
         return Err(rd.err(
             file_node,
             format!("cannot read data file `{}`: {e}", path.display()),

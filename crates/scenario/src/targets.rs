@@ -153,13 +153,16 @@ pub struct Targets {
 /// `@file` and `<file` bodies are relative to the file's directory. Fails on the first line
 /// that cannot be read, naming the file and the line, and on a file without targets.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Targets, PlanError> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        PlanError::new(
-            path,
-            Pos { line: 1, col: 1 },
-            format!("cannot read the targets file: {e}"),
-        )
-    })?;
+    // Every target is held for the run: the file is bounded like a plan's data file.
+    let file = crate::files::check(path, crate::files::MOST_DATA_BYTES)
+        .and_then(|_| std::fs::File::open(path).map_err(crate::files::FileError::Io))
+        .map_err(|e| {
+            PlanError::new(
+                path,
+                Pos { line: 1, col: 1 },
+                format!("cannot read the targets file: {e}"),
+            )
+        })?;
     let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
     let mut reader = Reader::new(std::io::BufReader::new(file), path, base, format);
     let mut targets = Vec::new();

@@ -28,7 +28,8 @@ pub use error_kind::ErrorKind;
 pub use extremes::Range;
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use recorder::{
-    Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
+    check_rows, Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US,
+    HISTOGRAM_SIGFIG, MOST_ROWS,
 };
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};

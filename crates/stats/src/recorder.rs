@@ -7,7 +7,7 @@ use crate::{ErrorKind, LatencySummary, MetricRow, Outcome, Sample};
 mod merge;
 mod stored;
 
-pub use stored::{Counters, RestoreError};
+pub use stored::{check_rows, Counters, RestoreError, MOST_ROWS};
 
 /// Highest latency the histograms track, in microseconds (one hour). Larger values are clamped.
 pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;

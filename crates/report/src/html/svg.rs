@@ -134,7 +134,11 @@ impl Axis {
         } else {
             &[1.0, 2.0, 5.0]
         };
-        for e in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        // At most 40 decades of ticks: a value near f64::MAX (a capacity file's `p999_ms:
+        // 1e308`) made this loop run to i32::MAX and allocate 2 GiB of ticks.
+        let first = lo.log10().floor() as i32;
+        let last = (hi.log10().ceil() as i32).min(first.saturating_add(40));
+        for e in first..=last {
             let decade = 10f64.powi(e);
             for m in multiples {
                 let at = m * decade;
@@ -508,6 +512,16 @@ mod tests {
         assert_eq!(Num(-0.01).to_string(), "0");
         assert_eq!(Num(12.345).to_string(), "12.3");
         assert_eq!(Num(7.0).to_string(), "7");
+    }
+
+    /// Issue #28's fuzzing find: a capacity file's `p999_ms: 1e308` made this axis allocate
+    /// 2 GiB of ticks.
+    #[test]
+    fn a_log_axis_to_near_f64_max_has_few_ticks() {
+        for max in [1e308, f64::MAX, 1e300] {
+            let a = Axis::log(0.5, max, "ms");
+            assert!(a.ticks.len() <= 42, "{}", a.ticks.len());
+        }
     }
 
     #[test]

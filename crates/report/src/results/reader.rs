@@ -1,6 +1,6 @@
 //! Reading a results file back, one record at a time.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
 use std::time::Duration;
 
 use belier_stats::{Gauges, Recorder};
@@ -56,9 +56,8 @@ impl Reader {
         let mut line = 0;
         let header = loop {
             buf.clear();
-            let n = input
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| ResultsError(format!("{source}: cannot read: {e}")))?;
+            let n = read_line(&mut input, &mut buf)
+                .map_err(|e| ResultsError(format!("{source}:{}: {e}", line + 1)))?;
             if n == 0 {
                 return Err(ResultsError(format!(
                     "{source}: empty, not a belier results file"
@@ -119,10 +118,8 @@ impl Reader {
     pub fn next_record(&mut self) -> Result<Option<Record>, ResultsError> {
         while !self.exhausted {
             self.buf.clear();
-            let n = self
-                .input
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|e| ResultsError(format!("{}: cannot read: {e}", self.source)))?;
+            let n = read_line(&mut self.input, &mut self.buf)
+                .map_err(|e| ResultsError(format!("{}:{}: {e}", self.source, self.line + 1)))?;
             if n == 0 {
                 self.exhausted = true;
                 if self.end.is_none() {
@@ -211,6 +208,28 @@ impl Reader {
         }
         Ok(None)
     }
+}
+
+/// Longest line a results file may have. A record of a run at full resolution takes a few
+/// kilobytes, one of a plan of [`belier_stats::MOST_ROWS`] steps a few megabytes; a line is
+/// held whole while it is parsed, so a file of one endless line must not be read to its end.
+pub const MOST_LINE_BYTES: usize = 64 << 20;
+
+/// The next line of `input` into `buf` (appended, with its newline when it has one); its
+/// length, 0 at the end. An error, in words, when it cannot be read or is longer than
+/// [`MOST_LINE_BYTES`].
+fn read_line(input: &mut dyn BufRead, buf: &mut Vec<u8>) -> Result<usize, String> {
+    let n = input
+        .take(MOST_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if n > MOST_LINE_BYTES {
+        return Err(format!(
+            "line longer than {} MiB, more than any belier writes",
+            MOST_LINE_BYTES >> 20
+        ));
+    }
+    Ok(n)
 }
 
 /// `secs` as a duration, if it is one: finite, not negative, and not past `Duration::MAX`

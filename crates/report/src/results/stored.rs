@@ -6,13 +6,12 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use base64::Engine as _;
-use belier_stats::{Counters, Metric, Recorder};
+use belier_stats::{check_rows, Counters, Metric, Recorder};
 use hdrhistogram::serialization::Deserializer;
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::{Encoder, BASE64, PHASES};
+use super::histogram::decode;
+use super::{Encoder, PHASES};
 
 /// A recorder's counters and histograms, as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,52 +45,43 @@ impl StoredRecorder {
 
     /// [`StoredRecorder::decode`] with a deserializer of the caller's (reused).
     pub(crate) fn restore(&self, deserializer: &mut Deserializer) -> Result<Recorder, String> {
-        let mut recorder = Recorder::from_counters(&self.counters).map_err(|e| e.to_string())?;
+        let mut recorder = Recorder::from_counters(&self.counters)
+            .map_err(|e| format!("field `counters`: {e}"))?;
         let mut stored = vec![
-            (Metric::Latency, &self.latency),
-            (Metric::Uncorrected, &self.uncorrected),
-            (Metric::Lag, &self.lag),
+            (Metric::Latency, "latency".to_string(), &self.latency),
+            (Metric::Uncorrected, "uncorrected".into(), &self.uncorrected),
+            (Metric::Lag, "lag".into(), &self.lag),
         ];
         for (name, encoded) in &self.phases {
             let metric = Metric::from_name(name)
                 .filter(|m| PHASES.contains(m))
-                .ok_or_else(|| format!("unknown phase '{name}'"))?;
-            stored.push((metric, encoded));
+                .ok_or_else(|| format!("field `phases`: unknown phase '{name}'"))?;
+            stored.push((metric, format!("phases.{name}"), encoded));
         }
-        for (metric, encoded) in stored {
-            let hist = decode(deserializer, encoded, metric.name())?;
+        for (metric, field, encoded) in stored {
+            let hist = decode(deserializer, encoded, &field)?;
             recorder
                 .add_histogram(metric, &hist)
                 .map_err(|e| e.to_string())?;
         }
+        check_rows("histograms", self.steps_latency.len())
+            .map_err(|e| format!("field `steps_latency`: {e}"))?;
         for (row, encoded) in self.steps_latency.iter().enumerate() {
-            let hist = decode(deserializer, encoded, &format!("step {row}"))?;
+            let hist = decode(deserializer, encoded, &format!("steps_latency[{row}]"))?;
             recorder
                 .add_step_histogram(row, &hist)
                 .map_err(|e| e.to_string())?;
         }
+        check_rows("histograms", self.metrics_values.len())
+            .map_err(|e| format!("field `metrics_values`: {e}"))?;
         for (row, encoded) in self.metrics_values.iter().enumerate() {
-            let hist = decode(deserializer, encoded, &format!("metric {row}"))?;
+            let hist = decode(deserializer, encoded, &format!("metrics_values[{row}]"))?;
             recorder
                 .add_metric_histogram(row, &hist)
                 .map_err(|e| e.to_string())?;
         }
         Ok(recorder)
     }
-}
-
-/// One stored histogram; `what` names it in errors.
-fn decode(
-    deserializer: &mut Deserializer,
-    encoded: &str,
-    what: &str,
-) -> Result<Histogram<u64>, String> {
-    let bytes = BASE64
-        .decode(encoded)
-        .map_err(|e| format!("{what} histogram is not base64: {e}"))?;
-    deserializer
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("{what} histogram cannot be decoded: {e:?}"))
 }
 
 impl Encoder {

@@ -3,6 +3,8 @@ use std::time::{Duration, Instant};
 use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample, Settled};
 use proptest::prelude::*;
 
+use base64::Engine as _;
+
 use super::*;
 use crate::fixtures;
 
@@ -273,6 +275,57 @@ fn bad_files_name_the_line() {
         err.contains("w:1: the first line must be the header"),
         "{err}"
     );
+}
+
+/// Issue #28's fuzzing find: one number in a record (the compressed histogram's length) made
+/// the reader allocate gigabytes, and its error was Rust Debug text. Now: file, line, field
+/// and what is wrong, in words.
+#[test]
+fn a_histogram_length_altered_in_a_file_names_file_line_and_field() {
+    let good = write(
+        &header("a"),
+        &[settled(0, recorder_with(&[(1_000, 0)]))],
+        Some(&end(1.0)),
+    );
+    let text = String::from_utf8(good).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut record: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+    let field = record.pointer_mut("/interval/latency").unwrap();
+    let mut bytes = BASE64.decode(field.as_str().unwrap()).unwrap();
+    let has = bytes.len() - 8;
+    bytes[4..8].copy_from_slice(&4_000_000_000u32.to_be_bytes());
+    *field = BASE64.encode(&bytes).into();
+    lines[1] = record.to_string();
+    let err = intervals_of((lines.join("\n") + "\n").into_bytes(), "today.jsonl")
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "today.jsonl:2: field `latency`: histogram payload claims 4,000,000,000 bytes, \
+             more than its {has} encoded bytes"
+        )
+    );
+}
+
+/// A line is held whole while it is parsed: one without end is refused at its bound, not
+/// read until memory runs out.
+#[test]
+fn an_endless_line_is_refused_at_its_bound() {
+    let text = String::from_utf8(write(&header("a"), &[], None)).unwrap();
+    let endless = std::io::Read::chain(std::io::Cursor::new(text), std::io::repeat(b' '));
+    let mut r = Reader::open(Box::new(std::io::BufReader::new(endless)), "big.jsonl").unwrap();
+    let err = r.next_record().err().unwrap().to_string();
+    assert_eq!(
+        err,
+        "big.jsonl:2: line longer than 64 MiB, more than any belier writes"
+    );
+    let err = reader(vec![b'x'; MOST_LINE_BYTES + 1], "one.jsonl")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.starts_with("one.jsonl:1: line longer than"), "{err}");
 }
 
 #[test]

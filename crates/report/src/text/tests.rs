@@ -206,3 +206,35 @@ fn one_thread_is_singular() {
     info.threads = 3;
     assert_eq!(load_line(&info), "4 connections on 3 threads");
 }
+
+/// A name of 65,536 characters or more made `{:<width$}` panic (std::fmt takes widths up to
+/// 65,535), losing the report after the load was sent. Every name now renders in text and
+/// Markdown, cut to a column; JSON keeps it whole.
+#[test]
+fn names_of_any_length_render_cut_in_text_and_markdown() {
+    let long = |tag: &str| format!("{tag}{}end", "x".repeat(70_000));
+    let mut run = crate::seeded::with_steps();
+    run.info.steps[1] = long("step");
+    run.info.checks[0] = long("check");
+    run.info.metrics[1].name = long("metric");
+    run.thresholds[0].expression = long("p99 < 200ms ");
+    let report = run.report();
+    let text = render_text(&report);
+    let markdown = crate::render_markdown(&[crate::NamedReport {
+        name: "run",
+        report: &report,
+    }]);
+    for got in [&text, &markdown] {
+        for tag in ["step", "check", "metric"] {
+            let shown = crate::format::cut(&long(tag), crate::format::NAME_COLUMN).into_owned();
+            assert!(got.contains(&shown), "{tag} not shown cut");
+        }
+    }
+    // The text cuts a threshold too (to a wider column); the Markdown, unpadded, keeps it.
+    assert!(text.lines().all(|l| l.chars().count() < 400));
+    assert!(markdown.contains(&format!("200ms {}end", "x".repeat(70_000))));
+    let json = crate::render_json(&report);
+    for tag in ["step", "check", "metric"] {
+        assert!(json.contains(&long(tag)), "{tag} not whole in JSON");
+    }
+}

@@ -87,12 +87,11 @@ pub(crate) fn compile(
             };
             let written = rd.str(file_node, "a script file")?;
             let path = c.file(written);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                rd.err(
-                    file_node,
-                    format!("cannot read script file `{}`: {e}", path.display()),
-                )
-            })?;
+            let text = crate::files::read_to_string(&path, crate::files::MOST_DOCUMENT_BYTES)
+                .map_err(|e| {
+                    let path = path.display();
+                    rd.err(file_node, format!("cannot read script file `{path}`: {e}"))
+                })?;
             (text, Origin::File(path), written.to_string())
         }
         _ => {

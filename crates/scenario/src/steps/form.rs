@@ -59,12 +59,11 @@ pub(super) fn multipart(
                     ));
                 };
                 let path = c.file(rd.str(file, "a file path")?);
-                let bytes = std::fs::read(&path).map_err(|e| {
-                    rd.err(
-                        file,
-                        format!("cannot read multipart file `{}`: {e}", path.display()),
-                    )
-                })?;
+                let bytes =
+                    crate::files::read(&path, crate::files::MOST_BODY_BYTES).map_err(|e| {
+                        let path = path.display();
+                        rd.err(file, format!("cannot read multipart file `{path}`: {e}"))
+                    })?;
                 let content_type = match f.get("content_type") {
                     Some(n) => header_value(c, n, "a content type")?,
                     None => DEFAULT_FILE_TYPE.to_string(),

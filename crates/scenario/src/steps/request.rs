@@ -245,7 +245,7 @@ pub(super) fn request(
         }
     } else if let Some(n) = f.get("body_file") {
         let path = c.file(rd.str(n, "a body file path")?);
-        let bytes = std::fs::read(&path).map_err(|e| {
+        let bytes = crate::files::read(&path, crate::files::MOST_BODY_BYTES).map_err(|e| {
             rd.err(
                 n,
                 format!("cannot read body file `{}`: {e}", path.display()),

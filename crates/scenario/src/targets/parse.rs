@@ -23,7 +23,14 @@ pub struct Reader<R> {
     /// Lines read so far.
     line: usize,
     buf: String,
+    /// Bytes of the `@file` bodies read so far: each target holds its own copy, so a file
+    /// naming one large body on many lines is bounded in total, not only per body.
+    body_bytes: u64,
 }
+
+/// Longest line a targets file may have: a JSON target carrying the largest body belier
+/// sends, in base64. A line is held whole while it is parsed.
+const MOST_LINE_BYTES: u64 = crate::files::MOST_BODY_BYTES / 3 * 4 + (1 << 20);
 
 impl<R: BufRead> Reader<R> {
     /// A reader of `input`, which errors call `name`; bodies named in it are relative to
@@ -36,6 +43,7 @@ impl<R: BufRead> Reader<R> {
             format,
             line: 0,
             buf: String::new(),
+            body_bytes: 0,
         }
     }
 
@@ -79,12 +87,15 @@ impl<R: BufRead> Reader<R> {
 
     fn next_line(&mut self) -> Result<Option<String>, PlanError> {
         self.buf.clear();
-        let read = self
-            .input
+        let read = std::io::Read::take(&mut self.input, MOST_LINE_BYTES + 1)
             .read_line(&mut self.buf)
             .map_err(|e| self.err_at(self.line + 1, format!("cannot read the targets: {e}")))?;
         if read == 0 {
             return Ok(None);
+        }
+        if read as u64 > MOST_LINE_BYTES {
+            let most = crate::files::size_in_words(MOST_LINE_BYTES);
+            return Err(self.err_at(self.line + 1, format!("a line longer than {most}")));
         }
         self.line += 1;
         let l = self.buf.strip_suffix('\n').unwrap_or(&self.buf);
@@ -287,13 +298,22 @@ impl<R: BufRead> Reader<R> {
         Ok(())
     }
 
-    fn body_file(&self, path: &str) -> Result<Vec<u8>, PlanError> {
+    fn body_file(&mut self, path: &str) -> Result<Vec<u8>, PlanError> {
+        use crate::files::{read, size_in_words, MOST_BODY_BYTES, MOST_DATA_BYTES};
         if path.is_empty() {
             return Err(self.err("expected a file name after `@` (or `<`) for the body"));
         }
         let full = self.base.join(path);
-        std::fs::read(&full)
-            .map_err(|e| self.err(format!("cannot read the body file {}: {e}", full.display())))
+        let body = read(&full, MOST_BODY_BYTES)
+            .map_err(|e| self.err(format!("cannot read the body file {}: {e}", full.display())))?;
+        self.body_bytes += body.len() as u64;
+        if self.body_bytes > MOST_DATA_BYTES {
+            return Err(self.err(format!(
+                "the bodies of the targets so far take more than {}, which belier holds at most",
+                size_in_words(MOST_DATA_BYTES)
+            )));
+        }
+        Ok(body)
     }
 }
 

@@ -89,7 +89,26 @@ fn is_zero(n: &u64) -> bool {
 /// u64, whose overflow panics in a debug build and wraps in release.
 const MOST_STORED: u64 = 1 << 53;
 
+/// Most step rows, and most custom-metric rows, one stored recorder may hold. Each row is a
+/// latency histogram of about 180 KiB while its stored counters take some 40 bytes, so a file
+/// could claim a million rows in 40 MB and make a reader allocate 180 GB. A plan of more
+/// request steps than this would hold as much per worker's recorder already.
+pub const MOST_ROWS: usize = 1024;
+
+/// Refuses more than [`MOST_ROWS`] stored rows (`what`: "step rows", …) before any is made.
+/// (Checks need no bound: 16 bytes each in memory, fewer than they take stored.)
+pub fn check_rows(what: &str, rows: usize) -> Result<(), RestoreError> {
+    if rows > MOST_ROWS {
+        return Err(RestoreError(format!(
+            "{rows} {what}, more than the {MOST_ROWS} belier reads"
+        )));
+    }
+    Ok(())
+}
+
 fn check_counts(c: &Counters) -> Result<(), RestoreError> {
+    check_rows("step rows", c.steps.len())?;
+    check_rows("metric rows", c.metrics.len())?;
     let requests = c
         .status
         .values()

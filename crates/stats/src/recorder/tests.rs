@@ -161,6 +161,33 @@ fn counters_and_histograms_restore_exactly() {
     assert!(Recorder::from_counters(&bad).is_err());
 }
 
+/// A stored step or metric row takes some 40 bytes and makes a histogram of about 180 KiB:
+/// the count a file claims is refused above `MOST_ROWS` before any row is made.
+#[test]
+fn stored_rows_are_bounded_before_they_are_made() {
+    let mut c = Counters {
+        steps: vec![crate::StepCounts::default(); MOST_ROWS + 1],
+        ..Counters::default()
+    };
+    let e = Recorder::from_counters(&c).unwrap_err();
+    assert_eq!(
+        e.0,
+        format!(
+            "{} step rows, more than the {MOST_ROWS} belier reads",
+            MOST_ROWS + 1
+        )
+    );
+    c.steps.truncate(3);
+    c.metrics = vec![0; MOST_ROWS + 1];
+    assert!(Recorder::from_counters(&c)
+        .unwrap_err()
+        .0
+        .contains("metric rows"));
+    c.metrics.truncate(2);
+    let r = Recorder::from_counters(&c).unwrap();
+    assert_eq!((r.steps().len(), r.metrics().len()), (3, 2));
+}
+
 proptest! {
     // Merging recorders that each saw part of the samples equals one recorder that saw all.
     #[test]
