@@ -17,6 +17,10 @@ use crate::slo::Verdict;
 /// Version of the capacity JSON document.
 const SCHEMA_VERSION: u32 = 1;
 
+/// Busy share of the host's CPU over a step from which the step says the host was saturated:
+/// belier and a server on the same host then compete for it, and the step measured both.
+pub const HOST_CPU_SATURATED: f64 = 0.9;
+
 /// One step as it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -46,6 +50,21 @@ pub struct Step {
     pub pass: Option<bool>,
     /// Why it failed, or why the generator could not drive it.
     pub why: Option<String>,
+    /// Requests still unanswered when the step ended and its grace ran out, given up on:
+    /// among the failed share, and shown apart from the failures.
+    #[serde(default)]
+    pub cancelled: u64,
+    /// Busy share of the host's CPU over the step, when belier and the server share the host
+    /// (`null` otherwise).
+    #[serde(default)]
+    pub host_cpu: Option<f64>,
+    /// Seconds from the step's end until the server answered probes at its idle latency
+    /// again, or waited for it in vain (`null`: not probed).
+    #[serde(default)]
+    pub drain_s: Option<f64>,
+    /// Whether the server drained within the longest wait (`null`: not probed).
+    #[serde(default)]
+    pub drained: Option<bool>,
 }
 
 impl Step {
@@ -96,7 +115,38 @@ impl Step {
                 .sum(),
             pass,
             why,
+            cancelled: totals.errors_of(ErrorKind::Cancelled),
+            host_cpu: None,
+            drain_s: None,
+            drained: None,
         }
+    }
+
+    /// Share of the judged window's requests that failed (an error status, or no response),
+    /// the cancelled ones apart.
+    pub fn failed_share(&self) -> f64 {
+        if self.requests == 0 {
+            return 0.0;
+        }
+        (self.error_share - self.cancelled as f64 / self.requests as f64).max(0.0)
+    }
+
+    /// What the result column adds to the verdict: the host's CPU when it was saturated, the
+    /// wait for the server to drain when there was one.
+    fn notes(&self) -> String {
+        let mut notes = String::new();
+        if let Some(busy) = self.host_cpu.filter(|&b| b >= HOST_CPU_SATURATED) {
+            notes += &format!(
+                "; host CPU {:.0} % busy (belier and the server share it)",
+                busy * 100.0
+            );
+        }
+        match (self.drained, self.drain_s) {
+            (Some(true), Some(s)) if s > 0.0 => notes += &format!("; drained in {s:.1} s"),
+            (Some(false), Some(s)) => notes += &format!("; not drained in {s:.0} s"),
+            _ => {}
+        }
+        notes
     }
 
     /// The step as the overload classification reads it. The latency of the rejections is not
@@ -133,21 +183,63 @@ impl Step {
 pub struct Overload {
     /// The worst behaviour of the overload steps.
     pub behaviour: Behaviour,
-    /// Whether the recovery step ended under the SLOs (`null` when it did not run).
+    /// Whether the recovery step met the SLOs (`null` when it did not run or was not judged).
     pub recovered: Option<bool>,
-    /// Seconds from the recovery step's start until it stayed under them.
-    pub recovery_s: Option<f64>,
+    /// Seconds after the last overload step until the server answered probes at its idle
+    /// latency again (`null`: not probed, or no recovery step).
+    #[serde(default)]
+    pub drained_s: Option<f64>,
+    /// Whether it did within the longest wait (`null`: not probed, or no recovery step).
+    #[serde(default)]
+    pub drained: Option<bool>,
 }
 
 impl Overload {
-    /// From the behaviour and the recovery step's judgement, if it ran.
+    /// From the behaviour and the recovery, if it was measured.
     pub fn new(behaviour: Behaviour, recovery: Option<Recovery>) -> Overload {
+        let probed = recovery.filter(|r| r.probed);
         Overload {
             behaviour,
             recovered: recovery.map(|r| r.recovered),
-            recovery_s: recovery.and_then(|r| r.after).map(|d| d.as_secs_f64()),
+            drained_s: probed
+                .and_then(|r| r.drained_after)
+                .map(|d| d.as_secs_f64()),
+            drained: probed.map(|r| r.drained_after.is_some()),
         }
     }
+
+    /// The recovery in words: whether and when the server drained after the overload, and
+    /// whether the recovery step met the SLOs.
+    pub fn recovery_line(&self) -> String {
+        let recovered = match self.recovered {
+            Some(true) => "recovered at 0.8× (its step met the SLOs)",
+            Some(false) => "did not recover at 0.8× (its step failed the SLOs)",
+            None => "recovery not measured",
+        };
+        match (self.drained, self.drained_s) {
+            (Some(true), Some(s)) => format!("drained {s:.1} s after the overload; {recovered}"),
+            (Some(false), _) => format!("not drained after the overload; {recovered}"),
+            _ => recovered.to_string(),
+        }
+    }
+}
+
+/// The recovery as the steps show it: the last recovery step's verdict, and how the server
+/// drained after the step before it (the last overload step); `None` without a judged
+/// recovery step.
+pub fn recovery(steps: &[Step]) -> Option<Recovery> {
+    let at = steps.iter().rposition(|s| s.kind == StepKind::Recovery)?;
+    let recovered = steps[at].pass?;
+    let before = at.checked_sub(1).map(|i| &steps[i]);
+    let drained = before.and_then(|s| s.drained);
+    Some(Recovery {
+        recovered,
+        drained_after: before
+            .filter(|_| drained == Some(true))
+            .and_then(|s| s.drain_s)
+            .map(Duration::from_secs_f64),
+        probed: drained.is_some(),
+    })
 }
 
 /// A whole search, as reports show it.
@@ -300,8 +392,17 @@ impl Outcome {
         let (target, achieved) = self.columns();
         writeln!(
             out,
-            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8}  result",
-            "#", "step", target, achieved, "goodput/s", "p50", "p99", "p99.9", "failed"
+            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8} {:>9}  result",
+            "#",
+            "step",
+            target,
+            achieved,
+            "goodput/s",
+            "p50",
+            "p99",
+            "p99.9",
+            "failed",
+            "cancelled"
         )?;
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
         for (i, s) in self.steps.iter().enumerate() {
@@ -310,10 +411,10 @@ impl Outcome {
                 (Some(false), Some(why)) => format!("fail: {why}"),
                 (None, Some(why)) => format!("generator: {why}"),
                 _ => "fail".into(),
-            };
+            } + s.notes().as_str();
             writeln!(
                 out,
-                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}%  {result}",
+                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}% {:>9}  {result}",
                 i + 1,
                 kind_name(s.kind),
                 number(s.target_rate),
@@ -322,7 +423,8 @@ impl Outcome {
                 ms(s.p50_ms),
                 ms(s.p99_ms),
                 ms(s.p999_ms),
-                s.error_share * 100.0,
+                s.failed_share() * 100.0,
+                s.cancelled,
             )?;
         }
         writeln!(out, "\n{}", self.answer_line())?;
@@ -334,16 +436,12 @@ impl Outcome {
             )?;
         }
         if let Some(o) = &self.overload {
-            let recovery = match (o.recovered, o.recovery_s) {
-                (Some(true), Some(s)) => format!("recovered at 0.8× within {s:.0} s"),
-                (Some(false), _) => "did not recover at 0.8× within its step".into(),
-                _ => "recovery not measured".into(),
-            };
             writeln!(
                 out,
-                "Past capacity: {} ({}); {recovery}",
+                "Past capacity: {} ({}); {}",
                 o.behaviour.name(),
-                o.behaviour.note()
+                o.behaviour.note(),
+                o.recovery_line()
             )?;
         }
         Ok(())
@@ -355,7 +453,7 @@ impl Outcome {
     /// a rate against the rate sent, or connections against the requests they carried.
     pub fn columns(&self) -> (&'static str, &'static str) {
         match self.dimension {
-            Dimension::Rate => ("target/s", "sent/s"),
+            Dimension::Rate => ("offered/s", "sent/s"),
             Dimension::IterationRate => ("iterations/s", "started/s"),
             Dimension::Connections => ("connections", "requests/s"),
             Dimension::ConnectionRate => ("connections/s", "sent/s"),
@@ -399,7 +497,8 @@ mod tests {
                 Behaviour::Sheds,
                 Some(Recovery {
                     recovered: true,
-                    after: Some(Duration::from_secs(2)),
+                    drained_after: Some(Duration::from_millis(2_400)),
+                    probed: true,
                 }),
             )),
             Duration::from_secs(300),
@@ -428,7 +527,10 @@ mod tests {
             .starts_with("No rate met p99<25ms, not even the start rate"));
         let text = found.render_text();
         assert!(text.contains("Past capacity: sheds"), "{text}");
-        assert!(text.contains("recovered at 0.8× within 2 s"), "{text}");
+        assert!(
+            text.contains("drained 2.4 s after the overload; recovered at 0.8× (its step met"),
+            "{text}"
+        );
     }
 
     #[test]

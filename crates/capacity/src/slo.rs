@@ -6,8 +6,16 @@ use std::time::Duration;
 use belier_scenario::{Comparison, Figures, Metric, Threshold};
 use belier_stats::{Point, Recorder};
 
-/// The SLO that holds when none is given: under 1 % of requests failed.
+/// The errors SLO in force unless one is given: under 1 % of requests failed. It holds beside
+/// latency SLOs too: a latency SLO alone is met by errors answered fast (a server that sheds
+/// answers its excess with a 503 in microseconds), which would read as capacity.
 pub const DEFAULT_SLO: &str = "errors<1%";
+
+/// How far a step's goodput may fall short of the rate it sent before the step fails: a
+/// server that keeps up serves what it is sent (completions lag arrivals only by the latency,
+/// which a steady window does not see); one that falls behind serves less, whatever its errors
+/// and its latency show so far.
+pub const GOODPUT_SHORTFALL: f64 = 0.03;
 
 /// A malformed SLO expression.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,6 +118,10 @@ pub struct StepFigures<'a> {
     pub window: Duration,
     /// Everything recorded in the judged window.
     pub totals: &'a Recorder,
+    /// Successful responses (status below 400) per second of the window, when the level is a
+    /// rate of requests to hold it against (`None`: not judged, as for connections, whose
+    /// requests are their goodput, and a plan's iterations, which hold several requests).
+    pub goodput: Option<f64>,
     /// Why belier itself could not hold the step's rate (the run's verdict), if it could not:
     /// then the step says nothing about the server.
     pub generator: Option<String>,
@@ -130,19 +142,14 @@ pub enum Verdict {
 }
 
 impl Slos {
-    /// Parses `expressions` (the default SLO when there are none). A latency SLO needs a
-    /// unit (`50ms`), an error SLO a share (`0.1%`); a step's scope (`login: …`), `rate`,
-    /// `checks` and `requests` mean nothing for a capacity step and are refused.
+    /// Parses `expressions`, and adds [`DEFAULT_SLO`] unless one of them bounds the errors. A
+    /// latency SLO needs a unit (`50ms`), an error SLO a share (`0.1%`); a step's scope
+    /// (`login: …`), `rate`, `checks` and `requests` mean nothing for a capacity step and are
+    /// refused.
     pub fn parse(expressions: &[String]) -> Result<Slos, SloError> {
-        let defaults = [DEFAULT_SLO.to_string()];
-        let given = if expressions.is_empty() {
-            &defaults[..]
-        } else {
-            expressions
-        };
         let mut prometheus = Vec::new();
         let mut on_figures = Vec::new();
-        for e in given {
+        for e in expressions {
             match PromSlo::parse(e) {
                 Some(slo) => prometheus.push(slo?),
                 None => on_figures.push(e.clone()),
@@ -179,6 +186,11 @@ impl Slos {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut figures = figures;
+        if !figures.iter().any(|t| t.metric == Metric::ErrorRate) {
+            let default = Threshold::parse(DEFAULT_SLO).expect("the default SLO parses");
+            figures.push(default);
+        }
         Ok(Slos {
             figures,
             prometheus,
@@ -190,7 +202,7 @@ impl Slos {
         &self.prometheus
     }
 
-    /// The SLOs as written.
+    /// The SLOs in force, as written (the default errors SLO among them when none was given).
     pub fn expressions(&self) -> Vec<&str> {
         self.figures
             .iter()
@@ -230,7 +242,9 @@ impl Slos {
     }
 
     /// Judges a step: the generator's own limit first (it voids the step), then every SLO on
-    /// the judged window's figures. A failed request is any without a status below 400.
+    /// the judged window's figures, then its goodput against the rate it sent. A failed
+    /// request is any without a status below 400: an error status (a 503 shed at once) as
+    /// well as no response, and a request still unanswered at the step's end (cancelled).
     pub fn judge(&self, step: &StepFigures<'_>) -> Verdict {
         if let Some(why) = &step.generator {
             return Verdict::Generator(why.clone());
@@ -272,6 +286,17 @@ impl Slos {
                 (!outcome.passed).then(|| format!("{} (wanted {})", outcome.actual, slo.expression))
             })
             .collect();
+        if let Some(goodput) = step.goodput {
+            let wanted = step.achieved_rate * (1.0 - GOODPUT_SHORTFALL);
+            if goodput < wanted {
+                failed.push(format!(
+                    "goodput {goodput:.1}/s of {:.1}/s sent (wanted at least {:.0} %: the server \
+                     did not serve what it was sent)",
+                    step.achieved_rate,
+                    (1.0 - GOODPUT_SHORTFALL) * 100.0
+                ));
+            }
+        }
         for (slo, value) in self.prometheus.iter().zip(&step.prometheus) {
             match value {
                 Some(v) if slo.comparison.holds(*v, slo.bound) => {}
@@ -327,6 +352,7 @@ mod tests {
             achieved_rate: 100.0,
             window: Duration::from_secs(10),
             totals,
+            goodput: None,
             generator: None,
             prometheus: vec![],
         }
@@ -347,6 +373,47 @@ mod tests {
         // A 5xx is a failure too.
         let unavailable = recorder(&vec![1_000; 100], 0, 503);
         assert!(matches!(s.judge(&step(&unavailable)), Verdict::Fail(_)));
+    }
+
+    #[test]
+    fn an_errors_slo_holds_beside_latency_slos_unless_one_is_given() {
+        // Found on main: a server shedding its excess with fast 503s met p99<30ms at 37×
+        // what it served.
+        let s = slos(&["p99<30ms"]);
+        assert_eq!(s.expressions(), ["p99<30ms", DEFAULT_SLO]);
+        let mut shed = recorder(&vec![200; 600], 0, 503);
+        shed += &recorder(&vec![5_000; 400], 0, 200);
+        let Verdict::Fail(why) = s.judge(&step(&shed)) else {
+            panic!("60 % of 503s passed p99<30ms");
+        };
+        assert!(why.contains("errors<1%"), "{why}");
+        // The user's own errors SLO replaces the default; a Prometheus SLO does not.
+        assert_eq!(
+            slos(&["errors<5%", "p99<30ms"]).expressions(),
+            ["errors<5%", "p99<30ms"]
+        );
+        assert_eq!(
+            slos(&["prom:up<2"]).expressions(),
+            [DEFAULT_SLO, "prom:up<2"]
+        );
+    }
+
+    #[test]
+    fn a_step_that_serves_less_than_it_was_sent_fails() {
+        let s = slos(&[]);
+        let r = recorder(&vec![1_000; 1_000], 0, 200);
+        let mut f = step(&r);
+        // 1,000 served in 10 s, 100/s sent: kept up.
+        f.goodput = Some(100.0);
+        assert_eq!(s.judge(&f), Verdict::Pass);
+        f.goodput = Some(98.0);
+        assert_eq!(s.judge(&f), Verdict::Pass);
+        // A queue growing at the server: no errors yet, but 10 % of what was sent not served.
+        f.goodput = Some(90.0);
+        let Verdict::Fail(why) = s.judge(&f) else {
+            panic!("90 % served passed");
+        };
+        assert!(why.contains("goodput 90.0/s of 100.0/s sent"), "{why}");
     }
 
     #[test]
@@ -400,6 +467,7 @@ mod tests {
             s.expressions(),
             [
                 "p99<30ms",
+                DEFAULT_SLO,
                 "prom:rate(process_cpu_seconds_total[10s]) <= 0.8"
             ]
         );
