@@ -6,7 +6,7 @@
 //! a step fails, bisects between the last pass and the first failure down to a precision,
 //! confirms the answer with longer steps, and then plans the overload steps past it and a
 //! recovery step below it. [`Slos`] judges a step's [`StepFigures`] against the SLOs (an
-//! errors SLO always among them) and its goodput against what it sent; [`drain`] decides
+//! errors SLO always among them); [`drain`] decides
 //! from probes when the server has served what a step left queued;
 //! [`overload::classify`] names the behaviour past capacity. Running a step (an open loop at
 //! the planned rate) and measuring it is the caller's job, so the whole search is tested
@@ -28,4 +28,4 @@ pub use outcome::{kind_name, recovery, Outcome, Overload, Step, HOST_CPU_SATURAT
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
 };
-pub use slo::{PromSlo, SloError, Slos, StepFigures, Verdict, DEFAULT_SLO, GOODPUT_SHORTFALL};
+pub use slo::{PromSlo, SloError, Slos, StepFigures, Verdict, DEFAULT_SLO};

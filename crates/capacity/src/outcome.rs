@@ -30,7 +30,8 @@ pub struct Step {
     pub target_rate: f64,
     /// Arrivals sent per second of its judged window.
     pub achieved_rate: f64,
-    /// Successful responses (status below 400) per second of its judged window.
+    /// What the server served: successful responses (status below 400) per second of its
+    /// judged window and of the grace after it in which the window's last responses came.
     pub goodput: f64,
     /// Requests in the judged window.
     pub requests: u64,
@@ -68,14 +69,18 @@ pub struct Step {
 }
 
 impl Step {
-    /// Measures a step from what its judged window (`window` long) recorded.
+    /// Measures a step from what its judged window (`window` long) recorded, the responses
+    /// that came in the `tail` after the step's end (its grace) among them: goodput is served
+    /// per second of both, as those responses were served then, not in the window.
     pub fn measure(
         plan: &StepPlan,
         verdict: &Verdict,
         totals: &Recorder,
         window: Duration,
+        tail: Duration,
     ) -> Step {
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let served_secs = (window + tail).as_secs_f64().max(f64::MIN_POSITIVE);
         let h = totals.latency_us();
         let at = |p: f64| {
             (!h.is_empty()).then(|| belier_stats::value_at_percentile(h, p) as f64 / 1000.0)
@@ -93,7 +98,7 @@ impl Step {
             // Arrivals that went out in the window: completions lag behind them when the
             // server queues, and would read as more than was sent.
             achieved_rate: totals.scheduled().saturating_sub(totals.dropped()) as f64 / secs,
-            goodput: totals.succeeded() as f64 / secs,
+            goodput: totals.succeeded() as f64 / served_secs,
             requests,
             p50_ms: at(50.0),
             p99_ms: at(99.0),
@@ -132,8 +137,8 @@ impl Step {
     }
 
     /// What the result column adds to the verdict: the host's CPU when it was saturated, the
-    /// wait for the server to drain when there was one.
-    fn notes(&self) -> String {
+    /// wait for the server to drain when there was one (`; host CPU 96 % busy …`, or empty).
+    pub fn notes(&self) -> String {
         let mut notes = String::new();
         if let Some(busy) = self.host_cpu.filter(|&b| b >= HOST_CPU_SATURATED) {
             notes += &format!(
@@ -142,7 +147,7 @@ impl Step {
             );
         }
         match (self.drained, self.drain_s) {
-            (Some(true), Some(s)) if s > 0.0 => notes += &format!("; drained in {s:.1} s"),
+            (Some(true), Some(s)) if s >= 0.05 => notes += &format!("; drained in {s:.1} s"),
             (Some(false), Some(s)) => notes += &format!("; not drained in {s:.0} s"),
             _ => {}
         }

@@ -11,12 +11,6 @@ use belier_stats::{Point, Recorder};
 /// answers its excess with a 503 in microseconds), which would read as capacity.
 pub const DEFAULT_SLO: &str = "errors<1%";
 
-/// How far a step's goodput may fall short of the rate it sent before the step fails: a
-/// server that keeps up serves what it is sent (completions lag arrivals only by the latency,
-/// which a steady window does not see); one that falls behind serves less, whatever its errors
-/// and its latency show so far.
-pub const GOODPUT_SHORTFALL: f64 = 0.03;
-
 /// A malformed SLO expression.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("--slo '{expression}': at position {position}: {message}")]
@@ -118,10 +112,6 @@ pub struct StepFigures<'a> {
     pub window: Duration,
     /// Everything recorded in the judged window.
     pub totals: &'a Recorder,
-    /// Successful responses (status below 400) per second of the window, when the level is a
-    /// rate of requests to hold it against (`None`: not judged, as for connections, whose
-    /// requests are their goodput, and a plan's iterations, which hold several requests).
-    pub goodput: Option<f64>,
     /// Why belier itself could not hold the step's rate (the run's verdict), if it could not:
     /// then the step says nothing about the server.
     pub generator: Option<String>,
@@ -242,7 +232,7 @@ impl Slos {
     }
 
     /// Judges a step: the generator's own limit first (it voids the step), then every SLO on
-    /// the judged window's figures, then its goodput against the rate it sent. A failed
+    /// the judged window's figures. A failed
     /// request is any without a status below 400: an error status (a 503 shed at once) as
     /// well as no response, and a request still unanswered at the step's end (cancelled).
     pub fn judge(&self, step: &StepFigures<'_>) -> Verdict {
@@ -286,17 +276,6 @@ impl Slos {
                 (!outcome.passed).then(|| format!("{} (wanted {})", outcome.actual, slo.expression))
             })
             .collect();
-        if let Some(goodput) = step.goodput {
-            let wanted = step.achieved_rate * (1.0 - GOODPUT_SHORTFALL);
-            if goodput < wanted {
-                failed.push(format!(
-                    "goodput {goodput:.1}/s of {:.1}/s sent (wanted at least {:.0} %: the server \
-                     did not serve what it was sent)",
-                    step.achieved_rate,
-                    (1.0 - GOODPUT_SHORTFALL) * 100.0
-                ));
-            }
-        }
         for (slo, value) in self.prometheus.iter().zip(&step.prometheus) {
             match value {
                 Some(v) if slo.comparison.holds(*v, slo.bound) => {}
@@ -352,7 +331,6 @@ mod tests {
             achieved_rate: 100.0,
             window: Duration::from_secs(10),
             totals,
-            goodput: None,
             generator: None,
             prometheus: vec![],
         }
@@ -396,24 +374,6 @@ mod tests {
             slos(&["prom:up<2"]).expressions(),
             [DEFAULT_SLO, "prom:up<2"]
         );
-    }
-
-    #[test]
-    fn a_step_that_serves_less_than_it_was_sent_fails() {
-        let s = slos(&[]);
-        let r = recorder(&vec![1_000; 1_000], 0, 200);
-        let mut f = step(&r);
-        // 1,000 served in 10 s, 100/s sent: kept up.
-        f.goodput = Some(100.0);
-        assert_eq!(s.judge(&f), Verdict::Pass);
-        f.goodput = Some(98.0);
-        assert_eq!(s.judge(&f), Verdict::Pass);
-        // A queue growing at the server: no errors yet, but 10 % of what was sent not served.
-        f.goodput = Some(90.0);
-        let Verdict::Fail(why) = s.judge(&f) else {
-            panic!("90 % served passed");
-        };
-        assert!(why.contains("goodput 90.0/s of 100.0/s sent"), "{why}");
     }
 
     #[test]

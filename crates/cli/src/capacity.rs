@@ -3,7 +3,10 @@
 //! `belier_capacity`'s; [`step`] turns each planned step into a run, [`judge`] tells whether
 //! its window says anything of the server, and this module runs the loop and writes the report.
 
+mod cpu;
+mod drain;
 mod judge;
+mod measure;
 mod phases;
 mod step;
 mod target;
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use belier_capacity::{
     overload, Dimension, LimitedBy, Outcome, Overload, Search, SearchSettings, Slos, Step,
-    StepFigures, StepKind, StepPlan, Verdict,
+    StepKind, StepPlan, Verdict,
 };
 use belier_engine::Spacing;
 use clap::{Args, ValueEnum};
@@ -50,6 +53,12 @@ pub enum CapacityFormat {
 
 /// Exit code when no rate met the SLOs, not even the start rate.
 pub const EXIT_NO_CAPACITY: u8 = 5;
+
+/// Allowed in the budget for starting a step (its threads, its connections) and judging it.
+const STEP_START: Duration = Duration::from_millis(500);
+
+/// The pause between steps when the target cannot be probed (HTTP/2).
+const UNPROBED_PAUSE: Duration = Duration::from_secs(2);
 
 /// Options of `belier capacity URL`.
 #[derive(Debug, Args)]
@@ -160,9 +169,9 @@ pub struct CapacityArgs {
     #[arg(long = "prometheus", value_name = "URL", help_heading = "Search")]
     pub prometheus: Option<String>,
 
-    /// Pause between steps, so that what one step left queued at the server does not weigh
-    /// on the next.
-    #[arg(long = "drain", value_name = "D", default_value = "2s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
+    /// After each step, wait until the server answers probes at its idle latency again (what
+    /// the step left queued is served), for at most this long (0s: no wait).
+    #[arg(long = "drain", value_name = "D", default_value = "30s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
     pub drain: Duration,
 
     /// Arrival spacing of every step.
@@ -278,6 +287,14 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         confirm: args.confirm,
         confirm_window: args.confirm_window,
         max_time: args.max_time,
+        // The grace of the step's last requests, its start, and the Prometheus queries.
+        step_overhead: belier_engine::DEFAULT_GRACE
+            + STEP_START
+            + if args.prometheus.is_some() {
+                judge::SCRAPE_MARGIN + STEP_START
+            } else {
+                Duration::ZERO
+            },
         overload: if args.no_overload {
             Vec::new()
         } else {
@@ -333,17 +350,21 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         )
     };
 
+    let prober = announce_prober(drain::Prober::start(&first.engine), args.drain);
+    let runner = measure::Runner {
+        target: &target,
+        shape: &shape,
+        slos: &slos,
+        prometheus: args.prometheus.as_deref(),
+        signals,
+    };
+
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
-    let mut overload_steps = Vec::new();
-    let mut recovery = None;
     let mut interrupted = false;
     // The search, in a closure so that the teardown runs whatever ended it, an error included.
     let searched = (|| -> anyhow::Result<()> {
         while let Some(plan) = search.next_step(started.elapsed()) {
-            if !steps.is_empty() {
-                std::thread::sleep(args.drain);
-            }
             if signals.stop_requested() {
                 interrupted = true;
                 break;
@@ -359,48 +380,10 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
                     args.max_time
                 )
             );
-            let settings = target.step(&plan, &shape)?;
-            let finished = crate::load::execute_judged(&settings, signals, Some(plan.warmup))?;
-            if finished.interrupted {
+            let Some((mut step, verdict)) = runner.run(&plan)? else {
                 interrupted = true;
                 break;
-            }
-            let window = finished.window.clone().unwrap_or_default();
-            let generator = judge::generator_verdict(&finished, &window, &plan);
-            let prometheus = judge::query_prometheus(&slos, args.prometheus.as_deref());
-            let mut figures = StepFigures {
-                target_rate: plan.rate,
-                achieved_rate: step::achieved(dimension, &window, plan.window),
-                window: plan.window,
-                totals: &window,
-                generator: None,
-                prometheus,
             };
-            if !generator.kept_up
-                && judge::generator_to_blame(&finished, &window, &plan, &slos, &figures)
-            {
-                figures.generator = Some(generator.findings.join("; "));
-            }
-            let verdict = slos.judge(&figures);
-            let mut step = Step::measure(&plan, &verdict, &window, plan.window);
-            step.achieved_rate = figures.achieved_rate;
-            match plan.kind {
-                // An overload step that met the SLOs shows no way of failing: the capacity was
-                // set low (a confirmation moved it down), and it says nothing of the behaviour.
-                StepKind::Overload if matches!(verdict, Verdict::Fail(_)) => {
-                    overload_steps.push(step.overload());
-                }
-                StepKind::Recovery if !matches!(verdict, Verdict::Generator(_)) => {
-                    let intervals: Vec<(Duration, bool)> = finished
-                        .series
-                        .points()
-                        .iter()
-                        .map(|p| (p.offset, slos.met_by(p)))
-                        .collect();
-                    recovery = Some(overload::recovery(&intervals));
-                }
-                _ => {}
-            }
             eprintln!(
                 "capacity:   {}",
                 match &verdict {
@@ -410,6 +393,13 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
                 }
             );
             search.record(&plan, verdict);
+            if !search.finished() {
+                // No step runs on what the last one left queued; the wait counts in the budget.
+                let left = args
+                    .max_time
+                    .map_or(args.drain, |b| b.saturating_sub(started.elapsed()));
+                wait_for_drain(&mut step, prober.as_ref(), args.drain.min(left), signals);
+            }
             steps.push(step);
             if let Some(path) = &args.save {
                 let so_far = outcome_of(&search, &steps, None, started.elapsed());
@@ -424,15 +414,17 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     searched?;
 
     let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
-    // Goodput past capacity is weighed against what the service served at its capacity: the
-    // rate itself for a rate, what the connections carried for connections.
-    let served = match dimension {
-        Dimension::Connections => outcome.capacity_goodput(),
-        _ => outcome.max_rate,
-    };
-    outcome.overload = served.and_then(|c| {
+    // Past capacity, goodput is weighed against what the service served at its capacity.
+    let overload_steps: Vec<_> = steps
+        .iter()
+        // An overload step that met the SLOs shows no way of failing: the capacity was set
+        // low (a confirmation moved it down), and it says nothing of the behaviour.
+        .filter(|s| s.kind == StepKind::Overload && s.pass == Some(false))
+        .map(Step::overload)
+        .collect();
+    outcome.overload = outcome.capacity_goodput().and_then(|c| {
         let behaviour = overload::classify(c, slos.latency_bound_us(), &overload_steps)?;
-        Some(Overload::new(behaviour, recovery))
+        Some(Overload::new(behaviour, belier_capacity::recovery(&steps)))
     });
     if let Some(path) = &args.save {
         if let Err(e) = save(path, &outcome) {
@@ -471,6 +463,52 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         }
     }
     Ok(code)
+}
+
+/// Says how the search waits between steps: for probes at the idle latency, or a fixed pause
+/// when the target cannot be probed.
+fn announce_prober(prober: Option<drain::Prober>, longest: Duration) -> Option<drain::Prober> {
+    match &prober {
+        Some(p) => eprintln!(
+            "capacity: the idle target answers a probe in {:.1} ms; after each step, belier waits \
+             until it does so again (at most {})",
+            p.baseline().as_secs_f64() * 1000.0,
+            humantime::format_duration(longest)
+        ),
+        None => eprintln!(
+            "capacity: the target cannot be probed (HTTP/2, or no answer); steps are {} apart",
+            humantime::format_duration(UNPROBED_PAUSE.min(longest))
+        ),
+    }
+    prober
+}
+
+/// Waits after `step` until the server has drained, for at most `longest`, and notes how it
+/// went in the step; without a probe, pauses.
+fn wait_for_drain(
+    step: &mut Step,
+    prober: Option<&drain::Prober>,
+    longest: Duration,
+    signals: &Signals,
+) {
+    let Some(prober) = prober.filter(|_| !longest.is_zero()) else {
+        std::thread::sleep(UNPROBED_PAUSE.min(longest));
+        return;
+    };
+    let waited = prober.wait(longest, signals);
+    step.drain_s = Some(waited.after.as_secs_f64());
+    step.drained = Some(waited.drained);
+    if !waited.drained {
+        eprintln!(
+            "capacity:   the server did not answer at its idle latency within {:.1} s",
+            waited.after.as_secs_f64()
+        );
+    } else if waited.after > Duration::ZERO {
+        eprintln!(
+            "capacity:   the server drained in {:.1} s",
+            waited.after.as_secs_f64()
+        );
+    }
 }
 
 /// Writes the search so far to `path` through a temporary file renamed over it, so that the
