@@ -538,6 +538,89 @@ mod tests {
         );
     }
 
+    fn step(kind: StepKind, pass: Option<bool>, drained: Option<(bool, f64)>) -> Step {
+        Step {
+            kind,
+            target_rate: 100.0,
+            achieved_rate: 100.0,
+            goodput: 100.0,
+            requests: 1_000,
+            p50_ms: Some(1.0),
+            p99_ms: Some(2.0),
+            p999_ms: Some(3.0),
+            error_share: 0.0,
+            errors: BTreeMap::new(),
+            rejected: 0,
+            pass,
+            why: None,
+            cancelled: 0,
+            host_cpu: None,
+            drain_s: drained.map(|d| d.1),
+            drained: drained.map(|d| d.0),
+        }
+    }
+
+    #[test]
+    fn the_recovery_is_the_recovery_step_s_verdict_and_the_drain_before_it() {
+        use StepKind::{Confirm, Overload as Over, Recovery as Back};
+        // Found on main: a recovery step that passed said `recovered: false`, judged on a
+        // last interval of stragglers.
+        let steps = [
+            step(Confirm, Some(true), Some((true, 0.0))),
+            step(Over, Some(false), Some((true, 2.5))),
+            step(Back, Some(true), None),
+        ];
+        let r = recovery(&steps).unwrap();
+        assert!(r.recovered && r.probed);
+        assert_eq!(r.drained_after, Some(Duration::from_millis(2_500)));
+        let o = Overload::new(Behaviour::Slows, Some(r));
+        assert_eq!(
+            (o.recovered, o.drained, o.drained_s),
+            (Some(true), Some(true), Some(2.5))
+        );
+        // Not drained within the wait, then failed.
+        let steps = [
+            step(Over, Some(false), Some((false, 30.0))),
+            step(Back, Some(false), None),
+        ];
+        let o = Overload::new(Behaviour::Slows, recovery(&steps));
+        assert_eq!(
+            (o.recovered, o.drained, o.drained_s),
+            (Some(false), Some(false), None)
+        );
+        assert_eq!(
+            o.recovery_line(),
+            "not drained after the overload; did not recover at 0.8× (its step failed the SLOs)"
+        );
+        // Not probed (HTTP/2), and no recovery step at all.
+        let steps = [step(Over, Some(false), None), step(Back, Some(true), None)];
+        let o = Overload::new(Behaviour::Sheds, recovery(&steps));
+        assert_eq!((o.recovered, o.drained), (Some(true), None));
+        assert_eq!(
+            o.recovery_line(),
+            "recovered at 0.8× (its step met the SLOs)"
+        );
+        assert_eq!(recovery(&steps[..1]), None);
+    }
+
+    #[test]
+    fn cancelled_requests_show_apart_from_the_failed() {
+        let mut s = step(StepKind::Overload, Some(false), Some((true, 1.3)));
+        s.error_share = 0.3;
+        s.cancelled = 100;
+        s.host_cpu = Some(0.97);
+        assert!((s.failed_share() - 0.2).abs() < 1e-9);
+        let mut o = outcome(answer(Some(1_880.0), LimitedBy::Slo));
+        o.steps = vec![s];
+        let text = o.render_text();
+        assert!(text.contains("failed cancelled  result"), "{text}");
+        assert!(
+            text.contains("20.00%       100  fail; host CPU 97 % busy"),
+            "{text}"
+        );
+        assert!(text.contains("; drained in 1.3 s"), "{text}");
+    }
+
     #[test]
     fn a_saved_outcome_reads_back() {
         let o = outcome(answer(Some(1_880.0), LimitedBy::Slo));

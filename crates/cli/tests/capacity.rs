@@ -44,7 +44,9 @@ fn the_capacity_found_is_the_target_s_own() {
     validate(&doc);
     let c = &doc["capacity"];
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found}/s against {truth:.1}/s\n{c:#}"
@@ -97,7 +99,9 @@ fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
     let s = target(8, 5, Some(0), true);
     let (doc, best) = best_served(&s, || short_search(&s.url("/"), "400"));
     let c = &doc["capacity"];
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     let ratio = found / best;
     eprintln!("shedding target: served at best {best:.0}/s, found {found:.0}/s: {ratio:.3}");
     assert!((0.85..=1.05).contains(&ratio), "{ratio:.3}\n{c:#}");
@@ -115,7 +119,9 @@ fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
     let s = target(8, 5, None, false);
     let (doc, best) = best_served(&s, || short_search(&s.url("/"), "400"));
     let c = &doc["capacity"];
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     let ratio = found / best;
     eprintln!("queueing target: served at best {best:.0}/s, found {found:.0}/s: {ratio:.3}");
     assert!((0.85..=1.05).contains(&ratio), "{ratio:.3}\n{c:#}");
@@ -170,7 +176,9 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
     let measured = g.workers as f64 / mean_s;
     let ends: Vec<f64> = served.iter().map(|s| s.1).collect();
     let best = gunicorn::best_rate(&ends, 1.0);
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     eprintln!(
         "gunicorn: {} served, the app's capacity {measured:.0}/s (4 / its mean {:.2} ms), at best \
          {best:.0}/s in a second; found {found:.0}/s: {:.3} of its capacity, {:.3} of its best; \
@@ -195,7 +203,10 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    let head = text.lines().find(|l| l.contains("goodput/s")).expect("a table");
+    let head = text
+        .lines()
+        .find(|l| l.contains("goodput/s"))
+        .expect("a table");
     assert!(head.contains("failed cancelled"), "{text}");
     for (i, step) in steps(&doc).iter().enumerate() {
         let row = text
@@ -203,7 +214,10 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
             .find(|l| l.trim_start().starts_with(&format!("{} ", i + 1)))
             .unwrap();
         let cancelled = step["cancelled"].as_u64().unwrap();
-        assert!(row.contains(&format!("% {cancelled:>9}  ")), "{row}\n{text}");
+        assert!(
+            row.contains(&format!("% {cancelled:>9}  ")),
+            "{row}\n{text}"
+        );
     }
 }
 
@@ -440,7 +454,9 @@ fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!((120.0..150.0).contains(&found), "{found}\n{c:#}");
     assert!(
         c["failed_why"]

@@ -185,7 +185,10 @@ fn the_budget_bounds_the_search_with_its_overheads_and_drain_waits() {
                 elapsed += Duration::from_secs(drain_s).min(left);
             }
         }
-        assert!(elapsed <= budget, "{budget_s} s, drain {drain_s} s: {elapsed:?}");
+        assert!(
+            elapsed <= budget,
+            "{budget_s} s, drain {drain_s} s: {elapsed:?}"
+        );
     }
 }
 

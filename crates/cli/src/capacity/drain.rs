@@ -45,8 +45,10 @@ impl Prober {
                 answer
             })
             .collect();
-        let latencies: Vec<Option<Duration>> =
-            answers.iter().map(|a| a.map(|(latency, _)| latency)).collect();
+        let latencies: Vec<Option<Duration>> = answers
+            .iter()
+            .map(|a| a.map(|(latency, _)| latency))
+            .collect();
         let baseline = drain::baseline(&latencies)?;
         let served = answers.iter().flatten().filter(|(_, ok)| *ok).count() * 2
             > answers.iter().flatten().count();

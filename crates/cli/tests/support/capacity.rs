@@ -101,8 +101,14 @@ pub fn steps(doc: &Value) -> &Vec<Value> {
 /// No step served more than it sent (what a step serves of the last one's backlog would).
 pub fn assert_goodput_within_sent(doc: &Value) {
     for s in steps(doc) {
-        let (goodput, sent) = (s["goodput"].as_f64().unwrap(), s["achieved_rate"].as_f64().unwrap());
-        assert!(goodput <= 1.02 * sent, "goodput {goodput} above 1.02 × sent {sent}: {s:#}");
+        let (goodput, sent) = (
+            s["goodput"].as_f64().unwrap(),
+            s["achieved_rate"].as_f64().unwrap(),
+        );
+        assert!(
+            goodput <= 1.02 * sent,
+            "goodput {goodput} above 1.02 × sent {sent}: {s:#}"
+        );
     }
 }
 

@@ -52,14 +52,22 @@ impl Gunicorn {
                 return None;
             }
         };
-        let dir = std::env::temp_dir().join(format!("belier-gunicorn-{}-{test}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("belier-gunicorn-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("app.py"), APP).unwrap();
         let log = std::fs::File::create(dir.join("gunicorn.log")).unwrap();
         let mut command = Command::new("python3");
         command
-            .args(["-m", "gunicorn", "--bind", "127.0.0.1:0", "--worker-class", "sync"])
+            .args([
+                "-m",
+                "gunicorn",
+                "--bind",
+                "127.0.0.1:0",
+                "--worker-class",
+                "sync",
+            ])
             .args(["--workers", &workers.to_string(), "--backlog", "2048"])
             .args(["--chdir", dir.to_str().unwrap()])
             .env("APP_SLEEP_S", sleep.as_secs_f64().to_string())
