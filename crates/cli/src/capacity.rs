@@ -246,30 +246,7 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
-    if let Some(shard) = &args.shard {
-        // Each step's verdict needs the whole step's latency and errors, which no shard sees.
-        return Err(InputError::new(
-            "--shard <I/N>",
-            shard,
-            "a capacity search cannot be split: each step is judged on the whole load, of which a shard sees only part; run the search from one machine",
-        )
-        .into());
-    }
-    let slos = Slos::parse(&args.slo).map_err(|e| {
-        InputError::new(
-            "--slo <EXPR>",
-            &e.expression,
-            format!("at position {}: {}", e.position, e.message),
-        )
-    })?;
-    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
-        return Err(InputError::new(
-            "--slo <EXPR>",
-            &slos.prometheus()[0].expression,
-            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
-        )
-        .into());
-    }
+    let slos = checked_slos(&args)?;
     let mut target = target(&args)?;
     let dimension = match (args.dimension, &target) {
         (DimensionArg::Rate, Target::Plan { .. }) => Dimension::IterationRate,
@@ -277,34 +254,8 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         (DimensionArg::Connections, _) => Dimension::Connections,
         (DimensionArg::ConnectionRate, _) => Dimension::ConnectionRate,
     };
-    let mut search = Search::new(SearchSettings {
-        start_rate: args.start_rate,
-        growth: args.growth,
-        precision: args.precision,
-        max_rate: args.max_rate,
-        warmup: args.warmup,
-        window: args.window,
-        confirm: args.confirm,
-        confirm_window: args.confirm_window,
-        max_time: args.max_time,
-        // The grace of the step's last requests, its start, and the Prometheus queries.
-        step_overhead: belier_engine::DEFAULT_GRACE
-            + STEP_START
-            + if args.prometheus.is_some() {
-                judge::SCRAPE_MARGIN + STEP_START
-            } else {
-                Duration::ZERO
-            },
-        overload: if args.no_overload {
-            Vec::new()
-        } else {
-            args.overload.clone()
-        },
-        overload_window: args.overload_window,
-        recovery: 0.8,
-        whole: dimension.whole(),
-    })
-    .map_err(|e| InputError::new(e.flag, "", e.message))?;
+    let mut search = Search::new(search_settings(&args, dimension))
+        .map_err(|e| InputError::new(e.flag, "", e.message))?;
     let shape = Shape {
         dimension,
         spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
@@ -361,57 +312,26 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
 
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
-    let mut interrupted = false;
-    // The search, in a closure so that the teardown runs whatever ended it, an error included.
-    let searched = (|| -> anyhow::Result<()> {
-        while let Some(plan) = search.next_step(started.elapsed()) {
-            if signals.stop_requested() {
-                interrupted = true;
-                break;
-            }
-            eprintln!(
-                "{}",
-                step_line(
-                    steps.len() + 1,
-                    &plan,
-                    dimension,
-                    &search.answer(),
-                    started.elapsed(),
-                    args.max_time
-                )
-            );
-            let Some((mut step, verdict)) = runner.run(&plan)? else {
-                interrupted = true;
-                break;
-            };
-            eprintln!(
-                "capacity:   {}",
-                match &verdict {
-                    Verdict::Pass => "pass".to_string(),
-                    Verdict::Fail(why) => format!("fail: {why}"),
-                    Verdict::Generator(why) => format!("generator: {why}"),
-                }
-            );
-            search.record(&plan, verdict);
-            if !search.finished() {
-                // No step runs on what the last one left queued; the wait counts in the budget.
-                let left = args
-                    .max_time
-                    .map_or(args.drain, |b| b.saturating_sub(started.elapsed()));
-                wait_for_drain(&mut step, prober.as_ref(), args.drain.min(left), signals);
-            }
-            steps.push(step);
-            if let Some(path) = &args.save {
-                let so_far = outcome_of(&search, &steps, None, started.elapsed());
-                if let Err(e) = save(path, &so_far) {
-                    eprintln!("capacity: the search is not saved: {e}");
-                }
+    let save_so_far = |search: &Search, steps: &[Step]| {
+        if let Some(path) = &args.save {
+            let so_far = outcome_of(search, steps, None, started.elapsed());
+            if let Err(e) = save(path, &so_far) {
+                eprintln!("capacity: the search is not saved: {e}");
             }
         }
-        Ok(())
-    })();
+    };
+    // The teardown runs whatever ended the search, an error included.
+    let searched = run_steps(
+        &mut search,
+        &mut steps,
+        &runner,
+        prober.as_ref(),
+        &args,
+        started,
+        &save_so_far,
+    );
     phases::teardown(teardown, &first)?;
-    searched?;
+    let interrupted = searched?;
 
     let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
     // Past capacity, goodput is weighed against what the service served at its capacity.
@@ -438,8 +358,126 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     } else {
         0
     };
+    write_report(&args, &outcome)?;
+    Ok(code)
+}
+
+/// The SLOs the flags give, checked; and what no search can be (split into shards).
+fn checked_slos(args: &CapacityArgs) -> anyhow::Result<Slos> {
+    if let Some(shard) = &args.shard {
+        // Each step's verdict needs the whole step's latency and errors, which no shard sees.
+        return Err(InputError::new(
+            "--shard <I/N>",
+            shard,
+            "a capacity search cannot be split: each step is judged on the whole load, of which a shard sees only part; run the search from one machine",
+        )
+        .into());
+    }
+    let slos = Slos::parse(&args.slo).map_err(|e| {
+        InputError::new(
+            "--slo <EXPR>",
+            &e.expression,
+            format!("at position {}: {}", e.position, e.message),
+        )
+    })?;
+    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
+        return Err(InputError::new(
+            "--slo <EXPR>",
+            &slos.prometheus()[0].expression,
+            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
+        )
+        .into());
+    }
+    Ok(slos)
+}
+
+/// The search's settings from the flags.
+fn search_settings(args: &CapacityArgs, dimension: Dimension) -> SearchSettings {
+    SearchSettings {
+        start_rate: args.start_rate,
+        growth: args.growth,
+        precision: args.precision,
+        max_rate: args.max_rate,
+        warmup: args.warmup,
+        window: args.window,
+        confirm: args.confirm,
+        confirm_window: args.confirm_window,
+        max_time: args.max_time,
+        // The grace of the step's last requests, its start, and the Prometheus queries.
+        step_overhead: belier_engine::DEFAULT_GRACE
+            + STEP_START
+            + if args.prometheus.is_some() {
+                judge::SCRAPE_MARGIN + STEP_START
+            } else {
+                Duration::ZERO
+            },
+        overload: if args.no_overload {
+            Vec::new()
+        } else {
+            args.overload.clone()
+        },
+        overload_window: args.overload_window,
+        recovery: 0.8,
+        whole: dimension.whole(),
+    }
+}
+
+/// Runs the search's steps until it ends or a step cannot start, waiting after each for the
+/// server to drain; `Ok(true)` when Ctrl-C stopped it.
+fn run_steps(
+    search: &mut Search,
+    steps: &mut Vec<Step>,
+    runner: &measure::Runner<'_>,
+    prober: Option<&drain::Prober>,
+    args: &CapacityArgs,
+    started: Instant,
+    save_so_far: &dyn Fn(&Search, &[Step]),
+) -> anyhow::Result<bool> {
+    let signals = runner.signals;
+    while let Some(plan) = search.next_step(started.elapsed()) {
+        if signals.stop_requested() {
+            return Ok(true);
+        }
+        eprintln!(
+            "{}",
+            step_line(
+                steps.len() + 1,
+                &plan,
+                runner.shape.dimension,
+                &search.answer(),
+                started.elapsed(),
+                args.max_time
+            )
+        );
+        let Some((mut step, verdict)) = runner.run(&plan)? else {
+            return Ok(true);
+        };
+        eprintln!(
+            "capacity:   {}",
+            match &verdict {
+                Verdict::Pass => "pass".to_string(),
+                Verdict::Fail(why) => format!("fail: {why}"),
+                Verdict::Generator(why) => format!("generator: {why}"),
+            }
+        );
+        search.record(&plan, verdict);
+        if !search.finished() {
+            // No step runs on what the last one left queued; the wait counts in the budget.
+            let left = args
+                .max_time
+                .map_or(args.drain, |b| b.saturating_sub(started.elapsed()));
+            wait_for_drain(&mut step, prober, args.drain.min(left), signals);
+        }
+        steps.push(step);
+        save_so_far(search, steps);
+    }
+    Ok(false)
+}
+
+/// Writes the report in the format asked for (and the HTML page beside it, if asked for).
+fn write_report(args: &CapacityArgs, outcome: &Outcome) -> anyhow::Result<()> {
     if let Some(path) = &args.html {
-        match std::fs::write(path, belier_report::render_capacity_html(&outcome)) {
+        match std::fs::write(path, belier_report::render_capacity_html(outcome)) {
             Ok(()) => eprintln!("HTML report written to {}", path.display()),
             Err(e) => eprintln!("cannot write the HTML report to {}: {e}", path.display()),
         }
@@ -447,7 +485,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     let text = match args.output {
         CapacityFormat::Text => outcome.render_text(),
         CapacityFormat::Json => outcome.to_json(),
-        CapacityFormat::Html => belier_report::render_capacity_html(&outcome),
+        CapacityFormat::Html => belier_report::render_capacity_html(outcome),
     };
     match &args.out {
         None => {
@@ -462,7 +500,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             eprintln!("report written to {}", path.display());
         }
     }
-    Ok(code)
+    Ok(())
 }
 
 /// Says how the search waits between steps: for probes at the idle latency, or a fixed pause
