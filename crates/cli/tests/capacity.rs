@@ -196,9 +196,13 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
         found / measured,
         found / best
     );
+    // The app's capacity is what it served at its best by its own count. Four workers over
+    // the mean time in the handler (`measured`) leaves out gunicorn's own work per request
+    // (accept, parse, answer, close: about 1 ms here), so the server never serves that much:
+    // 395/s by that figure against at most 376/s served in any second, in one run.
     assert!(
-        (0.90..=1.05).contains(&(found / measured)),
-        "{found} against {measured:.0}\n{c:#}"
+        (0.90..=1.05).contains(&(found / best)),
+        "{found} against {best:.0}\n{c:#}"
     );
     assert_goodput_within_sent(&doc);
     assert_recovery_is_its_step_s(&doc);
@@ -373,7 +377,7 @@ fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("No rate met p99<10ms, not even the start rate"),
+        text.contains("No rate met p99<10ms, errors<1%, not even the start rate"),
         "{text}"
     );
     assert!(text.contains("grow"), "{text}");
