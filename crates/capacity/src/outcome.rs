@@ -17,6 +17,10 @@ use crate::slo::Verdict;
 /// Version of the capacity JSON document.
 const SCHEMA_VERSION: u32 = 1;
 
+/// Busy share of the host's CPU over a step from which the step says the host was saturated:
+/// belier and a server on the same host then compete for it, and the step measured both.
+pub const HOST_CPU_SATURATED: f64 = 0.9;
+
 /// One step as it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -26,7 +30,8 @@ pub struct Step {
     pub target_rate: f64,
     /// Arrivals sent per second of its judged window.
     pub achieved_rate: f64,
-    /// Successful responses (status below 400) per second of its judged window.
+    /// What the server served: successful responses (status below 400) per second of its
+    /// judged window and of the grace after it in which the window's last responses came.
     pub goodput: f64,
     /// Requests in the judged window.
     pub requests: u64,
@@ -46,17 +51,36 @@ pub struct Step {
     pub pass: Option<bool>,
     /// Why it failed, or why the generator could not drive it.
     pub why: Option<String>,
+    /// Requests still unanswered when the step ended and its grace ran out, given up on:
+    /// among the failed share, and shown apart from the failures.
+    #[serde(default)]
+    pub cancelled: u64,
+    /// Busy share of the host's CPU over the step, when belier and the server share the host
+    /// (`null` otherwise).
+    #[serde(default)]
+    pub host_cpu: Option<f64>,
+    /// Seconds from the step's end until the server answered probes at its idle latency
+    /// again, or waited for it in vain (`null`: not probed).
+    #[serde(default)]
+    pub drain_s: Option<f64>,
+    /// Whether the server drained within the longest wait (`null`: not probed).
+    #[serde(default)]
+    pub drained: Option<bool>,
 }
 
 impl Step {
-    /// Measures a step from what its judged window (`window` long) recorded.
+    /// Measures a step from what its judged window (`window` long) recorded, the responses
+    /// that came in the `tail` after the step's end (its grace) among them: goodput is served
+    /// per second of both, as those responses were served then, not in the window.
     pub fn measure(
         plan: &StepPlan,
         verdict: &Verdict,
         totals: &Recorder,
         window: Duration,
+        tail: Duration,
     ) -> Step {
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let served_secs = (window + tail).as_secs_f64().max(f64::MIN_POSITIVE);
         let h = totals.latency_us();
         let at = |p: f64| {
             (!h.is_empty()).then(|| belier_stats::value_at_percentile(h, p) as f64 / 1000.0)
@@ -74,7 +98,7 @@ impl Step {
             // Arrivals that went out in the window: completions lag behind them when the
             // server queues, and would read as more than was sent.
             achieved_rate: totals.scheduled().saturating_sub(totals.dropped()) as f64 / secs,
-            goodput: totals.succeeded() as f64 / secs,
+            goodput: totals.succeeded() as f64 / served_secs,
             requests,
             p50_ms: at(50.0),
             p99_ms: at(99.0),
@@ -96,7 +120,38 @@ impl Step {
                 .sum(),
             pass,
             why,
+            cancelled: totals.errors_of(ErrorKind::Cancelled),
+            host_cpu: None,
+            drain_s: None,
+            drained: None,
         }
+    }
+
+    /// Share of the judged window's requests that failed (an error status, or no response),
+    /// the cancelled ones apart.
+    pub fn failed_share(&self) -> f64 {
+        if self.requests == 0 {
+            return 0.0;
+        }
+        (self.error_share - self.cancelled as f64 / self.requests as f64).max(0.0)
+    }
+
+    /// What the result column adds to the verdict: the host's CPU when it was saturated, the
+    /// wait for the server to drain when there was one (`; host CPU 96 % busy …`, or empty).
+    pub fn notes(&self) -> String {
+        let mut notes = String::new();
+        if let Some(busy) = self.host_cpu.filter(|&b| b >= HOST_CPU_SATURATED) {
+            notes += &format!(
+                "; host CPU {:.0} % busy (belier and the server share it)",
+                busy * 100.0
+            );
+        }
+        match (self.drained, self.drain_s) {
+            (Some(true), Some(s)) if s >= 0.05 => notes += &format!("; drained in {s:.1} s"),
+            (Some(false), Some(s)) => notes += &format!("; not drained in {s:.0} s"),
+            _ => {}
+        }
+        notes
     }
 
     /// The step as the overload classification reads it. The latency of the rejections is not
@@ -133,21 +188,63 @@ impl Step {
 pub struct Overload {
     /// The worst behaviour of the overload steps.
     pub behaviour: Behaviour,
-    /// Whether the recovery step ended under the SLOs (`null` when it did not run).
+    /// Whether the recovery step met the SLOs (`null` when it did not run or was not judged).
     pub recovered: Option<bool>,
-    /// Seconds from the recovery step's start until it stayed under them.
-    pub recovery_s: Option<f64>,
+    /// Seconds after the last overload step until the server answered probes at its idle
+    /// latency again (`null`: not probed, or no recovery step).
+    #[serde(default)]
+    pub drained_s: Option<f64>,
+    /// Whether it did within the longest wait (`null`: not probed, or no recovery step).
+    #[serde(default)]
+    pub drained: Option<bool>,
 }
 
 impl Overload {
-    /// From the behaviour and the recovery step's judgement, if it ran.
+    /// From the behaviour and the recovery, if it was measured.
     pub fn new(behaviour: Behaviour, recovery: Option<Recovery>) -> Overload {
+        let probed = recovery.filter(|r| r.probed);
         Overload {
             behaviour,
             recovered: recovery.map(|r| r.recovered),
-            recovery_s: recovery.and_then(|r| r.after).map(|d| d.as_secs_f64()),
+            drained_s: probed
+                .and_then(|r| r.drained_after)
+                .map(|d| d.as_secs_f64()),
+            drained: probed.map(|r| r.drained_after.is_some()),
         }
     }
+
+    /// The recovery in words: whether and when the server drained after the overload, and
+    /// whether the recovery step met the SLOs.
+    pub fn recovery_line(&self) -> String {
+        let recovered = match self.recovered {
+            Some(true) => "recovered at 0.8× (its step met the SLOs)",
+            Some(false) => "did not recover at 0.8× (its step failed the SLOs)",
+            None => "recovery not measured",
+        };
+        match (self.drained, self.drained_s) {
+            (Some(true), Some(s)) => format!("drained {s:.1} s after the overload; {recovered}"),
+            (Some(false), _) => format!("not drained after the overload; {recovered}"),
+            _ => recovered.to_string(),
+        }
+    }
+}
+
+/// The recovery as the steps show it: the last recovery step's verdict, and how the server
+/// drained after the step before it (the last overload step); `None` without a judged
+/// recovery step.
+pub fn recovery(steps: &[Step]) -> Option<Recovery> {
+    let at = steps.iter().rposition(|s| s.kind == StepKind::Recovery)?;
+    let recovered = steps[at].pass?;
+    let before = at.checked_sub(1).map(|i| &steps[i]);
+    let drained = before.and_then(|s| s.drained);
+    Some(Recovery {
+        recovered,
+        drained_after: before
+            .filter(|_| drained == Some(true))
+            .and_then(|s| s.drain_s)
+            .map(Duration::from_secs_f64),
+        probed: drained.is_some(),
+    })
 }
 
 /// A whole search, as reports show it.
@@ -303,8 +400,17 @@ impl Outcome {
         let (target, achieved) = self.columns();
         writeln!(
             out,
-            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8}  result",
-            "#", "step", target, achieved, "goodput/s", "p50", "p99", "p99.9", "failed"
+            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8} {:>9}  result",
+            "#",
+            "step",
+            target,
+            achieved,
+            "goodput/s",
+            "p50",
+            "p99",
+            "p99.9",
+            "failed",
+            "cancelled"
         )?;
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
         for (i, s) in self.steps.iter().enumerate() {
@@ -313,10 +419,10 @@ impl Outcome {
                 (Some(false), Some(why)) => format!("fail: {why}"),
                 (None, Some(why)) => format!("generator: {why}"),
                 _ => "fail".into(),
-            };
+            } + s.notes().as_str();
             writeln!(
                 out,
-                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}%  {result}",
+                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}% {:>9}  {result}",
                 i + 1,
                 kind_name(s.kind),
                 number(s.target_rate),
@@ -325,7 +431,8 @@ impl Outcome {
                 ms(s.p50_ms),
                 ms(s.p99_ms),
                 ms(s.p999_ms),
-                s.error_share * 100.0,
+                s.failed_share() * 100.0,
+                s.cancelled,
             )?;
         }
         writeln!(out, "\n{}", self.answer_line())?;
@@ -337,16 +444,12 @@ impl Outcome {
             )?;
         }
         if let Some(o) = &self.overload {
-            let recovery = match (o.recovered, o.recovery_s) {
-                (Some(true), Some(s)) => format!("recovered at 0.8× within {s:.0} s"),
-                (Some(false), _) => "did not recover at 0.8× within its step".into(),
-                _ => "recovery not measured".into(),
-            };
             writeln!(
                 out,
-                "Past capacity: {} ({}); {recovery}",
+                "Past capacity: {} ({}); {}",
                 o.behaviour.name(),
-                o.behaviour.note()
+                o.behaviour.note(),
+                o.recovery_line()
             )?;
         }
         Ok(())
@@ -358,7 +461,7 @@ impl Outcome {
     /// a rate against the rate sent, or connections against the requests they carried.
     pub fn columns(&self) -> (&'static str, &'static str) {
         match self.dimension {
-            Dimension::Rate => ("target/s", "sent/s"),
+            Dimension::Rate => ("offered/s", "sent/s"),
             Dimension::IterationRate => ("iterations/s", "started/s"),
             Dimension::Connections => ("connections", "requests/s"),
             Dimension::ConnectionRate => ("connections/s", "sent/s"),
@@ -429,7 +532,8 @@ mod tests {
                 Behaviour::Sheds,
                 Some(Recovery {
                     recovered: true,
-                    after: Some(Duration::from_secs(2)),
+                    drained_after: Some(Duration::from_millis(2_400)),
+                    probed: true,
                 }),
             )),
             Duration::from_secs(300),
@@ -476,7 +580,93 @@ mod tests {
             .starts_with("No rate met p99<25ms, not even the start rate"));
         let text = found.render_text();
         assert!(text.contains("Past capacity: sheds"), "{text}");
-        assert!(text.contains("recovered at 0.8× within 2 s"), "{text}");
+        assert!(
+            text.contains("drained 2.4 s after the overload; recovered at 0.8× (its step met"),
+            "{text}"
+        );
+    }
+
+    fn step(kind: StepKind, pass: Option<bool>, drained: Option<(bool, f64)>) -> Step {
+        Step {
+            kind,
+            target_rate: 100.0,
+            achieved_rate: 100.0,
+            goodput: 100.0,
+            requests: 1_000,
+            p50_ms: Some(1.0),
+            p99_ms: Some(2.0),
+            p999_ms: Some(3.0),
+            error_share: 0.0,
+            errors: BTreeMap::new(),
+            rejected: 0,
+            pass,
+            why: None,
+            cancelled: 0,
+            host_cpu: None,
+            drain_s: drained.map(|d| d.1),
+            drained: drained.map(|d| d.0),
+        }
+    }
+
+    #[test]
+    fn the_recovery_is_the_recovery_step_s_verdict_and_the_drain_before_it() {
+        use StepKind::{Confirm, Overload as Over, Recovery as Back};
+        // Found on main: a recovery step that passed said `recovered: false`, judged on a
+        // last interval of stragglers.
+        let steps = [
+            step(Confirm, Some(true), Some((true, 0.0))),
+            step(Over, Some(false), Some((true, 2.5))),
+            step(Back, Some(true), None),
+        ];
+        let r = recovery(&steps).unwrap();
+        assert!(r.recovered && r.probed);
+        assert_eq!(r.drained_after, Some(Duration::from_millis(2_500)));
+        let o = Overload::new(Behaviour::Slows, Some(r));
+        assert_eq!(
+            (o.recovered, o.drained, o.drained_s),
+            (Some(true), Some(true), Some(2.5))
+        );
+        // Not drained within the wait, then failed.
+        let steps = [
+            step(Over, Some(false), Some((false, 30.0))),
+            step(Back, Some(false), None),
+        ];
+        let o = Overload::new(Behaviour::Slows, recovery(&steps));
+        assert_eq!(
+            (o.recovered, o.drained, o.drained_s),
+            (Some(false), Some(false), None)
+        );
+        assert_eq!(
+            o.recovery_line(),
+            "not drained after the overload; did not recover at 0.8× (its step failed the SLOs)"
+        );
+        // Not probed (HTTP/2), and no recovery step at all.
+        let steps = [step(Over, Some(false), None), step(Back, Some(true), None)];
+        let o = Overload::new(Behaviour::Sheds, recovery(&steps));
+        assert_eq!((o.recovered, o.drained), (Some(true), None));
+        assert_eq!(
+            o.recovery_line(),
+            "recovered at 0.8× (its step met the SLOs)"
+        );
+        assert_eq!(recovery(&steps[..1]), None);
+    }
+
+    #[test]
+    fn cancelled_requests_show_apart_from_the_failed() {
+        let mut s = step(StepKind::Overload, Some(false), Some((true, 1.3)));
+        s.error_share = 0.3;
+        s.cancelled = 100;
+        s.host_cpu = Some(0.97);
+        assert!((s.failed_share() - 0.2).abs() < 1e-9);
+        let mut o = outcome(answer(Some(1_880.0), LimitedBy::Slo));
+        o.steps = vec![s];
+        let text = o.render_text();
+        assert!(text.contains("failed cancelled  result"), "{text}");
+        assert!(
+            text.contains("20.00%       100  fail; host CPU 97 % busy"),
+            "{text}"
+        );
+        assert!(text.contains("; drained in 1.3 s"), "{text}");
     }
 
     #[test]

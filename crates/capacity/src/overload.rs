@@ -3,10 +3,14 @@
 //! Each overload step is classified on its judged window; the service's behaviour is the worst
 //! of them (a service that sheds at 1.25× and collapses at 2× collapses):
 //! - `crashes`: most connections refused, the server gone;
-//! - `collapses`: goodput under half the capacity, or most requests time out or break;
+//! - `collapses`: goodput under half the goodput at capacity, or most requests time out or
+//!   break;
 //! - `slows`: the excess queues: the step's p99 grows past the SLO's latency;
 //! - `sheds`: the excess is answered fast with an error status (429 or 503 above all) while
-//!   goodput holds above half the capacity.
+//!   goodput holds above half the goodput at capacity.
+//!
+//! Every judgement is on goodput, what the server served (responses with a status below 400),
+//! never on what it answered: a fast 503 is no capacity.
 //!
 //! A shedding server keeps less than all of its capacity at first: with nothing queued, an
 //! arrival turned away a moment before a handler frees up is goodput lost (belier's test
@@ -80,7 +84,8 @@ pub struct OverloadStep {
 }
 
 impl OverloadStep {
-    /// This step's behaviour, against `capacity` and the SLO's latency bound (µs).
+    /// This step's behaviour, against the goodput at capacity (`capacity`, per second) and
+    /// the SLO's latency bound (µs).
     pub fn behaviour(&self, capacity: f64, latency_bound_us: Option<f64>) -> Behaviour {
         let share = |n: u64| n as f64 / self.requests.max(1) as f64;
         let fast = |us: Option<u64>| {
@@ -111,27 +116,17 @@ pub fn classify(
         .max()
 }
 
-/// Whether the service came back under its SLOs in the recovery step.
+/// Whether the service came back below its capacity after the overload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Recovery {
-    /// The step ended with its SLOs met.
+    /// The recovery step met the SLOs, judged on its window as a whole like every step (a
+    /// last interval of stragglers does not undo a step that passed).
     pub recovered: bool,
-    /// From the step's start until the first interval after which every interval met the
-    /// SLOs (`None` when the last one did not).
-    pub after: Option<Duration>,
-}
-
-/// Judges recovery from the recovery step's intervals, `(start offset, SLOs met)` in order.
-pub fn recovery(intervals: &[(Duration, bool)]) -> Recovery {
-    let first_of_last_run = intervals
-        .iter()
-        .rposition(|&(_, met)| !met)
-        .map_or(0, |i| i + 1);
-    let after = intervals.get(first_of_last_run).map(|&(at, _)| at);
-    Recovery {
-        recovered: after.is_some(),
-        after,
-    }
+    /// How long after the last overload step the server answered probes at its idle latency
+    /// again; `None` when it did not within the longest wait, or was not probed.
+    pub drained_after: Option<Duration>,
+    /// Whether the server was probed after the last overload step.
+    pub probed: bool,
 }
 
 #[cfg(test)]
@@ -201,31 +196,5 @@ mod tests {
         assert_eq!(classify(1_000.0, None, &steps), Some(Behaviour::Collapses));
         assert_eq!(classify(1_000.0, None, &steps[..1]), Some(Behaviour::Sheds));
         assert_eq!(classify(1_000.0, None, &[]), None);
-    }
-
-    #[test]
-    fn recovery_is_the_start_of_the_last_run_of_met_intervals() {
-        let s = Duration::from_secs;
-        let r = recovery(&[(s(0), false), (s(1), false), (s(2), true), (s(3), true)]);
-        assert_eq!(
-            r,
-            Recovery {
-                recovered: true,
-                after: Some(s(2))
-            }
-        );
-        // A relapse restarts the count.
-        let r = recovery(&[(s(0), true), (s(1), false), (s(2), true)]);
-        assert_eq!(r.after, Some(s(2)));
-        let r = recovery(&[(s(0), true), (s(1), false)]);
-        assert_eq!(
-            r,
-            Recovery {
-                recovered: false,
-                after: None
-            }
-        );
-        assert_eq!(recovery(&[(s(0), true)]).after, Some(s(0)));
-        assert!(!recovery(&[]).recovered);
     }
 }

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use crate::slo::Verdict;
 
-/// The default pause between steps so that what one step left queued at the server (in
-/// flight, in its backlog) does not weigh on the next; the caller also waits for its own
-/// in-flight requests.
-pub const DRAIN: Duration = Duration::from_secs(2);
+/// The default longest wait after a step for the server to drain: what one step left queued
+/// at the server (requests of connections belier gave up on, a listen backlog) must not weigh
+/// on the next, so the caller probes until the server answers at its idle latency again
+/// ([`crate::drain`]), for at most this long.
+pub const DRAIN: Duration = Duration::from_secs(30);
 
 /// How the search runs; [`SearchSettings::default`] gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,8 +35,12 @@ pub struct SearchSettings {
     pub confirm: u32,
     /// Judged part of a confirmation step.
     pub confirm_window: Duration,
-    /// The whole search's budget, steps and pauses between them.
+    /// The whole search's budget, steps and the waits between them.
     pub max_time: Option<Duration>,
+    /// What a step costs beyond its warm-up and window (starting it, the grace its last
+    /// requests get, queries after it): a step is planned only when this much more fits in
+    /// the budget too.
+    pub step_overhead: Duration,
     /// Overload steps, as multiples of the answer (empty: none).
     pub overload: Vec<f64>,
     /// Judged part of an overload step (and of the recovery step).
@@ -60,6 +65,7 @@ impl Default for SearchSettings {
             confirm: 1,
             confirm_window: Duration::from_secs(30),
             max_time: None,
+            step_overhead: Duration::ZERO,
             overload: vec![1.25, 1.5, 2.0],
             overload_window: Duration::from_secs(10),
             recovery: 0.8,
@@ -163,6 +169,9 @@ pub struct Search {
     phase: Phase,
     passed: Option<f64>,
     failed: Option<(f64, String)>,
+    /// Every rate that passed a growing or bisecting step: after a failed confirmation, the
+    /// highest of them below it is what passed (never a rate no step ran).
+    passes: Vec<f64>,
     /// The rate being confirmed, and how many confirmations it passed.
     candidate: Option<f64>,
     confirmed: u32,
@@ -218,6 +227,7 @@ impl Search {
             phase: Phase::Grow,
             passed: None,
             failed: None,
+            passes: Vec::new(),
             candidate: None,
             confirmed: 0,
             answer: None,
@@ -231,9 +241,15 @@ impl Search {
         &self.s
     }
 
+    /// Whether the search is over: no step will follow, so the caller need not wait for the
+    /// server to drain.
+    pub fn finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
     /// The next step to run, `None` when the search is over. `elapsed` is the time spent so
-    /// far (steps and pauses): a step that would not fit in the budget is not planned, and the
-    /// search ends on the bracket it has.
+    /// far (steps and waits): a step that would not fit in the budget with its overhead is not
+    /// planned, and the search ends on the bracket it has.
     pub fn next_step(&mut self, elapsed: Duration) -> Option<StepPlan> {
         let s = &self.s;
         let (rate, kind, window) = match self.phase {
@@ -279,7 +295,7 @@ impl Search {
             window,
         };
         if s.max_time
-            .is_some_and(|budget| elapsed + plan.duration() > budget)
+            .is_some_and(|budget| elapsed + plan.duration() + s.step_overhead > budget)
         {
             // Past the answer, what does not fit is left out; before it, the budget is
             // what ended the search.
@@ -309,6 +325,7 @@ impl Search {
         match (self.phase, verdict) {
             (Phase::Grow | Phase::Bisect, Verdict::Pass) => {
                 self.passed = Some(rate);
+                self.passes.push(rate);
                 if self.s.max_rate.is_some_and(|m| rate >= m) {
                     self.limited = Some(LimitedBy::MaxRate);
                     self.confirm(rate);
@@ -343,12 +360,19 @@ impl Search {
                     }
                     self.limited = None;
                     let lower = self.below(rate, rate * (1.0 - self.s.precision));
+                    // What passed is a rate a step ran and passed below the failure, not the
+                    // rate about to be confirmed (a budget may end the search before it runs).
+                    self.passed = self
+                        .passes
+                        .iter()
+                        .copied()
+                        .filter(|&p| p < rate)
+                        .reduce(f64::max);
                     if lower < self.s.start_rate {
                         self.limited = Some(LimitedBy::Slo);
                         self.passed = None;
                         self.phase = Phase::Done;
                     } else {
-                        self.passed = Some(lower);
                         self.confirm(lower);
                     }
                 }

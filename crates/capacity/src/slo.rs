@@ -6,7 +6,9 @@ use std::time::Duration;
 use belier_scenario::{Comparison, Figures, Metric, Threshold};
 use belier_stats::{Point, Recorder};
 
-/// The SLO that holds when none is given: under 1 % of requests failed.
+/// The errors SLO in force unless one is given: under 1 % of requests failed. It holds beside
+/// latency SLOs too: a latency SLO alone is met by errors answered fast (a server that sheds
+/// answers its excess with a 503 in microseconds), which would read as capacity.
 pub const DEFAULT_SLO: &str = "errors<1%";
 
 /// A malformed SLO expression.
@@ -130,19 +132,14 @@ pub enum Verdict {
 }
 
 impl Slos {
-    /// Parses `expressions` (the default SLO when there are none). A latency SLO needs a
-    /// unit (`50ms`), an error SLO a share (`0.1%`); a step's scope (`login: …`), `rate`,
-    /// `checks` and `requests` mean nothing for a capacity step and are refused.
+    /// Parses `expressions`, and adds [`DEFAULT_SLO`] unless one of them bounds the errors. A
+    /// latency SLO needs a unit (`50ms`), an error SLO a share (`0.1%`); a step's scope
+    /// (`login: …`), `rate`, `checks` and `requests` mean nothing for a capacity step and are
+    /// refused.
     pub fn parse(expressions: &[String]) -> Result<Slos, SloError> {
-        let defaults = [DEFAULT_SLO.to_string()];
-        let given = if expressions.is_empty() {
-            &defaults[..]
-        } else {
-            expressions
-        };
         let mut prometheus = Vec::new();
         let mut on_figures = Vec::new();
-        for e in given {
+        for e in expressions {
             match PromSlo::parse(e) {
                 Some(slo) => prometheus.push(slo?),
                 None => on_figures.push(e.clone()),
@@ -179,6 +176,11 @@ impl Slos {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let mut figures = figures;
+        if !figures.iter().any(|t| t.metric == Metric::ErrorRate) {
+            let default = Threshold::parse(DEFAULT_SLO).expect("the default SLO parses");
+            figures.push(default);
+        }
         Ok(Slos {
             figures,
             prometheus,
@@ -190,7 +192,7 @@ impl Slos {
         &self.prometheus
     }
 
-    /// The SLOs as written.
+    /// The SLOs in force, as written (the default errors SLO among them when none was given).
     pub fn expressions(&self) -> Vec<&str> {
         self.figures
             .iter()
@@ -230,7 +232,9 @@ impl Slos {
     }
 
     /// Judges a step: the generator's own limit first (it voids the step), then every SLO on
-    /// the judged window's figures. A failed request is any without a status below 400.
+    /// the judged window's figures. A failed
+    /// request is any without a status below 400: an error status (a 503 shed at once) as
+    /// well as no response, and a request still unanswered at the step's end (cancelled).
     pub fn judge(&self, step: &StepFigures<'_>) -> Verdict {
         if let Some(why) = &step.generator {
             return Verdict::Generator(why.clone());
@@ -350,6 +354,29 @@ mod tests {
     }
 
     #[test]
+    fn an_errors_slo_holds_beside_latency_slos_unless_one_is_given() {
+        // Found on main: a server shedding its excess with fast 503s met p99<30ms at 37×
+        // what it served.
+        let s = slos(&["p99<30ms"]);
+        assert_eq!(s.expressions(), ["p99<30ms", DEFAULT_SLO]);
+        let mut shed = recorder(&vec![200; 600], 0, 503);
+        shed += &recorder(&vec![5_000; 400], 0, 200);
+        let Verdict::Fail(why) = s.judge(&step(&shed)) else {
+            panic!("60 % of 503s passed p99<30ms");
+        };
+        assert!(why.contains("errors<1%"), "{why}");
+        // The user's own errors SLO replaces the default; a Prometheus SLO does not.
+        assert_eq!(
+            slos(&["errors<5%", "p99<30ms"]).expressions(),
+            ["errors<5%", "p99<30ms"]
+        );
+        assert_eq!(
+            slos(&["prom:up<2"]).expressions(),
+            [DEFAULT_SLO, "prom:up<2"]
+        );
+    }
+
+    #[test]
     fn latency_slos_name_what_failed() {
         let s = slos(&["p99<30ms", "errors<0.1%"]);
         let mut values = vec![10_000; 980];
@@ -400,6 +427,7 @@ mod tests {
             s.expressions(),
             [
                 "p99<30ms",
+                DEFAULT_SLO,
                 "prom:rate(process_cpu_seconds_total[10s]) <= 0.8"
             ]
         );

@@ -3,7 +3,10 @@
 //! `belier_capacity`'s; [`step`] turns each planned step into a run, [`judge`] tells whether
 //! its window says anything of the server, and this module runs the loop and writes the report.
 
+mod cpu;
+mod drain;
 mod judge;
+mod measure;
 mod phases;
 mod step;
 mod target;
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use belier_capacity::{
     overload, Dimension, LimitedBy, Outcome, Overload, Search, SearchSettings, Slos, Step,
-    StepFigures, StepKind, StepPlan, Verdict,
+    StepKind, StepPlan, Verdict,
 };
 use belier_engine::Spacing;
 use clap::{Args, ValueEnum};
@@ -51,6 +54,12 @@ pub enum CapacityFormat {
 /// Exit code when no rate met the SLOs, not even the start rate.
 pub const EXIT_NO_CAPACITY: u8 = 5;
 
+/// Allowed in the budget for starting a step (its threads, its connections) and judging it.
+const STEP_START: Duration = Duration::from_millis(500);
+
+/// The pause between steps when the target cannot be probed (HTTP/2).
+const UNPROBED_PAUSE: Duration = Duration::from_secs(2);
+
 /// Options of `belier capacity URL`.
 #[derive(Debug, Args)]
 pub struct CapacityArgs {
@@ -80,7 +89,8 @@ pub struct CapacityArgs {
     pub dimension: DimensionArg,
 
     /// An SLO every judged window must meet (repeatable): p99<50ms, p99.9<200ms, p50<…,
-    /// mean<…, max<…, errors<0.1% (requests without a status below 400) [default: errors<1%]
+    /// mean<…, max<…, errors<0.1% (requests without a status below 400); errors<1% holds
+    /// beside them unless an errors SLO is given
     #[arg(long = "slo", value_name = "EXPR", help_heading = "Search")]
     pub slo: Vec<String>,
 
@@ -160,9 +170,9 @@ pub struct CapacityArgs {
     #[arg(long = "prometheus", value_name = "URL", help_heading = "Search")]
     pub prometheus: Option<String>,
 
-    /// Pause between steps, so that what one step left queued at the server does not weigh
-    /// on the next.
-    #[arg(long = "drain", value_name = "D", default_value = "2s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
+    /// After each step, wait until the server answers probes at its idle latency again (what
+    /// the step left queued is served), for at most this long (0s: no wait).
+    #[arg(long = "drain", value_name = "D", default_value = "30s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
     pub drain: Duration,
 
     /// Arrival spacing of every step.
@@ -237,30 +247,7 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
-    if let Some(shard) = &args.shard {
-        // Each step's verdict needs the whole step's latency and errors, which no shard sees.
-        return Err(InputError::new(
-            "--shard <I/N>",
-            shard,
-            "a capacity search cannot be split: each step is judged on the whole load, of which a shard sees only part; run the search from one machine",
-        )
-        .into());
-    }
-    let slos = Slos::parse(&args.slo).map_err(|e| {
-        InputError::new(
-            "--slo <EXPR>",
-            &e.expression,
-            format!("at position {}: {}", e.position, e.message),
-        )
-    })?;
-    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
-        return Err(InputError::new(
-            "--slo <EXPR>",
-            &slos.prometheus()[0].expression,
-            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
-        )
-        .into());
-    }
+    let slos = checked_slos(&args)?;
     let mut target = target(&args)?;
     let dimension = match (args.dimension, &target) {
         (DimensionArg::Rate, Target::Plan { .. }) => Dimension::IterationRate,
@@ -268,26 +255,8 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         (DimensionArg::Connections, _) => Dimension::Connections,
         (DimensionArg::ConnectionRate, _) => Dimension::ConnectionRate,
     };
-    let mut search = Search::new(SearchSettings {
-        start_rate: args.start_rate,
-        growth: args.growth,
-        precision: args.precision,
-        max_rate: args.max_rate,
-        warmup: args.warmup,
-        window: args.window,
-        confirm: args.confirm,
-        confirm_window: args.confirm_window,
-        max_time: args.max_time,
-        overload: if args.no_overload {
-            Vec::new()
-        } else {
-            args.overload.clone()
-        },
-        overload_window: args.overload_window,
-        recovery: 0.8,
-        whole: dimension.whole(),
-    })
-    .map_err(|e| InputError::new(e.flag, "", e.message))?;
+    let mut search = Search::new(search_settings(&args, dimension))
+        .map_err(|e| InputError::new(e.flag, "", e.message))?;
     let shape = Shape {
         dimension,
         spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
@@ -333,106 +302,50 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         )
     };
 
+    let prober = announce_prober(drain::Prober::start(&first.engine), args.drain);
+    let runner = measure::Runner {
+        target: &target,
+        shape: &shape,
+        slos: &slos,
+        prometheus: args.prometheus.as_deref(),
+        signals,
+    };
+
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
-    let mut overload_steps = Vec::new();
-    let mut recovery = None;
-    let mut interrupted = false;
-    // The search, in a closure so that the teardown runs whatever ended it, an error included.
-    let searched = (|| -> anyhow::Result<()> {
-        while let Some(plan) = search.next_step(started.elapsed()) {
-            if !steps.is_empty() {
-                std::thread::sleep(args.drain);
-            }
-            if signals.stop_requested() {
-                interrupted = true;
-                break;
-            }
-            eprintln!(
-                "{}",
-                step_line(
-                    steps.len() + 1,
-                    &plan,
-                    dimension,
-                    &search.answer(),
-                    started.elapsed(),
-                    args.max_time
-                )
-            );
-            let settings = target.step(&plan, &shape)?;
-            let finished = crate::load::execute_judged(&settings, signals, Some(plan.warmup))?;
-            if finished.interrupted {
-                interrupted = true;
-                break;
-            }
-            let window = finished.window.clone().unwrap_or_default();
-            let generator = judge::generator_verdict(&finished, &window, &plan);
-            let prometheus = judge::query_prometheus(&slos, args.prometheus.as_deref());
-            let mut figures = StepFigures {
-                target_rate: plan.rate,
-                achieved_rate: step::achieved(dimension, &window, plan.window),
-                window: plan.window,
-                totals: &window,
-                generator: None,
-                prometheus,
-            };
-            if !generator.kept_up
-                && judge::generator_to_blame(&finished, &window, &plan, &slos, &figures)
-            {
-                figures.generator = Some(generator.findings.join("; "));
-            }
-            let verdict = slos.judge(&figures);
-            let mut step = Step::measure(&plan, &verdict, &window, plan.window);
-            step.achieved_rate = figures.achieved_rate;
-            match plan.kind {
-                // An overload step that met the SLOs shows no way of failing: the capacity was
-                // set low (a confirmation moved it down), and it says nothing of the behaviour.
-                StepKind::Overload if matches!(verdict, Verdict::Fail(_)) => {
-                    overload_steps.push(step.overload());
-                }
-                StepKind::Recovery if !matches!(verdict, Verdict::Generator(_)) => {
-                    let intervals: Vec<(Duration, bool)> = finished
-                        .series
-                        .points()
-                        .iter()
-                        .map(|p| (p.offset, slos.met_by(p)))
-                        .collect();
-                    recovery = Some(overload::recovery(&intervals));
-                }
-                _ => {}
-            }
-            eprintln!(
-                "capacity:   {}",
-                match &verdict {
-                    Verdict::Pass => "pass".to_string(),
-                    Verdict::Fail(why) => format!("fail: {why}"),
-                    Verdict::Generator(why) => format!("generator: {why}"),
-                }
-            );
-            search.record(&plan, verdict);
-            steps.push(step);
-            if let Some(path) = &args.save {
-                let so_far = outcome_of(&search, &steps, None, started.elapsed());
-                if let Err(e) = save(path, &so_far) {
-                    eprintln!("capacity: the search is not saved: {e}");
-                }
+    let save_so_far = |search: &Search, steps: &[Step]| {
+        if let Some(path) = &args.save {
+            let so_far = outcome_of(search, steps, None, started.elapsed());
+            if let Err(e) = save(path, &so_far) {
+                eprintln!("capacity: the search is not saved: {e}");
             }
         }
-        Ok(())
-    })();
+    };
+    // The teardown runs whatever ended the search, an error included.
+    let searched = run_steps(
+        &mut search,
+        &mut steps,
+        &runner,
+        prober.as_ref(),
+        &args,
+        started,
+        &save_so_far,
+    );
     phases::teardown(teardown, &first)?;
-    searched?;
+    let interrupted = searched?;
 
     let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
-    // Goodput past capacity is weighed against what the service served at its capacity: the
-    // rate itself for a rate, what the connections carried for connections.
-    let served = match dimension {
-        Dimension::Connections => outcome.capacity_goodput(),
-        _ => outcome.max_rate,
-    };
-    outcome.overload = served.and_then(|c| {
+    // Past capacity, goodput is weighed against what the service served at its capacity.
+    let overload_steps: Vec<_> = steps
+        .iter()
+        // An overload step that met the SLOs shows no way of failing: the capacity was set
+        // low (a confirmation moved it down), and it says nothing of the behaviour.
+        .filter(|s| s.kind == StepKind::Overload && s.pass == Some(false))
+        .map(Step::overload)
+        .collect();
+    outcome.overload = outcome.capacity_goodput().and_then(|c| {
         let behaviour = overload::classify(c, slos.latency_bound_us(), &overload_steps)?;
-        Some(Overload::new(behaviour, recovery))
+        Some(Overload::new(behaviour, belier_capacity::recovery(&steps)))
     });
     if let Some(path) = &args.save {
         if let Err(e) = save(path, &outcome) {
@@ -446,8 +359,126 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     } else {
         0
     };
+    write_report(&args, &outcome)?;
+    Ok(code)
+}
+
+/// The SLOs the flags give, checked; and what no search can be (split into shards).
+fn checked_slos(args: &CapacityArgs) -> anyhow::Result<Slos> {
+    if let Some(shard) = &args.shard {
+        // Each step's verdict needs the whole step's latency and errors, which no shard sees.
+        return Err(InputError::new(
+            "--shard <I/N>",
+            shard,
+            "a capacity search cannot be split: each step is judged on the whole load, of which a shard sees only part; run the search from one machine",
+        )
+        .into());
+    }
+    let slos = Slos::parse(&args.slo).map_err(|e| {
+        InputError::new(
+            "--slo <EXPR>",
+            &e.expression,
+            format!("at position {}: {}", e.position, e.message),
+        )
+    })?;
+    if !slos.prometheus().is_empty() && args.prometheus.is_none() {
+        return Err(InputError::new(
+            "--slo <EXPR>",
+            &slos.prometheus()[0].expression,
+            "a prom: SLO needs --prometheus URL, the Prometheus server to query",
+        )
+        .into());
+    }
+    Ok(slos)
+}
+
+/// The search's settings from the flags.
+fn search_settings(args: &CapacityArgs, dimension: Dimension) -> SearchSettings {
+    SearchSettings {
+        start_rate: args.start_rate,
+        growth: args.growth,
+        precision: args.precision,
+        max_rate: args.max_rate,
+        warmup: args.warmup,
+        window: args.window,
+        confirm: args.confirm,
+        confirm_window: args.confirm_window,
+        max_time: args.max_time,
+        // The grace of the step's last requests, its start, and the Prometheus queries.
+        step_overhead: belier_engine::DEFAULT_GRACE
+            + STEP_START
+            + if args.prometheus.is_some() {
+                judge::SCRAPE_MARGIN + STEP_START
+            } else {
+                Duration::ZERO
+            },
+        overload: if args.no_overload {
+            Vec::new()
+        } else {
+            args.overload.clone()
+        },
+        overload_window: args.overload_window,
+        recovery: 0.8,
+        whole: dimension.whole(),
+    }
+}
+
+/// Runs the search's steps until it ends or a step cannot start, waiting after each for the
+/// server to drain; `Ok(true)` when Ctrl-C stopped it.
+fn run_steps(
+    search: &mut Search,
+    steps: &mut Vec<Step>,
+    runner: &measure::Runner<'_>,
+    prober: Option<&drain::Prober>,
+    args: &CapacityArgs,
+    started: Instant,
+    save_so_far: &dyn Fn(&Search, &[Step]),
+) -> anyhow::Result<bool> {
+    let signals = runner.signals;
+    while let Some(plan) = search.next_step(started.elapsed()) {
+        if signals.stop_requested() {
+            return Ok(true);
+        }
+        eprintln!(
+            "{}",
+            step_line(
+                steps.len() + 1,
+                &plan,
+                runner.shape.dimension,
+                &search.answer(),
+                started.elapsed(),
+                args.max_time
+            )
+        );
+        let Some((mut step, verdict)) = runner.run(&plan)? else {
+            return Ok(true);
+        };
+        eprintln!(
+            "capacity:   {}",
+            match &verdict {
+                Verdict::Pass => "pass".to_string(),
+                Verdict::Fail(why) => format!("fail: {why}"),
+                Verdict::Generator(why) => format!("generator: {why}"),
+            }
+        );
+        search.record(&plan, verdict);
+        if !search.finished() {
+            // No step runs on what the last one left queued; the wait counts in the budget.
+            let left = args
+                .max_time
+                .map_or(args.drain, |b| b.saturating_sub(started.elapsed()));
+            wait_for_drain(&mut step, prober, args.drain.min(left), signals);
+        }
+        steps.push(step);
+        save_so_far(search, steps);
+    }
+    Ok(false)
+}
+
+/// Writes the report in the format asked for (and the HTML page beside it, if asked for).
+fn write_report(args: &CapacityArgs, outcome: &Outcome) -> anyhow::Result<()> {
     if let Some(path) = &args.html {
-        match std::fs::write(path, belier_report::render_capacity_html(&outcome)) {
+        match std::fs::write(path, belier_report::render_capacity_html(outcome)) {
             Ok(()) => eprintln!("HTML report written to {}", path.display()),
             Err(e) => eprintln!("cannot write the HTML report to {}: {e}", path.display()),
         }
@@ -455,7 +486,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     let text = match args.output {
         CapacityFormat::Text => outcome.render_text(),
         CapacityFormat::Json => outcome.to_json(),
-        CapacityFormat::Html => belier_report::render_capacity_html(&outcome),
+        CapacityFormat::Html => belier_report::render_capacity_html(outcome),
     };
     match &args.out {
         None => {
@@ -470,7 +501,53 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
             eprintln!("report written to {}", path.display());
         }
     }
-    Ok(code)
+    Ok(())
+}
+
+/// Says how the search waits between steps: for probes at the idle latency, or a fixed pause
+/// when the target cannot be probed.
+fn announce_prober(prober: Option<drain::Prober>, longest: Duration) -> Option<drain::Prober> {
+    match &prober {
+        Some(p) => eprintln!(
+            "capacity: the idle target answers a probe in {:.1} ms; after each step, belier waits \
+             until it does so again (at most {})",
+            p.baseline().as_secs_f64() * 1000.0,
+            humantime::format_duration(longest)
+        ),
+        None => eprintln!(
+            "capacity: the target cannot be probed (HTTP/2, or no answer); steps are {} apart",
+            humantime::format_duration(UNPROBED_PAUSE.min(longest))
+        ),
+    }
+    prober
+}
+
+/// Waits after `step` until the server has drained, for at most `longest`, and notes how it
+/// went in the step; without a probe, pauses.
+fn wait_for_drain(
+    step: &mut Step,
+    prober: Option<&drain::Prober>,
+    longest: Duration,
+    signals: &Signals,
+) {
+    let Some(prober) = prober.filter(|_| !longest.is_zero()) else {
+        std::thread::sleep(UNPROBED_PAUSE.min(longest));
+        return;
+    };
+    let waited = prober.wait(longest, signals);
+    step.drain_s = Some(waited.after.as_secs_f64());
+    step.drained = Some(waited.drained);
+    if !waited.drained {
+        eprintln!(
+            "capacity:   the server did not answer at its idle latency within {:.1} s",
+            waited.after.as_secs_f64()
+        );
+    } else if waited.after > Duration::ZERO {
+        eprintln!(
+            "capacity:   the server drained in {:.1} s",
+            waited.after.as_secs_f64()
+        );
+    }
 }
 
 /// Writes the search so far to `path` through a temporary file renamed over it, so that the

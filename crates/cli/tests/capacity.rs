@@ -1,7 +1,8 @@
 //! `belier capacity` through the real binary against targets of known capacity (belier's test
-//! server with a fixed number of handlers, each holding a request for a service time): the
-//! capacity found against the truth, the behaviour past it, the generator's own limit, and bad
-//! input.
+//! server with a fixed number of handlers, each holding a request for a service time, and a
+//! real gunicorn whose app times itself): the capacity found against what the server served by
+//! its own count, the behaviour past it, the recovery, the budget, the generator's own limit,
+//! and bad input.
 
 #[path = "support/prometheus.rs"]
 mod prometheus_support;
@@ -9,10 +10,18 @@ mod prometheus_support;
 #[path = "support/capacity.rs"]
 mod capacity_support;
 
+#[path = "support/gunicorn.rs"]
+mod gunicorn;
+
+use std::io::Write as _;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use belier_testserver::Server;
-use capacity_support::{capacity, stderr, target, validate};
+use capacity_support::{
+    assert_goodput_within_sent, assert_recovery_is_its_step_s, best_served, capacity, stderr,
+    steps, target, validate,
+};
 use serde_json::Value;
 
 #[test]
@@ -37,7 +46,9 @@ fn the_capacity_found_is_the_target_s_own() {
     validate(&doc);
     let c = &doc["capacity"];
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found}/s against {truth:.1}/s\n{c:#}"
@@ -51,48 +62,64 @@ fn the_capacity_found_is_the_target_s_own() {
     assert!(c["overload"].is_null());
 }
 
-/// A short search with overload steps: a coarse precision and 1 s windows keep it to a few
-/// steps.
-fn overload_search(s: &Server) -> Value {
-    // 5 % of errors allowed: nothing waits at the shedding target, and a timer's jitter
-    // turns away an arrival now and then well below its capacity.
+/// A short search for `p99<30ms` (and the errors<1% in force beside it) with overload steps,
+/// bounded by --max-time.
+fn short_search(url: &str, start_rate: &str) -> Value {
     let (out, doc) = capacity(&[
         "--slo",
-        "errors<5%",
-        "--slo",
-        "p99<100ms",
+        "p99<30ms",
         "--start-rate",
-        "40",
-        "--precision",
-        "50%",
+        start_rate,
         "--warmup",
         "1s",
         "--window",
-        "1s",
+        "2s",
         "--confirm-window",
-        "1s",
+        "2s",
         "--overload-window",
         "1s",
-        &s.url("/"),
+        "--max-time",
+        "90s",
+        url,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
+    assert_eq!(
+        doc["capacity"]["slos"],
+        serde_json::json!(["p99<30ms", "errors<1%"])
+    );
+    // (No bound on goodput against sent here: on a loaded host the built-in target, stalled
+    // in a step's warm-up, serves that backlog in its window.)
+    assert_recovery_is_its_step_s(&doc);
     doc
 }
 
-#[test]
-fn a_target_that_sheds_is_classified_sheds_and_recovers() {
-    // 2 handlers of 20 ms (100/s), nobody waits: the excess gets a 503 at once.
-    let s = target(2, 20, Some(0), true);
-    let doc = overload_search(&s);
+/// The short search against `s`: its answer within 0.85–1.05 of the most the target served
+/// in any second of it, by its own count.
+fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
+    let (doc, best) = best_served(s, || short_search(&s.url("/"), "400"));
     let c = &doc["capacity"];
-    assert!(c["max_rate"].as_f64().is_some(), "{c:#}");
-    let overload = &c["overload"];
-    assert_eq!(overload["behaviour"], "sheds", "{c:#}");
-    assert_eq!(overload["recovered"], true, "{c:#}");
-    let shed: u64 = c["steps"]
-        .as_array()
-        .unwrap()
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
+    let ratio = found / best;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{what} target: served at best {best:.0}/s, found {found:.0}/s: {ratio:.3}"
+    );
+    assert!((0.85..=1.05).contains(&ratio), "{ratio:.3}\n{c:#}");
+    doc
+}
+
+/// Found on main: against 8 handlers of 5 ms that answer 503 at once beyond them, `--slo
+/// 'p99<30ms'` answered 57,760/s (fast 503s met the latency SLO) and called it a collapse.
+#[test]
+fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
+    let s = target(8, 5, Some(0), true);
+    let doc = found_at_what_it_serves(&s, "shedding");
+    let c = &doc["capacity"];
+    assert_eq!(c["overload"]["behaviour"], "sheds", "{c:#}");
+    let shed: u64 = steps(&doc)
         .iter()
         .filter(|s| s["kind"] == "overload")
         .map(|s| s["rejected"].as_u64().unwrap())
@@ -101,10 +128,136 @@ fn a_target_that_sheds_is_classified_sheds_and_recovers() {
 }
 
 #[test]
-fn a_target_that_queues_is_classified_slows() {
-    let s = target(2, 20, None, false);
-    let doc = overload_search(&s);
-    assert_eq!(doc["capacity"]["overload"]["behaviour"], "slows", "{doc:#}");
+fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
+    let s = target(8, 5, None, false);
+    let doc = found_at_what_it_serves(&s, "queueing");
+    let c = &doc["capacity"];
+    assert_eq!(c["overload"]["behaviour"], "slows", "{c:#}");
+    // What the overload left queued was waited out before the next step.
+    assert!(
+        steps(&doc)
+            .iter()
+            .filter(|s| s["kind"] == "overload")
+            .all(|s| s["drained"] == true),
+        "{c:#}"
+    );
+}
+
+/// Found on main: against gunicorn a failed step left its listen backlog to the next, which
+/// served it (goodput above what it sent) and failed; the answer came out at 0.88 of the
+/// truth, a passing recovery step said `recovered: false`, and `--max-time 300s` ran 305 s.
+#[test]
+fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
+    let Some(g) = gunicorn::Gunicorn::start("gunicorn", 4, Duration::from_millis(10)) else {
+        return;
+    };
+    let saved = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("capacity-gunicorn-{}.json", std::process::id()));
+    let budget = 100.0;
+    let began = Instant::now();
+    let (out, doc) = capacity(&[
+        "--slo",
+        "p99<100ms",
+        "--start-rate",
+        "200",
+        "--warmup",
+        "1s",
+        "--window",
+        "2s",
+        "--confirm-window",
+        "3s",
+        "--overload-window",
+        "2s",
+        "--max-time",
+        "100s",
+        "--save",
+        saved.to_str().unwrap(),
+        &g.url(),
+    ]);
+    let took = began.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    let served = g.served();
+    let mean_s = served.iter().map(|(a, b)| b - a).sum::<f64>() / served.len() as f64;
+    let measured = g.workers as f64 / mean_s;
+    let ends: Vec<f64> = served.iter().map(|s| s.1).collect();
+    let best = gunicorn::best_rate(&ends, 1.0);
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
+    let _ = writeln!(
+        std::io::stderr(),
+        "gunicorn: {} served, the app's capacity {measured:.0}/s (4 / its mean {:.2} ms), at best \
+         {best:.0}/s in a second; found {found:.0}/s: {:.3} of its capacity, {:.3} of its best; \
+         {took:.0} s",
+        served.len(),
+        mean_s * 1000.0,
+        found / measured,
+        found / best
+    );
+    // The app's capacity is what it served at its best by its own count. Four workers over
+    // the mean time in the handler (`measured`) leaves out gunicorn's own work per request
+    // (accept, parse, answer, close: about 1 ms here), so the server never serves that much:
+    // 395/s by that figure against at most 376/s served in any second, in one run.
+    assert!(
+        (0.90..=1.05).contains(&(found / best)),
+        "{found} against {best:.0}\n{c:#}"
+    );
+    assert_goodput_within_sent(&doc);
+    assert_recovery_is_its_step_s(&doc);
+    // --max-time bounds the search, its waits included; the process adds its start and report.
+    assert!(c["elapsed_s"].as_f64().unwrap() <= budget, "{c:#}");
+    assert!(took <= budget + 5.0, "{took} s");
+    // The text shows the cancelled requests apart from the failed.
+    let text = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["report", "--type", "text", saved.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let head = text
+        .lines()
+        .find(|l| l.contains("goodput/s"))
+        .expect("a table");
+    assert!(head.contains("failed cancelled"), "{text}");
+    for (i, step) in steps(&doc).iter().enumerate() {
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{} ", i + 1)))
+            .unwrap();
+        let cancelled = step["cancelled"].as_u64().unwrap();
+        assert!(
+            row.contains(&format!("% {cancelled:>9}  ")),
+            "{row}\n{text}"
+        );
+    }
+}
+
+/// The budget holds with short steps whose waits and grace would have run over it.
+#[test]
+fn the_time_allowed_bounds_the_search() {
+    let s = target(8, 5, None, false);
+    let began = Instant::now();
+    let (out, doc) = capacity(&[
+        "--slo",
+        "p99<30ms",
+        "--start-rate",
+        "400",
+        "--warmup",
+        "1s",
+        "--window",
+        "2s",
+        "--max-time",
+        "12s",
+        &s.url("/"),
+    ]);
+    let took = began.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["limited_by"], "time", "{c:#}");
+    assert!(c["elapsed_s"].as_f64().unwrap() <= 12.0, "{c:#}");
+    assert!(took <= 12.0 + 3.0, "{took} s");
 }
 
 #[test]
@@ -224,7 +377,7 @@ fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("No rate met p99<10ms, not even the start rate"),
+        text.contains("No rate met p99<10ms, errors<1%, not even the start rate"),
         "{text}"
     );
     assert!(text.contains("grow"), "{text}");
@@ -313,7 +466,9 @@ fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!((120.0..150.0).contains(&found), "{found}\n{c:#}");
     assert!(
         c["failed_why"]

@@ -363,6 +363,10 @@ fn step(kind: StepKind, level: f64, p99_ms: f64, error_share: f64, why: Option<&
         error_share,
         errors: Default::default(),
         rejected: 0,
+        cancelled: 0,
+        host_cpu: None,
+        drain_s: None,
+        drained: None,
         pass: Some(why.is_none()),
         why: why.map(String::from),
     }
@@ -404,7 +408,8 @@ fn capacity_outcome() -> belier_capacity::Outcome {
         overload: Some(Overload {
             behaviour: Behaviour::Slows,
             recovered: Some(true),
-            recovery_s: Some(4.0),
+            drained_s: Some(4.0),
+            drained: Some(true),
         }),
         elapsed_s: 412.0,
     }

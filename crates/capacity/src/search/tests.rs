@@ -37,13 +37,16 @@ impl Sim {
     }
 }
 
+/// The simulated wait after each step for the server to drain.
+const PAUSE: Duration = Duration::from_secs(2);
+
 /// Runs a search to its end; returns the answer and every step run.
 fn run(settings: SearchSettings, sim: &Sim) -> (Answer, Vec<StepPlan>) {
     let mut search = Search::new(settings).unwrap();
     let mut steps = Vec::new();
     let mut elapsed = Duration::ZERO;
     while let Some(plan) = search.next_step(elapsed) {
-        elapsed += plan.duration() + DRAIN;
+        elapsed += plan.duration() + PAUSE;
         search.record(&plan, sim.verdict(&plan));
         steps.push(plan);
         assert!(steps.len() < 100, "the search does not end: {steps:?}");
@@ -152,6 +155,66 @@ fn a_budget_ends_the_search_on_its_bracket() {
     assert_eq!(a.max_rate, None);
     assert_eq!(a.passed, Some(960.0));
     assert_eq!(a.failed.map(|f| f.0), Some(1280.0));
+}
+
+#[test]
+fn the_budget_bounds_the_search_with_its_overheads_and_drain_waits() {
+    // Found on main: --max-time 300s ran 305 s, the pause before each step and the grace
+    // after it uncounted. On a simulated clock, each step costs its length, up to its
+    // overhead more, and a drain wait after it that the caller cuts at the budget.
+    for (budget_s, drain_s) in [(60, 0), (60, 7), (300, 4), (300, 30), (45, 1)] {
+        let budget = Duration::from_secs(budget_s);
+        let overhead = Duration::from_millis(1_500);
+        let mut search = Search::new(SearchSettings {
+            max_time: Some(budget),
+            step_overhead: overhead,
+            warmup: Duration::from_secs(1),
+            window: Duration::from_secs(3),
+            confirm_window: Duration::from_secs(5),
+            overload_window: Duration::from_secs(3),
+            ..SearchSettings::default()
+        })
+        .unwrap();
+        let sim = Sim::new(300.0);
+        let mut elapsed = Duration::ZERO;
+        while let Some(plan) = search.next_step(elapsed) {
+            elapsed += plan.duration() + overhead;
+            search.record(&plan, sim.verdict(&plan));
+            if !search.finished() {
+                let left = budget.saturating_sub(elapsed);
+                elapsed += Duration::from_secs(drain_s).min(left);
+            }
+        }
+        assert!(
+            elapsed <= budget,
+            "{budget_s} s, drain {drain_s} s: {elapsed:?}"
+        );
+    }
+}
+
+#[test]
+fn what_passed_is_always_a_rate_a_step_ran() {
+    // A confirmation fails and the budget ends the search before the rate one precision
+    // below it runs: what passed is the last rate that ran and passed below the failure.
+    let sim = Sim {
+        confirm_capacity: 900.0,
+        ..Sim::new(1_000.0)
+    };
+    let mut search = Search::new(no_overload()).unwrap();
+    let mut ran = Vec::new();
+    while let Some(plan) = search.next_step(Duration::ZERO) {
+        let verdict = sim.verdict(&plan);
+        if verdict == Verdict::Pass {
+            ran.push(plan.rate);
+        }
+        search.record(&plan, verdict);
+        if plan.kind == StepKind::Confirm {
+            break;
+        }
+    }
+    let passed = search.answer().passed.unwrap();
+    assert!(ran.contains(&passed), "{passed} never ran: {ran:?}");
+    assert!(passed < 1_000.0);
 }
 
 #[test]

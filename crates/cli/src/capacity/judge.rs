@@ -38,7 +38,7 @@ pub fn generator_verdict(
 
 /// Waited after a step before querying Prometheus about it, so that the scrape that saw its
 /// window's end is in (a scrape interval of up to a second, and the time to store it).
-const SCRAPE_MARGIN: Duration = Duration::from_millis(1500);
+pub const SCRAPE_MARGIN: Duration = Duration::from_millis(1500);
 
 /// The value of each Prometheus SLO's query at the end of the step's window (the run's end). A
 /// query that fails is said on standard error and counts as no data, which fails the SLO.

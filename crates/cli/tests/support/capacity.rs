@@ -31,7 +31,7 @@ pub fn capacity(args: &[&str]) -> (Output, Value) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new(env!("CARGO_BIN_EXE_belier"))
         .arg("capacity")
-        .args(["--output", "json", "--drain", "300ms", "-t", "1"])
+        .args(["--output", "json", "--drain", "10s", "-t", "1"])
         .args(args)
         .output()
         .expect("belier runs");
@@ -51,4 +51,72 @@ pub fn validate(doc: &Value) {
 
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
+/// result and the most the target served in any second of it, per second (its own count).
+pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut samples = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let served = s.pool_stats().map_or(0, |p| p.served);
+                samples.push((std::time::Instant::now(), served));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            samples
+        });
+        // Set however `f` ends: a panic in it must not leave the sampler running forever.
+        struct Done<'a>(&'a AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let result = {
+            let _done = Done(&done);
+            f()
+        };
+        let samples = sampler.join().unwrap();
+        let mut best: f64 = 0.0;
+        for (i, &(t0, n0)) in samples.iter().enumerate() {
+            let later = samples[i..]
+                .iter()
+                .find(|(t, _)| t.duration_since(t0) >= Duration::from_secs(1));
+            if let Some(&(t1, n1)) = later {
+                best = best.max((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64());
+            }
+        }
+        (result, best)
+    })
+}
+
+/// The steps of a search's JSON document.
+pub fn steps(doc: &Value) -> &Vec<Value> {
+    doc["capacity"]["steps"].as_array().expect("steps")
+}
+
+/// No step served more than it sent (what a step serves of the last one's backlog would).
+pub fn assert_goodput_within_sent(doc: &Value) {
+    for s in steps(doc) {
+        let (goodput, sent) = (
+            s["goodput"].as_f64().unwrap(),
+            s["achieved_rate"].as_f64().unwrap(),
+        );
+        assert!(
+            goodput <= 1.02 * sent,
+            "goodput {goodput} above 1.02 × sent {sent}: {s:#}"
+        );
+    }
+}
+
+/// The recovery verdict is the recovery step's own.
+pub fn assert_recovery_is_its_step_s(doc: &Value) {
+    let c = &doc["capacity"];
+    let recovery = steps(doc).iter().rev().find(|s| s["kind"] == "recovery");
+    if let Some(step) = recovery {
+        assert_eq!(c["overload"]["recovered"], step["pass"], "{c:#}");
+    }
 }

@@ -176,13 +176,7 @@ fn facts(o: &Outcome) -> Vec<(&'static str, String)> {
             "past capacity",
             format!("{} ({})", ov.behaviour.name(), ov.behaviour.note()),
         ));
-        let recovery = match (ov.recovered, ov.recovery_s) {
-            (Some(true), Some(s)) => format!("recovered at 0.8× within {s:.0} s"),
-            (Some(true), None) => "recovered at 0.8×".into(),
-            (Some(false), _) => "did not recover at 0.8× within its step".into(),
-            (None, _) => "not measured".into(),
-        };
-        facts.push(("recovery", recovery));
+        facts.push(("recovery", ov.recovery_line()));
     } else if o.steps.iter().any(|s| s.kind == StepKind::Overload) {
         facts.push((
             "past capacity",
@@ -248,13 +242,14 @@ fn mark(s: &Step) -> Mark {
 }
 
 fn result(s: &Step) -> String {
-    match (s.pass, &s.why) {
+    let verdict: String = match (s.pass, &s.why) {
         (Some(true), _) => "passed".into(),
         (Some(false), Some(why)) => format!("failed: {why}"),
         (Some(false), None) => "failed".into(),
         (None, Some(why)) => format!("not judged: {why}"),
         (None, None) => "not judged".into(),
-    }
+    };
+    verdict + s.notes().as_str()
 }
 
 /// The x axis every chart shares: from 0 to the highest level offered (or the capacity).
@@ -474,7 +469,8 @@ fn write_steps(out: &mut String, o: &Outcome) -> fmt::Result {
         out,
         "<h2>Steps</h2>\n<table class=\"steps\"><thead><tr><th>#</th><th class=\"kind\">step</th>\
          <th>{level}</th><th>{achieved}</th><th>goodput/s</th><th>p50 ms</th><th>p99 ms</th>\
-         <th>p99.9 ms</th><th>failed</th><th class=\"result\">result</th></tr></thead><tbody>\n"
+         <th>p99.9 ms</th><th>failed</th><th>cancelled</th><th class=\"result\">result</th></tr>\
+         </thead><tbody>\n"
     )?;
     let ms = |v: Option<f64>| {
         v.and_then(drawable)
@@ -490,7 +486,7 @@ fn write_steps(out: &mut String, o: &Outcome) -> fmt::Result {
         writeln!(
             out,
             "<tr class=\"{class}\"><th>{}</th><td class=\"kind\">{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} %</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td>\
              <td class=\"result\">{}</td></tr>",
             i + 1,
             kind_name(s.kind),
@@ -500,7 +496,8 @@ fn write_steps(out: &mut String, o: &Outcome) -> fmt::Result {
             ms(s.p50_ms),
             ms(s.p99_ms),
             ms(s.p999_ms),
-            drawable(s.error_share).unwrap_or(0.0) * 100.0,
+            drawable(s.failed_share()).unwrap_or(0.0) * 100.0,
+            s.cancelled,
             esc(&result(s))
         )?;
     }
@@ -530,6 +527,10 @@ mod tests {
             rejected: 0,
             pass: Some(true),
             why: None,
+            cancelled: 0,
+            host_cpu: None,
+            drain_s: None,
+            drained: None,
         }
     }
 

@@ -407,6 +407,10 @@ mod capacity {
             error_share: if pass { 0.0 } else { 0.2 },
             errors: Default::default(),
             rejected: 0,
+            cancelled: 0,
+            host_cpu: None,
+            drain_s: None,
+            drained: None,
             pass: Some(pass),
             why: (!pass).then(|| format!("p99 = {p99_ms:.1} ms (wanted p99<30ms)")),
         }
@@ -438,7 +442,8 @@ mod capacity {
             overload: Some(Overload {
                 behaviour: Behaviour::Slows,
                 recovered: Some(true),
-                recovery_s: Some(3.0),
+                drained_s: Some(3.0),
+                drained: Some(true),
             }),
             elapsed_s: 96.0,
         }
@@ -461,7 +466,9 @@ mod capacity {
         assert!(answer.contains("p99&lt;30ms"), "{answer}");
         assert!(html.contains(&format!("<p class=\"ok answer\">{answer}</p>")));
         assert!(html.contains("<dd>slows (queues the excess: latency grows past the SLO)</dd>"));
-        assert!(html.contains("<dd>recovered at 0.8× within 3 s</dd>"));
+        assert!(html.contains(
+            "<dd>drained 3.0 s after the overload; recovered at 0.8× (its step met the SLOs)</dd>"
+        ));
         let charts = charts(&html);
         assert_eq!(charts.len(), 2);
         let (latency, goodput) = (charts[0], charts[1]);
@@ -497,7 +504,7 @@ mod capacity {
         // The table: every step, the failed ones marked.
         assert_eq!(html.matches("<tr class=\"pass\">").count(), 5);
         assert_eq!(html.matches("<tr class=\"fail\">").count(), 2);
-        assert!(html.contains("<th>target/s</th><th>sent/s</th>"));
+        assert!(html.contains("<th>offered/s</th><th>sent/s</th>"));
         assert_finite_geometry(&html);
     }
 
