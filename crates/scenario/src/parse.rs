@@ -519,7 +519,35 @@ fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Res
             Arc::make_mut(program).follow_rows(hops);
         }
     }
+    check_rows(rd, &root, &plan)?;
     Ok(plan)
+}
+
+/// Refuses a plan whose statistics rows (its steps, each with a row per redirect hop it may
+/// follow, and its scripts' metrics) are more than a results file may hold: the run would
+/// record what `belier report` then refuses to read.
+fn check_rows(rd: Reader<'_>, root: &Node, plan: &Plan) -> Result<()> {
+    let phases = plan.setup.iter().chain(&plan.teardown).map(|p| &p.program);
+    for program in std::iter::once(&plan.program).chain(phases) {
+        for (what, rows) in [
+            (
+                "statistics rows (steps, with one per redirect hop followed)",
+                program.steps.len(),
+            ),
+            ("script metrics", program.metrics.len()),
+        ] {
+            if rows > belier_stats::MOST_ROWS {
+                return Err(rd.err(
+                    root,
+                    format!(
+                        "the plan has {rows} {what}, more than the {} a results file holds",
+                        belier_stats::MOST_ROWS
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_name(rd: Reader<'_>, key: &Node, name: &str, what: &str) -> Result<()> {

@@ -434,6 +434,37 @@ fn request_splitting_and_false_framing_are_refused_where_written() {
     common::load("content-length-ok", &text, &[]).unwrap();
 }
 
+/// A run records a statistics row per step (and per redirect hop it may follow): a plan with
+/// more than a results file holds would record what `belier report` refuses to read.
+#[test]
+fn plans_with_more_rows_than_a_results_file_holds_are_refused() {
+    let steps = |n: usize| {
+        (0..n)
+            .map(|i| format!("      - get: /s{i}\n"))
+            .collect::<String>()
+    };
+    let plan = |n: usize, follow: &str| {
+        format!(
+            "target: http://127.0.0.1:8080\n{follow}scenarios:\n  - steps:\n{}",
+            steps(n)
+        )
+    };
+    assert!(common::load("rows-ok", &plan(1024, ""), &[]).is_ok());
+    let err = common::load("rows-many", &plan(1025, ""), &[])
+        .expect_err("1,025 steps are refused")
+        .to_string();
+    assert!(
+        err.contains("plan.yaml:1:1: the plan has 1025 statistics rows")
+            && err.contains("more than the 1024 a results file holds"),
+        "{err}"
+    );
+    // 300 steps that may each follow 3 redirects are 1,200 rows.
+    let err = common::load("rows-follow", &plan(300, "follow: 3\n"), &[])
+        .expect_err("300 steps × 4 rows are refused")
+        .to_string();
+    assert!(err.contains("the plan has 1200 statistics rows"), "{err}");
+}
+
 #[test]
 fn bad_targets() {
     for (target, want) in [

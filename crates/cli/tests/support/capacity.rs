@@ -28,15 +28,23 @@ pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool)
 pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub fn capacity(args: &[&str]) -> (Output, Value) {
+    let (out, doc, _) = capacity_timed(args);
+    (out, doc)
+}
+
+/// [`capacity`], and how long belier ran (not counting the wait for the searches before it).
+pub fn capacity_timed(args: &[&str]) -> (Output, Value, Duration) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let began = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_belier"))
         .arg("capacity")
         .args(["--output", "json", "--drain", "10s", "-t", "1"])
         .args(args)
         .output()
         .expect("belier runs");
+    let took = began.elapsed();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, doc)
+    (out, doc, took)
 }
 
 pub fn validate(doc: &Value) {
