@@ -69,7 +69,11 @@ fn count(seen: &[Seen], method: &str, path: &str) -> usize {
 /// Exactly one login, first; exactly one delete, last, with the token; every item request in
 /// between with that token (so answered 200). Returns the number of item requests.
 fn assert_once_around(shop: &Shop) -> usize {
-    let seen = shop.seen();
+    around(shop, shop.seen())
+}
+
+/// [`assert_once_around`] on what `seen` holds of what `shop` served.
+fn around(shop: &Shop, seen: Vec<Seen>) -> usize {
     assert_eq!(count(&seen, "POST", "/api/login"), 1, "{seen:#?}");
     assert_eq!(count(&seen, "DELETE", "/api/session"), 1, "{seen:#?}");
     let tokens = shop.tokens();
@@ -245,8 +249,18 @@ fn capacity_runs_setup_once_before_its_steps_and_teardown_once_after() {
         stderr.contains("capacity: teardown: 1 request in"),
         "{stderr}"
     );
-    // One login first, one delete last, every step's item requests with setup's token.
-    assert!(assert_once_around(&shop) > 0);
+    // Capacity probes the idle target before its search and after each step (is the server
+    // drained?): `GET /` without the token, which none of the plan's requests is. Apart from
+    // them: one login first, one delete last, every step's item requests with setup's token.
+    let (probes, plan): (Vec<Seen>, Vec<Seen>) = shop
+        .seen()
+        .into_iter()
+        .partition(|s| s.method == "GET" && s.target == "/");
+    assert!(
+        probes.len() >= 5 && probes.iter().all(|p| p.header("authorization").is_none()),
+        "{probes:#?}"
+    );
+    assert!(around(&shop, plan) > 0);
 }
 
 #[test]
