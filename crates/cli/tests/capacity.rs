@@ -80,6 +80,8 @@ fn short_search(url: &str, start_rate: &str) -> Value {
         "1s",
         "--max-time",
         "90s",
+        "--precision",
+        "2%",
         url,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
