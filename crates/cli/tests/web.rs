@@ -518,15 +518,7 @@ fn hostile_pages_and_levels_beyond_the_flags_leave_a_web_run_alone() {
     );
 
     // The run went on at its own rate and ended as asked, every request seen by the target.
-    let deadline = Instant::now() + WAIT;
-    let run = loop {
-        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
-        if run["state"] == "ended" {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "the run did not end: {run}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let run = wait_until_ended(&console);
     assert_eq!(run["interrupted"], false, "{run}");
     assert_eq!(run["steering"]["changes"], 0, "{run}");
     assert_eq!(run["totals"]["requests"], 400);
@@ -604,15 +596,7 @@ fn a_web_run_offers_its_report_and_results_at_the_end() {
     ]);
     belier.wait_for("web console at");
     let console = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + WAIT;
-    let run = loop {
-        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
-        if run["state"] == "ended" {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "the run did not end: {run}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let run = wait_until_ended(&console);
     assert_eq!(run["totals"]["requests"], 150);
     assert_eq!(target.counts().requests, 150);
     let report = request(
@@ -744,4 +728,17 @@ fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
     belier.interrupt();
     let (code, _, stderr) = belier.finish();
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// The console's `/api/run` once its run has ended (within [`WAIT`]).
+fn wait_until_ended(console: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+        if run["state"] == "ended" {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
