@@ -4,10 +4,8 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::{
-    worker_addresses, RenderError, Run, Token, Workload, PLAN_DIR, RUN_AS_USER, TOKEN_ENV,
-    TOKEN_KEY,
-};
+use crate::error::RenderError;
+use crate::run::{Run, Token, Workload, PLAN_DIR, RUN_AS_USER, TOKEN_ENV, TOKEN_KEY};
 
 /// Longest run name: a worker pod's host name, `NAME-worker-INDEX`, must stay a DNS label
 /// (63 characters) for any index up to 99,999.
@@ -16,6 +14,20 @@ const MAX_NAME: usize = 45;
 const WORKERS_TIMEOUT: &str = "10m";
 /// How long finished Jobs (and their pods' logs) are kept.
 const KEEP_FINISHED_S: u64 = 3600;
+
+/// The names the coordinator dials, `RUN-worker-I.RUN-workers:PORT`, in shard order.
+pub fn worker_addresses(run: &Run) -> Vec<String> {
+    (0..run.workers)
+        .map(|i| {
+            format!(
+                "{}-{i}.{}:{}",
+                worker_job(&run.name),
+                service(&run.name),
+                run.port
+            )
+        })
+        .collect()
+}
 
 pub(crate) fn worker_job(name: &str) -> String {
     format!("{name}-worker")
