@@ -21,7 +21,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::guard::Guard;
 use crate::hub::{Hub, Unit};
 use crate::page;
-use crate::{Form, Launcher};
+use crate::launcher::{Form, Launcher};
 
 /// How often an idle event stream sends a comment, so proxies and browsers keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
