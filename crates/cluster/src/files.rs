@@ -8,12 +8,22 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-
-use crate::protocol::SentFile;
+use serde::{Deserialize, Serialize};
 
 /// Most bytes of files one job carries (each worker gets them all): beyond, the run's data
 /// belongs on the workers' own disks.
 pub const MAX_BYTES: u64 = 64 << 20;
+
+/// A file the run reads (a plan's data, body, script or TLS file; a flag's body or targets
+/// file), sent with the job to a worker that need not have it (gathered and written back here).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentFile {
+    /// The path the run names it by, on the coordinator (a plan's files resolved against the
+    /// plan's directory, as the plan resolves them).
+    pub path: String,
+    /// Its bytes, in standard base64.
+    pub base64: String,
+}
 
 /// Why the run's files cannot go with it.
 #[derive(Debug, thiserror::Error)]

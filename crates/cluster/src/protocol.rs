@@ -18,6 +18,9 @@
 
 use serde::{Deserialize, Serialize};
 
+// A job carries the run's files; their type lives with the code that gathers and writes them.
+pub use crate::files::SentFile;
+
 /// Version of this protocol; a worker of another version refuses the hello. 2: a job carries
 /// the plan's environment ([`Job::env`]), which a worker of 1 would not heed (it would read its
 /// own).
@@ -90,17 +93,6 @@ pub struct PlanFile {
     pub path: String,
     /// Its text.
     pub text: String,
-}
-
-/// A file the run reads (a plan's data, body, script or TLS file; a flag's body or targets
-/// file), sent with the job to a worker that need not have it ([`crate::files`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SentFile {
-    /// The path the run names it by, on the coordinator (a plan's files resolved against the
-    /// plan's directory, as the plan resolves them).
-    pub path: String,
-    /// Its bytes, in standard base64.
-    pub base64: String,
 }
 
 /// The run a worker prepares: the run's own command-line arguments (without the program's

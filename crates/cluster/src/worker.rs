@@ -34,6 +34,8 @@ use crate::protocol::{
 pub mod admit;
 mod listen;
 
+use listen::{Connection, Served};
+
 /// How often the worker looks at the results file for new lines.
 const FOLLOW: Duration = Duration::from_millis(20);
 /// A [`Note::Alive`] goes after this long without a line.
@@ -116,14 +118,16 @@ impl Worker {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Stops the run in progress, if any.
+}
+
+impl Served for Worker {
     fn stop_run(&self) {
         if let Slot::Running(stop, _) = &*self.slot() {
             stop.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Connection `id` closed: a run it prepared and did not start is dropped.
+    /// A run the closed connection prepared and did not start is dropped.
     fn closed(&self, id: u64) {
         let mut slot = self.slot();
         if matches!(&*slot, Slot::Ready(_, _, by) if *by == id) {
@@ -134,9 +138,6 @@ impl Worker {
 
 type Shared = Arc<Worker>;
 
-/// The number of the HTTP/2 connection a request came on.
-#[derive(Clone, Copy)]
-struct Connection(u64);
 
 /// Serves coordinators on `listener` until `quit` says so (checked every 100 ms); a run in
 /// progress then stops first.

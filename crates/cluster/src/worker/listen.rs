@@ -13,7 +13,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{Connection, Shared};
+use std::sync::Arc;
+
 use crate::protocol::Refusal;
 
 /// What every HTTP/2 connection begins with (RFC 9113, section 3.4).
@@ -30,12 +31,25 @@ const LINGER: Duration = Duration::from_secs(2);
 /// Requests at once on one connection: a coordinator sends a handful.
 const MAX_STREAMS: u32 = 16;
 
+/// The number of the HTTP/2 connection a request came on, added to every request it carries.
+#[derive(Clone, Copy)]
+pub(super) struct Connection(pub(super) u64);
+
+/// What the listener tells the worker behind it. The listener knows connections, not runs:
+/// the worker decides what a closed connection or the end of serving means for its run.
+pub(super) trait Served: Send + Sync + 'static {
+    /// Serving ends: the run in progress, if any, stops.
+    fn stop_run(&self);
+    /// Connection `id` closed.
+    fn closed(&self, id: u64);
+}
+
 /// Accepts connections until `quit`; then stops the run and gives the connections
 /// [`LINGER`] to finish.
 pub(super) async fn serve(
     listener: std::net::TcpListener,
     app: Router,
-    worker: Shared,
+    worker: Arc<impl Served>,
     quit: impl Fn() -> bool,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -47,7 +61,7 @@ pub(super) async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => {
                     next += 1;
-                    let (app, worker) = (app.clone(), std::sync::Arc::clone(&worker));
+                    let (app, worker) = (app.clone(), Arc::clone(&worker));
                     connections.spawn(connection(tcp, next, app, worker));
                 }
                 // Out of file descriptors, say: the next accept may do better.
@@ -65,7 +79,7 @@ pub(super) async fn serve(
 }
 
 /// Serves one connection if it speaks HTTP/2.
-async fn connection(mut tcp: TcpStream, id: u64, app: Router, worker: Shared) {
+async fn connection(mut tcp: TcpStream, id: u64, app: Router, worker: Arc<impl Served>) {
     let _ = tcp.set_nodelay(true);
     match preface(&tcp).await {
         Some(true) => {}
