@@ -1,6 +1,6 @@
 //! The exchanges recorded so far, and the plan written after each.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -114,7 +114,7 @@ impl Book {
             ));
         }
         let yaml = draft.to_yaml(&comment);
-        match crate::write_plan(&self.out, &yaml) {
+        match write_plan(&self.out, &yaml) {
             Ok(()) => {
                 self.count.fetch_add(1, Ordering::Relaxed);
             }
@@ -163,6 +163,32 @@ impl Book {
         }
     }
 }
+
+/// Writes a plan that may carry secrets (a recorded or imported one) to `path`, readable and
+/// writable by its owner only (mode 0600). It is written to `PATH.partial` first and renamed
+/// over `path`, so a reader (or a Ctrl-C) never finds half a plan, and a plan that was there
+/// with wider permissions is replaced, not kept.
+pub fn write_plan(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let partial = path.with_extension("yaml.partial");
+    // A partial file left by a crash may have other permissions: made again.
+    match std::fs::remove_file(&partial) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&partial)?;
+    file.write_all(text.as_bytes())?;
+    drop(file);
+    std::fs::rename(&partial, path)
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use rcgen::{
 use rustls::ServerConfig;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::RecordError;
+use crate::error::RecordError;
 
 /// File name of the CA certificate (PEM), the one to trust.
 pub const CA_CERT_FILE: &str = "belier-recorder-ca.pem";

@@ -20,6 +20,7 @@
 
 mod book;
 mod ca;
+mod error;
 mod proxy;
 mod upstream;
 
@@ -27,33 +28,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use book::Summary;
+pub use book::{write_plan, Summary};
 pub use ca::{CA_CERT_FILE, CA_KEY_FILE};
-
-/// Writes a plan that may carry secrets (a recorded or imported one) to `path`, readable and
-/// writable by its owner only (mode 0600). It is written to `PATH.partial` first and renamed
-/// over `path`, so a reader (or a Ctrl-C) never finds half a plan, and a plan that was there
-/// with wider permissions is replaced, not kept.
-pub fn write_plan(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let partial = path.with_extension("yaml.partial");
-    // A partial file left by a crash may have other permissions: made again.
-    match std::fs::remove_file(&partial) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&partial)?;
-    file.write_all(text.as_bytes())?;
-    drop(file);
-    std::fs::rename(&partial, path)
-}
+pub use error::RecordError;
 
 /// What the recorder does.
 #[derive(Clone, Debug)]
@@ -72,36 +49,6 @@ pub struct Settings {
     pub ca_dir: PathBuf,
     /// PEM certificates to trust for origins over HTTPS, instead of the system's roots.
     pub upstream_ca_pem: Option<Vec<u8>>,
-}
-
-/// Why the recorder cannot start or write.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// Listening off the loopback without a token.
-    #[error("listening on {0}, off the loopback, needs a token that clients send in Proxy-Authorization")]
-    NeedsToken(SocketAddr),
-    /// The address cannot be bound.
-    #[error("cannot listen on {addr}: {why}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        why: String,
-    },
-    /// The CA cannot be read or written.
-    #[error("CA file {path}: {why}")]
-    Ca {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        why: String,
-    },
-    /// The upstream CA certificates or a minted certificate are unusable.
-    #[error("TLS: {0}")]
-    Tls(String),
-    /// The runtime cannot start.
-    #[error("cannot start the proxy: {0}")]
-    Runtime(String),
 }
 
 /// A running recorder; [`Running::stop`] ends it.

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::RecordError;
+use crate::error::RecordError;
 
 /// Longest response body forwarded.
 const MAX_BODY: usize = 64 << 20;
