@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 use std::time::UNIX_EPOCH;
 
-use crate::queue::{Failure, Sink};
+use crate::labels::RunLabels;
+use crate::queue::{Batch, Failure, Sink};
+use crate::spec::Spec;
 use crate::transport::Http;
-use crate::{Batch, RunLabels, Spec};
 
 /// Writes to one InfluxDB.
 pub struct Influx {

@@ -14,8 +14,8 @@
 
 pub mod families;
 mod influx;
+mod labels;
 mod otlp;
-
 mod prometheus_rw;
 mod pushgateway;
 pub mod queue;
@@ -28,6 +28,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use families::{families, Family, Figures, Point, Type, BUCKETS_S};
+pub use labels::RunLabels;
+pub use queue::{Batch, Delivery};
 pub use spec::{Credential, Kind, Spec, SpecError};
 
 /// How long the outputs get at the end of the run to deliver what is queued.
@@ -35,79 +37,6 @@ pub const DRAIN: Duration = Duration::from_secs(3);
 
 /// How long the check at start waits for an endpoint to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// What one flush sends: the families as of a settled interval, and when.
-#[derive(Debug)]
-pub struct Batch {
-    /// When the batch was made (the samples' timestamp).
-    pub at: SystemTime,
-    /// The series.
-    pub families: Vec<Family>,
-}
-
-/// The labels every series of the run carries.
-#[derive(Clone, Debug, Default)]
-pub struct RunLabels {
-    /// The run's name (`--name`): label `run`.
-    pub run: String,
-    /// The request method of a flag run (label `method`); none for a plan.
-    pub method: Option<String>,
-}
-
-impl RunLabels {
-    /// The labels as key and value, in order.
-    pub fn pairs(&self) -> Vec<(String, String)> {
-        let mut out = vec![("run".to_string(), self.run.clone())];
-        if let Some(m) = &self.method {
-            out.push(("method".to_string(), m.clone()));
-        }
-        out
-    }
-}
-
-/// What one output delivered, at the end of the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delivery {
-    /// `KIND=URL`, without credentials.
-    pub output: String,
-    /// Intervals handed to it.
-    pub offered: u64,
-    /// Intervals the endpoint accepted.
-    pub delivered: u64,
-    /// Intervals dropped because its queue was full (the endpoint was too slow).
-    pub queue_full: u64,
-    /// Intervals given up after their attempts, or refused.
-    pub failed: u64,
-    /// The last error seen, if any (it never holds a credential).
-    pub last_error: Option<String>,
-}
-
-impl Delivery {
-    /// Intervals not delivered, whatever the reason (those still queued at the end included).
-    pub fn not_delivered(&self) -> u64 {
-        self.offered.saturating_sub(self.delivered)
-    }
-
-    /// One line for the report's warnings, if anything was not delivered.
-    pub fn warning(&self) -> Option<String> {
-        let missing = self.not_delivered();
-        (missing > 0).then(|| {
-            format!(
-                "--metrics-out {}: {missing} of {} intervals not delivered ({} failed after \
-                 retries, {} dropped with the queue full, {} still queued at the end){}",
-                self.output,
-                self.offered,
-                self.failed,
-                self.queue_full,
-                missing.saturating_sub(self.failed + self.queue_full),
-                self.last_error
-                    .as_deref()
-                    .map(|e| format!("; last error: {e}"))
-                    .unwrap_or_default()
-            )
-        })
-    }
-}
 
 /// The running outputs.
 pub struct Outputs {

@@ -9,9 +9,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::queue::{Failure, Sink};
+use crate::families::{Family, Point, Type};
+use crate::labels::RunLabels;
+use crate::queue::{Batch, Failure, Sink};
+use crate::spec::Spec;
 use crate::transport::Http;
-use crate::{Batch, Family, Point, RunLabels, Spec, Type};
 
 /// `ExportMetricsServiceRequest`.
 #[derive(Clone, PartialEq, prost::Message)]

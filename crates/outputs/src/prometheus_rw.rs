@@ -3,9 +3,10 @@
 
 use std::time::UNIX_EPOCH;
 
-use crate::queue::{Failure, Sink};
+use crate::labels::RunLabels;
+use crate::queue::{Batch, Failure, Sink};
+use crate::spec::Spec;
 use crate::transport::Http;
-use crate::{Batch, RunLabels, Spec};
 
 /// `prometheus.WriteRequest` (prompb/remote.proto), the fields remote-write 1.0 sends.
 #[derive(Clone, PartialEq, prost::Message)]

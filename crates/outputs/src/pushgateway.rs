@@ -3,9 +3,11 @@
 
 use base64::Engine as _;
 
-use crate::queue::{Failure, Sink};
+use crate::labels::RunLabels;
+use crate::queue::{Batch, Failure, Sink};
+use crate::spec::Spec;
+use crate::text;
 use crate::transport::Http;
-use crate::{text, Batch, RunLabels, Spec};
 
 /// Pushes to one Pushgateway.
 pub struct Pushgateway {

@@ -8,9 +8,62 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::{Batch, Delivery};
+use crate::families::Family;
+
+/// What one flush sends: the families as of a settled interval, and when.
+#[derive(Debug)]
+pub struct Batch {
+    /// When the batch was made (the samples' timestamp).
+    pub at: SystemTime,
+    /// The series.
+    pub families: Vec<Family>,
+}
+
+/// What one output delivered, at the end of the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// `KIND=URL`, without credentials.
+    pub output: String,
+    /// Intervals handed to it.
+    pub offered: u64,
+    /// Intervals the endpoint accepted.
+    pub delivered: u64,
+    /// Intervals dropped because its queue was full (the endpoint was too slow).
+    pub queue_full: u64,
+    /// Intervals given up after their attempts, or refused.
+    pub failed: u64,
+    /// The last error seen, if any (it never holds a credential).
+    pub last_error: Option<String>,
+}
+
+impl Delivery {
+    /// Intervals not delivered, whatever the reason (those still queued at the end included).
+    pub fn not_delivered(&self) -> u64 {
+        self.offered.saturating_sub(self.delivered)
+    }
+
+    /// One line for the report's warnings, if anything was not delivered.
+    pub fn warning(&self) -> Option<String> {
+        let missing = self.not_delivered();
+        (missing > 0).then(|| {
+            format!(
+                "--metrics-out {}: {missing} of {} intervals not delivered ({} failed after \
+                 retries, {} dropped with the queue full, {} still queued at the end){}",
+                self.output,
+                self.offered,
+                self.failed,
+                self.queue_full,
+                missing.saturating_sub(self.failed + self.queue_full),
+                self.last_error
+                    .as_deref()
+                    .map(|e| format!("; last error: {e}"))
+                    .unwrap_or_default()
+            )
+        })
+    }
+}
 
 /// Batches waiting for an output before new ones are dropped (and counted).
 pub const QUEUE: usize = 16;

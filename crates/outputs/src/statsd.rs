@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::UdpSocket;
 
-use crate::queue::{Failure, Sink};
-use crate::{Batch, RunLabels, Spec, Type};
+use crate::families::Type;
+use crate::labels::RunLabels;
+use crate::queue::{Batch, Failure, Sink};
+use crate::spec::Spec;
 
 /// Datagrams stay under this size so that no path MTU splits them.
 const DATAGRAM: usize = 1_400;
