@@ -8,7 +8,9 @@ use std::ops::AddAssign;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{LatencySummary, HISTOGRAM_SIGFIG};
+use crate::histogram::{new_histogram, HISTOGRAM_SIGFIG};
+use crate::latency::LatencySummary;
+use crate::restore::RestoreError;
 
 /// What a custom metric counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,7 +55,7 @@ impl Default for MetricRow {
     fn default() -> Self {
         MetricRow {
             count: 0,
-            values_us: crate::recorder::new_histogram(HISTOGRAM_SIGFIG),
+            values_us: new_histogram(HISTOGRAM_SIGFIG),
         }
     }
 }
@@ -89,10 +91,10 @@ impl MetricRow {
     }
 
     /// Adds stored trend values (their count is in the stored count already).
-    pub(crate) fn add_values(&mut self, h: &Histogram<u64>) -> Result<(), crate::RestoreError> {
+    pub(crate) fn add_values(&mut self, h: &Histogram<u64>) -> Result<(), RestoreError> {
         self.values_us
             .add(h)
-            .map_err(|e| crate::RestoreError(format!("metric histogram does not fit: {e:?}")))
+            .map_err(|e| RestoreError(format!("metric histogram does not fit: {e:?}")))
     }
 
     pub(crate) fn reset(&mut self) {

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::recorder::Metric;
+use crate::histogram::Metric;
 
 /// Smallest and largest value of one metric; `min > max` while empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

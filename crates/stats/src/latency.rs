@@ -49,7 +49,7 @@ impl LatencySummary {
 
     /// The same summary with `range`'s exact min and max (a histogram's are the edges of their
     /// buckets, up to 0.1 % off) and every percentile kept within them.
-    pub fn within(mut self, range: Option<crate::Range>) -> Self {
+    pub fn within(mut self, range: Option<crate::extremes::Range>) -> Self {
         if let Some(r) = range.filter(|_| self.count > 0) {
             self.min_us = r.min;
             self.max_us = r.max;

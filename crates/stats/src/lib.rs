@@ -16,8 +16,10 @@ mod collector;
 mod custom;
 mod error_kind;
 mod extremes;
+mod histogram;
 mod latency;
 mod recorder;
+mod restore;
 mod sample;
 pub mod series;
 mod step;
@@ -26,11 +28,10 @@ pub use collector::{Collector, Settled};
 pub use custom::{CustomMetric, MetricKind, MetricRow};
 pub use error_kind::ErrorKind;
 pub use extremes::Range;
+pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
-pub use recorder::{
-    check_rows, Counters, Metric, Recorder, RestoreError, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US,
-    HISTOGRAM_SIGFIG, MOST_ROWS,
-};
+pub use recorder::{Counters, Recorder};
+pub use restore::{check_rows, RestoreError, MOST_ROWS};
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};
 pub use step::{CheckCounts, StepCounts, StepRow};

@@ -9,7 +9,10 @@ use std::ops::AddAssign;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::{LatencySummary, Outcome, Sample, HISTOGRAM_SIGFIG};
+use crate::histogram::{new_histogram, HISTOGRAM_SIGFIG};
+use crate::latency::LatencySummary;
+use crate::restore::RestoreError;
+use crate::sample::{Outcome, Sample};
 
 /// What one request step recorded.
 #[derive(Clone, Debug)]
@@ -49,7 +52,7 @@ impl Default for StepRow {
     fn default() -> Self {
         StepRow {
             counts: StepCounts::default(),
-            latency_us: crate::recorder::new_histogram(HISTOGRAM_SIGFIG),
+            latency_us: new_histogram(HISTOGRAM_SIGFIG),
         }
     }
 }
@@ -86,10 +89,10 @@ impl StepRow {
     }
 
     /// Adds stored latency values.
-    pub(crate) fn add_latency(&mut self, h: &Histogram<u64>) -> Result<(), crate::RestoreError> {
+    pub(crate) fn add_latency(&mut self, h: &Histogram<u64>) -> Result<(), RestoreError> {
         self.latency_us
             .add(h)
-            .map_err(|e| crate::RestoreError(format!("step histogram does not fit: {e:?}")))
+            .map_err(|e| RestoreError(format!("step histogram does not fit: {e:?}")))
     }
 
     pub(crate) fn reset(&mut self) {

@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::{Metric, Recorder, STATUS_SLOTS};
+use super::{Recorder, STATUS_SLOTS};
+use crate::custom::MetricRow;
+use crate::error_kind::ErrorKind;
 use crate::extremes::Range;
+use crate::histogram::Metric;
+use crate::restore::{check_rows, RestoreError};
 use crate::step::{CheckCounts, StepCounts, StepRow};
-use crate::ErrorKind;
-use crate::MetricRow;
 
 /// Everything a recorder counts besides its histograms, in a form that stores and restores
 /// exactly (results files).
@@ -89,23 +91,6 @@ fn is_zero(n: &u64) -> bool {
 /// u64, whose overflow panics in a debug build and wraps in release.
 const MOST_STORED: u64 = 1 << 53;
 
-/// Most step rows, and most custom-metric rows, one stored recorder may hold. Each row is a
-/// latency histogram of about 180 KiB while its stored counters take some 40 bytes, so a file
-/// could claim a million rows in 40 MB and make a reader allocate 180 GB. A plan of more
-/// request steps than this would hold as much per worker's recorder already.
-pub const MOST_ROWS: usize = 1024;
-
-/// Refuses more than [`MOST_ROWS`] stored rows (`what`: "step rows", …) before any is made.
-/// (Checks need no bound: 16 bytes each in memory, fewer than they take stored.)
-pub fn check_rows(what: &str, rows: usize) -> Result<(), RestoreError> {
-    if rows > MOST_ROWS {
-        return Err(RestoreError(format!(
-            "{rows} {what}, more than the {MOST_ROWS} belier reads"
-        )));
-    }
-    Ok(())
-}
-
 fn check_counts(c: &Counters) -> Result<(), RestoreError> {
     check_rows("step rows", c.steps.len())?;
     check_rows("metric rows", c.metrics.len())?;
@@ -147,18 +132,6 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
     }
     Ok(())
 }
-
-/// Why stored counters or histograms could not be restored.
-#[derive(Debug, PartialEq, Eq)]
-pub struct RestoreError(pub String);
-
-impl std::fmt::Display for RestoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RestoreError {}
 
 impl Recorder {
     /// The counters, for storing.

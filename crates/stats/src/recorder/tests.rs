@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::*;
+use crate::{HISTOGRAM_MAX_US, MOST_ROWS};
 
 fn sample(latency_us: u64, outcome: Outcome) -> Sample {
     let intended = Instant::now();
