@@ -24,7 +24,7 @@ use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BOD
 use crate::handlers::Admission;
 use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::socket::Socket;
 
 /// Request body bytes kept per [`SeenRequest`](crate::SeenRequest); the rest is counted but not

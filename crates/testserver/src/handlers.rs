@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::counts::Counts;
+
 /// The handler pool's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handlers {
@@ -124,7 +126,7 @@ pub struct PoolStats {
 
 /// The body of `/metrics`: the server's counters in Prometheus' text format (version 0.0.4).
 pub(crate) fn metrics(
-    counts: &crate::Counts,
+    counts: &Counts,
     open: u64,
     pool: Option<&PoolStats>,
     cpu: Option<Duration>,

@@ -29,7 +29,7 @@ use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BOD
 use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
 use crate::handlers::Admission;
 use crate::response::{self, FILLER};
-use crate::server::{SeenRequest, Shared};
+use crate::shared::{SeenRequest, Shared};
 
 /// What a plain connection that speaks HTTP/2 with prior knowledge sends first.
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

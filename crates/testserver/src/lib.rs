@@ -51,12 +51,14 @@
 
 mod behaviour;
 mod connection;
+mod counts;
 mod delay;
 mod handlers;
 mod http2;
 mod request;
 mod response;
 mod server;
+mod shared;
 mod socket;
 mod tls;
 
@@ -65,7 +67,9 @@ pub use behaviour::{
     JSON_BODY, KNOBS, MAX_REDIRECTS,
 };
 pub use connection::RECORDED_BODY_BYTES;
+pub use counts::Counts;
 pub use handlers::{Handlers, PoolStats};
 pub use request::MAX_HEAD_BYTES;
-pub use server::{Config, Counts, SeenRequest, Server};
+pub use server::{Config, Server};
+pub use shared::SeenRequest;
 pub use tls::TlsConfig;

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::behaviour::Behaviour;
-use crate::server::{SeenRequest, Shared};
+use crate::shared::{SeenRequest, Shared};
 
 /// Largest request head accepted; longer ones get `400` and the connection is closed.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;

@@ -1,12 +1,11 @@
-//! The server handle: configuration, start and stop, counters, recorded requests.
+//! The server handle: configuration, start and stop, and the counters and recorded requests it reads.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -16,8 +15,9 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::behaviour::Behaviour;
 use crate::connection::{Connection, OpenGuard};
+use crate::counts::Counts;
 use crate::handlers::{Handlers, Pool, PoolStats};
-use crate::response::{self, ConnectionHeader};
+use crate::shared::{SeenRequest, Shared};
 use crate::socket::{Accepted, Listener};
 use crate::tls::{self, TlsConfig};
 
@@ -73,158 +73,6 @@ impl Default for Config {
             tls: None,
             http2: false,
             handlers: None,
-        }
-    }
-}
-
-/// A snapshot of the server's counters, all monotonic since start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Request heads parsed, counted before the body is read and before any delay or fault.
-    /// Unparsable heads are not requests.
-    pub requests: u64,
-    /// TCP connections accepted, whether or not their TLS handshake succeeded.
-    pub connections: u64,
-    /// Complete responses to counted requests, including `400` for a bad knob value but not
-    /// interim `100 Continue` nor the `400` that precedes closing on an unparsable request.
-    /// Counted when the response is complete in the output buffer, just before it is written, so
-    /// a client that has read a response always finds it counted.
-    pub responses: u64,
-    /// Request body bytes read, after chunked decoding.
-    pub body_bytes_received: u64,
-    /// TLS handshakes completed by the server. Like [`Counts::connections`], this can lag the
-    /// client: a TLS 1.3 client is done with its handshake before the server is.
-    pub tls_handshakes: u64,
-    /// TLS handshakes that failed: the client rejected the certificate, sent no acceptable
-    /// client certificate or ALPN protocol, spoke something else than TLS (plain HTTP, say), or
-    /// closed before the handshake was done.
-    pub tls_failures: u64,
-}
-
-/// A request as the server saw it, kept when [`Config::record_requests`] is non-zero.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SeenRequest {
-    /// Method, as sent.
-    pub method: String,
-    /// Request target, as sent: usually path and query.
-    pub target: String,
-    /// Headers in order, values decoded lossily as UTF-8.
-    pub headers: Vec<(String, String)>,
-    /// The (de-chunked) body, truncated to [`RECORDED_BODY_BYTES`](crate::RECORDED_BODY_BYTES).
-    pub body: Vec<u8>,
-    /// The protocol it came in: `HTTP/1.1`, `HTTP/1.0` or `HTTP/2`.
-    pub version: &'static str,
-    /// Which connection it came on: the n-th accepted connection is `n`, starting at 1, so the
-    /// latest connection's number equals [`Counts::connections`].
-    pub connection: u64,
-    /// When its head had been parsed.
-    pub arrived: Instant,
-}
-
-impl SeenRequest {
-    /// The value of the first header with this name (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// State shared by the accept loop, every connection and the [`Server`] handle.
-pub(crate) struct Shared {
-    pub(crate) defaults: Behaviour,
-    /// Response heads for the defaults, built once because the default path is the hot one.
-    pub(crate) default_head: Vec<u8>,
-    pub(crate) default_head_close: Vec<u8>,
-    pub(crate) counters: Counters,
-    pub(crate) recorder: Option<Recorder>,
-    pub(crate) pool: Option<Pool>,
-    /// Plain connections that open with the HTTP/2 preface are served over HTTP/2.
-    pub(crate) h2c: bool,
-}
-
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) requests: AtomicU64,
-    pub(crate) connections: AtomicU64,
-    pub(crate) responses: AtomicU64,
-    pub(crate) body_bytes_received: AtomicU64,
-    pub(crate) tls_handshakes: AtomicU64,
-    pub(crate) tls_failures: AtomicU64,
-    /// A gauge, unlike the others: connections accepted and not yet closed.
-    pub(crate) open: AtomicU64,
-}
-
-pub(crate) struct Recorder {
-    capacity: usize,
-    ring: Mutex<VecDeque<SeenRequest>>,
-    /// Each connection's peer, by connection number (from 1).
-    peers: Mutex<Vec<SocketAddr>>,
-}
-
-impl Shared {
-    fn new(defaults: Behaviour, record_requests: usize, handlers: Option<Handlers>) -> Self {
-        let framing = response::framing(&defaults, false);
-        let mut default_head = Vec::new();
-        response::write_head(
-            &mut default_head,
-            defaults.status,
-            framing,
-            ConnectionHeader::Omit,
-        );
-        let mut default_head_close = Vec::new();
-        response::write_head(
-            &mut default_head_close,
-            defaults.status,
-            framing,
-            ConnectionHeader::Close,
-        );
-        Shared {
-            defaults,
-            default_head,
-            default_head_close,
-            counters: Counters::default(),
-            recorder: (record_requests > 0).then(|| Recorder {
-                capacity: record_requests,
-                ring: Mutex::new(VecDeque::with_capacity(record_requests)),
-                peers: Mutex::new(Vec::new()),
-            }),
-            pool: handlers.map(Pool::new),
-            h2c: false,
-        }
-    }
-
-    pub(crate) fn counts(&self) -> Counts {
-        let c = &self.counters;
-        Counts {
-            requests: c.requests.load(Relaxed),
-            connections: c.connections.load(Relaxed),
-            responses: c.responses.load(Relaxed),
-            body_bytes_received: c.body_bytes_received.load(Relaxed),
-            tls_handshakes: c.tls_handshakes.load(Relaxed),
-            tls_failures: c.tls_failures.load(Relaxed),
-        }
-    }
-
-    /// The body of `/metrics`.
-    pub(crate) fn metrics(&self) -> String {
-        crate::handlers::metrics(
-            &self.counts(),
-            self.counters.open.load(Relaxed),
-            self.pool.as_ref().map(Pool::stats).as_ref(),
-            process_cpu(),
-        )
-    }
-
-    pub(crate) fn record(&self, seen: SeenRequest) {
-        if let Some(recorder) = &self.recorder {
-            // A panic elsewhere cannot leave the ring inconsistent, so poisoning is ignored.
-            let mut ring = recorder.ring.lock().unwrap_or_else(PoisonError::into_inner);
-            if ring.len() == recorder.capacity {
-                ring.pop_front();
-            }
-            ring.push_back(seen);
         }
     }
 }
@@ -564,16 +412,4 @@ fn spawn<S>(
 enum StdListener {
     Tcp(std::net::TcpListener),
     Unix(std::os::unix::net::UnixListener),
-}
-
-/// CPU time the whole process has used, user and system.
-#[cfg(target_os = "linux")]
-fn process_cpu() -> Option<Duration> {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn process_cpu() -> Option<Duration> {
-    None
 }

@@ -22,7 +22,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use crate::connection::{self, Connection, OpenGuard, Transport, LINGER};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::socket::Socket;
 
 /// Buffer for draining a connection whose handshake failed.
