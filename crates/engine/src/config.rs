@@ -1,8 +1,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::user::Users;
-use crate::{Profile, Shard, Spacing};
+use crate::connection::tunnel::Tunnel;
+use crate::control::Ceiling;
+use crate::load::Load;
+use crate::profile::Profile;
+use crate::shard::Shard;
+use crate::tls::TlsOptions;
+use crate::user::{Origin, Users};
 
 /// Default number of concurrent connections.
 pub const DEFAULT_CONNECTIONS: usize = 50;
@@ -56,50 +61,6 @@ pub struct StopWhen {
     pub iterations: Option<u64>,
 }
 
-/// How load is generated.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Load {
-    /// Closed loop: a number of connections (constant or following the profile, which then
-    /// ramps users up and down), each sending its next request as soon as the previous one
-    /// finished. Connection `j` is active while the profile's level is above `j`.
-    Closed {
-        /// Active connections over time.
-        connections: Profile,
-    },
-    /// Open loop: requests are due at the instants the rate profile sets, whatever the
-    /// responses do; latency counts from those instants.
-    Open {
-        /// Requests per second over time.
-        rate: Profile,
-        /// Even or Poisson spacing.
-        spacing: Spacing,
-        /// Connections are opened as needed up to this many; beyond it requests queue.
-        max_connections: usize,
-        /// Requests due while this many are in flight are dropped (counted, never sent).
-        max_in_flight: Option<u64>,
-    },
-}
-
-impl Load {
-    /// Most connections the load can open at once.
-    pub fn max_connections(&self) -> usize {
-        match self {
-            Load::Closed { connections } => connections.peak().ceil() as usize,
-            Load::Open {
-                max_connections, ..
-            } => *max_connections,
-        }
-    }
-
-    /// When the load profile itself ends, if it does.
-    pub fn end(&self) -> Option<Duration> {
-        match self {
-            Load::Closed { connections } => connections.end(),
-            Load::Open { rate, .. } => rate.end(),
-        }
-    }
-}
-
 /// Everything the engine needs to run a test.
 #[derive(Clone)]
 pub struct Config {
@@ -146,7 +107,7 @@ pub struct Config {
     /// Arrivals and users wait for it; a run that cannot be ready by then begins when ready.
     pub start_at: Option<std::time::Instant>,
     /// TLS settings; `Some` for https.
-    pub tls: Option<crate::TlsOptions>,
+    pub tls: Option<TlsOptions>,
     /// Connect here instead of resolving the host (the Host header and TLS name stay the
     /// URL's), like curl's --connect-to.
     pub connect_to: Option<std::net::SocketAddr>,
@@ -195,26 +156,7 @@ pub struct Config {
     pub shard: Shard,
     /// The highest level steering may set ([`crate::Control::set_level`] refuses more); `None`:
     /// any level. Whoever builds the configuration knows what the run could have started with.
-    pub ceiling: Option<crate::Ceiling>,
-}
-
-/// One of a run's other hosts ([`Config::origins`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Origin {
-    /// Host name or address literal (IPv6 without brackets).
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// `Some` to speak TLS to it with these settings (the certificate checked under its own
-    /// name); `None` for plain HTTP.
-    pub tls: Option<crate::TlsOptions>,
-}
-
-/// How to open a tunnel through an HTTP proxy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tunnel {
-    /// The `Proxy-Authorization` value the proxy asks for, if any.
-    pub proxy_authorization: Option<String>,
+    pub ceiling: Option<Ceiling>,
 }
 
 impl std::fmt::Debug for Config {

@@ -12,11 +12,11 @@ use belier_stats::ErrorKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
+use crate::body::keep_body;
 use crate::decode::{BodyDecoder, Coding, DecodeError};
 use crate::endpoint::Endpoint;
 use crate::http1::{parse_head, Framing};
 use crate::tls::{handshake_error_kind, Tls};
-use crate::user::MAX_KEPT_BODY_BYTES;
 
 mod failure;
 #[cfg(test)]
@@ -57,7 +57,7 @@ pub(crate) struct Progress {
     /// When set (a probe, a scripted user), receives the raw response head.
     pub head: Option<Vec<u8>>,
     /// When set (a scripted user that asked for it), receives the de-chunked body, up to
-    /// [`MAX_KEPT_BODY_BYTES`].
+    /// [`MAX_KEPT_BODY_BYTES`](crate::user::MAX_KEPT_BODY_BYTES).
     pub body: Option<Vec<u8>>,
     /// Whether the body was longer than what `body` kept.
     pub body_truncated: bool,
@@ -108,15 +108,6 @@ pub(crate) fn finish_body(p: &mut Progress, decoder: Option<BodyDecoder>) -> Res
 /// body): it keeps the decoded bytes rather than the wire's.
 pub(crate) fn decoder(p: &mut Progress, coding: Coding) -> Result<BodyDecoder, DecodeError> {
     BodyDecoder::new(coding, p.body.take())
-}
-
-/// Appends `data` to a kept body, up to [`MAX_KEPT_BODY_BYTES`].
-pub(crate) fn keep_body(body: &mut Vec<u8>, truncated: &mut bool, data: &[u8]) {
-    let room = MAX_KEPT_BODY_BYTES.saturating_sub(body.len());
-    if data.len() > room {
-        *truncated = true;
-    }
-    body.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// A worker's open connections: how many now, the most at once since the last reading, and

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::{Load, Profile};
+use crate::load::Load;
+use crate::profile::Profile;
 
 /// Every change made to a run so far, in order: what workers apply to the load's profile.
 #[derive(Clone, Debug, Default, PartialEq)]

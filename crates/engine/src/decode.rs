@@ -62,7 +62,7 @@ impl Count {
     fn take(&mut self, buf: &[u8]) {
         self.decoded += buf.len() as u64;
         if let Some(body) = &mut self.body {
-            crate::connection::keep_body(body, &mut self.truncated, buf);
+            crate::body::keep_body(body, &mut self.truncated, buf);
         }
     }
 }

@@ -31,13 +31,14 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    decoder, finish_body, io_kind, keep_body, open_stream, Cause, Failure, OpenConnections, Phase,
-    Progress, Response,
+    decoder, finish_body, io_kind, open_stream, Cause, Failure, OpenConnections, Phase, Progress,
+    Response,
 };
 use crate::decode::Coding;
 
 mod wire;
 
+use crate::body::keep_body;
 use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
 use crate::user::Outgoing;

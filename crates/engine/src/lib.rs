@@ -25,15 +25,18 @@
 #![deny(missing_docs)]
 
 mod arrivals;
+mod body;
 mod config;
 mod connection;
 mod control;
 mod decode;
 mod endpoint;
+mod event;
 pub mod host;
 mod http1;
 mod http2;
 mod link;
+mod load;
 mod local;
 mod plan;
 mod probe;
@@ -58,68 +61,23 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, Load, Origin, RequestSpec, StopWhen, Tunnel, ACCEPT_ENCODING, DEFAULT_CONNECTIONS,
-    DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
+    Config, RequestSpec, StopWhen, ACCEPT_ENCODING, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
+    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
+    DEFAULT_TIMER_SLACK,
 };
+pub use connection::tunnel::Tunnel;
 pub use control::{Ceiling, Control, ControlError, Knob, Steer};
 pub use endpoint::Endpoint;
+pub use event::Event;
 pub use http2::TemplateError;
+pub use load::Load;
 pub use probe::{probe, Probe};
 pub use profile::{Profile, Stage};
 pub use shard::{Shard, ShardError, Stripe};
 pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
-
-/// What a running test reports to its caller.
-#[derive(Debug)]
-pub enum Event {
-    /// What `worker` recorded during interval `index` (interval `k` covers
-    /// `[k·interval, (k+1)·interval)` from the start). A worker may send the same index twice
-    /// around its end; the recorders simply add up.
-    Recorded {
-        /// Worker number, `0..Run::workers()`.
-        worker: usize,
-        /// Interval number.
-        index: u64,
-        /// What was recorded.
-        recorder: Box<Recorder>,
-        /// The worker's readings at the end of the interval.
-        gauges: belier_stats::Gauges,
-    },
-    /// Every sample of a batch of requests `worker` finished (only with
-    /// [`Config::keep_samples`]); batches come before the interval that counts them ends.
-    Samples {
-        /// Worker number.
-        worker: usize,
-        /// The samples, in completion order.
-        samples: Vec<belier_stats::Sample>,
-    },
-    /// `worker` has stopped; everything it recorded was sent before this.
-    Finished {
-        /// Worker number.
-        worker: usize,
-        /// Time from the start of the run to the worker's end.
-        elapsed: Duration,
-    },
-}
-
-impl Event {
-    /// Hands the event to `collector`, which merges recorders and tracks finished workers.
-    pub fn collect_into(self, collector: &mut belier_stats::Collector) {
-        match self {
-            Event::Recorded {
-                worker,
-                index,
-                recorder,
-                gauges,
-            } => collector.add(worker, index, &recorder, gauges),
-            Event::Finished { worker, elapsed } => collector.finish_worker(worker, elapsed),
-            Event::Samples { .. } => {}
-        }
-    }
-}
+pub use user::Origin;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

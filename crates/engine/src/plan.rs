@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::Load;
 use crate::endpoint::Endpoint;
+use crate::load::Load;
 use crate::user::Users;
 
 /// What every worker of a run shares, read-only.

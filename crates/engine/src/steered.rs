@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::config::Load;
+use crate::load::Load;
 use crate::profile::Profile;
 
 /// The steered load, as one worker's tasks read it.

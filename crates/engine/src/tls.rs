@@ -119,7 +119,12 @@ impl Tls {
     }
 
     /// Connections reach `host:port` through the proxy they connect to, with `CONNECT`.
-    pub(crate) fn through(mut self, tunnel: &crate::Tunnel, host: &str, port: u16) -> Tls {
+    pub(crate) fn through(
+        mut self,
+        tunnel: &crate::connection::tunnel::Tunnel,
+        host: &str,
+        port: u16,
+    ) -> Tls {
         let host = if host.contains(':') {
             format!("[{host}]")
         } else {

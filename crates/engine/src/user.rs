@@ -11,11 +11,22 @@
 
 use std::time::Duration;
 
+use crate::tls::TlsOptions;
+
+pub use crate::body::MAX_KEPT_BODY_BYTES;
 pub use belier_stats::{CustomMetric, ErrorKind, MetricKind};
 
-/// Most response-body bytes kept for a user to inspect; the rest is read and counted but not
-/// kept ([`Reply::body_truncated`]).
-pub const MAX_KEPT_BODY_BYTES: usize = 1 << 20;
+/// One of a run's other hosts ([`Config::origins`](crate::Config::origins)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Host name or address literal (IPv6 without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// `Some` to speak TLS to it with these settings (the certificate checked under its own
+    /// name); `None` for plain HTTP.
+    pub tls: Option<TlsOptions>,
+}
 
 /// One request a user wants sent to the run's target (or another of its hosts): on the user's
 /// own connection to that host over HTTP/1.1, as a stream on a shared connection over HTTP/2.
@@ -177,7 +188,7 @@ pub trait Users: Send + Sync {
     /// [`Outgoing::origin`] `index` names past [`crate::Config::origins`]: each worker resolves
     /// it the first time one of its users sends there (the name looked up on the worker's
     /// thread, once), then keeps it. `None`: no such host (its requests fail as unreachable).
-    fn origin(&self, index: usize) -> Option<crate::Origin> {
+    fn origin(&self, index: usize) -> Option<Origin> {
         let _ = index;
         None
     }

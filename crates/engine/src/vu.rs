@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use tokio::time::Sleep;
 
-use crate::config::Load;
 use crate::connection::Progress;
 use crate::link::Link;
+use crate::load::Load;
 use crate::local::{next_arrival, Local};
 use crate::plan::Plan;
 use crate::request::{encode_outgoing, is_head, is_idempotent};

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use tokio::task::{JoinSet, LocalSet};
 
 use crate::arrivals::Arrivals;
-use crate::config::Load;
+use crate::load::Load;
 use crate::local::Local;
 use crate::plan::{Plan, Share};
 use crate::Event;

@@ -8,6 +8,13 @@ use belier_stats::ErrorKind;
 
 use super::{Cause, Failure};
 
+/// How to open a tunnel through an HTTP proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunnel {
+    /// The `Proxy-Authorization` value the proxy asks for, if any.
+    pub proxy_authorization: Option<String>,
+}
+
 /// Longest proxy answer head read.
 const MAX_HEAD: usize = 8 * 1024;
 

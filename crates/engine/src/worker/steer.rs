@@ -12,8 +12,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::closed::spawn_closed;
-use crate::config::Load;
 use crate::control::Steering;
+use crate::load::Load;
 use crate::local::Local;
 use crate::plan::Plan;
 use crate::profile::Profile;
