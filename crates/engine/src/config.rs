@@ -269,6 +269,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arrivals::Spacing;
     use crate::profile::Stage;
 
     fn open(rate: Profile, requests: Option<u64>, duration: Option<Duration>) -> Config {

@@ -106,31 +106,8 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         (Some(http2), None) => share.max_connections.saturating_mul(http2.max_streams),
         _ => share.max_connections,
     };
-    local.connections.preopening.set(share.preopen);
-    for _ in 0..share.preopen {
-        spawn_open(&local, &plan, Source::Preopened);
-    }
-    if share.preopen > 0 {
-        // The schedule waits for them (a connect failure counts as done): arrivals due while
-        // they connect would each open one more. Not past the lead a second time, though:
-        // a server that answers connects that slowly is measured by the arrivals, late.
-        let limit = plan.start + plan.lead;
-        let preopened = async {
-            while local.connections.preopening.get() > 0 {
-                local.connections.preopened.notified().await;
-            }
-        };
-        let _ = tokio::time::timeout_at(limit.into(), preopened).await;
-    }
-    let mut timer = Timer::new();
-    // Answers timed by the kernel (see `QUIET_WAIT_MAX`): over TCP, stamps on.
-    let stamps =
-        plan.kernel_stamps && plan.users.is_none() && matches!(plan.addr, Endpoint::Tcp(_));
-    // Whether a task has an arrival to send that it has not taken up yet; whether answers may
-    // have come while the thread slept that no task has read yet.
-    let mut handed = false;
-    let mut unread = false;
-    let mut last_wake = Instant::now();
+    preopen(&local, &plan, share).await;
+    let mut pacing = Pacing::new(&plan);
     let mut behind = Behind::default();
     let mut arrivals = arrivals;
     let mut followed = 0;
@@ -154,53 +131,17 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
         if plan.deadline.is_some_and(|d| due >= d) {
             break;
         }
-        // At most one wake-up per timer slack: arrivals due in between leave together at the
-        // next wake. Each sleep and wake of the worker costs far more than the request it
-        // sends (a blocking epoll_wait, a context switch, on a VM often a halt and resume);
-        // the price is up to the slack of scheduling lag, which is measured and reported.
-        let now = Instant::now();
-        if due > now {
-            let wake = due.max(last_wake + plan.timer_slack);
-            let mut quiet = stamps && wake <= now + QUIET_WAIT_MAX && local.stamped.get();
-            if quiet && std::mem::take(&mut handed) {
-                // The tasks given an arrival (from the queue over TLS or HTTP/2, whose
-                // connections are not parked) take it up and send it before the thread sleeps.
-                tokio::task::yield_now().await;
-            }
-            quiet = quiet
-                && local.schedule.queue.borrow().is_empty()
-                && local.connections.starting.get() == 0
-                && !hand_over_due(&local, &plan, now, wake);
-            let steered = if quiet {
-                if timer.block_until(wake) {
-                    // The tasks of the requests sent before the sleep read their answers,
-                    // which came meanwhile, before the due arrivals go out (on the connections
-                    // they free, idle for a moment only).
-                    local.schedule.wake_sent();
-                    tokio::task::yield_now().await;
-                    unread = local.active.get() > 0;
-                    local.schedule.steer.epoch.get() != followed
-                } else {
-                    local.schedule.wake_sent();
-                    timed_wait(&local, &mut timer, wake).await
-                }
-            } else {
-                local.schedule.wake_sent();
-                timed_wait(&local, &mut timer, wake).await
-            };
-            if steered {
-                // This arrival's time may have moved: take it again under the new profile.
-                arrivals.take_back();
-                continue;
-            }
-            last_wake = Instant::now();
+        if pacing.wait_for(&local, &plan, due, followed).await {
+            // This arrival's time may have moved: take it again under the new profile.
+            arrivals.take_back();
+            continue;
         }
         if local.schedule.stopping.get() {
             break;
         }
         // One clock reading per arrival serves both the lateness check and, on a parked
         // connection, the moment the request was taken up.
-        let mut reached = Instant::now();
+        let reached = Instant::now();
         let behind_schedule = behind.at(reached, due, plan.timer_slack);
         if let Some(users) = &plan.users {
             if !dispatch_iteration(&local, &plan, users, due, slots, share, behind_schedule) {
@@ -208,19 +149,172 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             }
             continue;
         }
-        {
-            let mut recorder = local.recording.recorder.borrow_mut();
-            recorder.record_scheduled();
-            if share
-                .max_in_flight
-                .is_some_and(|cap| local.in_flight() >= cap)
-            {
-                recorder.record_dropped();
-                continue;
-            }
+        if !admit(&local, share) {
+            continue;
         }
+        if !pacing.send_on_parked(&local, &plan, due, reached).await {
+            pacing.handed = true;
+            queue_arrival(&local, &plan, due, slots, behind_schedule);
+        }
+    }
+    local.schedule.arrivals_done.set(true);
+    local.schedule.wake_all();
+}
+
+/// Opens the worker's share of connections ahead of the schedule and waits for them (a
+/// connect failure counts as done): arrivals due while they connect would each open one more.
+/// Not past the lead a second time, though: a server that answers connects that slowly is
+/// measured by the arrivals, late.
+async fn preopen(local: &Rc<Local>, plan: &Arc<Plan>, share: Share) {
+    local.connections.preopening.set(share.preopen);
+    for _ in 0..share.preopen {
+        spawn_open(local, plan, Source::Preopened);
+    }
+    if share.preopen > 0 {
+        let limit = plan.start + plan.lead;
+        let preopened = async {
+            while local.connections.preopening.get() > 0 {
+                local.connections.preopened.notified().await;
+            }
+        };
+        let _ = tokio::time::timeout_at(limit.into(), preopened).await;
+    }
+}
+
+/// Counts an arrival as scheduled; false if it is dropped instead, with as many requests in
+/// flight as the run allows (counted, never sent).
+#[inline]
+fn admit(local: &Local, share: Share) -> bool {
+    let mut recorder = local.recording.recorder.borrow_mut();
+    recorder.record_scheduled();
+    if share
+        .max_in_flight
+        .is_some_and(|cap| local.in_flight() >= cap)
+    {
+        recorder.record_dropped();
+        return false;
+    }
+    true
+}
+
+/// Queues an arrival that found no idle connection, and wakes an idle task for it or opens a
+/// connection when the worker may.
+#[inline]
+fn queue_arrival(
+    local: &Rc<Local>,
+    plan: &Arc<Plan>,
+    due: Instant,
+    slots: usize,
+    behind_schedule: bool,
+) {
+    let at_hand = local.schedule.idle.get() > 0 || local.connections.tasks.get() < slots;
+    local.schedule.queue.borrow_mut().push_back(Due {
+        waiting_since: (!at_hand).then(Instant::now),
+        ..Due::at(due)
+    });
+    if local.schedule.idle.get() > 0 {
+        // The dispatcher claims the idle connection, so a burst of due arrivals wakes
+        // one connection each instead of piling onto the first.
+        local.schedule.idle.set(local.schedule.idle.get() - 1);
+        local.schedule.wake.notify_one();
+    } else if !behind_schedule {
+        // One for this arrival, and one more for an arrival queued while the worker was
+        // behind, if any is left: that backlog goes to new connections at the pace of
+        // the arrivals rather than waiting for the server to free one. Not all of it at
+        // once: over TLS at 30,000/s that put the worker behind again, by turns (466
+        // connections and own lag p99 2–10 ms, against 300 and 0.3–0.6 ms).
+        open_for_queue(local, plan, slots, 2);
+    } else if local.connections.tasks.get() == 0 {
+        // Behind with no connection at all: nothing else would take the queue.
+        open_for_queue(local, plan, slots, 1);
+    }
+}
+
+/// How the dispatcher sleeps between arrivals, and what it left the connection tasks to do
+/// when it last woke.
+struct Pacing {
+    timer: Timer,
+    /// Answers timed by the kernel (see [`QUIET_WAIT_MAX`]): over TCP, stamps on.
+    stamps: bool,
+    /// Whether a task has an arrival to send that it has not taken up yet.
+    handed: bool,
+    /// Whether answers may have come while the thread slept that no task has read yet.
+    unread: bool,
+    last_wake: Instant,
+}
+
+impl Pacing {
+    fn new(plan: &Plan) -> Pacing {
+        Pacing {
+            timer: Timer::new(),
+            stamps: plan.kernel_stamps
+                && plan.users.is_none()
+                && matches!(plan.addr, Endpoint::Tcp(_)),
+            handed: false,
+            unread: false,
+            last_wake: Instant::now(),
+        }
+    }
+
+    /// Waits until `due`, if it is ahead; true if the run was steered meanwhile (away from
+    /// the steering epoch `followed`).
+    ///
+    /// At most one wake-up per timer slack: arrivals due in between leave together at the
+    /// next wake. Each sleep and wake of the worker costs far more than the request it sends
+    /// (a blocking epoll_wait, a context switch, on a VM often a halt and resume); the price
+    /// is up to the slack of scheduling lag, which is measured and reported.
+    #[inline]
+    async fn wait_for(&mut self, local: &Local, plan: &Plan, due: Instant, followed: u64) -> bool {
+        let now = Instant::now();
+        if due <= now {
+            return false;
+        }
+        let wake = due.max(self.last_wake + plan.timer_slack);
+        let mut quiet = self.stamps && wake <= now + QUIET_WAIT_MAX && local.stamped.get();
+        if quiet && std::mem::take(&mut self.handed) {
+            // The tasks given an arrival (from the queue over TLS or HTTP/2, whose
+            // connections are not parked) take it up and send it before the thread sleeps.
+            tokio::task::yield_now().await;
+        }
+        quiet = quiet
+            && local.schedule.queue.borrow().is_empty()
+            && local.connections.starting.get() == 0
+            && !hand_over_due(local, plan, now, wake);
+        let steered = if quiet {
+            if self.timer.block_until(wake) {
+                // The tasks of the requests sent before the sleep read their answers,
+                // which came meanwhile, before the due arrivals go out (on the connections
+                // they free, idle for a moment only).
+                local.schedule.wake_sent();
+                tokio::task::yield_now().await;
+                self.unread = local.active.get() > 0;
+                local.schedule.steer.epoch.get() != followed
+            } else {
+                local.schedule.wake_sent();
+                timed_wait(local, &mut self.timer, wake).await
+            }
+        } else {
+            local.schedule.wake_sent();
+            timed_wait(local, &mut self.timer, wake).await
+        };
+        if !steered {
+            self.last_wake = Instant::now();
+        }
+        steered
+    }
+
+    /// Sends the arrival due at `due`, reached at `reached`, on an idle (parked) plain
+    /// connection, now rather than when its task runs; false if none is idle.
+    #[inline]
+    async fn send_on_parked(
+        &mut self,
+        local: &Local,
+        plan: &Plan,
+        due: Instant,
+        mut reached: Instant,
+    ) -> bool {
         let mut parked = local.schedule.parked.borrow_mut().pop();
-        if parked.is_none() && std::mem::take(&mut unread) {
+        if parked.is_none() && std::mem::take(&mut self.unread) {
             // Every idle connection is taken: the answers that came while the thread slept
             // free theirs, rather than a new connection for this arrival (the tasks the
             // runtime woke for them run at this yield).
@@ -228,60 +322,34 @@ pub(super) async fn dispatch(local: Rc<Local>, plan: Arc<Plan>, arrivals: Arriva
             parked = local.schedule.parked.borrow_mut().pop();
             reached = Instant::now();
         }
-        if let Some(parked) = parked {
-            // An idle plain connection: send on it now, rather than when its task runs;
-            // unless the server closed it meanwhile, then its task opens a new one.
-            let mut conn = parked.conn.borrow_mut();
-            if conn.as_mut().is_some_and(|c| c.closed_while_idle(reached)) {
-                *conn = None;
-                local.recording.recorder.borrow_mut().record_server_close();
-            }
-            let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
-            drop(conn);
-            handed |= written < plan.request.len();
-            parked.job.set(Some(Due {
-                taken: Some((reached, written)),
-                ..Due::at(due)
-            }));
-            local.active.set(local.active.get() + 1);
-            if stamps && written == plan.request.len() {
-                // Nothing for its task to do until the answer is in: woken after the next
-                // sleep, or before any other wait.
-                local.schedule.sent.borrow_mut().push(parked);
-            } else {
-                parked.notify.notify_one();
-            }
-            continue;
+        let Some(parked) = parked else {
+            return false;
+        };
+        // Unless the server closed it meanwhile: then its task opens a new one.
+        let mut conn = parked.conn.borrow_mut();
+        if conn.as_mut().is_some_and(|c| c.closed_while_idle(reached)) {
+            *conn = None;
+            local.recording.recorder.borrow_mut().record_server_close();
         }
-        handed = true;
-        let at_hand = local.schedule.idle.get() > 0 || local.connections.tasks.get() < slots;
-        local.schedule.queue.borrow_mut().push_back(Due {
-            waiting_since: (!at_hand).then(Instant::now),
+        let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
+        drop(conn);
+        self.handed |= written < plan.request.len();
+        parked.job.set(Some(Due {
+            taken: Some((reached, written)),
             ..Due::at(due)
-        });
-        if local.schedule.idle.get() > 0 {
-            // The dispatcher claims the idle connection, so a burst of due arrivals wakes
-            // one connection each instead of piling onto the first.
-            local.schedule.idle.set(local.schedule.idle.get() - 1);
-            local.schedule.wake.notify_one();
-        } else if !behind_schedule {
-            // One for this arrival, and one more for an arrival queued while the worker was
-            // behind, if any is left: that backlog goes to new connections at the pace of
-            // the arrivals rather than waiting for the server to free one. Not all of it at
-            // once: over TLS at 30,000/s that put the worker behind again, by turns (466
-            // connections and own lag p99 2–10 ms, against 300 and 0.3–0.6 ms).
-            open_for_queue(&local, &plan, slots, 2);
-        } else if local.connections.tasks.get() == 0 {
-            // Behind with no connection at all: nothing else would take the queue.
-            open_for_queue(&local, &plan, slots, 1);
+        }));
+        local.active.set(local.active.get() + 1);
+        if self.stamps && written == plan.request.len() {
+            // Nothing for its task to do until the answer is in: woken after the next
+            // sleep, or before any other wait.
+            local.schedule.sent.borrow_mut().push(parked);
+        } else {
+            parked.notify.notify_one();
         }
+        true
     }
-    local.schedule.arrivals_done.set(true);
-    local.schedule.wake_all();
 }
 
-/// Waits in the runtime until `wake` (woken by the sockets' answers too, which their tasks
-/// read at once); true if the run was steered meanwhile.
 /// Whether the worker owes, or will owe before `wake`, the hand-over of an interval (at each
 /// boundary of the run's intervals, by a task that the runtime's timer runs, up to a
 /// millisecond after the boundary): it then waits in the runtime rather than in a thread sleep
@@ -293,6 +361,8 @@ fn hand_over_due(local: &Local, plan: &Plan, now: Instant, wake: Instant) -> boo
     index(wake) != index(now) || local.recording.handed_over.get() < index(now)
 }
 
+/// Waits in the runtime until `wake` (woken by the sockets' answers too, which their tasks
+/// read at once); true if the run was steered meanwhile.
 async fn timed_wait(local: &Local, timer: &mut Timer, wake: Instant) -> bool {
     tokio::select! {
         biased;
