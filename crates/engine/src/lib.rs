@@ -181,77 +181,16 @@ struct Ready {
 }
 
 fn prepare(config: &Config) -> Result<Ready, StartError> {
-    let max_connections = config.load.max_connections();
-    if max_connections == 0 || config.threads == 0 {
-        return Err(StartError::Invalid(
-            "connections and threads must be at least 1",
-        ));
-    }
+    check(config)?;
     let shard = config.shard;
-    if config.max_connections() == 0 {
-        return Err(StartError::Invalid(
-            "this shard gets no connection: split the run into at most as many shards as it has connections",
-        ));
-    }
-    if config.interval.is_zero() {
-        return Err(StartError::Invalid("interval must be positive"));
-    }
-    if config.http2 && config.max_streams == 0 {
-        return Err(StartError::Invalid("max_streams must be at least 1"));
-    }
-    if config.http2 && !config.origins.is_empty() {
-        return Err(StartError::Invalid(
-            "several hosts in one run need HTTP/1.1 (HTTP/2 shares one connection per host)",
-        ));
-    }
-    if config.unix_socket.is_some() && !config.origins.is_empty() {
-        return Err(StartError::Invalid(
-            "a Unix socket serves one host: several hosts in one run need TCP",
-        ));
-    }
     let spec = &config.request;
     // Before anything is resolved or opened: a request that must not be sent ends the run here.
     request::Parts::of_spec(spec).check(&request::host_header(&spec.host, spec.port))?;
     let dns_started = Instant::now();
     let addr = resolve(config)?;
     let dns = dns_started.elapsed();
-    let tls = config
-        .tls
-        .as_ref()
-        .map(|options| {
-            if config.http2 {
-                // HTTP/2 or nothing: offering http/1.1 too would let the server pick it.
-                let mut options = options.clone();
-                options.alpn = vec![b"h2".to_vec()];
-                tls::Tls::new(&options, &spec.host)
-            } else {
-                tls::Tls::new(options, &spec.host)
-            }
-        })
-        .transpose()?
-        .map(|t| match &config.tunnel {
-            Some(tunnel) => t.through(tunnel, &spec.host, spec.port),
-            None => t,
-        });
-    let others = config
-        .origins
-        .iter()
-        .map(|Origin { host, port, tls }| {
-            Ok(plan::Dest {
-                addr: Endpoint::Tcp(resolve_host(host, *port)?),
-                tls: tls
-                    .as_ref()
-                    .map(|options| {
-                        tls::Tls::new(options, host).map(|t| match &config.tunnel {
-                            Some(tunnel) => t.through(tunnel, host, *port),
-                            None => t,
-                        })
-                    })
-                    .transpose()?,
-                host_header: request::host_header(host, *port),
-            })
-        })
-        .collect::<Result<Vec<_>, StartError>>()?;
+    let tls = target_tls(config)?;
+    let others = other_hosts(config)?;
     let http2 = if config.http2 {
         Some(plan::Http2 {
             request: http2::Template::new(spec, tls.is_some())?,
@@ -285,25 +224,8 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
         ),
         Load::Closed { .. } => (vec![0; threads], None),
     };
-    // An open loop of plain requests opens connections ahead of its schedule and starts the
-    // schedule a moment from now, once they are open. Counted in connection tasks: with
-    // HTTP/2 those are stream slots, `max_streams` to a connection.
     let streams = http2.as_ref().map_or(1, |h| h.max_streams.max(1));
-    let preopen: Vec<usize> = match (&config.load, &config.users) {
-        (Load::Open { rate, .. }, None) => open_connections
-            .iter()
-            .map(|&cap| {
-                let slots = (cap as usize).saturating_mul(streams);
-                let start_rate = rate.level_at(Duration::ZERO) / shard.count() as f64;
-                worker::preopen_count(start_rate, threads, slots)
-            })
-            .collect(),
-        _ => vec![0; threads],
-    };
-    let lead = match preopen.iter().max() {
-        Some(&n) if n > 0 => worker::open_loop_lead(n.div_ceil(streams), tls.is_some()),
-        _ => Duration::ZERO,
-    };
+    let (preopen, lead) = preopening(config, &open_connections, streams, tls.is_some());
     Ok(Ready {
         addr,
         dns,
@@ -319,6 +241,114 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
     })
 }
 
+/// Refuses a configuration no run can follow.
+fn check(config: &Config) -> Result<(), StartError> {
+    let max_connections = config.load.max_connections();
+    if max_connections == 0 || config.threads == 0 {
+        return Err(StartError::Invalid(
+            "connections and threads must be at least 1",
+        ));
+    }
+    if config.max_connections() == 0 {
+        return Err(StartError::Invalid(
+            "this shard gets no connection: split the run into at most as many shards as it has connections",
+        ));
+    }
+    if config.interval.is_zero() {
+        return Err(StartError::Invalid("interval must be positive"));
+    }
+    if config.http2 && config.max_streams == 0 {
+        return Err(StartError::Invalid("max_streams must be at least 1"));
+    }
+    if config.http2 && !config.origins.is_empty() {
+        return Err(StartError::Invalid(
+            "several hosts in one run need HTTP/1.1 (HTTP/2 shares one connection per host)",
+        ));
+    }
+    if config.unix_socket.is_some() && !config.origins.is_empty() {
+        return Err(StartError::Invalid(
+            "a Unix socket serves one host: several hosts in one run need TCP",
+        ));
+    }
+    Ok(())
+}
+
+/// TLS to the target, if it speaks TLS: through the proxy's tunnel when there is one.
+fn target_tls(config: &Config) -> Result<Option<tls::Tls>, StartError> {
+    let spec = &config.request;
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|options| {
+            if config.http2 {
+                // HTTP/2 or nothing: offering http/1.1 too would let the server pick it.
+                let mut options = options.clone();
+                options.alpn = vec![b"h2".to_vec()];
+                tls::Tls::new(&options, &spec.host)
+            } else {
+                tls::Tls::new(options, &spec.host)
+            }
+        })
+        .transpose()?
+        .map(|t| match &config.tunnel {
+            Some(tunnel) => t.through(tunnel, &spec.host, spec.port),
+            None => t,
+        });
+    Ok(tls)
+}
+
+/// The run's other hosts (scripted users' requests may go to them), resolved, with their TLS.
+fn other_hosts(config: &Config) -> Result<Vec<plan::Dest>, StartError> {
+    config
+        .origins
+        .iter()
+        .map(|Origin { host, port, tls }| {
+            Ok(plan::Dest {
+                addr: Endpoint::Tcp(resolve_host(host, *port)?),
+                tls: tls
+                    .as_ref()
+                    .map(|options| {
+                        tls::Tls::new(options, host).map(|t| match &config.tunnel {
+                            Some(tunnel) => t.through(tunnel, host, *port),
+                            None => t,
+                        })
+                    })
+                    .transpose()?,
+                host_header: request::host_header(host, *port),
+            })
+        })
+        .collect()
+}
+
+/// The connection tasks each worker opens ahead of its schedule, and how far ahead of its
+/// first arrival the run starts for them. An open loop of plain requests opens connections
+/// ahead of its schedule and starts the schedule a moment from now, once they are open.
+/// Counted in connection tasks: with HTTP/2 those are stream slots, `streams` to a connection.
+fn preopening(
+    config: &Config,
+    open_connections: &[u64],
+    streams: usize,
+    tls: bool,
+) -> (Vec<usize>, Duration) {
+    let threads = open_connections.len();
+    let preopen: Vec<usize> = match (&config.load, &config.users) {
+        (Load::Open { rate, .. }, None) => open_connections
+            .iter()
+            .map(|&cap| {
+                let slots = (cap as usize).saturating_mul(streams);
+                let start_rate = rate.level_at(Duration::ZERO) / config.shard.count() as f64;
+                worker::preopen_count(start_rate, threads, slots)
+            })
+            .collect(),
+        _ => vec![0; threads],
+    };
+    let lead = match preopen.iter().max() {
+        Some(&n) if n > 0 => worker::open_loop_lead(n.div_ceil(streams), tls),
+        _ => Duration::ZERO,
+    };
+    (preopen, lead)
+}
+
 /// The workers of one load, started.
 struct Part {
     events: Receiver<Event>,
@@ -330,33 +360,34 @@ struct Part {
 /// stop when `stop` says so.
 fn launch(
     config: &Config,
-    ready: Ready,
+    mut ready: Ready,
     start: Instant,
     stop: &Arc<watch::Sender<bool>>,
 ) -> Result<Part, StartError> {
-    let Ready {
-        addr,
-        tls,
-        others,
-        http2,
+    let plan = Arc::new(plan_of(config, &mut ready, start)?);
+    let (events_tx, events) = mpsc::channel();
+    let (steering, steering_rx) = watch::channel(control::Steering::default());
+    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(stop))
+        .limited(config.ceiling.clone());
+    let threads = spawn_workers(config, ready, &plan, stop, steering_rx, events_tx)?;
+    Ok(Part {
+        events,
+        control,
         threads,
-        runtimes,
-        open_connections,
-        in_flight,
-        preopen,
-        lead,
-        ..
-    } = ready;
+    })
+}
+
+/// What every worker of the load shares, taking the target's connection settings from `ready`.
+fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::Plan, StartError> {
     let spec = &config.request;
-    let shard = config.shard;
     // The run ends at the first of: the duration bound, the end of the load profile.
     let end = match (config.stop.duration, config.load.end()) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let plan = Arc::new(plan::Plan {
-        addr: addr.clone(),
-        tls,
+    Ok(plan::Plan {
+        addr: ready.addr.clone(),
+        tls: ready.tls.take(),
         request: request::encode(spec, config.keepalive)?,
         head_request: request::is_head(&spec.method),
         keepalive: config.keepalive,
@@ -368,36 +399,53 @@ fn launch(
         grace: config.grace,
         interval: config.interval,
         start,
-        lead,
+        lead: ready.lead,
         deadline: end.map(|d| start + d),
         schedule_end: match config.load {
             Load::Open { .. } => config.schedule_end().map(|d| start + d),
             Load::Closed { .. } => None,
         },
         load: config.load.clone(),
-        workers: threads,
+        workers: ready.threads,
         requests: config.stop.requests,
         keep_samples: config.keep_samples,
         timer_slack: config.timer_slack,
-        http2,
+        http2: ready.http2.take(),
         users: config.users.clone(),
         pacing: config.pacing,
         iterations: config.stop.iterations,
         host_header: request::host_header(&spec.host, spec.port),
-        others,
-        shard,
-    });
+        others: std::mem::take(&mut ready.others),
+        shard: config.shard,
+    })
+}
+
+/// Starts one thread per worker, each on its runtime with its share of the budgets; if one
+/// cannot start, the others are told to stop.
+fn spawn_workers(
+    config: &Config,
+    ready: Ready,
+    plan: &Arc<plan::Plan>,
+    stop: &Arc<watch::Sender<bool>>,
+    steering_rx: watch::Receiver<control::Steering>,
+    events_tx: mpsc::Sender<Event>,
+) -> Result<Vec<JoinHandle<()>>, StartError> {
+    let Ready {
+        threads,
+        runtimes,
+        open_connections,
+        in_flight,
+        preopen,
+        ..
+    } = ready;
+    let shard = config.shard;
     // Closed loop: this shard's share of the budgets, split among its workers.
     let iterations = config
         .stop
         .iterations
         .map(|n| split(shard.share(n), threads));
     let requests = config.stop.requests.map(|n| split(shard.share(n), threads));
-    let (events_tx, events) = mpsc::channel();
     let stop_rx = stop.subscribe();
-    let (steering, steering_rx) = watch::channel(control::Steering::default());
-    let control = Control::new(&config.load, start, Arc::new(steering), Arc::clone(stop))
-        .limited(config.ceiling.clone());
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
         let share = plan::Share {
@@ -409,7 +457,7 @@ fn launch(
             preopen: preopen[id],
             iterations: iterations.as_ref().map(|c| c[id]),
         };
-        let (plan, stop_rx, events_tx) = (Arc::clone(&plan), stop_rx.clone(), events_tx.clone());
+        let (plan, stop_rx, events_tx) = (Arc::clone(plan), stop_rx.clone(), events_tx.clone());
         let steering_rx = steering_rx.clone();
         let handle = std::thread::Builder::new()
             .name(format!("belier-worker-{id}"))
@@ -422,11 +470,7 @@ fn launch(
             }
         }
     }
-    Ok(Part {
-        events,
-        control,
-        threads: handles,
-    })
+    Ok(handles)
 }
 
 impl Run {

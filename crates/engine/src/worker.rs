@@ -15,7 +15,7 @@
 //! it queues the arrival for an idle task, or for a new connection. Every task, scripted
 //! users' too, sends its requests with the one request step ([`crate::step`]).
 
-use std::future::pending;
+use std::future::{pending, Future};
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -58,7 +58,7 @@ pub(crate) fn run(
 async fn drive(
     plan: Arc<Plan>,
     share: Share,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     steering: watch::Receiver<crate::control::Steering>,
     events: Sender<Event>,
 ) {
@@ -75,16 +75,35 @@ async fn drive(
         share.id,
         events.clone(),
     ));
-
     let mut tasks = JoinSet::new();
-    let mut dispatcher = None;
+    let dispatcher = start_load(&local, &plan, share, &mut tasks);
+    run_until_end(&local, &plan, dispatcher, &mut tasks, stop).await;
+    // No new requests from here on; those on the wire get the grace period to finish.
+    local.schedule.stopping.set(true);
+    local.schedule.wake_all();
+    let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
+    tasks.abort_all();
+    ticker.abort();
+    follower.abort();
+    hand_over_the_rest(&local, &plan, share, &events);
+}
+
+/// Starts the worker's share of the load: a closed loop's connection tasks (spawned on
+/// `tasks`), or the open loop's dispatcher, returned for the caller to run.
+fn start_load(
+    local: &Rc<Local>,
+    plan: &Arc<Plan>,
+    share: Share,
+    tasks: &mut JoinSet<()>,
+) -> Option<impl Future<Output = ()>> {
     match &plan.load {
         Load::Closed { connections } => {
             for index in 0..connections.peak().ceil() as u64 {
-                if closed_owner(&plan, index) == Some(share.id) {
-                    tasks.spawn_local(closed(Rc::clone(&local), Arc::clone(&plan), index));
+                if closed_owner(plan, index) == Some(share.id) {
+                    tasks.spawn_local(closed(Rc::clone(local), Arc::clone(plan), index));
                 }
             }
+            None
         }
         Load::Open { rate, spacing, .. } => {
             let arrivals = Arrivals::striped(
@@ -99,15 +118,24 @@ async fn drive(
                 },
                 plan.shard.stripe(share.id as u64, plan.workers as u64),
             );
-            dispatcher = Some(dispatch(
-                Rc::clone(&local),
-                Arc::clone(&plan),
+            Some(dispatch(
+                Rc::clone(local),
+                Arc::clone(plan),
                 arrivals,
                 share,
-            ));
+            ))
         }
     }
+}
 
+/// Runs the load until it is done, the deadline passes or the run is stopped.
+async fn run_until_end(
+    local: &Local,
+    plan: &Plan,
+    dispatcher: Option<impl Future<Output = ()>>,
+    tasks: &mut JoinSet<()>,
+    mut stop: watch::Receiver<bool>,
+) {
     // The dispatcher runs in this root future rather than as a task: the worker's `LocalSet`
     // polls its root future between every few dozen tasks, so a due arrival is not kept
     // waiting behind every connection task that has an answer to read (1–3 ms after a
@@ -138,14 +166,11 @@ async fn drive(
         _ = deadline => {}
         _ = stop.wait_for(|&stop| stop) => {}
     }
-    // No new requests from here on; those on the wire get the grace period to finish.
-    local.schedule.stopping.set(true);
-    local.schedule.wake_all();
-    let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
-    tasks.abort_all();
-    ticker.abort();
-    follower.abort();
+}
 
+/// Counts what the end of the run cut short and hands over the worker's last recorder, then
+/// says the worker is done.
+fn hand_over_the_rest(local: &Local, plan: &Plan, share: Share, events: &Sender<Event>) {
     local.flush_samples();
     let mut recorder = local.recording.recorder.borrow_mut();
     local.recording.count_wakeups(&mut recorder);
