@@ -18,11 +18,11 @@ use tokio::time::Sleep;
 use crate::connection::Progress;
 use crate::link::Link;
 use crate::load::Load;
-use crate::local::{next_arrival, Local};
+use crate::local::{next_arrival, Found, Local};
 use crate::plan::Plan;
-use crate::request::{encode_outgoing, is_head, is_idempotent};
+use crate::request::{encode_outgoing, is_head, is_idempotent, InvalidRequest};
 use crate::step;
-use crate::user::{Action, Outgoing, Reply, Tally, User, Users};
+use crate::user::{Action, Outgoing, Reply, Tally, User, Users, Verdict};
 
 /// A kept body buffer larger than this is given back after the request, so that one large
 /// response does not make a user hold a megabyte for the rest of the run.
@@ -252,13 +252,7 @@ impl Vu {
             .then(|| local.connections.found(plan, outgoing.origin));
         // HTTP/2 builds (and checks) the head in the exchange.
         let refused = if http1 {
-            let host = match &found {
-                None => plan.dest(outgoing.origin).2,
-                Some(Ok(dest)) => &dest.host_header,
-                // Not sent: the exchange fails first.
-                Some(Err(_)) => "",
-            };
-            encode_outgoing(&mut self.request, outgoing, host, plan.keepalive).err()
+            self.encode(plan, outgoing, found.as_ref())
         } else {
             None
         };
@@ -285,19 +279,12 @@ impl Vu {
             refused: refused.as_ref(),
         };
         step_active(local, outgoing.step, true);
-        // Another host's requests go on the user's link to that host (HTTP/1.1 only: the
-        // engine refuses other hosts with HTTP/2).
-        let (link, counted) = match outgoing.origin.checked_sub(1) {
-            None => (&mut self.link, &mut self.counted),
-            Some(i) => {
-                if self.others.len() <= i {
-                    self.others
-                        .resize_with(i + 1, || (Link::Http1(None), false));
-                }
-                let (link, counted) = &mut self.others[i];
-                (link, counted)
-            }
-        };
+        let (link, counted) = link_to(
+            &mut self.link,
+            &mut self.counted,
+            &mut self.others,
+            outgoing.origin,
+        );
         let (result, sample) = step::send(
             local,
             plan,
@@ -313,23 +300,22 @@ impl Vu {
         if let Some(body) = progress.body.take() {
             self.body = body;
         }
+        let latency = sample.done.saturating_duration_since(intended);
         let verdict = match &result {
             Ok(response) => {
+                let body = if outgoing.keep_body {
+                    &self.body[..]
+                } else {
+                    &[]
+                };
                 let reply = Reply {
                     status: response.status,
                     head: &self.head,
-                    body: if outgoing.keep_body { &self.body } else { &[] },
+                    body,
                     body_truncated: progress.body_truncated,
-                    latency: sample.done.saturating_duration_since(intended),
+                    latency,
                 };
-                let mut tally = |check: usize, passed: bool| {
-                    local
-                        .recording
-                        .recorder
-                        .borrow_mut()
-                        .record_check(check, passed);
-                };
-                user.reply(&reply, &mut tally)
+                reply_to(local, user, &reply)
             }
             Err(failure) => user.failed(failure.kind),
         };
@@ -346,6 +332,59 @@ impl Vu {
             self.head = Vec::new();
         }
     }
+
+    /// Encodes an HTTP/1.1 request into the user's buffer, with the Host header of the host it
+    /// goes to; the encoder's refusal if it must not be sent.
+    #[inline]
+    fn encode(
+        &mut self,
+        plan: &Plan,
+        outgoing: &Outgoing,
+        found: Option<&Found>,
+    ) -> Option<InvalidRequest> {
+        let host = match found {
+            None => plan.dest(outgoing.origin).2,
+            Some(Ok(dest)) => &dest.host_header,
+            // Not sent: the exchange fails first.
+            Some(Err(_)) => "",
+        };
+        encode_outgoing(&mut self.request, outgoing, host, plan.keepalive).err()
+    }
+}
+
+/// The user's link to the host `origin` names, and whether its connection is counted open.
+/// Another host's requests go on the user's link to that host (HTTP/1.1 only: the engine
+/// refuses other hosts with HTTP/2).
+#[inline]
+fn link_to<'a>(
+    link: &'a mut Link,
+    counted: &'a mut bool,
+    others: &'a mut Vec<(Link, bool)>,
+    origin: usize,
+) -> (&'a mut Link, &'a mut bool) {
+    match origin.checked_sub(1) {
+        None => (link, counted),
+        Some(i) => {
+            if others.len() <= i {
+                others.resize_with(i + 1, || (Link::Http1(None), false));
+            }
+            let (link, counted) = &mut others[i];
+            (link, counted)
+        }
+    }
+}
+
+/// Hands the user its response, counting each check it evaluates.
+#[inline]
+fn reply_to(local: &Local, user: &mut dyn User, reply: &Reply<'_>) -> Verdict {
+    let mut tally = |check: usize, passed: bool| {
+        local
+            .recording
+            .recorder
+            .borrow_mut()
+            .record_check(check, passed);
+    };
+    user.reply(reply, &mut tally)
 }
 
 /// Records what the user counted besides a reply's checks.
