@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::behaviour::{Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
+use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
 use crate::handlers::Admission;
 use crate::request::{parse_chunk_size, BodyFraming, Request, MAX_HEAD_BYTES};
 use crate::response::{self, ConnectionHeader, Framing, CONTINUE, FILLER, MALFORMED};
@@ -224,6 +224,101 @@ impl<S: Transport> Connection<S> {
     /// Reads the body, then answers (or misbehaves) as the request's behaviour says. `index` is
     /// the request's position on this connection, from 0.
     async fn handle(&mut self, mut request: Request, index: u64) -> Result<(), Finish> {
+        self.read_body(&mut request).await?;
+        let close = !request.keep_alive;
+        let connection = if close {
+            ConnectionHeader::Close
+        } else if request.http10 {
+            ConnectionHeader::KeepAlive
+        } else {
+            ConnectionHeader::Omit
+        };
+        let knobs = match request.knobs {
+            Ok(knobs) => knobs,
+            Err(err) => {
+                response::write_text(&mut self.io.out, 400, connection, &err.to_string());
+                return answered(&self.shared, close);
+            }
+        };
+        if request.metrics {
+            let body = self.shared.metrics();
+            response::write_text(&mut self.io.out, 200, connection, &body);
+            return answered(&self.shared, close);
+        }
+        if !self.wait_for_pool(connection).await? {
+            return answered(&self.shared, close);
+        }
+        let behaviour = knobs.as_ref().unwrap_or(&self.shared.defaults);
+        if !behaviour.delay.is_zero() {
+            // Earlier pipelined responses are not held back by this request's delay.
+            self.io.flush().await?;
+            crate::delay::sleep(behaviour.delay).await;
+        }
+        if let Some(fault) = behaviour.fault {
+            return Err(self.io.misbehave(fault, behaviour, connection).await);
+        }
+
+        let close = close || behaviour.close;
+        let connection = if close {
+            ConnectionHeader::Close
+        } else {
+            connection
+        };
+        if let Some(location) = &request.redirect {
+            let status = match behaviour.status {
+                s @ (301 | 303 | 307 | 308) => s,
+                _ => 302,
+            };
+            response::write_redirect(&mut self.io.out, status, location, connection);
+            return answered(&self.shared, close);
+        }
+        if behaviour.token || behaviour.json {
+            let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
+            write_json(
+                &mut self.io.out,
+                behaviour,
+                token,
+                index,
+                connection,
+                request.is_head,
+            );
+            return answered(&self.shared, close);
+        }
+        let framing = response::framing(behaviour, request.http10);
+        if request.gzip && !request.is_head && matches!(framing, Framing::Length(n) if n > 0) {
+            response::write_gzip(
+                &mut self.io.out,
+                behaviour.status,
+                behaviour.body_size,
+                connection,
+            );
+            return answered(&self.shared, close);
+        }
+        if knobs.is_none() && !request.http10 {
+            let head = if close {
+                &self.shared.default_head_close
+            } else {
+                &self.shared.default_head
+            };
+            self.io.out.extend_from_slice(head);
+        } else {
+            response::write_head(&mut self.io.out, behaviour.status, framing, connection);
+        }
+        if !request.is_head {
+            self.io.push_framed_body(behaviour, framing).await?;
+        }
+        // Counted once the response is complete in the output buffer but before it is written,
+        // so that a client which has read a response always finds it counted.
+        answered(&self.shared, close)?;
+        if self.io.out.len() >= FLUSH_AT_BYTES {
+            self.io.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the request's body (after `100 Continue` if it asks for it), keeping what
+    /// recording keeps, and records the request.
+    async fn read_body(&mut self, request: &mut Request) -> Result<(), Finish> {
         let received = &self.shared.counters.body_bytes_received;
         if request.body != BodyFraming::Empty {
             if request.expect_continue {
@@ -240,151 +335,112 @@ impl<S: Transport> Connection<S> {
         if let Some(seen) = request.seen.take() {
             self.shared.record(seen);
         }
+        Ok(())
+    }
 
-        let close = !request.keep_alive;
-        let connection = if close {
-            ConnectionHeader::Close
-        } else if request.http10 {
-            ConnectionHeader::KeepAlive
-        } else {
-            ConnectionHeader::Omit
+    /// With a handler pool, waits for a handler and serves for its time; false if the pool
+    /// shed the request instead (its `503` written).
+    async fn wait_for_pool(&mut self, connection: ConnectionHeader) -> Result<bool, Finish> {
+        let Some(pool) = &self.shared.pool else {
+            return Ok(true);
         };
-        let knobs = match request.knobs {
-            Ok(knobs) => knobs,
-            Err(err) => {
-                response::write_text(&mut self.io.out, 400, connection, &err.to_string());
-                self.shared.counters.responses.fetch_add(1, Relaxed);
-                return if close { Err(Finish::Close) } else { Ok(()) };
+        // Earlier pipelined responses are not held back by this request's wait.
+        self.io.flush().await?;
+        match pool.admit().await {
+            Admission::Served(handler) => pool.serve(handler).await,
+            Admission::Rejected if pool.settings.shed => {
+                response::write_text(&mut self.io.out, 503, connection, "overloaded\n");
+                return Ok(false);
             }
-        };
-        let behaviour = knobs.as_ref().unwrap_or(&self.shared.defaults);
-        if request.metrics {
-            let body = self.shared.metrics();
-            response::write_text(&mut self.io.out, 200, connection, &body);
-            self.shared.counters.responses.fetch_add(1, Relaxed);
-            return if close { Err(Finish::Close) } else { Ok(()) };
+            Admission::Rejected => return Err(Finish::Close),
         }
-        if let Some(pool) = &self.shared.pool {
-            // Earlier pipelined responses are not held back by this request's wait.
-            self.io.flush().await?;
-            match pool.admit().await {
-                Admission::Served(handler) => pool.serve(handler).await,
-                Admission::Rejected if pool.settings.shed => {
-                    response::write_text(&mut self.io.out, 503, connection, "overloaded\n");
-                    self.shared.counters.responses.fetch_add(1, Relaxed);
-                    return if close { Err(Finish::Close) } else { Ok(()) };
-                }
-                Admission::Rejected => return Err(Finish::Close),
-            }
-        }
+        Ok(true)
+    }
+}
 
-        if !behaviour.delay.is_zero() {
-            // Earlier pipelined responses are not held back by this request's delay.
-            self.io.flush().await?;
-            crate::delay::sleep(behaviour.delay).await;
-        }
-        match behaviour.fault {
-            None => {}
-            Some(Fault::Reset) => return Err(Finish::Reset),
-            Some(Fault::CloseBeforeHeaders) => return Err(Finish::Cut),
-            Some(Fault::Stall) => return Err(Finish::Stall),
-            Some(Fault::Malformed) => {
-                self.io.out.extend_from_slice(MALFORMED);
-                return Err(Finish::Close);
+/// Counts a complete response; the connection ends after it if `close`.
+fn answered(shared: &Shared, close: bool) -> Result<(), Finish> {
+    shared.counters.responses.fetch_add(1, Relaxed);
+    if close {
+        Err(Finish::Close)
+    } else {
+        Ok(())
+    }
+}
+
+/// A JSON answer: the fixed body, or a session token (`t{connection}-{index}`) in the body
+/// and a cookie.
+fn write_json(
+    out: &mut Vec<u8>,
+    behaviour: &Behaviour,
+    token: Option<String>,
+    index: u64,
+    connection: ConnectionHeader,
+    is_head: bool,
+) {
+    let body = match &token {
+        Some(token) => Cow::Owned(format!(r#"{{"token":"{token}","user":{index}}}"#)),
+        None => Cow::Borrowed(JSON_BODY),
+    };
+    let json = response::Json {
+        body: body.as_bytes(),
+        session: token.as_deref(),
+    };
+    json.write(out, behaviour.status, connection, is_head);
+}
+
+impl<S: Transport> Io<S> {
+    /// Misbehaves as `fault` says; how the connection then ends.
+    async fn misbehave(
+        &mut self,
+        fault: Fault,
+        behaviour: &Behaviour,
+        connection: ConnectionHeader,
+    ) -> Finish {
+        match fault {
+            Fault::Reset => Finish::Reset,
+            Fault::CloseBeforeHeaders => Finish::Cut,
+            Fault::Stall => Finish::Stall,
+            Fault::Malformed => {
+                self.out.extend_from_slice(MALFORMED);
+                Finish::Close
             }
-            Some(Fault::CloseMidBody) => {
+            Fault::CloseMidBody => {
                 let len = behaviour
                     .body_size
                     .filter(|&n| n > 0)
                     .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
                 let head = Framing::Length(len);
-                response::write_head(&mut self.io.out, behaviour.status, head, connection);
-                self.io.push_body(false, 0..len / 2).await?;
-                return Err(Finish::Cut);
-            }
-        }
-
-        let close = close || behaviour.close;
-        let connection = if close {
-            ConnectionHeader::Close
-        } else {
-            connection
-        };
-        if let Some(location) = &request.redirect {
-            let status = match behaviour.status {
-                s @ (301 | 303 | 307 | 308) => s,
-                _ => 302,
-            };
-            response::write_redirect(&mut self.io.out, status, location, connection);
-            self.shared.counters.responses.fetch_add(1, Relaxed);
-            return if close { Err(Finish::Close) } else { Ok(()) };
-        }
-        if behaviour.token || behaviour.json {
-            let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
-            let body = match &token {
-                Some(token) => Cow::Owned(format!(r#"{{"token":"{token}","user":{index}}}"#)),
-                None => Cow::Borrowed(JSON_BODY),
-            };
-            let json = response::Json {
-                body: body.as_bytes(),
-                session: token.as_deref(),
-            };
-            json.write(
-                &mut self.io.out,
-                behaviour.status,
-                connection,
-                request.is_head,
-            );
-            self.shared.counters.responses.fetch_add(1, Relaxed);
-            return if close { Err(Finish::Close) } else { Ok(()) };
-        }
-        let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
-        let framing = response::framing(behaviour, request.http10);
-        if request.gzip && !request.is_head && matches!(framing, Framing::Length(n) if n > 0) {
-            response::write_gzip(
-                &mut self.io.out,
-                behaviour.status,
-                behaviour.body_size,
-                connection,
-            );
-            self.shared.counters.responses.fetch_add(1, Relaxed);
-            return if close { Err(Finish::Close) } else { Ok(()) };
-        }
-        if knobs.is_none() && !request.http10 {
-            let head = if close {
-                &self.shared.default_head_close
-            } else {
-                &self.shared.default_head
-            };
-            self.io.out.extend_from_slice(head);
-        } else {
-            response::write_head(&mut self.io.out, behaviour.status, framing, connection);
-        }
-        if !request.is_head {
-            let default_body = behaviour.body_size.is_none();
-            match framing {
-                Framing::Bodiless => {}
-                Framing::Length(len) => self.io.push_body(default_body, 0..len).await?,
-                Framing::Chunked => {
-                    let mut at = 0;
-                    for chunk in response::chunk_lengths(len) {
-                        response::write_chunk_size(&mut self.io.out, chunk);
-                        self.io.push_body(default_body, at..at + chunk).await?;
-                        self.io.out.extend_from_slice(b"\r\n");
-                        at += chunk;
-                    }
-                    self.io.out.extend_from_slice(b"0\r\n\r\n");
+                response::write_head(&mut self.out, behaviour.status, head, connection);
+                match self.push_body(false, 0..len / 2).await {
+                    Ok(()) => Finish::Cut,
+                    Err(e) => e.into(),
                 }
             }
         }
-        // Counted once the response is complete in the output buffer but before it is written,
-        // so that a client which has read a response always finds it counted.
-        self.shared.counters.responses.fetch_add(1, Relaxed);
-        if close {
-            return Err(Finish::Close);
-        }
-        if self.io.out.len() >= FLUSH_AT_BYTES {
-            self.io.flush().await?;
+    }
+
+    /// Writes the response body `framing` announces, whole or in chunks.
+    async fn push_framed_body(
+        &mut self,
+        behaviour: &Behaviour,
+        framing: Framing,
+    ) -> io::Result<()> {
+        let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
+        let default_body = behaviour.body_size.is_none();
+        match framing {
+            Framing::Bodiless => {}
+            Framing::Length(len) => self.push_body(default_body, 0..len).await?,
+            Framing::Chunked => {
+                let mut at = 0;
+                for chunk in response::chunk_lengths(len) {
+                    response::write_chunk_size(&mut self.out, chunk);
+                    self.push_body(default_body, at..at + chunk).await?;
+                    self.out.extend_from_slice(b"\r\n");
+                    at += chunk;
+                }
+                self.out.extend_from_slice(b"0\r\n\r\n");
+            }
         }
         Ok(())
     }

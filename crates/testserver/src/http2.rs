@@ -144,8 +144,7 @@ impl Stream {
         request: Request<RecvStream>,
         respond: &mut SendResponse<Bytes>,
     ) -> Result<(), Gone> {
-        let counters = &self.shared.counters;
-        counters.requests.fetch_add(1, Relaxed);
+        self.shared.counters.requests.fetch_add(1, Relaxed);
         let (head, mut body) = request.into_parts();
         let target = head
             .uri
@@ -158,37 +157,7 @@ impl Stream {
             .get_all(http::header::ACCEPT_ENCODING)
             .iter()
             .any(|v| accepts_gzip(v.as_bytes()));
-        let mut seen = self.shared.recorder.as_ref().map(|_| SeenRequest {
-            method: head.method.as_str().to_owned(),
-            target: target.clone(),
-            headers: head
-                .headers
-                .iter()
-                .map(|(n, v)| {
-                    let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                    (n.as_str().to_owned(), value)
-                })
-                .collect(),
-            body: Vec::new(),
-            connection: self.seq,
-            version: "HTTP/2",
-            arrived: Instant::now(),
-        });
-        // The whole body, counted and (up to a bound) kept, before anything else.
-        while let Some(data) = body.data().await {
-            let data = data?;
-            let _ = body.flow_control().release_capacity(data.len());
-            counters
-                .body_bytes_received
-                .fetch_add(data.len() as u64, Relaxed);
-            if let Some(seen) = &mut seen {
-                let room = RECORDED_BODY_BYTES.saturating_sub(seen.body.len());
-                seen.body.extend_from_slice(&data[..data.len().min(room)]);
-            }
-        }
-        if let Some(seen) = seen {
-            self.shared.record(seen);
-        }
+        self.receive(&head, &target, &mut body).await?;
 
         let behaviour = match target.split_once('?') {
             Some((_, query)) if !query.is_empty() => {
@@ -219,52 +188,14 @@ impl Stream {
         if !behaviour.delay.is_zero() {
             crate::delay::sleep(behaviour.delay).await;
         }
-        match behaviour.fault {
-            None => {}
-            Some(Fault::Reset) => {
-                respond.send_reset(Reason::INTERNAL_ERROR);
-                return Ok(());
-            }
-            Some(Fault::CloseBeforeHeaders) => {
-                self.ending.abrupt.notify_one();
-                // Held until the connection is gone: dropped now, it would reset the stream.
-                return stall(respond).await;
-            }
-            Some(Fault::Stall) => return stall(respond).await,
-            Some(Fault::Malformed) => {
-                let why = "fault=malformed has no HTTP/2 form: a correct HTTP/2 library cannot send an unparsable response";
-                return self.text(respond, 400, why);
-            }
-            Some(Fault::CloseMidBody) => {
-                let len = behaviour
-                    .body_size
-                    .filter(|&n| n > 0)
-                    .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
-                let mut send =
-                    respond.send_response(head_of(behaviour.status, Some(len)), false)?;
-                send_filler(&mut send, len / 2, false).await?;
-                self.ending.abrupt.notify_one();
-                // Held until the connection is gone: dropped now, it would reset the stream.
-                let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
-                return Ok(());
-            }
+        if let Some(fault) = behaviour.fault {
+            return self.misbehave(fault, &behaviour, respond).await;
         }
         if behaviour.status < 200 {
             return stall(respond).await;
         }
         let answered = if behaviour.redirect > 0 {
-            let status = match behaviour.status {
-                s @ (301 | 303 | 307 | 308) => s,
-                _ => 302,
-            };
-            let mut response = head_of(status, Some(0));
-            let location = crate::behaviour::next_hop(&target);
-            if let Ok(value) = HeaderValue::from_str(&location) {
-                response.headers_mut().insert(http::header::LOCATION, value);
-            }
-            let sent = respond.send_response(response, true).map(drop);
-            self.responded();
-            sent
+            self.redirect(respond, behaviour.status, &target)
         } else if behaviour.token || behaviour.json {
             self.json(respond, &behaviour, is_head)
         } else {
@@ -275,6 +206,107 @@ impl Stream {
             self.ending.graceful.notify_one();
         }
         Ok(())
+    }
+
+    /// Reads the whole request body, counted and (up to a bound) kept, before anything else;
+    /// records the request when recording.
+    async fn receive(
+        &self,
+        head: &http::request::Parts,
+        target: &str,
+        body: &mut RecvStream,
+    ) -> Result<(), Gone> {
+        let mut seen = self.shared.recorder.as_ref().map(|_| SeenRequest {
+            method: head.method.as_str().to_owned(),
+            target: target.to_owned(),
+            headers: head
+                .headers
+                .iter()
+                .map(|(n, v)| {
+                    let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                    (n.as_str().to_owned(), value)
+                })
+                .collect(),
+            body: Vec::new(),
+            connection: self.seq,
+            version: "HTTP/2",
+            arrived: Instant::now(),
+        });
+        while let Some(data) = body.data().await {
+            let data = data?;
+            let _ = body.flow_control().release_capacity(data.len());
+            self.shared
+                .counters
+                .body_bytes_received
+                .fetch_add(data.len() as u64, Relaxed);
+            if let Some(seen) = &mut seen {
+                let room = RECORDED_BODY_BYTES.saturating_sub(seen.body.len());
+                seen.body.extend_from_slice(&data[..data.len().min(room)]);
+            }
+        }
+        if let Some(seen) = seen {
+            self.shared.record(seen);
+        }
+        Ok(())
+    }
+
+    /// Misbehaves as `fault` says, in its HTTP/2 form.
+    async fn misbehave(
+        &self,
+        fault: Fault,
+        behaviour: &Behaviour,
+        respond: &mut SendResponse<Bytes>,
+    ) -> Result<(), Gone> {
+        match fault {
+            Fault::Reset => {
+                respond.send_reset(Reason::INTERNAL_ERROR);
+                Ok(())
+            }
+            Fault::CloseBeforeHeaders => {
+                self.ending.abrupt.notify_one();
+                // Held until the connection is gone: dropped now, it would reset the stream.
+                stall(respond).await
+            }
+            Fault::Stall => stall(respond).await,
+            Fault::Malformed => {
+                let why = "fault=malformed has no HTTP/2 form: a correct HTTP/2 library cannot send an unparsable response";
+                self.text(respond, 400, why)
+            }
+            Fault::CloseMidBody => {
+                let len = behaviour
+                    .body_size
+                    .filter(|&n| n > 0)
+                    .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
+                let mut send =
+                    respond.send_response(head_of(behaviour.status, Some(len)), false)?;
+                send_filler(&mut send, len / 2, false).await?;
+                self.ending.abrupt.notify_one();
+                // Held until the connection is gone: dropped now, it would reset the stream.
+                let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// A redirect to the next hop of `target`'s chain (302 unless `status` is a redirect's).
+    fn redirect(
+        &self,
+        respond: &mut SendResponse<Bytes>,
+        status: u16,
+        target: &str,
+    ) -> Result<(), h2::Error> {
+        let status = match status {
+            s @ (301 | 303 | 307 | 308) => s,
+            _ => 302,
+        };
+        let mut response = head_of(status, Some(0));
+        let location = crate::behaviour::next_hop(target);
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(http::header::LOCATION, value);
+        }
+        let sent = respond.send_response(response, true).map(drop);
+        self.responded();
+        sent
     }
 
     /// The ordinary answer: the default body or `size` filler bytes, gzipped when the client

@@ -64,47 +64,14 @@ impl Request {
         let target = parsed.path.unwrap_or_default();
         let http10 = parsed.version == Some(0);
 
-        let mut close = false;
-        let mut keep_alive = false;
-        let mut length = None;
-        let mut chunked = false;
-        let mut expect_continue = false;
-        let mut gzip = false;
-        for header in parsed.headers.iter() {
-            let name = header.name;
-            if name.eq_ignore_ascii_case("accept-encoding") {
-                gzip |= header.value.split(|&b| b == b',').any(|coding| {
-                    let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
-                    coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
-                });
-            } else if name.eq_ignore_ascii_case("connection") {
-                for token in header.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
-            } else if name.eq_ignore_ascii_case("content-length") {
-                let n = parse_decimal(header.value).ok_or("invalid content-length")?;
-                if length.is_some_and(|prev| prev != n) {
-                    return Err("conflicting content-length headers");
-                }
-                length = Some(n);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = header
-                    .value
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .unwrap_or_default();
-                if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                    return Err("unsupported transfer-encoding");
-                }
-                chunked = true;
-            } else if name.eq_ignore_ascii_case("expect") {
-                expect_continue |= header
-                    .value
-                    .trim_ascii()
-                    .eq_ignore_ascii_case(b"100-continue");
-            }
-        }
+        let Fields {
+            close,
+            keep_alive,
+            length,
+            chunked,
+            expect_continue,
+            gzip,
+        } = Fields::of(parsed.headers)?;
         let body = match (chunked, length) {
             (true, _) => BodyFraming::Chunked,
             (false, Some(n)) if n > 0 => BodyFraming::Length(n),
@@ -161,6 +128,77 @@ impl Request {
             redirect,
             gzip,
         }))
+    }
+}
+
+/// What the server reads from a request's headers.
+struct Fields {
+    /// `Connection: close`.
+    close: bool,
+    /// `Connection: keep-alive` (HTTP/1.0).
+    keep_alive: bool,
+    /// `Content-Length`.
+    length: Option<u64>,
+    /// `Transfer-Encoding: chunked`.
+    chunked: bool,
+    /// `Expect: 100-continue`.
+    expect_continue: bool,
+    /// The client accepts gzip.
+    gzip: bool,
+}
+
+impl Fields {
+    /// Reads `headers`; `Err` is the reason for a `400`.
+    fn of(headers: &[httparse::Header<'_>]) -> Result<Fields, &'static str> {
+        let mut close = false;
+        let mut keep_alive = false;
+        let mut length = None;
+        let mut chunked = false;
+        let mut expect_continue = false;
+        let mut gzip = false;
+        for header in headers.iter() {
+            let name = header.name;
+            if name.eq_ignore_ascii_case("accept-encoding") {
+                gzip |= header.value.split(|&b| b == b',').any(|coding| {
+                    let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
+                    coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
+                });
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in header.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                    close |= token.eq_ignore_ascii_case(b"close");
+                    keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let n = parse_decimal(header.value).ok_or("invalid content-length")?;
+                if length.is_some_and(|prev| prev != n) {
+                    return Err("conflicting content-length headers");
+                }
+                length = Some(n);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                let last = header
+                    .value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .unwrap_or_default();
+                if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
+                    return Err("unsupported transfer-encoding");
+                }
+                chunked = true;
+            } else if name.eq_ignore_ascii_case("expect") {
+                expect_continue |= header
+                    .value
+                    .trim_ascii()
+                    .eq_ignore_ascii_case(b"100-continue");
+            }
+        }
+        Ok(Fields {
+            close,
+            keep_alive,
+            length,
+            chunked,
+            expect_continue,
+            gzip,
+        })
     }
 }
 
