@@ -1,23 +1,24 @@
 //! Scenarios and their steps (requests, pauses, groups, loops, choices, `if:` conditions)
 //! compiled into flat programs, with variables checked in document order: a template may use
 //! plan variables, data columns, built-ins, and variables extracted by an earlier step of the
-//! same scenario.
+//! same scenario. `setup:` and `teardown:` are lists of steps too, run once per run, each
+//! compiled into a program of its own so its statistics and check rows stay apart from the
+//! users'.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compiler::{pos_in, Compiler};
 use crate::condition::{Expr, Name};
 use crate::error::Result;
-use crate::model::{Op, Scenario};
-use crate::parse::{pos_in, Compiler};
+use crate::model::{Op, Phase, Program, Scenario};
 use crate::yaml::{Kind, Node};
 
 mod form;
 mod framing;
-mod phase;
 mod request;
 
-pub(crate) use phase::phase;
 use request::{request, REQUEST_KEYS};
 
 /// `load` is read apart, with the plan's (`parse::executors`).
@@ -198,6 +199,50 @@ fn condition(c: &Compiler<'_>, node: &Node, defined: &HashSet<usize>) -> Result<
     let expr = crate::condition::parse(text, &mut resolve)
         .map_err(|(offset, m)| c.rd.err_at(pos_in(node, offset), m))?;
     Ok((expr, text.to_string()))
+}
+
+/// Compiles the steps of phase `name` at `node`. Its templates may read the variables in
+/// `defined`; the variables it extracts are added to `defined` and listed as its exports.
+pub(crate) fn phase(
+    c: &mut Compiler<'_>,
+    node: &Node,
+    name: &str,
+    defined: &mut HashSet<usize>,
+) -> Result<Phase> {
+    let users_steps = std::mem::take(&mut c.steps);
+    let users_checks = std::mem::take(&mut c.checks);
+    let users_requests = std::mem::take(&mut c.requests);
+    let before = defined.clone();
+    let mut ops = Vec::new();
+    let mut feeders = c.default_header_feeders.clone();
+    let compiled = compile_steps(c, node, &mut ops, defined, &mut feeders);
+    let steps = std::mem::replace(&mut c.steps, users_steps);
+    let checks = std::mem::replace(&mut c.checks, users_checks);
+    let requests = std::mem::replace(&mut c.requests, users_requests);
+    compiled?;
+    let mut exports: Vec<usize> = defined.difference(&before).copied().collect();
+    exports.sort_unstable();
+    let program = Program {
+        steps,
+        checks,
+        requests,
+        scenarios: vec![Scenario {
+            name: name.to_string(),
+            weight: 1,
+            ops,
+            feeders,
+        }],
+        initial: c.initial.clone(),
+        feeders: c.feeders.clone(),
+        // A phase's scripts are compiled with the users' (one list); its users run them from
+        // their own copy.
+        scripts: c.scripts.clone(),
+        metrics: c.metrics.clone(),
+    };
+    Ok(Phase {
+        program: Arc::new(program),
+        exports,
+    })
 }
 
 /// A `choice:` step: a list of branches, `{ weight, steps }`, one run per pass, by weight.

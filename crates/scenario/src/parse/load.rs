@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use belier_engine::{Profile, Spacing, Stage, DEFAULT_MAX_CONNECTIONS};
 
-use super::DEFAULT_SEED;
 use crate::error::Result;
 use crate::model::{LoadModel, LoadPlan};
 use crate::yaml::{Kind, Node, Reader};
+
+/// Seed of the users' generators when the plan sets none: runs repeat by default.
+pub const DEFAULT_SEED: u64 = 1;
 
 const LOAD_KEYS: &[&str] = &[
     "vus",

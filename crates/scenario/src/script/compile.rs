@@ -10,46 +10,11 @@ use std::sync::{Arc, OnceLock};
 use belier_engine::user::{CustomMetric, MetricKind};
 use regex::Regex;
 
+use crate::compiler::Compiler;
 use crate::error::{PlanError, Pos, Result};
-use crate::parse::Compiler;
 use crate::yaml::{Kind, Node};
 
-/// Where a script runs, and so what it sees besides `vars`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hook {
-    /// A `script:` step: variables only.
-    Step,
-    /// Before its request is sent: `request` (method, path, headers, body), which it may change.
-    BeforeRequest,
-    /// After its response arrived: `response` (status, headers, body, latency_ms).
-    AfterResponse,
-}
-
-impl Hook {
-    /// The key that gives it in a plan, and the last part of its check's name.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            Hook::Step => "script",
-            Hook::BeforeRequest => "before_request",
-            Hook::AfterResponse => "after_response",
-        }
-    }
-}
-
-/// A compiled script.
-#[derive(Clone, Debug)]
-pub(crate) struct Script {
-    pub ast: Arc<rhai::AST>,
-    pub hook: Hook,
-    /// The check counting its calls: passed, or failed with an error.
-    pub check: usize,
-    /// Variables it names (`vars.NAME`), with their slots: the ones it may read or set.
-    pub vars: Vec<(String, usize)>,
-    /// Those it assigns (`vars.NAME = ...`), copied back after each call.
-    pub sets: Vec<usize>,
-    /// Where it comes from, for `belier check`: `inline, N lines` or the file as written.
-    pub source: String,
-}
+use super::compiled::{Hook, Script};
 
 fn var_use() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -192,35 +157,6 @@ pub(crate) fn compile(
         source,
     });
     Ok(c.scripts.len() - 1)
-}
-
-impl Script {
-    /// One line for `belier check`: where it runs, where it comes from, the variables it
-    /// names and sets.
-    pub(crate) fn describe(&self) -> String {
-        let mut line = format!("{} ({})", self.hook.key(), self.source);
-        let names = |slots: &mut dyn Iterator<Item = &usize>| -> Vec<&str> {
-            slots
-                .filter_map(|s| self.vars.iter().find(|(_, v)| v == s))
-                .map(|(n, _)| n.as_str())
-                .collect()
-        };
-        let reads = names(
-            &mut self
-                .vars
-                .iter()
-                .map(|(_, s)| s)
-                .filter(|s| !self.sets.contains(s)),
-        );
-        if !reads.is_empty() {
-            line.push_str(&format!(" reads {}", reads.join(", ")));
-        }
-        let sets = names(&mut self.sets.iter());
-        if !sets.is_empty() {
-            line.push_str(&format!(" sets {}", sets.join(", ")));
-        }
-        line
-    }
 }
 
 /// Where a script's text is, to turn an offset in it into a file position.

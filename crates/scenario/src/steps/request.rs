@@ -10,13 +10,14 @@ use regex::Regex;
 use serde_json_path::JsonPath;
 
 use crate::check::{self, Check};
+use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::extract::{Extraction, Source};
-use crate::model::{Body, JsonTemplate, Request, Scheme};
-use crate::parse::Compiler;
+use crate::model::{Body, JsonTemplate, Request};
+use crate::origin::Origin;
+use crate::origin::Scheme;
 use crate::script::{self, Hook};
 use crate::steps::form;
-use crate::targets::Origin;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
 
@@ -492,17 +493,6 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
     })
 }
 
-/// One or several strings.
-pub(super) fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
-    match &node.kind {
-        Kind::Seq(items) => Ok(items.iter().collect()),
-        _ => {
-            c.rd.str(node, what)?;
-            Ok(vec![node])
-        }
-    }
-}
-
 fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
     let rd = c.rd;
     let f = rd.map(node, "check", CHECK_KEYS)?;
@@ -511,7 +501,7 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
         match key {
             "status" => {
                 let mut codes = Vec::new();
-                for n in strings(c, value, "a status code")? {
+                for n in c.rd.strings(value, "a status code")? {
                     match rd.u64(n, "a status code")? {
                         code @ 100..=599 => codes.push(code as u16),
                         other => {
@@ -528,12 +518,12 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
                 out.push(check::Kind::Status(codes));
             }
             "body_contains" => {
-                for n in strings(c, value, "text the body contains")? {
+                for n in c.rd.strings(value, "text the body contains")? {
                     out.push(check::Kind::BodyContains(rd.str(n, "text")?.to_string()));
                 }
             }
             "body_matches" => {
-                for n in strings(c, value, "a regex")? {
+                for n in c.rd.strings(value, "a regex")? {
                     out.push(check::Kind::BodyMatches(regex(c, n)?));
                 }
             }
@@ -554,7 +544,7 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
                     }
                 }
                 _ => {
-                    for n in strings(c, value, "a header name")? {
+                    for n in c.rd.strings(value, "a header name")? {
                         out.push(check::Kind::Header(
                             rd.str(n, "a header name")?.to_string(),
                             None,
