@@ -4,7 +4,7 @@
 
 use belier_engine::request::{rules, InvalidRequest};
 
-use super::{header, CurlBody, INPUT};
+use super::request::{header, CurlBody, INPUT};
 use crate::import::error::ImportError;
 use crate::import::headers::check_header;
 
