@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::feeder::{Feeder, Order};
-use crate::model::{Options, Plan, Program, Target};
+use crate::model::{Options, Phase, Plan, Program, Scenario, Target};
 use crate::origin::Origin;
 use crate::origin::Scheme;
 use crate::template::{self, Reference, Segment, Template};
@@ -141,22 +141,7 @@ fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Res
             "expected `scenarios:`, a list of scenarios with `name` and `steps`",
         ));
     };
-    // What setup extracts every user and teardown may read; the users' copies start with
-    // setup's values (set when setup has run), so they need no `variables set` check.
-    let mut shared = constants.clone();
-    let setup = top
-        .get("setup")
-        .map(|n| crate::steps::phase(&mut c, n, "setup", &mut shared))
-        .transpose()?;
-    for slot in setup.iter().flat_map(|s| &s.exports) {
-        c.initial[*slot] = Some(String::new());
-    }
-    let scenarios = crate::steps::scenarios(&mut c, scenarios_node, &shared)?;
-    let teardown = top
-        .get("teardown")
-        .map(|n| crate::steps::phase(&mut c, n, "teardown", &mut shared))
-        .transpose()?;
-
+    let (setup, scenarios, teardown) = phases(&mut c, &top, scenarios_node, &constants)?;
     check_one_host(&c, &top, &root, &options)?;
 
     let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
@@ -236,6 +221,32 @@ fn variables(c: &mut Compiler<'_>, node: &Node) -> Result<Vec<(String, String)>>
         variables.push((name.to_string(), written));
     }
     Ok(variables)
+}
+
+/// The plan's `setup`, `scenarios` and `teardown`, compiled in that order: the scenarios may
+/// read the plan's `constants` and what setup extracts; teardown those and what it extracts.
+fn phases(
+    c: &mut Compiler<'_>,
+    top: &Fields<'_>,
+    scenarios_node: &Node,
+    constants: &HashSet<usize>,
+) -> Result<(Option<Phase>, Vec<Scenario>, Option<Phase>)> {
+    // What setup extracts every user and teardown may read; the users' copies start with
+    // setup's values (set when setup has run), so they need no `variables set` check.
+    let mut shared = constants.clone();
+    let setup = top
+        .get("setup")
+        .map(|n| crate::steps::phase(c, n, "setup", &mut shared))
+        .transpose()?;
+    for slot in setup.iter().flat_map(|s| &s.exports) {
+        c.initial[*slot] = Some(String::new());
+    }
+    let scenarios = crate::steps::scenarios(c, scenarios_node, &shared)?;
+    let teardown = top
+        .get("teardown")
+        .map(|n| crate::steps::phase(c, n, "teardown", &mut shared))
+        .transpose()?;
+    Ok((setup, scenarios, teardown))
 }
 
 /// Refuses `http2` on a plan whose steps go to other hosts than the target's.

@@ -90,7 +90,6 @@ fn compile_steps(
                 ),
             ));
         };
-        let has = |k: &str| entries.iter().any(|(key, _)| key.scalar() == Some(k));
         let guard = match entries.iter().find(|(k, _)| k.scalar() == Some("if")) {
             Some((_, node)) => {
                 let (cond, text) = condition(c, node, defined)?;
@@ -103,68 +102,7 @@ fn compile_steps(
             }
             None => None,
         };
-        if has("pause") {
-            let f = rd.map(item, "a pause step", &["pause", "if"])?;
-            let (min, max) = pause(c, f.get("pause").unwrap_or(item))?;
-            ops.push(Op::Pause(min, max));
-        } else if has("group") {
-            let f = rd.map(item, "a group step", &["group", "steps", "if"])?;
-            let name = rd.str(f.get("group").unwrap_or(item), "a group name")?;
-            let Some(steps) = f.get("steps") else {
-                return Err(rd.err(item, format!("group `{name}` needs `steps:`")));
-            };
-            ops.push(Op::Group(name.to_string()));
-            compile_steps(c, steps, ops, defined, feeders)?;
-            ops.push(Op::GroupEnd);
-        } else if has("loop") {
-            let f = rd.map(item, "a loop step", &["loop", "steps", "if"])?;
-            let loop_node = f.get("loop").unwrap_or(item);
-            let (count, steps) = match &loop_node.kind {
-                Kind::Map(_) => {
-                    if let Some(k) = f.key_node("steps") {
-                        return Err(rd.err(
-                            k,
-                            "give `steps` either inside `loop:` or beside it, not both",
-                        ));
-                    }
-                    let inner = rd.map(loop_node, "a loop", &["count", "steps"])?;
-                    let Some(count) = inner.get("count") else {
-                        return Err(rd.err(loop_node, "a loop needs `count`"));
-                    };
-                    (rd.u64(count, "a loop count")?, inner.get("steps"))
-                }
-                _ => (rd.u64(loop_node, "a loop count")?, f.get("steps")),
-            };
-            let Some(steps) = steps else {
-                return Err(rd.err(item, "a loop needs `steps:`"));
-            };
-            let start = ops.len();
-            ops.push(Op::LoopStart { count, end: 0 });
-            compile_steps(c, steps, ops, defined, feeders)?;
-            let end = ops.len();
-            ops.push(Op::LoopEnd { start });
-            ops[start] = Op::LoopStart { count, end };
-        } else if has("choice") {
-            choice(c, item, ops, defined, feeders)?;
-        } else if has("script") {
-            let f = rd.map(item, "a script step", &["script", "name", "if"])?;
-            let name = match f.get("name") {
-                Some(n) => rd.str(n, "a script step's name")?,
-                None => "script",
-            };
-            let node = f.get("script").unwrap_or(item);
-            let index = crate::script::compile(c, node, crate::script::Hook::Step, name, defined)?;
-            ops.push(Op::Script(index));
-        } else {
-            let f = rd.map(item, "a request step", REQUEST_KEYS)?;
-            for k in ["steps"] {
-                if let Some(key) = f.key_node(k) {
-                    return Err(rd.err(key, format!("`{k}` belongs to a `group` or `loop` step")));
-                }
-            }
-            let index = request(c, &f, defined, feeders)?;
-            ops.push(Op::Request(index));
-        }
+        step(c, item, entries, ops, defined, feeders)?;
         if let Some(at) = guard {
             let end = ops.len();
             ops.push(Op::GroupEnd);
@@ -173,6 +111,95 @@ fn compile_steps(
             }
         }
     }
+    Ok(())
+}
+
+/// One step, of the kind its keys say (its `if:` aside).
+fn step(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    entries: &[(Node, Node)],
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let has = |k: &str| entries.iter().any(|(key, _)| key.scalar() == Some(k));
+    if has("pause") {
+        let f = rd.map(item, "a pause step", &["pause", "if"])?;
+        let (min, max) = pause(c, f.get("pause").unwrap_or(item))?;
+        ops.push(Op::Pause(min, max));
+    } else if has("group") {
+        let f = rd.map(item, "a group step", &["group", "steps", "if"])?;
+        let name = rd.str(f.get("group").unwrap_or(item), "a group name")?;
+        let Some(steps) = f.get("steps") else {
+            return Err(rd.err(item, format!("group `{name}` needs `steps:`")));
+        };
+        ops.push(Op::Group(name.to_string()));
+        compile_steps(c, steps, ops, defined, feeders)?;
+        ops.push(Op::GroupEnd);
+    } else if has("loop") {
+        loop_step(c, item, ops, defined, feeders)?;
+    } else if has("choice") {
+        choice(c, item, ops, defined, feeders)?;
+    } else if has("script") {
+        let f = rd.map(item, "a script step", &["script", "name", "if"])?;
+        let name = match f.get("name") {
+            Some(n) => rd.str(n, "a script step's name")?,
+            None => "script",
+        };
+        let node = f.get("script").unwrap_or(item);
+        let index = crate::script::compile(c, node, crate::script::Hook::Step, name, defined)?;
+        ops.push(Op::Script(index));
+    } else {
+        let f = rd.map(item, "a request step", REQUEST_KEYS)?;
+        for k in ["steps"] {
+            if let Some(key) = f.key_node(k) {
+                return Err(rd.err(key, format!("`{k}` belongs to a `group` or `loop` step")));
+            }
+        }
+        let index = request(c, &f, defined, feeders)?;
+        ops.push(Op::Request(index));
+    }
+    Ok(())
+}
+
+/// A `loop:` step: `count` passes over its `steps`, given inside `loop:` or beside it.
+fn loop_step(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let f = rd.map(item, "a loop step", &["loop", "steps", "if"])?;
+    let loop_node = f.get("loop").unwrap_or(item);
+    let (count, steps) = match &loop_node.kind {
+        Kind::Map(_) => {
+            if let Some(k) = f.key_node("steps") {
+                return Err(rd.err(
+                    k,
+                    "give `steps` either inside `loop:` or beside it, not both",
+                ));
+            }
+            let inner = rd.map(loop_node, "a loop", &["count", "steps"])?;
+            let Some(count) = inner.get("count") else {
+                return Err(rd.err(loop_node, "a loop needs `count`"));
+            };
+            (rd.u64(count, "a loop count")?, inner.get("steps"))
+        }
+        _ => (rd.u64(loop_node, "a loop count")?, f.get("steps")),
+    };
+    let Some(steps) = steps else {
+        return Err(rd.err(item, "a loop needs `steps:`"));
+    };
+    let start = ops.len();
+    ops.push(Op::LoopStart { count, end: 0 });
+    compile_steps(c, steps, ops, defined, feeders)?;
+    let end = ops.len();
+    ops.push(Op::LoopEnd { start });
+    ops[start] = Op::LoopStart { count, end };
     Ok(())
 }
 
