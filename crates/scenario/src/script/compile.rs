@@ -43,8 +43,31 @@ pub(crate) fn compile(
     step: &str,
     defined: &mut HashSet<usize>,
 ) -> Result<usize> {
+    let (text, origin, source) = text(c, node)?;
+    let at = |offset: usize| origin.pos(&text, offset);
+    let ast = syntax(&text, &at)?;
+    let (vars, sets) = variables(c, &text, defined, &at)?;
+    metrics(c, &text, &at)?;
+    for &slot in &sets {
+        defined.insert(slot);
+    }
+    let check = c.check_row(&format!("{step}: {}", hook.key()));
+    c.scripts.push(Script {
+        ast: Arc::new(ast),
+        hook,
+        check,
+        vars,
+        sets,
+        source,
+    });
+    Ok(c.scripts.len() - 1)
+}
+
+/// The script's text, where it is, and how `belier check` names its source: inline in the
+/// plan, or the file `{ file: PATH }` names.
+fn text<'n>(c: &Compiler<'_>, node: &'n Node) -> Result<(String, Origin<'n>, String)> {
     let rd = c.rd;
-    let (text, origin, source) = match &node.kind {
+    Ok(match &node.kind {
         Kind::Map(_) => {
             let f = rd.map(node, "a script file (`file: hooks.rhai`)", &["file"])?;
             let Some(file_node) = f.get("file") else {
@@ -69,9 +92,12 @@ pub(crate) fn compile(
                 source,
             )
         }
-    };
-    let at = |offset: usize| origin.pos(&text, offset);
-    let ast = super::api::engine().compile(&text).map_err(|e| {
+    })
+}
+
+/// The script compiled, or its syntax error at the line and column it names.
+fn syntax(text: &str, at: &dyn Fn(usize) -> At) -> Result<rhai::AST> {
+    super::api::engine().compile(text).map_err(|e| {
         let p = e.position();
         let line = p.line().unwrap_or(1);
         let col = p.position().unwrap_or(1);
@@ -84,11 +110,20 @@ pub(crate) fn compile(
                 l.char_indices().nth(col - 1).map_or(l.len(), |(i, _)| i)
             });
         at(offset).with(format!("script syntax: {}", e.err_type()))
-    })?;
+    })
+}
 
+/// The variables the script names (`vars.NAME`), with their slots, and those it sets: each
+/// must be defined before it unless the script assigns it first (`vars.x = ...`).
+fn variables(
+    c: &mut Compiler<'_>,
+    text: &str,
+    defined: &HashSet<usize>,
+    at: &dyn Fn(usize) -> At,
+) -> Result<(Vec<(String, usize)>, Vec<usize>)> {
     let mut vars: Vec<(String, usize)> = Vec::new();
     let mut sets = Vec::new();
-    for m in var_use().captures_iter(&text) {
+    for m in var_use().captures_iter(text) {
         let name = m.get(1).or(m.get(2)).map_or("", |n| n.as_str());
         // `vars.x = ...` defines `x`; `vars.x += ...` reads it first.
         let op = m.get(3).map(|o| o.as_str());
@@ -113,7 +148,13 @@ pub(crate) fn compile(
             sets.push(slot);
         }
     }
-    for m in metric_use().captures_iter(&text) {
+    Ok((vars, sets))
+}
+
+/// Adds the custom metrics the script counts (`counter("name", n)`, `trend("name", ms)`) to
+/// the compiler's, each named by a string literal and of one kind throughout the plan.
+fn metrics(c: &mut Compiler<'_>, text: &str, at: &dyn Fn(usize) -> At) -> Result<()> {
+    for m in metric_use().captures_iter(text) {
         let whole = m.get(0).map_or(0, |m| m.start());
         let kind = match &m[1] {
             "counter" => MetricKind::Counter,
@@ -144,19 +185,7 @@ pub(crate) fn compile(
             }),
         }
     }
-    for &slot in &sets {
-        defined.insert(slot);
-    }
-    let check = c.check_row(&format!("{step}: {}", hook.key()));
-    c.scripts.push(Script {
-        ast: Arc::new(ast),
-        hook,
-        check,
-        vars,
-        sets,
-        source,
-    });
-    Ok(c.scripts.len() - 1)
+    Ok(())
 }
 
 /// Where a script's text is, to turn an offset in it into a file position.
