@@ -366,17 +366,6 @@ fn exchange(
             headers.push(("Content-Type".into(), p.mime_type.clone()));
         }
     }
-    let content = &entry.response.content;
-    let body_text = content.text.as_ref().and_then(|t| {
-        if content.encoding.as_deref() == Some("base64") {
-            base64::engine::general_purpose::STANDARD
-                .decode(t)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-        } else {
-            Some(t.clone())
-        }
-    });
     Ok(Exchange {
         request: DraftRequest {
             method: request.method.to_ascii_uppercase(),
@@ -389,8 +378,23 @@ fn exchange(
         },
         response: Response {
             headers: response_headers(&entry.response),
-            body: body_text,
+            body: response_text(&entry.response.content),
         },
+    })
+}
+
+/// The response's body as text (decoded from base64 where the HAR says so); `None` when it
+/// is not recorded or not UTF-8.
+fn response_text(content: &Content) -> Option<String> {
+    content.text.as_ref().and_then(|t| {
+        if content.encoding.as_deref() == Some("base64") {
+            base64::engine::general_purpose::STANDARD
+                .decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+        } else {
+            Some(t.clone())
+        }
     })
 }
 
