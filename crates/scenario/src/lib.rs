@@ -25,7 +25,6 @@ mod extract;
 mod feeder;
 pub mod files;
 mod form;
-pub mod import;
 mod model;
 mod origin;
 mod parse;

@@ -9,7 +9,7 @@ use belier_engine::request::rules;
 
 use super::refusals::{check_option, framing, shown};
 use super::request::{header, CurlBody, CurlRequest, FOLLOW, INPUT};
-use crate::import::error::ImportError;
+use crate::error::ImportError;
 
 /// What `--compressed` asks for; curl asks for the encodings it was built with.
 const COMPRESSED: &str = "gzip, deflate, br, zstd";

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::import::draft::{Draft, DraftRequest, DraftStep};
-use crate::import::error::ImportError;
+use crate::draft::{Draft, DraftRequest, DraftStep};
+use crate::error::ImportError;
 
 /// What the errors call the input.
 pub(super) const INPUT: &str = "curl command";
