@@ -1,11 +1,11 @@
 //! `belier import har FILE` and `belier import curl 'curl …'`: a recording or a command made
-//! into a plan (the importers are `belier_scenario::import`'s; this module reads the input,
+//! into a plan (the importers are `belier_import`'s; this module reads the input,
 //! writes the plan and says what it did, naming variables and counts, never header values).
 
 use std::path::{Path, PathBuf};
 
+use belier_import::{self as import, Draft, DraftStep, Extract, ImportError};
 use belier_scenario::files;
-use belier_scenario::import::{self, Draft, DraftStep, Extract, ImportError};
 use clap::{Args, Subcommand};
 
 /// Options of `belier import`.

@@ -92,7 +92,7 @@ fn main() -> ExitCode {
         Err(e)
             if e.is::<InputError>()
                 || e.is::<belier_scenario::PlanError>()
-                || e.is::<belier_scenario::import::ImportError>() =>
+                || e.is::<belier_import::ImportError>() =>
         {
             eprintln!("error: {e}");
             EXIT_USAGE

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use belier_scenario::import::{self, Correlation, Recorded};
+use belier_import::{self as import, Correlation, Recorded};
 
 /// What a recording gave.
 #[derive(Clone, Debug, Default)]
@@ -194,7 +194,7 @@ pub fn write_plan(path: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use std::time::Duration;
 
-    use belier_scenario::import::{DraftRequest, Exchange, Response};
+    use belier_import::{DraftRequest, Exchange, Response};
 
     use super::*;
 

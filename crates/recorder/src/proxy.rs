@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use belier_scenario::import::{
+use belier_import::{
     is_dropped_on_import, is_hop_by_hop, DraftRequest, Exchange, Recorded, Response,
 };
 use bytes::Bytes;

@@ -23,7 +23,42 @@ impl Plan {
     /// checks and extractions, statistics rows and thresholds.
     pub fn describe(&self) -> String {
         let mut out = String::new();
+        self.write_connection(&mut out);
+        self.write_inputs(&mut out);
+        self.write_users(&mut out);
         let p = &self.program;
+        let _ = writeln!(out, "statistics rows: {}", p.steps.join(" | "));
+        if !p.metrics.is_empty() {
+            let metrics: Vec<String> = p
+                .metrics
+                .iter()
+                .map(|m| format!("{} ({})", m.name, m.kind.name()))
+                .collect();
+            let _ = writeln!(out, "custom metrics: {}", metrics.join(" | "));
+        }
+        if !self.thresholds.is_empty() {
+            let _ = writeln!(out, "thresholds:");
+            for t in &self.thresholds {
+                match t.abort_after {
+                    Some(after) => {
+                        let _ = writeln!(
+                            out,
+                            "  {}   (stops the run when it fails, judged from {} on)",
+                            t.expression,
+                            crate::duration::show(after)
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "  {}", t.expression);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Where the plan's requests go and how: its file, target, other hosts, options, TLS.
+    fn write_connection(&self, out: &mut String) {
         let o = &self.options;
         let _ = writeln!(out, "plan: {}", self.file.display());
         if self.target_written.contains("{{") {
@@ -78,6 +113,12 @@ impl Plan {
                 o.sni.as_deref().unwrap_or("-"),
             );
         }
+    }
+
+    /// What the requests are made from: default headers, variables, data files.
+    fn write_inputs(&self, out: &mut String) {
+        let p = &self.program;
+        let o = &self.options;
         if !o.headers.is_empty() {
             let _ = writeln!(out, "headers:");
             for (n, v) in &o.headers {
@@ -104,8 +145,15 @@ impl Plan {
                 );
             }
         }
+    }
+
+    /// Who runs what: the load (or each executor's), setup, the scenarios and their steps,
+    /// teardown.
+    fn write_users(&self, out: &mut String) {
+        let p = &self.program;
+        let o = &self.options;
         if self.executors.is_empty() {
-            load(&mut out, "", &self.load);
+            load(out, "", &self.load);
         } else {
             let _ = writeln!(
                 out,
@@ -119,7 +167,7 @@ impl Plan {
                 "setup (once, before any user; its variables shared with every user):"
             );
             steps(
-                &mut out,
+                out,
                 &setup.program,
                 &setup.program.scenarios[0].ops,
                 &o.headers,
@@ -143,9 +191,9 @@ impl Plan {
                 } else {
                     "    "
                 };
-                load(&mut out, pad, &e.load);
+                load(out, pad, &e.load);
             }
-            steps(&mut out, p, &s.ops, &o.headers, false);
+            steps(out, p, &s.ops, &o.headers, false);
         }
         if let Some(teardown) = &self.teardown {
             let _ = writeln!(
@@ -153,36 +201,8 @@ impl Plan {
                 "teardown (once, after the last user, Ctrl-C or failed thresholds included):"
             );
             let ops = &teardown.program.scenarios[0].ops;
-            steps(&mut out, &teardown.program, ops, &o.headers, true);
+            steps(out, &teardown.program, ops, &o.headers, true);
         }
-        let _ = writeln!(out, "statistics rows: {}", p.steps.join(" | "));
-        if !p.metrics.is_empty() {
-            let metrics: Vec<String> = p
-                .metrics
-                .iter()
-                .map(|m| format!("{} ({})", m.name, m.kind.name()))
-                .collect();
-            let _ = writeln!(out, "custom metrics: {}", metrics.join(" | "));
-        }
-        if !self.thresholds.is_empty() {
-            let _ = writeln!(out, "thresholds:");
-            for t in &self.thresholds {
-                match t.abort_after {
-                    Some(after) => {
-                        let _ = writeln!(
-                            out,
-                            "  {}   (stops the run when it fails, judged from {} on)",
-                            t.expression,
-                            crate::duration::show(after)
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(out, "  {}", t.expression);
-                    }
-                }
-            }
-        }
-        out
     }
 }
 

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 mod check;
+mod compiler;
 mod condition;
 mod cookie;
 mod describe;
@@ -24,8 +25,8 @@ mod extract;
 mod feeder;
 pub mod files;
 mod form;
-pub mod import;
 mod model;
+mod origin;
 mod parse;
 mod script;
 mod steps;
@@ -41,7 +42,8 @@ use std::sync::Arc;
 
 pub use error::{PlanError, Pos};
 pub use feeder::{Feeder, Order};
-pub use model::{Executor, LoadModel, LoadPlan, Options, Plan, Scheme, Target};
+pub use model::{Executor, LoadModel, LoadPlan, Options, Plan, Target};
+pub use origin::Scheme;
 pub use parse::{Copies, DEFAULT_SEED, MAX_FOLLOW};
 pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold, DEFAULT_ABORT_AFTER};
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};

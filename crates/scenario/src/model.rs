@@ -12,18 +12,9 @@ use crate::condition::Expr;
 use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::form::{Form, Multipart};
-use crate::targets::Origin;
+use crate::origin::{Origin, Scheme};
 use crate::template::Template;
 use crate::threshold::Threshold;
-
-/// `http` or `https`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    /// Plain HTTP.
-    Http,
-    /// HTTP over TLS.
-    Https,
-}
 
 /// Where every request of the plan goes.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,9 +19,11 @@
 
 mod api;
 mod compile;
+mod compiled;
 mod run;
 
-pub(crate) use compile::{compile, Hook, Script};
+pub(crate) use compile::compile;
+pub(crate) use compiled::{Hook, Script};
 pub(crate) use run::{run, Call, ScriptErrors};
 
 use belier_engine::user::{CustomMetric, MetricKind};

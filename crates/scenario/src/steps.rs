@@ -1,23 +1,24 @@
 //! Scenarios and their steps (requests, pauses, groups, loops, choices, `if:` conditions)
 //! compiled into flat programs, with variables checked in document order: a template may use
 //! plan variables, data columns, built-ins, and variables extracted by an earlier step of the
-//! same scenario.
+//! same scenario. `setup:` and `teardown:` are lists of steps too, run once per run, each
+//! compiled into a program of its own so its statistics and check rows stay apart from the
+//! users'.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compiler::{pos_in, Compiler};
 use crate::condition::{Expr, Name};
 use crate::error::Result;
-use crate::model::{Op, Scenario};
-use crate::parse::{pos_in, Compiler};
+use crate::model::{Op, Phase, Program, Scenario};
 use crate::yaml::{Kind, Node};
 
 mod form;
 mod framing;
-mod phase;
 mod request;
 
-pub(crate) use phase::phase;
 use request::{request, REQUEST_KEYS};
 
 /// `load` is read apart, with the plan's (`parse::executors`).
@@ -89,7 +90,6 @@ fn compile_steps(
                 ),
             ));
         };
-        let has = |k: &str| entries.iter().any(|(key, _)| key.scalar() == Some(k));
         let guard = match entries.iter().find(|(k, _)| k.scalar() == Some("if")) {
             Some((_, node)) => {
                 let (cond, text) = condition(c, node, defined)?;
@@ -102,68 +102,7 @@ fn compile_steps(
             }
             None => None,
         };
-        if has("pause") {
-            let f = rd.map(item, "a pause step", &["pause", "if"])?;
-            let (min, max) = pause(c, f.get("pause").unwrap_or(item))?;
-            ops.push(Op::Pause(min, max));
-        } else if has("group") {
-            let f = rd.map(item, "a group step", &["group", "steps", "if"])?;
-            let name = rd.str(f.get("group").unwrap_or(item), "a group name")?;
-            let Some(steps) = f.get("steps") else {
-                return Err(rd.err(item, format!("group `{name}` needs `steps:`")));
-            };
-            ops.push(Op::Group(name.to_string()));
-            compile_steps(c, steps, ops, defined, feeders)?;
-            ops.push(Op::GroupEnd);
-        } else if has("loop") {
-            let f = rd.map(item, "a loop step", &["loop", "steps", "if"])?;
-            let loop_node = f.get("loop").unwrap_or(item);
-            let (count, steps) = match &loop_node.kind {
-                Kind::Map(_) => {
-                    if let Some(k) = f.key_node("steps") {
-                        return Err(rd.err(
-                            k,
-                            "give `steps` either inside `loop:` or beside it, not both",
-                        ));
-                    }
-                    let inner = rd.map(loop_node, "a loop", &["count", "steps"])?;
-                    let Some(count) = inner.get("count") else {
-                        return Err(rd.err(loop_node, "a loop needs `count`"));
-                    };
-                    (rd.u64(count, "a loop count")?, inner.get("steps"))
-                }
-                _ => (rd.u64(loop_node, "a loop count")?, f.get("steps")),
-            };
-            let Some(steps) = steps else {
-                return Err(rd.err(item, "a loop needs `steps:`"));
-            };
-            let start = ops.len();
-            ops.push(Op::LoopStart { count, end: 0 });
-            compile_steps(c, steps, ops, defined, feeders)?;
-            let end = ops.len();
-            ops.push(Op::LoopEnd { start });
-            ops[start] = Op::LoopStart { count, end };
-        } else if has("choice") {
-            choice(c, item, ops, defined, feeders)?;
-        } else if has("script") {
-            let f = rd.map(item, "a script step", &["script", "name", "if"])?;
-            let name = match f.get("name") {
-                Some(n) => rd.str(n, "a script step's name")?,
-                None => "script",
-            };
-            let node = f.get("script").unwrap_or(item);
-            let index = crate::script::compile(c, node, crate::script::Hook::Step, name, defined)?;
-            ops.push(Op::Script(index));
-        } else {
-            let f = rd.map(item, "a request step", REQUEST_KEYS)?;
-            for k in ["steps"] {
-                if let Some(key) = f.key_node(k) {
-                    return Err(rd.err(key, format!("`{k}` belongs to a `group` or `loop` step")));
-                }
-            }
-            let index = request(c, &f, defined, feeders)?;
-            ops.push(Op::Request(index));
-        }
+        step(c, item, entries, ops, defined, feeders)?;
         if let Some(at) = guard {
             let end = ops.len();
             ops.push(Op::GroupEnd);
@@ -172,6 +111,95 @@ fn compile_steps(
             }
         }
     }
+    Ok(())
+}
+
+/// One step, of the kind its keys say (its `if:` aside).
+fn step(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    entries: &[(Node, Node)],
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let has = |k: &str| entries.iter().any(|(key, _)| key.scalar() == Some(k));
+    if has("pause") {
+        let f = rd.map(item, "a pause step", &["pause", "if"])?;
+        let (min, max) = pause(c, f.get("pause").unwrap_or(item))?;
+        ops.push(Op::Pause(min, max));
+    } else if has("group") {
+        let f = rd.map(item, "a group step", &["group", "steps", "if"])?;
+        let name = rd.str(f.get("group").unwrap_or(item), "a group name")?;
+        let Some(steps) = f.get("steps") else {
+            return Err(rd.err(item, format!("group `{name}` needs `steps:`")));
+        };
+        ops.push(Op::Group(name.to_string()));
+        compile_steps(c, steps, ops, defined, feeders)?;
+        ops.push(Op::GroupEnd);
+    } else if has("loop") {
+        loop_step(c, item, ops, defined, feeders)?;
+    } else if has("choice") {
+        choice(c, item, ops, defined, feeders)?;
+    } else if has("script") {
+        let f = rd.map(item, "a script step", &["script", "name", "if"])?;
+        let name = match f.get("name") {
+            Some(n) => rd.str(n, "a script step's name")?,
+            None => "script",
+        };
+        let node = f.get("script").unwrap_or(item);
+        let index = crate::script::compile(c, node, crate::script::Hook::Step, name, defined)?;
+        ops.push(Op::Script(index));
+    } else {
+        let f = rd.map(item, "a request step", REQUEST_KEYS)?;
+        for k in ["steps"] {
+            if let Some(key) = f.key_node(k) {
+                return Err(rd.err(key, format!("`{k}` belongs to a `group` or `loop` step")));
+            }
+        }
+        let index = request(c, &f, defined, feeders)?;
+        ops.push(Op::Request(index));
+    }
+    Ok(())
+}
+
+/// A `loop:` step: `count` passes over its `steps`, given inside `loop:` or beside it.
+fn loop_step(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let f = rd.map(item, "a loop step", &["loop", "steps", "if"])?;
+    let loop_node = f.get("loop").unwrap_or(item);
+    let (count, steps) = match &loop_node.kind {
+        Kind::Map(_) => {
+            if let Some(k) = f.key_node("steps") {
+                return Err(rd.err(
+                    k,
+                    "give `steps` either inside `loop:` or beside it, not both",
+                ));
+            }
+            let inner = rd.map(loop_node, "a loop", &["count", "steps"])?;
+            let Some(count) = inner.get("count") else {
+                return Err(rd.err(loop_node, "a loop needs `count`"));
+            };
+            (rd.u64(count, "a loop count")?, inner.get("steps"))
+        }
+        _ => (rd.u64(loop_node, "a loop count")?, f.get("steps")),
+    };
+    let Some(steps) = steps else {
+        return Err(rd.err(item, "a loop needs `steps:`"));
+    };
+    let start = ops.len();
+    ops.push(Op::LoopStart { count, end: 0 });
+    compile_steps(c, steps, ops, defined, feeders)?;
+    let end = ops.len();
+    ops.push(Op::LoopEnd { start });
+    ops[start] = Op::LoopStart { count, end };
     Ok(())
 }
 
@@ -198,6 +226,50 @@ fn condition(c: &Compiler<'_>, node: &Node, defined: &HashSet<usize>) -> Result<
     let expr = crate::condition::parse(text, &mut resolve)
         .map_err(|(offset, m)| c.rd.err_at(pos_in(node, offset), m))?;
     Ok((expr, text.to_string()))
+}
+
+/// Compiles the steps of phase `name` at `node`. Its templates may read the variables in
+/// `defined`; the variables it extracts are added to `defined` and listed as its exports.
+pub(crate) fn phase(
+    c: &mut Compiler<'_>,
+    node: &Node,
+    name: &str,
+    defined: &mut HashSet<usize>,
+) -> Result<Phase> {
+    let users_steps = std::mem::take(&mut c.steps);
+    let users_checks = std::mem::take(&mut c.checks);
+    let users_requests = std::mem::take(&mut c.requests);
+    let before = defined.clone();
+    let mut ops = Vec::new();
+    let mut feeders = c.default_header_feeders.clone();
+    let compiled = compile_steps(c, node, &mut ops, defined, &mut feeders);
+    let steps = std::mem::replace(&mut c.steps, users_steps);
+    let checks = std::mem::replace(&mut c.checks, users_checks);
+    let requests = std::mem::replace(&mut c.requests, users_requests);
+    compiled?;
+    let mut exports: Vec<usize> = defined.difference(&before).copied().collect();
+    exports.sort_unstable();
+    let program = Program {
+        steps,
+        checks,
+        requests,
+        scenarios: vec![Scenario {
+            name: name.to_string(),
+            weight: 1,
+            ops,
+            feeders,
+        }],
+        initial: c.initial.clone(),
+        feeders: c.feeders.clone(),
+        // A phase's scripts are compiled with the users' (one list); its users run them from
+        // their own copy.
+        scripts: c.scripts.clone(),
+        metrics: c.metrics.clone(),
+    };
+    Ok(Phase {
+        program: Arc::new(program),
+        exports,
+    })
 }
 
 /// A `choice:` step: a list of branches, `{ weight, steps }`, one run per pass, by weight.

@@ -12,6 +12,7 @@ use crate::condition::Facts;
 use crate::cookie::{jar_at as jar, Jar};
 use crate::extract::BodyJson;
 use crate::model::{Body, JsonTemplate, Op, Program};
+use crate::targets::follow::Hosts;
 use crate::template::{escape_header, escape_path, Env};
 
 mod follow;
@@ -19,7 +20,6 @@ mod phase;
 mod script;
 mod walk;
 
-use follow::Follow;
 pub use phase::PhaseOutcome;
 use phase::{phase_reply, PhaseLog};
 
@@ -67,6 +67,14 @@ impl Draws {
             stopped: (0..feeders).map(|_| AtomicU64::new(0)).collect(),
         })
     }
+}
+
+/// What following needs: how many hops, and where the run's hosts are (the target's first,
+/// then [`crate::Plan::hosts`], as `Outgoing::origin` numbers them).
+#[derive(Debug)]
+struct Follow {
+    hops: usize,
+    hosts: Hosts,
 }
 
 /// State shared by all users of a run.
@@ -154,7 +162,7 @@ impl PlanUsers {
     pub(crate) fn following(
         mut self,
         hops: usize,
-        origins: Vec<crate::targets::Origin>,
+        origins: Vec<crate::origin::Origin>,
         discover: bool,
     ) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {

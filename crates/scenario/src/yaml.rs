@@ -409,6 +409,17 @@ impl<'p> Reader<'p> {
         })
     }
 
+    /// One or several strings: a list, or one string standing for a list of one.
+    pub fn strings<'n>(&self, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
+        match &node.kind {
+            Kind::Seq(items) => Ok(items.iter().collect()),
+            _ => {
+                self.str(node, what)?;
+                Ok(vec![node])
+            }
+        }
+    }
+
     /// A whole number.
     pub fn u64(&self, node: &Node, what: &str) -> Result<u64> {
         let text = self.str(node, what)?;

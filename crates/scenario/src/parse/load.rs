@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use belier_engine::{Profile, Spacing, Stage, DEFAULT_MAX_CONNECTIONS};
 
-use super::DEFAULT_SEED;
 use crate::error::Result;
 use crate::model::{LoadModel, LoadPlan};
-use crate::yaml::{Kind, Node, Reader};
+use crate::yaml::{Fields, Kind, Node, Reader};
+
+/// Seed of the users' generators when the plan sets none: runs repeat by default.
+pub const DEFAULT_SEED: u64 = 1;
 
 const LOAD_KEYS: &[&str] = &[
     "vus",
@@ -109,62 +111,14 @@ pub(super) fn load(rd: Reader<'_>, node: Option<&Node>) -> Result<LoadPlan> {
     let model = match f.get("rate") {
         Some(rate_node) => {
             only(&["vus", "pacing"], "an open loop (`rate`); use `max_vus`")?;
-            let rate = rd.f64(rate_node, "rate (iterations per second)")?;
-            if rate < 0.0 {
-                return Err(rd.err(rate_node, "expected a rate ≥ 0"));
-            }
-            let profile = match stages {
-                Some(s) => Profile::staged(rate, s),
-                None => Profile::constant(rate),
-            };
-            let max_vus = match f.get("max_vus") {
-                Some(n) => match rd.u64(n, "max_vus")? {
-                    0 => return Err(rd.err(n, "expected max_vus ≥ 1")),
-                    v => usize::try_from(v).unwrap_or(usize::MAX),
-                },
-                None => DEFAULT_MAX_CONNECTIONS,
-            };
-            let spacing = match f.get("arrivals") {
-                None => Spacing::Even,
-                Some(n) => match rd.str(n, "arrivals")? {
-                    "even" => Spacing::Even,
-                    "poisson" => Spacing::Poisson { seed },
-                    other => {
-                        return Err(rd.err(
-                            n,
-                            format!("expected arrivals `even` or `poisson`, found `{other}`"),
-                        ))
-                    }
-                },
-            };
-            LoadModel::Open {
-                rate: profile,
-                max_vus,
-                spacing,
-            }
+            open_loop(rd, &f, rate_node, stages, seed)?
         }
         None => {
             only(
                 &["max_vus", "arrivals"],
                 "a closed loop (`vus`); set `rate` for an open loop",
             )?;
-            let vus = f.get("vus").map(|n| rd.u64(n, "vus")).transpose()?;
-            let profile = match (vus, stages) {
-                (vus, Some(s)) => Profile::staged(vus.unwrap_or(0) as f64, s),
-                (Some(v), None) => Profile::constant(v as f64),
-                (None, None) => Profile::constant(1.0),
-            };
-            let pacing = f
-                .get("pacing")
-                .map(|n| rd.duration(n, "pacing"))
-                .transpose()?;
-            if pacing == Some(Duration::ZERO) {
-                return Err(rd.err(f.get("pacing").unwrap_or(node), "expected a pacing above 0"));
-            }
-            LoadModel::Closed {
-                vus: profile,
-                pacing,
-            }
+            closed_loop(rd, node, &f, stages)?
         }
     };
     Ok(LoadPlan {
@@ -172,5 +126,76 @@ pub(super) fn load(rd: Reader<'_>, node: Option<&Node>) -> Result<LoadPlan> {
         duration,
         iterations,
         seed,
+    })
+}
+
+/// An open loop: iterations arrive at `rate` (per second, over `stages` if given), up to
+/// `max_vus` at once, evenly spaced or as a Poisson process drawn from `seed`.
+fn open_loop(
+    rd: Reader<'_>,
+    f: &Fields<'_>,
+    rate_node: &Node,
+    stages: Option<Vec<Stage>>,
+    seed: u64,
+) -> Result<LoadModel> {
+    let rate = rd.f64(rate_node, "rate (iterations per second)")?;
+    if rate < 0.0 {
+        return Err(rd.err(rate_node, "expected a rate ≥ 0"));
+    }
+    let profile = match stages {
+        Some(s) => Profile::staged(rate, s),
+        None => Profile::constant(rate),
+    };
+    let max_vus = match f.get("max_vus") {
+        Some(n) => match rd.u64(n, "max_vus")? {
+            0 => return Err(rd.err(n, "expected max_vus ≥ 1")),
+            v => usize::try_from(v).unwrap_or(usize::MAX),
+        },
+        None => DEFAULT_MAX_CONNECTIONS,
+    };
+    let spacing = match f.get("arrivals") {
+        None => Spacing::Even,
+        Some(n) => match rd.str(n, "arrivals")? {
+            "even" => Spacing::Even,
+            "poisson" => Spacing::Poisson { seed },
+            other => {
+                return Err(rd.err(
+                    n,
+                    format!("expected arrivals `even` or `poisson`, found `{other}`"),
+                ))
+            }
+        },
+    };
+    Ok(LoadModel::Open {
+        rate: profile,
+        max_vus,
+        spacing,
+    })
+}
+
+/// A closed loop: `vus` users (over `stages` if given), each starting its next iteration when
+/// the last ends, or every `pacing`.
+fn closed_loop(
+    rd: Reader<'_>,
+    node: &Node,
+    f: &Fields<'_>,
+    stages: Option<Vec<Stage>>,
+) -> Result<LoadModel> {
+    let vus = f.get("vus").map(|n| rd.u64(n, "vus")).transpose()?;
+    let profile = match (vus, stages) {
+        (vus, Some(s)) => Profile::staged(vus.unwrap_or(0) as f64, s),
+        (Some(v), None) => Profile::constant(v as f64),
+        (None, None) => Profile::constant(1.0),
+    };
+    let pacing = f
+        .get("pacing")
+        .map(|n| rd.duration(n, "pacing"))
+        .transpose()?;
+    if pacing == Some(Duration::ZERO) {
+        return Err(rd.err(f.get("pacing").unwrap_or(node), "expected a pacing above 0"));
+    }
+    Ok(LoadModel::Closed {
+        vus: profile,
+        pacing,
     })
 }

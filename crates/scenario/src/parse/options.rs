@@ -3,10 +3,13 @@
 
 use std::path::PathBuf;
 
-use super::{Compiler, MAX_FOLLOW};
+use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::model::Options;
 use crate::yaml;
+
+/// Most redirects a plan's `follow:` (and the CLI's `--follow`) takes.
+pub const MAX_FOLLOW: u64 = 20;
 
 pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Options> {
     let rd = c.rd;

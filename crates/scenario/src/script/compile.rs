@@ -10,46 +10,11 @@ use std::sync::{Arc, OnceLock};
 use belier_engine::user::{CustomMetric, MetricKind};
 use regex::Regex;
 
+use crate::compiler::Compiler;
 use crate::error::{PlanError, Pos, Result};
-use crate::parse::Compiler;
 use crate::yaml::{Kind, Node};
 
-/// Where a script runs, and so what it sees besides `vars`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hook {
-    /// A `script:` step: variables only.
-    Step,
-    /// Before its request is sent: `request` (method, path, headers, body), which it may change.
-    BeforeRequest,
-    /// After its response arrived: `response` (status, headers, body, latency_ms).
-    AfterResponse,
-}
-
-impl Hook {
-    /// The key that gives it in a plan, and the last part of its check's name.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            Hook::Step => "script",
-            Hook::BeforeRequest => "before_request",
-            Hook::AfterResponse => "after_response",
-        }
-    }
-}
-
-/// A compiled script.
-#[derive(Clone, Debug)]
-pub(crate) struct Script {
-    pub ast: Arc<rhai::AST>,
-    pub hook: Hook,
-    /// The check counting its calls: passed, or failed with an error.
-    pub check: usize,
-    /// Variables it names (`vars.NAME`), with their slots: the ones it may read or set.
-    pub vars: Vec<(String, usize)>,
-    /// Those it assigns (`vars.NAME = ...`), copied back after each call.
-    pub sets: Vec<usize>,
-    /// Where it comes from, for `belier check`: `inline, N lines` or the file as written.
-    pub source: String,
-}
+use super::compiled::{Hook, Script};
 
 fn var_use() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -78,8 +43,31 @@ pub(crate) fn compile(
     step: &str,
     defined: &mut HashSet<usize>,
 ) -> Result<usize> {
+    let (text, origin, source) = text(c, node)?;
+    let at = |offset: usize| origin.pos(&text, offset);
+    let ast = syntax(&text, &at)?;
+    let (vars, sets) = variables(c, &text, defined, &at)?;
+    metrics(c, &text, &at)?;
+    for &slot in &sets {
+        defined.insert(slot);
+    }
+    let check = c.check_row(&format!("{step}: {}", hook.key()));
+    c.scripts.push(Script {
+        ast: Arc::new(ast),
+        hook,
+        check,
+        vars,
+        sets,
+        source,
+    });
+    Ok(c.scripts.len() - 1)
+}
+
+/// The script's text, where it is, and how `belier check` names its source: inline in the
+/// plan, or the file `{ file: PATH }` names.
+fn text<'n>(c: &Compiler<'_>, node: &'n Node) -> Result<(String, Origin<'n>, String)> {
     let rd = c.rd;
-    let (text, origin, source) = match &node.kind {
+    Ok(match &node.kind {
         Kind::Map(_) => {
             let f = rd.map(node, "a script file (`file: hooks.rhai`)", &["file"])?;
             let Some(file_node) = f.get("file") else {
@@ -104,9 +92,12 @@ pub(crate) fn compile(
                 source,
             )
         }
-    };
-    let at = |offset: usize| origin.pos(&text, offset);
-    let ast = super::api::engine().compile(&text).map_err(|e| {
+    })
+}
+
+/// The script compiled, or its syntax error at the line and column it names.
+fn syntax(text: &str, at: &dyn Fn(usize) -> At) -> Result<rhai::AST> {
+    super::api::engine().compile(text).map_err(|e| {
         let p = e.position();
         let line = p.line().unwrap_or(1);
         let col = p.position().unwrap_or(1);
@@ -119,11 +110,20 @@ pub(crate) fn compile(
                 l.char_indices().nth(col - 1).map_or(l.len(), |(i, _)| i)
             });
         at(offset).with(format!("script syntax: {}", e.err_type()))
-    })?;
+    })
+}
 
+/// The variables the script names (`vars.NAME`), with their slots, and those it sets: each
+/// must be defined before it unless the script assigns it first (`vars.x = ...`).
+fn variables(
+    c: &mut Compiler<'_>,
+    text: &str,
+    defined: &HashSet<usize>,
+    at: &dyn Fn(usize) -> At,
+) -> Result<(Vec<(String, usize)>, Vec<usize>)> {
     let mut vars: Vec<(String, usize)> = Vec::new();
     let mut sets = Vec::new();
-    for m in var_use().captures_iter(&text) {
+    for m in var_use().captures_iter(text) {
         let name = m.get(1).or(m.get(2)).map_or("", |n| n.as_str());
         // `vars.x = ...` defines `x`; `vars.x += ...` reads it first.
         let op = m.get(3).map(|o| o.as_str());
@@ -148,7 +148,13 @@ pub(crate) fn compile(
             sets.push(slot);
         }
     }
-    for m in metric_use().captures_iter(&text) {
+    Ok((vars, sets))
+}
+
+/// Adds the custom metrics the script counts (`counter("name", n)`, `trend("name", ms)`) to
+/// the compiler's, each named by a string literal and of one kind throughout the plan.
+fn metrics(c: &mut Compiler<'_>, text: &str, at: &dyn Fn(usize) -> At) -> Result<()> {
+    for m in metric_use().captures_iter(text) {
         let whole = m.get(0).map_or(0, |m| m.start());
         let kind = match &m[1] {
             "counter" => MetricKind::Counter,
@@ -179,48 +185,7 @@ pub(crate) fn compile(
             }),
         }
     }
-    for &slot in &sets {
-        defined.insert(slot);
-    }
-    let check = c.check_row(&format!("{step}: {}", hook.key()));
-    c.scripts.push(Script {
-        ast: Arc::new(ast),
-        hook,
-        check,
-        vars,
-        sets,
-        source,
-    });
-    Ok(c.scripts.len() - 1)
-}
-
-impl Script {
-    /// One line for `belier check`: where it runs, where it comes from, the variables it
-    /// names and sets.
-    pub(crate) fn describe(&self) -> String {
-        let mut line = format!("{} ({})", self.hook.key(), self.source);
-        let names = |slots: &mut dyn Iterator<Item = &usize>| -> Vec<&str> {
-            slots
-                .filter_map(|s| self.vars.iter().find(|(_, v)| v == s))
-                .map(|(n, _)| n.as_str())
-                .collect()
-        };
-        let reads = names(
-            &mut self
-                .vars
-                .iter()
-                .map(|(_, s)| s)
-                .filter(|s| !self.sets.contains(s)),
-        );
-        if !reads.is_empty() {
-            line.push_str(&format!(" reads {}", reads.join(", ")));
-        }
-        let sets = names(&mut self.sets.iter());
-        if !sets.is_empty() {
-            line.push_str(&format!(" sets {}", sets.join(", ")));
-        }
-        line
-    }
+    Ok(())
 }
 
 /// Where a script's text is, to turn an offset in it into a file position.

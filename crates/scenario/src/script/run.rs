@@ -9,7 +9,7 @@ use belier_engine::user::{CustomMetric, MetricKind, Outgoing, Reply, Tally};
 use rhai::{Dynamic, ImmutableString, Map, Scope};
 
 use super::api::{with_engine, Mark, SINK};
-use super::compile::Script;
+use super::compiled::Script;
 
 /// Most distinct error messages kept for the report; further ones are only counted.
 const MAX_MESSAGES: usize = 20;

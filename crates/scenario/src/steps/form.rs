@@ -5,10 +5,9 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::form::{Form, Multipart, Part};
-use crate::parse::Compiler;
-use crate::steps::request::strings;
 use crate::yaml::{Kind, Node};
 
 /// Keys of a file part of `multipart:`.
@@ -26,7 +25,7 @@ pub(super) fn form(
 ) -> Result<Form> {
     let mut fields = Vec::new();
     for (name, _, value) in c.rd.map(node, "form fields (name: value)", &[])?.iter() {
-        for value in strings(c, value, "a form field value")? {
+        for value in c.rd.strings(value, "a form field value")? {
             let value = c.template(value, "a form field value", defined, feeders)?;
             fields.push((name.to_string(), value));
         }
@@ -82,7 +81,7 @@ pub(super) fn multipart(
                 }
             }
             _ => {
-                for value in strings(c, value, "a multipart field value")? {
+                for value in c.rd.strings(value, "a multipart field value")? {
                     parts.push(Part::Field {
                         name: name.to_string(),
                         value: c.template(value, "a multipart field value", defined, feeders)?,

@@ -3,9 +3,9 @@
 
 use belier_engine::request::rules;
 
+use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::model::Body;
-use crate::parse::Compiler;
 use crate::template::Template;
 use crate::yaml::Fields;
 

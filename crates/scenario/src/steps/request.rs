@@ -10,13 +10,14 @@ use regex::Regex;
 use serde_json_path::JsonPath;
 
 use crate::check::{self, Check};
+use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::extract::{Extraction, Source};
-use crate::model::{Body, JsonTemplate, Request, Scheme};
-use crate::parse::Compiler;
+use crate::model::{Body, JsonTemplate, Request};
+use crate::origin::Origin;
+use crate::origin::Scheme;
 use crate::script::{self, Hook};
 use crate::steps::form;
-use crate::targets::Origin;
 use crate::template::{self, Template};
 use crate::yaml::{Fields, Kind, Node};
 
@@ -175,27 +176,7 @@ pub(super) fn request(
     let rd = c.rd;
     let (method, path_node, is_url) = method_and_path(c, f)?;
     let raw = rd.str(path_node, "a path")?;
-    let (origin, path_text, prefix) = if is_url {
-        let (origin, p) = url_path(c, path_node, raw)?;
-        (origin, if p.is_empty() { "/" } else { p }, "")
-    } else {
-        if !raw.starts_with('/') {
-            return Err(rd.err(
-                path_node,
-                format!("expected a path starting with `/`, found `{raw}`"),
-            ));
-        }
-        (0, raw, c.target.base_path.as_str())
-    };
-    let offset = raw.len() - path_text.len();
-    let path = c
-        .template_text(path_node, path_text, offset, defined, feeders)?
-        .with_prefix(prefix);
-    // The path's own text goes on the wire as written (what templates bring is escaped).
-    for text in path.literals() {
-        rules::check_target(text)
-            .map_err(|p| rd.err(path_node, InvalidRequest::Target(raw.into(), p).to_string()))?;
-    }
+    let (origin, path_text, path) = path(c, path_node, raw, is_url, defined, feeders)?;
     let name = match f.get("name") {
         Some(n) => rd.str(n, "a step name")?.to_string(),
         // A step on another host is named with its URL, so its row says where it went.
@@ -211,119 +192,13 @@ pub(super) fn request(
             headers.push((h, t));
         }
     }
-    let bodies: Vec<&str> = ["body", "json", "body_file", "form", "multipart"]
-        .into_iter()
-        .filter(|k| f.get(k).is_some())
-        .collect();
-    if bodies.len() > 1 {
-        return Err(rd.err(
-            f.key_node(bodies[1]).unwrap_or(f.node),
-            "give one of `body`, `json`, `body_file`, `form` or `multipart`",
-        ));
-    }
-    let has_content_type = |headers: &[(String, Template)]| {
-        headers
-            .iter()
-            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
-    };
-    let body = if let Some(n) = f.get("body") {
-        let t = c.template(n, "a body", defined, feeders)?;
-        match t.as_literal() {
-            // Nothing that changes per request: made once.
-            Some(text) => Body::Bytes(Arc::from(text.into_bytes()), " [body]"),
-            None => Body::Text(t),
-        }
-    } else if let Some(n) = f.get("json") {
-        if !has_content_type(&headers) {
-            headers.push(("Content-Type".into(), Template::literal("application/json")));
-        }
-        let json = json_template(c, n, defined, feeders)?;
-        match fixed_json(&json) {
-            // No template inside: serialise once rather than per request.
-            Some(value) => Body::Bytes(Arc::from(value.to_string().into_bytes()), " [json]"),
-            None => Body::Json(json),
-        }
-    } else if let Some(n) = f.get("body_file") {
-        let path = c.file(rd.str(n, "a body file path")?);
-        let bytes = crate::files::read(&path, crate::files::MOST_BODY_BYTES).map_err(|e| {
-            rd.err(
-                n,
-                format!("cannot read body file `{}`: {e}", path.display()),
-            )
-        })?;
-        Body::Bytes(Arc::from(bytes), " [body file]")
-    } else if let Some(n) = f.get("form") {
-        if !has_content_type(&headers) {
-            headers.push((
-                "Content-Type".into(),
-                Template::literal("application/x-www-form-urlencoded"),
-            ));
-        }
-        let form = form::form(c, n, defined, feeders)?;
-        match form.fixed() {
-            // No field changes per request: encoded once.
-            Some(bytes) => Body::Bytes(Arc::from(bytes), " [form]"),
-            None => Body::Form(form),
-        }
-    } else if let Some(n) = f.get("multipart") {
-        let body = form::multipart(c, n, defined, feeders)?;
-        // The boundary is the body's own: any other Content-Type would make it unreadable.
-        headers.retain(|(h, _)| !h.eq_ignore_ascii_case("content-type"));
-        headers.push((
-            "Content-Type".into(),
-            Template::literal(&format!("multipart/form-data; boundary={}", body.boundary)),
-        ));
-        Body::Multipart(body)
-    } else {
-        Body::None
-    };
-
+    let body = body(c, f, &mut headers, defined, feeders)?;
     super::framing::check(c, f, &headers, &body)?;
 
-    let uses_extracted = {
-        let mut slots: Vec<usize> = path.vars().collect();
-        for (_, t) in &headers {
-            slots.extend(t.vars());
-        }
-        match &body {
-            Body::Text(t) => slots.extend(t.vars()),
-            Body::Json(j) => json_vars(j, &mut slots),
-            Body::Form(form) => slots.extend(form.fields.iter().flat_map(|(_, t)| t.vars())),
-            Body::Multipart(m) => slots.extend(m.vars()),
-            Body::None | Body::Bytes(..) => {}
-        }
-        slots
-            .iter()
-            .any(|s| c.initial.get(*s).is_some_and(Option::is_none))
-    };
-    let vars_check = uses_extracted.then(|| c.check_row(&format!("{name}: variables set")));
-
-    let mut checks = Vec::new();
-    let mut status_checked = false;
-    if let Some(n) = f.get("check") {
-        for kind in check_kinds(c, n)? {
-            status_checked |= matches!(kind, check::Kind::Status(_));
-            let index = c.check_row(&format!("{name}: {}", kind.label()));
-            checks.push(Check { index, kind });
-        }
-    }
-    let mut extract = Vec::new();
-    if let Some(n) = f.get("extract") {
-        for (var, key, spec) in rd.map(n, "extract", &[])?.iter() {
-            if !template::is_name(var) || ["vu", "iteration", "uuid"].contains(&var) {
-                return Err(rd.err(key, format!("`{var}` is not a valid variable name")));
-            }
-            let source = source(c, spec)?;
-            let slot = c.slot(var);
-            let check = c.check_row(&format!("{name}: extract {var}"));
-            extract.push(Extraction {
-                slot,
-                name: var.to_string(),
-                source,
-                check,
-            });
-        }
-    }
+    let vars_check = uses_extracted(c, &path, &headers, &body)
+        .then(|| c.check_row(&format!("{name}: variables set")));
+    let (checks, status_checked) = checks(c, f, &name)?;
+    let extract = extractions(c, f, &name)?;
     // Hooks: `before_request` sees the variables defined before the step, `after_response`
     // also the ones it extracts.
     let hook = |c: &mut Compiler<'_>, hook: Hook, defined: &mut HashSet<usize>| {
@@ -341,16 +216,7 @@ pub(super) fn request(
         .map(|n| rd.bool(n, "abort_on_fail"))
         .transpose()?
         .unwrap_or(false);
-    let timeout = f
-        .get("timeout")
-        .map(|n| rd.duration(n, "timeout"))
-        .transpose()?;
-    if timeout == Some(Duration::ZERO) {
-        return Err(rd.err(
-            f.get("timeout").unwrap_or(f.node),
-            "expected a timeout above 0",
-        ));
-    }
+    let timeout = timeout(c, f)?;
     let keep_body = extract.iter().any(|e| e.source.needs_body())
         || checks.iter().any(|c| c.kind.needs_body())
         || after.is_some();
@@ -375,6 +241,198 @@ pub(super) fn request(
         after,
     });
     Ok(c.requests.len() - 1)
+}
+
+/// The request target of a step whose `path:` or `url:` (`node`) reads `raw`: the index of
+/// its host (0: the target's), its path as written, and its template (under the target's
+/// base path, for a `path:`).
+fn path<'t>(
+    c: &mut Compiler<'_>,
+    node: &Node,
+    raw: &'t str,
+    is_url: bool,
+    defined: &HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<(usize, &'t str, Template)> {
+    let rd = c.rd;
+    let (origin, path_text, prefix) = if is_url {
+        let (origin, p) = url_path(c, node, raw)?;
+        (origin, if p.is_empty() { "/" } else { p }, "")
+    } else {
+        if !raw.starts_with('/') {
+            return Err(rd.err(
+                node,
+                format!("expected a path starting with `/`, found `{raw}`"),
+            ));
+        }
+        (0, raw, c.target.base_path.as_str())
+    };
+    let offset = raw.len() - path_text.len();
+    let path = c
+        .template_text(node, path_text, offset, defined, feeders)?
+        .with_prefix(prefix);
+    // The path's own text goes on the wire as written (what templates bring is escaped).
+    for text in path.literals() {
+        rules::check_target(text)
+            .map_err(|p| rd.err(node, InvalidRequest::Target(raw.into(), p).to_string()))?;
+    }
+    Ok((origin, path_text, path))
+}
+
+/// The step's body (one of `body`, `json`, `body_file`, `form`, `multipart`), with the
+/// `Content-Type` it goes with added to `headers` unless they have one (a multipart body's
+/// replaces theirs: the boundary is the body's own).
+fn body(
+    c: &Compiler<'_>,
+    f: &Fields<'_>,
+    headers: &mut Vec<(String, Template)>,
+    defined: &HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<Body> {
+    let rd = c.rd;
+    let bodies: Vec<&str> = ["body", "json", "body_file", "form", "multipart"]
+        .into_iter()
+        .filter(|k| f.get(k).is_some())
+        .collect();
+    if bodies.len() > 1 {
+        return Err(rd.err(
+            f.key_node(bodies[1]).unwrap_or(f.node),
+            "give one of `body`, `json`, `body_file`, `form` or `multipart`",
+        ));
+    }
+    let has_content_type = |headers: &[(String, Template)]| {
+        headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case("content-type"))
+    };
+    Ok(if let Some(n) = f.get("body") {
+        let t = c.template(n, "a body", defined, feeders)?;
+        match t.as_literal() {
+            // Nothing that changes per request: made once.
+            Some(text) => Body::Bytes(Arc::from(text.into_bytes()), " [body]"),
+            None => Body::Text(t),
+        }
+    } else if let Some(n) = f.get("json") {
+        if !has_content_type(headers) {
+            headers.push(("Content-Type".into(), Template::literal("application/json")));
+        }
+        let json = json_template(c, n, defined, feeders)?;
+        match fixed_json(&json) {
+            // No template inside: serialise once rather than per request.
+            Some(value) => Body::Bytes(Arc::from(value.to_string().into_bytes()), " [json]"),
+            None => Body::Json(json),
+        }
+    } else if let Some(n) = f.get("body_file") {
+        let path = c.file(rd.str(n, "a body file path")?);
+        let bytes = crate::files::read(&path, crate::files::MOST_BODY_BYTES).map_err(|e| {
+            rd.err(
+                n,
+                format!("cannot read body file `{}`: {e}", path.display()),
+            )
+        })?;
+        Body::Bytes(Arc::from(bytes), " [body file]")
+    } else if let Some(n) = f.get("form") {
+        if !has_content_type(headers) {
+            headers.push((
+                "Content-Type".into(),
+                Template::literal("application/x-www-form-urlencoded"),
+            ));
+        }
+        let form = form::form(c, n, defined, feeders)?;
+        match form.fixed() {
+            // No field changes per request: encoded once.
+            Some(bytes) => Body::Bytes(Arc::from(bytes), " [form]"),
+            None => Body::Form(form),
+        }
+    } else if let Some(n) = f.get("multipart") {
+        let body = form::multipart(c, n, defined, feeders)?;
+        // The boundary is the body's own: any other Content-Type would make it unreadable.
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case("content-type"));
+        headers.push((
+            "Content-Type".into(),
+            Template::literal(&format!("multipart/form-data; boundary={}", body.boundary)),
+        ));
+        Body::Multipart(body)
+    } else {
+        Body::None
+    })
+}
+
+/// Whether the request's path, headers or body read a variable that starts unset (one an
+/// earlier step extracts): it then gets a `variables set` check.
+fn uses_extracted(
+    c: &Compiler<'_>,
+    path: &Template,
+    headers: &[(String, Template)],
+    body: &Body,
+) -> bool {
+    let mut slots: Vec<usize> = path.vars().collect();
+    for (_, t) in headers {
+        slots.extend(t.vars());
+    }
+    match body {
+        Body::Text(t) => slots.extend(t.vars()),
+        Body::Json(j) => json_vars(j, &mut slots),
+        Body::Form(form) => slots.extend(form.fields.iter().flat_map(|(_, t)| t.vars())),
+        Body::Multipart(m) => slots.extend(m.vars()),
+        Body::None | Body::Bytes(..) => {}
+    }
+    slots
+        .iter()
+        .any(|s| c.initial.get(*s).is_some_and(Option::is_none))
+}
+
+/// The step's `check`s, each with its row, and whether one of them judges the status.
+fn checks(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<(Vec<Check>, bool)> {
+    let mut checks = Vec::new();
+    let mut status_checked = false;
+    if let Some(n) = f.get("check") {
+        for kind in check_kinds(c, n)? {
+            status_checked |= matches!(kind, check::Kind::Status(_));
+            let index = c.check_row(&format!("{name}: {}", kind.label()));
+            checks.push(Check { index, kind });
+        }
+    }
+    Ok((checks, status_checked))
+}
+
+/// The step's `extract`ions, each into a variable's slot and with its check row.
+fn extractions(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<Vec<Extraction>> {
+    let rd = c.rd;
+    let mut extract = Vec::new();
+    if let Some(n) = f.get("extract") {
+        for (var, key, spec) in rd.map(n, "extract", &[])?.iter() {
+            if !template::is_name(var) || ["vu", "iteration", "uuid"].contains(&var) {
+                return Err(rd.err(key, format!("`{var}` is not a valid variable name")));
+            }
+            let source = source(c, spec)?;
+            let slot = c.slot(var);
+            let check = c.check_row(&format!("{name}: extract {var}"));
+            extract.push(Extraction {
+                slot,
+                name: var.to_string(),
+                source,
+                check,
+            });
+        }
+    }
+    Ok(extract)
+}
+
+/// The step's own `timeout`, above 0.
+fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duration>> {
+    let rd = c.rd;
+    let timeout = f
+        .get("timeout")
+        .map(|n| rd.duration(n, "timeout"))
+        .transpose()?;
+    if timeout == Some(Duration::ZERO) {
+        return Err(rd.err(
+            f.get("timeout").unwrap_or(f.node),
+            "expected a timeout above 0",
+        ));
+    }
+    Ok(timeout)
 }
 
 /// The value of a JSON body with no template inside.
@@ -492,17 +550,6 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
     })
 }
 
-/// One or several strings.
-pub(super) fn strings<'n>(c: &Compiler<'_>, node: &'n Node, what: &str) -> Result<Vec<&'n Node>> {
-    match &node.kind {
-        Kind::Seq(items) => Ok(items.iter().collect()),
-        _ => {
-            c.rd.str(node, what)?;
-            Ok(vec![node])
-        }
-    }
-}
-
 fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
     let rd = c.rd;
     let f = rd.map(node, "check", CHECK_KEYS)?;
@@ -511,7 +558,7 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
         match key {
             "status" => {
                 let mut codes = Vec::new();
-                for n in strings(c, value, "a status code")? {
+                for n in c.rd.strings(value, "a status code")? {
                     match rd.u64(n, "a status code")? {
                         code @ 100..=599 => codes.push(code as u16),
                         other => {
@@ -528,12 +575,12 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
                 out.push(check::Kind::Status(codes));
             }
             "body_contains" => {
-                for n in strings(c, value, "text the body contains")? {
+                for n in c.rd.strings(value, "text the body contains")? {
                     out.push(check::Kind::BodyContains(rd.str(n, "text")?.to_string()));
                 }
             }
             "body_matches" => {
-                for n in strings(c, value, "a regex")? {
+                for n in c.rd.strings(value, "a regex")? {
                     out.push(check::Kind::BodyMatches(regex(c, n)?));
                 }
             }
@@ -554,7 +601,7 @@ fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
                     }
                 }
                 _ => {
-                    for n in strings(c, value, "a header name")? {
+                    for n in c.rd.strings(value, "a header name")? {
                         out.push(check::Kind::Header(
                             rd.str(n, "a header name")?.to_string(),
                             None,

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::{Format, Origin, Target};
+use super::target::{basic_auth, Format, Target};
 use crate::error::{PlanError, Pos};
-use crate::model::Scheme;
+use crate::origin::{Origin, Scheme};
 use belier_engine::request::{rules, InvalidRequest};
 
 /// Reads targets from `input` one at a time, as they come: a stream is parsed while it is
@@ -272,7 +272,7 @@ impl<R: BufRead> Reader<R> {
             path_and_query.push('?');
             path_and_query.push_str(q);
         }
-        let headers = super::basic_auth(&mut parsed).into_iter().collect();
+        let headers = basic_auth(&mut parsed).into_iter().collect();
         parsed.set_fragment(None);
         Ok(Target {
             method: method.to_string(),

@@ -11,9 +11,10 @@ use std::time::{Duration, SystemTime};
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
 use super::follow::Hosts;
-use super::{Origin, Reader, Target, Targets};
+use super::{Reader, Target, Targets};
 use crate::cookie::{jar_at, Jar};
 use crate::error::{PlanError, Pos};
+use crate::origin::Origin;
 
 /// Most statistics rows a stream of targets gets: its first this many distinct targets have
 /// a row each, every later one counts under the last row, `other targets`, so that a

@@ -8,15 +8,6 @@ use std::time::SystemTime;
 use belier_engine::user::{Outgoing, Reply};
 
 use super::{jar, Local, Shared};
-use crate::targets::follow::Hosts;
-
-/// What following needs: how many hops, and where the run's hosts are (the target's first,
-/// then [`crate::Plan::hosts`], as `Outgoing::origin` numbers them).
-#[derive(Debug)]
-pub(super) struct Follow {
-    pub hops: usize,
-    pub hosts: Hosts,
-}
 
 impl Local {
     /// Sends `outgoing`, hop `k` of its step, with the cookies of its host's jar; keeps it

@@ -9,10 +9,9 @@ impl Local {
         if let Some((hop, k)) = self.next_hop.take() {
             return Action::Send(self.send(shared, hop, k));
         }
-        let program = &shared.program;
         for _ in 0..MAX_OPS_PER_ACTION {
-            match &mut self.state {
-                State::Stopped => return Action::Stop,
+            let action = match self.state {
+                State::Stopped => Some(Action::Stop),
                 State::Idle => match self.start_iteration(shared) {
                     Some(scenario) => {
                         self.state = State::Running {
@@ -20,101 +19,121 @@ impl Local {
                             pc: 0,
                             loops: Vec::new(),
                             abort: false,
-                        }
+                        };
+                        None
                     }
                     None => {
                         self.state = State::Stopped;
-                        return Action::Stop;
+                        Some(Action::Stop)
                     }
                 },
-                State::Running {
-                    scenario,
-                    pc,
-                    loops,
-                    abort,
-                } => {
-                    let ops = &program.scenarios[*scenario].ops;
-                    let Some(op) = ops.get(*pc).filter(|_| !*abort) else {
-                        if let Some(phase) = &shared.phase {
-                            let values = phase
-                                .exports
-                                .iter()
-                                .filter_map(|s| Some((*s, self.vars[*s].clone()?)))
-                                .collect();
-                            phase.with(|o| {
-                                o.finished = !*abort;
-                                o.values = values;
-                            });
-                        }
-                        self.state = State::Idle;
-                        self.iteration += 1;
-                        return Action::EndIteration;
-                    };
-                    *pc += 1;
-                    match op {
-                        Op::Request(index) => {
-                            let index = *index;
-                            let outgoing = self.render(shared, index);
-                            if let Some(outgoing) = self.before_request(shared, index, outgoing) {
-                                return Action::Send(outgoing);
-                            }
-                        }
-                        Op::Script(index) => {
-                            let index = *index;
-                            self.script_step(shared, index);
-                        }
-                        Op::Pause(min, max) => {
-                            let d = if min == max {
-                                *min
-                            } else {
-                                let span = (*max - *min).as_nanos().min(u64::MAX as u128) as u64;
-                                *min + Duration::from_nanos(self.rng.u64(0..=span))
-                            };
-                            return Action::Pause(d);
-                        }
-                        Op::LoopStart { count, end } => {
-                            if *count == 0 {
-                                *pc = end + 1;
-                            } else {
-                                loops.push(*count);
-                            }
-                        }
-                        Op::LoopEnd { start } => {
-                            if let Some(left) = loops.last_mut() {
-                                *left -= 1;
-                                if *left > 0 {
-                                    *pc = start + 1;
-                                } else {
-                                    loops.pop();
-                                }
-                            }
-                        }
-                        Op::If { cond, end, .. } => {
-                            let facts = Facts {
-                                vars: &self.vars,
-                                status: self.last_status,
-                                failed: self.last_failed,
-                                checks: &self.check_results,
-                            };
-                            if !cond.holds(&facts) {
-                                *pc = *end;
-                            }
-                        }
-                        Op::Choice { branches, total } => {
-                            let mut pick = self.rng.u64(0..(*total).max(1));
-                            for (weight, start) in branches {
-                                if pick < *weight {
-                                    *pc = *start;
-                                    break;
-                                }
-                                pick -= weight;
-                            }
-                        }
-                        Op::Jump { to } => *pc = *to,
-                        Op::Group(_) | Op::GroupEnd | Op::Branch { .. } => {}
+                State::Running { .. } => self.step(shared),
+            };
+            if let Some(action) = action {
+                return action;
+            }
+        }
+        self.state = State::Idle;
+        self.iteration += 1;
+        Action::EndIteration
+    }
+
+    /// Runs the running iteration's next op: the action it comes to (a request to send, a
+    /// pause, the iteration's end), or `None` to go on to the op after it.
+    fn step(&mut self, shared: &Shared) -> Option<Action> {
+        let State::Running {
+            scenario,
+            pc,
+            loops,
+            abort,
+        } = &mut self.state
+        else {
+            return None;
+        };
+        let ops = &shared.program.scenarios[*scenario].ops;
+        let Some(op) = ops.get(*pc).filter(|_| !*abort) else {
+            let finished = !*abort;
+            return Some(self.end_iteration(shared, finished));
+        };
+        *pc += 1;
+        match op {
+            Op::Request(index) => {
+                let index = *index;
+                let outgoing = self.render(shared, index);
+                return self
+                    .before_request(shared, index, outgoing)
+                    .map(Action::Send);
+            }
+            Op::Script(index) => {
+                let index = *index;
+                self.script_step(shared, index);
+            }
+            Op::Pause(min, max) => {
+                let d = if min == max {
+                    *min
+                } else {
+                    let span = (*max - *min).as_nanos().min(u64::MAX as u128) as u64;
+                    *min + Duration::from_nanos(self.rng.u64(0..=span))
+                };
+                return Some(Action::Pause(d));
+            }
+            Op::LoopStart { count, end } => {
+                if *count == 0 {
+                    *pc = end + 1;
+                } else {
+                    loops.push(*count);
+                }
+            }
+            Op::LoopEnd { start } => {
+                if let Some(left) = loops.last_mut() {
+                    *left -= 1;
+                    if *left > 0 {
+                        *pc = start + 1;
+                    } else {
+                        loops.pop();
                     }
                 }
             }
+            Op::If { cond, end, .. } => {
+                let facts = Facts {
+                    vars: &self.vars,
+                    status: self.last_status,
+                    failed: self.last_failed,
+                    checks: &self.check_results,
+                };
+                if !cond.holds(&facts) {
+                    *pc = *end;
+                }
+            }
+            Op::Choice { branches, total } => {
+                let mut pick = self.rng.u64(0..(*total).max(1));
+                for (weight, start) in branches {
+                    if pick < *weight {
+                        *pc = *start;
+                        break;
+                    }
+                    pick -= weight;
+                }
+            }
+            Op::Jump { to } => *pc = *to,
+            Op::Group(_) | Op::GroupEnd | Op::Branch { .. } => {}
+        }
+        None
+    }
+
+    /// Ends the iteration, `finished` when no failed step aborted it: the one user of a
+    /// setup or teardown keeps the values it extracted for the others.
+    fn end_iteration(&mut self, shared: &Shared, finished: bool) -> Action {
+        if let Some(phase) = &shared.phase {
+            let values = phase
+                .exports
+                .iter()
+                .filter_map(|s| Some((*s, self.vars[*s].clone()?)))
+                .collect();
+            phase.with(|o| {
+                o.finished = finished;
+                o.values = values;
+            });
         }
         self.state = State::Idle;
         self.iteration += 1;

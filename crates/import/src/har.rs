@@ -114,10 +114,29 @@ struct Content {
 pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImport, ImportError> {
     let har = parse(text, input)?;
     let mut notes = Vec::new();
+    let kept = select(&har.log.entries, input, options, &mut notes)?;
+    let recorded = recorded(&kept, input)?;
+    let (draft, correlations) = recording::plan("recorded", recorded);
+    Ok(HarImport {
+        draft,
+        correlations,
+        notes,
+    })
+}
+
+/// The entries to import, with their index and URL: http and https ones, on the hosts
+/// `--include-host` names if it does, not static with `--exclude-static`. What was left out is
+/// noted in `notes`; none left is an error.
+fn select<'h>(
+    entries: &'h [Entry],
+    input: &str,
+    options: &HarOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(usize, url::Url, &'h Entry)>, ImportError> {
     let mut kept: Vec<(usize, url::Url, &Entry)> = Vec::new();
     let mut skipped_static = 0;
     let mut skipped_hosts: Vec<(String, usize)> = Vec::new();
-    for (index, entry) in har.log.entries.iter().enumerate() {
+    for (index, entry) in entries.iter().enumerate() {
         let at = |what: &str| format!("entry {index} (log.entries[{index}].request.url): {what}");
         // A URL parser drops CR and LF silently, which would hide what the file holds.
         rules::check_line(&entry.request.url).map_err(|p| {
@@ -176,7 +195,7 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             input,
             format!(
                 "no request left to import among {} entries (expected http or https entries{})",
-                har.log.entries.len(),
+                entries.len(),
                 if options.include_hosts.is_empty() && !options.exclude_static {
                     ""
                 } else {
@@ -185,10 +204,15 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             ),
         ));
     }
+    Ok(kept)
+}
 
+/// The kept entries as recorded exchanges, in the order they started (the specification does
+/// not promise it), each timed from the earliest.
+fn recorded(kept: &[(usize, url::Url, &Entry)], input: &str) -> Result<Vec<Recorded>, ImportError> {
     let mut recorded = Vec::with_capacity(kept.len());
     let mut first: Option<OffsetDateTime> = None;
-    for (index, url, entry) in &kept {
+    for (index, url, entry) in kept {
         let started = OffsetDateTime::parse(&entry.started, &Rfc3339).map_err(|e| {
             ImportError::new(
                 input,
@@ -202,11 +226,9 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
         let exchange = exchange(input, *index, url, entry)?;
         recorded.push((started - first, entry.time, exchange));
     }
-    // Entries in the order they started (the specification does not promise it), timed from
-    // the earliest.
     recorded.sort_by_key(|r| r.0);
     let earliest = recorded.first().map_or(time::Duration::ZERO, |r| r.0);
-    let recorded: Vec<Recorded> = recorded
+    Ok(recorded
         .into_iter()
         .map(|(at, took_ms, exchange)| Recorded {
             start: Duration::try_from(at - earliest).unwrap_or_default(),
@@ -214,13 +236,7 @@ pub fn from_har(text: &str, input: &str, options: &HarOptions) -> Result<HarImpo
             took: Duration::try_from_secs_f64(took_ms / 1000.0).unwrap_or_default(),
             exchange,
         })
-        .collect();
-    let (draft, correlations) = recording::plan("recorded", recorded);
-    Ok(HarImport {
-        draft,
-        correlations,
-        notes,
-    })
+        .collect())
 }
 
 fn count(list: &mut Vec<(String, usize)>, key: String) {
@@ -350,17 +366,6 @@ fn exchange(
             headers.push(("Content-Type".into(), p.mime_type.clone()));
         }
     }
-    let content = &entry.response.content;
-    let body_text = content.text.as_ref().and_then(|t| {
-        if content.encoding.as_deref() == Some("base64") {
-            base64::engine::general_purpose::STANDARD
-                .decode(t)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-        } else {
-            Some(t.clone())
-        }
-    });
     Ok(Exchange {
         request: DraftRequest {
             method: request.method.to_ascii_uppercase(),
@@ -373,8 +378,23 @@ fn exchange(
         },
         response: Response {
             headers: response_headers(&entry.response),
-            body: body_text,
+            body: response_text(&entry.response.content),
         },
+    })
+}
+
+/// The response's body as text (decoded from base64 where the HAR says so); `None` when it
+/// is not recorded or not UTF-8.
+fn response_text(content: &Content) -> Option<String> {
+    content.text.as_ref().and_then(|t| {
+        if content.encoding.as_deref() == Some("base64") {
+            base64::engine::general_purpose::STANDARD
+                .decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+        } else {
+            Some(t.clone())
+        }
     })
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::import::DraftStep;
+use crate::DraftStep;
 
 /// A HAR 1.2 entry with the fields the specification requires (positional, so the flow below
 /// reads as a table).
@@ -162,7 +162,7 @@ fn a_login_flow_becomes_a_plan_with_the_token_extracted() {
         !yaml.contains("tk-81c2e9f0a7") && !yaml.contains("secret"),
         "{yaml}"
     );
-    let plan = crate::parse(&yaml, std::path::Path::new("flow.yaml"))
+    let plan = belier_scenario::parse(&yaml, std::path::Path::new("flow.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
     assert_eq!(plan.hosts.len(), 1);
 }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use belier_scenario::import::{from_curl, from_har, HarOptions};
+use belier_import::{from_curl, from_har, HarOptions};
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 
 use belier_engine::request::{rules, InvalidRequest};
 
-use super::{header, CurlBody, INPUT};
-use crate::import::error::ImportError;
-use crate::import::headers::check_header;
+use super::request::{header, CurlBody, INPUT};
+use crate::error::ImportError;
+use crate::headers::check_header;
 
 /// What option `opt` (argument `arg`) makes of `value` must be what a plan and belier's flags
 /// can hold: a method that is a token, a header (`-H`, `-A`, `-e`, `-b`) with no CR, LF or NUL

@@ -6,6 +6,10 @@
 //! and [`Draft::to_yaml`] writes it in the format `PLAN.md` describes, so the result is read,
 //! checked and run like any hand-written plan. Importers do no I/O: the caller reads the files
 //! and writes the plan (curl's `@file` bodies come through a reader the caller passes).
+//!
+//! `belier import` reads its input with these; `belier record` (the recorder) writes the plan
+//! of the traffic it forwards with the same [`Draft`], [`plan`] and correlation.
+#![deny(missing_docs)]
 
 mod correlate;
 mod curl;

@@ -263,6 +263,8 @@ fn step(step: &DraftStep) -> Yaml {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use belier_scenario::{Copies, Environment};
+    use std::collections::BTreeMap;
 
     fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> DraftStep {
         DraftStep::Request(DraftRequest {
@@ -309,7 +311,7 @@ mod tests {
             yaml.starts_with("# made by a test\n# second line\n"),
             "{yaml}"
         );
-        let plan = crate::parse(&yaml, std::path::Path::new("imported.yaml"))
+        let plan = belier_scenario::parse(&yaml, std::path::Path::new("imported.yaml"))
             .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         let described = plan.describe();
         assert!(described.contains("POST /login"), "{described}");
@@ -354,14 +356,18 @@ mod tests {
         assert!(yaml.contains("{{ env.BELIER_AUTHORIZATION }}"), "{yaml}");
         assert!(yaml.contains("Bearer {{ token }}"), "{yaml}");
         // The plan names what it needs where it runs.
-        let env = |name: &str| match name {
-            "BELIER_AUTHORIZATION" | "BELIER_X_API_KEY" => Ok("secret".into()),
-            _ => Err(std::env::VarError::NotPresent),
+        let dir = std::env::temp_dir().join(format!("belier-import-draft-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("recorded.yaml");
+        std::fs::write(&path, &yaml).unwrap();
+        let load = |env: &BTreeMap<String, Option<String>>| {
+            belier_scenario::load_with(&path, &Copies::new(), Environment::Only(env))
         };
-        let path = std::path::Path::new("recorded.yaml");
-        crate::parse::plan(&yaml, path, &env).unwrap();
-        let unset = |_: &str| Err(std::env::VarError::NotPresent);
-        let e = crate::parse::plan(&yaml, path, &unset).unwrap_err();
+        let set = ["BELIER_AUTHORIZATION", "BELIER_X_API_KEY"]
+            .map(|name| (name.to_string(), Some("secret".to_string())));
+        load(&BTreeMap::from(set)).unwrap();
+        let e = load(&BTreeMap::new()).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             e.message
                 .starts_with("environment variable `BELIER_X_API_KEY` is not set"),
