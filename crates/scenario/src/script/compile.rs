@@ -113,6 +113,9 @@ fn syntax(text: &str, at: &dyn Fn(usize) -> At) -> Result<rhai::AST> {
     })
 }
 
+/// Variables by name, with their slots.
+type Named = Vec<(String, usize)>;
+
 /// The variables the script names (`vars.NAME`), with their slots, and those it sets: each
 /// must be defined before it unless the script assigns it first (`vars.x = ...`).
 fn variables(
@@ -120,7 +123,7 @@ fn variables(
     text: &str,
     defined: &HashSet<usize>,
     at: &dyn Fn(usize) -> At,
-) -> Result<(Vec<(String, usize)>, Vec<usize>)> {
+) -> Result<(Named, Vec<usize>)> {
     let mut vars: Vec<(String, usize)> = Vec::new();
     let mut sets = Vec::new();
     for m in var_use().captures_iter(text) {
