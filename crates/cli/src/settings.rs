@@ -261,48 +261,58 @@ pub fn with_request(
 /// The load model the flags ask for.
 fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
     let stages = args.stages.as_deref().map(parse_stages).transpose()?;
-    let Some(rate) = args.rate else {
-        for (given, flag) in [
-            (args.max_connections.is_some(), "--max-connections"),
-            (args.max_in_flight.is_some(), "--max-in-flight"),
-            (args.arrivals.is_some(), "--arrivals"),
-            (
-                args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
-                "--seed",
-            ),
-            (args.timer_slack.is_some(), "--timer-slack"),
-        ] {
-            if given {
-                return Err(InputError::new(
-                    flag,
-                    "",
-                    "only applies to the open loop: add --rate R",
-                ));
-            }
+    match args.rate {
+        Some(rate) => open_loop(args, rate, stages),
+        None => closed_loop(args, stages),
+    }
+}
+
+/// A fixed, ramped or staged number of connections, each sending as soon as it is answered.
+fn closed_loop(args: &LoadArgs, stages: Option<Vec<Stage>>) -> Result<Load, InputError> {
+    for (given, flag) in [
+        (args.max_connections.is_some(), "--max-connections"),
+        (args.max_in_flight.is_some(), "--max-in-flight"),
+        (args.arrivals.is_some(), "--arrivals"),
+        (
+            args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
+            "--seed",
+        ),
+        (args.timer_slack.is_some(), "--timer-slack"),
+    ] {
+        if given {
+            return Err(InputError::new(
+                flag,
+                "",
+                "only applies to the open loop: add --rate R",
+            ));
         }
-        let connections = match (stages, args.ramp_up) {
-            (Some(stages), _) => {
-                let p = Profile::staged(0.0, stages);
-                check_range(
-                    "--stages <STAGES>",
-                    p.peak().ceil() as u64,
-                    1,
-                    MAX_CONNECTIONS as u64,
-                )?;
-                p
-            }
-            (None, Some(d)) => Profile::staged(
-                0.0,
-                vec![Stage {
-                    duration: d,
-                    target: args.connections as f64,
-                }],
-            )
-            .then_hold(),
-            (None, None) => Profile::constant(args.connections as f64),
-        };
-        return Ok(Load::Closed { connections });
+    }
+    let connections = match (stages, args.ramp_up) {
+        (Some(stages), _) => {
+            let p = Profile::staged(0.0, stages);
+            check_range(
+                "--stages <STAGES>",
+                p.peak().ceil() as u64,
+                1,
+                MAX_CONNECTIONS as u64,
+            )?;
+            p
+        }
+        (None, Some(d)) => Profile::staged(
+            0.0,
+            vec![Stage {
+                duration: d,
+                target: args.connections as f64,
+            }],
+        )
+        .then_hold(),
+        (None, None) => Profile::constant(args.connections as f64),
     };
+    Ok(Load::Closed { connections })
+}
+
+/// Arrivals at a rate (constant or staged), whatever the server's answers take.
+fn open_loop(args: &LoadArgs, rate: f64, stages: Option<Vec<Stage>>) -> Result<Load, InputError> {
     const RATE: &str = "--rate <R>";
     if !rate.is_finite() || rate < 0.0 || (rate == 0.0 && stages.is_none()) {
         return Err(InputError::new(
@@ -339,6 +349,16 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
     if let Some(cap) = args.max_in_flight {
         check_range("--max-in-flight <N>", cap, 1, u64::MAX)?;
     }
+    Ok(Load::Open {
+        rate: profile,
+        spacing: spacing(args)?,
+        max_connections,
+        max_in_flight: args.max_in_flight,
+    })
+}
+
+/// How the open loop spaces its arrivals; a seed only means something to random spacing.
+fn spacing(args: &LoadArgs) -> Result<Spacing, InputError> {
     let spacing = match args.arrivals.unwrap_or(ArrivalsArg::Even) {
         ArrivalsArg::Even => Spacing::Even,
         ArrivalsArg::Poisson => Spacing::Poisson {
@@ -355,12 +375,7 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
             "only applies to --arrivals poisson",
         ));
     }
-    Ok(Load::Open {
-        rate: profile,
-        spacing,
-        max_connections,
-        max_in_flight: args.max_in_flight,
-    })
+    Ok(spacing)
 }
 
 /// TLS settings for an https URL; TLS flags on an http URL are a mistake worth naming.

@@ -40,35 +40,8 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
     if args.threads == 0 {
         return Err(InputError::new("--threads <N>", 0, "must be at least 1").into());
     }
-    let mut defaults = Behaviour::default();
-    if let Some(d) = args.delay {
-        defaults.delay = d;
-    }
-    if let Some(s) = args.status {
-        if !(100..=999).contains(&s) {
-            return Err(
-                InputError::new("--status <CODE>", s, "must be between 100 and 999").into(),
-            );
-        }
-        defaults.status = s;
-    }
-    defaults.body_size = args.size.or(defaults.body_size);
-    defaults.fault = args.fault.or(defaults.fault);
-    let handlers = match (args.workers, args.service_time) {
-        (Some(0), _) => {
-            return Err(InputError::new("--workers <K>", 0, "must be at least 1").into());
-        }
-        (Some(_), Some(d)) if d.is_zero() => {
-            return Err(InputError::new("--service-time <D>", "0", "must last some time").into());
-        }
-        (Some(workers), Some(service_time)) => Some(Handlers {
-            workers,
-            service_time,
-            queue: args.queue,
-            shed: args.shed,
-        }),
-        _ => None,
-    };
+    let defaults = behaviour(&args)?;
+    let handlers = handlers(&args)?;
     let tls = args.tls.then(|| self_signed(args.listen));
     let server = Server::start(Config {
         listen: args.listen,
@@ -84,6 +57,59 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         Some(path) => format!("cannot listen on {}", path.display()),
         None => format!("cannot listen on {}", args.listen),
     })?;
+    announce(&server, &args, tls.as_ref(), handlers.as_ref())?;
+    while !signals.stop_requested() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    farewell(server);
+    Ok(0)
+}
+
+/// What every request gets unless its query string asks otherwise: the flags' defaults.
+fn behaviour(args: &TargetArgs) -> anyhow::Result<Behaviour> {
+    let mut defaults = Behaviour::default();
+    if let Some(d) = args.delay {
+        defaults.delay = d;
+    }
+    if let Some(s) = args.status {
+        if !(100..=999).contains(&s) {
+            return Err(
+                InputError::new("--status <CODE>", s, "must be between 100 and 999").into(),
+            );
+        }
+        defaults.status = s;
+    }
+    defaults.body_size = args.size.or(defaults.body_size);
+    defaults.fault = args.fault.or(defaults.fault);
+    Ok(defaults)
+}
+
+/// A server of known capacity (`--workers` handlers of `--service-time`), when both are given.
+fn handlers(args: &TargetArgs) -> anyhow::Result<Option<Handlers>> {
+    Ok(match (args.workers, args.service_time) {
+        (Some(0), _) => {
+            return Err(InputError::new("--workers <K>", 0, "must be at least 1").into());
+        }
+        (Some(_), Some(d)) if d.is_zero() => {
+            return Err(InputError::new("--service-time <D>", "0", "must last some time").into());
+        }
+        (Some(workers), Some(service_time)) => Some(Handlers {
+            workers,
+            service_time,
+            queue: args.queue,
+            shed: args.shed,
+        }),
+        _ => None,
+    })
+}
+
+/// Tells the user where the server listens, how to trust it and what it can be asked.
+fn announce(
+    server: &Server,
+    args: &TargetArgs,
+    tls: Option<&(TlsConfig, String)>,
+    handlers: Option<&Handlers>,
+) -> anyhow::Result<()> {
     match server.unix_socket() {
         Some(path) => eprintln!(
             "belier target listening on {} (belier --unix-socket {} {})",
@@ -101,14 +127,14 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
             "h2c with prior knowledge"
         }
     );
-    if let Some((config, ca)) = &tls {
-        let path = write_ca(&server, config, ca)?;
+    if let Some((config, ca)) = tls {
+        let path = write_ca(server, config, ca)?;
         eprintln!(
             "  clients trust it with --cacert {} (or skip the check with -k)",
             path.display()
         );
     }
-    if let Some(h) = &handlers {
+    if let Some(h) = handlers {
         eprintln!(
             "  {} handlers of {:?} each: capacity {:.0} requests/s; queue {}; beyond it {}; \
              counters at {}",
@@ -129,9 +155,11 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
          &token=1 &json=1 &redirect=3 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
     );
     eprintln!("  Ctrl-C stops it");
-    while !signals.stop_requested() {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    Ok(())
+}
+
+/// Stops the server and prints what it saw.
+fn farewell(server: Server) {
     let counts = server.counts();
     let pool = server.pool_stats();
     server.stop();
@@ -148,5 +176,4 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
                 .map_or("-".into(), |d| format!("{:.3} ms", d.as_secs_f64() * 1e3))
         );
     }
-    Ok(0)
 }
