@@ -166,5 +166,37 @@ pub fn percentile(metric: &str) -> Option<f64> {
     (0.0..=100.0).contains(&p).then_some(p)
 }
 
+/// A latency limit, in µs: a duration with its unit (`200ms`, `1.5s`); the error says what
+/// is wrong, quoting `limit`.
+pub fn latency_limit_us(limit: &str) -> Result<f64, String> {
+    if limit.parse::<f64>().is_ok() {
+        return Err(format!(
+            "`{limit}`: a latency needs a unit, e.g. `200ms` or `1s`"
+        ));
+    }
+    crate::duration::parse(limit)
+        .map(|d| d.as_secs_f64() * 1e6)
+        .map_err(|e| {
+            format!(
+                "expected a latency such as `200ms`, found `{limit}`: {}",
+                e.problem
+            )
+        })
+}
+
+/// A share limit written as a percentage (`1%`), as a fraction (`0.01`); the error says
+/// what is wrong, quoting `limit`.
+pub fn share_limit(limit: &str) -> Result<f64, String> {
+    match crate::percent::parse(limit) {
+        Ok(p) => Ok(p / 100.0),
+        Err(crate::percent::PercentError::NoPercentSign(_)) => Err(format!(
+            "expected a percentage such as `1%`, found `{limit}`"
+        )),
+        Err(_) => Err(format!(
+            "expected a percentage from 0% to 100%, found `{limit}`"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -97,3 +97,29 @@ fn comparisons_hold_and_go_beyond() {
         assert_eq!(c.to_string(), c.symbol());
     }
 }
+
+#[test]
+fn limits() {
+    assert_eq!(latency_limit_us("200ms"), Ok(200_000.0));
+    assert_eq!(latency_limit_us("1.5s"), Ok(1_500_000.0));
+    assert_eq!(
+        latency_limit_us("200"),
+        Err("`200`: a latency needs a unit, e.g. `200ms` or `1s`".into())
+    );
+    assert_eq!(
+        latency_limit_us("1x"),
+        Err("expected a latency such as `200ms`, found `1x`: unknown unit `x` (use us, ms, s, m or h)".into())
+    );
+    assert_eq!(share_limit("1%"), Ok(0.01));
+    assert_eq!(share_limit("0.5 %"), Ok(0.005));
+    assert_eq!(
+        share_limit("1"),
+        Err("expected a percentage such as `1%`, found `1`".into())
+    );
+    for bad in ["101%", "x%", "inf%"] {
+        assert_eq!(
+            share_limit(bad),
+            Err(format!("expected a percentage from 0% to 100%, found `{bad}`"))
+        );
+    }
+}
