@@ -77,7 +77,9 @@ impl Measure {
                 ))
             }
             _ => Measure::Percentile(condition::percentile(name).ok_or_else(|| {
-                format!("unknown metric `{name}` (expected p50, p90, p99, p99.9…, mean, max or errors)")
+                format!(
+                    "unknown metric `{name}` (expected p50, p90, p99, p99.9…, mean, max or errors)"
+                )
             })?),
         })
     }
@@ -126,7 +128,14 @@ impl FigureSlo {
         }
         let measure = Measure::named(parts.metric).map_err(|why| {
             let unknown = why.starts_with("unknown");
-            fail(if unknown { expr_at + parts.metric_at } else { 0 }, why)
+            fail(
+                if unknown {
+                    expr_at + parts.metric_at
+                } else {
+                    0
+                },
+                why,
+            )
         })?;
         // `==` is for plans' exact counts; an SLO is a bound.
         if parts.comparison == Comparison::Equal {

@@ -246,10 +246,7 @@ fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
         return Err(only_above_and_below(&s));
     }
     if limit.is_empty() {
-        return Err(format!(
-            "'{s}': missing limit after '{}'",
-            parts.comparison
-        ));
+        return Err(format!("'{s}': missing limit after '{}'", parts.comparison));
     }
     let limit = match limit.strip_prefix(['+', '-']) {
         Some(magnitude) => change_limit(&s, limit, magnitude)?,
@@ -277,7 +274,11 @@ fn change_limit(s: &str, limit: &str, magnitude: &str) -> Result<Limit, String> 
         Ok(v) if v.is_finite() && !magnitude.starts_with(['+', '-']) => v,
         _ => return Err(not_a_number(s, magnitude)),
     };
-    Ok(Limit::ChangePercent(if limit.starts_with('-') { -v } else { v }))
+    Ok(Limit::ChangePercent(if limit.starts_with('-') {
+        -v
+    } else {
+        v
+    }))
 }
 
 /// A bound on the new run's value, in the metric's unit.

@@ -119,7 +119,9 @@ fn limits() {
     for bad in ["101%", "x%", "inf%"] {
         assert_eq!(
             share_limit(bad),
-            Err(format!("expected a percentage from 0% to 100%, found `{bad}`"))
+            Err(format!(
+                "expected a percentage from 0% to 100%, found `{bad}`"
+            ))
         );
     }
 }
