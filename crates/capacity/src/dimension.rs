@@ -70,26 +70,8 @@ impl Dimension {
 }
 
 /// A level or a rate with thousands separators, and one decimal below 100 unless whole:
-/// `1,880`, `12.5`, `64`.
-pub fn number(r: f64) -> String {
-    if r < 100.0 {
-        return if r.fract() == 0.0 {
-            format!("{r:.0}")
-        } else {
-            format!("{r:.1}")
-        };
-    }
-    let whole = r.round() as u64;
-    let digits = whole.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `1,880`, `12.5`, `64` (the vocabulary's level format).
+pub use belier_vocabulary::format::level as number;
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use belier_scenario::{Comparison, Figures, Metric, Threshold};
 use belier_stats::{Point, Recorder};
+use belier_vocabulary::condition::{self, Pick};
+use belier_vocabulary::format;
+use belier_vocabulary::Comparison;
 
 /// The errors SLO in force unless one is given: under 1 % of requests failed. It holds beside
 /// latency SLOs too: a latency SLO alone is met by errors answered fast (a server that sheds
@@ -27,7 +29,7 @@ pub struct SloError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slos {
     /// On the step's own figures.
-    figures: Vec<Threshold>,
+    figures: Vec<FigureSlo>,
     /// On the server's metrics, queried from Prometheus.
     prometheus: Vec<PromSlo>,
 }
@@ -46,6 +48,153 @@ pub struct PromSlo {
     pub bound: f64,
 }
 
+/// What an SLO on a step's own figures measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Measure {
+    /// A latency percentile (99.0 for `p99`).
+    Percentile(f64),
+    /// Mean latency.
+    Mean,
+    /// Highest latency.
+    Max,
+    /// Failed requests over all requests, as a fraction.
+    Errors,
+}
+
+impl Measure {
+    /// The metric an SLO names, in the words of a plan's thresholds; `Err` says why it is
+    /// none.
+    fn named(name: &str) -> Result<Measure, String> {
+        Ok(match name {
+            "mean" | "avg" => Measure::Mean,
+            "max" => Measure::Max,
+            "error_rate" | "errors" => Measure::Errors,
+            // A plan's thresholds offer these; a capacity step is judged on latency and errors.
+            "min" | "rate" | "checks" | "requests" | "count" => {
+                return Err(format!(
+                    "`{name}` is not an SLO (use pNN, mean or max for latency, errors for the \
+                     failed share)"
+                ))
+            }
+            _ => Measure::Percentile(condition::percentile(name).ok_or_else(|| {
+                format!(
+                    "unknown metric `{name}` (expected p50, p90, p99, p99.9…, mean, max or errors)"
+                )
+            })?),
+        })
+    }
+
+    /// As a verdict names it: `p99`, `mean`, `max`, `error_rate`.
+    fn label(self) -> String {
+        match self {
+            Measure::Percentile(p) => format!("p{p}"),
+            Measure::Mean => "mean".into(),
+            Measure::Max => "max".into(),
+            Measure::Errors => "error_rate".into(),
+        }
+    }
+}
+
+/// An SLO on the step's own figures: `METRIC OP VALUE`, in a plan threshold's words.
+#[derive(Debug, Clone, PartialEq)]
+struct FigureSlo {
+    /// As written.
+    expression: String,
+    measure: Measure,
+    comparison: Comparison,
+    /// µs for a latency, a fraction for errors.
+    bound: f64,
+}
+
+impl FigureSlo {
+    fn parse(text: &str) -> Result<FigureSlo, SloError> {
+        let fail = |position, message: String| SloError {
+            expression: text.to_string(),
+            position,
+            message,
+        };
+        let (scope, expr, expr_at) = condition::scope(text).map_err(|(at, why)| fail(at, why))?;
+        let Some(parts) = condition::split(expr, &Comparison::ALL, Pick::First) else {
+            return Err(fail(
+                expr_at,
+                "expected METRIC OP VALUE, e.g. `p99 < 50ms` (OP is <, <=, > or >=)".into(),
+            ));
+        };
+        if scope.is_some() {
+            return Err(fail(
+                0,
+                "an SLO covers every request of a step: no `NAME:` scope".into(),
+            ));
+        }
+        let measure = Measure::named(parts.metric).map_err(|why| {
+            let unknown = why.starts_with("unknown");
+            fail(
+                if unknown {
+                    expr_at + parts.metric_at
+                } else {
+                    0
+                },
+                why,
+            )
+        })?;
+        // `==` is for plans' exact counts; an SLO is a bound.
+        if parts.comparison == Comparison::Equal {
+            return Err(fail(0, "an SLO is a bound: use <, <=, > or >=".into()));
+        }
+        let bound = match measure {
+            Measure::Errors => condition::share_limit(parts.limit),
+            _ => condition::latency_limit_us(parts.limit),
+        }
+        .map_err(|why| fail(expr_at + parts.limit_at, why))?;
+        Ok(FigureSlo {
+            expression: text.trim().to_string(),
+            measure,
+            comparison: parts.comparison,
+            bound,
+        })
+    }
+
+    /// The SLO's figure in `step`, with every latency `discount_us` shorter, and as shown
+    /// (`231.4 ms`); `None` with nothing to measure.
+    fn measure(&self, t: &Recorder, discount_us: u64) -> Option<(f64, String)> {
+        if t.requests() == 0 {
+            return None;
+        }
+        let latency = t.latency_summary();
+        let us = match self.measure {
+            Measure::Errors => {
+                let r = (t.requests() - t.succeeded()) as f64 / t.requests() as f64;
+                return Some((r, format!("{:.2} %", r * 100.0)));
+            }
+            Measure::Percentile(p) => {
+                let h = t.latency_us();
+                if h.is_empty() {
+                    return None;
+                }
+                belier_stats::value_at_percentile(h, p).saturating_sub(discount_us) as f64
+            }
+            Measure::Mean => (latency.mean_us - discount_us as f64).max(0.0),
+            Measure::Max => latency.max_us.saturating_sub(discount_us) as f64,
+        };
+        Some((us, format::latency(us)))
+    }
+
+    /// `None` when the SLO held, else what failed: `p99 = 45.0 ms (wanted p99<30ms)`.
+    fn failure(&self, t: &Recorder, discount_us: u64) -> Option<String> {
+        let (passed, shown) = match self.measure(t, discount_us) {
+            Some((value, shown)) => (self.comparison.holds(value, self.bound), shown),
+            None => (false, "no data".into()),
+        };
+        (!passed).then(|| {
+            format!(
+                "{} = {shown} (wanted {})",
+                self.measure.label(),
+                self.expression
+            )
+        })
+    }
+}
+
 impl PromSlo {
     /// Parses `prom:QUERY OP VALUE`; `None` when `text` is no `prom:` SLO.
     fn parse(text: &str) -> Option<Result<PromSlo, SloError>> {
@@ -56,16 +205,13 @@ impl PromSlo {
             message: message.to_string(),
         };
         // The comparison is the last operator: PromQL has its own `<` and `>`.
-        let found = ["<=", ">=", "<", ">"]
-            .iter()
-            .filter_map(|op| query_text.rfind(op).map(|i| (i, *op)))
-            .max_by_key(|(i, op)| (*i + op.len(), op.len()));
-        let Some((at, op)) = found else {
+        let Some(parts) = condition::split(query_text, &Comparison::BOUNDS, Pick::Last) else {
             return Some(Err(fail(
                 0,
                 "expected prom:QUERY OP VALUE, e.g. prom:rate(process_cpu_seconds_total[10s])<0.8",
             )));
         };
+        let (at, comparison) = (parts.comparison_at, parts.comparison);
         let offset = text.len() - text.trim_start().len() + "prom:".len();
         // `<<`, `<>`, `><`, `>>`, `<<=`: no comparison (`<<` was read as `>`).
         if query_text[..at].ends_with(['<', '>']) {
@@ -74,24 +220,17 @@ impl PromSlo {
                 "expected one comparison: <, <=, > or >=",
             )));
         }
-        let query = query_text[..at].trim();
+        let query = parts.metric;
         if query.is_empty() {
             return Some(Err(fail(offset, "no PromQL query before the comparison")));
         }
-        let value = query_text[at + op.len()..].trim();
         // A bound that is not finite decides nothing: NaN fails every comparison (`>=NaN`
         // failed every step), infinity passes or fails them all.
-        let Some(bound) = value.parse::<f64>().ok().filter(|b| b.is_finite()) else {
+        let Some(bound) = parts.limit.parse::<f64>().ok().filter(|b| b.is_finite()) else {
             return Some(Err(fail(
-                offset + at + op.len(),
+                offset + at + comparison.symbol().len(),
                 "expected a finite number after the comparison",
             )));
-        };
-        let comparison = match op {
-            "<=" => Comparison::LessOrEqual,
-            ">=" => Comparison::GreaterOrEqual,
-            "<" => Comparison::Less,
-            _ => Comparison::Greater,
         };
         Some(Ok(PromSlo {
             expression: text.trim().to_string(),
@@ -147,38 +286,11 @@ impl Slos {
         }
         let figures = on_figures
             .iter()
-            .map(|e| {
-                let fail = |position, message: String| SloError {
-                    expression: e.clone(),
-                    position,
-                    message,
-                };
-                let t = Threshold::parse(e).map_err(|(at, why)| fail(at, why))?;
-                if t.scope.is_some() {
-                    return Err(fail(
-                        0,
-                        "an SLO covers every request of a step: no `NAME:` scope".into(),
-                    ));
-                }
-                // `==` is for plans' exact counts; an SLO is a bound.
-                if t.comparison == Comparison::Equal {
-                    return Err(fail(0, "an SLO is a bound: use <, <=, > or >=".into()));
-                }
-                match t.metric {
-                    Metric::Percentile(_) | Metric::Mean | Metric::Max | Metric::ErrorRate => Ok(t),
-                    other => Err(fail(
-                        0,
-                        format!(
-                            "`{other}` is not an SLO (use pNN, mean or max for latency, errors for \
-                             the failed share)"
-                        ),
-                    )),
-                }
-            })
+            .map(|e| FigureSlo::parse(e))
             .collect::<Result<Vec<_>, _>>()?;
         let mut figures = figures;
-        if !figures.iter().any(|t| t.metric == Metric::ErrorRate) {
-            let default = Threshold::parse(DEFAULT_SLO).expect("the default SLO parses");
+        if !figures.iter().any(|t| t.measure == Measure::Errors) {
+            let default = FigureSlo::parse(DEFAULT_SLO).expect("the default SLO parses");
             figures.push(default);
         }
         Ok(Slos {
@@ -206,7 +318,7 @@ impl Slos {
     pub fn latency_bound_us(&self) -> Option<f64> {
         self.figures
             .iter()
-            .filter(|t| t.metric != Metric::ErrorRate)
+            .filter(|t| t.measure != Measure::Errors)
             .map(|t| t.bound)
             .reduce(f64::min)
     }
@@ -217,14 +329,14 @@ impl Slos {
     pub fn met_by(&self, point: &Point) -> bool {
         let failures = point.requests - point.succeeded.min(point.requests);
         self.figures.iter().all(|slo| {
-            let actual = match slo.metric {
-                Metric::ErrorRate if point.requests == 0 => return true,
-                Metric::ErrorRate => failures as f64 / point.requests as f64,
+            let actual = match slo.measure {
+                Measure::Errors if point.requests == 0 => return true,
+                Measure::Errors => failures as f64 / point.requests as f64,
                 _ if point.succeeded == 0 && point.p99_us == 0 => return point.requests == 0,
-                Metric::Percentile(p) if p <= 50.0 => point.p50_us as f64,
-                Metric::Percentile(p) if p <= 90.0 => point.p90_us as f64,
-                Metric::Percentile(p) if p <= 99.0 => point.p99_us as f64,
-                Metric::Mean => point.p90_us as f64,
+                Measure::Percentile(p) if p <= 50.0 => point.p50_us as f64,
+                Measure::Percentile(p) if p <= 90.0 => point.p90_us as f64,
+                Measure::Percentile(p) if p <= 99.0 => point.p99_us as f64,
+                Measure::Mean => point.p90_us as f64,
                 _ => point.max_us as f64,
             };
             slo.comparison.holds(actual, slo.bound)
@@ -250,31 +362,10 @@ impl Slos {
     }
 
     fn judge_less(&self, step: &StepFigures<'_>, discount_us: u64) -> Verdict {
-        let t = step.totals;
-        let percentile = |p: f64| {
-            let h = t.latency_us();
-            (!h.is_empty())
-                .then(|| belier_stats::value_at_percentile(h, p).saturating_sub(discount_us))
-        };
-        let latency = t.latency_summary();
-        let figures = || Figures {
-            requests: t.requests(),
-            failures: t.requests() - t.succeeded(),
-            elapsed: step.window,
-            checks_passed: 0,
-            checks_failed: 0,
-            mean_us: (latency.mean_us - discount_us as f64).max(0.0),
-            min_us: latency.min_us.saturating_sub(discount_us),
-            max_us: latency.max_us.saturating_sub(discount_us),
-            percentile_us: &percentile,
-        };
         let mut failed: Vec<String> = self
             .figures
             .iter()
-            .filter_map(|slo| {
-                let outcome = slo.evaluate(|_| Some(figures()));
-                (!outcome.passed).then(|| format!("{} (wanted {})", outcome.actual, slo.expression))
-            })
+            .filter_map(|slo| slo.failure(step.totals, discount_us))
             .collect();
         for (slo, value) in self.prometheus.iter().zip(&step.prometheus) {
             match value {

@@ -9,7 +9,7 @@
 mod near_miss;
 
 use belier_capacity::{Outcome, SloError, Slos};
-use belier_scenario::Comparison;
+use belier_vocabulary::Comparison;
 use proptest::prelude::*;
 use proptest::sample::Index;
 

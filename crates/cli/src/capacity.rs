@@ -232,18 +232,8 @@ pub struct CapacityArgs {
     pub save: Option<PathBuf>,
 }
 
-/// `5%` or `0.05`.
-fn parse_share(s: &str) -> Result<f64, String> {
-    let (number, scale) = match s.trim().strip_suffix('%') {
-        Some(n) => (n, 100.0),
-        None => (s.trim(), 1.0),
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .map(|v| v / scale)
-        .map_err(|_| format!("expected a share such as 5% or 0.05, not '{s}'"))
-}
+// `5%` or `0.05`.
+use belier_vocabulary::percent::share as parse_share;
 
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {

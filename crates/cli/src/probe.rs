@@ -58,9 +58,8 @@ fn render_json(url: &str, method: &str, p: &Probe) -> String {
     serde_json::to_string_pretty(&doc).expect("a JSON value serializes")
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:>10.3} ms", d.as_secs_f64() * 1000.0)
-}
+// A phase's duration in milliseconds, right-aligned.
+use belier_vocabulary::format::ms_column as ms;
 
 fn render(url: &str, method: &str, p: &Probe) -> String {
     let mut out = String::new();

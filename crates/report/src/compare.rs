@@ -8,6 +8,10 @@
 use std::fmt::{self, Write as _};
 
 use belier_stats::LatencySummary;
+use belier_vocabulary::condition::{self, Pick};
+use belier_vocabulary::duration::{self, Rules, Unit};
+use belier_vocabulary::percent::{self, PercentError};
+use belier_vocabulary::{format as vocabulary, rate as rates, Comparison};
 use serde::Serialize;
 use serde_json::json;
 
@@ -115,7 +119,7 @@ fn unit(metric: &str) -> &'static str {
 fn show(v: f64, unit: &str) -> String {
     match unit {
         "req/s" => format!("{}/s", rate(v)),
-        "ms" => format!("{v:.3} ms"),
+        "ms" => vocabulary::ms_of_ms(v),
         _ => format!("{v:.3} %"),
     }
 }
@@ -138,6 +142,16 @@ pub enum Op {
     Above,
     /// `<`: holds when the figure is strictly below the limit.
     Below,
+}
+
+impl Op {
+    /// The vocabulary's comparison: `>` or `<`.
+    pub fn comparison(self) -> Comparison {
+        match self {
+            Op::Above => Comparison::Greater,
+            Op::Below => Comparison::Less,
+        }
+    }
 }
 
 /// What a [`Condition`] compares.
@@ -195,6 +209,13 @@ pub fn parse_fail_if(expr: &str) -> Result<Vec<Condition>, String> {
         .collect()
 }
 
+/// A latency limit is a duration with its unit, in seconds at most: `1m` is refused rather
+/// than read as a minute.
+const LATENCY: Rules = Rules {
+    bare_seconds: false,
+    longest_unit: Unit::Second,
+};
+
 fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
     let s: String = part.chars().filter(|c| !c.is_whitespace()).collect();
     if s.is_empty() {
@@ -202,10 +223,9 @@ fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
             "empty condition in '{expr}': conditions are separated by single commas"
         ));
     }
-    let at = s
-        .find(['>', '<'])
+    let parts = condition::split(&s, &Comparison::ALL, Pick::First)
         .ok_or_else(|| format!("'{s}': expected METRIC>LIMIT or METRIC<LIMIT, e.g. 'p99>+10%'"))?;
-    let (name, rest) = s.split_at(at);
+    let name = parts.metric;
     let metric = METRICS
         .iter()
         .copied()
@@ -216,92 +236,82 @@ fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
                 METRICS.join(", ")
             )
         })?;
-    let op = if rest.starts_with('>') {
-        Op::Above
-    } else {
-        Op::Below
+    let op = match parts.comparison {
+        Comparison::Greater => Op::Above,
+        Comparison::Less => Op::Below,
+        _ => return Err(only_above_and_below(&s)),
     };
-    let limit = &rest[1..];
+    let limit = parts.limit;
     if limit.starts_with(['=', '<', '>']) {
-        return Err(format!(
-            "'{s}': only '>' (above) and '<' (below) are supported"
-        ));
+        return Err(only_above_and_below(&s));
     }
     if limit.is_empty() {
-        return Err(format!("'{s}': missing limit after '{}'", &rest[..1]));
+        return Err(format!("'{s}': missing limit after '{}'", parts.comparison));
     }
-    let number = |text: &str| -> Result<f64, String> {
-        match text.parse::<f64>() {
-            Ok(v) if v.is_finite() && !text.starts_with(['+', '-']) => Ok(v),
-            _ => Err(format!("'{s}': '{text}' is not a number")),
-        }
-    };
-    let limit = if let Some(signed) = limit.strip_prefix(['+', '-']) {
-        let magnitude = signed.strip_suffix('%').ok_or_else(|| {
-            format!("'{s}': a signed limit is a relative change and ends in '%', like '+10%'")
-        })?;
-        let v = number(magnitude)?;
-        Limit::ChangePercent(if limit.starts_with('-') { -v } else { v })
-    } else {
-        match unit(metric) {
-            "ms" => Limit::Value(duration_ms(limit).ok_or_else(|| {
-                format!(
-                    "'{s}': {metric} takes a duration like '250ms', '1.5s' or '800us', \
-                     or a signed change like '+10%'"
-                )
-            })?),
-            "%" => {
-                let percent = limit.strip_suffix('%').ok_or_else(|| {
-                    format!(
-                        "'{s}': errors takes a percentage like '0.5%', or a signed change \
-                         like '+10%'"
-                    )
-                })?;
-                let v = number(percent)?;
-                if v > 100.0 {
-                    return Err(format!("'{s}': an error percentage is between 0 and 100"));
-                }
-                Limit::Value(v)
-            }
-            _ => {
-                if limit.ends_with('%') {
-                    return Err(format!(
-                        "'{s}': {metric} takes requests per second like '900', or a signed \
-                         change like '-5%'"
-                    ));
-                }
-                Limit::Value(number(limit.strip_suffix("/s").unwrap_or(limit))?)
-            }
-        }
+    let limit = match limit.strip_prefix(['+', '-']) {
+        Some(magnitude) => change_limit(&s, limit, magnitude)?,
+        None => value_limit(&s, metric, limit)?,
     };
     Ok(Condition { metric, op, limit })
 }
 
-/// `250ms`, `1.5s`, `800us` or `800µs` in milliseconds.
-fn duration_ms(text: &str) -> Option<f64> {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale = match unit {
-        "s" => 1000.0,
-        "ms" => 1.0,
-        "us" | "µs" => 0.001,
-        _ => return None,
-    };
-    let v: f64 = number.parse().ok()?;
-    v.is_finite().then_some(v * scale)
+fn only_above_and_below(s: &str) -> String {
+    format!("'{s}': only '>' (above) and '<' (below) are supported")
 }
 
-/// Whether `x` is strictly beyond `limit` in the direction of `op`, ignoring float rounding
-/// (a p99 of exactly 250 ms does not fail `p99>250ms`).
-fn beyond(x: f64, op: Op, limit: f64) -> bool {
-    let close = x.is_finite() && (x - limit).abs() <= 1e-9 * x.abs().max(limit.abs()).max(1.0);
-    !close
-        && match op {
-            Op::Above => x > limit,
-            Op::Below => x < limit,
+/// `'{s}': 'TEXT' is not a number`.
+fn not_a_number(s: &str, text: &str) -> String {
+    format!("'{s}': '{text}' is not a number")
+}
+
+/// A signed relative change, `+10%` or `-5%` (`magnitude` without its sign).
+fn change_limit(s: &str, limit: &str, magnitude: &str) -> Result<Limit, String> {
+    let magnitude = magnitude.strip_suffix('%').ok_or_else(|| {
+        format!("'{s}': a signed limit is a relative change and ends in '%', like '+10%'")
+    })?;
+    // Any size (a rise of 150 % is one), but no second sign.
+    let v = match magnitude.parse::<f64>() {
+        Ok(v) if v.is_finite() && !magnitude.starts_with(['+', '-']) => v,
+        _ => return Err(not_a_number(s, magnitude)),
+    };
+    Ok(Limit::ChangePercent(if limit.starts_with('-') {
+        -v
+    } else {
+        v
+    }))
+}
+
+/// A bound on the new run's value, in the metric's unit.
+fn value_limit(s: &str, metric: &str, limit: &str) -> Result<Limit, String> {
+    let v = match unit(metric) {
+        "ms" => duration::parse_by(limit, LATENCY)
+            .map(|d| d.as_nanos() as f64 / 1e6)
+            .map_err(|_| {
+                format!(
+                    "'{s}': {metric} takes a duration like '250ms', '1.5s' or '800us', \
+                     or a signed change like '+10%'"
+                )
+            })?,
+        "%" => percent::parse(limit).map_err(|e| match e {
+            PercentError::NoPercentSign(_) => format!(
+                "'{s}': errors takes a percentage like '0.5%', or a signed change like '+10%'"
+            ),
+            PercentError::NotANumber(text) => not_a_number(s, &text),
+            PercentError::OutOfRange(_) => {
+                format!("'{s}': an error percentage is between 0 and 100")
+            }
+        })?,
+        _ => {
+            if limit.ends_with('%') {
+                return Err(format!(
+                    "'{s}': {metric} takes requests per second like '900', or a signed \
+                     change like '-5%'"
+                ));
+            }
+            rates::parse(limit).map_err(|e| not_a_number(s, &e.number))?
         }
+    };
+    Ok(Limit::Value(v))
 }
 
 /// One sentence, with figures, for each condition that holds; empty when the gate passes.
@@ -341,7 +351,7 @@ fn failure(d: &Delta, c: &Condition) -> Option<String> {
                 None if d.new < d.base => f64::NEG_INFINITY,
                 None => 0.0,
             };
-            if !beyond(change, c.op, limit) {
+            if !c.op.comparison().beyond(change, limit) {
                 return None;
             }
             let moved = match d.change {
@@ -357,7 +367,7 @@ fn failure(d: &Delta, c: &Condition) -> Option<String> {
             ))
         }
         Limit::Value(limit) => {
-            if !beyond(d.new, c.op, limit) {
+            if !c.op.comparison().beyond(d.new, limit) {
                 return None;
             }
             let side = if c.op == Op::Above { "above" } else { "below" };

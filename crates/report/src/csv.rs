@@ -142,10 +142,8 @@ fn row(out: &mut String, name: &str, open: bool, p: &Point) -> std::fmt::Result 
     writeln!(out, ",{},{:.1}", p.in_flight, p.cpu * 100.0)
 }
 
-/// Microseconds as milliseconds with three decimals and no separators: `1234567` → `1234.567`.
-fn ms(us: u64) -> String {
-    format!("{}.{:03}", us / 1000, us % 1000)
-}
+// Microseconds as milliseconds with three decimals and no separators: `1234567` → `1234.567`.
+use belier_vocabulary::format::ms_plain as ms;
 
 /// `s` as one CSV field: quoted when it holds a comma, a quote or a line break, with inner
 /// quotes doubled (RFC 4180, section 2, rules 6 and 7).

@@ -38,43 +38,13 @@ pub(crate) fn column_width<'a>(
         .fold(least, usize::max)
 }
 
-/// `1234567` → `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A rate with one decimal and thousands separators: `12,345.6`.
-pub(crate) fn rate(r: f64) -> String {
-    let whole = r.trunc() as u64;
-    let tenth = ((r - r.trunc()) * 10.0).round() as u64;
-    if tenth == 10 {
-        format!("{}.0", thousands(whole + 1))
-    } else {
-        format!("{}.{}", thousands(whole), tenth)
-    }
-}
+// Counts (`1,234,567`), rates (`12,345.6`) and milliseconds (`1,234.567 ms`, of whole or
+// fractional microseconds) as every format shows them: the vocabulary's.
+pub(crate) use belier_vocabulary::format::{ms, ms_f, rate, thousands};
 
 /// A check's pass ratio as a percentage, `-` when it was never evaluated.
 pub(crate) fn pass_percent(ratio: Option<f64>) -> String {
     ratio.map_or_else(|| "-".to_string(), |r| format!("{:.2}", r * 100.0))
-}
-
-/// Microseconds as milliseconds with three decimals, so microsecond resolution shows.
-pub(crate) fn ms(us: u64) -> String {
-    format!("{}.{:03} ms", thousands(us / 1000), us % 1000)
-}
-
-/// Microseconds (fractional) as milliseconds with three decimals.
-pub(crate) fn ms_f(us: f64) -> String {
-    ms(us.round() as u64)
 }
 
 /// Bytes with a binary unit.

@@ -364,10 +364,8 @@ fn write_phases(out: &mut String, s: &Summary) -> std::fmt::Result {
     Ok(())
 }
 
-/// Microseconds as milliseconds with three decimals, without the unit.
-fn ms_short(us: u64) -> String {
-    format!("{}.{:03}", thousands(us / 1000), us % 1000)
-}
+// Microseconds as milliseconds with three decimals, without the unit.
+use belier_vocabulary::format::ms_bare as ms_short;
 
 /// Widths of the per-step table's columns after the name.
 const STEP_WIDTHS: [usize; 9] = [10, 10, 9, 10, 10, 10, 10, 10, 10];

@@ -7,7 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::duration;
+use belier_vocabulary::condition::{self, Pick};
+use belier_vocabulary::{format, rate};
 
 /// What a threshold measures.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,43 +34,8 @@ pub enum Metric {
     Count,
 }
 
-/// A comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Comparison {
-    /// `<`
-    Less,
-    /// `<=`
-    LessOrEqual,
-    /// `>`
-    Greater,
-    /// `>=`
-    GreaterOrEqual,
-    /// `==`
-    Equal,
-}
-
-impl Comparison {
-    /// Whether `actual OP bound` holds.
-    pub fn holds(self, actual: f64, bound: f64) -> bool {
-        match self {
-            Comparison::Less => actual < bound,
-            Comparison::LessOrEqual => actual <= bound,
-            Comparison::Greater => actual > bound,
-            Comparison::GreaterOrEqual => actual >= bound,
-            Comparison::Equal => actual == bound,
-        }
-    }
-
-    fn symbol(self) -> &'static str {
-        match self {
-            Comparison::Less => "<",
-            Comparison::LessOrEqual => "<=",
-            Comparison::Greater => ">",
-            Comparison::GreaterOrEqual => ">=",
-            Comparison::Equal => "==",
-        }
-    }
-}
+/// A comparison: the vocabulary's, shared with capacity SLOs and `--fail-if`.
+pub use belier_vocabulary::Comparison;
 
 /// One threshold of a plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,49 +114,25 @@ impl Threshold {
     /// the fault in `text`.
     pub fn parse(text: &str) -> Result<Threshold, (usize, String)> {
         // A step name may itself contain `:`, so the scope is everything before the last one.
-        let (scope, expr, expr_at) = match text.rfind(':') {
-            Some(i) => {
-                let name = text[..i].trim();
-                if name.is_empty() {
-                    return Err((0, "expected a step name before `:`".into()));
-                }
-                (Some(name.to_string()), &text[i + 1..], i + 1)
-            }
-            None => (None, text, 0),
-        };
-        let ops = ["==", "<=", ">=", "<", ">"];
-        let Some((op_at, op)) = ops
-            .iter()
-            .filter_map(|op| expr.find(op).map(|i| (i, *op)))
-            .min_by_key(|(i, op)| (*i, std::cmp::Reverse(op.len())))
-        else {
+        let (scope, expr, expr_at) = condition::scope(text)?;
+        let Some(parts) = condition::split(expr, &Comparison::ALL, Pick::First) else {
             return Err((
                 expr_at,
                 "expected METRIC OP VALUE, e.g. `p99 < 200ms` (OP is <, <=, >, >= or ==)".into(),
             ));
         };
-        let comparison = match op {
-            "==" => Comparison::Equal,
-            "<=" => Comparison::LessOrEqual,
-            ">=" => Comparison::GreaterOrEqual,
-            "<" => Comparison::Less,
-            _ => Comparison::Greater,
-        };
-        let metric_text = expr[..op_at].trim();
-        let metric_at = expr_at + (op_at - expr[..op_at].trim_start().len());
-        let after = &expr[op_at + op.len()..];
-        let value_at = expr_at + op_at + op.len() + (after.len() - after.trim_start().len());
-        let value = after.trim();
+        let (metric_text, value) = (parts.metric, parts.limit);
         let metric = metric(metric_text).ok_or_else(|| {
             (
-                metric_at,
+                expr_at + parts.metric_at,
                 format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks, requests or count)"),
             )
         })?;
+        let (comparison, value_at) = (parts.comparison, expr_at + parts.limit_at);
         let bound = bound(metric, value).map_err(|m| (value_at, m))?;
         Ok(Threshold {
             expression: text.trim().to_string(),
-            scope,
+            scope: scope.map(str::to_string),
             metric,
             comparison,
             bound,
@@ -261,7 +203,7 @@ impl Threshold {
     fn measure(&self, f: Figures<'_>) -> Option<(f64, String)> {
         let latency = |us: Option<f64>| -> Option<(f64, String)> {
             let us = us?;
-            Some((us, duration::show_us(us)))
+            Some((us, format::latency(us)))
         };
         match self.metric {
             Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max if f.requests == 0 => {
@@ -297,7 +239,7 @@ impl Threshold {
     pub fn canonical(&self) -> String {
         let bound = match self.metric {
             Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max => {
-                duration::show_us(self.bound).replace(' ', "")
+                format::latency(self.bound).replace(' ', "")
             }
             Metric::ErrorRate | Metric::Checks => format!("{}%", self.bound * 100.0),
             Metric::Rate => format!("{}/s", self.bound),
@@ -305,7 +247,7 @@ impl Threshold {
             // fit the u64 the parser reads (`requests < 18446744073709551615`).
             Metric::Requests | Metric::Count => format!("{}", self.bound as u64),
         };
-        let expr = format!("{} {} {bound}", self.metric, self.comparison.symbol());
+        let expr = format!("{} {} {bound}", self.metric, self.comparison);
         match &self.scope {
             Some(step) => format!("{step}: {expr}"),
             None => expr,
@@ -318,56 +260,23 @@ fn metric(text: &str) -> Option<Metric> {
         "mean" | "avg" => Metric::Mean,
         "min" => Metric::Min,
         "max" => Metric::Max,
-        "median" => Metric::Percentile(50.0),
         "error_rate" | "errors" => Metric::ErrorRate,
         "rate" => Metric::Rate,
         "checks" => Metric::Checks,
         "requests" => Metric::Requests,
         "count" => Metric::Count,
-        _ => {
-            let p: f64 = text.strip_prefix('p')?.parse().ok()?;
-            if !(0.0..=100.0).contains(&p) {
-                return None;
-            }
-            Metric::Percentile(p)
-        }
+        _ => Metric::Percentile(condition::percentile(text)?),
     })
 }
 
 fn bound(metric: Metric, value: &str) -> Result<f64, String> {
     match metric {
         Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max => {
-            if value.parse::<f64>().is_ok() {
-                return Err(format!(
-                    "`{value}`: a latency needs a unit, e.g. `200ms` or `1s`"
-                ));
-            }
-            duration::parse(value)
-                .map(|d| d.as_secs_f64() * 1e6)
-                .map_err(|why| {
-                    format!("expected a latency such as `200ms`, found `{value}`: {why}")
-                })
+            condition::latency_limit_us(value)
         }
-        Metric::ErrorRate | Metric::Checks => {
-            let Some(pct) = value.strip_suffix('%') else {
-                return Err(format!(
-                    "expected a percentage such as `1%`, found `{value}`"
-                ));
-            };
-            match pct.trim().parse::<f64>() {
-                Ok(p) if (0.0..=100.0).contains(&p) => Ok(p / 100.0),
-                _ => Err(format!(
-                    "expected a percentage from 0% to 100%, found `{value}`"
-                )),
-            }
-        }
-        Metric::Rate => {
-            let number = value.strip_suffix("/s").unwrap_or(value).trim();
-            match number.parse::<f64>() {
-                Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
-                _ => Err(format!("expected a rate such as `900/s`, found `{value}`")),
-            }
-        }
+        Metric::ErrorRate | Metric::Checks => condition::share_limit(value),
+        Metric::Rate => rate::parse(value)
+            .map_err(|_| format!("expected a rate such as `900/s`, found `{value}`")),
         Metric::Requests | Metric::Count => value
             .parse::<u64>()
             .map(|n| n as f64)

@@ -88,7 +88,7 @@ pub const KNOBS: [&str; 10] = [
 impl Behaviour {
     /// Overrides knobs from a query string such as `delay=20ms&status=503&size=1024`.
     ///
-    /// Knobs: `delay` (a humantime duration: `20ms`, `1s`), `status` (`100..=999`), `size`
+    /// Knobs: `delay` (a duration as flags take it: `20ms`, `1s`), `status` (`100..=999`), `size`
     /// (body bytes), `fault` (see [`Fault`]), and the switches `close`, `chunked`, `token` and
     /// `json` (`1`/`0`, `true`/`false`, or the bare name for true). Unknown keys are ignored so that real-world URLs with their
     /// own parameters (`/search?q=x`) can be load-tested unchanged. Values are not
@@ -120,7 +120,7 @@ impl Behaviour {
         };
         match knob {
             "delay" => {
-                self.delay = humantime::parse_duration(text)
+                self.delay = belier_vocabulary::duration::parse(text)
                     .map_err(|_| bad("a duration such as 20ms or 1s"))?;
             }
             "status" => {
@@ -217,7 +217,8 @@ impl fmt::Display for Behaviour {
             result
         };
         if self.delay != base.delay {
-            // One unit, because humantime's own format puts spaces between units.
+            // One unit, because a duration formatted with spaces (as humantime writes it)
+            // would need escaping in a query.
             let d = self.delay;
             if d.subsec_nanos().is_multiple_of(1_000_000) {
                 knob(f, format_args!("delay={}ms", d.as_millis()))?;

@@ -381,10 +381,8 @@ fn generator_lines(latest: Option<&Point>) -> Vec<Line<'static>> {
     ]
 }
 
-/// Microseconds as milliseconds, two decimals.
-fn ms(us: u64) -> String {
-    format!("{:.2} ms", us as f64 / 1000.0)
-}
+// Microseconds as milliseconds, two decimals.
+use belier_vocabulary::format::ms_2 as ms;
 
 fn draw_help(frame: &mut Frame, area: Rect) {
     let text = vec![

@@ -7,7 +7,6 @@ use belier_stats::Series;
 
 use super::svg::{number, Axis, Chart, Stroke};
 use super::{colour, esc, legend, HtmlRun, LineKey};
-use crate::format::thousands;
 
 /// Most columns a time chart draws. Longer series are bucketed and each bucket shows the
 /// largest value of the intervals it covers, so a one-second spike in an hour-long run stays
@@ -226,9 +225,7 @@ fn secs(s: f64) -> String {
 }
 
 /// Microseconds as milliseconds with three decimals, without the unit.
-pub(super) fn ms(us: u64) -> String {
-    format!("{}.{:03}", thousands(us / 1000), us % 1000)
-}
+pub(super) use belier_vocabulary::format::ms_bare as ms;
 
 pub(super) fn figure(title: &str, legend: &str, svg: &str, note: &str) -> String {
     format!(

@@ -1,0 +1,21 @@
+//! belier's shared vocabulary, at the bottom of the crate graph: what a flag, a plan, an SLO
+//! and a report all say the same way.
+//!
+//! - [`duration`]: `250ms`, `1.5s`, `2m30s`, `800µs`, bare seconds — one parser, one
+//!   formatter;
+//! - [`rate`] (`900/s`) and [`percent`] (`1%`, shares such as `0.05`);
+//! - [`condition`]: the one "metric op limit" grammar of plan thresholds, capacity SLOs and
+//!   `--fail-if`, each caller naming its own metrics;
+//! - [`format`]: milliseconds, latencies, rates and counts as every report shows them.
+//!
+//! Pure: no I/O, no printing. Errors are typed and name the text they refuse; callers add
+//! where it was (a plan's line and column, a flag's name).
+#![deny(missing_docs)]
+
+pub mod condition;
+pub mod duration;
+pub mod format;
+pub mod percent;
+pub mod rate;
+
+pub use condition::Comparison;
