@@ -23,6 +23,7 @@ pub mod missing;
 pub mod near_miss;
 pub mod net;
 pub mod nginx;
+pub mod noise;
 pub mod process;
 pub mod prometheus;
 pub mod shop;
