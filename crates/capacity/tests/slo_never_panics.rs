@@ -5,11 +5,9 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
-#[path = "../../scenario/tests/near_miss/mod.rs"]
-mod near_miss;
-
 use belier_capacity::{Outcome, SloError, Slos};
 use belier_vocabulary::Comparison;
+use belier_testsupport::near_miss;
 use proptest::prelude::*;
 use proptest::sample::Index;
 

@@ -6,11 +6,7 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
-#[path = "../tests/support/argv.rs"]
-mod argv;
-#[path = "../../scenario/tests/near_miss/mod.rs"]
-mod near_miss;
-
+use belier_testsupport::argv;
 use clap::Parser;
 use proptest::prelude::*;
 

@@ -3,10 +3,12 @@
 //! ::1.
 
 use std::net::{Ipv6Addr, SocketAddr};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use belier_testserver::{Config, Server};
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 fn server(listen: SocketAddr) -> Server {
     Server::start(Config {
@@ -18,10 +20,7 @@ fn server(listen: SocketAddr) -> Server {
 }
 
 fn belier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(args)
-        .output()
-        .expect("belier runs")
+    BELIER.output(args)
 }
 
 fn hosts(s: &Server) -> Vec<String> {

@@ -4,44 +4,43 @@
 //! its own count, the behaviour past it, the recovery, the budget, the generator's own limit,
 //! and bad input.
 
-#[path = "support/prometheus.rs"]
-mod prometheus_support;
-
-#[path = "support/capacity.rs"]
-mod capacity_support;
-
-#[path = "support/gunicorn.rs"]
-mod gunicorn;
-
 use std::io::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use belier_testserver::Server;
+use belier_testsupport::capacity as capacity_support;
+use belier_testsupport::gunicorn;
+use belier_testsupport::prometheus as prometheus_support;
 use capacity_support::{
     assert_goodput_within_sent, assert_recovery_is_its_step_s, best_served, capacity,
     capacity_timed, stderr, steps, target, validate,
 };
 use serde_json::Value;
 
+belier_testsupport::binary!(BELIER);
+
 #[test]
 fn the_capacity_found_is_the_target_s_own() {
     // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot.
     let s = target(4, 20, None, false);
-    let (out, doc) = capacity(&[
-        "--slo",
-        "p99<100ms",
-        "--start-rate",
-        "100",
-        "--warmup",
-        "1s",
-        "--window",
-        "1s",
-        "--confirm-window",
-        "2s",
-        "--no-overload",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "100",
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -65,25 +64,28 @@ fn the_capacity_found_is_the_target_s_own() {
 /// A short search for `p99<30ms` (and the errors<1% in force beside it) with overload steps,
 /// bounded by --max-time.
 fn short_search(url: &str, start_rate: &str) -> Value {
-    let (out, doc) = capacity(&[
-        "--slo",
-        "p99<30ms",
-        "--start-rate",
-        start_rate,
-        "--warmup",
-        "1s",
-        "--window",
-        "2s",
-        "--confirm-window",
-        "2s",
-        "--overload-window",
-        "1s",
-        "--max-time",
-        "90s",
-        "--precision",
-        "2%",
-        url,
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "p99<30ms",
+            "--start-rate",
+            start_rate,
+            "--warmup",
+            "1s",
+            "--window",
+            "2s",
+            "--confirm-window",
+            "2s",
+            "--overload-window",
+            "1s",
+            "--max-time",
+            "90s",
+            "--precision",
+            "2%",
+            url,
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     assert_eq!(
@@ -163,25 +165,28 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
         .join(format!("capacity-gunicorn-{}.json", std::process::id()));
     let budget = 100.0;
     let began = Instant::now();
-    let (out, doc) = capacity(&[
-        "--slo",
-        "p99<100ms",
-        "--start-rate",
-        "200",
-        "--warmup",
-        "1s",
-        "--window",
-        "2s",
-        "--confirm-window",
-        "3s",
-        "--overload-window",
-        "2s",
-        "--max-time",
-        "100s",
-        "--save",
-        saved.to_str().unwrap(),
-        &g.url(),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "200",
+            "--warmup",
+            "1s",
+            "--window",
+            "2s",
+            "--confirm-window",
+            "3s",
+            "--overload-window",
+            "2s",
+            "--max-time",
+            "100s",
+            "--save",
+            saved.to_str().unwrap(),
+            &g.url(),
+        ],
+    );
     let took = began.elapsed().as_secs_f64();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
@@ -247,19 +252,22 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
 fn the_time_allowed_bounds_the_search() {
     let s = target(8, 5, None, false);
     // Timed from belier's start: the searches of other tests run first, one at a time.
-    let (out, doc, took) = capacity_timed(&[
-        "--slo",
-        "p99<30ms",
-        "--start-rate",
-        "400",
-        "--warmup",
-        "1s",
-        "--window",
-        "2s",
-        "--max-time",
-        "12s",
-        &s.url("/"),
-    ]);
+    let (out, doc, took) = capacity_timed(
+        BELIER,
+        &[
+            "--slo",
+            "p99<30ms",
+            "--start-rate",
+            "400",
+            "--warmup",
+            "1s",
+            "--window",
+            "2s",
+            "--max-time",
+            "12s",
+            &s.url("/"),
+        ],
+    );
     let took = took.as_secs_f64();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
@@ -274,25 +282,28 @@ fn a_target_that_closes_on_the_excess_collapses() {
     // 2 handlers of 20 ms, nobody waits, and the excess is not answered: the connection
     // closes. Far past capacity most requests break.
     let s = target(2, 20, Some(0), false);
-    let (out, doc) = capacity(&[
-        "--slo",
-        "errors<5%",
-        "--start-rate",
-        "40",
-        "--precision",
-        "50%",
-        "--warmup",
-        "1s",
-        "--window",
-        "1s",
-        "--confirm-window",
-        "1s",
-        "--overload",
-        "3,4",
-        "--overload-window",
-        "1s",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "errors<5%",
+            "--start-rate",
+            "40",
+            "--precision",
+            "50%",
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm-window",
+            "1s",
+            "--overload",
+            "3,4",
+            "--overload-window",
+            "1s",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -311,17 +322,20 @@ fn a_target_that_closes_on_the_excess_collapses() {
 fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
     // Two requests in flight at most: at 2,000/s most arrivals are dropped by belier itself.
     let s = target(64, 1, None, false);
-    let (out, doc) = capacity(&[
-        "--start-rate",
-        "2000",
-        "--max-in-flight",
-        "2",
-        "--warmup",
-        "0s",
-        "--window",
-        "1s",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--start-rate",
+            "2000",
+            "--max-in-flight",
+            "2",
+            "--warmup",
+            "0s",
+            "--window",
+            "1s",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -341,19 +355,22 @@ fn a_server_that_holds_every_connection_fails_the_step_itself() {
     // still waiting at the end were never sent. The requests that did go out waited for the
     // server (p50 ~200 ms): the failure is the server's, not the generator's.
     let s = target(2, 20, None, false);
-    let (out, doc) = capacity(&[
-        "--slo",
-        "p99<100ms",
-        "--start-rate",
-        "400",
-        "--max-connections",
-        "20",
-        "--warmup",
-        "0s",
-        "--window",
-        "2s",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "400",
+            "--max-connections",
+            "20",
+            "--warmup",
+            "0s",
+            "--window",
+            "2s",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -452,26 +469,29 @@ fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
     let Some(prometheus) = prometheus_support::Prometheus::start(&[s.addr()]) else {
         return;
     };
-    let (out, doc) = capacity(&[
-        "--prometheus",
-        &prometheus.url(),
-        "--slo",
-        "errors<1%",
-        "--slo",
-        "prom:rate(belier_target_served_total[3s]) < 150",
-        "--start-rate",
-        "50",
-        "--precision",
-        "10%",
-        "--warmup",
-        "1s",
-        "--window",
-        "3s",
-        "--confirm-window",
-        "3s",
-        "--no-overload",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--prometheus",
+            &prometheus.url(),
+            "--slo",
+            "errors<1%",
+            "--slo",
+            "prom:rate(belier_target_served_total[3s]) < 150",
+            "--start-rate",
+            "50",
+            "--precision",
+            "10%",
+            "--warmup",
+            "1s",
+            "--window",
+            "3s",
+            "--confirm-window",
+            "3s",
+            "--no-overload",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];

@@ -2,19 +2,13 @@
 //! capacity: concurrent connections (a closed loop), new connections per second, and a plan's
 //! iterations per second; and the input each one refuses.
 
-#[path = "support/capacity.rs"]
-mod capacity_support;
-
 use std::process::Command;
 
+use belier_testsupport::capacity as capacity_support;
+use belier_testsupport::temp_dir;
 use capacity_support::{capacity, stderr, target, validate};
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("capacity-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!(BELIER);
 
 #[test]
 fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
@@ -23,24 +17,27 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     // (~40 ms), past p99<30ms. The answer is exactly 4.
     let s = target(4, 20, None, false);
     let html = temp_dir("connections").join("search.html");
-    let (out, doc) = capacity(&[
-        "--dimension",
-        "connections",
-        "--slo",
-        "p99<30ms",
-        "--start-rate",
-        "1",
-        "--warmup",
-        "1s",
-        "--window",
-        "1s",
-        "--confirm-window",
-        "2s",
-        "--no-overload",
-        "--html",
-        html.to_str().unwrap(),
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--dimension",
+            "connections",
+            "--slo",
+            "p99<30ms",
+            "--start-rate",
+            "1",
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            "--html",
+            html.to_str().unwrap(),
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -76,24 +73,27 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 #[test]
 fn a_connection_rate_opens_a_connection_for_every_request() {
     let s = target(4, 20, None, false);
-    let (out, doc) = capacity(&[
-        "--dimension",
-        "connection-rate",
-        "--slo",
-        "p99<100ms",
-        "--start-rate",
-        "100",
-        "--precision",
-        "10%",
-        "--warmup",
-        "1s",
-        "--window",
-        "1s",
-        "--confirm-window",
-        "2s",
-        "--no-overload",
-        &s.url("/"),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--dimension",
+            "connection-rate",
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "100",
+            "--precision",
+            "10%",
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            &s.url("/"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -124,22 +124,25 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
         ),
     )
     .unwrap();
-    let (out, doc) = capacity(&[
-        "--slo",
-        "p99<100ms",
-        "--start-rate",
-        "40",
-        "--precision",
-        "10%",
-        "--warmup",
-        "1s",
-        "--window",
-        "1s",
-        "--confirm-window",
-        "2s",
-        "--no-overload",
-        plan.to_str().unwrap(),
-    ]);
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "40",
+            "--precision",
+            "10%",
+            "--warmup",
+            "1s",
+            "--window",
+            "1s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            plan.to_str().unwrap(),
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];

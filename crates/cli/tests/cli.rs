@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 use belier_testserver::{Config, Server};
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 fn server() -> Server {
     Server::start(Config {

@@ -5,11 +5,6 @@
 
 #![allow(clippy::print_stderr)]
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
-#[path = "support/process.rs"]
-mod process;
-
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -18,9 +13,14 @@ use std::process::{ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::net::{free_port, local_ports};
+use belier_testsupport::nginx as nginx_support;
+use belier_testsupport::temp_dir;
+use belier_testsupport::Belier;
 use nginx_support::{Nginx, Options};
-use process::{free_port, local_ports, Belier};
 use serde_json::Value;
+
+belier_testsupport::binary!();
 
 /// The tests that load the machine run one at a time: the spawn test measures how close
 /// together the workers start, which other tests' load on two cores would blur.
@@ -30,18 +30,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("cluster-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn json(text: &str) -> Value {
@@ -91,7 +79,7 @@ fn spawned(
     all.push(merged.display().to_string());
     all.push("--worker-results".into());
     all.push(own.display().to_string());
-    let mut coordinator = Belier::spawn(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut coordinator = BELIER.spawn(&all.iter().map(String::as_str).collect::<Vec<_>>());
     let pids = worker_pids(&mut coordinator, n);
     coordinator.wait_for("workers started together");
     (coordinator, pids)
@@ -105,7 +93,7 @@ fn a_worker_gone_silent_is_lost_after_two_intervals_and_a_second() {
         ..Config::default()
     })
     .unwrap();
-    let mut coordinator = Belier::spawn(&[
+    let mut coordinator = BELIER.spawn(&[
         &server.url("/"),
         "--rate",
         "100",
@@ -151,7 +139,7 @@ fn a_wrong_token_is_refused_and_nothing_is_sent() {
     let server = Server::start(Config::default()).unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut worker = Belier::spawn(&["worker", "--listen", &listen, "--token", "right"]);
+    let mut worker = BELIER.spawn(&["worker", "--listen", &listen, "--token", "right"]);
     worker.wait_for("runs' results in");
     let out = belier()
         .args([&server.url("/"), "-n", "10", "--workers", &listen])
@@ -172,9 +160,9 @@ fn a_worker_that_cannot_start_fails_the_start_for_all() {
     let server = Server::start(Config::default()).unwrap();
     let (a, b) = (free_port(), free_port());
     let (a, b) = (format!("127.0.0.1:{a}"), format!("127.0.0.1:{b}"));
-    let mut open = Belier::spawn(&["worker", "--listen", &a, "--token", "ours"]);
+    let mut open = BELIER.spawn(&["worker", "--listen", &a, "--token", "ours"]);
     open.wait_for("runs' results in");
-    let mut guarded = Belier::spawn(&["worker", "--listen", &b, "--token", "theirs"]);
+    let mut guarded = BELIER.spawn(&["worker", "--listen", &b, "--token", "theirs"]);
     guarded.wait_for("runs' results in");
     let out = belier()
         .args([&server.url("/"), "--rate", "100", "-z", "2s"])
@@ -227,7 +215,7 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
         "{stderr}"
     );
     // 'generate' makes one and says it once.
-    let mut worker = Belier::spawn(&["worker", "--listen", "0.0.0.0:0", "--token", "generate"]);
+    let mut worker = BELIER.spawn(&["worker", "--listen", "0.0.0.0:0", "--token", "generate"]);
     let line = worker.wait_for("belier worker: token ");
     let token = line.split_whitespace().nth(3).unwrap();
     assert!(
@@ -240,7 +228,7 @@ fn a_worker_beyond_the_loopback_needs_a_token() {
 fn a_worker_with_no_token_makes_one_and_a_coordinator_without_it_is_refused() {
     let server = Server::start(Config::default()).unwrap();
     let listen = format!("127.0.0.1:{}", free_port());
-    let mut worker = Belier::spawn(&["worker", "--listen", &listen]);
+    let mut worker = BELIER.spawn(&["worker", "--listen", &listen]);
     let line = worker.wait_for("belier worker: token ");
     let token = line.split_whitespace().nth(3).unwrap().to_string();
     let without = belier()
@@ -640,7 +628,7 @@ fn fifty_thousand_pausing_users_over_ten_workers() {
     )
     .unwrap();
     let before = nginx.stub_status().requests;
-    let mut coordinator = Belier::spawn(&[
+    let mut coordinator = BELIER.spawn(&[
         "run",
         plan.to_str().unwrap(),
         "--spawn",

@@ -6,25 +6,16 @@
 
 #![allow(clippy::print_stderr)]
 
-#[path = "support/process.rs"]
-mod process;
-#[path = "support/run.rs"]
-mod run;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use belier_testserver::{Config, Server};
-use process::{free_port, Belier};
+use belier_testsupport::ok;
+use belier_testsupport::temp_dir;
+use belier_testsupport::{free_port, Belier};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("cluster-files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!(BELIER);
 
 fn recording_server() -> Server {
     Server::start(Config {
@@ -81,11 +72,9 @@ fn assert_each_row_once(server: &Server) {
 
 /// `belier ARGS` in `dir`, which must succeed: its standard output.
 fn coordinate(dir: &Path, args: &[&str]) -> Vec<u8> {
-    run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(args)
-            .current_dir(dir),
-    )
+    ok(Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(args)
+        .current_dir(dir))
     .stdout
 }
 
@@ -114,7 +103,7 @@ fn a_worker_in_an_empty_directory_runs_a_plan_and_a_flag_run_that_name_files() {
     let server = recording_server();
     let (dir, empty, elsewhere) = (temp_dir("plan"), temp_dir("empty"), temp_dir("cwd"));
     let listen = format!("127.0.0.1:{}", free_port());
-    let mut worker = Belier::spawn_in(
+    let mut worker = BELIER.spawn_in(
         &empty,
         &[
             "worker",
@@ -264,7 +253,7 @@ fn env_workers(dir: &Path, n: usize, more: &[&str]) -> (Vec<Belier>, String) {
         args.extend(["--dir", &dir_arg]);
         args.extend(more);
         let env = [(SECRET, WORKERS), (UNSET, "worker-unset")];
-        let mut worker = Belier::spawn_with(&own, &args, &env);
+        let mut worker = BELIER.spawn_with(&own, &args, &env);
         worker.wait_for("runs' results in");
         workers.push(worker);
         addrs.push(listen);

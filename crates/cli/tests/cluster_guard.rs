@@ -6,23 +6,22 @@
 
 #![allow(clippy::print_stderr)]
 
-#[path = "support/process.rs"]
-mod process;
-
 use std::convert::Infallible;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use belier_cluster::protocol::{Job, PlanFile, Shard, Start};
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
+use belier_testsupport::{free_port, Belier};
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use process::{free_port, Belier};
+
+belier_testsupport::binary!(BELIER);
 
 /// The worker's token in these tests.
 const TOKEN: &str = "guard-test-token-0123";
@@ -146,17 +145,9 @@ fn worker(more: &[&str]) -> (Belier, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let mut args = vec!["worker", "--listen", &addr, "--token", TOKEN];
     args.extend(more);
-    let mut worker = Belier::spawn(&args);
+    let mut worker = BELIER.spawn(&args);
     worker.wait_for("runs' results in");
     (worker, addr)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("cluster-guard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// An HTTP/1.1 request, as a browser's `fetch` or `curl` without `--http2-prior-knowledge`
@@ -487,7 +478,7 @@ fn gone(pid: u32) -> bool {
 fn spawned_workers_die_with_a_coordinator_killed_hard() {
     let server = Server::start(Config::default()).unwrap();
     let url = server.url("/");
-    let mut coordinator = Belier::spawn(&[&url, "--rate", "20", "-z", "60s", "--spawn", "4"]);
+    let mut coordinator = BELIER.spawn(&[&url, "--rate", "20", "-z", "60s", "--spawn", "4"]);
     let workers: Vec<u32> = (1..=4)
         .map(|i| {
             let line = coordinator.wait_for(&format!("belier: worker {i} at "));

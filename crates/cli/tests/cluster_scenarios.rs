@@ -4,23 +4,14 @@
 //! scoped to a scenario are judged on the merged figures (each worker's share alone would
 //! fail them). Counted per path at the built-in target.
 
-#[path = "support/run.rs"]
-mod run_support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use belier_testserver::{Config, Server};
-use run_support::belier_ok;
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("cluster-scenarios-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!(BELIER);
 
 /// Browsing arrives at 40/s for 2 s (80 arrivals); 30 checkouts over 4 users, each answered
 /// after 20 ms; search and home share the plan's load of 20 iterations over 2 users.
@@ -77,7 +68,7 @@ fn run(dir: &Path, extra: &[&str]) -> (Value, BTreeMap<String, u64>) {
     std::fs::write(&plan_path, plan(&server.url(""))).unwrap();
     let mut args = vec!["run", plan_path.to_str().unwrap(), "--output", "json"];
     args.extend(extra);
-    let out = belier_ok(&args);
+    let out = BELIER.ok(&args);
     let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     (report, per_path(&server))
 }
@@ -170,7 +161,7 @@ fn two_workers_give_the_one_machine_runs_per_scenario_table_and_verdict() {
     let workers: Vec<Value> = (1..=2)
         .map(|i| {
             let file = own.join(format!("worker-{i}.jsonl"));
-            let out = belier_ok(&["report", file.to_str().unwrap(), "--type", "json"]);
+            let out = BELIER.ok(&["report", file.to_str().unwrap(), "--type", "json"]);
             serde_json::from_slice(&out.stdout).unwrap()
         })
         .collect();
@@ -205,7 +196,7 @@ fn two_workers_give_the_one_machine_runs_per_scenario_table_and_verdict() {
         .map(|i| own.join(format!("worker-{i}.jsonl")))
         .collect();
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    let shards: Value = serde_json::from_slice(&belier_ok(&args).stdout).unwrap();
+    let shards: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
     assert_eq!(counted(&shards), counted(&spread));
     for name in ["browse", "checkout", "search + home"] {
         for p in ["p50_us", "p90_us", "p99_us"] {
@@ -219,7 +210,7 @@ fn two_workers_give_the_one_machine_runs_per_scenario_table_and_verdict() {
     assert_eq!(verdicts(&shards), verdicts(&spread));
 
     // The merged results file keeps the table: `belier report` shows it again.
-    let again = belier_ok(&["report", merged.to_str().unwrap()]);
+    let again = BELIER.ok(&["report", merged.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&again.stdout);
     assert!(text.contains("Scenarios"), "{text}");
     for name in ["browse", "checkout", "search + home"] {

@@ -7,8 +7,7 @@ use std::path::Path;
 use belier_testserver::{Config, Server};
 use serde_json::Value;
 
-#[path = "support/run.rs"]
-mod run;
+belier_testsupport::binary!(BELIER);
 
 fn server() -> Server {
     Server::start(Config {
@@ -29,7 +28,7 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
     let (save, html) = (dir.join("run.jsonl"), dir.join("run.html"));
     let url = s.url("/private").replace("http://", "http://alice:s3cr+t@");
     let (save_arg, html_arg) = (save.to_str().unwrap(), html.to_str().unwrap());
-    let out = run::belier_ok(&[
+    let out = BELIER.ok(&[
         &url, "-n", "20", "-c", "2", "--output", "json", "--save", save_arg, "--html", html_arg,
     ]);
     let seen = s.recent_requests();
@@ -56,7 +55,7 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
     // An Authorization header given with -H wins, as with curl.
     let s = server();
     let url = s.url("/").replace("http://", "http://alice:s3cr+t@");
-    run::belier_ok(&[
+    BELIER.ok(&[
         &url,
         "-n",
         "3",
@@ -85,7 +84,7 @@ fn credentials_in_the_url_go_as_basic_auth_and_are_never_shown() {
 fn cookies_go_back_to_the_server_that_set_them() {
     let s = server();
     let url = s.url("/login?token=1");
-    run::belier_ok(&[&url, "-n", "30", "-c", "3", "-t", "1", "--cookies"]);
+    BELIER.ok(&[&url, "-n", "30", "-c", "3", "-t", "1", "--cookies"]);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 30);
     let mut index = std::collections::HashMap::new();
@@ -99,7 +98,7 @@ fn cookies_go_back_to_the_server_that_set_them() {
 
     // Without --cookies, none goes back.
     let s = server();
-    run::belier_ok(&[&s.url("/login?token=1"), "-n", "5", "-c", "1"]);
+    BELIER.ok(&[&s.url("/login?token=1"), "-n", "5", "-c", "1"]);
     assert!(s
         .recent_requests()
         .iter()

@@ -9,10 +9,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 fn server() -> Server {
     Server::start(Config {
@@ -20,14 +19,6 @@ fn server() -> Server {
         ..Config::default()
     })
     .expect("test server starts")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs `cmd`, failing the test if it has not ended within 10 s (a pipe without a writer

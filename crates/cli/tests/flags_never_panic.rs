@@ -10,11 +10,6 @@
 //!
 //! Cases: 200 in all by default; `PROPTEST_CASES` scales them (a tenth of its value in all).
 
-#[path = "support/argv.rs"]
-mod argv;
-#[path = "../../scenario/tests/near_miss/mod.rs"]
-mod near_miss;
-
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,6 +17,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use argv::{Kind, CAPACITY, COMPARE, LOAD, REPORT, REQUEST};
+use belier_testsupport::argv;
+use belier_testsupport::near_miss;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestRunner;

@@ -7,17 +7,14 @@
 //! Without Java or the jar the test says it skipped, except under CI (`CI=true`), where that is
 //! a failure: `scripts/install-test-deps` fetches the jar with `mvn dependency:get`.
 
-#[path = "support/run.rs"]
-mod run;
-
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use belier_testserver::{Config, Server};
 use hdrhistogram::Histogram;
-use run::belier_ok;
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 /// The jar `mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2` leaves in the
 /// local repository, unless `HDRHISTOGRAM_JAR` names one.
@@ -36,16 +33,16 @@ fn java_and_jar() -> Option<PathBuf> {
     let java = Command::new("java").arg("-version").output().is_ok();
     let why = match (java, jar()) {
         (true, Some(jar)) => return Some(jar),
-        (false, _) => "java is not installed (apt-get install -y default-jre-headless)",
-        (true, None) => {
-            "HdrHistogram's jar is not in ~/.m2 \
-             (mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2)"
-        }
+        (false, _) => (
+            "java is not installed",
+            "apt-get install -y default-jre-headless",
+        ),
+        (true, None) => (
+            "HdrHistogram's jar is not in ~/.m2",
+            "mvn dependency:get -Dartifact=org.hdrhistogram:HdrHistogram:2.2.2",
+        ),
     };
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}, and CI must run this test: scripts/install-test-deps installs it");
-    }
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+    belier_testsupport::missing(why.0, why.1);
     None
 }
 
@@ -116,7 +113,7 @@ fn processor_agrees(jar: &Path, log: &Path, tag: Option<&str>, latency: &Value) 
 fn latency_of(files: &[&Path]) -> Value {
     let mut args = vec!["report", "--type", "json"];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    let report: Value = serde_json::from_slice(&belier_ok(&args).stdout).unwrap();
+    let report: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
     report["latency_us"].clone()
 }
 
@@ -124,7 +121,7 @@ fn latency_of(files: &[&Path]) -> Value {
 fn hdr_log(files: &[&Path], log: &Path) -> String {
     let mut args = vec!["report", "--type", "hdr"];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    let out = belier_ok(&args);
+    let out = BELIER.ok(&args);
     std::fs::write(log, &out.stdout).unwrap();
     String::from_utf8(out.stdout).unwrap()
 }
@@ -145,7 +142,7 @@ fn javas_histogram_log_processor_reads_the_log_and_agrees_with_the_report() {
     // a second run, another name, at 1 ms.
     let save = |name: &str, delay: &str| {
         let saved = dir.join(format!("{name}.jsonl"));
-        belier_ok(&[
+        BELIER.ok(&[
             "-n",
             "600",
             "-c",

@@ -4,19 +4,14 @@
 //! Every count is the servers' own: requests per path, connections, and the headers that
 //! must (or must not) have crossed from one host to the other.
 
-#[path = "support/run.rs"]
-mod run;
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use belier_testserver::{Config, SeenRequest, Server, TlsConfig};
+use belier_testsupport::ok;
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 /// A test server on 127.0.0.1:0 that keeps its last 1,000 requests.
 fn server() -> Server {
@@ -28,18 +23,9 @@ fn server() -> Server {
     .expect("test server starts")
 }
 
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hosts-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs belier with `args`; its JSON report, once it exited 0.
 fn json(args: &[&std::ffi::OsStr]) -> Value {
-    let out = run::ok(belier().args(args).args(["--output", "json"]));
+    let out = ok(belier().args(args).args(["--output", "json"]));
     serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 

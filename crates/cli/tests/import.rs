@@ -11,26 +11,15 @@
 //! rather than belier's importer. Its origin is `http://shop.test:8080`; runs reach the local
 //! shop with `--connect-to`.
 
-#[path = "support/shop.rs"]
-mod shop;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use belier_testsupport::shop;
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 use shop::Shop;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("import-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!();
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

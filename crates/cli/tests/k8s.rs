@@ -3,46 +3,24 @@
 //! run and a plan, with N workers, their shard index, the token only in the Secret; `k8s run`
 //! without kubectl is a clear error. No cluster is started.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine as _;
+use belier_testsupport::temp_dir;
 use yaml_rust2::{Yaml, YamlLoader};
+
+belier_testsupport::binary!();
 
 /// The Kubernetes version whose schemas the manifests must satisfy.
 const KUBERNETES: &str = "1.34.0";
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("k8s-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// `kubernetes-validate` on PATH; when missing, `None` after saying so, or a panic under CI.
 fn validator() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join("kubernetes-validate"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("kubernetes-validate is not installed, and CI must run this test: scripts/install-test-deps installs it (pip install kubernetes-validate)");
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: kubernetes-validate not installed (python3 -m pip install kubernetes-validate)"
-        );
-    }
-    found
+    belier_testsupport::find_program(
+        "kubernetes-validate",
+        "python3 -m pip install kubernetes-validate; scripts/install-test-deps installs it",
+    )
 }
 
 /// Validates `text` (written to `dir/name`) strictly; the validator's output on failure.

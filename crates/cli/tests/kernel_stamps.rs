@@ -14,13 +14,12 @@
 
 #![allow(clippy::print_stderr)] // the p50s are printed, see above
 
-#[path = "support/run.rs"]
-mod run;
-
 use std::time::Duration;
 
 use belier_testserver::{Config, Server, TlsConfig};
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 fn open_loop(server: &Server, rate: u64, stamps: &str, extra: &[&str]) -> Value {
     let requests = rate * 2;
@@ -29,7 +28,7 @@ fn open_loop(server: &Server, rate: u64, stamps: &str, extra: &[&str]) -> Value 
     args.extend_from_slice(extra);
     let url = server.url("/?delay=1ms");
     args.extend_from_slice(&["--output", "json", &url]);
-    serde_json::from_slice(&run::belier_ok(&args).stdout).expect("a JSON report")
+    serde_json::from_slice(&BELIER.ok(&args).stdout).expect("a JSON report")
 }
 
 /// Runs the open loop at each of `rates`, stamps on and off, with `extra` flags: counts

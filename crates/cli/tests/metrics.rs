@@ -2,19 +2,17 @@
 //! exactly what the report counts, a real Prometheus scraping it agrees, and a listener off the
 //! loopback needs a token that scrapes must present.
 
-#[path = "support/hostile.rs"]
-mod hostile;
-#[path = "support/process.rs"]
-mod process;
-#[path = "support/prometheus.rs"]
-mod prometheus_support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::hostile;
+use belier_testsupport::process;
+use belier_testsupport::prometheus as prometheus_support;
 use process::{free_port, Belier, BOUND};
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 /// A 3 s open loop at 100/s on one thread serving `/metrics` on `listen`, lingering 60 s
 /// after it (Ctrl-C ends the linger), with `more` flags.
@@ -33,7 +31,7 @@ fn lingering_run(url: &str, listen: &str, more: &[&str]) -> Belier {
         "60s",
     ];
     args.extend_from_slice(more);
-    Belier::spawn(&args)
+    BELIER.spawn(&args)
 }
 
 /// `GET url` with an optional Authorization header: status and body.
@@ -67,7 +65,7 @@ fn the_page_holds_what_the_report_counts() {
     let server = Server::start(Config::default()).unwrap();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut belier = Belier::spawn(&[
+    let mut belier = BELIER.spawn(&[
         &server.url("/"),
         "-n",
         "500",
@@ -173,14 +171,15 @@ fn prometheus_scraping_belier_agrees_with_the_report() {
 fn off_the_loopback_a_token_is_required_and_checked() {
     let server = Server::start(Config::default()).unwrap();
     let port = free_port();
-    let (code, _, stderr) = Belier::spawn(&[
-        &server.url("/"),
-        "-n",
-        "10",
-        "--metrics-listen",
-        &format!("0.0.0.0:{port}"),
-    ])
-    .finish();
+    let (code, _, stderr) = BELIER
+        .spawn(&[
+            &server.url("/"),
+            "-n",
+            "10",
+            "--metrics-listen",
+            &format!("0.0.0.0:{port}"),
+        ])
+        .finish();
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--metrics-listen"), "{stderr}");
     assert!(stderr.contains("--metrics-token"), "{stderr}");
@@ -236,7 +235,7 @@ fn off_the_loopback_a_token_is_required_and_checked() {
 
     let listen = format!("127.0.0.1:{port}");
     let secret = "s3cret-token";
-    let mut belier = Belier::spawn(&[
+    let mut belier = BELIER.spawn(&[
         &server.url("/"),
         "-n",
         "20",

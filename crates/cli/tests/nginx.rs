@@ -4,12 +4,12 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
-
 use std::process::{Command, Output};
 
-use nginx_support::{belier_json, LogLine, Nginx, Options};
+use belier_testsupport::nginx as nginx_support;
+use nginx_support::{LogLine, Nginx, Options};
+
+belier_testsupport::binary!(BELIER);
 
 /// Every logged request was a `GET /` answered 200 by nginx.
 fn assert_all_ok(lines: &[LogLine]) {
@@ -25,7 +25,7 @@ fn keepalive_run_matches_nginx_access_log() {
     let Some(nginx) = Nginx::start(false) else {
         return;
     };
-    let doc = belier_json(&["-n", "1000", "-c", "10", &nginx.http_url("/")]);
+    let doc = BELIER.json(&["-n", "1000", "-c", "10", &nginx.http_url("/")]);
     assert_eq!(doc["summary"]["requests"], 1000, "{}", doc["summary"]);
     assert_eq!(doc["summary"]["succeeded"], 1000, "{}", doc["summary"]);
     assert_eq!(doc["status_codes"]["200"], 1000, "{}", doc["status_codes"]);
@@ -47,7 +47,7 @@ fn no_keepalive_uses_a_connection_per_request_at_nginx() {
     let Some(nginx) = Nginx::start(false) else {
         return;
     };
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--no-keepalive",
         "-n",
         "300",
@@ -71,7 +71,7 @@ fn open_loop_sends_exactly_rate_times_duration() {
     let Some(nginx) = Nginx::start(false) else {
         return;
     };
-    let doc = belier_json(&["--rate", "200", "-z", "2s", &nginx.http_url("/")]);
+    let doc = BELIER.json(&["--rate", "200", "-z", "2s", &nginx.http_url("/")]);
     assert_eq!(doc["summary"]["requests"], 400, "{}", doc["summary"]);
     assert_eq!(doc["status_codes"]["200"], 400, "{}", doc["status_codes"]);
 
@@ -86,7 +86,7 @@ fn tls_run_matches_nginx_access_log() {
         return;
     };
     let ca = nginx.ca_pem_path();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "-n",
         "500",
         "-c",
@@ -120,7 +120,7 @@ fn http2_run_matches_nginx_access_log() {
     };
     let ca = nginx.ca_pem_path();
     // 20 concurrent requests, 5 streams per connection: 4 connections at nginx.
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--http2",
         "-n",
         "500",
@@ -168,7 +168,7 @@ fn h2c_run_matches_nginx_access_log() {
     }) else {
         return;
     };
-    let doc = belier_json(&["--http2", "-n", "300", "-c", "10", &nginx.h2c_url("/")]);
+    let doc = BELIER.json(&["--http2", "-n", "300", "-c", "10", &nginx.h2c_url("/")]);
     assert_eq!(doc["summary"]["requests"], 300, "{}", doc["summary"]);
     assert_eq!(doc["status_codes"]["200"], 300, "{}", doc["status_codes"]);
     let lines = nginx.requests();
@@ -186,7 +186,7 @@ fn http2_prior_knowledge_to_an_http1_server_fails_every_request() {
     let Some(nginx) = Nginx::start(false) else {
         return;
     };
-    let doc = belier_json(&["--http2", "-n", "20", "-c", "2", &nginx.http_url("/")]);
+    let doc = BELIER.json(&["--http2", "-n", "20", "-c", "2", &nginx.http_url("/")]);
     assert_eq!(doc["summary"]["requests"], 20, "{}", doc["summary"]);
     assert_eq!(doc["summary"]["succeeded"], 0, "{}", doc["summary"]);
     assert_eq!(doc["summary"]["errors"], 20, "{}", doc["summary"]);

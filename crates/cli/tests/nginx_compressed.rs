@@ -5,10 +5,11 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
+use belier_testsupport::nginx as nginx_support;
+use belier_testsupport::temp_dir;
+use nginx_support::{compressible_page, Nginx, Options};
 
-use nginx_support::{belier_json, compressible_page, Nginx, Options};
+belier_testsupport::binary!(BELIER);
 
 const REQUESTS: u64 = 200;
 
@@ -20,7 +21,7 @@ fn run(nginx: &Nginx, url: &str, extra: &[&str]) -> (serde_json::Value, Vec<u64>
     let mut args = vec!["-n", &n, "-c", "4"];
     args.extend_from_slice(extra);
     args.push(url);
-    let doc = belier_json(&args);
+    let doc = BELIER.json(&args);
     let summary = doc["summary"].clone();
     assert_eq!(summary["requests"], REQUESTS, "{summary}");
     assert_eq!(
@@ -96,15 +97,6 @@ fn compressed_decodes_nginx_gzip_over_http2() {
     nginx.stop();
 }
 
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("nginx-compressed-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// `--compressed` with a targets file: the target without an Accept-Encoding of its own gets
 /// belier's and is gzipped; the one that asks for `identity` is sent as is. Both decode to the
 /// page, so the decoded total is exact; the wire total is nginx's.
@@ -126,7 +118,7 @@ fn compressed_decodes_a_targets_files_answers() {
     )
     .unwrap();
     let n = REQUESTS.to_string();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--targets",
         file.to_str().unwrap(),
         "--compressed",

@@ -7,13 +7,13 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
-
 use std::collections::BTreeMap;
 
-use nginx_support::{belier_json, LogLine, Nginx, Options};
+use belier_testsupport::nginx as nginx_support;
+use nginx_support::{LogLine, Nginx, Options};
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 fn nginx_ending_connections_after(requests: u64) -> Option<Nginx> {
     Nginx::start_with(Options {
@@ -37,7 +37,7 @@ fn per_connection(lines: &[LogLine]) -> BTreeMap<u64, u64> {
 fn goaway_run(nginx: &Nginx, args: &[&str]) -> Value {
     let mut all = vec!["--http2", "-n", "2000", "-c", "20"];
     all.extend_from_slice(args);
-    let doc = belier_json(&all);
+    let doc = BELIER.json(&all);
     let s = &doc["summary"];
     assert_eq!(s["requests"], 2000, "{s}");
     assert_eq!(s["errors"], 0, "{}", doc["errors"]);
@@ -85,7 +85,7 @@ fn http2_bytes_are_frames_on_the_wire() {
     }) else {
         return;
     };
-    let doc = belier_json(&["--http2", "-n", "200", "-c", "1", &nginx.h2c_url("/")]);
+    let doc = BELIER.json(&["--http2", "-n", "200", "-c", "1", &nginx.h2c_url("/")]);
     let s = &doc["summary"];
     assert_eq!(s["requests"], 200, "{s}");
     let lines = nginx.requests();

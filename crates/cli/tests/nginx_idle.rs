@@ -6,10 +6,10 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
+use belier_testsupport::nginx as nginx_support;
+use nginx_support::{Nginx, Options};
 
-use nginx_support::{belier_json, Nginx, Options};
+belier_testsupport::binary!(BELIER);
 
 #[test]
 fn connections_nginx_closed_while_idle_cost_no_request() {
@@ -20,7 +20,7 @@ fn connections_nginx_closed_while_idle_cost_no_request() {
         return;
     };
     // 100 ms between arrivals, one worker: every connection is idle twice nginx's timeout.
-    let doc = belier_json(&["--rate", "10", "-z", "3s", "-t", "1", &nginx.http_url("/")]);
+    let doc = BELIER.json(&["--rate", "10", "-z", "3s", "-t", "1", &nginx.http_url("/")]);
     let summary = &doc["summary"];
     assert_eq!(summary["requests"], 30, "{summary}");
     assert_eq!(summary["succeeded"], 30, "{summary}");
@@ -50,7 +50,7 @@ fn over_tls_too() {
         return;
     };
     let ca = nginx.ca_pem_path();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--rate",
         "10",
         "-z",

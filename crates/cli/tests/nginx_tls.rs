@@ -4,12 +4,12 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
-
 use std::process::Command;
 
-use nginx_support::{belier_json, self_signed_ca, Nginx, Options};
+use belier_testsupport::nginx as nginx_support;
+use nginx_support::{self_signed_ca, Nginx, Options};
+
+belier_testsupport::binary!(BELIER);
 
 fn tls_nginx(self_signed: bool) -> Option<Nginx> {
     Nginx::start_with(Options {
@@ -27,7 +27,7 @@ fn a_connection_per_request_pays_a_full_handshake_unless_resumption_is_allowed()
     let ca = nginx.ca_pem_path();
     let ca = ca.to_str().unwrap();
     let url = nginx.https_url("/");
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--no-keepalive",
         "-n",
         "50",
@@ -47,7 +47,7 @@ fn a_connection_per_request_pays_a_full_handshake_unless_resumption_is_allowed()
     );
 
     // Allowed: nginx offers tickets, and resumes every connection after the first.
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--no-keepalive",
         "-n",
         "50",
@@ -74,7 +74,7 @@ fn a_self_signed_certificate_given_with_cacert_is_pinned() {
         return;
     };
     let ca = nginx.ca_pem_path();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "-n",
         "20",
         "-c",
@@ -92,7 +92,7 @@ fn a_self_signed_certificate_given_with_cacert_is_pinned() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let other = dir.join(format!("other-{}.pem", std::process::id()));
     std::fs::write(&other, self_signed_ca(&["localhost", "127.0.0.1"]).0).unwrap();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "-n",
         "5",
         "-c",
@@ -109,7 +109,7 @@ fn a_self_signed_certificate_given_with_cacert_is_pinned() {
     );
 
     // The pinned certificate must still name the server.
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "-n",
         "5",
         "-c",

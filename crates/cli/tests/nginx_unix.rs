@@ -5,22 +5,21 @@
 //! Needs nginx (`apt-get install -y nginx-light`); without it each test says it was skipped,
 //! except under CI, where a missing nginx fails the test.
 
-#[path = "support/nginx.rs"]
-mod nginx_support;
-#[path = "support/run.rs"]
-mod run;
-
 use std::path::Path;
 use std::process::Command;
 
-use nginx_support::{belier_json, LogLine, Nginx, Options};
+use belier_testsupport::nginx as nginx_support;
+use belier_testsupport::ok;
+use nginx_support::{LogLine, Nginx, Options};
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 /// `belier --output json --unix-socket SOCKET ARGS...`, which must exit 0.
 fn on_socket(socket: &Path, args: &[&str]) -> Value {
     let mut all = vec!["--unix-socket", socket.to_str().unwrap()];
     all.extend_from_slice(args);
-    belier_json(&all)
+    BELIER.json(&all)
 }
 
 fn start(tls: bool) -> Option<Nginx> {
@@ -199,12 +198,10 @@ fn a_socket_the_user_may_not_open_is_an_io_error_counted_as_such() {
     };
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = run::ok(
-        belier
-            .args(["--output", "json", "--unix-socket"])
-            .arg(&socket)
-            .args(["-n", "4", "-c", "1", "http://localhost/"]),
-    );
+    let out = ok(belier
+        .args(["--output", "json", "--unix-socket"])
+        .arg(&socket)
+        .args(["-n", "4", "-c", "1", "http://localhost/"]));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["summary"]["errors"], 4, "{}", doc["summary"]);
     assert_eq!(doc["errors"][0]["kind"], "other_io", "{}", doc["errors"]);
@@ -232,12 +229,10 @@ fn probe_over_a_unix_socket_shows_the_path() {
         return;
     };
     let socket = nginx.unix_socket("http.sock");
-    let out = run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(["probe", "--output", "json", "--unix-socket"])
-            .arg(&socket)
-            .arg("http://localhost/probe"),
-    );
+    let out = ok(Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["probe", "--output", "json", "--unix-socket"])
+        .arg(&socket)
+        .arg("http://localhost/probe"));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["status"], 200, "{doc}");
     assert_eq!(doc["address"], socket.to_str().unwrap());
@@ -264,12 +259,10 @@ fn a_plans_unix_socket_option_sends_its_steps_there() {
         ),
     )
     .unwrap();
-    let out = run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .arg("run")
-            .arg(&plan)
-            .args(["--output", "json", "-i", "30"]),
-    );
+    let out = ok(Command::new(env!("CARGO_BIN_EXE_belier"))
+        .arg("run")
+        .arg(&plan)
+        .args(["--output", "json", "-i", "30"]));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["summary"]["requests"], 60, "{}", doc["summary"]);
     let lines = nginx.requests();

@@ -3,16 +3,13 @@
 //! 1 %; killing Prometheus mid-run costs the run nothing but the intervals not delivered, which
 //! the report counts; bad values exit 2 and an unreachable endpoint is a warning.
 
-#[path = "support/daemons.rs"]
-mod daemons;
-#[path = "support/prometheus.rs"]
-mod prometheus_support;
-
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_outputs::BUCKETS_S;
 use belier_testserver::{Config, Server};
+use belier_testsupport::daemons;
+use belier_testsupport::prometheus as prometheus_support;
 use daemons::Daemon;
 use prometheus_support::Prometheus;
 use serde_json::Value;

@@ -9,10 +9,13 @@
 //! per process that ran the load).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir as dir;
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 /// Iterations a second, and the run's planned length.
 const RATE: u64 = 50;
@@ -20,19 +23,8 @@ const SECONDS: u64 = 6;
 /// When the aborting threshold is first judged, seconds.
 const AFTER: u64 = 2;
 
-fn dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("abort-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn belier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(args)
-        .output()
-        .expect("belier runs")
+    BELIER.output(args)
 }
 
 fn server() -> Server {

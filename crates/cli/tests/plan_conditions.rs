@@ -4,10 +4,8 @@
 
 use std::process::Command;
 
+use belier_testsupport::shop;
 use serde_json::Value;
-
-#[path = "support/shop.rs"]
-mod shop;
 
 use shop::Shop;
 

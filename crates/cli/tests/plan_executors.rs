@@ -5,25 +5,16 @@
 //! 100 ± 1 arrivals, and thresholds scoped to a scenario pass and fail by its own figures
 //! (exit 4, naming the failed one).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir as dir;
 use serde_json::Value;
 
-fn dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("executors-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!(BELIER);
 
 fn belier(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(args)
-        .output()
-        .expect("belier runs")
+    BELIER.output(args)
 }
 
 fn plan(url: &str, thresholds: &str) -> String {

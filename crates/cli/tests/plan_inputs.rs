@@ -2,15 +2,14 @@
 //! on 127.0.0.1: `{{ env.NAME }}` values and `--var` overrides reach the server, and a secret
 //! from the environment stays out of the report, the results file and `belier check`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::time::Duration;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 fn server() -> Server {
     Server::start(Config {
@@ -19,15 +18,6 @@ fn server() -> Server {
         ..Config::default()
     })
     .expect("test server starts")
-}
-
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("plan-inputs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn text(out: &Output) -> String {

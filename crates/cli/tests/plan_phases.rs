@@ -8,15 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use belier_testsupport::process;
+use belier_testsupport::shop;
 use serde_json::Value;
 
-#[path = "support/shop.rs"]
-mod shop;
-
-#[path = "support/process.rs"]
-mod process;
-
 use shop::{Seen, Shop};
+
+belier_testsupport::binary!(BELIER);
 
 /// A fresh directory holding `plan.yaml` with `text`; returns the plan's path.
 fn plan_file(name: &str, text: &str) -> PathBuf {
@@ -126,7 +124,7 @@ fn setup_logs_in_once_every_user_sends_its_token_and_teardown_deletes_once() {
 fn teardown_runs_after_ctrl_c() {
     let shop = Shop::start();
     let path = plan_file("interrupted", &plan(&shop, shop::PASSWORD, "50s"));
-    let mut belier = process::Belier::spawn(&["run", path.to_str().unwrap(), "--output", "json"]);
+    let mut belier = BELIER.spawn(&["run", path.to_str().unwrap(), "--output", "json"]);
     belier.wait_for("setup: 1 request");
     let deadline = Instant::now() + process::BOUND;
     while count(&shop.seen(), "GET", "/api/items") < 10 {

@@ -8,15 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use belier_testserver::{Config, SeenRequest, Server};
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 /// A test server on 127.0.0.1:0 that keeps the last `record` requests.
 fn server(record: usize) -> Server {
@@ -26,15 +25,6 @@ fn server(record: usize) -> Server {
         ..Config::default()
     })
     .expect("test server starts")
-}
-
-/// A fresh directory for one test's plan and data files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("plans-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Writes `text` as `dir/name` and returns its path.

@@ -9,9 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
-
-#[path = "support/run.rs"]
-mod run;
+use belier_testsupport::ok;
 
 struct Tinyproxy {
     child: Child,
@@ -89,13 +87,11 @@ fn server() -> Server {
 /// belier with `args` through `--proxy proxy_url`, with no NO_PROXY from the environment;
 /// fails the test unless it exits 0.
 fn via_proxy(args: &[&str], proxy_url: &str) -> Output {
-    run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(args)
-            .args(["--proxy", proxy_url])
-            .env_remove("NO_PROXY")
-            .env_remove("no_proxy"),
-    )
+    ok(Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(args)
+        .args(["--proxy", proxy_url])
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy"))
 }
 
 #[test]

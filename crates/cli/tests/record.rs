@@ -7,34 +7,21 @@
 //! Needs curl: outside CI a test without it prints that it skipped; with CI=true it fails.
 #![allow(clippy::print_stderr)]
 
-#[path = "support/curl.rs"]
-mod curl;
-#[path = "support/hostile.rs"]
-mod hostile;
-#[path = "support/shop.rs"]
-mod shop;
-
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server, TlsConfig};
+use belier_testsupport::curl;
+use belier_testsupport::hostile;
+use belier_testsupport::shop;
+use belier_testsupport::temp_dir;
 use curl::{curl, have_curl};
 use serde_json::Value;
 use shop::Shop;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("record-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!();
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -2,26 +2,17 @@
 //! surviving SIGKILL.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 fn run(args: &[&str]) -> Output {
     belier().args(args).output().expect("belier runs")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("results-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn server() -> Server {

@@ -3,23 +3,14 @@
 //! merge into the one-machine report, and a plan's unique rows go to one shard each.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+belier_testsupport::binary!();
 
 fn server(record: usize) -> Server {
     Server::start(Config {

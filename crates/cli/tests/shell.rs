@@ -1,10 +1,9 @@
 //! `belier completions SHELL` and `belier man`: generated from the flags, so every subcommand
 //! and flag is there; the bash script completes in a real bash, the man page renders in groff.
 
-#[path = "support/run.rs"]
-mod run;
-
 use std::process::{Command, Output, Stdio};
+
+belier_testsupport::binary!(BELIER);
 
 /// The subcommands a user types after `belier`.
 const SUBCOMMANDS: [&str; 11] = [
@@ -22,7 +21,7 @@ const SUBCOMMANDS: [&str; 11] = [
 ];
 
 fn belier(args: &[&str]) -> String {
-    String::from_utf8(run::belier_ok(args).stdout).unwrap()
+    String::from_utf8(BELIER.ok(args).stdout).unwrap()
 }
 
 /// Runs `script` in bash after loading belier's completions; its output.

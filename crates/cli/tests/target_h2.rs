@@ -3,17 +3,13 @@
 //! request; curl as a second client; the knobs and faults in their HTTP/2 form; and
 //! `belier demo --http2`.
 
-use std::process::Command;
-
 use belier_testserver::{Config, Handlers, SeenRequest, Server, TlsConfig};
+use belier_testsupport::curl;
 use serde_json::Value;
 
-#[path = "support/curl.rs"]
-mod curl;
-#[path = "support/run.rs"]
-mod run;
-
 use curl::{curl, have_curl};
+
+belier_testsupport::binary!(BELIER);
 
 /// Requests the target records, at most: every test here sends fewer.
 const RECORDED: usize = 10_000;
@@ -29,16 +25,6 @@ fn target(tls: Option<TlsConfig>) -> Server {
     .unwrap()
 }
 
-/// `belier --output json ARGS...`, which must exit 0.
-fn belier_json(args: &[&str]) -> Value {
-    let out = run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(["--output", "json"])
-            .args(args),
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn versions(seen: &[SeenRequest], version: &str) -> usize {
     seen.iter().filter(|r| r.version == version).count()
 }
@@ -46,7 +32,7 @@ fn versions(seen: &[SeenRequest], version: &str) -> usize {
 #[test]
 fn h2c_run_is_counted_by_the_target_as_http2() {
     let s = target(None);
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--http2",
         "-n",
         "500",
@@ -76,9 +62,9 @@ fn h2c_run_is_counted_by_the_target_as_http2() {
 #[test]
 fn http1_still_served_beside_http2() {
     let s = target(None);
-    let doc = belier_json(&["-n", "100", "-c", "4", &s.url("/")]);
+    let doc = BELIER.json(&["-n", "100", "-c", "4", &s.url("/")]);
     assert_eq!(doc["status_codes"]["200"], 100, "{}", doc["status_codes"]);
-    let doc = belier_json(&["--http2", "-n", "50", "-c", "5", &s.url("/")]);
+    let doc = BELIER.json(&["--http2", "-n", "50", "-c", "5", &s.url("/")]);
     assert_eq!(doc["status_codes"]["200"], 50, "{}", doc["status_codes"]);
     let seen = s.recent_requests();
     assert_eq!(seen.len(), 150);
@@ -97,7 +83,7 @@ fn alpn_h2_over_tls_is_counted_by_the_target() {
     let ca_path = dir.join("ca.pem");
     std::fs::write(&ca_path, ca).unwrap();
     let ca_path = ca_path.to_str().unwrap();
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--http2",
         "--cacert",
         ca_path,
@@ -117,7 +103,7 @@ fn alpn_h2_over_tls_is_counted_by_the_target() {
     assert_eq!(doc["status_codes"]["200"], 300, "{}", doc["status_codes"]);
     assert_eq!(doc["run"]["protocol"], "HTTP/2");
     // HTTP/1.1 over the same TLS port: the client that offers only http/1.1 gets it.
-    let doc = belier_json(&["--cacert", ca_path, "-n", "40", "-c", "2", &s.url("/")]);
+    let doc = BELIER.json(&["--cacert", ca_path, "-n", "40", "-c", "2", &s.url("/")]);
     assert_eq!(doc["status_codes"]["200"], 40, "{}", doc["status_codes"]);
     let counts = s.counts();
     assert_eq!(counts.requests, 340);
@@ -137,7 +123,7 @@ fn alpn_h2_over_tls_is_counted_by_the_target() {
 fn knobs_and_faults_over_http2_land_in_their_kinds() {
     let s = target(None);
     let run = |query: &str, n: &str| -> Value {
-        belier_json(&[
+        BELIER.json(&[
             "--http2",
             "-n",
             n,
@@ -163,7 +149,7 @@ fn knobs_and_faults_over_http2_land_in_their_kinds() {
     assert_eq!(doc["status_codes"]["200"], 8, "{}", doc["status_codes"]);
     assert!(doc["summary"]["bytes_in"].as_u64().unwrap() >= 8 * 100_000);
     // Gzip when asked, decoded by belier to the size asked for.
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--http2",
         "--compressed",
         "-n",
@@ -197,7 +183,7 @@ fn the_handler_pool_and_its_metrics_over_http2() {
         ..Config::default()
     })
     .unwrap();
-    let doc = belier_json(&["--http2", "-n", "40", "-c", "4", &s.url("/")]);
+    let doc = BELIER.json(&["--http2", "-n", "40", "-c", "4", &s.url("/")]);
     let ok = doc["status_codes"]["200"].as_u64().unwrap_or(0);
     let shed = doc["status_codes"]["503"].as_u64().unwrap_or(0);
     assert_eq!(ok + shed, 40, "{}", doc["status_codes"]);
@@ -205,7 +191,7 @@ fn the_handler_pool_and_its_metrics_over_http2() {
     assert_eq!((pool.served, pool.rejected), (ok, shed));
     assert!(ok > 0 && shed > 0, "{}", doc["status_codes"]);
     // The counters, over HTTP/2 too.
-    let doc = belier_json(&["--http2", "-n", "1", "-c", "1", &s.url("/metrics")]);
+    let doc = BELIER.json(&["--http2", "-n", "1", "-c", "1", &s.url("/metrics")]);
     assert_eq!(doc["status_codes"]["200"], 1);
     assert_eq!(s.counts().requests, 41);
     assert_eq!(
@@ -218,7 +204,7 @@ fn the_handler_pool_and_its_metrics_over_http2() {
 #[test]
 fn a_close_fault_ends_the_connection_under_its_streams() {
     let s = target(None);
-    let doc = belier_json(&[
+    let doc = BELIER.json(&[
         "--http2",
         "-n",
         "4",
@@ -299,7 +285,7 @@ fn the_demo_runs_over_http2_and_tls() {
     for extra in [&["--http2"][..], &["--http2", "--tls"]] {
         let mut args = vec!["demo", "-z", "1s", "-c", "4"];
         args.extend_from_slice(extra);
-        let out = run::belier_ok(&args);
+        let out = BELIER.ok(&args);
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),

@@ -6,8 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-#[path = "support/run.rs"]
-mod run;
+belier_testsupport::binary!(BELIER);
 
 struct Target(Child);
 
@@ -83,7 +82,7 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     assert_eq!(fingerprint.len(), 32 * 3 - 1, "{fingerprint}");
 
-    let out = run::belier_ok(&[
+    let out = BELIER.ok(&[
         &url, "-n", "5", "-c", "1", "--cacert", &ca, "--output", "json",
     ]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -103,7 +102,7 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
 
 #[test]
 fn the_demo_over_tls_trusts_the_generated_certificate() {
-    let out = run::belier_ok(&["demo", "--tls", "-z", "1s", "-c", "2"]);
+    let out = BELIER.ok(&["demo", "--tls", "-z", "1s", "-c", "2"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

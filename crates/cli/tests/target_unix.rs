@@ -3,31 +3,20 @@
 //! `belier target --unix-socket PATH` as a user runs it.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use belier_testserver::{Config, Server, TlsConfig};
+use belier_testsupport::ok;
+use belier_testsupport::temp_dir;
 use serde_json::Value;
-
-#[path = "support/run.rs"]
-mod run;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("target-unix-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// `belier --output json --unix-socket SOCKET ARGS...`, which must exit 0.
 fn on_socket(socket: &Path, args: &[&str]) -> Value {
-    let out = run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(["--output", "json", "--unix-socket"])
-            .arg(socket)
-            .args(args),
-    );
+    let out = ok(Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["--output", "json", "--unix-socket"])
+        .arg(socket)
+        .args(args));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

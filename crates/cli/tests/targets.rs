@@ -4,16 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::temp_dir;
 use serde_json::Value;
 
-fn belier() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_belier"))
-}
+belier_testsupport::binary!();
 
 /// A test server on 127.0.0.1:0 that keeps the last 10,000 requests.
 fn server() -> Server {
@@ -23,15 +22,6 @@ fn server() -> Server {
         ..Config::default()
     })
     .expect("test server starts")
-}
-
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("targets-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 const BODY: &str = "{\"item\":42}";

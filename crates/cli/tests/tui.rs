@@ -3,14 +3,12 @@
 //! on a coordinator of two spawned workers. Without tmux the tests say `skipped: ` and pass,
 //! except under CI (`CI=true`), where they fail.
 
-#[path = "support/process.rs"]
-mod process;
-
 use std::io::Write;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::process;
 
 /// How long any one thing the test waits for may take (a debug build on a busy machine).
 const WAIT: Duration = Duration::from_secs(30);

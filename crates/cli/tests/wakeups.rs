@@ -6,15 +6,15 @@
 //! (h2c and h2 over TLS) as well: one wake-up per arrival there too, every answer timed by the
 //! kernel's receive stamps.
 
-#[path = "support/run.rs"]
-mod run;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use belier_testserver::{Config, Server, TlsConfig};
+use belier_testsupport::ok;
 use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
 
 /// The wake-ups per request a run reports in JSON, after checking that the server saw its
 /// `requests` (on top of `seen` before) and belier counted them all.
@@ -33,7 +33,7 @@ fn one_worker(server: &Server, flags: &[&str]) -> Value {
     let url = server.url("/");
     let mut args = flags.to_vec();
     args.extend(["-t", "1", "--output", "json", url.as_str()]);
-    let out = run::belier_ok(&args);
+    let out = BELIER.ok(&args);
     serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 
@@ -69,9 +69,8 @@ fn wakeups_per_request_are_recorded_and_reported() {
     assert!((0.5..=3.0).contains(&open), "{open} wake-ups per request");
 
     // The results file keeps them: its report shows the same count per request.
-    let report = run::ok(
-        Command::new(env!("CARGO_BIN_EXE_belier")).args(["report", saved.to_str().unwrap()]),
-    );
+    let report =
+        ok(Command::new(env!("CARGO_BIN_EXE_belier")).args(["report", saved.to_str().unwrap()]));
     let text = String::from_utf8_lossy(&report.stdout);
     let line = text
         .lines()
@@ -82,7 +81,7 @@ fn wakeups_per_request_are_recorded_and_reported() {
         line.contains(&format!("{open:.2} per request")),
         "{line} against {open:.2}"
     );
-    let json = run::ok(Command::new(env!("CARGO_BIN_EXE_belier")).args([
+    let json = ok(Command::new(env!("CARGO_BIN_EXE_belier")).args([
         "report",
         "--type",
         "json",

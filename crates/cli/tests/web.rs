@@ -7,30 +7,21 @@
 //! name to 127.0.0.1) refused by both kinds of console, steering above what the flags accept
 //! refused while the run goes on, and the page showing the failed share of a run of 400s.
 
-#[path = "support/hostile.rs"]
-mod hostile;
-#[path = "support/process.rs"]
-mod process;
-#[path = "support/webdriver.rs"]
-mod webdriver;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Behaviour, Config, Server};
-use process::{free_port, Belier};
+use belier_testsupport::hostile;
+use belier_testsupport::temp_dir;
+use belier_testsupport::webdriver;
+use belier_testsupport::{free_port, Belier};
 use serde_json::Value;
 use webdriver::Browser;
 
+belier_testsupport::binary!(BELIER);
+
 /// Longest the page may take to show something (a debug build on a busy machine).
 const WAIT: Duration = Duration::from_secs(30);
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("web-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A request to the console: status, headers we look at, body.
 struct Answer {
@@ -111,7 +102,7 @@ fn a_browser_starts_steers_and_stops_a_run_from_the_form() {
     .unwrap();
     let dir = temp_dir("browser");
     let port = free_port();
-    let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
+    let mut belier = BELIER.spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
     belier.wait_for("web console at");
     let console = format!("http://127.0.0.1:{port}");
 
@@ -292,7 +283,7 @@ fn off_the_loopback_a_short_token_is_refused_at_start() {
 fn every_call_needs_the_token_and_control_refuses_other_origins() {
     let port = free_port();
     let dir = temp_dir("token");
-    let mut belier = Belier::spawn_in(
+    let mut belier = BELIER.spawn_in(
         &dir,
         &[
             "web",
@@ -492,7 +483,7 @@ fn running(console: &str) -> Value {
 fn hostile_pages_and_levels_beyond_the_flags_leave_a_web_run_alone() {
     let target = Server::start(Config::default()).unwrap();
     let port = free_port();
-    let mut belier = Belier::spawn(&[
+    let mut belier = BELIER.spawn(&[
         &target.url("/"),
         "--rate",
         "100",
@@ -543,7 +534,7 @@ fn the_page_shows_the_failed_share_of_a_run_of_400s() {
     })
     .unwrap();
     let port = free_port();
-    let mut belier = Belier::spawn(&[
+    let mut belier = BELIER.spawn(&[
         &target.url("/"),
         "-n",
         "50",
@@ -582,7 +573,7 @@ fn a_web_run_offers_its_report_and_results_at_the_end() {
     let dir = temp_dir("flags");
     let save = dir.join("run.jsonl");
     let port = free_port();
-    let mut belier = Belier::spawn(&[
+    let mut belier = BELIER.spawn(&[
         &target.url("/"),
         "--rate",
         "100",
@@ -641,7 +632,7 @@ fn belier_web_runs_a_plan_of_its_directory_and_steers_its_users() {
     )
     .unwrap();
     let port = free_port();
-    let mut belier = Belier::spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
+    let mut belier = BELIER.spawn_in(&dir, &["web", "--listen", &format!("127.0.0.1:{port}")]);
     belier.wait_for("web console at");
     let addr = format!("127.0.0.1:{port}");
     hostile_pages_are_refused(&addr, "/api/runs");

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
 use belier_stats::{ErrorKind, Metric};
+use belier_testsupport::noise::TimerNoise;
 use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
@@ -32,7 +33,9 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/"), secs(2.0));
     c.load = open(Profile::constant(100.0), 100, None);
+    let noise = TimerNoise::start(Duration::from_millis(10));
     let out = run(&c);
+    let late = noise.stop(0.99);
     assert_eq!(s.counts().requests, 200);
     assert_eq!(out.totals.requests(), 200);
     assert_eq!(out.totals.scheduled(), 200);
@@ -40,8 +43,14 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     let gaps = arrival_gaps(&s);
     let m = median(gaps.clone());
     assert!((m.as_secs_f64() - 0.010).abs() < 0.0005, "median gap {m:?}");
-    // Lag stays small at this rate: the schedule is kept.
-    assert!(out.totals.lag_us().value_at_quantile(0.99) < 5_000);
+    // Lag stays small at this rate: the schedule is kept, within 5 ms more than the machine
+    // itself wakes a sleeping thread late (measured beside the run; 0.1 ms on a quiet one).
+    let lag_p99 = out.totals.lag_us().value_at_quantile(0.99);
+    let bound = 5_000 + late.as_micros() as u64;
+    assert!(
+        lag_p99 < bound,
+        "lag p99 {lag_p99} µs, the machine's wake-ups {late:?} late"
+    );
 }
 
 #[test]

@@ -3,10 +3,8 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
-#[path = "../../scenario/tests/near_miss/mod.rs"]
-mod near_miss;
-
 use belier_report::compare::{parse_fail_if, Limit};
+use belier_testsupport::near_miss;
 use proptest::prelude::*;
 
 const CONDITIONS: &[&str] = &[

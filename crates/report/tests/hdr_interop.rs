@@ -6,7 +6,6 @@
 //! Without `python3` or the package the test says it skipped, except under CI (`CI=true`),
 //! where that is a failure: `.ci/run` installs the package.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -14,6 +13,7 @@ use std::time::{Duration, Instant};
 use belier_report::results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
 use belier_report::{render_hdr_log, Model, RunInfo};
 use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
+use belier_testsupport::missing;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
@@ -211,22 +211,13 @@ fn python_missing() -> Option<String> {
 }
 
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("belier-hdr-interop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    belier_testsupport::temp_dir("hdr")
 }
 
 #[test]
 fn hdrhistogram_py_reads_belier_histograms() {
     if let Some(why) = python_missing() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{why}: CI must run `python3 -m pip install hdrhistogram` before the tests");
-        }
-        // Written straight to stderr so the harness does not swallow it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "hdr_interop: skipped: {why} (python3 -m pip install hdrhistogram)"
-        );
+        missing(&why, "python3 -m pip install hdrhistogram");
         return;
     }
 

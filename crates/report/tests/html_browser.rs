@@ -8,7 +8,7 @@
 //! Chromium is Debian's `chromium` package (`scripts/install-chromium`). Without it the test says
 //! it skipped, except under CI (`CI=true`), where a missing browser is a failure.
 
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ use belier_capacity::overload::Behaviour;
 use belier_capacity::{Dimension, LimitedBy, Overload, Step, StepKind};
 use belier_report::{render_capacity_html, render_html, HtmlRun, Model, Report, RunInfo};
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
+use belier_testsupport::temp_dir;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// Chromium starts in about a second here; a hung browser fails the test instead of CI.
@@ -145,15 +146,6 @@ fn report<'a>(info: &'a RunInfo, results: &'a (Recorder, Series)) -> Report<'a> 
     }
 }
 
-/// A fresh directory under cargo's temporary directory for integration tests.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("html-browser-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs headless Chromium on `page` with `extra` flags and a fresh profile; returns (stdout,
 /// stderr).
 fn chromium(page: &Path, extra: &[String], profile: &Path) -> (String, String) {
@@ -233,14 +225,7 @@ fn have_chromium() -> bool {
     if Path::new(CHROMIUM).exists() {
         return true;
     }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{CHROMIUM} is missing: CI must run scripts/install-chromium before the tests");
-    }
-    // Written straight to stderr so the harness does not swallow it.
-    let _ = writeln!(
-        std::io::stderr(),
-        "html_browser: skipped: chromium not installed (run scripts/install-chromium)"
-    );
+    belier_testsupport::missing("chromium is not installed", "run scripts/install-chromium");
     false
 }
 

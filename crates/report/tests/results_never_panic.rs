@@ -10,9 +10,6 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
-#[path = "../../scenario/tests/near_miss/mod.rs"]
-mod near_miss;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Cursor;
@@ -24,6 +21,7 @@ use base64::Engine as _;
 use belier_report::results::{read_run, End, Header, Reader, ResultsWriter, Run, FORMAT, VERSION};
 use belier_report::{compare, HtmlRun, NamedReport, Report, RunInfo};
 use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample, Settled};
+use belier_testsupport::near_miss;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use proptest::prelude::*;

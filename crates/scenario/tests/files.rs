@@ -4,14 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use belier_scenario::Copies;
-
-fn dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("plan-files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use belier_testsupport::temp_dir as dir;
 
 const PLAN: &str = "\
 target: https://127.0.0.1:9443

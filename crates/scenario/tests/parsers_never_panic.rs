@@ -6,12 +6,11 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
-mod near_miss;
-
 use std::path::Path;
 use std::time::Duration;
 
 use belier_scenario::{Metric, Plan, PlanError, Threshold};
+use belier_testsupport::near_miss;
 use proptest::prelude::*;
 
 /// The longest duration a plan may write.

@@ -1,18 +1,12 @@
 //! Helpers shared by the plan tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use belier_engine::user::{Action, Outgoing, Reply, User};
 
 /// A fresh directory for one test's plan and data files.
-pub fn dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("belier-scenario-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+pub use belier_testsupport::temp_dir as dir;
 
 /// Writes `files` into a fresh directory, then loads `plan.yaml` from it.
 pub fn load(

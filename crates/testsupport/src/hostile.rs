@@ -1,7 +1,6 @@
 //! A hostile client of belier's listeners: HTTP/1.1 written by hand on a plain socket, so a
 //! test sends exactly the `Host`, `Origin` and content type a web page (or a rebinding one)
 //! would, and reads the status and headers as they come.
-#![allow(dead_code)]
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;

@@ -1,26 +1,20 @@
 //! Real curl as a second client.
 
-// Each test file takes what it uses of these.
-#![allow(dead_code)]
-
 use std::process::{Command, Output};
 
+use crate::missing::missing;
+
 /// Whether curl is here; outside CI a test without it skips, under CI it fails.
-#[allow(
-    clippy::print_stderr,
-    reason = "a skipped test must say so where cargo test shows it"
-)]
-pub fn have_curl(test: &str) -> bool {
+pub fn have_curl(_test: &str) -> bool {
     let found = Command::new("curl")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{test}: curl is required under CI (scripts/install-test-deps installs it)"
+        missing(
+            "curl is not installed",
+            "apt-get install -y curl; scripts/install-test-deps installs it",
         );
-        eprintln!("{test}: skipped: curl is not installed (scripts/install-test-deps installs it)");
     }
     found
 }

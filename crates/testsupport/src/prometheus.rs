@@ -1,19 +1,14 @@
 //! A private Prometheus for one test (Debian's `prometheus` package): its own temp dir, config
 //! and storage, listening on a free loopback port, scraping the given targets every second.
 
-#![allow(
-    dead_code,
-    reason = "each test file that includes this module uses a part of it"
-)]
-
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Where Prometheus is looked for when it is not on `PATH`.
-const CANDIDATES: &[&str] = &["/usr/bin/prometheus", "/usr/local/bin/prometheus"];
+use crate::missing::find_program;
+
 /// Prometheus servers started by this process so far.
 static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// How long Prometheus gets to become ready.
@@ -38,19 +33,7 @@ impl Prometheus {
     /// As [`Prometheus::start`], with more command-line `flags`
     /// (`--web.enable-remote-write-receiver`).
     pub fn start_with(targets: &[SocketAddr], flags: &[&str]) -> Option<Prometheus> {
-        let Some(binary) = find() else {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!(
-                    "prometheus is not installed, and CI must run the Prometheus tests: \
-                     install it in scripts/install-test-deps (apt-get install -y prometheus)"
-                );
-            }
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped: prometheus not installed (apt-get install -y prometheus)"
-            );
-            return None;
-        };
+        let binary = find_program("prometheus", "apt-get install -y prometheus")?;
         let dir = std::env::temp_dir().join(format!(
             "belier-prometheus-{}-{}-{}",
             std::process::id(),
@@ -172,15 +155,4 @@ impl Drop for Prometheus {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn find() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join("prometheus"));
-    on_path
-        .chain(CANDIDATES.iter().map(PathBuf::from))
-        .find(|p| p.is_file())
 }

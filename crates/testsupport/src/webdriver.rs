@@ -2,15 +2,15 @@
 //! (`chromium-driver`, installed by scripts/install-chromium). The protocol is a handful of
 //! JSON requests, sent with the ureq the CLI already uses. Without chromium or chromedriver
 //! the test says it skipped, except under CI (`CI=true`), where that is a failure.
-#![allow(dead_code)]
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
+
+use crate::missing::missing;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -34,12 +34,9 @@ impl Browser {
     pub fn start(name: &str) -> Option<Browser> {
         for program in [CHROMIUM, CHROMEDRIVER] {
             if !Path::new(program).exists() {
-                if std::env::var("CI").is_ok_and(|v| v == "true") {
-                    panic!("{program} is missing: CI must run scripts/install-chromium");
-                }
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "{name}: skipped: {program} not installed (run scripts/install-chromium)"
+                missing(
+                    &format!("{program} is not installed"),
+                    "run scripts/install-chromium",
                 );
                 return None;
             }

@@ -6,18 +6,16 @@
 //! child process stops it. The access log is the independent witness: one line per request,
 //! written unbuffered by nginx, with the connection serial number so connections can be counted.
 
-#![allow(
-    dead_code,
-    reason = "each test file that includes this module uses a part of it"
-)]
-
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::missing::find_program;
+use crate::net::free_port;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -26,8 +24,6 @@ use rcgen::{
 
 /// Where nginx is looked for when it is not on `PATH` (root's `PATH` has /usr/sbin, a user's
 /// often does not).
-const NGINX_CANDIDATES: &[&str] = &["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"];
-
 /// How long nginx gets to start listening; it takes a few milliseconds, a loaded CI machine more.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -161,26 +157,8 @@ impl Nginx {
     }
 
     /// Like [`Nginx::start`], set up as `options` say.
-    #[allow(
-        clippy::print_stderr,
-        reason = "a skipped test must say so where cargo test shows it"
-    )]
     pub fn start_with(options: Options) -> Option<Nginx> {
-        let Some(binary) = find_nginx() else {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!(
-                    "nginx is not installed, and CI must run the nginx interop tests: \
-                     install it in .ci/run (apt-get install -y nginx-light)"
-                );
-            }
-            // Straight to the process's stderr: libtest captures eprintln! of a passing test,
-            // and a skip must stay visible.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped: nginx not installed (apt-get install -y nginx-light)"
-            );
-            return None;
-        };
+        let binary = find_program("nginx", "apt-get install -y nginx-light")?;
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
             match Nginx::try_start(&binary, &options) {
@@ -347,7 +325,7 @@ http {{
         // The chain nginx sends: the server certificate, then the CA that signed it.
         std::fs::write(
             self.dir.join("server.pem"),
-            server_cert.pem() + &ca_cert.pem(),
+            server_cert.pem() + ca_cert.pem().as_str(),
         )
         .unwrap();
         std::fs::write(self.dir.join("server.key"), key.serialize_pem()).unwrap();
@@ -553,36 +531,6 @@ pub fn self_signed_ca(names: &[&str]) -> (String, String) {
     (cert.pem(), key.serialize_pem())
 }
 
-fn find_nginx() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join("nginx"));
-    on_path
-        .chain(NGINX_CANDIDATES.iter().map(PathBuf::from))
-        .find(|p| p.is_file())
-}
-
-/// A port free now and never handed out before in this process: the kernel may give a port
-/// just released to the next `bind(0)`, and two tests starting nginx at once would then both
-/// configure it.
-fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    loop {
-        let port = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
-
 fn make_temp_dir() -> PathBuf {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -594,26 +542,4 @@ fn make_temp_dir() -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir(&dir).unwrap();
     dir
-}
-
-/// Runs belier with `--output json` and the given arguments; panics unless it exits 0 with a
-/// JSON report.
-pub fn belier_json(args: &[&str]) -> serde_json::Value {
-    let out: std::process::Output = std::process::Command::new(env!("CARGO_BIN_EXE_belier"))
-        .args(["--output", "json"])
-        .args(args)
-        .output()
-        .expect("belier runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "belier {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
 }

@@ -1,12 +1,12 @@
 //! A belier process for tests that talk to it while it runs (its exporter, its web console):
 //! its stderr read line by line, Ctrl-C, a bounded wait for its end.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
+
+pub use crate::net::{free_port, local_ports};
 
 /// Longest any wait in these tests may take.
 pub const BOUND: Duration = Duration::from_secs(60);
@@ -19,23 +19,12 @@ pub struct Belier {
 }
 
 impl Belier {
-    pub fn spawn(args: &[&str]) -> Belier {
-        Belier::spawn_in(std::path::Path::new("."), args)
-    }
-
-    /// Like [`Belier::spawn`], in the working directory `dir`.
-    pub fn spawn_in(dir: &std::path::Path, args: &[&str]) -> Belier {
-        Belier::spawn_with(dir, args, &[])
-    }
-
-    /// Like [`Belier::spawn_in`], with the environment variables `env` set too.
-    pub fn spawn_with(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Belier {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_belier"))
-            .args(args)
-            .envs(env.iter().copied())
+    /// Starts `command` (a [`crate::Binary::command`] with its arguments) with its stderr
+    /// read line by line; the tokens a developer's shell may hold are not passed on.
+    pub fn start(command: &mut Command) -> Belier {
+        let mut child = command
             .env_remove("BELIER_METRICS_TOKEN")
             .env_remove("BELIER_WEB_TOKEN")
-            .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -122,41 +111,4 @@ impl Drop for Belier {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The local ports of the TCP sockets process `pid` holds open (its connections).
-pub fn local_ports(pid: u32) -> std::collections::HashSet<u16> {
-    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|dir| {
-            dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .filter_map(|l| {
-                    let l = l.to_string_lossy().into_owned();
-                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut ports = std::collections::HashSet::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        for line in std::fs::read_to_string(table)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-        {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.len() > 9 && inodes.contains(fields[9]) {
-                let port = fields[1].rsplit_once(':').unwrap().1;
-                ports.insert(u16::from_str_radix(port, 16).unwrap());
-            }
-        }
-    }
-    ports
 }

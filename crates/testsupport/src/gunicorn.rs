@@ -2,12 +2,12 @@
 //! records when it served each one, so a test knows what the server served from the server's
 //! own side. When gunicorn is not installed the test says it skipped; under CI (`CI=true`) that
 //! is a failure (scripts/install-test-deps installs it).
-#![allow(dead_code)]
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::missing::missing;
 
 /// The app: sleeps `SLEEP_S`, appends "start end" (seconds) to a file of its worker's own.
 const APP: &str = r#"import os, time
@@ -40,14 +40,9 @@ impl Gunicorn {
         let help = match help {
             Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
             _ => {
-                assert!(
-                    std::env::var("CI").as_deref() != Ok("true"),
-                    "{test}: gunicorn is required under CI (scripts/install-test-deps installs \
-                     it: python3 -m pip install gunicorn)"
-                );
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "{test}: skipped: gunicorn is not installed (python3 -m pip install gunicorn)"
+                missing(
+                    "gunicorn is not installed",
+                    "python3 -m pip install gunicorn; scripts/install-test-deps installs it",
                 );
                 return None;
             }

@@ -3,9 +3,7 @@
 //! Pure noise is refused at the first byte; a near miss gets deep into a parser, where the
 //! panics hide.
 //!
-//! Shared by the parser property tests of several crates (`#[path]`): a dev-only crate for
-//! this one file would be more machinery than it saves.
-#![allow(dead_code)]
+//! Shared by the parser property tests of several crates.
 
 use proptest::prelude::*;
 use proptest::sample::Index;

@@ -2,12 +2,11 @@
 //! tests that feed the command line: in process (`src/parsers_never_panic.rs`, parsing and
 //! validating only) and through the binary (`tests/flags_never_panic.rs`). Needs a sibling
 //! module `near_miss`.
-#![allow(dead_code)]
 
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
-use super::near_miss::near_miss;
+use crate::near_miss::near_miss;
 
 /// What a flag takes.
 #[derive(Clone, Copy, Debug)]

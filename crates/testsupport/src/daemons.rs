@@ -2,17 +2,13 @@
 //! and `influxdb` packages): each in its own temp dir, on a free loopback port, stopped on
 //! drop.
 
-#![allow(
-    dead_code,
-    reason = "each test file that includes this module uses a part of it"
-)]
-
-use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::missing::find_program;
+use crate::net::free_port;
 
 /// How long a server gets to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,7 +26,10 @@ pub struct Daemon {
 impl Daemon {
     /// A Pushgateway, or `None` (said on stderr) when it is not installed outside CI.
     pub fn pushgateway() -> Option<Daemon> {
-        let binary = find("prometheus-pushgateway", "prometheus-pushgateway")?;
+        let binary = find_program(
+            "prometheus-pushgateway",
+            "apt-get install -y prometheus-pushgateway",
+        )?;
         let port = free_port();
         let dir = fresh_dir("pushgateway");
         let mut command = Command::new(binary);
@@ -43,7 +42,7 @@ impl Daemon {
     /// An InfluxDB 1.x with database `belier`, or `None` (said on stderr) when it is not
     /// installed outside CI.
     pub fn influxdb() -> Option<Daemon> {
-        let binary = find("influxd", "influxdb")?;
+        let binary = find_program("influxd", "apt-get install -y influxdb")?;
         let (port, rpc) = (free_port(), free_port());
         let dir = fresh_dir("influxdb");
         let d = dir.display();
@@ -123,14 +122,6 @@ impl Drop for Daemon {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn fresh_dir(what: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "belier-{what}-{}-{}",
@@ -140,29 +131,4 @@ fn fresh_dir(what: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// `binary` on `PATH` or in /usr/bin; when missing, `None` after saying so, or a panic
-/// under CI (`CI=true`), so that a test cannot pass by silently running nothing.
-fn find(binary: &str, package: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
-        .map(|d| d.join(binary))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!(
-                "{binary} is not installed, and CI must run this test: install it in \
-                 scripts/install-test-deps (apt-get install -y {package})"
-            );
-        }
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: {binary} not installed (apt-get install -y {package})"
-        );
-    }
-    found
 }

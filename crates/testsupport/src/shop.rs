@@ -3,7 +3,6 @@
 //! `Authorization: Bearer` and a token it issued (else 401), `/` is a page, and any other path
 //! echoes 200. It records every request it got (method, target, headers, body), so a test
 //! counts on the server's side what a plan or a proxy sent.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -1,13 +1,14 @@
 //! What the capacity tests share: targets of known capacity (belier's test server with a
 //! fixed number of handlers, each holding a request for a service time), running
 //! `belier capacity` one search at a time, and checking its JSON against the schema.
-#![allow(dead_code)]
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use belier_testserver::{Config, Handlers, Server};
 use serde_json::Value;
+
+use crate::Binary;
 
 pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool) -> Server {
     Server::start(Config {
@@ -27,16 +28,19 @@ pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool)
 /// belier's verdict on itself (its own lateness) is part of every step.
 pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub fn capacity(args: &[&str]) -> (Output, Value) {
-    let (out, doc, _) = capacity_timed(args);
+/// `belier capacity --output json` with `args`, one search at a time: its output and JSON
+/// document (null when stdout is not JSON).
+pub fn capacity(belier: Binary, args: &[&str]) -> (Output, Value) {
+    let (out, doc, _) = capacity_timed(belier, args);
     (out, doc)
 }
 
 /// [`capacity`], and how long belier ran (not counting the wait for the searches before it).
-pub fn capacity_timed(args: &[&str]) -> (Output, Value, Duration) {
+pub fn capacity_timed(belier: Binary, args: &[&str]) -> (Output, Value, Duration) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let began = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_belier"))
+    let out = belier
+        .command()
         .arg("capacity")
         .args(["--output", "json", "--drain", "10s", "-t", "1"])
         .args(args)
