@@ -32,7 +32,7 @@ enum State {
         settled: Vec<Settled>,
         changes: Vec<Change>,
     },
-    Open(Writer),
+    Open(Box<Writer>),
     Off,
 }
 
@@ -52,7 +52,7 @@ impl ResultsFile {
     /// failure is a warning, and no file).
     pub fn new(out: Box<dyn Write>, header: &Header, warnings: &mut Vec<String>) -> ResultsFile {
         let state = match ResultsWriter::new(out, header) {
-            Ok(w) => State::Open(w),
+            Ok(w) => State::Open(Box::new(w)),
             Err(e) => {
                 warnings.push(format!("results file not written: {e}"));
                 State::Off
@@ -104,7 +104,7 @@ impl ResultsFile {
         };
         let header = header(&name, interval, info);
         match open(&path).and_then(|o| ResultsWriter::new(o, &header)) {
-            Ok(w) => self.state = State::Open(w),
+            Ok(w) => self.state = State::Open(Box::new(w)),
             Err(e) => {
                 warnings.push(format!("results file not written: {e}"));
                 return;
