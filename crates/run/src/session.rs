@@ -12,10 +12,6 @@ use crate::changes::Changes;
 use crate::source::{Flow, Source};
 use crate::watcher::{Begin, Now, Seen, Stop, Watcher};
 
-/// How often the session wakes, when the source sends nothing, to tick the watchers (redraw
-/// the progress, check the signals), unless the source asks for less ([`Source::wait`]).
-pub const POLL: Duration = Duration::from_millis(100);
-
 /// What a run recorded, once it is over.
 pub struct Ran {
     /// Everything recorded.

@@ -9,6 +9,10 @@ use belier_stats::Collector;
 
 use crate::watcher::{Seen, Stop};
 
+/// How often the session wakes, when the source sends nothing, to tick the watchers (redraw
+/// the progress, check the signals), unless the source asks for less ([`Source::wait`]).
+pub const POLL: Duration = Duration::from_millis(100);
+
 /// What the source says after a poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -33,7 +37,7 @@ pub trait Source {
 
     /// Longest wait for the source at each poll: the watchers tick at least this often.
     fn wait(&self) -> Duration {
-        crate::session::POLL
+        POLL
     }
 
     /// How many lanes the collector merges (workers).
