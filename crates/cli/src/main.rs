@@ -20,7 +20,6 @@ mod probe;
 mod progress;
 mod prometheus;
 mod proxy;
-mod raw;
 mod record;
 mod resolve;
 mod results;
@@ -28,7 +27,6 @@ mod settings;
 mod shard;
 mod shell;
 mod signals;
-mod steering;
 mod target;
 mod targets;
 mod token;
@@ -112,7 +110,8 @@ fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
     let cluster = args.cluster.clone();
     let settings = targets::settings(args, cores())?;
     if cluster.active() {
-        let mut outcome = cluster::execute(&settings, &cluster, None, signals, None, &mut |_| {})?;
+        let mut outcome =
+            cluster::run_distributed(&settings, &cluster, None, signals, None, &mut |_| {})?;
         let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
         let written = write_report(&settings, &outcome.finished, code);
         linger(&mut outcome.finished, signals);

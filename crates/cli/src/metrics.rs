@@ -125,9 +125,11 @@ impl Exporter {
         let cannot =
             |e: StartError| InputError::new("--metrics-listen <ADDR>", listen.addr, e.to_string());
         let info = format!(
-            "# HELP belier_run_info The run: its URL (no credentials, no query) and name.\n\
-             # TYPE belier_run_info gauge\n\
-             belier_run_info{{url=\"{}\",name=\"{}\"}} 1\n",
+            concat!(
+                "# HELP belier_run_info The run: its URL (no credentials, no query) and name.\n",
+                "# TYPE belier_run_info gauge\n",
+                "belier_run_info{{url=\"{}\",name=\"{}\"}} 1\n",
+            ),
             escape(&public_url(url)),
             escape(name)
         );

@@ -15,7 +15,9 @@ use crate::signals::{self, Signals};
 use crate::write_report;
 
 mod thresholds;
+mod watching;
 pub use thresholds::{judge, Abort, Watch};
+pub use watching::Watching;
 
 /// Exit code when a threshold of the plan failed.
 pub const EXIT_THRESHOLDS: u8 = 4;
@@ -41,7 +43,7 @@ pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8>
         // on everything the workers recorded (those that abort, on the merged intervals as
         // they settle).
         let mut watch = prepared.watch();
-        let mut outcome = crate::cluster::execute(
+        let mut outcome = crate::cluster::run_distributed(
             &settings,
             &cluster,
             Some(&prepared.plan),

@@ -72,3 +72,15 @@ impl Signals {
         self.stop.load(Ordering::Relaxed)
     }
 }
+
+/// Signals as a watcher of the run: handed its handle when it starts (a worker's, for its
+/// coordinator to steer), and asking it to stop once a signal came.
+impl belier_run::Watcher for &Signals {
+    fn begin(&mut self, run: &belier_run::Begin<'_>) {
+        self.started(run.control);
+    }
+
+    fn tick(&mut self, _: &belier_run::Now<'_>) -> Option<belier_run::Stop> {
+        self.stop_requested().then_some(belier_run::Stop::Asked)
+    }
+}

@@ -158,6 +158,8 @@ pub struct Live {
     results: Option<PathBuf>,
     /// The HTML report file the run writes, if any.
     html: Option<PathBuf>,
+    /// What the run's level counts, for the page's controls.
+    unit: crate::tui::Unit,
 }
 
 impl Live {
@@ -184,14 +186,15 @@ impl Live {
             sent: 0,
             results,
             html: settings.output.html.clone(),
+            unit: crate::load::unit(settings),
         }))
     }
 
     /// The run has started.
-    pub fn begin(&mut self, control: Control, settings: &Settings, info: &RunInfo) {
+    pub fn begin(&mut self, control: Control, info: &RunInfo) {
         self.id = Some(self.hub.begin(RunStart {
             settings: serde_json::to_value(info).unwrap_or_default(),
-            unit: crate::load::unit(settings),
+            unit: self.unit,
             control,
             steps: info.steps.clone(),
         }));
@@ -253,6 +256,23 @@ impl Live {
         while Instant::now() < deadline && !signals.stop_requested() {
             std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
         }
+    }
+}
+
+/// The console as a watcher of its run: told of its start, sent each interval at the next
+/// tick (and the last ones at the end); its page's stop button asks the run to stop.
+impl belier_run::Watcher for Live {
+    fn begin(&mut self, run: &belier_run::Begin<'_>) {
+        Live::begin(self, run.control.clone(), run.info);
+    }
+
+    fn tick(&mut self, now: &belier_run::Now<'_>) -> Option<belier_run::Stop> {
+        self.update(now.collector);
+        self.stop_requested().then_some(belier_run::Stop::Asked)
+    }
+
+    fn end(&mut self, collector: &Collector, _: &mut Vec<String>) {
+        self.update(collector);
     }
 }
 

@@ -3,10 +3,38 @@
 
 use std::time::Duration;
 
-use belier_engine::{Load, Profile, Spacing};
+use belier_engine::{host, Load, Profile, Run, Spacing};
 use belier_report::{Model, RunInfo, StageInfo};
 
 use crate::settings::Settings;
+
+/// The information of a local run of `settings`, started as `run`.
+pub fn run_info(settings: &Settings, run: &Run) -> RunInfo {
+    let config = &settings.engine;
+    let open_loop = matches!(config.load, Load::Open { .. });
+    let info = RunInfo {
+        belier_version: env!("CARGO_PKG_VERSION").to_string(),
+        url: settings.url.clone(),
+        address: run.addr().to_string(),
+        method: config.request.method.clone(),
+        connections: config.load.max_connections(),
+        threads: run.workers(),
+        keepalive: config.keepalive,
+        protocol: if config.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
+        requests: config.stop.requests,
+        duration_s: config.stop.duration.map(|d| d.as_secs_f64()),
+        schedule_s: open_loop
+            .then_some(config.schedule_end())
+            .flatten()
+            .map(|d| d.as_secs_f64()),
+        timeout_s: config.timeout.as_secs_f64(),
+        host_cores: crate::cores(),
+        host_name: host::name(),
+        started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
+        ..load_info(settings)
+    };
+    crate::shard::info(info, config.shard)
+}
 
 /// The load fields of the run information, with placeholders for the rest.
 pub fn load_info(settings: &Settings) -> RunInfo {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use belier_stats::{Outcome, Sample};
 
-use crate::settings::InputError;
+use crate::watcher::{Seen, Watcher};
 
 /// The CSV header; times are microseconds from the start of the run.
 const HEADER: &str = "intended_us,dispatched_us,sent_us,first_byte_us,done_us,latency_us,status,error,bytes_in,bytes_out\n";
@@ -20,17 +20,10 @@ pub struct RawWriter {
 }
 
 impl RawWriter {
-    /// Creates `path` and writes the header.
-    pub fn create(path: &Path, start: Instant) -> Result<RawWriter, InputError> {
-        let fail = |e: std::io::Error| {
-            InputError::new(
-                "--raw <FILE>",
-                path.display(),
-                format!("cannot write it: {e}"),
-            )
-        };
-        let mut out = BufWriter::new(File::create(path).map_err(fail)?);
-        out.write_all(HEADER.as_bytes()).map_err(fail)?;
+    /// Creates `path` and writes the header; times are counted from `start`, the run's.
+    pub fn create(path: &Path, start: Instant) -> std::io::Result<RawWriter> {
+        let mut out = BufWriter::new(File::create(path)?);
+        out.write_all(HEADER.as_bytes())?;
         Ok(RawWriter {
             out,
             start,
@@ -69,5 +62,38 @@ impl RawWriter {
     /// Flushes what is buffered.
     pub fn finish(mut self) -> std::io::Result<()> {
         self.out.flush()
+    }
+}
+
+/// The raw file as a watcher: every batch of samples appended as it arrives. A write failure
+/// stops the file with a warning; the run and its report go on.
+pub struct RawFile {
+    writer: Option<RawWriter>,
+}
+
+impl RawFile {
+    /// Streams into `writer`.
+    pub fn new(writer: RawWriter) -> RawFile {
+        RawFile {
+            writer: Some(writer),
+        }
+    }
+}
+
+impl Watcher for RawFile {
+    fn seen(&mut self, seen: &Seen<'_>, warnings: &mut Vec<String>) {
+        let (Seen::Samples { samples, .. }, Some(w)) = (seen, &mut self.writer) else {
+            return;
+        };
+        if let Err(e) = w.write(samples) {
+            warnings.push(format!("raw file: writing stopped: {e}"));
+            self.writer = None;
+        }
+    }
+
+    fn stopped(&mut self, warnings: &mut Vec<String>) {
+        if let Some(Err(e)) = self.writer.take().map(RawWriter::finish) {
+            warnings.push(format!("raw file: the last rows could not be written: {e}"));
+        }
     }
 }
