@@ -14,8 +14,9 @@ use anyhow::Context;
 use belier_cluster::coordinator::{Coordinator, Event};
 use belier_cluster::protocol::{Job, PlanFile, Shard, Steering};
 use belier_engine::Control;
-use belier_report::results::{merge_info, End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{Change, RunInfo, WorkerClock};
+use belier_results::{
+    merge_info, Change, End, Header, ResultsWriter, RunInfo, WorkerClock, FORMAT, VERSION,
+};
 use belier_stats::Collector;
 
 use crate::args::{ClusterArgs, Loss, TOKEN_ENV};

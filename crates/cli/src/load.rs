@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use belier_engine::{host, Control, Event, Load, Next};
-use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{
-    render_json, render_text, Change, HostUsage, Report, RunInfo, ThresholdOutcome,
+use belier_report::{render_json, render_text, Report};
+use belier_results::{
+    Change, End, Header, HostUsage, ResultsWriter, RunInfo, ThresholdOutcome, FORMAT, VERSION,
 };
 use belier_stats::{Collector, Recorder, Series};
 
@@ -53,7 +53,7 @@ pub struct Finished {
     /// A plan whose scenarios have loads of their own: what each executor recorded, in the
     /// plan's order, and its figures for the report (empty for a run of one load).
     pub part_totals: Vec<Recorder>,
-    pub scenarios: Vec<belier_report::ScenarioFigures>,
+    pub scenarios: Vec<belier_results::ScenarioFigures>,
     /// The plan's threshold that failed while the run went and stopped it, if one did.
     pub aborted: Option<crate::plan::Abort>,
 }
