@@ -279,7 +279,7 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     };
     let outcome = outcome.map_err(|why| InputError::new("<FILE>", path.display(), why))?;
     let out = match args.kind {
-        ReportType::Text => outcome.render_text(),
+        ReportType::Text => belier_report::render_capacity_text(&outcome),
         ReportType::Json => outcome.to_json(),
         ReportType::Html => belier_report::render_capacity_html(&outcome),
         _ => {

@@ -8,9 +8,11 @@
 //! The JSON shape is described by `schema/report.schema.json`, which tests validate output
 //! against.
 //! The HTML page ([`render_html`]) compares one or more runs and needs no network to open;
-//! [`render_capacity_html`] draws a capacity search's steps the same way.
+//! [`render_capacity_html`] draws a capacity search's steps the same way, and
+//! [`render_capacity_text`] lists them as text.
 #![deny(missing_docs)]
 
+mod capacity;
 mod changes;
 pub mod compare;
 mod csv;
@@ -39,6 +41,7 @@ use belier_results::{
 };
 use belier_stats::{Recorder, Series};
 
+pub use capacity::render_capacity_text;
 pub use csv::{render_csv, render_csv_stats};
 pub use hdrlog::render_hdr_log;
 pub use html::{render_capacity_html, render_html, HtmlRun};
