@@ -1,15 +1,14 @@
-//! What a capacity search found, step by step, as reports show it: a table of every step, the
-//! answer, and the behaviour past it; in text, and as JSON (`crates/report/schema/
-//! capacity.schema.json`).
+//! What a capacity search found, step by step: every step, the answer, and the behaviour past
+//! it, with the wording the reports share; as JSON (`crates/report/schema/
+//! capacity.schema.json`). belier-report renders it as text and HTML.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use belier_stats::{ErrorKind, Recorder};
 use serde::{Deserialize, Serialize};
 
-use crate::dimension::{number, Dimension};
+use crate::dimension::Dimension;
 use crate::overload::{Behaviour, OverloadStep, Recovery};
 use crate::search::{Answer, LimitedBy, StepKind, StepPlan};
 use crate::slo::Verdict;
@@ -378,82 +377,6 @@ impl Outcome {
             .find(|s| s.target_rate == c && s.pass == Some(true))
             .map(|s| s.goodput)
     }
-
-    /// The text report: the steps' table, the answer, the behaviour past it.
-    pub fn render_text(&self) -> String {
-        let mut out = String::new();
-        // Writing to a String cannot fail.
-        let _ = self.write_text(&mut out);
-        out
-    }
-
-    fn write_text(&self, out: &mut String) -> std::fmt::Result {
-        writeln!(out, "Capacity search  {}", self.url)?;
-        writeln!(
-            out,
-            "  {} under SLO {}; {} steps in {:.0} s",
-            self.dimension.name(),
-            self.slos.join(", "),
-            self.steps.len(),
-            self.elapsed_s
-        )?;
-        let (target, achieved) = self.columns();
-        writeln!(
-            out,
-            "\n  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>8} {:>9}  result",
-            "#",
-            "step",
-            target,
-            achieved,
-            "goodput/s",
-            "p50",
-            "p99",
-            "p99.9",
-            "failed",
-            "cancelled"
-        )?;
-        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2} ms"));
-        for (i, s) in self.steps.iter().enumerate() {
-            let result = match (s.pass, &s.why) {
-                (Some(true), _) => "pass".to_string(),
-                (Some(false), Some(why)) => format!("fail: {why}"),
-                (None, Some(why)) => format!("generator: {why}"),
-                _ => "fail".into(),
-            } + s.notes().as_str();
-            writeln!(
-                out,
-                "  {:>3}  {:<9} {:>13} {:>11} {:>11} {:>10} {:>10} {:>10} {:>7.2}% {:>9}  {result}",
-                i + 1,
-                kind_name(s.kind),
-                number(s.target_rate),
-                number(s.achieved_rate),
-                number(s.goodput),
-                ms(s.p50_ms),
-                ms(s.p99_ms),
-                ms(s.p999_ms),
-                s.failed_share() * 100.0,
-                s.cancelled,
-            )?;
-        }
-        writeln!(out, "\n{}", self.answer_line())?;
-        let overloaded = self.steps.iter().any(|s| s.kind == StepKind::Overload);
-        if self.overload.is_none() && overloaded {
-            writeln!(
-                out,
-                "Past capacity: the overload steps met the SLOs too (no way of failing seen)"
-            )?;
-        }
-        if let Some(o) = &self.overload {
-            writeln!(
-                out,
-                "Past capacity: {} ({}); {}",
-                o.behaviour.name(),
-                o.behaviour.note(),
-                o.recovery_line()
-            )?;
-        }
-        Ok(())
-    }
 }
 
 impl Outcome {
@@ -578,12 +501,6 @@ mod tests {
         assert!(none
             .answer_line()
             .starts_with("No rate met p99<25ms, not even the start rate"));
-        let text = found.render_text();
-        assert!(text.contains("Past capacity: sheds"), "{text}");
-        assert!(
-            text.contains("drained 2.4 s after the overload; recovered at 0.8× (its step met"),
-            "{text}"
-        );
     }
 
     fn step(kind: StepKind, pass: Option<bool>, drained: Option<(bool, f64)>) -> Step {
@@ -652,21 +569,11 @@ mod tests {
     }
 
     #[test]
-    fn cancelled_requests_show_apart_from_the_failed() {
+    fn cancelled_requests_are_not_failed() {
         let mut s = step(StepKind::Overload, Some(false), Some((true, 1.3)));
         s.error_share = 0.3;
         s.cancelled = 100;
-        s.host_cpu = Some(0.97);
         assert!((s.failed_share() - 0.2).abs() < 1e-9);
-        let mut o = outcome(answer(Some(1_880.0), LimitedBy::Slo));
-        o.steps = vec![s];
-        let text = o.render_text();
-        assert!(text.contains("failed cancelled  result"), "{text}");
-        assert!(
-            text.contains("20.00%       100  fail; host CPU 97 % busy"),
-            "{text}"
-        );
-        assert!(text.contains("; drained in 1.3 s"), "{text}");
     }
 
     #[test]
@@ -691,9 +598,6 @@ mod tests {
             o.answer_line(),
             "Capacity: 64 connections with p99<25ms; 70 connections failed: p99 = 41.0 ms (wanted p99<25ms)"
         );
-        let text = o.render_text();
-        assert!(text.contains("connections under SLO p99<25ms"), "{text}");
-        assert!(text.contains("connections  requests/s"), "{text}");
     }
 
     #[test]

@@ -5,11 +5,14 @@
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.
 
+mod document;
+
 use belier_capacity::{Outcome, SloError, Slos};
-use belier_vocabulary::Comparison;
 use belier_testsupport::near_miss;
+use belier_vocabulary::Comparison;
 use proptest::prelude::*;
-use proptest::sample::Index;
+
+use document::DOCUMENT;
 
 const SLOS: &[&str] = &[
     "p99<50ms",
@@ -30,11 +33,6 @@ const SLO_WORDS: &[&str] = &[
     "up", "(", ")", "[1m]", " ", "<", "<=", ">", ">=", "=", "50", "-1", "1e400", "NaN", "ms", "s",
     "%", "µs",
 ];
-
-/// A capacity document as `belier capacity --output json` writes it: two steps, an answer
-/// and an overload verdict (`tests/flags_never_panic.rs` of the CLI feeds it to `belier
-/// report`).
-const DOCUMENT: &str = include_str!("document.json");
 
 fn check_slos(expressions: &[String]) -> Result<(), TestCaseError> {
     match Slos::parse(expressions) {
@@ -98,7 +96,6 @@ fn check_document(text: &str) -> Result<(), TestCaseError> {
         return Ok(());
     };
     let _ = outcome.answer_line();
-    let _ = outcome.render_text();
     let _ = outcome.capacity_goodput();
     let written = outcome.to_json();
     let again = Outcome::from_json(&written);
@@ -110,20 +107,6 @@ fn check_document(text: &str) -> Result<(), TestCaseError> {
         again
     );
     Ok(())
-}
-
-fn document_near_miss() -> impl Strategy<Value = String> {
-    let seed: serde_json::Value = serde_json::from_str(DOCUMENT).unwrap();
-    (
-        prop::collection::vec((any::<Index>(), any::<Index>()), 1..=3),
-        prop::collection::vec(near_miss::mutation(), 0..=1),
-    )
-        .prop_map(move |(retypes, mutations)| {
-            let doc = retypes.iter().fold(seed.clone(), |doc, (node, with)| {
-                near_miss::retype_json(&doc, *node, *with)
-            });
-            near_miss::mutate(&serde_json::to_string_pretty(&doc).unwrap(), &mutations)
-        })
 }
 
 proptest! {
@@ -155,7 +138,7 @@ proptest! {
     }
 
     #[test]
-    fn document_near_misses_never_panic(text in document_near_miss()) {
+    fn document_near_misses_never_panic(text in document::near_misses()) {
         check_document(&text)?;
     }
 }

@@ -474,7 +474,7 @@ fn write_report(args: &CapacityArgs, outcome: &Outcome) -> anyhow::Result<()> {
         }
     }
     let text = match args.output {
-        CapacityFormat::Text => outcome.render_text(),
+        CapacityFormat::Text => belier_report::render_capacity_text(outcome),
         CapacityFormat::Json => outcome.to_json(),
         CapacityFormat::Html => belier_report::render_capacity_html(outcome),
     };

@@ -14,8 +14,8 @@ use belier_cluster::clock::Offset;
 use belier_cluster::coordinator::Coordinator;
 use belier_cluster::protocol::{Job, PlanFile, Shard};
 use belier_engine::Control;
-use belier_report::results::End;
-use belier_report::WorkerClock;
+use belier_results::End;
+use belier_results::WorkerClock;
 use belier_run::watchers::results_file::ResultsFile;
 use belier_run::{Changes, Coordinated, Ran, Seen, Watcher};
 

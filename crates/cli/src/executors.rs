@@ -85,11 +85,13 @@ pub fn figures(
     parts: &[Part],
     totals: &[belier_stats::Recorder],
     elapsed: std::time::Duration,
-) -> Vec<belier_report::ScenarioFigures> {
+) -> Vec<belier_results::ScenarioFigures> {
     parts
         .iter()
         .zip(totals)
-        .map(|(p, t)| belier_report::ScenarioFigures::of(&p.name, &p.load, p.open_loop, t, elapsed))
+        .map(|(p, t)| {
+            belier_results::ScenarioFigures::of(&p.name, &p.load, p.open_loop, t, elapsed)
+        })
         .collect()
 }
 
@@ -98,10 +100,10 @@ pub fn figures(
 pub fn stored(
     totals: &[belier_stats::Recorder],
     warnings: &mut Vec<String>,
-) -> Vec<belier_report::results::StoredRecorder> {
+) -> Vec<belier_results::StoredRecorder> {
     let stored: std::io::Result<Vec<_>> = totals
         .iter()
-        .map(belier_report::results::StoredRecorder::encode)
+        .map(belier_results::StoredRecorder::encode)
         .collect();
     stored.unwrap_or_else(|e| {
         warnings.push(format!(

@@ -8,10 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_report::results::End;
-use belier_report::{
-    render_json, render_text, Change, HostUsage, Report, RunInfo, ThresholdOutcome,
-};
+use belier_report::{render_json, render_text, Report};
+use belier_results::End;
+use belier_results::{Change, HostUsage, RunInfo, ThresholdOutcome};
 use belier_run::watchers::host::HostWatch;
 use belier_run::watchers::raw::{RawFile, RawWriter};
 use belier_run::watchers::results_file::{self, ResultsFile};
@@ -56,7 +55,7 @@ pub struct Finished {
     /// A plan whose scenarios have loads of their own: what each executor recorded, in the
     /// plan's order, and its figures for the report (empty for a run of one load).
     pub part_totals: Vec<Recorder>,
-    pub scenarios: Vec<belier_report::ScenarioFigures>,
+    pub scenarios: Vec<belier_results::ScenarioFigures>,
     /// The plan's threshold that failed while the run went and stopped it, if one did.
     pub aborted: Option<crate::plan::Abort>,
 }

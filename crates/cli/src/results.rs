@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use belier_report::results::{self, Reader};
 use belier_report::{render_html, render_json, render_text, HtmlRun, Report};
+use belier_results::{read_run, Reader};
 
 use crate::args::{CompareArgs, CompareFormat, ReportArgs, ReportType};
 use crate::settings::InputError;
@@ -16,7 +16,7 @@ pub struct Run {
     /// Run name from the results files.
     pub name: String,
     /// Totals, series and run information.
-    pub data: results::Run,
+    pub data: belier_results::Run,
     /// Warnings the report shows: the run's own and what the reader tolerated.
     pub warnings: Vec<String>,
 }
@@ -62,7 +62,7 @@ pub fn load(
         .into_iter()
         .map(|(name, shards)| {
             // The reader's messages name the file and line (a merge error, the run).
-            let data = results::read_run(shards, from, to, keep_latency_log)
+            let data = read_run(shards, from, to, keep_latency_log)
                 .map_err(|e| InputError::in_file(e.to_string()))?;
             let mut warnings = data
                 .end
@@ -142,7 +142,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
         ReportType::Markdown => belier_report::render_markdown(&named),
         ReportType::Junit => belier_report::render_junit(&named),
         ReportType::Hdr => {
-            let pairs: Vec<(&str, &results::Run)> =
+            let pairs: Vec<(&str, &belier_results::Run)> =
                 runs.iter().map(|r| (r.name.as_str(), &r.data)).collect();
             belier_report::render_hdr_log(&pairs)
         }
@@ -279,7 +279,7 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     };
     let outcome = outcome.map_err(|why| InputError::new("<FILE>", path.display(), why))?;
     let out = match args.kind {
-        ReportType::Text => outcome.render_text(),
+        ReportType::Text => belier_report::render_capacity_text(&outcome),
         ReportType::Json => outcome.to_json(),
         ReportType::Html => belier_report::render_capacity_html(&outcome),
         _ => {

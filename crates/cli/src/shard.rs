@@ -4,7 +4,7 @@
 //! module checks the flag against the run and records the shard's share in the results.
 
 use belier_engine::{Config, Load, Shard, Spacing};
-use belier_report::{RunInfo, ShardInfo};
+use belier_results::{RunInfo, ShardInfo};
 
 use crate::settings::InputError;
 
@@ -69,9 +69,9 @@ pub fn info(mut info: RunInfo, shard: Shard) -> RunInfo {
     info.rate = info.rate.map(part);
     for stage in &mut info.stages {
         stage.target = match info.model {
-            belier_report::Model::Open => part(stage.target),
+            belier_results::Model::Open => part(stage.target),
             // Connections: the slots below the level that are this shard's.
-            belier_report::Model::Closed => share(stage.target.ceil() as u64) as f64,
+            belier_results::Model::Closed => share(stage.target.ceil() as u64) as f64,
         };
     }
     info.max_connections = info.max_connections.map(|n| share(n as u64) as usize);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use belier_engine::{Config, RequestSpec};
-use belier_report::TargetInfo;
+use belier_results::TargetInfo;
 use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
 use belier_scenario::{PlanError, Pos, Scheme};
 use clap::{Args, ValueEnum};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use belier_console::{Console, ConsoleError, Hub, Options, Report, RunEnd, RunId, RunStart};
 use belier_engine::Control;
-use belier_report::RunInfo;
+use belier_results::RunInfo;
 use belier_stats::Collector;
 
 use crate::args::WebArgs;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use belier_cluster::protocol::Job;
 use belier_cluster::worker::{self, Options, Prepared, Runner};
-use belier_report::results::{End, Header, Reader, ResultsWriter};
+use belier_results::{End, Header, Reader, ResultsWriter};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 
 /// Requests each simulated worker records a second.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use belier_report::results::{End, Header, Reader, Record};
+use belier_results::{End, Header, Reader, Record};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;

@@ -1,56 +1,13 @@
-//! Changes made to a running test (a level set, a pause, a resume), as the results file keeps
-//! them and every report format lists them. Each format's listing is here, so that the
+//! Changes made to a running test (a level set, a pause, a resume), as every report format
+//! lists them. Each format's listing is here, so that the
 //! changes read the same in text, Markdown and HTML, and the larger renderers only call in.
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
+use belier_results::{Change, Model, RunInfo};
 
 use crate::format::rate;
-use crate::{Model, Report, RunInfo};
-
-/// One change made to a run while it ran (through the engine's control handle).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Change {
-    /// When, seconds from the start of the run.
-    pub at_s: f64,
-    /// What changed.
-    pub what: ChangeKind,
-    /// The level held from then on: arrivals per second (open loop), connections or users
-    /// (closed loop); 0 after a pause.
-    pub level: f64,
-    /// The level held just before.
-    pub from: f64,
-}
-
-/// What a [`Change`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
-    /// The open loop's rate (requests or iterations per second) was set.
-    Rate,
-    /// The closed loop's number of connections was set.
-    Connections,
-    /// The closed loop's number of scripted users was set.
-    Users,
-    /// Sending stopped without ending the run (the level went to 0).
-    Pause,
-    /// Sending went on after a pause, at the level before it or the last one set meanwhile.
-    Resume,
-}
-
-impl ChangeKind {
-    /// The name the results file and the reports use.
-    pub fn name(self) -> &'static str {
-        match self {
-            ChangeKind::Rate => "rate",
-            ChangeKind::Connections => "connections",
-            ChangeKind::Users => "users",
-            ChangeKind::Pause => "pause",
-            ChangeKind::Resume => "resume",
-        }
-    }
-}
+use crate::Report;
 
 /// `at_s` in seconds, without trailing zeros: `2.5 s`, `3 s`, `0.125 s`.
 pub(crate) fn at(c: &Change) -> String {
@@ -134,6 +91,8 @@ pub(crate) fn write_html(out: &mut String, r: &Report) -> std::fmt::Result {
 
 #[cfg(test)]
 mod tests {
+    use belier_results::ChangeKind;
+
     use super::*;
     use crate::{fixtures, seeded};
 

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::results::Run;
+use belier_results::Run;
 
 /// What the log's interval-max column is divided by: values are microseconds, so maxima show
 /// in milliseconds. That is the unit HdrHistogram's own writers give that column: Java's

@@ -4,35 +4,36 @@
 //! there is no script at all. A Content-Security-Policy forbids scripts and every fetch, so even
 //! a string that slipped past escaping could neither run nor call home. Everything that came
 //! from the user or the network (run names, URL, method, error messages, warnings) goes through
-//! [`esc`], which is safe both in text and in quoted attributes.
+//! [`esc`](escape::esc), which is safe both in text and in quoted attributes.
 
 mod capacity;
 mod charts;
 mod distribution;
+mod escape;
+mod head;
+mod legend;
+mod run;
 mod svg;
 #[cfg(test)]
 mod tests;
 mod verdict;
 
-use std::fmt::{self, Display, Write as _};
+use std::fmt::{self, Write as _};
 
 use belier_stats::{ErrorKind, LatencySummary};
 
 use crate::format::{bytes, ms, ms_f, rate, thousands};
-use crate::summary::{OpenLoop, Summary};
+use crate::open_loop::OpenLoop;
+use crate::summary::Summary;
 use crate::wording::latency_cell;
 use crate::Report;
 
 pub use capacity::render_capacity_html;
+pub use run::HtmlRun;
 
-/// One run shown in an HTML report.
-#[derive(Debug)]
-pub struct HtmlRun<'a> {
-    /// Name shown in the header, the tables and the chart legends (e.g. `baseline`).
-    pub name: String,
-    /// The run's results.
-    pub report: &'a Report<'a>,
-}
+use escape::esc;
+use head::write_head;
+use legend::colour;
 
 /// Renders `runs` as one self-contained HTML page: a header per run, a summary table with one
 /// column per run, charts with one colour per run (latency and rates over time, the latency
@@ -42,94 +43,6 @@ pub fn render_html(runs: &[HtmlRun]) -> String {
     // Writing into a String cannot fail; `let _` discards that impossible error.
     let _ = write_page(&mut out, runs);
     out
-}
-
-/// Run colours, chosen to stay distinct for colour-blind readers (Okabe–Ito); cycled past eight.
-const COLOURS: [&str; 8] = [
-    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a7a7a", "#8c564b",
-];
-
-fn colour(run: usize) -> &'static str {
-    COLOURS[run % COLOURS.len()]
-}
-
-/// `s` escaped for HTML text and quoted attribute values alike.
-struct Esc<'a>(&'a str);
-
-fn esc(s: &str) -> Esc<'_> {
-    Esc(s)
-}
-
-impl Display for Esc<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = self.0;
-        while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
-            f.write_str(&rest[..i])?;
-            f.write_str(match rest.as_bytes()[i] {
-                b'&' => "&amp;",
-                b'<' => "&lt;",
-                b'>' => "&gt;",
-                b'"' => "&quot;",
-                _ => "&#39;",
-            })?;
-            rest = &rest[i + 1..];
-        }
-        f.write_str(rest)
-    }
-}
-
-/// A line style in a legend: `class` is one of the page's `.key i` styles.
-#[derive(Clone, Copy)]
-struct LineKey {
-    label: &'static str,
-    class: &'static str,
-}
-
-impl LineKey {
-    const fn new(label: &'static str, class: &'static str) -> LineKey {
-        LineKey { label, class }
-    }
-}
-
-/// A legend: each run's colour and name, then the line styles used for each statistic.
-fn legend(runs: &[HtmlRun], keys: &[LineKey]) -> String {
-    let mut s = String::from("<div class=\"legend\">");
-    for (i, run) in runs.iter().enumerate() {
-        let _ = write!(
-            s,
-            "<span class=\"key\"><i class=\"sq\" style=\"--c:{}\"></i>{}</span>",
-            colour(i),
-            esc(&run.name)
-        );
-    }
-    if !keys.is_empty() {
-        s.push_str("<span class=\"sep\"></span>");
-    }
-    for k in keys {
-        let _ = write!(
-            s,
-            "<span class=\"key\"><i class=\"{}\"></i>{}</span>",
-            k.class, k.label
-        );
-    }
-    s.push_str("</div>");
-    s
-}
-
-const CSS: &str = include_str!("html/report.css");
-
-/// The page's head (the policy forbidding scripts and fetches, the report's CSS followed by
-/// `extra_css`) titled `belier {kind}: {title}`, and the opening of its body.
-fn write_head(out: &mut String, kind: &str, title: &str, extra_css: &str) -> fmt::Result {
-    write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'; img-src data:\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>belier {kind}: {}</title>\n<style>{CSS}{extra_css}</style>\n</head>\n<body>\n<main>\n",
-        esc(title)
-    )
 }
 
 fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
@@ -493,7 +406,7 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
                  <th>p50</th><th>p90</th><th>p99</th></tr></thead><tbody>\n",
             );
             for sc in &r.scenarios {
-                let mut cells = sc.cells(ms, "–");
+                let mut cells = crate::scenarios::cells(sc, ms, "–");
                 cells[2].push_str(" %");
                 writeln!(
                     out,

@@ -60,62 +60,20 @@ fn to_value(r: &Report) -> Value {
         .status_counts()
         .map(|(code, n)| (code.to_string(), json!(n)))
         .collect();
-    let errors: Vec<Value> = s
-        .errors
-        .iter()
-        .map(|e| {
-            json!({
-                "kind": e.kind.name(),
-                "description": e.kind.description(),
-                "count": e.count,
-                "example": e.example,
-            })
-        })
-        .collect();
     let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
         "run": r.info,
         "interrupted": r.interrupted,
         "warnings": r.warnings,
-        "summary": {
-            "requests": t.requests(),
-            "responses": t.responses(),
-            "succeeded": t.succeeded(),
-            "errors": t.errors(),
-            "duration_s": r.elapsed.as_secs_f64(),
-            "attempted_rps": s.attempted_rate,
-            "throughput_rps": s.throughput,
-            "success_ratio": s.success_ratio,
-            "bytes_in": t.bytes_in(),
-            "bytes_out": t.bytes_out(),
-            "bytes_decoded": t.bytes_decoded(),
-            "bytes_in_per_request": s.bytes_in_per_request,
-            "bytes_out_per_request": s.bytes_out_per_request,
-            "connections_opened": t.connections_opened(),
-            "connections_peak": s.connections_peak,
-            "server_closes": t.server_closes(),
-            "resent": t.resent(),
-            "kernel_stamped": t.kernel_stamped(),
-            "wakeups": t.wakeups(),
-            "tls_handshakes": t.histogram(belier_stats::Metric::Tls).len(),
-            "tls_session": t.tls_session(),
-            "tls_resumed": t.tls_resumed(),
-        },
+        "summary": summary(&s),
         "latency_us": latency(&s.latency, "intended_start"),
         "latency_uncorrected_us": latency(&s.uncorrected, "dispatch"),
         "phases_us": phases,
-        "open_loop": s.open_loop.as_ref().map(|o| json!({
-            "scheduled": t.scheduled(),
-            "dropped": t.dropped(),
-            "target_rps": o.target_rate,
-            "achieved_rps": o.sent_rate,
-            "lag_us": latency(&o.lag, "intended_start"),
-            "dispatch_lag_us": recorded(&o.dispatch, "intended_start"),
-        })),
+        "open_loop": open_loop(&s),
         "host": r.host,
         "verdict": s.verdict,
         "status_codes": status,
-        "errors": errors,
+        "errors": errors(&s),
         "steps": step_rows(&s),
         "checks": check_rows(&s),
         "metrics": metric_rows(&s),
@@ -139,6 +97,65 @@ fn to_value(r: &Report) -> Value {
         doc["targets"] = json!(target_rows(&s));
     }
     doc
+}
+
+/// The document's `summary`: counts, rates, bytes, connections.
+fn summary(s: &Summary) -> Value {
+    let (r, t) = (s.report, s.report.totals);
+    json!({
+        "requests": t.requests(),
+        "responses": t.responses(),
+        "succeeded": t.succeeded(),
+        "errors": t.errors(),
+        "duration_s": r.elapsed.as_secs_f64(),
+        "attempted_rps": s.attempted_rate,
+        "throughput_rps": s.throughput,
+        "success_ratio": s.success_ratio,
+        "bytes_in": t.bytes_in(),
+        "bytes_out": t.bytes_out(),
+        "bytes_decoded": t.bytes_decoded(),
+        "bytes_in_per_request": s.bytes_in_per_request,
+        "bytes_out_per_request": s.bytes_out_per_request,
+        "connections_opened": t.connections_opened(),
+        "connections_peak": s.connections_peak,
+        "server_closes": t.server_closes(),
+        "resent": t.resent(),
+        "kernel_stamped": t.kernel_stamped(),
+        "wakeups": t.wakeups(),
+        "tls_handshakes": t.histogram(belier_stats::Metric::Tls).len(),
+        "tls_session": t.tls_session(),
+        "tls_resumed": t.tls_resumed(),
+    })
+}
+
+/// The open loop's schedule and lag; null for a closed loop.
+fn open_loop(s: &Summary) -> Option<Value> {
+    let t = s.report.totals;
+    s.open_loop.as_ref().map(|o| {
+        json!({
+        "scheduled": t.scheduled(),
+        "dropped": t.dropped(),
+        "target_rps": o.target_rate,
+        "achieved_rps": o.sent_rate,
+        "lag_us": latency(&o.lag, "intended_start"),
+        "dispatch_lag_us": recorded(&o.dispatch, "intended_start"),
+        })
+    })
+}
+
+/// Each error kind that happened, with an example message.
+fn errors(s: &Summary) -> Vec<Value> {
+    s.errors
+        .iter()
+        .map(|e| {
+            json!({
+                "kind": e.kind.name(),
+                "description": e.kind.description(),
+                "count": e.count,
+                "example": e.example,
+            })
+        })
+        .collect()
 }
 
 /// Locust's table as JSON: one object per request step.
@@ -242,7 +259,7 @@ mod tests {
         let info = fixtures::info();
         let (totals, series) = fixtures::results();
         let report = Report {
-            host: Some(crate::HostUsage {
+            host: Some(belier_results::HostUsage {
                 open_fds_peak: 60,
                 fd_limit: 1024,
                 ephemeral_ports_peak: Some(12),
@@ -281,7 +298,7 @@ mod tests {
         crate::golden::check("report-steps.json", &render_json(&run.report()));
         // A threshold that stopped the run says when and at what value.
         let mut stopped = crate::seeded::with_steps();
-        stopped.thresholds[1].stopped_run = Some(crate::ThresholdStop {
+        stopped.thresholds[1].stopped_run = Some(belier_results::ThresholdStop {
             at_ms: 1_000,
             actual: "error_rate = 5.00 %".into(),
         });
@@ -317,7 +334,7 @@ mod tests {
         run.info.targets = ["GET", "POST", "PUT"]
             .iter()
             .zip(urls)
-            .map(|(m, u)| crate::TargetInfo {
+            .map(|(m, u)| belier_results::TargetInfo {
                 method: m.to_string(),
                 url: u.to_string(),
             })

@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(out.matches("<failure ").count(), 1);
         // A threshold that stopped the run fails its case, even if the whole run met it.
         let mut stopped = seeded::with_steps();
-        stopped.thresholds[0].stopped_run = Some(crate::ThresholdStop {
+        stopped.thresholds[0].stopped_run = Some(belier_results::ThresholdStop {
             at_ms: 1_000,
             actual: "p99 = 250.0 ms".into(),
         });

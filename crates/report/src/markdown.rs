@@ -6,10 +6,14 @@
 
 use std::fmt::Write as _;
 
+use belier_results::Model;
+
 use crate::format::{bytes, cut, ms, ms_f, rate, thousands, NAME_COLUMN};
-use crate::summary::{OpenLoop, Summary};
+use crate::open_loop::OpenLoop;
+use crate::summary::Summary;
+use crate::verdict::Verdict;
 use crate::wording::{latency_cell, sent_rate, threads};
-use crate::{Model, NamedReport};
+use crate::{NamedReport, Report};
 
 /// Renders `runs` as markdown: a summary table with one column per run, then for each run its
 /// status codes, error kinds and verdict.
@@ -36,87 +40,11 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     writeln!(out)?;
 
     let summaries: Vec<Summary> = runs.iter().map(|run| Summary::of(run.report)).collect();
-    let row = |out: &mut String, label: &str, cell: &dyn Fn(&Summary) -> String| {
-        write!(out, "| {label} |")?;
-        for s in &summaries {
-            write!(out, " {} |", cell(s))?;
-        }
-        writeln!(out)
-    };
-    row(out, "Requests", &|s| thousands(s.report.totals.requests()))?;
-    row(out, "Succeeded", &|s| {
-        thousands(s.report.totals.succeeded())
-    })?;
-    row(out, "Success", &|s| {
-        format!("{:.2} %", s.success_ratio * 100.0)
-    })?;
-    row(out, "Errors (no response)", &|s| {
-        thousands(s.report.totals.errors())
-    })?;
-    row(out, "Duration", &|s| {
-        format!("{:.3} s", s.report.elapsed.as_secs_f64())
-    })?;
-    row(out, "Attempted rate", &|s| {
-        format!("{}/s", rate(s.attempted_rate))
-    })?;
-    row(out, "Throughput", &|s| format!("{}/s", rate(s.throughput)))?;
-    row(out, "Latency min", &|s| latency_cell(s, |l| ms(l.min_us)))?;
-    row(out, "Latency mean", &|s| {
-        latency_cell(s, |l| ms_f(l.mean_us))
-    })?;
-    for p in [50.0, 90.0, 99.0, 99.9] {
-        row(out, &format!("Latency p{p}"), &|s| {
-            if s.latency.count == 0 {
-                "–".into()
-            } else {
-                ms(s.latency.at(p).unwrap_or(0))
-            }
-        })?;
-    }
-    row(out, "Latency max", &|s| latency_cell(s, |l| ms(l.max_us)))?;
-    row(out, "Bytes in", &|s| {
-        bytes(s.report.totals.bytes_in() as f64)
-    })?;
-    row(out, "Bytes out", &|s| {
-        bytes(s.report.totals.bytes_out() as f64)
-    })?;
-    row(out, "Connections", &|s| {
-        thousands(s.report.totals.connections_opened())
-    })?;
-    if summaries
-        .iter()
-        .any(|s| s.report.totals.tls_session().is_some())
-    {
-        row(out, "TLS handshakes resumed", &|s| {
-            thousands(s.report.totals.tls_resumed())
-        })?;
-    }
-    if summaries
-        .iter()
-        .any(|s| s.report.totals.bytes_decoded() > 0)
-    {
-        row(out, "Bytes decoded (--compressed)", &|s| {
-            bytes(s.report.totals.bytes_decoded() as f64)
-        })?;
-    }
-    if summaries.iter().any(|s| s.report.totals.resent() > 0) {
-        row(
-            out,
-            "Re-sent (server closed unread)",
-            &crate::wording::resent,
-        )?;
-    }
+    write_outcome_rows(out, &summaries)?;
+    write_latency_rows(out, &summaries)?;
+    write_transfer_rows(out, &summaries)?;
     if summaries.iter().any(|s| s.open_loop.is_some()) {
-        row(out, "Target rate", &|s| {
-            open_loop(s, |o| format!("{}/s", rate(o.target_rate)))
-        })?;
-        row(out, "Sent rate", &|s| open_loop(s, |_| sent_rate(s)))?;
-        row(out, "Dropped", &|s| {
-            open_loop(s, |_| thousands(s.report.totals.dropped()))
-        })?;
-        row(out, "Lag p99", &|s| {
-            open_loop(s, |o| ms(o.lag.at(99.0).unwrap_or(0)))
-        })?;
+        write_open_loop_rows(out, &summaries)?;
     }
     writeln!(
         out,
@@ -130,13 +58,145 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     Ok(())
 }
 
+/// One row of the comparison table: `label`, then `cell` of each run.
+fn row(
+    out: &mut String,
+    summaries: &[Summary],
+    label: &str,
+    cell: &dyn Fn(&Summary) -> String,
+) -> std::fmt::Result {
+    write!(out, "| {label} |")?;
+    for s in summaries {
+        write!(out, " {} |", cell(s))?;
+    }
+    writeln!(out)
+}
+
+/// The comparison table's counts and rates: what was sent and how it fared.
+fn write_outcome_rows(out: &mut String, summaries: &[Summary]) -> std::fmt::Result {
+    row(out, summaries, "Requests", &|s| {
+        thousands(s.report.totals.requests())
+    })?;
+    row(out, summaries, "Succeeded", &|s| {
+        thousands(s.report.totals.succeeded())
+    })?;
+    row(out, summaries, "Success", &|s| {
+        format!("{:.2} %", s.success_ratio * 100.0)
+    })?;
+    row(out, summaries, "Errors (no response)", &|s| {
+        thousands(s.report.totals.errors())
+    })?;
+    row(out, summaries, "Duration", &|s| {
+        format!("{:.3} s", s.report.elapsed.as_secs_f64())
+    })?;
+    row(out, summaries, "Attempted rate", &|s| {
+        format!("{}/s", rate(s.attempted_rate))
+    })?;
+    row(out, summaries, "Throughput", &|s| {
+        format!("{}/s", rate(s.throughput))
+    })?;
+    Ok(())
+}
+
+/// The comparison table's latency rows.
+fn write_latency_rows(out: &mut String, summaries: &[Summary]) -> std::fmt::Result {
+    row(out, summaries, "Latency min", &|s| {
+        latency_cell(s, |l| ms(l.min_us))
+    })?;
+    row(out, summaries, "Latency mean", &|s| {
+        latency_cell(s, |l| ms_f(l.mean_us))
+    })?;
+    for p in [50.0, 90.0, 99.0, 99.9] {
+        row(out, summaries, &format!("Latency p{p}"), &|s| {
+            if s.latency.count == 0 {
+                "–".into()
+            } else {
+                ms(s.latency.at(p).unwrap_or(0))
+            }
+        })?;
+    }
+    row(out, summaries, "Latency max", &|s| {
+        latency_cell(s, |l| ms(l.max_us))
+    })?;
+    Ok(())
+}
+
+/// The comparison table's bytes and connections; rows only some runs have (TLS resumption,
+/// decoded bodies, re-sent requests) appear when any run has them.
+fn write_transfer_rows(out: &mut String, summaries: &[Summary]) -> std::fmt::Result {
+    row(out, summaries, "Bytes in", &|s| {
+        bytes(s.report.totals.bytes_in() as f64)
+    })?;
+    row(out, summaries, "Bytes out", &|s| {
+        bytes(s.report.totals.bytes_out() as f64)
+    })?;
+    row(out, summaries, "Connections", &|s| {
+        thousands(s.report.totals.connections_opened())
+    })?;
+    if summaries
+        .iter()
+        .any(|s| s.report.totals.tls_session().is_some())
+    {
+        row(out, summaries, "TLS handshakes resumed", &|s| {
+            thousands(s.report.totals.tls_resumed())
+        })?;
+    }
+    if summaries
+        .iter()
+        .any(|s| s.report.totals.bytes_decoded() > 0)
+    {
+        row(out, summaries, "Bytes decoded (--compressed)", &|s| {
+            bytes(s.report.totals.bytes_decoded() as f64)
+        })?;
+    }
+    if summaries.iter().any(|s| s.report.totals.resent() > 0) {
+        row(
+            out,
+            summaries,
+            "Re-sent (server closed unread)",
+            &crate::wording::resent,
+        )?;
+    }
+    Ok(())
+}
+
+/// The comparison table's open-loop rows (dashes for closed-loop runs).
+fn write_open_loop_rows(out: &mut String, summaries: &[Summary]) -> std::fmt::Result {
+    row(out, summaries, "Target rate", &|s| {
+        open_loop(s, |o| format!("{}/s", rate(o.target_rate)))
+    })?;
+    row(out, summaries, "Sent rate", &|s| {
+        open_loop(s, |_| sent_rate(s))
+    })?;
+    row(out, summaries, "Dropped", &|s| {
+        open_loop(s, |_| thousands(s.report.totals.dropped()))
+    })?;
+    row(out, summaries, "Lag p99", &|s| {
+        open_loop(s, |o| ms(o.lag.at(99.0).unwrap_or(0)))
+    })?;
+    Ok(())
+}
+
 /// `cell` of an open-loop run's figures; a dash for a closed-loop run, which had no arrival
 /// rate (a zero would read as a measurement).
 fn open_loop(s: &Summary, cell: impl Fn(&OpenLoop) -> String) -> String {
     s.open_loop.as_ref().map_or_else(|| "–".to_string(), cell)
 }
 
+/// One run's section: its heading, status codes, errors, steps, scenarios, changes, verdict.
 fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Result {
+    let r = run.report;
+    write_run_heading(out, run)?;
+    write_status_codes(out, r)?;
+    write_errors(out, s)?;
+    write_steps(out, s)?;
+    write_scenarios(out, r)?;
+    crate::changes::write_markdown(out, r)?;
+    write_verdict(out, &s.verdict)
+}
+
+/// A run's heading: its name, what was run and how, and what the reader must know first.
+fn write_run_heading(out: &mut String, run: &NamedReport) -> std::fmt::Result {
     let r = run.report;
     let info = r.info;
     writeln!(out, "\n### {}\n", md(run.name))?;
@@ -178,7 +238,11 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     for w in &r.warnings {
         writeln!(out, "\n**Warning:** {}", md(w))?;
     }
+    Ok(())
+}
 
+/// A run's status codes, or that none came.
+fn write_status_codes(out: &mut String, r: &Report) -> std::fmt::Result {
     let t = r.totals;
     if t.responses() == 0 {
         writeln!(out, "\nNo responses.")?;
@@ -193,6 +257,11 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
             writeln!(out, "| {code} | {} |", thousands(n))?;
         }
     }
+    Ok(())
+}
+
+/// A run's error kinds, with an example message each.
+fn write_errors(out: &mut String, s: &Summary) -> std::fmt::Result {
     if s.errors.is_empty() {
         writeln!(out, "\nNo errors.")?;
     } else {
@@ -207,12 +276,11 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
             )?;
         }
     }
+    Ok(())
+}
 
-    write_steps(out, s)?;
-    write_scenarios(out, r)?;
-    crate::changes::write_markdown(out, r)?;
-
-    let v = &s.verdict;
+/// Whether belier kept up, and if not, each finding.
+fn write_verdict(out: &mut String, v: &Verdict) -> std::fmt::Result {
     if v.kept_up {
         writeln!(out, "\n**Verdict:** belier kept up ({}).", md(&v.summary))
     } else {
@@ -322,7 +390,7 @@ fn write_scenarios(out: &mut String, r: &crate::Report) -> std::fmt::Result {
     )?;
     writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
     for sc in &r.scenarios {
-        let cells = sc.cells(ms, "-");
+        let cells = crate::scenarios::cells(sc, ms, "-");
         writeln!(
             out,
             "| {} | {} | {} |",

@@ -4,9 +4,10 @@
 
 use std::time::{Duration, Instant};
 
+use belier_results::{Change, ChangeKind, Model, RunInfo, ThresholdOutcome};
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 
-use crate::{fixtures, Change, ChangeKind, Model, NamedReport, Report, RunInfo, ThresholdOutcome};
+use crate::{fixtures, NamedReport, Report};
 
 /// Name of the fixture run.
 pub const BASE: &str = "base";

@@ -5,6 +5,7 @@
 
 use belier_stats::{ErrorKind, LatencySummary, Metric};
 
+use crate::open_loop::OpenLoop;
 use crate::steps::{self, CheckLine, StepLine};
 use crate::verdict::{self, Verdict};
 use crate::{per_second, ratio, Report};
@@ -56,21 +57,6 @@ pub(crate) struct Summary<'a> {
     pub metrics: Vec<crate::custom::MetricLine>,
     /// Completed iterations per second over the run.
     pub iteration_rate: f64,
-}
-
-/// An open loop's schedule and how closely it was kept.
-#[derive(Debug)]
-pub(crate) struct OpenLoop {
-    /// Arrivals that went out (see [`Report::sent`]).
-    pub sent: u64,
-    /// The configured rate over the span covered (see [`Report::target_rate`]).
-    pub target_rate: f64,
-    /// Arrivals sent per second of the schedule.
-    pub sent_rate: f64,
-    /// Scheduling lag of every dispatched request.
-    pub lag: LatencySummary,
-    /// Of the lag, belier's own lateness (a count of 0 where it was not recorded).
-    pub dispatch: LatencySummary,
 }
 
 /// One kind of error and how often it happened.
@@ -128,19 +114,5 @@ impl<'a> Summary<'a> {
     /// The line of errors of `kind`, if any happened.
     pub(crate) fn error(&self, kind: ErrorKind) -> Option<&ErrorLine<'a>> {
         self.errors.iter().find(|e| e.kind == kind)
-    }
-}
-
-impl OpenLoop {
-    /// The figures of `report`'s schedule; `None` for a closed loop.
-    pub(crate) fn of(report: &Report) -> Option<OpenLoop> {
-        let t = report.totals;
-        report.is_open_loop().then(|| OpenLoop {
-            sent: report.sent(),
-            target_rate: report.target_rate(),
-            sent_rate: report.sent_rate(),
-            lag: t.summary(Metric::Lag),
-            dispatch: t.summary(Metric::Dispatch),
-        })
     }
 }

@@ -10,7 +10,7 @@ use super::*;
 fn run_info_from_before_http2_reads_as_http1() {
     let mut v = serde_json::to_value(super::fixtures::info()).unwrap();
     v.as_object_mut().unwrap().remove("protocol");
-    let info: super::RunInfo = serde_json::from_value(v).unwrap();
+    let info: belier_results::RunInfo = serde_json::from_value(v).unwrap();
     assert_eq!(info.protocol, "HTTP/1.1");
 }
 
@@ -20,7 +20,7 @@ fn run_info_from_before_scripted_users_reads_without_them() {
     for key in ["plan", "virtual_users", "pacing_s", "steps", "checks"] {
         v.as_object_mut().unwrap().remove(key);
     }
-    let info: super::RunInfo = serde_json::from_value(v).unwrap();
+    let info: belier_results::RunInfo = serde_json::from_value(v).unwrap();
     assert_eq!(info, super::fixtures::info());
 }
 

@@ -9,6 +9,7 @@ use crate::format::{
     EXPRESSION_COLUMN, NAME_COLUMN,
 };
 use crate::summary::Summary;
+use crate::verdict::Verdict;
 use crate::wording::{bound, load_line, plan_line, resent};
 use crate::Report;
 
@@ -22,8 +23,25 @@ pub fn render_text(report: &Report) -> String {
 
 fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     let s = Summary::of(r);
+    write_heading(out, r)?;
+    write_summary(out, &s)?;
+    write_latency(out, &s)?;
+    write_lag(out, &s)?;
+    write_phases(out, &s)?;
+    write_status_codes(out, r)?;
+    write_errors(out, &s)?;
+    write_steps(out, &s)?;
+    crate::scenarios::write_text(out, r)?;
+    write_thresholds(out, r)?;
+    crate::changes::write_text(out, r)?;
+    write_generator(out, r)?;
+    write_verdict(out, &s.verdict)
+}
+
+/// What was run, how and where, and what the reader must know first (an interruption, a
+/// threshold that stopped the run, warnings).
+fn write_heading(out: &mut String, r: &Report) -> std::fmt::Result {
     let info = r.info;
-    let t = r.totals;
     match &info.plan {
         // A plan's requests have many methods and paths: the header names the plan instead.
         Some(plan) => writeln!(
@@ -85,7 +103,12 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     for w in &r.warnings {
         writeln!(out, "  WARNING: {w}")?;
     }
+    Ok(())
+}
 
+/// The "Summary" section: requests and their rates, outcomes, bytes, connections.
+fn write_summary(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let (r, t) = (s.report, s.report.totals);
     let requests = t.requests();
     writeln!(out, "\nSummary")?;
     // An open loop's rates are per second of the schedule, as the verdict counts them (the
@@ -135,6 +158,13 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
         thousands(t.errors())
     )?;
     writeln!(out, "  Duration      {:>12.3} s", r.elapsed.as_secs_f64())?;
+    write_transfer(out, s)
+}
+
+/// The "Summary" section's bytes and connections (TLS resumption and re-sent requests when
+/// there were any).
+fn write_transfer(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let t = s.report.totals;
     writeln!(
         out,
         "  Bytes in      {:>12}   {} per request",
@@ -174,10 +204,16 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             out,
             "  Re-sent       {:>12}   of the requests, on a new connection: the server had closed \
              the one they went on without reading them",
-            resent(&s)
+            resent(s)
         )?;
     }
+    Ok(())
+}
 
+/// The "Latency" section: an open loop's corrected and uncorrected columns side by side, a
+/// closed loop's one column.
+fn write_latency(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let t = s.report.totals;
     let l = &s.latency;
     // Which clock timed the responses: the kernel's receive stamps, or the reads.
     let stamped = match t.kernel_stamped() {
@@ -225,6 +261,11 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             writeln!(out, "  {:<8}{:>16}", percentile_label(p), ms(v))?;
         }
     }
+    Ok(())
+}
+
+/// An open loop's "Scheduling lag" section.
+fn write_lag(out: &mut String, s: &Summary) -> std::fmt::Result {
     if let Some(o) = &s.open_loop {
         let lag = &o.lag;
         writeln!(
@@ -241,9 +282,12 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             )?;
         }
     }
+    Ok(())
+}
 
-    write_phases(out, &s)?;
-
+/// The "Status codes" section.
+fn write_status_codes(out: &mut String, r: &Report) -> std::fmt::Result {
+    let t = r.totals;
     writeln!(out, "\nStatus codes")?;
     let mut any = false;
     for (code, n) in t.status_counts() {
@@ -258,7 +302,11 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     if !any {
         writeln!(out, "  (no responses)")?;
     }
+    Ok(())
+}
 
+/// The "Errors" section: each kind that happened, with an example message.
+fn write_errors(out: &mut String, s: &Summary) -> std::fmt::Result {
     writeln!(out, "\nErrors")?;
     if s.errors.is_empty() {
         writeln!(out, "  none")?;
@@ -275,12 +323,13 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             None => writeln!(out)?,
         }
     }
+    Ok(())
+}
 
-    write_steps(out, &s)?;
-    crate::scenarios::write_text(out, r)?;
-    write_thresholds(out, r)?;
-    crate::changes::write_text(out, r)?;
-
+/// The "Generator" section: what belier cost and used of its machine, when it was measured.
+fn write_generator(out: &mut String, r: &Report) -> std::fmt::Result {
+    let t = r.totals;
+    let requests = t.requests();
     if r.host.is_some() || t.wakeups() > 0 {
         writeln!(out, "\nGenerator")?;
     }
@@ -311,7 +360,11 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
             )?;
         }
     }
-    let v = &s.verdict;
+    Ok(())
+}
+
+/// Whether belier kept up, and if not, each finding.
+fn write_verdict(out: &mut String, v: &Verdict) -> std::fmt::Result {
     if v.kept_up {
         writeln!(out, "\nVerdict: belier kept up ({})", v.summary)?;
     } else {

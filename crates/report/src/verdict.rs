@@ -7,8 +7,10 @@
 
 use serde::Serialize;
 
+use belier_results::HostUsage;
+
 use crate::format::{ms, rate};
-use crate::summary::OpenLoop;
+use crate::open_loop::OpenLoop;
 use crate::Report;
 
 /// Share of the target rate that must have been sent (open loop).
@@ -54,32 +56,58 @@ pub fn verdict(report: &Report) -> Verdict {
 /// Judges `report`, an open loop on the figures of its schedule already worked out (the
 /// summary's, so that the verdict and the reports quote the same lag).
 pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
-    let t = report.totals;
-    let mut findings = Vec::new();
-    let mut checked = Vec::new();
+    let mut j = Judgement::default();
+    j.executors(report);
+    if let Some(o) = open_loop {
+        j.rate(report, o);
+        j.lag(report, o);
+    }
+    j.cpu(report);
+    if let Some(host) = report.host {
+        j.host(host);
+    }
+    Verdict {
+        kept_up: j.findings.is_empty(),
+        findings: j.findings,
+        summary: j.checked.join(", "),
+    }
+}
 
-    // A plan whose scenarios have loads of their own: each open-loop executor is judged on
-    // its own arrivals (the run's totals mix executors, and its information is the first's).
-    let executors = !report.scenarios.is_empty();
-    for sc in &report.scenarios {
-        let (Some(due), Some(dropped)) = (sc.arrivals, sc.dropped) else {
-            continue;
-        };
-        let started = due.saturating_sub(dropped);
-        checked.push(format!(
-            "{}: {started} of {due} iterations started",
-            sc.name
-        ));
-        if due > 0 && (started as f64) < due as f64 * (1.0 - RATE_TOLERANCE) {
-            findings.push(format!(
-                "scenario `{}` did not reach its rate: {started} of {due} iterations started \
-                 ({dropped} dropped)",
+/// What the verdict checked (figures, for its summary) and found wrong, sentence by sentence.
+#[derive(Default)]
+struct Judgement {
+    checked: Vec<String>,
+    findings: Vec<String>,
+}
+
+impl Judgement {
+    /// A plan whose scenarios have loads of their own: each open-loop executor is judged on
+    /// its own arrivals (the run's totals mix executors, and its information is the first's).
+    fn executors(&mut self, report: &Report) {
+        for sc in &report.scenarios {
+            let (Some(due), Some(dropped)) = (sc.arrivals, sc.dropped) else {
+                continue;
+            };
+            let started = due.saturating_sub(dropped);
+            self.checked.push(format!(
+                "{}: {started} of {due} iterations started",
                 sc.name
             ));
+            if due > 0 && (started as f64) < due as f64 * (1.0 - RATE_TOLERANCE) {
+                self.findings.push(format!(
+                    "scenario `{}` did not reach its rate: {started} of {due} iterations started \
+                     ({dropped} dropped)",
+                    sc.name
+                ));
+            }
         }
     }
 
-    if let Some(o) = open_loop {
+    /// An open loop: whether its arrivals went out at the target rate (the run's; with
+    /// executors of their own, each was judged on its own).
+    fn rate(&mut self, report: &Report, o: &OpenLoop) {
+        let t = report.totals;
+        let executors = !report.scenarios.is_empty();
         let (scheduled, sent) = (t.scheduled(), o.sent);
         // With scripted users an arrival is an iteration, which a user starts.
         let (arrivals, went) = if report.has_users() {
@@ -88,7 +116,7 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
             ("arrivals", "sent")
         };
         if !executors {
-            checked.push(format!(
+            self.checked.push(format!(
                 "{}/s of {}/s {went}",
                 rate(o.sent_rate),
                 rate(o.target_rate)
@@ -96,7 +124,7 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
         }
         if !executors && scheduled > 0 && (sent as f64) < scheduled as f64 * (1.0 - RATE_TOLERANCE)
         {
-            findings.push(format!(
+            self.findings.push(format!(
                 "the target rate was not reached: {}/s of {}/s ({} of {} {arrivals} {went}, {} \
                  dropped)",
                 rate(o.sent_rate),
@@ -106,6 +134,10 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
                 t.dropped()
             ));
         }
+    }
+
+    /// An open loop: whether requests left late, and belier's share of the lateness.
+    fn lag(&mut self, report: &Report, o: &OpenLoop) {
         let lag_p99 = o.lag.at(99.0).unwrap_or(0);
         let lag_limit = lag_limit_us(report.info.timer_slack_us);
         // Where recorded, the lag splits into belier's own lateness and the wait for a
@@ -113,7 +145,7 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
         // connection still held a request it had not answered. It counts in the latency, and
         // the verdict judges belier on its own lateness.
         let own_p99 = (o.dispatch.count > 0).then(|| o.dispatch.at(99.0).unwrap_or(0));
-        checked.push(match own_p99 {
+        self.checked.push(match own_p99 {
             Some(own) if own != lag_p99 => format!(
                 "lag p99 {} (belier's own {}, the rest waiting for a free connection)",
                 ms(lag_p99),
@@ -122,7 +154,7 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
             _ => format!("lag p99 {}", ms(lag_p99)),
         });
         if let Some(own) = own_p99.filter(|&own| own >= lag_limit) {
-            findings.push(format!(
+            self.findings.push(format!(
                 "belier sent late: its own scheduling lag p99 {} (limit {}): the generator \
                  was busy, or this machine's timers and scheduler woke it late (common on \
                  virtual machines)",
@@ -146,7 +178,7 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
             } else {
                 "the generator was busy or requests waited for a free connection".to_string()
             };
-            findings.push(format!(
+            self.findings.push(format!(
                 "requests left late: scheduling lag p99 {} (limit {}); {cause}",
                 ms(lag_p99),
                 ms(lag_limit)
@@ -154,42 +186,41 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
         }
     }
 
-    let points = report.series.points();
-    let busy: Vec<_> = points.iter().filter(|p| p.cpu >= CPU_LIMIT).collect();
-    let cpu_max = points.iter().map(|p| p.cpu).fold(0.0, f64::max);
-    checked.push(format!("busiest worker CPU max {:.0} %", cpu_max * 100.0));
-    if !busy.is_empty() {
-        let secs: f64 = busy.iter().map(|p| p.width.as_secs_f64()).sum();
-        findings.push(format!(
-            "belier used over {:.0} % of a core (busiest worker thread, max {:.0} %) for {:.0} s: \
-             the generator may have limited the results; add threads (-t) or machines",
-            CPU_LIMIT * 100.0,
-            cpu_max * 100.0,
-            secs
-        ));
+    /// Whether a worker thread was saturated.
+    fn cpu(&mut self, report: &Report) {
+        let points = report.series.points();
+        let busy: Vec<_> = points.iter().filter(|p| p.cpu >= CPU_LIMIT).collect();
+        let cpu_max = points.iter().map(|p| p.cpu).fold(0.0, f64::max);
+        self.checked
+            .push(format!("busiest worker CPU max {:.0} %", cpu_max * 100.0));
+        if !busy.is_empty() {
+            let secs: f64 = busy.iter().map(|p| p.width.as_secs_f64()).sum();
+            self.findings.push(format!(
+                "belier used over {:.0} % of a core (busiest worker thread, max {:.0} %) for {:.0} s: \
+                 the generator may have limited the results; add threads (-t) or machines",
+                CPU_LIMIT * 100.0,
+                cpu_max * 100.0,
+                secs
+            ));
+        }
     }
 
-    if let Some(host) = report.host {
+    /// Whether the machine came close to running out of file descriptors or ephemeral ports.
+    fn host(&mut self, host: HostUsage) {
         if host.fd_limit > 0 && host.open_fds_peak as f64 >= host.fd_limit as f64 * RESOURCE_LIMIT {
-            findings.push(format!(
+            self.findings.push(format!(
                 "open files peaked at {} of the limit {}: raise 'ulimit -n'",
                 host.open_fds_peak, host.fd_limit
             ));
         }
         if let (Some(peak), Some(total)) = (host.ephemeral_ports_peak, host.ephemeral_ports_total) {
             if total > 0 && peak as f64 >= total as f64 * RESOURCE_LIMIT {
-                findings.push(format!(
+                self.findings.push(format!(
                     "ephemeral ports peaked at {peak} of {total}: connections will start failing; \
                      use keep-alive or widen net.ipv4.ip_local_port_range"
                 ));
             }
         }
-    }
-
-    Verdict {
-        kept_up: findings.is_empty(),
-        findings,
-        summary: checked.join(", "),
     }
 }
 
@@ -197,10 +228,11 @@ pub(crate) fn judge(report: &Report, open_loop: Option<&OpenLoop>) -> Verdict {
 mod tests {
     use std::time::{Duration, Instant};
 
+    use belier_results::{HostUsage, Model, RunInfo};
     use belier_stats::{Collector, Gauges, Outcome, Recorder, Sample};
 
     use super::*;
-    use crate::{fixtures, HostUsage, Model, RunInfo};
+    use crate::fixtures;
 
     fn open_report(
         sent: u64,
@@ -437,8 +469,8 @@ mod tests {
     /// A plan of two executors, its first a closed loop (the run's information) and its
     /// second an open loop that dropped `dropped` of its 100 arrivals.
     fn executors_verdict(dropped: u64) -> Verdict {
-        let figures =
-            |name: &str, arrivals: Option<u64>, dropped: Option<u64>| crate::ScenarioFigures {
+        let figures = |name: &str, arrivals: Option<u64>, dropped: Option<u64>| {
+            belier_results::ScenarioFigures {
                 name: name.to_string(),
                 load: String::new(),
                 requests: 100,
@@ -450,7 +482,8 @@ mod tests {
                 p50_us: Some(1_000),
                 p90_us: Some(1_000),
                 p99_us: Some(1_000),
-            };
+            }
+        };
         let (totals, series) = Collector::new(1, Duration::from_secs(1)).finish();
         verdict(&Report {
             scenarios: vec![

@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
+use belier_results::{Model, RunInfo};
+
 use crate::format::{ms, rate, thousands};
 use crate::summary::Summary;
-use crate::{Model, RunInfo};
 
 /// The plan and its users, for runs of scripted users.
 pub(crate) fn plan_line(info: &RunInfo) -> Option<String> {

@@ -10,8 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use belier_report::results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
-use belier_report::{render_hdr_log, Model, RunInfo};
+use belier_report::render_hdr_log;
+use belier_results::{
+    read_run, End, Header, Model, Reader, ResultsWriter, RunInfo, FORMAT, VERSION,
+};
 use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
 use belier_testsupport::missing;
 use hdrhistogram::Histogram;

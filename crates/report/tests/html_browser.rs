@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use belier_capacity::overload::Behaviour;
 use belier_capacity::{Dimension, LimitedBy, Overload, Step, StepKind};
-use belier_report::{render_capacity_html, render_html, HtmlRun, Model, Report, RunInfo};
+use belier_report::{render_capacity_html, render_html, HtmlRun, Report};
+use belier_results::{Model, RunInfo};
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 use belier_testsupport::temp_dir;
 

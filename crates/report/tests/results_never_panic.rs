@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use belier_report::results::{read_run, End, Header, Reader, ResultsWriter, Run, FORMAT, VERSION};
-use belier_report::{compare, HtmlRun, NamedReport, Report, RunInfo};
+use belier_report::{compare, HtmlRun, NamedReport, Report};
+use belier_results::{read_run, End, Header, Reader, ResultsWriter, Run, RunInfo, FORMAT, VERSION};
 use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample, Settled};
 use belier_testsupport::near_miss;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};

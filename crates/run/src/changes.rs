@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_engine::{Load, Profile};
-use belier_report::{Change, ChangeKind};
+use belier_results::{Change, ChangeKind};
 
 /// Follows a run's steering history and names each change in it.
 pub struct Changes {

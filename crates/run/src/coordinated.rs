@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use belier_cluster::coordinator::{Coordinator, Event};
 use belier_cluster::protocol::Steering;
 use belier_engine::Control;
-use belier_report::results::{merge_info, End, Header};
-use belier_report::{Change, RunInfo};
+use belier_results::{merge_info, End, Header};
+use belier_results::{Change, RunInfo};
 use belier_stats::Collector;
 
 use crate::source::{Flow, Source};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use belier_report::{Change, RunInfo};
+use belier_results::{Change, RunInfo};
 use belier_stats::{Collector, Recorder, Series};
 
 use crate::changes::Changes;

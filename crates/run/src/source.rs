@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_engine::Control;
-use belier_report::Change;
+use belier_results::Change;
 use belier_stats::Collector;
 
 use crate::watcher::{Seen, Stop};

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use belier_engine::Control;
-use belier_report::{Change, RunInfo};
+use belier_results::{Change, RunInfo};
 use belier_stats::{Collector, Recorder, Sample, Settled};
 
 /// Why a run stops before its own end.

@@ -3,7 +3,7 @@
 //! executor, to what the one-machine run's executors record. The figures and the thresholds
 //! scoped to a scenario are then those of the one-machine run ([`crate::plan`] makes them).
 
-use belier_report::results::End;
+use belier_results::End;
 use belier_stats::Recorder;
 
 /// The executors' totals summed over the workers' end lines (none if no worker sent any; a

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_engine::{host, Load, Profile, Run, Spacing};
-use belier_report::{Model, RunInfo, StageInfo};
+use belier_results::{Model, RunInfo, StageInfo};
 
 use crate::settings::Settings;
 

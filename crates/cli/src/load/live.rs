@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use belier_engine::{Control, Load};
-use belier_report::RunInfo;
+use belier_results::RunInfo;
 use belier_run::{Now, Stop, Watcher};
 use belier_stats::Collector;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use belier_report::{ThresholdOutcome, ThresholdStop};
+use belier_results::{ThresholdOutcome, ThresholdStop};
 use belier_scenario::{Figures, Plan, Threshold};
 use belier_stats::{value_at_percentile, Collector, MetricRow, Recorder, Series};
 use hdrhistogram::Histogram;

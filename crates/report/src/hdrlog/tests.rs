@@ -2,6 +2,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use belier_results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
@@ -9,7 +10,6 @@ use hdrhistogram::Histogram;
 
 use super::*;
 use crate::fixtures;
-use crate::results::{read_run, End, Header, Reader, ResultsWriter, FORMAT, VERSION};
 
 fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
     let mut r = Recorder::new();

@@ -11,8 +11,9 @@ use std::fmt::{self, Write as _};
 use belier_capacity::{kind_name, number, LimitedBy, Outcome, Slos, Step, StepKind, DEFAULT_SLO};
 
 use super::charts::figure;
+use super::escape::esc;
+use super::head::write_head;
 use super::svg::{Axis, Chart, Mark, Scale, Stroke};
-use super::{esc, write_head};
 
 /// Renders a capacity search as one self-contained HTML page: the URL, the answer, the
 /// behaviour past capacity, latency and goodput against the level offered (with the latency

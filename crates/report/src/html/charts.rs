@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 
 use belier_stats::Series;
 
+use super::escape::esc;
+use super::legend::{colour, legend, LineKey};
+use super::run::HtmlRun;
 use super::svg::{number, Axis, Chart, Stroke};
-use super::{colour, esc, legend, HtmlRun, LineKey};
 
 /// Most columns a time chart draws. Longer series are bucketed and each bucket shows the
 /// largest value of the intervals it covers, so a one-second spike in an hour-long run stays
@@ -328,6 +330,35 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
     let y = Axis::linear(hi * 1.05, "requests per second");
     let open = runs.iter().any(|r| r.report.is_open_loop());
     let mut chart = Chart::new("Requests and errors per second", t.x_axis(), y);
+    draw_rates(&mut chart, runs, t);
+    rate_bands(&mut chart, runs, t);
+    mark_changes(&mut chart, runs);
+    if t.columns() == 0 {
+        chart.notice("no intervals recorded");
+    }
+    let mut keys: Vec<LineKey> = RATE_STYLES.iter().map(|s| s.key).collect();
+    if open {
+        keys.push(TARGET_STYLE.key);
+    }
+    figure(
+        "Requests and errors per second",
+        &legend(runs, &keys),
+        &chart.finish(),
+        &format!(
+            "Requests finished per second of each interval (responses of any status and errors){}; \
+             the last answers coming in after the load ended are not drawn as a rate.{}",
+            if open {
+                "; for an open loop, the arrivals due per second as well"
+            } else {
+                ""
+            },
+            bucket_note(t)
+        ),
+    )
+}
+
+/// Each run's requests and errors per second as lines, and an open loop's target rate.
+fn draw_rates(chart: &mut Chart, runs: &[HtmlRun], t: &Timeline) {
     for (i, (run, cols)) in runs.iter().zip(&t.runs).enumerate() {
         for (s, style) in RATE_STYLES.iter().enumerate() {
             let points: Vec<_> = cols
@@ -354,6 +385,10 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
             );
         }
     }
+}
+
+/// A hover band per column naming each run's rates (and target) in it.
+fn rate_bands(chart: &mut Chart, runs: &[HtmlRun], t: &Timeline) {
     for k in 0..t.columns() {
         let mut title = t.range(k);
         let mut any = false;
@@ -377,35 +412,16 @@ pub(super) fn rates_over_time(runs: &[HtmlRun], t: &Timeline) -> String {
             chart.hover_band(x0, x0 + t.column_s, &title);
         }
     }
-    // Each change made while the run ran, where it was made, in the run's colour.
+}
+
+/// Each change made while a run ran, as a rule where it was made, in the run's colour.
+fn mark_changes(chart: &mut Chart, runs: &[HtmlRun]) {
     for (i, run) in runs.iter().enumerate() {
         for c in &run.report.changes {
             let label = crate::changes::describe(run.report.info, c);
             chart.rule_x(c.at_s, colour(i), &label);
         }
     }
-    if t.columns() == 0 {
-        chart.notice("no intervals recorded");
-    }
-    let mut keys: Vec<LineKey> = RATE_STYLES.iter().map(|s| s.key).collect();
-    if open {
-        keys.push(TARGET_STYLE.key);
-    }
-    figure(
-        "Requests and errors per second",
-        &legend(runs, &keys),
-        &chart.finish(),
-        &format!(
-            "Requests finished per second of each interval (responses of any status and errors){}; \
-             the last answers coming in after the load ended are not drawn as a rate.{}",
-            if open {
-                "; for an open loop, the arrivals due per second as well"
-            } else {
-                ""
-            },
-            bucket_note(t)
-        ),
-    )
 }
 
 /// Open loop: the scheduling lag's p99 per interval (actual − intended start), one colour per

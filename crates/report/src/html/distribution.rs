@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use belier_stats::{Metric, Recorder};
 
 use super::charts::{figure, ms, LATENCY_STYLES};
+use super::legend::{colour, legend};
+use super::run::HtmlRun;
 use super::svg::{Axis, Chart, Scale, Tick};
-use super::{colour, legend, HtmlRun};
 use crate::format::thousands;
 
 /// Spectrum samples per decade of 1/(1-p): enough for a smooth curve, few enough to keep the

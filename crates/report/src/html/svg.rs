@@ -7,7 +7,7 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use super::esc;
+use super::escape::esc;
 use crate::format::thousands;
 
 /// Outer size of every chart, in SVG user units (CSS pixels at 100 % zoom).

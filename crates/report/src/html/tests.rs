@@ -273,7 +273,7 @@ fn a_run_with_steps_shows_its_step_table_escaped() {
     assert!(!html.contains("stopped the run"));
     assert_finite_geometry(&html);
     // The threshold that stopped the run says when, and its value then.
-    run_with_steps.thresholds[1].stopped_run = Some(crate::ThresholdStop {
+    run_with_steps.thresholds[1].stopped_run = Some(belier_results::ThresholdStop {
         at_ms: 1_000,
         actual: "error_rate = 5.00 %".into(),
     });
@@ -285,7 +285,7 @@ fn a_run_with_steps_shows_its_step_table_escaped() {
 #[test]
 fn an_open_loop_run_shows_its_schedule_lag_and_verdict_beside_a_closed_one() {
     let mut open_info = fixtures::info();
-    open_info.model = crate::Model::Open;
+    open_info.model = belier_results::Model::Open;
     open_info.rate = Some(1000.0);
     open_info.schedule_s = Some(1.0);
     let (mut totals, series) = fixtures::results();
@@ -341,7 +341,7 @@ fn the_last_answers_after_the_load_are_no_fall_of_the_rate_and_the_card_shows_co
     // came in and nothing was due. Drawn as a rate, that point fell to 909/s and the target
     // to 0.
     let mut info = fixtures::info();
-    info.model = crate::Model::Open;
+    info.model = belier_results::Model::Open;
     info.rate = Some(2000.0);
     info.schedule_s = Some(3.0);
     info.duration_s = Some(3.0);

@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write as _};
 
-use super::esc;
+use super::escape::esc;
 use crate::Verdict;
 
 /// An open-loop run's verdict: whether belier kept up, and if not what went wrong.

@@ -1,8 +1,9 @@
-use crate::{Model, RunInfo};
 use std::time::Duration;
 
+use belier_results::{Model, RunInfo, StageInfo};
+
 use super::*;
-use crate::{fixtures, StageInfo};
+use crate::fixtures;
 
 #[test]
 fn golden_text_report() {
@@ -87,7 +88,7 @@ fn interrupted_and_empty_runs_still_render() {
 fn a_threshold_that_stopped_the_run_is_named_with_when_and_its_value() {
     let info = fixtures::info();
     let (totals, series) = fixtures::results();
-    let outcome = |expression: &str, stopped_run| crate::ThresholdOutcome {
+    let outcome = |expression: &str, stopped_run| belier_results::ThresholdOutcome {
         expression: expression.into(),
         passed: false,
         actual: "p99 = 15.2 ms".into(),
@@ -98,7 +99,7 @@ fn a_threshold_that_stopped_the_run_is_named_with_when_and_its_value() {
             outcome("requests >= 100000", None),
             outcome(
                 "p99 < 5ms",
-                Some(crate::ThresholdStop {
+                Some(belier_results::ThresholdStop {
                     at_ms: 6_000,
                     actual: "p99 = 14.0 ms".into(),
                 }),
@@ -126,7 +127,7 @@ fn an_open_loop_counts_its_rates_per_second_of_the_schedule() {
     // 1,000 requests over a 1 s schedule in a run that took 1.5 s to read the last
     // answers: sent at 1,000/s of a 1,000/s target, not at 666.7/s.
     let mut info = fixtures::info();
-    info.model = crate::Model::Open;
+    info.model = belier_results::Model::Open;
     info.schedule_s = Some(1.0);
     let (mut totals, series) = fixtures::results();
     for _ in 0..1000 {
@@ -165,11 +166,11 @@ fn plan_runs_count_virtual_users_and_iterations() {
     info.virtual_users = Some(30);
     info.threads = 2;
     info.stages = vec![
-        crate::StageInfo {
+        belier_results::StageInfo {
             duration_s: 10.0,
             target: 30.0,
         },
-        crate::StageInfo {
+        belier_results::StageInfo {
             duration_s: 5.0,
             target: 0.0,
         },

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use belier_engine::{Control, Load, Profile};
-use belier_report::{Change, RunInfo};
+use belier_results::{Change, RunInfo};
 use belier_stats::{Collector, Gauges, Recorder, Settled};
 
 use super::*;

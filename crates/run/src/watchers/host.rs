@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use belier_engine::host;
-use belier_report::HostUsage;
+use belier_results::HostUsage;
 
 use crate::watcher::{Now, Stop, Watcher};
 

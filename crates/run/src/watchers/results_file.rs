@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use belier_report::results::{End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{Change, RunInfo};
+use belier_results::{Change, RunInfo};
+use belier_results::{End, Header, ResultsWriter, FORMAT, VERSION};
 use belier_stats::{Collector, Settled};
 
 use crate::watcher::{Seen, Watcher};

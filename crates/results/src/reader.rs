@@ -6,9 +6,21 @@ use std::time::Duration;
 use belier_stats::{Gauges, Recorder};
 use hdrhistogram::serialization::Deserializer;
 
-use super::{
-    intervals_to_time, Change, End, Header, Line, ResultsError, FORMAT, OLDEST_VERSION, VERSION,
-};
+use crate::change::Change;
+use crate::coarsening::intervals_to_time;
+use crate::line::{End, Header, IntervalLine, Line, FORMAT, OLDEST_VERSION, VERSION};
+
+/// Why a results file cannot be read; the message names the source and line.
+#[derive(Debug)]
+pub struct ResultsError(pub String);
+
+impl std::fmt::Display for ResultsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ResultsError {}
 
 /// One record read back: what was recorded over `width` from `offset`, one interval or, in a
 /// coarsened stretch of a run, several.
@@ -160,53 +172,52 @@ impl Reader {
                     return Err(fail(format!("at_s {} is not a number of seconds", c.at_s)))
                 }
                 Line::Change(c) => self.changes.push(c),
-                Line::Interval(mut l) => {
-                    let interval_s = self.header.interval_s;
-                    let intervals = match l.width_s {
-                        None => 1,
-                        Some(w) => whole_intervals(w, interval_s).ok_or_else(|| {
-                            fail(format!(
-                                "width_s {w} is not a whole number of {interval_s} s intervals"
-                            ))
-                        })?,
-                    };
-                    if let Some(o) = l.offset_s {
-                        let expected = l.index as f64 * interval_s;
-                        if (o - expected).abs() > 1e-6 * expected.max(1.0) {
-                            return Err(fail(format!(
-                                "offset_s {o} is not interval {} × {interval_s} s",
-                                l.index
-                            )));
-                        }
-                    }
-                    if l.index < self.next_index {
-                        return Err(fail(format!(
-                            "the record at interval {} starts before the previous one ends (interval {})",
-                            l.index, self.next_index
-                        )));
-                    }
-                    self.next_index = l.index.saturating_add(intervals);
-                    let recorder = l
-                        .take_stored()
-                        .restore(&mut self.deserializer)
-                        .map_err(fail)?;
-                    let interval = Duration::from_secs_f64(interval_s);
-                    return Ok(Some(Record {
-                        index: l.index,
-                        intervals,
-                        offset: intervals_to_time(interval, l.index),
-                        width: intervals_to_time(interval, intervals),
-                        recorder,
-                        gauges: Gauges {
-                            in_flight: l.in_flight,
-                            cpu: l.cpu,
-                            connections_peak: l.connections_peak,
-                        },
-                    }));
-                }
+                Line::Interval(l) => return self.record(l).map(Some).map_err(fail),
             }
         }
         Ok(None)
+    }
+
+    /// The record an interval line holds, checked against the header's interval and the
+    /// records before it; what is wrong with it, in words, otherwise.
+    fn record(&mut self, mut l: IntervalLine) -> Result<Record, String> {
+        let interval_s = self.header.interval_s;
+        let intervals = match l.width_s {
+            None => 1,
+            Some(w) => whole_intervals(w, interval_s).ok_or_else(|| {
+                format!("width_s {w} is not a whole number of {interval_s} s intervals")
+            })?,
+        };
+        if let Some(o) = l.offset_s {
+            let expected = l.index as f64 * interval_s;
+            if (o - expected).abs() > 1e-6 * expected.max(1.0) {
+                return Err(format!(
+                    "offset_s {o} is not interval {} × {interval_s} s",
+                    l.index
+                ));
+            }
+        }
+        if l.index < self.next_index {
+            return Err(format!(
+                "the record at interval {} starts before the previous one ends (interval {})",
+                l.index, self.next_index
+            ));
+        }
+        self.next_index = l.index.saturating_add(intervals);
+        let recorder = l.take_stored().restore(&mut self.deserializer)?;
+        let interval = Duration::from_secs_f64(interval_s);
+        Ok(Record {
+            index: l.index,
+            intervals,
+            offset: intervals_to_time(interval, l.index),
+            width: intervals_to_time(interval, intervals),
+            recorder,
+            gauges: Gauges {
+                in_flight: l.in_flight,
+                cpu: l.cpu,
+                connections_peak: l.connections_peak,
+            },
+        })
     }
 }
 

@@ -27,6 +27,8 @@
 
 use std::time::Duration;
 
+use belier_stats::Gauges;
+
 /// Bytes the interval records of a results file may take per hour of run, at any request
 /// rate; the first [`FULL_RESOLUTION`] and the records written while widening come on top
 /// (a few hundred kilobytes at 100,000 requests a second). Chosen so that an hour stays well
@@ -107,6 +109,23 @@ impl Coarsening {
             self.widen = true;
         }
     }
+}
+
+/// Gauges of consecutive intervals of one writer as one record: the peaks, as the live
+/// series keeps them when it merges points.
+pub(crate) fn over_time(a: Gauges, b: Gauges) -> Gauges {
+    Gauges {
+        in_flight: a.in_flight.max(b.in_flight),
+        cpu: a.cpu.max(b.cpu),
+        connections_peak: a.connections_peak.max(b.connections_peak),
+    }
+}
+
+/// `n` intervals, exactly (no floating point, so shards agree on every boundary).
+pub(crate) fn intervals_to_time(interval: Duration, n: u64) -> Duration {
+    let nanos = interval.as_nanos().saturating_mul(u128::from(n));
+    let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
+    Duration::new(secs, (nanos % 1_000_000_000) as u32)
 }
 
 #[cfg(test)]

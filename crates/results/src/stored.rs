@@ -1,6 +1,6 @@
 //! A whole recorder as a results file stores one: counters, and histograms in HdrHistogram's
 //! V2 compressed encoding, base64. Records are stored so, and so are a plan's executors'
-//! totals in its end line ([`super::End::scenario_totals`]), so that shards' (or workers')
+//! totals in its end line ([`End::scenario_totals`](crate::End::scenario_totals)), so that shards' (or workers')
 //! per-scenario figures merge exactly.
 
 use std::collections::BTreeMap;
@@ -10,8 +10,18 @@ use belier_stats::{check_rows, Counters, Metric, Recorder};
 use hdrhistogram::serialization::Deserializer;
 use serde::{Deserialize, Serialize};
 
-use super::histogram::decode;
-use super::{Encoder, PHASES};
+use crate::histogram::{decode, Encoder};
+
+/// Histograms written under `phases`, only when they hold values. (belier's own open-loop
+/// lateness came after version 2 was defined: it is an optional entry of this map, so files
+/// without it still read, as a run that did not record it.)
+const PHASES: [Metric; 5] = [
+    Metric::Connect,
+    Metric::Tls,
+    Metric::Ttfb,
+    Metric::Transfer,
+    Metric::Dispatch,
+];
 
 /// A recorder's counters and histograms, as stored.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

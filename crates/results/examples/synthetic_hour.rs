@@ -4,7 +4,7 @@
 //! records the writer coarsened the hour into.
 //!
 //! ```sh
-//! cargo run --release -p belier-report --example synthetic_hour -- /tmp/hour.jsonl [RATE [full]]
+//! cargo run --release -p belier-results --example synthetic_hour -- /tmp/hour.jsonl [RATE [full]]
 //! /usr/bin/time -v target/release/belier report --type html /tmp/hour.jsonl > /tmp/hour.html
 //! ```
 #![allow(clippy::print_stderr)]
@@ -12,8 +12,7 @@
 use std::io::BufWriter;
 use std::time::{Duration, Instant};
 
-use belier_report::results::{Coarsening, End, Header, ResultsWriter, FORMAT, VERSION};
-use belier_report::{Model, RunInfo};
+use belier_results::{Coarsening, End, Header, Model, ResultsWriter, RunInfo, FORMAT, VERSION};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 
 fn main() -> std::io::Result<()> {

@@ -1,4 +1,5 @@
-//! A stored histogram decoded with every length it claims checked against the bytes it has
+//! Histograms as a results file stores them (HdrHistogram's V2 compressed encoding, base64):
+//! encoded, and decoded with every length they claim checked against the bytes they have
 //! before anything is sized by it.
 //!
 //! HdrHistogram's deserializer trusts the payload length in the encoding's header and sizes
@@ -7,15 +8,16 @@
 //! form is inflated with a cap, the header's lengths and precision are checked against the
 //! bytes at hand, and only then is the deserializer given the (now plain) encoding.
 
-use std::io::Read as _;
+use std::io::{self, Read as _};
 
+use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use belier_stats::Recorder;
 use flate2::read::ZlibDecoder;
-use hdrhistogram::serialization::{DeserializeError, Deserializer};
+use hdrhistogram::serialization::{
+    DeserializeError, Deserializer, Serializer as _, V2DeflateSerializer,
+};
 use hdrhistogram::Histogram;
-
-use super::BASE64;
-use crate::format::thousands;
 
 /// HdrHistogram's V2 encoding, plain and compressed (a zlib stream of the plain one).
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -31,6 +33,39 @@ const MOST_DIGITS: u32 = belier_stats::HISTOGRAM_SIGFIG as u32;
 /// Most bytes a compressed histogram may inflate to. With at most 3 digits a histogram has
 /// at most some 56,000 counts over the whole 64-bit range, 9 bytes each at worst: 0.5 MB.
 const MOST_INFLATED: usize = 1 << 20;
+
+/// Encodes histograms (V2 compressed, base64), reusing its buffers.
+#[derive(Default)]
+pub(crate) struct Encoder {
+    serializer: V2DeflateSerializer,
+    buf: Vec<u8>,
+}
+
+impl Encoder {
+    /// Every step's latency histogram, by step number, encoded like the others.
+    pub(crate) fn encode_steps(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
+        r.steps()
+            .iter()
+            .map(|row| self.encode(row.latency_us()))
+            .collect()
+    }
+
+    /// Every custom metric's histogram of values, by metric number.
+    pub(crate) fn encode_metrics(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
+        r.metrics()
+            .iter()
+            .map(|row| self.encode(row.values_us()))
+            .collect()
+    }
+
+    pub(crate) fn encode(&mut self, h: &Histogram<u64>) -> io::Result<String> {
+        self.buf.clear();
+        self.serializer
+            .serialize(h, &mut self.buf)
+            .map_err(|e| io::Error::other(format!("cannot encode a histogram: {e:?}")))?;
+        Ok(BASE64.encode(&self.buf))
+    }
+}
 
 /// The histogram stored in `encoded` (base64 of the V2 encoding, either form); `field` names
 /// it in errors (`latency`, `steps_latency` item 2, …).
@@ -133,6 +168,21 @@ fn in_words(e: &DeserializeError) -> String {
         DeserializeError::UsizeTypeTooSmall => "is too large for this machine".into(),
         DeserializeError::EncodedArrayTooLong => "holds more counts than its range has".into(),
     }
+}
+
+/// `1234567` → `1,234,567`, for the lengths in error messages.
+// The reports' formatter (belier-report's format::thousands) is the same; both go to the
+// shared vocabulary crate when it lands.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -5,8 +5,13 @@ use std::time::Duration;
 
 use belier_stats::{Gauges, Metric, Point, Recorder, Series};
 
-use super::{intervals_to_time, over_time, Encoder, End, Header, Reader, Record, ResultsError};
-use crate::{Change, HostUsage, RunInfo};
+use crate::change::Change;
+use crate::coarsening::{intervals_to_time, over_time};
+use crate::histogram::Encoder;
+use crate::info::{HostUsage, RunInfo, ShardHost};
+use crate::line::{End, Header};
+use crate::reader::{Reader, Record, ResultsError};
+use crate::shard::ShardInfo;
 
 /// One interval's latency histogram, kept encoded for an HdrHistogram interval log.
 #[derive(Clone, Debug)]
@@ -59,7 +64,7 @@ struct Span {
 ///
 /// Records written one interval each (old files, the start of every run) make one span per
 /// interval, all shards summed. Coarsened records are aligned on their width (see
-/// [`Coarsening`](super::Coarsening)), so records of shards that coarsened at different moments nest, and a span
+/// [`Coarsening`](crate::Coarsening)), so records of shards that coarsened at different moments nest, and a span
 /// is the widest record among them, holding the narrower ones of the other shards.
 ///
 /// The window keeps the spans that overlap `[from, to)`, whole: a span that starts before
@@ -78,6 +83,36 @@ pub fn read_run(
     to: Option<Duration>,
     keep_latency_log: bool,
 ) -> Result<Run, ResultsError> {
+    let (mut header, mut notes) = merged_header(&shards)?;
+    let window = Window { from, to };
+    let interval = Duration::from_secs_f64(header.interval_s);
+    let mut chosen = Chosen::new(interval, window, keep_latency_log);
+    merge_records(&mut shards, &mut chosen)?;
+    let (end, changes) = merge_ends(shards, window, &mut notes);
+    // A stream's targets were named at its end only.
+    if let Some(e) = end.as_ref().filter(|_| header.run.targets.is_empty()) {
+        header.run.targets.clone_from(&e.targets);
+        if header.run.steps.is_empty() {
+            header.run.steps.clone_from(&e.steps);
+        }
+    }
+    let elapsed = chosen.end_at(end.as_ref());
+    Ok(Run {
+        header,
+        end,
+        notes,
+        totals: chosen.totals,
+        series: chosen.series,
+        elapsed,
+        latency_log: chosen.latency_log,
+        changes,
+    })
+}
+
+/// The first shard's header with every other shard's run information merged in, and a note
+/// for each shard of a split run that is missing or given twice. Shards of different
+/// intervals do not merge.
+fn merged_header(shards: &[Reader]) -> Result<(Header, Vec<String>), ResultsError> {
     let mut header = shards
         .first()
         .map(|r| r.header().clone())
@@ -97,28 +132,74 @@ pub fn read_run(
     // The shards of a split run: which were merged, and a warning for any missing.
     let mut split = header.run.shard.take();
     for other in &shards[1..] {
-        split = crate::ShardInfo::merge(split, &other.header().run.shard, &mut notes);
+        split = ShardInfo::merge(split, &other.header().run.shard, &mut notes);
     }
-    notes.extend(split.iter().flat_map(crate::ShardInfo::warnings));
+    notes.extend(split.iter().flat_map(ShardInfo::warnings));
     header.run.shard = split;
-    let interval = Duration::from_secs_f64(header.interval_s);
-    let at = |index: u64| intervals_to_time(interval, index);
-    let in_window = |span: &Span| {
-        from.is_none_or(|f| at(span.end) > f) && to.is_none_or(|t| at(span.start) < t)
-    };
+    Ok((header, notes))
+}
 
-    let mut next: Vec<Option<Record>> = Vec::with_capacity(shards.len());
-    for shard in shards.iter_mut() {
-        next.push(shard.next_record()?);
+/// The part of the run a report covers: `[from, to)`, either end open.
+#[derive(Clone, Copy)]
+struct Window {
+    from: Option<Duration>,
+    to: Option<Duration>,
+}
+
+impl Window {
+    /// Whether `[start, end)` overlaps the window.
+    fn overlaps(self, start: Duration, end: Duration) -> bool {
+        self.from.is_none_or(|f| end > f) && self.to.is_none_or(|t| start < t)
     }
-    let mut totals = Recorder::new();
-    let mut series = Series::new();
-    let mut latency_log = Vec::new();
-    let mut encoder = Encoder::default();
-    let (mut first, mut last) = (None::<u64>, None::<(u64, u64)>);
-    let mut span: Option<Span> = None;
-    let mut take = |s: Span| -> Result<(), ResultsError> {
-        if !in_window(&s) {
+
+    /// Whether the instant `at` lies in the window.
+    fn holds(self, at: Duration) -> bool {
+        self.from.is_none_or(|f| at >= f) && self.to.is_none_or(|t| at < t)
+    }
+
+    fn is_whole(self) -> bool {
+        self.from.is_none() && self.to.is_none()
+    }
+}
+
+/// The spans kept so far (those in the window): their totals, series and latency log, and
+/// the intervals where the first starts and the last starts and ends.
+struct Chosen {
+    interval: Duration,
+    window: Window,
+    keep_latency_log: bool,
+    encoder: Encoder,
+    totals: Recorder,
+    series: Series,
+    latency_log: Vec<LoggedInterval>,
+    first: Option<u64>,
+    last: Option<(u64, u64)>,
+}
+
+impl Chosen {
+    fn new(interval: Duration, window: Window, keep_latency_log: bool) -> Self {
+        Chosen {
+            interval,
+            window,
+            keep_latency_log,
+            encoder: Encoder::default(),
+            totals: Recorder::new(),
+            series: Series::new(),
+            latency_log: Vec::new(),
+            first: None,
+            last: None,
+        }
+    }
+
+    /// The start of interval `index`, from the start of the run.
+    fn at(&self, index: u64) -> Duration {
+        intervals_to_time(self.interval, index)
+    }
+
+    /// Keeps `s` if it overlaps the window: a point of the series, added to the totals.
+    fn take(&mut self, s: Span) -> Result<(), ResultsError> {
+        let (offset, end) = (self.at(s.start), self.at(s.end));
+        if !self.window.overlaps(offset, end) {
             return Ok(());
         }
         let gauges = s
@@ -128,22 +209,53 @@ pub fn read_run(
             .copied()
             .reduce(Gauges::combine)
             .unwrap_or_default();
-        let (offset, width) = (at(s.start), at(s.end) - at(s.start));
-        first.get_or_insert(s.start);
-        last = Some((s.start, s.end));
-        series.push(Point::of(&s.recorder, gauges, offset, width));
-        totals += &s.recorder;
-        if keep_latency_log {
+        let width = end - offset;
+        self.first.get_or_insert(s.start);
+        self.last = Some((s.start, s.end));
+        self.series
+            .push(Point::of(&s.recorder, gauges, offset, width));
+        self.totals += &s.recorder;
+        if self.keep_latency_log {
             let h = s.recorder.histogram(Metric::Latency);
-            latency_log.push(LoggedInterval {
+            self.latency_log.push(LoggedInterval {
                 offset,
                 width,
                 max_us: if h.is_empty() { 0 } else { h.max() },
-                encoded: encoder.encode(h).map_err(|e| ResultsError(e.to_string()))?,
+                encoded: self
+                    .encoder
+                    .encode(h)
+                    .map_err(|e| ResultsError(e.to_string()))?,
             });
         }
         Ok(())
-    };
+    }
+
+    /// Ends the series where the run ended (as its end line says, or with the last record
+    /// written) and returns the time the kept spans cover.
+    fn end_at(&mut self, end: Option<&End>) -> Duration {
+        let last = self.last.map(|(s, e)| (self.at(s), self.at(e)));
+        let run_end = match end {
+            Some(e) => Duration::from_secs_f64(e.elapsed_s),
+            None => last.map_or(Duration::ZERO, |(_, e)| e),
+        };
+        let start = self.first.map(|i| self.at(i)).unwrap_or_default();
+        let stop = last.map_or(start, |(s, e)| e.min(run_end.max(s)));
+        if let Some(logged) = self.latency_log.last_mut() {
+            logged.width = stop.saturating_sub(logged.offset);
+        }
+        self.series.end_at(stop);
+        stop.saturating_sub(start)
+    }
+}
+
+/// Reads every shard's records in time order and merges those that overlap into spans,
+/// handing each complete span to `chosen`.
+fn merge_records(shards: &mut [Reader], chosen: &mut Chosen) -> Result<(), ResultsError> {
+    let mut next: Vec<Option<Record>> = Vec::with_capacity(shards.len());
+    for shard in shards.iter_mut() {
+        next.push(shard.next_record()?);
+    }
+    let mut span: Option<Span> = None;
     // Always the shard whose next record starts first, so shards advance together and a span
     // is complete once the next record starts at or after its end.
     while let Some(i) = (0..next.len())
@@ -170,15 +282,24 @@ pub fn read_run(
                     gauges,
                 };
                 if let Some(done) = span.replace(started) {
-                    take(done)?;
+                    chosen.take(done)?;
                 }
             }
         }
     }
     if let Some(done) = span.take() {
-        take(done)?;
+        chosen.take(done)?;
     }
+    Ok(())
+}
 
+/// The shards' end lines merged, and their changes within the window in time order; the
+/// readers' notes go to `notes`.
+fn merge_ends(
+    shards: Vec<Reader>,
+    window: Window,
+    notes: &mut Vec<String>,
+) -> (Option<End>, Vec<Change>) {
     let mut end: Option<End> = None;
     let mut changes = Vec::new();
     let merged = shards.len() > 1;
@@ -188,10 +309,12 @@ pub fn read_run(
         .count();
     for shard in shards {
         notes.extend(shard.notes);
-        changes.extend(shard.changes.into_iter().filter(|c| {
-            let at = Duration::from_secs_f64(c.at_s);
-            from.is_none_or(|f| at >= f) && to.is_none_or(|t| at < t)
-        }));
+        changes.extend(
+            shard
+                .changes
+                .into_iter()
+                .filter(|c| window.holds(Duration::from_secs_f64(c.at_s))),
+        );
         end = match (end, shard.end) {
             (Some(x), Some(y)) => Some(merge_end(x, y)),
             (x, y) => x.or(y),
@@ -199,10 +322,7 @@ pub fn read_run(
     }
     // Thresholds were judged on the whole of one process's run: they say nothing of several
     // shards merged, nor of a window of the run.
-    if let Some(e) = end
-        .as_mut()
-        .filter(|_| merged || from.is_some() || to.is_some())
-    {
+    if let Some(e) = end.as_mut().filter(|_| merged || !window.is_whole()) {
         if shards_thresholds > 0 {
             notes.push(if merged {
                 "the plan's thresholds were judged by each shard on its own share; the merged run's are not known".into()
@@ -212,37 +332,9 @@ pub fn read_run(
         }
         e.thresholds.clear();
     }
-    // A stream's targets were named at its end only.
-    if let Some(e) = end.as_ref().filter(|_| header.run.targets.is_empty()) {
-        header.run.targets.clone_from(&e.targets);
-        if header.run.steps.is_empty() {
-            header.run.steps.clone_from(&e.steps);
-        }
-    }
-    // The run ends where its end line says, or with the last record written.
-    let last = last.map(|(s, e)| (at(s), at(e)));
-    let run_end = match &end {
-        Some(e) => Duration::from_secs_f64(e.elapsed_s),
-        None => last.map_or(Duration::ZERO, |(_, e)| e),
-    };
-    let start = first.map(at).unwrap_or_default();
-    let stop = last.map_or(start, |(s, e)| e.min(run_end.max(s)));
-    if let Some(logged) = latency_log.last_mut() {
-        logged.width = stop.saturating_sub(logged.offset);
-    }
-    series.end_at(stop);
     // Stable: one shard's changes at one instant keep the order they were made in.
     changes.sort_by(|a: &Change, b: &Change| a.at_s.total_cmp(&b.at_s));
-    Ok(Run {
-        header,
-        end,
-        notes,
-        totals,
-        series,
-        elapsed: stop.saturating_sub(start),
-        latency_log,
-        changes,
-    })
+    (end, changes)
 }
 
 /// Adds a shard's run information to the merged one.
@@ -253,7 +345,7 @@ pub fn merge_info(a: &mut RunInfo, b: &RunInfo) {
     a.connections = a.connections.saturating_add(b.connections);
     a.threads = a.threads.saturating_add(b.threads);
     // Shards may run on one machine or on several: each keeps its own host.
-    let own = |i: &RunInfo| crate::ShardHost {
+    let own = |i: &RunInfo| ShardHost {
         name: i.host_name.clone(),
         cores: i.host_cores,
     };

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use belier_stats::{Gauges, Recorder, Settled};
 
-use super::{over_time, Change, Coarsening, Encoder, End, Header, IntervalLine, Line};
+use crate::change::Change;
+use crate::coarsening::{over_time, Coarsening};
+use crate::histogram::Encoder;
+use crate::line::{End, Header, IntervalLine, Line};
 
 /// Writes a results file as the run goes.
 ///

@@ -1,9 +1,10 @@
 use std::time::{Duration, Instant};
 
-use belier_stats::{ErrorKind, Gauges, Outcome, Recorder, Sample, Settled};
-use proptest::prelude::*;
-
+use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
+use hdrhistogram::Histogram;
+use proptest::prelude::*;
 
 use super::*;
 use crate::fixtures;
