@@ -117,7 +117,6 @@ impl Worker {
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
         self.slot.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
 }
 
 impl Served for Worker {
@@ -137,7 +136,6 @@ impl Served for Worker {
 }
 
 type Shared = Arc<Worker>;
-
 
 /// Serves coordinators on `listener` until `quit` says so (checked every 100 ms); a run in
 /// progress then stops first.

@@ -20,8 +20,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::guard::Guard;
 use crate::hub::{Hub, Unit};
-use crate::page;
 use crate::launcher::{Form, Launcher};
+use crate::page;
 
 /// How often an idle event stream sends a comment, so proxies and browsers keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);

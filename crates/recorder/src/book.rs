@@ -189,7 +189,6 @@ pub fn write_plan(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(&partial, path)
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
