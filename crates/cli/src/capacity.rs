@@ -247,19 +247,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     };
     let mut search = Search::new(search_settings(&args, dimension))
         .map_err(|e| InputError::new(e.flag, "", e.message))?;
-    let shape = Shape {
-        dimension,
-        spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
-            ArrivalsArg::Even => Spacing::Even,
-            ArrivalsArg::Poisson => Spacing::Poisson {
-                seed: args.seed.unwrap_or(belier_scenario::DEFAULT_SEED),
-            },
-        },
-        max_connections: args.max_connections,
-        max_in_flight: args.max_in_flight,
-        threads: settings::threads(args.threads, cores)?,
-        interval: step::interval(args.warmup)?,
-    };
+    let shape = shape(&args, dimension, cores)?;
     // Every step's settings are decided the same way, so deciding the first step's before
     // anything starts refuses what no step could run (HTTP/2 options, too many connections).
     // A plan's setup and teardown run with them.
@@ -325,18 +313,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     let interrupted = searched?;
 
     let mut outcome = outcome_of(&search, &steps, None, started.elapsed());
-    // Past capacity, goodput is weighed against what the service served at its capacity.
-    let overload_steps: Vec<_> = steps
-        .iter()
-        // An overload step that met the SLOs shows no way of failing: the capacity was set
-        // low (a confirmation moved it down), and it says nothing of the behaviour.
-        .filter(|s| s.kind == StepKind::Overload && s.pass == Some(false))
-        .map(Step::overload)
-        .collect();
-    outcome.overload = outcome.capacity_goodput().and_then(|c| {
-        let behaviour = overload::classify(c, slos.latency_bound_us(), &overload_steps)?;
-        Some(Overload::new(behaviour, belier_capacity::recovery(&steps)))
-    });
+    outcome.overload = past_capacity(&outcome, &slos, &steps);
     if let Some(path) = &args.save {
         if let Err(e) = save(path, &outcome) {
             eprintln!("capacity: the search is not saved: {e}");
@@ -351,6 +328,40 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
     };
     write_report(&args, &outcome)?;
     Ok(code)
+}
+
+/// How every step loads the target: its dimension, arrival spacing, limits, threads and
+/// interval.
+fn shape(args: &CapacityArgs, dimension: Dimension, cores: usize) -> anyhow::Result<Shape> {
+    Ok(Shape {
+        dimension,
+        spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+            ArrivalsArg::Even => Spacing::Even,
+            ArrivalsArg::Poisson => Spacing::Poisson {
+                seed: args.seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+            },
+        },
+        max_connections: args.max_connections,
+        max_in_flight: args.max_in_flight,
+        threads: settings::threads(args.threads, cores)?,
+        interval: step::interval(args.warmup)?,
+    })
+}
+
+/// How the service behaved past its capacity: goodput weighed against what it served at
+/// its capacity, and whether it recovered.
+fn past_capacity(outcome: &Outcome, slos: &Slos, steps: &[Step]) -> Option<Overload> {
+    let overload_steps: Vec<_> = steps
+        .iter()
+        // An overload step that met the SLOs shows no way of failing: the capacity was set
+        // low (a confirmation moved it down), and it says nothing of the behaviour.
+        .filter(|s| s.kind == StepKind::Overload && s.pass == Some(false))
+        .map(Step::overload)
+        .collect();
+    outcome.capacity_goodput().and_then(|c| {
+        let behaviour = overload::classify(c, slos.latency_bound_us(), &overload_steps)?;
+        Some(Overload::new(behaviour, belier_capacity::recovery(steps)))
+    })
 }
 
 /// The SLOs the flags give, checked; and what no search can be (split into shards).
