@@ -13,6 +13,7 @@ use std::io::{self, Read as _};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use belier_stats::Recorder;
+use belier_vocabulary::format::thousands;
 use flate2::read::ZlibDecoder;
 use hdrhistogram::serialization::{
     DeserializeError, Deserializer, Serializer as _, V2DeflateSerializer,
@@ -168,21 +169,6 @@ fn in_words(e: &DeserializeError) -> String {
         DeserializeError::UsizeTypeTooSmall => "is too large for this machine".into(),
         DeserializeError::EncodedArrayTooLong => "holds more counts than its range has".into(),
     }
-}
-
-/// `1234567` → `1,234,567`, for the lengths in error messages.
-// The reports' formatter (belier-report's format::thousands) is the same; both go to the
-// shared vocabulary crate when it lands.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
