@@ -305,7 +305,7 @@ fn start(settings: &Settings, parts: &[Part]) -> Result<LocalRun, belier_engine:
 fn end_line(settings: &Settings, finished: &mut Finished) -> End {
     // A stream's targets are known now only: the header could not name them.
     let (targets, steps) = match &settings.targets {
-        Some(run) if finished.info.targets.is_empty() => run.rows_and_names(),
+        Some(run) if run.users.is_stream() => run.rows_and_names(),
         _ => Default::default(),
     };
     let scenario_totals = crate::executors::stored(&finished.part_totals, &mut finished.warnings);

@@ -158,7 +158,7 @@ fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
 /// truth, a passing recovery step said `recovered: false`, and `--max-time 300s` ran 305 s.
 #[test]
 fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
-    let Some(g) = gunicorn::Gunicorn::start("gunicorn", 4, Duration::from_millis(10)) else {
+    let Some(g) = gunicorn::Gunicorn::start("gunicorn", 4, Duration::from_millis(40)) else {
         return;
     };
     let saved = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -171,7 +171,7 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
             "--slo",
             "p99<100ms",
             "--start-rate",
-            "200",
+            "50",
             "--warmup",
             "1s",
             "--window",
@@ -182,6 +182,8 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
             "2s",
             "--max-time",
             "100s",
+            "--precision",
+            "2%",
             "--save",
             saved.to_str().unwrap(),
             &g.url(),
@@ -211,11 +213,15 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
     );
     // The app's capacity is what it served at its best by its own count. Four workers over
     // the mean time in the handler (`measured`) leaves out gunicorn's own work per request
-    // (accept, parse, answer, close: about 1 ms here), so the server never serves that much:
-    // 395/s by that figure against at most 376/s served in any second, in one run.
-    // Searched to the default 5 %, on a host where CI's run found 0.893 of the best second.
+    // (accept, parse, answer, close: about 1 ms), so the server never serves quite that much.
+    // The handler waits 40 ms, not 10: at 10 ms gunicorn's ~1 ms of Python per request on
+    // the two cores belier also uses made its latency near saturation wander (p99 of 97 ms
+    // and 189 ms at the same 337/s in one search), so the p99<100ms boundary sat 0.82-0.97
+    // below its best second from run to run (CI: 0.893, 0.819) and the best second was not the
+    // truth of that SLO. At 40 ms the server is a wait, as the built-in targets are, and its
+    // best second is its capacity. Searched to 2 %, as the built-in targets are.
     assert!(
-        (0.85..=1.05).contains(&(found / best)),
+        (0.90..=1.05).contains(&(found / best)),
         "{found} against {best:.0}\n{c:#}"
     );
     assert_goodput_within_sent(&doc);

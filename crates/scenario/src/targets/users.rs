@@ -344,6 +344,11 @@ impl TargetUsers {
         }
     }
 
+    /// Whether the targets come from a stream, whose rows are known only as its targets come.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.shared.source, Source::Stream { .. })
+    }
+
     /// Why a stream ended before its end: the line that could not be read.
     pub fn stream_error(&self) -> Option<PlanError> {
         match &self.shared.source {
