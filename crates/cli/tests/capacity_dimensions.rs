@@ -13,8 +13,9 @@ belier_testsupport::binary!(BELIER);
 #[test]
 fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     // 4 handlers of 20 ms and an unbounded queue: up to 4 connections each request is served
-    // at once (~20 ms); a fifth connection makes some request wait a whole service time
-    // (~40 ms), past p99<30ms. The answer is exactly 4.
+    // at once (~20 ms); a fifth connection makes one request in five wait a whole service
+    // time (~40 ms), past p99<35ms. The answer is exactly 4. (The SLO sits halfway between
+    // the two: at 30 ms, CI's host once put 4 connections' p99 at 31.3 ms.)
     let s = target(4, 20, None, false);
     let html = temp_dir("connections").join("search.html");
     let (out, doc) = capacity(
@@ -23,7 +24,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
             "--dimension",
             "connections",
             "--slo",
-            "p99<30ms",
+            "p99<35ms",
             "--start-rate",
             "1",
             "--warmup",
@@ -64,7 +65,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("Capacity: 4 connections with p99&lt;30ms"),
+        page.contains("Capacity: 4 connections with p99&lt;35ms"),
         "html"
     );
     assert!(page.contains("<svg"), "html");
