@@ -223,8 +223,9 @@ fn an_open_loop_over_tls_carries_its_rate_on_the_connections_opened_ahead() {
     );
     assert_eq!(s.counts().requests, 2000);
     // A few more when the test server, sharing the machine with the other tests, holds all
-    // 50 for a moment while belier is on time; without the rule, up to the cap of 1,000.
+    // 50 for a moment while belier is on time (CI once saw 108); without the rule, up to the
+    // cap of 1,000.
     let opened = t.connections_opened();
-    assert!((50..=70).contains(&opened), "{opened} connections");
+    assert!((50..=150).contains(&opened), "{opened} connections");
     assert_eq!(s.counts().tls_handshakes, opened);
 }

@@ -104,9 +104,10 @@ fn a_tls_response_read_late_is_timed_when_it_arrived() {
         };
         let first = p.first_byte.unwrap();
         // The kernel's time: no later than the bytes were seen waiting (give or take the
-        // clocks' conversion), well before the read that returned them.
+        // clocks' conversion, which CI once measured at 1.03 ms), well before the read that
+        // returned them.
         assert!(
-            first <= seen + Duration::from_millis(1),
+            first <= seen + Duration::from_millis(2),
             "{:?}",
             first - seen
         );
