@@ -397,19 +397,10 @@ mod tests {
         let mut r = Recorder::new();
         let t0 = Instant::now();
         for &us in latencies_us {
-            let done = t0 + Duration::from_micros(us);
+            let s = Sample::simulated(t0, 0, us, Outcome::Response { status });
             r.record(&Sample {
-                intended: t0,
-                dispatched: t0,
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t0,
-                first_byte: Some(done),
-                done,
-                outcome: Outcome::Response { status },
-                bytes_in: 0,
-                bytes_out: 0,
+                first_byte: Some(s.done),
+                ..s
             });
         }
         r.record_errors(ErrorKind::Timeout, errors);

@@ -79,17 +79,9 @@ impl Prepared for Run {
                 let lag = (uniform() * 150.0) as u64;
                 r.record_scheduled();
                 r.record(&Sample {
-                    intended: t,
-                    dispatched: t + Duration::from_micros(lag),
-                    ready: None,
-                    connected: None,
-                    handshaken: None,
-                    sent: t + Duration::from_micros(lag),
-                    first_byte: None,
-                    done: t + Duration::from_micros(lag + latency),
-                    outcome: Outcome::Response { status: 200 },
                     bytes_in: 120,
                     bytes_out: 80,
+                    ..Sample::simulated(t, lag, lag + latency, Outcome::Response { status: 200 })
                 });
             }
             std::thread::sleep(

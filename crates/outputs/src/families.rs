@@ -77,6 +77,16 @@ pub struct Point {
 }
 
 impl Point {
+    /// The tests' series: `suffix` and `labels` as text.
+    #[cfg(test)]
+    pub(crate) fn new(suffix: &'static str, labels: &[(&'static str, &str)], value: f64) -> Point {
+        Point {
+            suffix,
+            labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
+            value,
+        }
+    }
+
     fn plain(value: f64) -> Point {
         Point {
             suffix: "",
@@ -313,7 +323,7 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     use belier_stats::{Outcome, Sample};
 
@@ -321,20 +331,7 @@ pub(crate) mod tests {
 
     /// A 200 response `latency_us` after its intended start.
     pub(crate) fn sample(latency_us: u64) -> Sample {
-        let t = Instant::now();
-        Sample {
-            intended: t,
-            dispatched: t,
-            ready: None,
-            connected: None,
-            handshaken: None,
-            sent: t,
-            first_byte: None,
-            done: t + Duration::from_micros(latency_us),
-            outcome: Outcome::Response { status: 200 },
-            bytes_in: 0,
-            bytes_out: 0,
-        }
+        Sample::simulated(Instant::now(), 0, latency_us, Outcome::Response { status: 200 })
     }
 
     fn value(family: &Family, suffix: &str, labels: &[(&str, &str)]) -> f64 {
@@ -371,33 +368,19 @@ pub(crate) mod tests {
         let all = families(&figures);
         let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
         let requests = family("belier_step_requests_total");
-        let step = |s| ("step", s);
-        assert_eq!(
-            value(requests, "", &[step("login"), ("outcome", "ok")]),
-            1.0
-        );
-        assert_eq!(
-            value(requests, "", &[step("login"), ("outcome", "failed")]),
-            1.0
-        );
-        assert_eq!(
-            value(requests, "", &[step("search"), ("outcome", "ok")]),
-            1.0
-        );
         let latency = family("belier_step_request_duration_seconds");
+        let step = |s| ("step", s);
+        for (family, suffix, labels, want) in [
+            (requests, "", [step("login"), ("outcome", "ok")], 1.0),
+            (requests, "", [step("login"), ("outcome", "failed")], 1.0),
+            (requests, "", [step("search"), ("outcome", "ok")], 1.0),
+            (latency, "_bucket", [step("login"), ("le", "0.0025")], 1.0),
+            (latency, "_bucket", [step("search"), ("le", "0.025")], 0.0),
+            (latency, "_bucket", [step("search"), ("le", "0.05")], 1.0),
+        ] {
+            assert_eq!(value(family, suffix, &labels), want, "{suffix} {labels:?}");
+        }
         assert_eq!(value(latency, "_count", &[step("login")]), 2.0);
-        assert_eq!(
-            value(latency, "_bucket", &[step("login"), ("le", "0.0025")]),
-            1.0
-        );
-        assert_eq!(
-            value(latency, "_bucket", &[step("search"), ("le", "0.025")]),
-            0.0
-        );
-        assert_eq!(
-            value(latency, "_bucket", &[step("search"), ("le", "0.05")]),
-            1.0
-        );
         let quantiles = family("belier_step_request_duration_quantile_seconds");
         let p99 = value(quantiles, "", &[step("search"), ("quantile", "0.99")]);
         assert!((p99 - 0.04).abs() < 0.04 * 0.001, "{p99}");

@@ -83,30 +83,19 @@ impl Sink for Influx {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Family, Point, Type};
+    use crate::{Point, Type};
 
     #[test]
     fn points_escape_tags_and_keep_float_values() {
-        let batch = Batch {
-            at: UNIX_EPOCH + std::time::Duration::from_millis(1_234),
-            families: vec![Family {
-                name: "belier_request_duration_seconds",
-                help: "",
-                kind: Type::Histogram,
-                points: vec![
-                    Point {
-                        suffix: "_bucket",
-                        labels: vec![("le", "0.5".into())],
-                        value: 3.0,
-                    },
-                    Point {
-                        suffix: "_sum",
-                        labels: vec![],
-                        value: 0.25,
-                    },
-                ],
-            }],
-        };
+        let batch = Batch::of(
+            1_234,
+            "belier_request_duration_seconds",
+            Type::Histogram,
+            vec![
+                Point::new("_bucket", &[("le", "0.5")], 3.0),
+                Point::new("_sum", &[], 0.25),
+            ],
+        );
         let common = [
             ("run".to_string(), "my run,1=a".to_string()),
             ("method".to_string(), String::new()),
@@ -163,19 +152,12 @@ mod tests {
             method: None,
         };
         let mut influx = Influx::new(&spec, &labels);
-        let batch = Batch {
-            at: UNIX_EPOCH + std::time::Duration::from_millis(5),
-            families: vec![Family {
-                name: "belier_requests_total",
-                help: "",
-                kind: Type::Counter,
-                points: vec![Point {
-                    suffix: "",
-                    labels: vec![("status", "200".into())],
-                    value: 9.0,
-                }],
-            }],
-        };
+        let batch = Batch::of(
+            5,
+            "belier_requests_total",
+            Type::Counter,
+            vec![Point::new("", &[("status", "200")], 9.0)],
+        );
         influx.deliver(&batch).unwrap();
         let (head, body) = server.join().unwrap();
         assert_eq!(

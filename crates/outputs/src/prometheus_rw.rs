@@ -119,23 +119,16 @@ impl Sink for RemoteWrite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Family, Point, Type};
+    use crate::{Point, Type};
 
     #[test]
     fn series_carry_sorted_labels_and_one_sample() {
-        let batch = Batch {
-            at: UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123),
-            families: vec![Family {
-                name: "belier_requests_total",
-                help: "",
-                kind: Type::Counter,
-                points: vec![Point {
-                    suffix: "",
-                    labels: vec![("status", "200".into())],
-                    value: 7.0,
-                }],
-            }],
-        };
+        let batch = Batch::of(
+            1_700_000_000_123,
+            "belier_requests_total",
+            Type::Counter,
+            vec![Point::new("", &[("status", "200")], 7.0)],
+        );
         let common = [("run".to_string(), "r1".to_string())];
         let encoded = prost::Message::encode_to_vec(&request(&batch, &common));
         let decoded: WriteRequest = prost::Message::decode(encoded.as_slice()).unwrap();

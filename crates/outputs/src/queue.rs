@@ -21,6 +21,27 @@ pub struct Batch {
     pub families: Vec<Family>,
 }
 
+#[cfg(test)]
+impl Batch {
+    /// The sinks' tests' batch: one family, `name` of `kind`, made `ms` after the epoch.
+    pub(crate) fn of(
+        ms: u64,
+        name: &'static str,
+        kind: crate::families::Type,
+        points: Vec<crate::families::Point>,
+    ) -> Batch {
+        Batch {
+            at: std::time::UNIX_EPOCH + Duration::from_millis(ms),
+            families: vec![Family {
+                name,
+                help: "",
+                kind,
+                points,
+            }],
+        }
+    }
+}
+
 /// What one output delivered, at the end of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {

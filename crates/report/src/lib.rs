@@ -294,17 +294,9 @@ pub(crate) mod fixtures {
                     _ => Outcome::Response { status: 200 },
                 };
                 r.record(&Sample {
-                    intended: t,
-                    dispatched: t,
-                    ready: None,
-                    connected: None,
-                    handshaken: None,
-                    sent: t,
-                    first_byte: None,
-                    done: t + Duration::from_micros(100 + n * 7),
-                    outcome,
                     bytes_in: 100,
                     bytes_out: 50,
+                    ..Sample::simulated(t, 0, 100 + n * 7, outcome)
                 });
                 if let Outcome::Error(kind) = outcome {
                     r.note_error_example(kind, || "Connection reset by peer (os error 104)".into());

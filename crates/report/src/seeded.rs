@@ -87,17 +87,9 @@ pub fn new() -> Run {
                 _ => Outcome::Response { status: 200 },
             };
             r.record(&Sample {
-                intended: t,
-                dispatched: t + Duration::from_micros(lag),
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t + Duration::from_micros(lag),
-                first_byte: None,
-                done: t + Duration::from_micros(lag + 115 + n * 8),
-                outcome,
                 bytes_in: 120,
                 bytes_out: 50,
+                ..Sample::simulated(t, lag, lag + 115 + n * 8, outcome)
             });
             if let Outcome::Error(kind) = outcome {
                 r.note_error_example(kind, || "no response | after 30 s\nconnection kept".into());
@@ -193,18 +185,11 @@ pub fn with_steps() -> Run {
                 13 => Outcome::Response { status: 500 },
                 _ => Outcome::Response { status: 200 },
             };
+            let latency_us = 200 + (step as u64 + 1) * 900 + n * 3;
             let sample = Sample {
-                intended: t,
-                dispatched: t,
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t,
-                first_byte: None,
-                done: t + Duration::from_micros(200 + (step as u64 + 1) * 900 + n * 3),
-                outcome,
                 bytes_in: 300,
                 bytes_out: 80,
+                ..Sample::simulated(t, 0, latency_us, outcome)
             };
             r.record(&sample);
             let failed = !matches!(outcome, Outcome::Response { status: 200 });

@@ -304,17 +304,10 @@ mod tests {
         }
         for _ in 0..arrivals.requests {
             r.record(&Sample {
-                intended: t,
-                dispatched: t + Duration::from_micros(lag_us),
                 ready: own_us.map(|own| t + Duration::from_micros(own)),
-                connected: None,
-                handshaken: None,
-                sent: t + Duration::from_micros(lag_us),
-                first_byte: None,
-                done: t + Duration::from_micros(lag_us + 500),
-                outcome: Outcome::Response { status: 200 },
                 bytes_in: 1,
                 bytes_out: 1,
+                ..Sample::simulated(t, lag_us, lag_us + 500, Outcome::Response { status: 200 })
             });
         }
         let mut c = Collector::new(1, Duration::from_secs(1));

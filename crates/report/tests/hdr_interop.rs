@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use belier_report::render_hdr_log;
 use belier_results::{
-    read_run, End, Header, Model, Reader, ResultsWriter, RunInfo, FORMAT, VERSION,
+    fixtures, read_run, End, Header, Model, Reader, ResultsWriter, RunInfo, FORMAT, VERSION,
 };
 use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
 use belier_testsupport::missing;
@@ -79,41 +79,14 @@ json.dump({"results": results, "log": log, "start_s": reader.get_start_time_sec(
 
 fn info() -> RunInfo {
     RunInfo {
-        belier_version: "0.1.0".into(),
-        url: "http://127.0.0.1:8080/".into(),
-        address: "127.0.0.1:8080".into(),
-        method: "GET".into(),
         connections: 50,
-        threads: 2,
-        keepalive: true,
-        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(3.0),
-        schedule_s: None,
-        timeout_s: 30.0,
-        host_cores: 2,
-        host_name: None,
-        shard_hosts: Vec::new(),
-        workers: Vec::new(),
-        started_at: "2026-11-22T10:00:00Z".into(),
         model: Model::Open,
         rate: Some(20_000.0),
-        stages: vec![],
-        ramp_up_s: None,
         arrivals: Some("poisson".into()),
         seed: Some(7),
-        max_connections: None,
-        max_in_flight: None,
-        timer_slack_us: None,
-        shards: 1,
-        shard: None,
-        plan: None,
-        virtual_users: None,
-        pacing_s: None,
-        steps: vec![],
-        checks: vec![],
-        metrics: vec![],
-        targets: vec![],
+        ..fixtures::info()
     }
 }
 
@@ -140,17 +113,9 @@ fn intervals() -> Vec<Settled> {
                 }
                 let lag = (uniform() * uniform() * 3_000.0) as u64;
                 r.record(&Sample {
-                    intended: t,
-                    dispatched: t + Duration::from_micros(lag),
-                    ready: None,
-                    connected: None,
-                    handshaken: None,
-                    sent: t + Duration::from_micros(lag),
-                    first_byte: None,
-                    done: t + Duration::from_micros(lag + latency),
-                    outcome: Outcome::Response { status: 200 },
                     bytes_in: 100,
                     bytes_out: 50,
+                    ..Sample::simulated(t, lag, lag + latency, Outcome::Response { status: 200 })
                 });
             }
             r.record_errors(ErrorKind::Timeout, ERRORS_PER_INTERVAL);

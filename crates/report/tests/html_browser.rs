@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use belier_capacity::overload::Behaviour;
 use belier_capacity::{Dimension, LimitedBy, Overload, Step, StepKind};
 use belier_report::{render_capacity_html, render_html, HtmlRun, Report};
-use belier_results::{Model, RunInfo};
+use belier_results::{fixtures, RunInfo};
 use belier_stats::{Collector, ErrorKind, Gauges, Outcome, Recorder, Sample, Series};
 use belier_testsupport::temp_dir;
 
@@ -27,41 +27,12 @@ const CHARTS: usize = 4;
 
 fn info(url: &str) -> RunInfo {
     RunInfo {
-        belier_version: "0.1.0".into(),
         url: url.into(),
-        address: "127.0.0.1:8080".into(),
-        method: "GET".into(),
         connections: 50,
-        threads: 2,
-        keepalive: true,
-        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(60.0),
-        schedule_s: None,
         timeout_s: 2.0,
-        host_cores: 2,
-        host_name: None,
-        shard_hosts: Vec::new(),
-        workers: Vec::new(),
-        started_at: "2026-11-22T10:00:00Z".into(),
-        model: Model::Closed,
-        rate: None,
-        stages: vec![],
-        ramp_up_s: None,
-        arrivals: None,
-        seed: None,
-        max_connections: None,
-        max_in_flight: None,
-        timer_slack_us: None,
-        shards: 1,
-        shard: None,
-        plan: None,
-        virtual_users: None,
-        pacing_s: None,
-        steps: vec![],
-        checks: vec![],
-        metrics: vec![],
-        targets: vec![],
+        ..fixtures::info()
     }
 }
 
@@ -102,17 +73,9 @@ fn results(seed: u64, base_us: u64, spike_at: Option<u64>) -> (Recorder, Series)
                 latency *= 30;
             }
             r.record(&Sample {
-                intended: t,
-                dispatched: t,
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t,
-                first_byte: None,
-                done: t + Duration::from_micros(latency),
-                outcome,
                 bytes_in: 512,
                 bytes_out: 80,
+                ..Sample::simulated(t, 0, latency, outcome)
             });
             if let Outcome::Error(kind) = outcome {
                 r.note_error_example(kind, || match kind {

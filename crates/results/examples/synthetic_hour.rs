@@ -12,7 +12,9 @@
 use std::io::BufWriter;
 use std::time::{Duration, Instant};
 
-use belier_results::{Coarsening, End, Header, Model, ResultsWriter, RunInfo, FORMAT, VERSION};
+use belier_results::{
+    fixtures, Coarsening, End, Header, Model, ResultsWriter, RunInfo, FORMAT, VERSION,
+};
 use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 
 fn main() -> std::io::Result<()> {
@@ -31,40 +33,15 @@ fn main() -> std::io::Result<()> {
     let out = BufWriter::new(std::fs::File::create(&path)?);
     let run = RunInfo {
         belier_version: env!("CARGO_PKG_VERSION").into(),
-        url: "http://127.0.0.1:8080/".into(),
-        address: "127.0.0.1:8080".into(),
-        method: "GET".into(),
         connections: 100,
-        threads: 2,
-        keepalive: true,
-        protocol: "HTTP/1.1".into(),
         requests: None,
         duration_s: Some(3_600.0),
-        schedule_s: None,
-        timeout_s: 30.0,
-        host_cores: 2,
-        host_name: None,
-        shard_hosts: Vec::new(),
-        workers: Vec::new(),
         started_at: "2026-11-22T00:00:00Z".into(),
         model: Model::Open,
         rate: Some(rate as f64),
-        stages: vec![],
-        ramp_up_s: None,
         arrivals: Some("even".into()),
-        seed: None,
         max_connections: Some(100),
-        max_in_flight: None,
-        timer_slack_us: None,
-        shards: 1,
-        shard: None,
-        plan: None,
-        virtual_users: None,
-        pacing_s: None,
-        steps: vec![],
-        checks: vec![],
-        metrics: vec![],
-        targets: vec![],
+        ..fixtures::info()
     };
     let header = Header {
         format: FORMAT.into(),
@@ -99,20 +76,11 @@ fn main() -> std::io::Result<()> {
             let latency = (2_000.0 * slow * (0.8 * normal).exp()) as u64;
             let lag = (uniform() * 150.0) as u64;
             r.record_scheduled();
+            let status = if uniform() < 0.001 { 503 } else { 200 };
             r.record(&Sample {
-                intended: t,
-                dispatched: t + Duration::from_micros(lag),
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t + Duration::from_micros(lag),
-                first_byte: None,
-                done: t + Duration::from_micros(lag + latency),
-                outcome: Outcome::Response {
-                    status: if uniform() < 0.001 { 503 } else { 200 },
-                },
                 bytes_in: 120,
                 bytes_out: 80,
+                ..Sample::simulated(t, lag, lag + latency, Outcome::Response { status })
             });
         }
         let gauges = Gauges {

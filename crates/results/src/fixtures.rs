@@ -1,5 +1,5 @@
-//! Run information for tests (this crate's and, with the `fixtures` feature, the report's):
-//! a closed-loop run of 1,000 requests on 10 connections.
+//! Run information for tests (this crate's and, with the `fixtures` feature, the report's and
+//! this crate's example): a closed-loop run of 1,000 requests on 10 connections.
 
 use crate::info::{Model, RunInfo};
 

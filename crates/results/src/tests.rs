@@ -25,17 +25,9 @@ fn header(name: &str) -> Header {
 fn sample(latency_us: u64, lag_us: u64, outcome: Outcome) -> Sample {
     let t = Instant::now();
     Sample {
-        intended: t,
-        dispatched: t + Duration::from_micros(lag_us),
-        ready: None,
-        connected: None,
-        handshaken: None,
-        sent: t + Duration::from_micros(lag_us),
-        first_byte: None,
-        done: t + Duration::from_micros(latency_us.max(lag_us)),
-        outcome,
         bytes_in: 10,
         bytes_out: 5,
+        ..Sample::simulated(t, lag_us, latency_us.max(lag_us), outcome)
     }
 }
 
@@ -423,6 +415,42 @@ fn threshold_outcomes_ride_on_the_end_line_and_older_end_lines_read_as_none() {
     assert!(run.end.unwrap().thresholds.is_empty());
 }
 
+/// A proptest's samples, `(latency_us, lag_us, shard, interval, ok)`, recorded by one recorder
+/// that sees them all and by 3 shards of `intervals` recorders each, every sample in its own
+/// shard and interval. With `users`, each sample is also a scripted user's step, check and
+/// (one in four) iteration, which follow from its values.
+fn recorded_in_shards(
+    samples: &[(u64, u64, usize, u64, bool)],
+    intervals: usize,
+    users: bool,
+) -> (Recorder, Vec<Vec<Recorder>>) {
+    let mut all = Recorder::new();
+    let mut shards: Vec<Vec<Recorder>> = (0..3)
+        .map(|_| (0..intervals).map(|_| Recorder::new()).collect())
+        .collect();
+    for &(latency, lag, shard, interval, ok) in samples {
+        let outcome = if ok {
+            Outcome::Response { status: 200 }
+        } else {
+            Outcome::Error(ErrorKind::Timeout)
+        };
+        let s = sample(latency, lag, outcome);
+        all.record(&s);
+        shards[shard][interval as usize].record(&s);
+        if users {
+            let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
+            for r in [&mut all, &mut shards[shard][interval as usize]] {
+                r.record_step(step, &s, !ok);
+                r.record_check(check, ok);
+                if latency % 4 == 0 {
+                    r.record_iteration();
+                }
+            }
+        }
+    }
+    (all, shards)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -433,25 +461,7 @@ proptest! {
         samples in proptest::collection::vec((1u64..5_000_000, 0u64..5_000, 0usize..3, 0u64..4, any::<bool>()), 1..300),
         users in any::<bool>(),
     ) {
-        let mut all = Recorder::new();
-        let mut shards: Vec<Vec<Recorder>> = (0..3).map(|_| (0..4).map(|_| Recorder::new()).collect()).collect();
-        for &(latency, lag, shard, interval, ok) in &samples {
-            let outcome = if ok { Outcome::Response { status: 200 } } else { Outcome::Error(ErrorKind::Timeout) };
-            let s = sample(latency, lag, outcome);
-            all.record(&s);
-            shards[shard][interval as usize].record(&s);
-            if users {
-                // Scripted users: the step, check and iteration follow from the values.
-                let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
-                for r in [&mut all, &mut shards[shard][interval as usize]] {
-                    r.record_step(step, &s, !ok);
-                    r.record_check(check, ok);
-                    if latency % 4 == 0 {
-                        r.record_iteration();
-                    }
-                }
-            }
-        }
+        let (all, shards) = recorded_in_shards(&samples, 4, users);
         let files: Vec<Vec<u8>> = shards
             .into_iter()
             .map(|intervals| {

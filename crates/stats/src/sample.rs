@@ -1,4 +1,4 @@
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::ErrorKind;
 
@@ -51,6 +51,27 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// A request that was due at `intended`, went out `lag_us` later on a connection already
+    /// open and ended `latency_us` after it was due (its latency), with no first byte timed
+    /// and no bytes counted: the samples of simulations, seeded reports and tests. Set the
+    /// fields a caller varies over it: `Sample { bytes_in: 120, ..Sample::simulated(..) }`.
+    pub fn simulated(intended: Instant, lag_us: u64, latency_us: u64, outcome: Outcome) -> Sample {
+        let sent = intended + Duration::from_micros(lag_us);
+        Sample {
+            intended,
+            dispatched: sent,
+            ready: None,
+            connected: None,
+            handshaken: None,
+            sent,
+            first_byte: None,
+            done: intended + Duration::from_micros(latency_us),
+            outcome,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+
     /// Latency from the intended start to completion, in whole microseconds.
     pub fn latency_us(&self) -> u64 {
         micros(self.done.saturating_duration_since(self.intended))
@@ -101,6 +122,6 @@ impl Sample {
     }
 }
 
-pub(crate) fn micros(d: std::time::Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

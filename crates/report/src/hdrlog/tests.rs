@@ -16,17 +16,9 @@ fn recorder(latencies_us: impl IntoIterator<Item = u64>) -> Recorder {
     let t = Instant::now();
     for l in latencies_us {
         r.record(&Sample {
-            intended: t,
-            dispatched: t,
-            ready: None,
-            connected: None,
-            handshaken: None,
-            sent: t,
-            first_byte: None,
-            done: t + Duration::from_micros(l),
-            outcome: Outcome::Response { status: 200 },
             bytes_in: 1,
             bytes_out: 1,
+            ..Sample::simulated(t, 0, l, Outcome::Response { status: 200 })
         });
     }
     r

@@ -352,30 +352,7 @@ proptest! {
         starts in proptest::collection::vec(proptest::option::of(0u64..30), 3),
         users in any::<bool>(),
     ) {
-        let mut all = Recorder::new();
-        let mut shards: Vec<Vec<Recorder>> =
-            (0..3).map(|_| (0..40).map(|_| Recorder::new()).collect()).collect();
-        for &(latency, lag, shard, interval, ok) in &samples {
-            let outcome = if ok {
-                Outcome::Response { status: 200 }
-            } else {
-                Outcome::Error(ErrorKind::Timeout)
-            };
-            let s = sample(latency, lag, outcome);
-            all.record(&s);
-            shards[shard][interval as usize].record(&s);
-            if users {
-                // Scripted users: the step, check and iteration follow from the values.
-                let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
-                for r in [&mut all, &mut shards[shard][interval as usize]] {
-                    r.record_step(step, &s, !ok);
-                    r.record_check(check, ok);
-                    if latency % 4 == 0 {
-                        r.record_iteration();
-                    }
-                }
-            }
-        }
+        let (all, shards) = recorded_in_shards(&samples, 40, users);
         let files: Vec<Vec<u8>> = shards
             .into_iter()
             .zip(&starts)

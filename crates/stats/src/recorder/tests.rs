@@ -8,20 +8,12 @@ use super::*;
 use crate::{HISTOGRAM_MAX_US, MOST_ROWS};
 
 fn sample(latency_us: u64, outcome: Outcome) -> Sample {
-    let intended = Instant::now();
-    let done = intended + Duration::from_micros(latency_us);
+    let s = Sample::simulated(Instant::now(), 0, latency_us, outcome);
     Sample {
-        intended,
-        dispatched: intended,
-        ready: None,
-        connected: None,
-        handshaken: None,
-        sent: intended,
-        first_byte: Some(done),
-        done,
-        outcome,
+        first_byte: Some(s.done),
         bytes_in: 100,
         bytes_out: 40,
+        ..s
     }
 }
 
