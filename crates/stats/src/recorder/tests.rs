@@ -1,6 +1,6 @@
 //! The recorder's counting, merging and storing.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use proptest::prelude::*;
 
