@@ -162,10 +162,7 @@ mod tests {
 
     #[test]
     fn golden_csv() {
-        let (a, b) = (seeded::base(), seeded::new());
-        let reports = [a.report(), b.report()];
-        let got = render_csv(&seeded::named(&reports));
-        crate::golden::check("series.csv", &got);
+        crate::golden::check("series.csv", &seeded::render_pair(render_csv));
     }
 
     #[test]

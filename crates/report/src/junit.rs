@@ -242,9 +242,7 @@ mod tests {
 
     #[test]
     fn runs_without_thresholds_are_one_case_that_fails_only_when_untrustworthy() {
-        let (base, new) = (seeded::base(), seeded::new());
-        let reports = [base.report(), new.report()];
-        let out = render_junit(&seeded::named(&reports));
+        let out = seeded::render_pair(render_junit);
         golden::check("report.junit.xml", &out);
         assert_eq!(out.matches("<testsuite ").count(), 2);
         assert_eq!(out.matches(r#"name="run""#).count(), 2);
@@ -256,6 +254,7 @@ mod tests {
         // The run name's quotes and pipe stay inside the attribute.
         assert!(out.contains(r#"name="new | &quot;tuned&quot;, v2""#));
 
+        let base = seeded::base();
         let interrupted = crate::Report {
             interrupted: true,
             ..base.report()

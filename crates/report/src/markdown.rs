@@ -429,10 +429,7 @@ mod tests {
 
     #[test]
     fn golden_markdown() {
-        let (a, b) = (seeded::base(), seeded::new());
-        let reports = [a.report(), b.report()];
-        let got = render_markdown(&seeded::named(&reports));
-        crate::golden::check("report.md", &got);
+        crate::golden::check("report.md", &seeded::render_pair(render_markdown));
     }
 
     #[test]

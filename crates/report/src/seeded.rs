@@ -149,6 +149,13 @@ pub fn named<'a>(reports: &'a [Report<'a>; 2]) -> [NamedReport<'a>; 2] {
     ]
 }
 
+/// `[base, new]` rendered by `render`: the golden file of a format that lists several runs.
+pub fn render_pair(render: impl Fn(&[NamedReport]) -> String) -> String {
+    let (a, b) = (base(), new());
+    let reports = [a.report(), b.report()];
+    render(&named(&reports))
+}
+
 /// A run of scripted users: 20 users of a three-step plan (the last step never reached),
 /// two checks, iterations, and two thresholds, one failed.
 pub fn with_steps() -> Run {
