@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use belier_stats::{Collector, Gauges, Recorder};
+use belier_stats::{Collector, Gauges, Recorder, Series};
 
 use super::*;
 
@@ -73,49 +73,37 @@ fn the_target_rate_is_the_configured_one() {
     assert_eq!(mean_rate(10.0, &[stage(f64::NAN, 200.0)], 0.0, 1.0), 200.0);
 
     // In a report: 4 arrivals in 3.5 s at 1/s read as 1/s.
+    let (info, totals, series) = open_loop(1.0, 3.5, 4);
+    let report = Report {
+        elapsed: Duration::from_secs_f64(3.5),
+        ..fixtures::report(&info, &totals, &series)
+    };
+    assert_eq!(report.target_rate(), 1.0);
+}
+
+/// An open loop at `rate` whose schedule of `schedule_s` made `arrivals` due, all in one
+/// interval: its information and what it recorded.
+fn open_loop(rate: f64, schedule_s: f64, arrivals: u64) -> (RunInfo, Recorder, Series) {
     let mut info = fixtures::info();
     info.model = Model::Open;
-    info.rate = Some(1.0);
-    info.schedule_s = Some(3.5);
+    info.rate = Some(rate);
+    info.schedule_s = Some(schedule_s);
     let mut r = Recorder::new();
-    for _ in 0..4 {
+    for _ in 0..arrivals {
         r.record_scheduled();
     }
     let mut c = Collector::new(1, Duration::from_secs(1));
     c.add(0, 0, &r, Gauges::default());
-    c.finish_worker(0, Duration::from_secs_f64(3.5));
+    c.finish_worker(0, Duration::from_secs_f64(schedule_s));
     let (totals, series) = c.finish();
-    let report = Report {
-        scenarios: Vec::new(),
-        info: &info,
-        totals: &totals,
-        series: &series,
-        elapsed: Duration::from_secs_f64(3.5),
-        interrupted: false,
-        warnings: vec![],
-        thresholds: vec![],
-        changes: vec![],
-        host: None,
-    };
-    assert_eq!(report.target_rate(), 1.0);
+    (info, totals, series)
 }
 
 #[test]
 fn a_steered_rate_s_target_is_what_its_schedule_made_due() {
     // 200/s for 2 s, then set to 400/s for 2 s: 1,200 arrivals due in 4 s. The configured
     // 200/s is not the target of this run (the verdict read "273.8/s of 200/s sent").
-    let mut info = fixtures::info();
-    info.model = Model::Open;
-    info.rate = Some(200.0);
-    info.schedule_s = Some(4.0);
-    let mut r = Recorder::new();
-    for _ in 0..1200 {
-        r.record_scheduled();
-    }
-    let mut c = Collector::new(1, Duration::from_secs(1));
-    c.add(0, 0, &r, Gauges::default());
-    c.finish_worker(0, Duration::from_secs(4));
-    let (totals, series) = c.finish();
+    let (info, totals, series) = open_loop(200.0, 4.0, 1200);
     let set = Change {
         at_s: 2.0,
         what: ChangeKind::Rate,
