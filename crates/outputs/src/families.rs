@@ -331,7 +331,12 @@ pub(crate) mod tests {
 
     /// A 200 response `latency_us` after its intended start.
     pub(crate) fn sample(latency_us: u64) -> Sample {
-        Sample::simulated(Instant::now(), 0, latency_us, Outcome::Response { status: 200 })
+        Sample::simulated(
+            Instant::now(),
+            0,
+            latency_us,
+            Outcome::Response { status: 200 },
+        )
     }
 
     fn value(family: &Family, suffix: &str, labels: &[(&str, &str)]) -> f64 {
