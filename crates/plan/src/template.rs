@@ -7,7 +7,7 @@
 //! accept far more than a plan should.
 //!
 //! `{{ env.NAME }}` (with an optional `| default("x")`) is read from the environment once, when
-//! the plan loads, and kept as a [`Segment::Value`]: no lookup on the request path.
+//! the plan loads, and kept as a `Segment::Value`: no lookup on the request path.
 
 use crate::feeder::Feeder;
 

@@ -319,7 +319,7 @@ impl TargetUsers {
     }
 
     /// Follows redirects to hosts the targets do not name too (HTTP/1.1 only): each becomes
-    /// a host of the run when first met (up to [`crate::redirect::MAX_FOUND_HOSTS`]), resolved by
+    /// a host of the run when first met (up to `MAX_FOUND_HOSTS`), resolved by
     /// each worker that sends there, https ones spoken with `tls`. With
     /// [`TargetUsers::following`]; call before the run.
     pub fn discovering(mut self, tls: Option<belier_engine::TlsOptions>) -> Self {
