@@ -338,7 +338,7 @@ fn shape(args: &CapacityArgs, dimension: Dimension, cores: usize) -> anyhow::Res
         spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
             ArrivalsArg::Even => Spacing::Even,
             ArrivalsArg::Poisson => Spacing::Poisson {
-                seed: args.seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+                seed: args.seed.unwrap_or(belier_plan::DEFAULT_SEED),
             },
         },
         max_connections: args.max_connections,

@@ -63,7 +63,7 @@ pub struct Outcome {
 pub fn run_distributed(
     settings: &Settings,
     cluster: &ClusterArgs,
-    plan: Option<&belier_scenario::Plan>,
+    plan: Option<&belier_plan::Plan>,
     mut signals: &Signals,
     watch: Option<&mut Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
@@ -155,10 +155,7 @@ struct Workers {
 }
 
 impl Workers {
-    fn prepare(
-        cluster: &ClusterArgs,
-        plan: Option<&belier_scenario::Plan>,
-    ) -> anyhow::Result<Workers> {
+    fn prepare(cluster: &ClusterArgs, plan: Option<&belier_plan::Plan>) -> anyhow::Result<Workers> {
         // Read before any worker starts: a file that cannot go stops the run here.
         let args = run_args(std::env::args().skip(1));
         let files = files::sent(plan, &args)?;

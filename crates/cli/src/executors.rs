@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use belier_engine::{Config, StopWhen};
-use belier_scenario::{LoadModel, Plan, PlanUsers};
+use belier_plan::{LoadModel, Plan};
+use belier_scenario::PlanUsers;
 
 use crate::args::RunArgs;
 use crate::settings::InputError;

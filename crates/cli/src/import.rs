@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use belier_import::{self as import, Draft, DraftStep, Extract, ImportError};
-use belier_scenario::files;
+use belier_plan::files;
 use clap::{Args, Subcommand};
 
 /// Options of `belier import`.
@@ -138,7 +138,7 @@ fn har(args: HarArgs) -> anyhow::Result<u8> {
 fn write_plan(draft: &Draft, comment: &str, out: Option<&Path>) -> anyhow::Result<()> {
     let yaml = draft.to_yaml(comment);
     let as_path = out.unwrap_or(Path::new("imported.yaml"));
-    if let Err(e) = belier_scenario::parse(&yaml, as_path) {
+    if let Err(e) = belier_plan::parse(&yaml, as_path) {
         anyhow::bail!("the imported plan does not read back ({e}); please report this");
     }
     let requests = draft.requests().count();

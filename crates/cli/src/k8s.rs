@@ -208,7 +208,7 @@ fn workload(run: Vec<String>) -> anyhow::Result<Workload> {
         .chain(run.iter().cloned());
     crate::args::Cli::try_parse_from(argv)
         .map_err(|e| InputError::in_file(format!("the run's flags: {}", clap_message(&e))))?;
-    let plan = belier_scenario::load(path)?;
+    let plan = belier_plan::load(path)?;
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {first}"))?;
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut files = Vec::new();

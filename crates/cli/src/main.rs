@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e)
             if e.is::<InputError>()
-                || e.is::<belier_scenario::PlanError>()
+                || e.is::<belier_plan::PlanError>()
                 || e.is::<belier_import::ImportError>() =>
         {
             eprintln!("error: {e}");

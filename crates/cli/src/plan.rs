@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
-use belier_scenario::{LoadModel, Plan, PlanUsers, Scheme};
+use belier_plan::{LoadModel, Plan, Scheme};
+use belier_scenario::{PlanUsers, VirtualUsers};
 use belier_stats::Recorder;
 
 use crate::args::{CheckArgs, RunArgs};
@@ -28,7 +29,7 @@ const MAX_VUS: u64 = 1_000_000;
 /// `belier check PLAN`: reads the plan and its data files, sends nothing, prints the plan as
 /// it was understood.
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let mut plan = belier_scenario::load(&args.plan)?;
+    let mut plan = belier_plan::load(&args.plan)?;
     apply_vars(&mut plan, &args.vars)?;
     print!("{}", plan.describe());
     Ok(0)
@@ -101,8 +102,8 @@ pub struct Prepared {
 
 /// Reads the plan of `args`, applies their overrides and returns the run's settings.
 pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepared)> {
-    let env = belier_scenario::Environment::Process;
-    prepare_with(args, cores, &belier_scenario::Copies::new(), env)
+    let env = belier_plan::Environment::Process;
+    prepare_with(args, cores, &belier_plan::Copies::new(), env)
 }
 
 /// [`prepare`], the plan and the files it names read from their `copies` where they have
@@ -111,10 +112,10 @@ pub fn prepare(args: RunArgs, cores: usize) -> anyhow::Result<(Settings, Prepare
 pub fn prepare_with(
     args: RunArgs,
     cores: usize,
-    copies: &belier_scenario::Copies,
-    env: belier_scenario::Environment<'_>,
+    copies: &belier_plan::Copies,
+    env: belier_plan::Environment<'_>,
 ) -> anyhow::Result<(Settings, Prepared)> {
-    let mut plan = belier_scenario::load_with(&args.plan, copies, env)?;
+    let mut plan = belier_plan::load_with(&args.plan, copies, env)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
     let shard = args.shard;

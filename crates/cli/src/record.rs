@@ -66,10 +66,9 @@ pub fn run(args: RecordArgs, signals: &Signals) -> anyhow::Result<u8> {
     });
     let upstream_ca_pem = match &args.upstream_cacert {
         Some(path) => Some(
-            belier_scenario::files::read(path, belier_scenario::files::MOST_DOCUMENT_BYTES)
-                .map_err(|e| {
-                    InputError::new("--upstream-cacert <FILE>", path.display(), e.to_string())
-                })?,
+            belier_plan::files::read(path, belier_plan::files::MOST_DOCUMENT_BYTES).map_err(
+                |e| InputError::new("--upstream-cacert <FILE>", path.display(), e.to_string()),
+            )?,
         ),
         None => None,
     };

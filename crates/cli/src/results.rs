@@ -179,7 +179,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<u8> {
 /// `--thresholds-from PLAN`: judges the plan's thresholds on each run as read back (shards
 /// merged, within --from/--to), in place of what the files say; whether one failed.
 fn judge(runs: &mut [Run], plan: &Path) -> anyhow::Result<bool> {
-    let plan = belier_scenario::load(plan)?;
+    let plan = belier_plan::load(plan)?;
     let mut failed = false;
     for run in runs {
         // Thresholds scoped to a scenario of its own load: on its totals, shards' added up.
@@ -270,7 +270,7 @@ fn capacity_report(args: &ReportArgs) -> anyhow::Result<Option<u8>> {
     }
     // Only a regular file small enough to be a capacity document is read whole here: a
     // results file of any length (or a pipe, `<(...)`) is left to the streaming reader.
-    use belier_scenario::files;
+    use belier_plan::files;
     let Ok(text) = files::read_to_string(path, files::MOST_DOCUMENT_BYTES) else {
         return Ok(None);
     };

@@ -11,7 +11,7 @@ use belier_engine::{
     DEFAULT_MAX_CONNECTIONS,
 };
 
-use belier_scenario::files;
+use belier_plan::files;
 
 use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use belier_engine::{Config, RequestSpec};
+use belier_plan::{PlanError, Pos, Scheme};
 use belier_results::TargetInfo;
 use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
-use belier_scenario::{PlanError, Pos, Scheme};
 use clap::{Args, ValueEnum};
 
 use crate::args::{LoadArgs, RequestArgs};
@@ -189,7 +189,7 @@ fn configure(
     let order = match args.order {
         OrderArg::InTurn => Order::InTurn,
         OrderArg::Random => Order::Random {
-            seed: seed.unwrap_or(belier_scenario::DEFAULT_SEED),
+            seed: seed.unwrap_or(belier_plan::DEFAULT_SEED),
         },
     };
     let users = if path.as_os_str() == "-" {
@@ -321,7 +321,7 @@ fn jars_and_hops(
 }
 
 /// Most redirects `--follow` takes.
-const MAX_FOLLOW: usize = belier_scenario::MAX_FOLLOW as usize;
+const MAX_FOLLOW: usize = belier_plan::MAX_FOLLOW as usize;
 
 /// Standard input's users: its first target is waited for here (it says where to connect),
 /// the rest are read while the run goes.

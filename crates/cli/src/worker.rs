@@ -11,7 +11,7 @@ use belier_cluster::files::Received;
 use belier_cluster::protocol::{token_problem, Job, Steering, MIN_TOKEN_CHARS};
 use belier_cluster::worker::{self, Helm, Options, Prepared};
 use belier_engine::Control;
-use belier_scenario::Environment;
+use belier_plan::Environment;
 use clap::Parser;
 
 use crate::args::{Cli, Command, WorkerArgs, TOKEN_ENV};

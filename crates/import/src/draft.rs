@@ -263,7 +263,7 @@ fn step(step: &DraftStep) -> Yaml {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use belier_scenario::{Copies, Environment};
+    use belier_plan::{Copies, Environment};
     use std::collections::BTreeMap;
 
     fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> DraftStep {
@@ -311,7 +311,7 @@ mod tests {
             yaml.starts_with("# made by a test\n# second line\n"),
             "{yaml}"
         );
-        let plan = belier_scenario::parse(&yaml, std::path::Path::new("imported.yaml"))
+        let plan = belier_plan::parse(&yaml, std::path::Path::new("imported.yaml"))
             .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         let described = plan.describe();
         assert!(described.contains("POST /login"), "{described}");
@@ -361,7 +361,7 @@ mod tests {
         let path = dir.join("recorded.yaml");
         std::fs::write(&path, &yaml).unwrap();
         let load = |env: &BTreeMap<String, Option<String>>| {
-            belier_scenario::load_with(&path, &Copies::new(), Environment::Only(env))
+            belier_plan::load_with(&path, &Copies::new(), Environment::Only(env))
         };
         let set = ["BELIER_AUTHORIZATION", "BELIER_X_API_KEY"]
             .map(|name| (name.to_string(), Some("secret".to_string())));

@@ -85,7 +85,7 @@ fn entry(
 }
 
 fn reads_back(yaml: &str) -> Result<(), TestCaseError> {
-    match belier_scenario::parse(yaml, Path::new("imported.yaml")) {
+    match belier_plan::parse(yaml, Path::new("imported.yaml")) {
         Ok(_) => Ok(()),
         Err(e) => Err(TestCaseError::fail(format!(
             "the imported plan does not read back: {e}\n{yaml}"

@@ -225,7 +225,7 @@ mod tests {
         let book = Book::new(out.clone(), Some(3), vec![]);
         let a = "http://a.test:8080".to_string();
         book.add(a.clone(), "a.test", "a.test:8080", get("/one", 0));
-        let plan = belier_scenario::load(&out).unwrap();
+        let plan = belier_plan::load(&out).unwrap();
         assert_eq!(plan.target.url(), "http://a.test:8080");
         book.add(
             "http://b.test".into(),
@@ -254,7 +254,7 @@ mod tests {
                 && !text.contains("/three"),
             "{text}"
         );
-        let plan = belier_scenario::load(&out).unwrap();
+        let plan = belier_plan::load(&out).unwrap();
         assert_eq!(plan.hosts.len(), 1);
     }
 

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use belier_plan::extract::name_value;
+
 /// One stored cookie.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Cookie {
@@ -16,19 +18,6 @@ struct Cookie {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Jar {
     cookies: Vec<Cookie>,
-}
-
-/// The name and value of a `Set-Cookie` header.
-pub(crate) fn name_value(set_cookie: &str) -> Option<(&str, &str)> {
-    let pair = set_cookie.split(';').next()?;
-    // A control character (a NUL a server let through, say) makes the cookie ignored, as RFC
-    // 6265bis §5.6 says: sent back, it would make the next request unsendable.
-    if pair.chars().any(|c| c.is_control() && c != '\t') {
-        return None;
-    }
-    let (name, value) = pair.split_once('=')?;
-    let name = name.trim();
-    (!name.is_empty()).then(|| (name, value.trim().trim_matches('"')))
 }
 
 /// The jar of host `origin` among a user's `jars`, made empty the first time.

@@ -14,19 +14,18 @@
 //! Every distinct method and URL is a statistics row, which the reports show as the per-target
 //! table.
 
-pub(crate) mod follow;
 mod parse;
 mod target;
 mod users;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::origin::Origin;
+pub use belier_plan::Origin;
 pub use parse::Reader;
 pub use target::{basic_auth, Format, Target};
 pub use users::{Order, TargetUsers, MAX_STREAM_ROWS};
 
-use crate::error::{PlanError, Pos};
+use belier_plan::{PlanError, Pos};
 
 /// A targets file read whole: its targets in order.
 #[derive(Clone, Debug)]
@@ -44,8 +43,8 @@ pub struct Targets {
 /// that cannot be read, naming the file and the line, and on a file without targets.
 pub fn load(path: &Path, format: Option<Format>) -> Result<Targets, PlanError> {
     // Every target is held for the run: the file is bounded like a plan's data file.
-    let file = crate::files::check(path, crate::files::MOST_DATA_BYTES)
-        .and_then(|_| std::fs::File::open(path).map_err(crate::files::FileError::Io))
+    let file = belier_plan::files::check(path, belier_plan::files::MOST_DATA_BYTES)
+        .and_then(|_| std::fs::File::open(path).map_err(belier_plan::files::FileError::Io))
         .map_err(|e| {
             PlanError::new(
                 path,
@@ -79,7 +78,7 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Targets, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::origin::Scheme;
+    use belier_plan::Scheme;
 
     #[test]
     fn detects_each_format_from_its_first_line() {

@@ -8,12 +8,12 @@ use belier_engine::user::{
     Action, CustomMetric, ErrorKind, Outgoing, Reply, Tally, User, Users, Verdict,
 };
 
-use crate::condition::Facts;
 use crate::cookie::{jar_at as jar, Jar};
-use crate::extract::BodyJson;
-use crate::model::{Body, JsonTemplate, Op, Program};
-use crate::targets::follow::Hosts;
-use crate::template::{escape_header, escape_path, Env};
+use crate::redirect::Hosts;
+use belier_plan::condition::Facts;
+use belier_plan::extract::BodyJson;
+use belier_plan::program::{Body, JsonTemplate, Op, Program};
+use belier_plan::template::{escape_header, escape_path, Env};
 
 mod follow;
 mod phase;
@@ -70,7 +70,7 @@ impl Draws {
 }
 
 /// What following needs: how many hops, and where the run's hosts are (the target's first,
-/// then [`crate::Plan::hosts`], as `Outgoing::origin` numbers them).
+/// then [`belier_plan::Plan::hosts`], as `Outgoing::origin` numbers them).
 #[derive(Debug)]
 struct Follow {
     hops: usize,
@@ -162,15 +162,15 @@ impl PlanUsers {
     pub(crate) fn following(
         mut self,
         hops: usize,
-        origins: Vec<crate::origin::Origin>,
+        origins: Vec<belier_plan::Origin>,
         discover: bool,
     ) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.follow = (hops > 0).then(|| Follow {
                 hops,
-                hosts: crate::targets::follow::Hosts {
+                hosts: crate::redirect::Hosts {
                     known: origins,
-                    discover: discover.then(|| crate::targets::follow::Discover::new(None)),
+                    discover: discover.then(|| crate::redirect::Discover::new(None)),
                 },
             });
         }

@@ -4,6 +4,7 @@
 mod common;
 
 use belier_engine::user::{Action, User, Users};
+use belier_scenario::VirtualUsers;
 use common::reply;
 
 const PLAN: &str = r#"

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use belier_scenario::Copies;
+use belier_plan::Copies;
 use belier_testsupport::temp_dir as dir;
 
 const PLAN: &str = "\
@@ -34,7 +34,7 @@ fn a_plan_names_each_file_it_reads_once_resolved_against_its_directory() {
     write_files(&here, "email\na@x\n");
     let plan_path = here.join("plan.yaml");
     std::fs::write(&plan_path, PLAN).unwrap();
-    let plan = belier_scenario::load(&plan_path).unwrap();
+    let plan = belier_plan::load(&plan_path).unwrap();
     let names: Vec<PathBuf> = ["users.csv", "ca.pem", "order.json", "hook.rhai"]
         .iter()
         .map(|f| here.join(f))
@@ -60,10 +60,9 @@ fn copies_are_read_in_place_of_the_files_the_plan_names() {
     std::fs::write(&plan_copy, PLAN).unwrap();
     copies.insert(plan_path.clone(), plan_copy);
 
-    assert!(belier_scenario::load(&plan_path).is_err());
+    assert!(belier_plan::load(&plan_path).is_err());
     let plan =
-        belier_scenario::load_with(&plan_path, &copies, belier_scenario::Environment::Process)
-            .unwrap();
+        belier_plan::load_with(&plan_path, &copies, belier_plan::Environment::Process).unwrap();
     assert_eq!(plan.file, plan_path, "the plan keeps its own name");
     assert_eq!(plan.feeders()[0].len(), 3, "the rows of the copy");
     assert_eq!(plan.files.len(), 4);
@@ -71,8 +70,8 @@ fn copies_are_read_in_place_of_the_files_the_plan_names() {
 
     // A file without a copy is looked for where the plan names it, and its error says so.
     copies.remove(&origin.join("order.json"));
-    let e = belier_scenario::load_with(&plan_path, &copies, belier_scenario::Environment::Process)
-        .unwrap_err();
+    let e =
+        belier_plan::load_with(&plan_path, &copies, belier_plan::Environment::Process).unwrap_err();
     let text = e.to_string();
     assert!(
         text.contains("cannot read body file") && text.contains("order.json"),

@@ -120,12 +120,12 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
-        let _ = belier_scenario::parse(&text, Path::new("fuzz.yaml"));
+        let _ = belier_plan::parse(&text, Path::new("fuzz.yaml"));
     }
 
     #[test]
     fn yaml_shaped_documents_never_panic(doc in plan_document()) {
-        if let Ok(plan) = belier_scenario::parse(&doc, Path::new("fuzz.yaml")) {
+        if let Ok(plan) = belier_plan::parse(&doc, Path::new("fuzz.yaml")) {
             let _ = plan.describe();
         }
     }
@@ -133,7 +133,7 @@ proptest! {
     #[test]
     fn arbitrary_values_anywhere_never_panic(value in yaml_value(), key in prop::sample::select(WORDS)) {
         let doc = format!("target: http://127.0.0.1:8080\n{key}: {value}\nscenarios: [{{ steps: [{{ get: / }}] }}]\n");
-        let _ = belier_scenario::parse(&doc, Path::new("fuzz.yaml"));
+        let _ = belier_plan::parse(&doc, Path::new("fuzz.yaml"));
     }
 }
 
@@ -144,7 +144,7 @@ fn hostile_documents_are_refused() {
         "[".repeat(10_000),
         "]".repeat(10_000)
     );
-    assert!(belier_scenario::parse(&deep, Path::new("p.yaml")).is_err());
+    assert!(belier_plan::parse(&deep, Path::new("p.yaml")).is_err());
     let mut bomb = String::from("target: http://h\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..12 {
         bomb.push_str(&format!(
@@ -152,8 +152,8 @@ fn hostile_documents_are_refused() {
             p = i - 1
         ));
     }
-    let err = belier_scenario::parse(&bomb, Path::new("p.yaml")).unwrap_err();
+    let err = belier_plan::parse(&bomb, Path::new("p.yaml")).unwrap_err();
     assert!(err.to_string().contains("too large"), "{err}");
-    let empty = belier_scenario::parse("", Path::new("p.yaml")).unwrap_err();
+    let empty = belier_plan::parse("", Path::new("p.yaml")).unwrap_err();
     assert!(empty.to_string().starts_with("p.yaml:1:1:"), "{empty}");
 }

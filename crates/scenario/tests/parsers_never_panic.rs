@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use belier_scenario::{Metric, Plan, PlanError, Threshold};
+use belier_plan::{Metric, Plan, PlanError, Threshold};
+use belier_scenario::VirtualUsers;
 use belier_testsupport::near_miss;
 use proptest::prelude::*;
 
@@ -177,7 +178,7 @@ const TYPED: &[&str] = &[
 ];
 
 fn plan(text: &str) -> Result<Plan, PlanError> {
-    belier_scenario::parse(text, Path::new("fuzz.yaml"))
+    belier_plan::parse(text, Path::new("fuzz.yaml"))
 }
 
 /// A plan error names the file, line and column of the fault.

@@ -4,6 +4,7 @@
 mod common;
 
 use belier_engine::user::{Action, ErrorKind, User, Users};
+use belier_scenario::VirtualUsers;
 use common::{header, reply, send};
 
 const PLAN: &str = r#"

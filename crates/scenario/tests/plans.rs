@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use belier_engine::user::Users;
 use belier_engine::{Profile, Spacing, Stage};
-use belier_scenario::{LoadModel, Metric, Order, Scheme, DEFAULT_ABORT_AFTER};
+use belier_plan::{LoadModel, Metric, Order, Scheme, DEFAULT_ABORT_AFTER};
+use belier_scenario::VirtualUsers;
 
 const FULL: &str = r#"
 target: https://api.example.test:8443/v1/
@@ -523,7 +524,7 @@ fn data_file_errors_name_the_data_file_and_line() {
 
 #[test]
 fn unreadable_plan_is_an_error() {
-    let err = belier_scenario::load(std::path::Path::new("/nonexistent/plan.yaml")).unwrap_err();
+    let err = belier_plan::load(std::path::Path::new("/nonexistent/plan.yaml")).unwrap_err();
     assert!(
         err.to_string()
             .starts_with("/nonexistent/plan.yaml:1:1: cannot read the plan"),

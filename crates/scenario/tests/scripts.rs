@@ -6,6 +6,7 @@
 mod common;
 
 use belier_engine::user::{Action, MetricKind, Tally, User, Users};
+use belier_scenario::VirtualUsers;
 use common::{header, reply, send};
 
 const PLAN: &str = r#"

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belier_engine::user::{Action, ErrorKind, User, Users};
+use belier_scenario::VirtualUsers;
 use common::{header, ok, reply, send};
 
 const LOGIN: &str = r#"
@@ -256,7 +257,7 @@ scenarios:
       - get: /u/{{ once.id }}
 "#;
 
-fn feeder_plan(test: &str, scenario: &str) -> belier_scenario::Plan {
+fn feeder_plan(test: &str, scenario: &str) -> belier_plan::Plan {
     let rows: String = (0..100)
         .map(|i| format!("{{\"id\": \"u{i}\"}}\n"))
         .collect();

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use belier_scenario::PlanUsers;
+use belier_scenario::{PlanUsers, VirtualUsers};
 
 use super::step::Target;
 use crate::settings::Settings;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use belier_capacity::{Dimension, StepPlan};
 use belier_engine::{Config, Load, Profile, Spacing, StopWhen, DEFAULT_MAX_CONNECTIONS};
-use belier_scenario::{LoadModel, PhaseOutcome, Plan};
+use belier_plan::{LoadModel, Plan};
+use belier_scenario::{PhaseOutcome, VirtualUsers};
 
 use crate::args::Format;
 use crate::plan::Connection;

@@ -65,7 +65,7 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         .into());
     }
     let path = PathBuf::from(given);
-    let mut plan = belier_scenario::load(&path)?;
+    let mut plan = belier_plan::load(&path)?;
     crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
     crate::plan::apply_vars(&mut plan, &args.vars)?;
     // The search steers one rate; several loads at once have no one rate to search.

@@ -1,12 +1,12 @@
 //! The files a distributed run reads go with its job ([`belier_cluster::files`]): a plan's,
-//! as the plan itself names them ([`belier_scenario::Plan::files`]), or those a flag run's
+//! as the plan itself names them ([`belier_plan::Plan::files`]), or those a flag run's
 //! arguments name. A worker points the arguments at its copies ([`localise`]).
 
 use std::path::PathBuf;
 
 use belier_cluster::files::gather;
 use belier_cluster::protocol::SentFile;
-use belier_scenario::{Copies, Plan};
+use belier_plan::{Copies, Plan};
 use clap::Parser;
 
 use crate::args::{Cli, LoadArgs};

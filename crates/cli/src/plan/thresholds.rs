@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use belier_plan::{Figures, Plan, Threshold};
 use belier_results::{ThresholdOutcome, ThresholdStop};
-use belier_scenario::{Figures, Plan, Threshold};
 use belier_stats::{value_at_percentile, Collector, MetricRow, Recorder, Series};
 use hdrhistogram::Histogram;
 
@@ -300,7 +300,7 @@ thresholds:
 "#;
 
     fn parse_plan(text: &str) -> Plan {
-        belier_scenario::parse(text, Path::new("p.yaml")).unwrap()
+        belier_plan::parse(text, Path::new("p.yaml")).unwrap()
     }
 
     /// `n` requests of `step` taking `latency_ms`, of which `failed` failed.

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use belier_plan::{Copies, Plan};
 use belier_scenario::targets::Format;
-use belier_scenario::{Copies, Plan};
 
 use crate::args::LoadArgs;
 use crate::targets::FormatArg;

@@ -55,7 +55,7 @@ fn a_copied_browser_request() {
         ]
     );
     let yaml = i.draft.to_yaml("t");
-    let plan = belier_scenario::parse(&yaml, std::path::Path::new("curl.yaml")).unwrap();
+    let plan = belier_plan::parse(&yaml, std::path::Path::new("curl.yaml")).unwrap();
     assert_eq!(plan.target.url(), "https://api.test:443");
 }
 
@@ -269,7 +269,7 @@ fn unix_socket_cacert_and_insecure_go_to_the_flags_and_the_plan() {
     let yaml = i.draft.to_yaml("t");
     assert!(yaml.contains("unix_socket: /run/app.sock"), "{yaml}");
     assert!(yaml.contains("cacert: ca.pem"), "{yaml}");
-    let plan = belier_scenario::parse(&yaml, Path::new("/plans/curl.yaml")).unwrap();
+    let plan = belier_plan::parse(&yaml, Path::new("/plans/curl.yaml")).unwrap();
     assert_eq!(
         plan.options.unix_socket.as_deref(),
         Some(Path::new("/run/app.sock"))

@@ -162,7 +162,7 @@ fn a_login_flow_becomes_a_plan_with_the_token_extracted() {
         !yaml.contains("tk-81c2e9f0a7") && !yaml.contains("secret"),
         "{yaml}"
     );
-    let plan = belier_scenario::parse(&yaml, std::path::Path::new("flow.yaml"))
+    let plan = belier_plan::parse(&yaml, std::path::Path::new("flow.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
     assert_eq!(plan.hosts.len(), 1);
 }

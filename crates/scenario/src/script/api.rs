@@ -7,16 +7,6 @@ use std::cell::RefCell;
 use base64::Engine as _;
 use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, Map};
 
-/// Most operations one script call may take: a script that loops forever fails its step
-/// after about this many, instead of holding its worker thread.
-pub(crate) const MAX_OPERATIONS: u64 = 1_000_000;
-/// Deepest function-call nesting of a script.
-const MAX_CALL_LEVELS: usize = 32;
-/// Largest string, array and map a script may build.
-const MAX_STRING_BYTES: usize = 4 << 20;
-const MAX_ARRAY_LEN: usize = 100_000;
-const MAX_MAP_LEN: usize = 100_000;
-
 /// What a metric call left in the sink.
 #[derive(Debug, Clone)]
 pub(crate) enum Mark {
@@ -41,21 +31,10 @@ pub(crate) fn with_engine<T>(f: impl FnOnce(&Engine) -> T) -> T {
     ENGINE.with(f)
 }
 
-/// A new engine with belier's limits and functions. Also used to compile (syntax only; the
-/// AST is engine-independent).
+/// A new engine with belier's limits ([`belier_plan::script::engine`]) and its helper
+/// functions.
 pub(crate) fn engine() -> Engine {
-    let mut e = Engine::new();
-    // No `import` of script files: a plan's scripts reach nothing belier does not give them.
-    e.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
-    e.disable_symbol("eval");
-    // A library does not print: `print` and `debug` go nowhere.
-    e.on_print(|_| {});
-    e.on_debug(|_, _, _| {});
-    e.set_max_operations(MAX_OPERATIONS);
-    e.set_max_call_levels(MAX_CALL_LEVELS);
-    e.set_max_string_size(MAX_STRING_BYTES);
-    e.set_max_array_size(MAX_ARRAY_LEN);
-    e.set_max_map_size(MAX_MAP_LEN);
+    let mut e = belier_plan::script::engine();
     e.register_fn("hmac_sha256_hex", |key: &str, msg: &str| {
         hex(hmac_sha256(key.as_bytes(), msg.as_bytes()).as_ref())
     });

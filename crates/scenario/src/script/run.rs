@@ -9,7 +9,7 @@ use belier_engine::user::{CustomMetric, MetricKind, Outgoing, Reply, Tally};
 use rhai::{Dynamic, ImmutableString, Map, Scope};
 
 use super::api::{with_engine, Mark, SINK};
-use super::compiled::Script;
+use belier_plan::script::Script;
 
 /// Most distinct error messages kept for the report; further ones are only counted.
 const MAX_MESSAGES: usize = 20;
@@ -209,7 +209,7 @@ fn apply(outgoing: &mut Outgoing, r: &Map, body_before: &ImmutableString) {
         // method, path or header name a script makes unsendable is refused by the engine: the
         // request fails unsent.)
         let mut cleaned = String::new();
-        crate::template::escape_header(&text(value), &mut cleaned);
+        belier_plan::template::escape_header(&text(value), &mut cleaned);
         let value = cleaned;
         match outgoing
             .headers

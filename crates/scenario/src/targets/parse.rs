@@ -7,9 +7,9 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::target::{basic_auth, Format, Target};
-use crate::error::{PlanError, Pos};
-use crate::origin::{Origin, Scheme};
 use belier_engine::request::{rules, InvalidRequest};
+use belier_plan::{Origin, Scheme};
+use belier_plan::{PlanError, Pos};
 
 /// Reads targets from `input` one at a time, as they come: a stream is parsed while it is
 /// still being written.
@@ -30,7 +30,7 @@ pub struct Reader<R> {
 
 /// Longest line a targets file may have: a JSON target carrying the largest body belier
 /// sends, in base64. A line is held whole while it is parsed.
-const MOST_LINE_BYTES: u64 = crate::files::MOST_BODY_BYTES / 3 * 4 + (1 << 20);
+const MOST_LINE_BYTES: u64 = belier_plan::files::MOST_BODY_BYTES / 3 * 4 + (1 << 20);
 
 impl<R: BufRead> Reader<R> {
     /// A reader of `input`, which errors call `name`; bodies named in it are relative to
@@ -94,7 +94,7 @@ impl<R: BufRead> Reader<R> {
             return Ok(None);
         }
         if read as u64 > MOST_LINE_BYTES {
-            let most = crate::files::size_in_words(MOST_LINE_BYTES);
+            let most = belier_plan::files::size_in_words(MOST_LINE_BYTES);
             return Err(self.err_at(self.line + 1, format!("a line longer than {most}")));
         }
         self.line += 1;
@@ -299,7 +299,7 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn body_file(&mut self, path: &str) -> Result<Vec<u8>, PlanError> {
-        use crate::files::{read, size_in_words, MOST_BODY_BYTES, MOST_DATA_BYTES};
+        use belier_plan::files::{read, size_in_words, MOST_BODY_BYTES, MOST_DATA_BYTES};
         if path.is_empty() {
             return Err(self.err("expected a file name after `@` (or `<`) for the body"));
         }

@@ -1,7 +1,7 @@
 //! One request of a targets file ([`Target`]), the formats it may be written in ([`Format`]),
 //! and the credentials a URL may carry ([`basic_auth`]).
 
-use crate::origin::Origin;
+use belier_plan::Origin;
 
 /// A targets file's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,11 +10,11 @@ use std::time::{Duration, SystemTime};
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Users, Verdict};
 
-use super::follow::Hosts;
 use super::{Reader, Target, Targets};
 use crate::cookie::{jar_at, Jar};
-use crate::error::{PlanError, Pos};
-use crate::origin::Origin;
+use crate::redirect::Hosts;
+use belier_plan::Origin;
+use belier_plan::{PlanError, Pos};
 
 /// Most statistics rows a stream of targets gets: its first this many distinct targets have
 /// a row each, every later one counts under the last row, `other targets`, so that a
@@ -319,12 +319,12 @@ impl TargetUsers {
     }
 
     /// Follows redirects to hosts the targets do not name too (HTTP/1.1 only): each becomes
-    /// a host of the run when first met (up to [`super::follow::MAX_FOUND_HOSTS`]), resolved by
+    /// a host of the run when first met (up to `MAX_FOUND_HOSTS`), resolved by
     /// each worker that sends there, https ones spoken with `tls`. With
     /// [`TargetUsers::following`]; call before the run.
     pub fn discovering(mut self, tls: Option<belier_engine::TlsOptions>) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.hosts.discover = Some(super::follow::Discover::new(tls));
+            shared.hosts.discover = Some(crate::redirect::Discover::new(tls));
         }
         self
     }
@@ -499,7 +499,7 @@ impl User for TargetUser {
         if let (Some((sent, k)), Some(location)) = (self.hop.take(), reply.header("location")) {
             if k < self.shared.follow {
                 let location = String::from_utf8_lossy(location);
-                self.next_hop = super::follow::next_hop(
+                self.next_hop = crate::redirect::next_hop(
                     &sent,
                     &self.shared.hosts,
                     reply.status,

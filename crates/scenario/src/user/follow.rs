@@ -1,6 +1,6 @@
 //! A plan's `follow: N`: a user follows the redirects of each request step, every hop a
 //! request of its own in its own statistics row (step row `r`'s hop `k` is row `r·(N+1)+k`,
-//! see [`crate::model::Program::follow_rows`]); the step's checks and extractions judge the
+//! see [`belier_plan::program::Program::follow_rows`]); the step's checks and extractions judge the
 //! answer the last hop got.
 
 use std::time::SystemTime;
@@ -36,13 +36,9 @@ impl Local {
             return false;
         };
         let location = String::from_utf8_lossy(location);
-        let Some(next) = crate::targets::follow::next_hop(
-            &sent,
-            &follow.hosts,
-            reply.status,
-            &location,
-            sent.step + 1,
-        ) else {
+        let Some(next) =
+            crate::redirect::next_hop(&sent, &follow.hosts, reply.status, &location, sent.step + 1)
+        else {
             return false;
         };
         if let Some(pending) = &mut self.pending {

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use belier_engine::user::Reply;
 
-use crate::model::{Program, Request};
+use belier_plan::program::{Program, Request};
 
 /// What a run of `setup` or `teardown` did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

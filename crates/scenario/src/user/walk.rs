@@ -182,7 +182,9 @@ impl Local {
             failed |= !passed;
         }
         for extraction in &request.extract {
-            let value = extraction.source.extract(reply, &mut json, jar, now);
+            let value = extraction.source.extract(reply, &mut json, &|name| {
+                jar.get(name, now).map(str::to_string)
+            });
             tally(extraction.check, value.is_some());
             match value {
                 Some(v) => self.vars[extraction.slot] = Some(v),

@@ -13,14 +13,14 @@ pub fn load(
     test: &str,
     plan: &str,
     files: &[(&str, &str)],
-) -> Result<belier_scenario::Plan, belier_scenario::PlanError> {
+) -> Result<belier_plan::Plan, belier_plan::PlanError> {
     let dir = dir(test);
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
     }
     let path = dir.join("plan.yaml");
     std::fs::write(&path, plan).expect("write plan");
-    belier_scenario::load(&path)
+    belier_plan::load(&path)
 }
 
 /// A reply with this status, headers and body.

@@ -1,4 +1,4 @@
-//! Prints what `belier check` will show for a plan: `cargo run -p belier-scenario --example describe -- PLAN.yaml`.
+//! Prints what `belier check` will show for a plan: `cargo run -p belier-plan --example describe -- PLAN.yaml`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 fn main() {
@@ -6,7 +6,7 @@ fn main() {
         eprintln!("usage: describe PLAN.yaml");
         std::process::exit(2);
     };
-    match belier_scenario::load(std::path::Path::new(&path)) {
+    match belier_plan::load(std::path::Path::new(&path)) {
         Ok(plan) => print!("{}", plan.describe()),
         Err(e) => {
             eprintln!("{e}");

@@ -6,7 +6,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use belier_engine::user::Outgoing;
 use belier_engine::TlsOptions;
 
-use crate::origin::{Origin, Scheme};
+use belier_plan::{Origin, Scheme};
 
 /// Most hosts redirects may lead a run to beyond those it started with: each costs every
 /// worker a name lookup and every user a connection.

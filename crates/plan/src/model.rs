@@ -163,11 +163,21 @@ pub struct Executor {
     pub(crate) scenarios: Vec<usize>,
 }
 
+impl Executor {
+    /// Its scenarios, by index in the plan's [`Program::scenarios`].
+    pub fn scenarios(&self) -> &[usize] {
+        &self.scenarios
+    }
+}
+
 /// A request body.
 #[derive(Clone, Debug)]
-pub(crate) enum Body {
+pub enum Body {
+    /// No body.
     None,
+    /// Text rendered per request.
     Text(Template),
+    /// A JSON document whose strings are templates, rendered per request.
     Json(JsonTemplate),
     /// Bytes fixed at load time: a `body_file` (sent as is), or a `json` body without
     /// templates (serialised once); the label says which, for `describe`.
@@ -180,19 +190,25 @@ pub(crate) enum Body {
 
 /// A JSON body whose strings are templates.
 #[derive(Clone, Debug)]
-pub(crate) enum JsonTemplate {
+pub enum JsonTemplate {
+    /// A value without templates, as written.
     Fixed(serde_json::Value),
+    /// A string with templates.
     Text(Template),
+    /// An array of them.
     Array(Vec<JsonTemplate>),
+    /// An object: its keys, in plan order, and their values.
     Object(Vec<(String, JsonTemplate)>),
 }
 
 /// A compiled request step.
 #[derive(Clone, Debug)]
-pub(crate) struct Request {
+pub struct Request {
     /// Statistics row.
     pub step: usize,
+    /// The step's name.
     pub name: String,
+    /// The HTTP method.
     pub method: String,
     /// Path and query, the target's base path included.
     pub path: Template,
@@ -203,24 +219,32 @@ pub(crate) struct Request {
     pub origin: usize,
     /// Default headers merged with the step's.
     pub headers: Vec<(String, Template)>,
+    /// The body.
     pub body: Body,
+    /// Values taken from the response into variables, in plan order.
     pub extract: Vec<Extraction>,
+    /// Checks of the response, in plan order.
     pub checks: Vec<Check>,
     /// Whether a `status` check replaces the default rule (status < 400).
     pub status_checked: bool,
     /// Check row counting whether every extracted variable the request uses had a value.
     pub vars_check: Option<usize>,
+    /// A failed check or extraction ends the iteration.
     pub abort_on_fail: bool,
+    /// The step's own timeout, instead of the run's.
     pub timeout: Option<Duration>,
+    /// Whether the response body must be kept (for checks, extraction or a hook).
     pub keep_body: bool,
     /// `before_request` and `after_response` hooks: indices into [`Program::scripts`].
     pub before: Option<usize>,
+    /// See `before`.
     pub after: Option<usize>,
 }
 
 /// One instruction of a scenario, flattened (groups inlined, loops as jumps).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Op {
+pub enum Op {
+    /// A request step: an index into [`Program::requests`].
     Request(usize),
     /// A `script:` step: an index into [`Program::scripts`].
     Script(usize),
@@ -228,10 +252,14 @@ pub(crate) enum Op {
     Pause(Duration, Duration),
     /// Runs the ops up to the matching `LoopEnd` (at `end`) `count` times.
     LoopStart {
+        /// Times through.
         count: u64,
+        /// Index of its `LoopEnd`.
         end: usize,
     },
+    /// Ends a loop: back to `start` (its `LoopStart`) while rounds are left.
     LoopEnd {
+        /// Index of its `LoopStart`.
         start: usize,
     },
     /// Marks a group, for `describe` only.
@@ -240,32 +268,42 @@ pub(crate) enum Op {
     GroupEnd,
     /// `if:`: unless `cond` holds, continues at `end` (the matching `GroupEnd`).
     If {
+        /// The condition.
         cond: Box<Expr>,
         /// The condition as written, for `describe`.
         text: String,
+        /// Index of the matching `GroupEnd`.
         end: usize,
     },
     /// `choice:`: continues at one branch's start, picked by weight: `(weight, start)`.
     Choice {
+        /// Each branch's weight and first op.
         branches: Vec<(u64, usize)>,
+        /// The sum of the weights.
         total: u64,
     },
     /// A choice branch's first op, for `describe` only.
     Branch {
+        /// Its weight.
         weight: u64,
+        /// The sum of its choice's weights.
         total: u64,
     },
     /// Continues at `to` (a branch's end: past its choice).
     Jump {
+        /// The op to continue at.
         to: usize,
     },
 }
 
 /// A compiled scenario.
 #[derive(Clone, Debug)]
-pub(crate) struct Scenario {
+pub struct Scenario {
+    /// Its name.
     pub name: String,
+    /// Its weight: how often users pick it, against the others'.
     pub weight: u64,
+    /// Its steps, flattened.
     pub ops: Vec<Op>,
     /// Feeders its templates read: one row is drawn from each per iteration.
     pub feeders: Vec<usize>,
@@ -273,13 +311,18 @@ pub(crate) struct Scenario {
 
 /// Everything users need, shared by all of them.
 #[derive(Clone, Debug)]
-pub(crate) struct Program {
+pub struct Program {
+    /// Statistics row names.
     pub steps: Vec<String>,
+    /// Check row names.
     pub checks: Vec<String>,
+    /// Request steps, by index ([`Op::Request`]).
     pub requests: Vec<Request>,
+    /// Scenarios, by index.
     pub scenarios: Vec<Scenario>,
     /// Initial values of the variable slots (plan variables; extracted ones start unset).
     pub initial: Vec<Option<String>>,
+    /// Data sources, by index.
     pub feeders: Vec<Feeder>,
     /// Scripts of `script:` steps and request hooks, by index.
     pub scripts: Vec<crate::script::Script>,
@@ -350,13 +393,29 @@ pub struct Plan {
 /// A `setup` or `teardown` list of steps, compiled as a one-scenario program of its own (its
 /// own statistics and check rows, so its requests stay apart from the users' figures).
 #[derive(Clone, Debug)]
-pub(crate) struct Phase {
+pub struct Phase {
+    /// Its program: one scenario.
     pub program: Arc<Program>,
     /// Variable slots the phase extracts (setup's are shared with users and teardown).
     pub exports: Vec<usize>,
 }
 
 impl Plan {
+    /// The compiled program the plan's users walk (`belier-scenario`'s runtime).
+    pub fn program(&self) -> &Arc<Program> {
+        &self.program
+    }
+
+    /// The compiled `setup:`, if the plan has one.
+    pub fn setup_phase(&self) -> Option<&Phase> {
+        self.setup.as_ref()
+    }
+
+    /// The compiled `teardown:`, if the plan has one.
+    pub fn teardown_phase(&self) -> Option<&Phase> {
+        self.teardown.as_ref()
+    }
+
     /// The data feeders.
     pub fn feeders(&self) -> &[Feeder] {
         &self.program.feeders

@@ -117,8 +117,6 @@ pub(super) fn check_scope(
 mod tests {
     use std::path::Path;
 
-    use belier_engine::user::{Action, Reply, Users};
-
     use crate::model::{LoadModel, Plan};
     use crate::PlanError;
 
@@ -175,27 +173,10 @@ scenarios:
             p.executors[2].load.summary(),
             "open loop, 20 iterations/s, at most 50 users, even arrivals, duration: 5s"
         );
-        // Each executor's users run its scenarios only.
-        let users = p.executor_users();
-        assert_eq!(users.len(), 3);
-        for (i, path) in [(0, "/browse"), (2, "/checkout")] {
-            let mut user = users[i].user(0);
-            for _ in 0..5 {
-                match user.next() {
-                    Action::Send(out) => assert_eq!(out.path_and_query, path),
-                    other => panic!("expected a request, got {other:?}"),
-                }
-                let reply = Reply {
-                    status: 200,
-                    head: b"HTTP/1.1 200 OK\r\n",
-                    body: b"",
-                    body_truncated: false,
-                    latency: std::time::Duration::from_millis(1),
-                };
-                user.reply(&reply, &mut |_, _| {});
-                assert_eq!(user.next(), Action::EndIteration);
-            }
-        }
+        // Each executor runs its scenarios only (its users: `belier-scenario`'s
+        // tests/executors.rs).
+        let scenarios: Vec<&[usize]> = p.executors.iter().map(|e| e.scenarios()).collect();
+        assert_eq!(scenarios, [&[0][..], &[1, 3], &[2]]);
         let check = p.describe();
         assert!(check.contains("loads: 3 at once"), "{check}");
         assert!(check.contains("  browse (weight 1"), "{check}");

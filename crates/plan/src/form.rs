@@ -19,7 +19,8 @@ const BOUNDARY_RANDOM: usize = 32;
 
 /// A `form:` body: fields in plan order.
 #[derive(Clone, Debug)]
-pub(crate) struct Form {
+pub struct Form {
+    /// Each field's name and value.
     pub fields: Vec<(String, Template)>,
 }
 
@@ -73,7 +74,7 @@ enum Chunk {
 
 /// A `multipart:` body laid out at load: fixed bytes between the templated field values.
 #[derive(Clone, Debug)]
-pub(crate) struct Multipart {
+pub struct Multipart {
     /// The boundary, for the Content-Type header.
     pub boundary: String,
     chunks: Vec<Chunk>,
@@ -83,7 +84,7 @@ pub(crate) struct Multipart {
 
 impl Multipart {
     /// Lays out `parts` with a boundary found in none of their fixed contents.
-    pub fn new(parts: Vec<Part>, rng: &mut fastrand::Rng) -> Multipart {
+    pub(crate) fn new(parts: Vec<Part>, rng: &mut fastrand::Rng) -> Multipart {
         let boundary = loop {
             let random: String = (0..BOUNDARY_RANDOM).map(|_| rng.alphanumeric()).collect();
             let candidate = format!("belier-{random}");

@@ -1,27 +1,25 @@
 //! `{{ env.NAME }}` in every place a plan takes templates, with a fake environment, and
-//! `--var`'s `Plan::set_variable`.
+//! `--var`'s `Plan::set_variable`: as the plan reads them, and as its users send them.
 
-use std::env::VarError;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use belier_engine::user::{Action, Outgoing, Users};
-
-use crate::model::Plan;
-use crate::PlanError;
-
-fn env(name: &str) -> Result<String, VarError> {
-    match name {
-        "HOST" => Ok("127.0.0.1".into()),
-        "PORT" => Ok("9001".into()),
-        "TOKEN" => Ok("s3cr3t-t0ken".into()),
-        "ODD" => Ok("a b#c".into()),
-        "CRLF" => Ok("a\r\nX-Injected: 1".into()),
-        _ => Err(VarError::NotPresent),
-    }
-}
+use belier_plan::{Copies, Environment, Plan, PlanError};
+use belier_scenario::VirtualUsers;
 
 fn parse(text: &str) -> Result<Plan, PlanError> {
-    super::plan(text, Path::new("p.yaml"), &env)
+    let env: BTreeMap<String, Option<String>> = [
+        ("HOST", "127.0.0.1"),
+        ("PORT", "9001"),
+        ("TOKEN", "s3cr3t-t0ken"),
+        ("ODD", "a b#c"),
+        ("CRLF", "a\r\nX-Injected: 1"),
+    ]
+    .into_iter()
+    .map(|(n, v)| (n.to_string(), Some(v.to_string())))
+    .collect();
+    belier_plan::parse_with(text, Path::new("p.yaml"), Environment::Only(&env))
 }
 
 fn first_request(plan: &Plan) -> Outgoing {
@@ -94,8 +92,8 @@ fn a_plan_keeps_what_it_read_of_the_environment_and_loads_again_from_that_alone(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("p.yaml");
     std::fs::write(&file, PLAN).unwrap();
-    let env = crate::Environment::Only(&plan.environment);
-    let again = crate::load_with(&file, &crate::Copies::new(), env).unwrap();
+    let env = Environment::Only(&plan.environment);
+    let again = belier_plan::load_with(&file, &Copies::new(), env).unwrap();
     assert_eq!(again.environment, plan.environment);
     let out = first_request(&again);
     assert_eq!(out.path_and_query, "/api/q/a%20b%23c/ann");
@@ -109,11 +107,7 @@ fn a_plan_keeps_what_it_read_of_the_environment_and_loads_again_from_that_alone(
     let none = std::collections::BTreeMap::new();
     let text = "target: http://h\nscenarios: [{ steps: [{ get: /, headers: { A: \"{{ env.PATH }}\" } }] }]\n";
     std::fs::write(&file, text).unwrap();
-    let e = crate::load_with(
-        &file,
-        &crate::Copies::new(),
-        crate::Environment::Only(&none),
-    );
+    let e = belier_plan::load_with(&file, &Copies::new(), Environment::Only(&none));
     let _ = std::fs::remove_dir_all(&dir);
     let e = e.unwrap_err().to_string();
     assert!(e.contains("environment variable `PATH` is not set"), "{e}");

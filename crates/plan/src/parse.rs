@@ -431,6 +431,3 @@ fn data(c: &Compiler<'_>, name: &str, node: &Node) -> Result<Feeder> {
     }
     Feeder::read(name, &path, order)
 }
-
-#[cfg(test)]
-mod tests;

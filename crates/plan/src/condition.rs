@@ -18,20 +18,29 @@
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cmp {
+pub enum Cmp {
+    /// `==`
     Eq,
+    /// `!=`
     Ne,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
 }
 
 /// A compiled condition.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Expr {
+pub enum Expr {
+    /// A text literal.
     Text(String),
+    /// A number literal.
     Number(f64),
+    /// `true` or `false`.
     Bool(bool),
     /// A variable slot.
     Var(usize),
@@ -41,9 +50,13 @@ pub(crate) enum Expr {
     Failed,
     /// The latest result of a check row (false before it ran).
     Check(usize),
+    /// `not`.
     Not(Box<Expr>),
+    /// `and`.
     And(Box<Expr>, Box<Expr>),
+    /// `or`.
     Or(Box<Expr>, Box<Expr>),
+    /// A comparison.
     Compare(Box<Expr>, Cmp, Box<Expr>),
 }
 
@@ -54,10 +67,14 @@ pub(crate) enum Name<'a> {
 }
 
 /// What a condition reads when it is evaluated.
-pub(crate) struct Facts<'a> {
+pub struct Facts<'a> {
+    /// The user's variables, by slot.
     pub vars: &'a [Option<String>],
+    /// The last response's status (0: none).
     pub status: u16,
+    /// Whether the last request step failed.
     pub failed: bool,
+    /// The latest result of each check row.
     pub checks: &'a [bool],
 }
 

@@ -7,7 +7,7 @@
 //! accept far more than a plan should.
 //!
 //! `{{ env.NAME }}` (with an optional `| default("x")`) is read from the environment once, when
-//! the plan loads, and kept as a [`Segment::Value`]: no lookup on the request path.
+//! the plan loads, and kept as a `Segment::Value`: no lookup on the request path.
 
 use crate::feeder::Feeder;
 
@@ -52,7 +52,7 @@ pub(crate) enum Reference<'t> {
 
 /// A compiled template.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Template {
+pub struct Template {
     segments: Vec<Segment>,
 }
 
@@ -60,19 +60,24 @@ pub(crate) struct Template {
 pub(crate) type CompileError = (usize, String);
 
 /// Values a template is rendered with.
-pub(crate) struct Env<'a> {
+pub struct Env<'a> {
+    /// The user's variables, by slot.
     pub vars: &'a [Option<String>],
+    /// The plan's data sources.
     pub feeders: &'a [Feeder],
     /// The row each feeder gave this iteration.
     pub rows: &'a [Option<usize>],
+    /// The virtual user's number.
     pub vu: u64,
+    /// The user's iteration number.
     pub iteration: u64,
+    /// The user's random numbers.
     pub rng: &'a mut fastrand::Rng,
 }
 
 impl Template {
     /// Compiles `text`; `resolve` turns each reference into a segment or says why it cannot.
-    pub fn compile(
+    pub(crate) fn compile(
         text: &str,
         resolve: &mut dyn FnMut(Reference<'_>) -> Result<Segment, String>,
     ) -> Result<Template, CompileError> {
@@ -235,7 +240,7 @@ impl Template {
 
 /// Percent-encodes what may not appear raw in a request target (spaces, controls, quotes,
 /// non-ASCII, `#`…); `/`, `?`, `&`, `=` and `%` pass, so values may carry query syntax.
-pub(crate) fn escape_path(value: &str, out: &mut String) {
+pub fn escape_path(value: &str, out: &mut String) {
     for b in value.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b) {
             out.push(b as char);
@@ -247,7 +252,7 @@ pub(crate) fn escape_path(value: &str, out: &mut String) {
 
 /// Drops CR and LF, which would end a header line early, and NUL: a value that comes per
 /// request (an extracted one, a data column) is cleaned rather than refused.
-pub(crate) fn escape_header(value: &str, out: &mut String) {
+pub fn escape_header(value: &str, out: &mut String) {
     out.extend(value.chars().filter(|c| !matches!(c, '\r' | '\n' | '\0')));
 }
 

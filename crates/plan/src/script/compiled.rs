@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 /// Where a script runs, and so what it sees besides `vars`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hook {
+pub enum Hook {
     /// A `script:` step: variables only.
     Step,
     /// Before its request is sent: `request` (method, path, headers, body), which it may change.
@@ -16,7 +16,7 @@ pub(crate) enum Hook {
 
 impl Hook {
     /// The key that gives it in a plan, and the last part of its check's name.
-    pub(crate) fn key(self) -> &'static str {
+    pub fn key(self) -> &'static str {
         match self {
             Hook::Step => "script",
             Hook::BeforeRequest => "before_request",
@@ -27,8 +27,10 @@ impl Hook {
 
 /// A compiled script.
 #[derive(Clone, Debug)]
-pub(crate) struct Script {
+pub struct Script {
+    /// The compiled text.
     pub ast: Arc<rhai::AST>,
+    /// Where it runs.
     pub hook: Hook,
     /// The check counting its calls: passed, or failed with an error.
     pub check: usize,

@@ -97,7 +97,7 @@ fn text<'n>(c: &Compiler<'_>, node: &'n Node) -> Result<(String, Origin<'n>, Str
 
 /// The script compiled, or its syntax error at the line and column it names.
 fn syntax(text: &str, at: &dyn Fn(usize) -> At) -> Result<rhai::AST> {
-    super::api::engine().compile(text).map_err(|e| {
+    super::language::engine().compile(text).map_err(|e| {
         let p = e.position();
         let line = p.line().unwrap_or(1);
         let col = p.position().unwrap_or(1);

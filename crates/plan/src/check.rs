@@ -12,10 +12,12 @@ use crate::extract::BodyJson;
 
 /// What a check tests.
 #[derive(Clone, Debug)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// The status is one of these (replaces the default rule "status < 400").
     Status(Vec<u16>),
+    /// The body contains this text.
     BodyContains(String),
+    /// The body matches this regex.
     BodyMatches(Regex),
     /// The first node the path selects equals the value (numbers compare as numbers).
     Json(JsonPath, String, Value),
@@ -27,9 +29,10 @@ pub(crate) enum Kind {
 
 /// One check of a request step.
 #[derive(Clone, Debug)]
-pub(crate) struct Check {
+pub struct Check {
     /// Row in `Users::checks`.
     pub index: usize,
+    /// What it tests.
     pub kind: Kind,
 }
 

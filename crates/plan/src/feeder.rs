@@ -113,12 +113,12 @@ impl Feeder {
     }
 
     /// The value of `column` in `row`.
-    pub(crate) fn value(&self, row: usize, column: usize) -> Option<&str> {
+    pub fn value(&self, row: usize, column: usize) -> Option<&str> {
         self.rows.get(row)?.get(column).map(String::as_str)
     }
 
     /// The row for user `vu`'s `draw`-th draw; `None` when a unique feeder has run out.
-    pub(crate) fn draw(
+    pub fn draw(
         &self,
         vu: u64,
         draw: u64,

@@ -1,18 +1,27 @@
 //! Extraction of values from a response into a user's variables: JSONPath, regex, header,
 //! cookie.
 
-use std::time::SystemTime;
-
 use belier_engine::user::Reply;
 use regex::Regex;
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
-use crate::cookie::{self, Jar};
+/// The name and value of a `Set-Cookie` header.
+pub fn name_value(set_cookie: &str) -> Option<(&str, &str)> {
+    let pair = set_cookie.split(';').next()?;
+    // A control character (a NUL a server let through, say) makes the cookie ignored, as RFC
+    // 6265bis §5.6 says: sent back, it would make the next request unsendable.
+    if pair.chars().any(|c| c.is_control() && c != '\t') {
+        return None;
+    }
+    let (name, value) = pair.split_once('=')?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| (name, value.trim().trim_matches('"')))
+}
 
 /// Where a value comes from.
 #[derive(Clone, Debug)]
-pub(crate) enum Source {
+pub enum Source {
     /// The first node a JSONPath selects in the JSON body (strings as they are, anything else
     /// as JSON text).
     Json(JsonPath, String),
@@ -27,11 +36,12 @@ pub(crate) enum Source {
 
 /// One extraction of a request step.
 #[derive(Clone, Debug)]
-pub(crate) struct Extraction {
+pub struct Extraction {
     /// Variable slot written.
     pub slot: usize,
     /// Variable name.
     pub name: String,
+    /// Where its value comes from.
     pub source: Source,
     /// Check row that counts whether it worked.
     pub check: usize,
@@ -39,11 +49,12 @@ pub(crate) struct Extraction {
 
 /// The reply's body parsed as JSON at most once, for every extraction and check that needs it.
 #[derive(Default)]
-pub(crate) struct BodyJson {
+pub struct BodyJson {
     parsed: Option<Option<Value>>,
 }
 
 impl BodyJson {
+    /// The body as JSON, parsed the first time; `None` if it is not JSON.
     pub fn get(&mut self, body: &[u8]) -> Option<&Value> {
         self.parsed
             .get_or_insert_with(|| serde_json::from_slice(body).ok())
@@ -67,13 +78,13 @@ impl Source {
         }
     }
 
-    /// The extracted value, if the response has it.
+    /// The extracted value, if the response has it; a cookie this response does not set is
+    /// looked up in `held` (the user's jar, now).
     pub fn extract(
         &self,
         reply: &Reply<'_>,
         json: &mut BodyJson,
-        jar: &Jar,
-        now: SystemTime,
+        held: &dyn Fn(&str) -> Option<String>,
     ) -> Option<String> {
         match self {
             Source::Json(path, _) => {
@@ -97,11 +108,11 @@ impl Source {
                 .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
                 .filter_map(|(_, v)| {
                     let v = std::str::from_utf8(v).ok()?;
-                    let (n, value) = cookie::name_value(v)?;
+                    let (n, value) = name_value(v)?;
                     (n == name).then(|| value.to_string())
                 })
                 .last()
-                .or_else(|| jar.get(name, now).map(str::to_string)),
+                .or_else(|| held(name)),
         }
     }
 }
@@ -122,12 +133,7 @@ mod tests {
     }
 
     fn run(source: &Source, r: &Reply<'_>) -> Option<String> {
-        source.extract(
-            r,
-            &mut BodyJson::default(),
-            &Jar::default(),
-            SystemTime::now(),
-        )
+        source.extract(r, &mut BodyJson::default(), &|_| None)
     }
 
     #[test]
@@ -163,11 +169,9 @@ mod tests {
 
     #[test]
     fn cookie_from_the_jar() {
-        let mut jar = Jar::default();
-        let now = SystemTime::now();
-        jar.store("sid=old; Path=/", "/", now);
+        let held = |name: &str| (name == "sid").then(|| "old".to_string());
         let r = reply(b"HTTP/1.1 200 OK\r\n\r\n", b"");
-        let got = Source::Cookie("sid".into()).extract(&r, &mut BodyJson::default(), &jar, now);
+        let got = Source::Cookie("sid".into()).extract(&r, &mut BodyJson::default(), &held);
         assert_eq!(got.as_deref(), Some("old"));
     }
 }
