@@ -29,7 +29,7 @@ const MAX_VUS: u64 = 1_000_000;
 /// it was understood.
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
     let mut plan = belier_scenario::load(&args.plan)?;
-    apply_vars(&mut plan, &args.vars)?;
+    apply_vars(&mut plan, &args.vars.vars)?;
     print!("{}", plan.describe());
     Ok(0)
 }
@@ -117,11 +117,11 @@ pub fn prepare_with(
     let mut plan = belier_scenario::load_with(&args.plan, copies, env)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
-    let shard = args.shard;
+    let shard = args.shard.shard;
     if let Some(shard) = shard {
         plan.shard(shard);
     }
-    let duration = args.duration;
+    let duration = args.pace.duration;
     let executor_users = plan.executor_users();
     let users = executor_users
         .first()
@@ -323,9 +323,9 @@ pub fn apply_vars(plan: &mut Plan, vars: &[String]) -> Result<(), InputError> {
 
 /// The flags that change the plan itself before its users are made.
 fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
-    apply_headers(plan, &args.headers, args.insecure)?;
-    apply_vars(plan, &args.vars)?;
-    if args.compressed {
+    apply_headers(plan, &args.every.headers, args.every.insecure)?;
+    apply_vars(plan, &args.vars.vars)?;
+    if args.every.compressed {
         plan.ask_compressed();
     }
     if let Some(n) = args.vus {
@@ -342,7 +342,7 @@ fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
             pacing,
         };
     }
-    if let Some(rate) = args.rate {
+    if let Some(rate) = args.pace.rate {
         if !rate.is_finite() || rate <= 0.0 {
             return Err(InputError::new(
                 "--rate <R>",
@@ -362,7 +362,7 @@ fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
             spacing,
         };
     }
-    if let Some(d) = args.duration {
+    if let Some(d) = args.pace.duration {
         plan.load.duration = Some(d);
     }
     if let Some(n) = args.iterations {
@@ -384,9 +384,9 @@ fn settings_for(
     let mut engine = engine_for(
         plan,
         &Connection {
-            tls_resume: args.tls_resume,
-            connect_to: args.connect_to,
-            no_resend: args.no_resend,
+            tls_resume: args.every.tls_resume,
+            connect_to: args.every.connect_to,
+            no_resend: args.sending.no_resend,
         },
         users,
     )?;
@@ -395,7 +395,7 @@ fn settings_for(
         duration: plan.load.duration,
         iterations: plan.load.iterations,
     };
-    let threads = settings::threads(args.threads, cores)?;
+    let threads = settings::threads(args.sending.threads, cores)?;
     let output = settings::output(args.results, &mut engine)?;
     Draft {
         engine,

@@ -141,12 +141,13 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
     let mut headers = r
+        .every
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     // --compressed asks for every coding belier decodes, unless -H names one already.
-    if r.compressed
+    if r.every.compressed
         && !headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
@@ -175,9 +176,9 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     });
     check_framing(&engine.request)?;
     engine.timeout = r.timeout;
-    engine.compressed = r.compressed;
+    engine.compressed = r.every.compressed;
     engine.tls = tls;
-    engine.connect_to = r.connect_to.or(resolved);
+    engine.connect_to = r.every.connect_to.or(resolved);
     engine.unix_socket.clone_from(&r.unix_socket);
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;
@@ -201,7 +202,7 @@ pub fn with_request(
     url: String,
     targets: Option<crate::targets::TargetsRun>,
 ) -> Result<Settings, InputError> {
-    let (shard, seed_given) = (args.shard, args.seed.is_some());
+    let (shard, seed_given) = (args.shard.shard, args.open_loop.seed.is_some());
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -212,12 +213,12 @@ pub fn with_request(
         MAX_CONNECTIONS as u64,
     )?;
     engine.load = load_model(&args)?;
-    let threads = threads(args.threads, cores)?;
+    let threads = threads(args.sending.threads, cores)?;
     engine.keepalive = !args.no_keepalive;
-    engine.resend = !args.no_resend;
+    engine.resend = !args.sending.no_resend;
     engine.stop = StopWhen {
         requests: args.requests,
-        duration: args.duration,
+        duration: args.pace.duration,
         iterations: None,
     };
     engine.keep_samples = args.raw.is_some();
@@ -246,11 +247,11 @@ pub fn with_request(
         plan: None,
         threads,
         http2: Http2 {
-            on: args.http2,
-            max_streams: args.max_streams,
+            on: args.http2.http2,
+            max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },
-        cap_given: args.max_connections.is_some(),
+        cap_given: args.open_loop.max_connections.is_some(),
     }
     .finish()?;
     settings.targets = targets;
@@ -261,7 +262,7 @@ pub fn with_request(
 /// The load model the flags ask for.
 fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
     let stages = args.stages.as_deref().map(parse_stages).transpose()?;
-    match args.rate {
+    match args.pace.rate {
         Some(rate) => open_loop(args, rate, stages),
         None => closed_loop(args, stages),
     }
@@ -270,11 +271,14 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
 /// A fixed, ramped or staged number of connections, each sending as soon as it is answered.
 fn closed_loop(args: &LoadArgs, stages: Option<Vec<Stage>>) -> Result<Load, InputError> {
     for (given, flag) in [
-        (args.max_connections.is_some(), "--max-connections"),
-        (args.max_in_flight.is_some(), "--max-in-flight"),
-        (args.arrivals.is_some(), "--arrivals"),
         (
-            args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
+            args.open_loop.max_connections.is_some(),
+            "--max-connections",
+        ),
+        (args.open_loop.max_in_flight.is_some(), "--max-in-flight"),
+        (args.open_loop.arrivals.is_some(), "--arrivals"),
+        (
+            args.open_loop.seed.is_some() && args.targets.order != crate::args::OrderArg::Random,
             "--seed",
         ),
         (args.timer_slack.is_some(), "--timer-slack"),
@@ -339,35 +343,38 @@ fn open_loop(args: &LoadArgs, rate: f64, stages: Option<Vec<Stage>>) -> Result<L
             "never sends anything: every rate is 0",
         ));
     }
-    let max_connections = args.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    let max_connections = args
+        .open_loop
+        .max_connections
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
     check_range(
         "--max-connections <N>",
         max_connections as u64,
         1,
         MAX_CONNECTIONS as u64,
     )?;
-    if let Some(cap) = args.max_in_flight {
+    if let Some(cap) = args.open_loop.max_in_flight {
         check_range("--max-in-flight <N>", cap, 1, u64::MAX)?;
     }
     Ok(Load::Open {
         rate: profile,
         spacing: spacing(args)?,
         max_connections,
-        max_in_flight: args.max_in_flight,
+        max_in_flight: args.open_loop.max_in_flight,
     })
 }
 
 /// How the open loop spaces its arrivals; a seed only means something to random spacing.
 fn spacing(args: &LoadArgs) -> Result<Spacing, InputError> {
-    let spacing = match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+    let spacing = match args.open_loop.arrivals.unwrap_or(ArrivalsArg::Even) {
         ArrivalsArg::Even => Spacing::Even,
         ArrivalsArg::Poisson => Spacing::Poisson {
-            seed: args.seed.unwrap_or_else(random_seed),
+            seed: args.open_loop.seed.unwrap_or_else(random_seed),
         },
     };
-    if args.seed.is_some()
+    if args.open_loop.seed.is_some()
         && spacing == Spacing::Even
-        && args.targets.order != crate::targets::OrderArg::Random
+        && args.targets.order != crate::args::OrderArg::Random
     {
         return Err(InputError::new(
             "--seed",
@@ -385,11 +392,11 @@ pub(crate) fn tls_options(
 ) -> Result<Option<TlsOptions>, InputError> {
     if !https {
         for (given, flag) in [
-            (args.insecure, "--insecure"),
+            (args.every.insecure, "--insecure"),
             (args.cacert.is_some(), "--cacert"),
             (args.cert.is_some(), "--cert"),
             (args.sni.is_some(), "--sni"),
-            (args.tls_resume, "--tls-resume"),
+            (args.every.tls_resume, "--tls-resume"),
         ] {
             if given {
                 return Err(InputError::new(flag, "", "only applies to https:// URLs"));
@@ -398,11 +405,11 @@ pub(crate) fn tls_options(
         return Ok(None);
     }
     tls_from_files(
-        args.insecure,
+        args.every.insecure,
         args.cacert.as_deref(),
         args.cert.as_deref().zip(args.key.as_deref()),
         args.sni.clone(),
-        args.tls_resume,
+        args.every.tls_resume,
     )
     .map(Some)
 }
