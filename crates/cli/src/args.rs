@@ -1,9 +1,7 @@
 //! Raw command-line flags, as clap parses them. Nothing here is validated beyond its type:
 //! `settings` turns these into a configuration or a precise error.
 
-use std::time::Duration;
-
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 mod capacity;
 mod cluster;
@@ -18,6 +16,7 @@ mod request;
 mod servers;
 mod targets_file;
 mod tools;
+mod values;
 pub use capacity::{CapacityArgs, CapacityFormat, DimensionArg};
 pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
@@ -33,6 +32,9 @@ pub use request::{EveryRequestArgs, RequestArgs};
 pub use servers::{DemoArgs, TargetArgs, WebArgs};
 pub use targets_file::{FormatArg, OrderArg, TargetsArgs};
 pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
+#[cfg(test)]
+pub use values::LONGEST;
+pub use values::{parse_duration, parse_duration_or_zero, ArrivalsArg, Format, OnOff};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -105,55 +107,6 @@ pub enum Command {
     Record(RecordArgs),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),
-}
-
-/// A setting turned on or off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    /// On.
-    On,
-    /// Off.
-    Off,
-}
-
-/// Spacing of open-loop arrivals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalsArg {
-    /// Evenly spaced: exactly 1/rate apart.
-    Even,
-    /// Exponential gaps with mean 1/rate.
-    Poisson,
-}
-
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Human-readable text.
-    Text,
-    /// JSON (schema: crates/report/schema/report.schema.json).
-    Json,
-}
-
-/// Parses `30s`, `2m`, `1h30m`, `250ms`, `1.5s`, or a bare number of seconds (the
-/// vocabulary's one grammar), longer than zero. Clap names the flag and the value, so the
-/// error is the problem alone.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration_or_zero(s)?;
-    if d.is_zero() {
-        return Err("must be longer than zero".into());
-    }
-    Ok(d)
-}
-
-/// Longest duration accepted, 100 years: a run adds durations to the clock (`Instant +
-/// Duration`), which panicked for `-z 1e19` (a valid `Duration`); no run needs more. The
-/// parser holds it; the tests name it here.
-#[cfg(test)]
-pub use belier_vocabulary::duration::LONGEST;
-
-/// As [`parse_duration`], zero included (for settings where zero means "none").
-pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
-    belier_vocabulary::duration::parse(s).map_err(|e| e.problem)
 }
 
 #[cfg(test)]

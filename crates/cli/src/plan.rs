@@ -1,6 +1,7 @@
-//! `belier run PLAN` and `belier check PLAN`: a plan file becomes the engine's settings (its
-//! flags overriding the plan), and once the run is over the plan's thresholds are judged on
-//! what was recorded.
+//! A plan run's making: a plan file becomes the engine's settings (its flags overriding the
+//! plan), its setup and teardown run around the load, and once the run is over the plan's
+//! thresholds are judged on what was recorded (`belier run` and `belier check` are in
+//! [`crate::commands`]).
 
 use std::sync::Arc;
 
@@ -8,11 +9,10 @@ use belier_engine::{Config, Profile, RequestSpec, Spacing, StopWhen};
 use belier_scenario::{LoadModel, Plan, PlanUsers, Scheme};
 use belier_stats::Recorder;
 
-use crate::args::{CheckArgs, RunArgs};
+use crate::args::RunArgs;
 use crate::load::Finished;
 use crate::settings::{self, Draft, Http2, InputError, Origin, Settings};
 use crate::signals::{self, Signals};
-use crate::write_report;
 
 mod thresholds;
 mod watching;
@@ -24,66 +24,6 @@ pub const EXIT_THRESHOLDS: u8 = 4;
 
 /// Most virtual users `--vus` accepts (each holds a connection).
 const MAX_VUS: u64 = 1_000_000;
-
-/// `belier check PLAN`: reads the plan and its data files, sends nothing, prints the plan as
-/// it was understood.
-pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let mut plan = belier_scenario::load(&args.plan)?;
-    apply_vars(&mut plan, &args.vars.vars)?;
-    print!("{}", plan.describe());
-    Ok(0)
-}
-
-/// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
-pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
-    let cluster = args.cluster.clone();
-    let (settings, prepared) = prepare(args, cores)?;
-    if cluster.active() {
-        // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
-        // on everything the workers recorded (those that abort, on the merged intervals as
-        // they settle).
-        let mut watch = prepared.watch();
-        let mut outcome = crate::cluster::run_distributed(
-            &settings,
-            &cluster,
-            Some(&prepared.plan),
-            signals,
-            watch.as_mut(),
-            &mut |f| {
-                prepared.figure_scenarios(f);
-                prepared.conclude(f)
-            },
-        )?;
-        let failed = thresholds_failed(&outcome.finished);
-        let code = crate::cluster::code(
-            &outcome,
-            cluster.on_worker_loss,
-            if failed { EXIT_THRESHOLDS } else { 0 },
-        );
-        let written = write_report(&settings, &outcome.finished, code);
-        crate::linger(&mut outcome.finished, signals);
-        return written;
-    }
-    if let Some(code) = prepared.setup(&settings, signals)? {
-        return Ok(code);
-    }
-    let mut finished = prepared.execute(&settings, signals)?;
-    let code = if finished.interrupted {
-        signals::INTERRUPTED
-    } else if thresholds_failed(&finished) {
-        EXIT_THRESHOLDS
-    } else {
-        0
-    };
-    let written = write_report(&settings, &finished, code);
-    crate::linger(&mut finished, signals);
-    written
-}
-
-/// Whether a threshold failed at the end, or stopped the run.
-fn thresholds_failed(finished: &Finished) -> bool {
-    finished.aborted.is_some() || finished.thresholds.iter().any(|t| !t.passed)
-}
 
 /// A plan read and made ready to run, for what follows the run.
 pub struct Prepared {
@@ -478,9 +418,9 @@ pub fn engine_for(
     engine.keepalive = options.keepalive;
     engine.compressed = options.compressed;
     // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
-    engine.origins = crate::targets::engine_origins(&plan.hosts, engine.tls.as_ref());
+    engine.origins = crate::targets_file::engine_origins(&plan.hosts, engine.tls.as_ref());
     if discovering {
-        users.discovered_tls(crate::targets::discovered_tls(engine.tls.as_ref()));
+        users.discovered_tls(crate::targets_file::discovered_tls(engine.tls.as_ref()));
     }
     if target.scheme == Scheme::Http {
         // The TLS options were the other hosts'.

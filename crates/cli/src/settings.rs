@@ -1,8 +1,6 @@
 //! Validated configuration: raw flags in, an engine configuration out, or an error that names
 //! the flag and the value at fault.
 
-use std::path::PathBuf;
-
 use std::time::Duration;
 
 use belier_engine::request::{rules, InvalidRequest};
@@ -13,68 +11,21 @@ use belier_engine::{
 
 use belier_scenario::files;
 
-use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
+use crate::args::{parse_duration, ArrivalsArg, LoadArgs, OutputArgs, RequestArgs};
+use crate::limits::{check_range, MAX_CONNECTIONS, MAX_RATE};
 
+mod decided;
 mod draft;
 mod input_error;
 
+pub use decided::{Output, Settings, TargetsRun};
 pub use draft::{Draft, Http2, Origin};
 pub use input_error::InputError;
 
-/// Most connections belier accepts; more is surely a typo.
-pub(crate) const MAX_CONNECTIONS: usize = 1_000_000;
-/// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
-const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
 const MAX_REQUESTS: u64 = 1_000_000_000_000;
-/// Highest request rate belier accepts, per second.
-pub(crate) const MAX_RATE: f64 = 10_000_000.0;
-
-/// A load test, ready to run: every value decided (see [`Draft::finish`]).
-#[derive(Debug)]
-pub struct Settings {
-    /// What the engine runs.
-    pub engine: Config,
-    /// The URL as the user gave it.
-    pub url: String,
-    /// Where the report and the results go.
-    pub output: Output,
-    /// Raw per-request CSV file.
-    pub raw: Option<PathBuf>,
-    /// The plan file the run follows (`belier run PLAN`), as given.
-    pub plan: Option<PathBuf>,
-    /// The soft open-file limit in force, which the connections fit.
-    pub fd_limit: u64,
-    /// A targets run's targets (`--targets`).
-    pub targets: Option<crate::targets::TargetsRun>,
-}
-
-/// Where a run's report and results go, validated.
-#[derive(Debug)]
-pub struct Output {
-    /// Report format.
-    pub format: Format,
-    /// Report file, if not standard output.
-    pub out: Option<PathBuf>,
-    /// Results file, `-` for standard output.
-    pub save: Option<PathBuf>,
-    /// Run name for the results file.
-    pub name: String,
-    /// HTML report file.
-    pub html: Option<PathBuf>,
-    /// JUnit XML report file.
-    pub junit: Option<PathBuf>,
-    /// Live dashboard instead of the progress line.
-    pub tui: bool,
-    /// The Prometheus exporter, if asked for.
-    pub metrics: Option<crate::metrics::Listen>,
-    /// Where the metrics are sent (`--metrics-out`).
-    pub metrics_out: Vec<belier_outputs::Spec>,
-    /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
-    pub web: Option<crate::web::Web>,
-}
 
 /// Validates the report and results flags, and sets the engine's interval from them.
 pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> {
@@ -200,7 +151,7 @@ pub fn with_request(
     cores: usize,
     mut engine: Config,
     url: String,
-    targets: Option<crate::targets::TargetsRun>,
+    targets: Option<TargetsRun>,
 ) -> Result<Settings, InputError> {
     let (shard, seed_given) = (args.shard.shard, args.open_loop.seed.is_some());
     if let Some(n) = args.requests {
@@ -543,16 +494,6 @@ fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {
         path.push_str(q);
     }
     Ok((host, port, path, https))
-}
-
-fn check_range(flag: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
-    if v < min {
-        Err(InputError::new(flag, v, format!("must be at least {min}")))
-    } else if v > max {
-        Err(InputError::new(flag, v, format!("must be at most {max}")))
-    } else {
-        Ok(())
-    }
 }
 
 /// RFC 9110 token characters, as method and header names must use.

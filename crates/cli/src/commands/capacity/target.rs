@@ -1,7 +1,11 @@
 //! What `belier capacity` searches on: the URL or plan file its positional argument names,
 //! with the request flags (and a plan's `--var`s) applied.
 
-use super::*;
+use std::path::PathBuf;
+
+use super::step::{self, Target};
+use crate::args::{CapacityArgs, DimensionArg};
+use crate::settings::{self, Http2, InputError, Origin};
 
 /// The target the positional argument names, with the request flags applied: a URL, or a
 /// plan file.

@@ -13,7 +13,6 @@ mod target;
 use target::target;
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use belier_capacity::{
@@ -23,7 +22,7 @@ use belier_capacity::{
 use belier_engine::Spacing;
 
 use crate::args::{ArrivalsArg, CapacityArgs, CapacityFormat, DimensionArg};
-use crate::settings::{self, Http2, InputError, Origin};
+use crate::settings::{self, InputError};
 use crate::signals::{self, Signals};
 use step::{Shape, Target};
 

@@ -9,45 +9,10 @@ use std::sync::Arc;
 
 use crate::args::{FormatArg, LoadArgs, OrderArg, RequestArgs, TargetsArgs};
 use crate::load::Finished;
-use crate::settings::{self, tls_options, InputError, Settings};
+use crate::settings::{self, tls_options, InputError, Settings, TargetsRun};
 use belier_engine::{Config, RequestSpec};
-use belier_results::TargetInfo;
 use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
 use belier_scenario::{PlanError, Pos, Scheme};
-
-/// What a targets run adds to a flag run's settings.
-pub struct TargetsRun {
-    /// The users the engine drives.
-    pub users: Arc<TargetUsers>,
-}
-
-impl std::fmt::Debug for TargetsRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.users.fmt(f)
-    }
-}
-
-impl TargetsRun {
-    /// The per-target rows so far, and the names of their statistics rows, `METHOD URL`.
-    pub fn rows_and_names(&self) -> (Vec<TargetInfo>, Vec<String>) {
-        let rows = self.rows();
-        let names = rows
-            .iter()
-            // The row of a stream's targets past its cap has no method.
-            .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
-            .collect();
-        (rows, names)
-    }
-
-    /// The per-target rows so far (a stream's grow while it runs).
-    pub fn rows(&self) -> Vec<TargetInfo> {
-        self.users
-            .rows()
-            .into_iter()
-            .map(|(method, url)| TargetInfo { method, url })
-            .collect()
-    }
-}
 
 /// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
 pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
