@@ -62,3 +62,18 @@ pub fn run(cli: Cli) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    /// What the library is for: a command line parsed and run in this process, its exit code
+    /// returned (here invalid input: a plan that cannot be read).
+    #[test]
+    fn a_command_runs_in_process() {
+        let cli = Cli::try_parse_from(["belier", "check", "/nonexistent/plan.yaml"]).unwrap();
+        assert_eq!(run(cli), EXIT_USAGE);
+    }
+}
