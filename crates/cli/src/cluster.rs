@@ -404,7 +404,7 @@ fn first_non_empty<T: Clone>(ends: &[End], field: impl Fn(&End) -> &Vec<T>) -> V
 /// else what the run itself says.
 pub fn code(outcome: &Outcome, loss: Loss, otherwise: u8) -> u8 {
     if !outcome.lost.is_empty() && loss == Loss::Stop {
-        crate::EXIT_FAILURE
+        crate::exit::EXIT_FAILURE
     } else if outcome.finished.interrupted {
         signals::INTERRUPTED
     } else {

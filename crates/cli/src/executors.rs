@@ -34,7 +34,7 @@ pub fn refuse_load_flags(plan: &Plan, args: &RunArgs) -> Result<(), InputError> 
     if let Some(n) = args.vus {
         return Err(InputError::new("--vus <N>", n, why));
     }
-    if let Some(r) = args.rate {
+    if let Some(r) = args.pace.rate {
         return Err(InputError::new("--rate <R>", r, why));
     }
     if let Some(n) = args.iterations {

@@ -18,7 +18,7 @@ pub fn load_warnings(args: &LoadArgs, cores: usize) -> Vec<String> {
             ));
         }
     }
-    if let Some(threads) = args.threads.filter(|&t| t > cores) {
+    if let Some(threads) = args.sending.threads.filter(|&t| t > cores) {
         warnings.push(format!(
             "-t {threads} starts {threads} worker threads on a {cores}-core host (ab's -t is a \
              time limit: for a run of {threads} s, use -z {threads}s)"

@@ -1,9 +1,17 @@
 //! Open-file limit: every connection is a file descriptor. And the highest level a run may be
-//! steered to, which the same limits set.
+//! steered to, which the same limits set; the bounds belier puts on connections, rates and
+//! streams, and the cores of this machine.
 
 use belier_engine::{Ceiling, Config, Load};
 
-use crate::settings::{InputError, MAX_CONNECTIONS, MAX_RATE};
+use crate::settings::InputError;
+
+/// Most connections belier accepts; more is surely a typo.
+pub const MAX_CONNECTIONS: usize = 1_000_000;
+/// Highest request rate belier accepts, per second.
+pub const MAX_RATE: f64 = 10_000_000.0;
+/// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
+pub const MAX_STREAMS: usize = 1 << 20;
 
 /// Descriptors belier needs besides its connections (stdio, epoll, eventfds, files).
 const RESERVED_FDS: u64 = 64;
@@ -84,6 +92,22 @@ pub fn ceiling(engine: &Config, fd_limit: u64) -> Ceiling {
             what: "the most connections or users --connections and --vus accept".into(),
         }
     }
+}
+
+/// Refuses `v` for `flag` outside `min..=max`, naming the bound.
+pub fn check_range(flag: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
+    if v < min {
+        Err(InputError::new(flag, v, format!("must be at least {min}")))
+    } else if v > max {
+        Err(InputError::new(flag, v, format!("must be at most {max}")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Logical cores of this machine.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use crate::signals::Signals;
 mod feed;
 mod info;
 mod live;
+pub mod report;
 pub use feed::Feed;
 pub use info::load_info;
 pub use live::{live_view, unit, Live};

@@ -1,9 +1,9 @@
-//! `--metrics-out KIND=URL`: the flag's values validated into the outputs crate's specs, and
-//! the outputs started for a run. The sending itself lives in crates/outputs.
+//! `--metrics-out KIND=URL`: the flag's values validated into the outputs crate's specs (the
+//! outputs are started by the run's feed, `load::feed`). The sending lives in crates/outputs.
 
-use belier_outputs::{Credential, Kind, Outputs, RunLabels, Spec};
+use belier_outputs::{Credential, Kind, Spec};
 
-use crate::settings::{InputError, Settings};
+use crate::settings::InputError;
 
 /// Where an InfluxDB token is read from when the URL carries none: unlike a URL, the
 /// environment does not show in `ps` or a shell's history.
@@ -24,26 +24,4 @@ pub fn specs(raw: &[String]) -> Result<Vec<Spec>, InputError> {
             Ok(spec)
         })
         .collect()
-}
-
-/// Starts the outputs `settings` asks for (none: `None`), and says on standard error which
-/// endpoints cannot be reached now; those warnings are returned for the report too.
-pub fn start(settings: &Settings) -> anyhow::Result<(Option<Outputs>, Vec<String>)> {
-    let specs = &settings.output.metrics_out;
-    if specs.is_empty() {
-        return Ok((None, Vec::new()));
-    }
-    let labels = RunLabels {
-        run: settings.output.name.clone(),
-        method: settings
-            .plan
-            .is_none()
-            .then(|| settings.engine.request.method.clone()),
-    };
-    let (outputs, warnings) = Outputs::start(specs, &labels)
-        .map_err(|e| anyhow::anyhow!("--metrics-out: cannot start an output: {e}"))?;
-    for w in &warnings {
-        eprintln!("belier: warning: {w}");
-    }
-    Ok((Some(outputs), warnings))
 }

@@ -68,7 +68,7 @@ fn check_argv(argv: &[String]) -> Result<(), TestCaseError> {
             }
         }
         Some(Command::Run(a)) => {
-            for h in &a.headers {
+            for h in &a.every.headers {
                 let _ = parse_header(h);
             }
         }

@@ -1,6 +1,7 @@
-//! `belier run PLAN` and `belier check PLAN`: a plan file becomes the engine's settings (its
-//! flags overriding the plan), and once the run is over the plan's thresholds are judged on
-//! what was recorded.
+//! A plan run's making: a plan file becomes the engine's settings (its flags overriding the
+//! plan), its setup and teardown run around the load, and once the run is over the plan's
+//! thresholds are judged on what was recorded (`belier run` and `belier check` are in
+//! [`crate::commands`]).
 
 use std::sync::Arc;
 
@@ -9,11 +10,10 @@ use belier_plan::{LoadModel, Plan, Scheme};
 use belier_scenario::{PlanUsers, VirtualUsers};
 use belier_stats::Recorder;
 
-use crate::args::{CheckArgs, RunArgs};
+use crate::args::RunArgs;
 use crate::load::Finished;
 use crate::settings::{self, Draft, Http2, InputError, Origin, Settings};
 use crate::signals::{self, Signals};
-use crate::write_report;
 
 mod thresholds;
 mod watching;
@@ -25,66 +25,6 @@ pub const EXIT_THRESHOLDS: u8 = 4;
 
 /// Most virtual users `--vus` accepts (each holds a connection).
 const MAX_VUS: u64 = 1_000_000;
-
-/// `belier check PLAN`: reads the plan and its data files, sends nothing, prints the plan as
-/// it was understood.
-pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let mut plan = belier_plan::load(&args.plan)?;
-    apply_vars(&mut plan, &args.vars)?;
-    print!("{}", plan.describe());
-    Ok(0)
-}
-
-/// `belier run PLAN`: runs the plan, writes the report, and exits 4 if a threshold failed.
-pub fn run(args: RunArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
-    let cluster = args.cluster.clone();
-    let (settings, prepared) = prepare(args, cores)?;
-    if cluster.active() {
-        // Each worker runs the plan's setup and teardown itself; thresholds are judged here,
-        // on everything the workers recorded (those that abort, on the merged intervals as
-        // they settle).
-        let mut watch = prepared.watch();
-        let mut outcome = crate::cluster::run_distributed(
-            &settings,
-            &cluster,
-            Some(&prepared.plan),
-            signals,
-            watch.as_mut(),
-            &mut |f| {
-                prepared.figure_scenarios(f);
-                prepared.conclude(f)
-            },
-        )?;
-        let failed = thresholds_failed(&outcome.finished);
-        let code = crate::cluster::code(
-            &outcome,
-            cluster.on_worker_loss,
-            if failed { EXIT_THRESHOLDS } else { 0 },
-        );
-        let written = write_report(&settings, &outcome.finished, code);
-        crate::linger(&mut outcome.finished, signals);
-        return written;
-    }
-    if let Some(code) = prepared.setup(&settings, signals)? {
-        return Ok(code);
-    }
-    let mut finished = prepared.execute(&settings, signals)?;
-    let code = if finished.interrupted {
-        signals::INTERRUPTED
-    } else if thresholds_failed(&finished) {
-        EXIT_THRESHOLDS
-    } else {
-        0
-    };
-    let written = write_report(&settings, &finished, code);
-    crate::linger(&mut finished, signals);
-    written
-}
-
-/// Whether a threshold failed at the end, or stopped the run.
-fn thresholds_failed(finished: &Finished) -> bool {
-    finished.aborted.is_some() || finished.thresholds.iter().any(|t| !t.passed)
-}
 
 /// A plan read and made ready to run, for what follows the run.
 pub struct Prepared {
@@ -118,11 +58,11 @@ pub fn prepare_with(
     let mut plan = belier_plan::load_with(&args.plan, copies, env)?;
     crate::executors::refuse_load_flags(&plan, &args)?;
     apply_overrides(&mut plan, &args)?;
-    let shard = args.shard;
+    let shard = args.shard.shard;
     if let Some(shard) = shard {
         plan.shard(shard);
     }
-    let duration = args.duration;
+    let duration = args.pace.duration;
     let executor_users = plan.executor_users();
     let users = executor_users
         .first()
@@ -324,9 +264,9 @@ pub fn apply_vars(plan: &mut Plan, vars: &[String]) -> Result<(), InputError> {
 
 /// The flags that change the plan itself before its users are made.
 fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
-    apply_headers(plan, &args.headers, args.insecure)?;
-    apply_vars(plan, &args.vars)?;
-    if args.compressed {
+    apply_headers(plan, &args.every.headers, args.every.insecure)?;
+    apply_vars(plan, &args.vars.vars)?;
+    if args.every.compressed {
         plan.ask_compressed();
     }
     if let Some(n) = args.vus {
@@ -343,7 +283,7 @@ fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
             pacing,
         };
     }
-    if let Some(rate) = args.rate {
+    if let Some(rate) = args.pace.rate {
         if !rate.is_finite() || rate <= 0.0 {
             return Err(InputError::new(
                 "--rate <R>",
@@ -363,7 +303,7 @@ fn apply_overrides(plan: &mut Plan, args: &RunArgs) -> Result<(), InputError> {
             spacing,
         };
     }
-    if let Some(d) = args.duration {
+    if let Some(d) = args.pace.duration {
         plan.load.duration = Some(d);
     }
     if let Some(n) = args.iterations {
@@ -385,9 +325,9 @@ fn settings_for(
     let mut engine = engine_for(
         plan,
         &Connection {
-            tls_resume: args.tls_resume,
-            connect_to: args.connect_to,
-            no_resend: args.no_resend,
+            tls_resume: args.every.tls_resume,
+            connect_to: args.every.connect_to,
+            no_resend: args.sending.no_resend,
         },
         users,
     )?;
@@ -396,7 +336,7 @@ fn settings_for(
         duration: plan.load.duration,
         iterations: plan.load.iterations,
     };
-    let threads = settings::threads(args.threads, cores)?;
+    let threads = settings::threads(args.sending.threads, cores)?;
     let output = settings::output(args.results, &mut engine)?;
     Draft {
         engine,
@@ -479,9 +419,9 @@ pub fn engine_for(
     engine.keepalive = options.keepalive;
     engine.compressed = options.compressed;
     // The hosts of the plan's `url:` steps beside the target's: a connection pool each.
-    engine.origins = crate::targets::engine_origins(&plan.hosts, engine.tls.as_ref());
+    engine.origins = crate::targets_file::engine_origins(&plan.hosts, engine.tls.as_ref());
     if discovering {
-        users.discovered_tls(crate::targets::discovered_tls(engine.tls.as_ref()));
+        users.discovered_tls(crate::targets_file::discovered_tls(engine.tls.as_ref()));
     }
     if target.scheme == Scheme::Http {
         // The TLS options were the other hosts'.

@@ -1,8 +1,6 @@
 //! Validated configuration: raw flags in, an engine configuration out, or an error that names
 //! the flag and the value at fault.
 
-use std::path::PathBuf;
-
 use std::time::Duration;
 
 use belier_engine::request::{rules, InvalidRequest};
@@ -13,68 +11,21 @@ use belier_engine::{
 
 use belier_plan::files;
 
-use crate::args::{parse_duration, ArrivalsArg, Format, LoadArgs, OutputArgs, RequestArgs};
+use crate::args::{parse_duration, ArrivalsArg, LoadArgs, OutputArgs, RequestArgs};
+use crate::limits::{check_range, MAX_CONNECTIONS, MAX_RATE};
 
+mod decided;
 mod draft;
 mod input_error;
 
+pub use decided::{Output, Settings, TargetsRun};
 pub use draft::{Draft, Http2, Origin};
 pub use input_error::InputError;
 
-/// Most connections belier accepts; more is surely a typo.
-pub(crate) const MAX_CONNECTIONS: usize = 1_000_000;
-/// Most streams per HTTP/2 connection belier accepts (the protocol's limit is 2^31 - 1).
-const MAX_STREAMS: usize = 1 << 20;
 /// Most worker threads belier accepts.
 const MAX_THREADS: usize = 1024;
 /// Most requests belier accepts in one run.
 const MAX_REQUESTS: u64 = 1_000_000_000_000;
-/// Highest request rate belier accepts, per second.
-pub(crate) const MAX_RATE: f64 = 10_000_000.0;
-
-/// A load test, ready to run: every value decided (see [`Draft::finish`]).
-#[derive(Debug)]
-pub struct Settings {
-    /// What the engine runs.
-    pub engine: Config,
-    /// The URL as the user gave it.
-    pub url: String,
-    /// Where the report and the results go.
-    pub output: Output,
-    /// Raw per-request CSV file.
-    pub raw: Option<PathBuf>,
-    /// The plan file the run follows (`belier run PLAN`), as given.
-    pub plan: Option<PathBuf>,
-    /// The soft open-file limit in force, which the connections fit.
-    pub fd_limit: u64,
-    /// A targets run's targets (`--targets`).
-    pub targets: Option<crate::targets::TargetsRun>,
-}
-
-/// Where a run's report and results go, validated.
-#[derive(Debug)]
-pub struct Output {
-    /// Report format.
-    pub format: Format,
-    /// Report file, if not standard output.
-    pub out: Option<PathBuf>,
-    /// Results file, `-` for standard output.
-    pub save: Option<PathBuf>,
-    /// Run name for the results file.
-    pub name: String,
-    /// HTML report file.
-    pub html: Option<PathBuf>,
-    /// JUnit XML report file.
-    pub junit: Option<PathBuf>,
-    /// Live dashboard instead of the progress line.
-    pub tui: bool,
-    /// The Prometheus exporter, if asked for.
-    pub metrics: Option<crate::metrics::Listen>,
-    /// Where the metrics are sent (`--metrics-out`).
-    pub metrics_out: Vec<belier_outputs::Spec>,
-    /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
-    pub web: Option<crate::web::Web>,
-}
 
 /// Validates the report and results flags, and sets the engine's interval from them.
 pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> {
@@ -141,12 +92,13 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
     let mut headers = r
+        .every
         .headers
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     // --compressed asks for every coding belier decodes, unless -H names one already.
-    if r.compressed
+    if r.every.compressed
         && !headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
@@ -175,9 +127,9 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     });
     check_framing(&engine.request)?;
     engine.timeout = r.timeout;
-    engine.compressed = r.compressed;
+    engine.compressed = r.every.compressed;
     engine.tls = tls;
-    engine.connect_to = r.connect_to.or(resolved);
+    engine.connect_to = r.every.connect_to.or(resolved);
     engine.unix_socket.clone_from(&r.unix_socket);
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;
@@ -199,9 +151,9 @@ pub fn with_request(
     cores: usize,
     mut engine: Config,
     url: String,
-    targets: Option<crate::targets::TargetsRun>,
+    targets: Option<TargetsRun>,
 ) -> Result<Settings, InputError> {
-    let (shard, seed_given) = (args.shard, args.seed.is_some());
+    let (shard, seed_given) = (args.shard.shard, args.open_loop.seed.is_some());
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -212,12 +164,12 @@ pub fn with_request(
         MAX_CONNECTIONS as u64,
     )?;
     engine.load = load_model(&args)?;
-    let threads = threads(args.threads, cores)?;
+    let threads = threads(args.sending.threads, cores)?;
     engine.keepalive = !args.no_keepalive;
-    engine.resend = !args.no_resend;
+    engine.resend = !args.sending.no_resend;
     engine.stop = StopWhen {
         requests: args.requests,
-        duration: args.duration,
+        duration: args.pace.duration,
         iterations: None,
     };
     engine.keep_samples = args.raw.is_some();
@@ -246,11 +198,11 @@ pub fn with_request(
         plan: None,
         threads,
         http2: Http2 {
-            on: args.http2,
-            max_streams: args.max_streams,
+            on: args.http2.http2,
+            max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },
-        cap_given: args.max_connections.is_some(),
+        cap_given: args.open_loop.max_connections.is_some(),
     }
     .finish()?;
     settings.targets = targets;
@@ -261,7 +213,7 @@ pub fn with_request(
 /// The load model the flags ask for.
 fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
     let stages = args.stages.as_deref().map(parse_stages).transpose()?;
-    match args.rate {
+    match args.pace.rate {
         Some(rate) => open_loop(args, rate, stages),
         None => closed_loop(args, stages),
     }
@@ -270,11 +222,14 @@ fn load_model(args: &LoadArgs) -> Result<Load, InputError> {
 /// A fixed, ramped or staged number of connections, each sending as soon as it is answered.
 fn closed_loop(args: &LoadArgs, stages: Option<Vec<Stage>>) -> Result<Load, InputError> {
     for (given, flag) in [
-        (args.max_connections.is_some(), "--max-connections"),
-        (args.max_in_flight.is_some(), "--max-in-flight"),
-        (args.arrivals.is_some(), "--arrivals"),
         (
-            args.seed.is_some() && args.targets.order != crate::targets::OrderArg::Random,
+            args.open_loop.max_connections.is_some(),
+            "--max-connections",
+        ),
+        (args.open_loop.max_in_flight.is_some(), "--max-in-flight"),
+        (args.open_loop.arrivals.is_some(), "--arrivals"),
+        (
+            args.open_loop.seed.is_some() && args.targets.order != crate::args::OrderArg::Random,
             "--seed",
         ),
         (args.timer_slack.is_some(), "--timer-slack"),
@@ -339,35 +294,38 @@ fn open_loop(args: &LoadArgs, rate: f64, stages: Option<Vec<Stage>>) -> Result<L
             "never sends anything: every rate is 0",
         ));
     }
-    let max_connections = args.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    let max_connections = args
+        .open_loop
+        .max_connections
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
     check_range(
         "--max-connections <N>",
         max_connections as u64,
         1,
         MAX_CONNECTIONS as u64,
     )?;
-    if let Some(cap) = args.max_in_flight {
+    if let Some(cap) = args.open_loop.max_in_flight {
         check_range("--max-in-flight <N>", cap, 1, u64::MAX)?;
     }
     Ok(Load::Open {
         rate: profile,
         spacing: spacing(args)?,
         max_connections,
-        max_in_flight: args.max_in_flight,
+        max_in_flight: args.open_loop.max_in_flight,
     })
 }
 
 /// How the open loop spaces its arrivals; a seed only means something to random spacing.
 fn spacing(args: &LoadArgs) -> Result<Spacing, InputError> {
-    let spacing = match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+    let spacing = match args.open_loop.arrivals.unwrap_or(ArrivalsArg::Even) {
         ArrivalsArg::Even => Spacing::Even,
         ArrivalsArg::Poisson => Spacing::Poisson {
-            seed: args.seed.unwrap_or_else(random_seed),
+            seed: args.open_loop.seed.unwrap_or_else(random_seed),
         },
     };
-    if args.seed.is_some()
+    if args.open_loop.seed.is_some()
         && spacing == Spacing::Even
-        && args.targets.order != crate::targets::OrderArg::Random
+        && args.targets.order != crate::args::OrderArg::Random
     {
         return Err(InputError::new(
             "--seed",
@@ -385,11 +343,11 @@ pub(crate) fn tls_options(
 ) -> Result<Option<TlsOptions>, InputError> {
     if !https {
         for (given, flag) in [
-            (args.insecure, "--insecure"),
+            (args.every.insecure, "--insecure"),
             (args.cacert.is_some(), "--cacert"),
             (args.cert.is_some(), "--cert"),
             (args.sni.is_some(), "--sni"),
-            (args.tls_resume, "--tls-resume"),
+            (args.every.tls_resume, "--tls-resume"),
         ] {
             if given {
                 return Err(InputError::new(flag, "", "only applies to https:// URLs"));
@@ -398,11 +356,11 @@ pub(crate) fn tls_options(
         return Ok(None);
     }
     tls_from_files(
-        args.insecure,
+        args.every.insecure,
         args.cacert.as_deref(),
         args.cert.as_deref().zip(args.key.as_deref()),
         args.sni.clone(),
-        args.tls_resume,
+        args.every.tls_resume,
     )
     .map(Some)
 }
@@ -536,16 +494,6 @@ fn parse_url(raw: &str) -> Result<(String, u16, String, bool), InputError> {
         path.push_str(q);
     }
     Ok((host, port, path, https))
-}
-
-fn check_range(flag: &'static str, v: u64, min: u64, max: u64) -> Result<(), InputError> {
-    if v < min {
-        Err(InputError::new(flag, v, format!("must be at least {min}")))
-    } else if v > max {
-        Err(InputError::new(flag, v, format!("must be at most {max}")))
-    } else {
-        Ok(())
-    }
 }
 
 /// RFC 9110 token characters, as method and header names must use.

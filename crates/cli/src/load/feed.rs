@@ -34,7 +34,7 @@ impl Feed {
             }
             None => None,
         };
-        let (outputs, warnings) = crate::outputs::start(settings)?;
+        let (outputs, warnings) = start_outputs(settings)?;
         let feed = (exporter.is_some() || outputs.is_some()).then(|| Feed {
             exporter,
             outputs,
@@ -102,4 +102,28 @@ impl Watcher for Feed {
             );
         }
     }
+}
+
+/// Starts the outputs `settings` asks for (none: `None`), and says on standard error which
+/// endpoints cannot be reached now; those warnings are returned for the report too.
+fn start_outputs(
+    settings: &Settings,
+) -> anyhow::Result<(Option<belier_outputs::Outputs>, Vec<String>)> {
+    let specs = &settings.output.metrics_out;
+    if specs.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let labels = belier_outputs::RunLabels {
+        run: settings.output.name.clone(),
+        method: settings
+            .plan
+            .is_none()
+            .then(|| settings.engine.request.method.clone()),
+    };
+    let (outputs, warnings) = belier_outputs::Outputs::start(specs, &labels)
+        .map_err(|e| anyhow::anyhow!("--metrics-out: cannot start an output: {e}"))?;
+    for w in &warnings {
+        eprintln!("belier: warning: {w}");
+    }
+    Ok((Some(outputs), warnings))
 }

@@ -28,7 +28,7 @@ pub fn run_info(settings: &Settings, run: &Run) -> RunInfo {
             .flatten()
             .map(|d| d.as_secs_f64()),
         timeout_s: config.timeout.as_secs_f64(),
-        host_cores: crate::cores(),
+        host_cores: crate::limits::cores(),
         host_name: host::name(),
         started_at: humantime::format_rfc3339_seconds(run.started_at()).to_string(),
         ..load_info(settings)
@@ -129,7 +129,7 @@ pub fn load_info(settings: &Settings) -> RunInfo {
             .targets
             .as_ref()
             .filter(|t| !t.users.is_stream())
-            .map(crate::targets::TargetsRun::rows)
+            .map(crate::settings::TargetsRun::rows)
             .unwrap_or_default(),
     }
 }

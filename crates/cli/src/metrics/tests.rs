@@ -9,17 +9,9 @@ fn recorder() -> Recorder {
     let mut r = Recorder::new();
     let t = Instant::now();
     let sample = |latency_us, outcome| Sample {
-        intended: t,
-        dispatched: t,
-        ready: None,
-        connected: None,
-        handshaken: None,
-        sent: t,
-        first_byte: None,
-        done: t + Duration::from_micros(latency_us),
-        outcome,
         bytes_in: 10,
         bytes_out: 3,
+        ..Sample::simulated(t, 0, latency_us, outcome)
     };
     for latency_us in [50, 100, 900, 1_000, 7_000, 120_000_000] {
         r.record(&sample(latency_us, Outcome::Response { status: 200 }));

@@ -307,19 +307,8 @@ thresholds:
     fn record(r: &mut Recorder, step: usize, n: u64, latency_ms: u64, failed: u64) {
         let t = Instant::now();
         for i in 0..n {
-            let sample = Sample {
-                intended: t,
-                dispatched: t,
-                ready: None,
-                connected: None,
-                handshaken: None,
-                sent: t,
-                first_byte: None,
-                done: t + Duration::from_millis(latency_ms),
-                outcome: Outcome::Response { status: 200 },
-                bytes_in: 0,
-                bytes_out: 0,
-            };
+            let sample =
+                Sample::simulated(t, 0, latency_ms * 1_000, Outcome::Response { status: 200 });
             r.record(&sample);
             r.record_step(step, &sample, i < failed);
         }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use belier_engine::{Config, DEFAULT_DURATION, DEFAULT_MAX_STREAMS};
 
-use super::{check_range, InputError, Output, Settings, MAX_STREAMS};
-use crate::limits;
+use super::{InputError, Output, Settings};
+use crate::limits::{self, check_range, MAX_STREAMS};
 
 /// A run's settings before the shared decisions: what its source said, validated as far as
 /// the source alone can.

@@ -256,7 +256,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
         engine,
         url: "http://x/".into(),
         output: Output {
-            format: Format::Text,
+            format: crate::args::Format::Text,
             out: None,
             save: None,
             name: "run".into(),

@@ -1,14 +1,18 @@
 //! What `belier capacity` searches on: the URL or plan file its positional argument names,
 //! with the request flags (and a plan's `--var`s) applied.
 
-use super::*;
+use std::path::PathBuf;
+
+use super::step::{self, Target};
+use crate::args::{CapacityArgs, DimensionArg};
+use crate::settings::{self, Http2, InputError, Origin};
 
 /// The target the positional argument names, with the request flags applied: a URL, or a
 /// plan file.
 pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     let given = args.request.url.as_deref().unwrap_or("");
     if !step::is_plan(given) {
-        if !args.vars.is_empty() {
+        if !args.vars.vars.is_empty() {
             return Err(InputError::new(
                 "--var <NAME=VALUE>",
                 "",
@@ -17,8 +21,8 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
             .into());
         }
         let (mut engine, url) = settings::request_config(&args.request)?;
-        engine.resend = !args.no_resend;
-        if args.dimension == DimensionArg::ConnectionRate && args.http2 {
+        engine.resend = !args.sending.no_resend;
+        if args.dimension == DimensionArg::ConnectionRate && args.http2.http2 {
             return Err(InputError::new(
                 "--dimension <D>",
                 "connection-rate",
@@ -30,8 +34,8 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
             engine: Box::new(engine),
             url,
             http2: Http2 {
-                on: args.http2,
-                max_streams: args.max_streams,
+                on: args.http2.http2,
+                max_streams: args.http2.max_streams,
                 origin: Origin::Flags,
             },
         });
@@ -44,8 +48,8 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         (r.cacert.is_some(), "--cacert"),
         (r.cert.is_some(), "--cert"),
         (r.sni.is_some(), "--sni"),
-        (args.http2, "--http2"),
-        (args.max_streams.is_some(), "--max-streams"),
+        (args.http2.http2, "--http2"),
+        (args.http2.max_streams.is_some(), "--max-streams"),
     ] {
         if given {
             return Err(InputError::new(
@@ -66,8 +70,8 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     }
     let path = PathBuf::from(given);
     let mut plan = belier_plan::load(&path)?;
-    crate::plan::apply_headers(&mut plan, &r.headers, r.insecure)?;
-    crate::plan::apply_vars(&mut plan, &args.vars)?;
+    crate::plan::apply_headers(&mut plan, &r.every.headers, r.every.insecure)?;
+    crate::plan::apply_vars(&mut plan, &args.vars.vars)?;
     // The search steers one rate; several loads at once have no one rate to search.
     if !plan.executors.is_empty() {
         return Err(InputError::new(
@@ -84,9 +88,9 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         plan: Box::new(plan),
         path,
         connection: crate::plan::Connection {
-            tls_resume: r.tls_resume,
-            connect_to: r.connect_to,
-            no_resend: args.no_resend,
+            tls_resume: r.every.tls_resume,
+            connect_to: r.every.connect_to,
+            no_resend: args.sending.no_resend,
         },
         setup: None,
     })

@@ -13,7 +13,7 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
     let defaults = Config::default();
     let tls = args
         .tls
-        .then(|| crate::target::self_signed(defaults.listen));
+        .then(|| super::target::self_signed(defaults.listen));
     let server = Server::start(Config {
         tls: tls.as_ref().map(|(config, _)| config.clone()),
         http2: true,
@@ -30,7 +30,7 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         args.connections.to_string(),
     ];
     if let Some((config, ca)) = &tls {
-        let path = crate::target::write_ca(&server, config, ca)?;
+        let path = super::target::write_ca(&server, config, ca)?;
         argv.extend(["--cacert".to_string(), path.display().to_string()]);
     }
     if args.http2 {
@@ -46,7 +46,7 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         args.connections,
         humantime::format_duration(args.duration)
     );
-    let code = crate::load_and_report(load, signals)?;
+    let code = super::load::load_and_report(load, signals)?;
     let seen = server.counts();
     println!(
         "\nThe target counted {} requests on {} connections on its side.",

@@ -163,7 +163,7 @@ impl worker::Runner for Runner {
         if let Some(plan) = &job.plan {
             files.insert(&plan.path, plan.text.as_bytes())?;
         }
-        let cores = crate::cores();
+        let cores = crate::limits::cores();
         let (mut settings, plan) = match cli.command {
             None => {
                 let mut load = cli.load;
@@ -172,7 +172,7 @@ impl worker::Runner for Runner {
                 }
                 crate::cluster::files::localise(&mut load, files.copies());
                 let settings =
-                    crate::targets::settings(load, cores).map_err(|e| format!("{e:#}"))?;
+                    crate::targets_file::settings(load, cores).map_err(|e| format!("{e:#}"))?;
                 (settings, None)
             }
             Some(Command::Run(a)) => {

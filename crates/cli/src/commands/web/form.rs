@@ -11,11 +11,16 @@ use std::sync::Mutex;
 use belier_console::Form;
 use clap::Parser as _;
 
-use super::Job;
 use crate::args::{Cli, Command};
 use crate::settings::InputError;
 
 /// Plan files the form offers: those of the working directory with these extensions.
+/// A run the form asked for, ready to go.
+pub struct Job {
+    pub settings: crate::settings::Settings,
+    pub plan: Option<crate::plan::Prepared>,
+}
+
 const PLAN_EXTENSIONS: [&str; 2] = ["yaml", "yml"];
 
 /// Starts the form's runs on `belier web`'s main thread.

@@ -13,7 +13,6 @@ mod target;
 use target::target;
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use belier_capacity::{
@@ -21,35 +20,11 @@ use belier_capacity::{
     StepKind, StepPlan, Verdict,
 };
 use belier_engine::Spacing;
-use clap::{Args, ValueEnum};
 
-use crate::args::{parse_duration, ArrivalsArg, RequestArgs};
-use crate::settings::{self, Http2, InputError, Origin};
+use crate::args::{ArrivalsArg, CapacityArgs, CapacityFormat, DimensionArg};
+use crate::settings::{self, InputError};
 use crate::signals::{self, Signals};
 use step::{Shape, Target};
-
-/// What `--dimension` searches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DimensionArg {
-    /// Requests per second, an open loop (a plan's iterations per second).
-    Rate,
-    /// Concurrent connections, a closed loop: each sends its next request when the last is
-    /// answered.
-    Connections,
-    /// New connections per second, one request each (over https, a full TLS handshake each).
-    ConnectionRate,
-}
-
-/// Report formats of `belier capacity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CapacityFormat {
-    /// Human-readable text.
-    Text,
-    /// JSON (schema: crates/capacity/schema/capacity.schema.json).
-    Json,
-    /// A self-contained HTML page with the latency and goodput charts.
-    Html,
-}
 
 /// Exit code when no rate met the SLOs, not even the start rate.
 pub const EXIT_NO_CAPACITY: u8 = 5;
@@ -59,181 +34,6 @@ const STEP_START: Duration = Duration::from_millis(500);
 
 /// The pause between steps when the target cannot be probed (HTTP/2).
 const UNPROBED_PAUSE: Duration = Duration::from_secs(2);
-
-/// Options of `belier capacity URL`.
-#[derive(Debug, Args)]
-pub struct CapacityArgs {
-    /// What to request, and how; instead of a URL, a plan file (its scripted users, searching
-    /// their iterations per second).
-    #[command(flatten)]
-    pub request: RequestArgs,
-
-    /// With a plan: set plan variable NAME to VALUE instead of the plan's `variables` value
-    /// (repeatable), as on `belier run`.
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
-
-    /// Refused with its reason: a search cannot be split into shards.
-    #[arg(long = "shard", value_name = "I/N", hide = true)]
-    pub shard: Option<String>,
-
-    /// What the search varies: the request rate, the number of concurrent connections, or
-    /// the rate of new connections.
-    #[arg(
-        long = "dimension",
-        value_name = "D",
-        value_enum,
-        default_value_t = DimensionArg::Rate,
-        help_heading = "Search"
-    )]
-    pub dimension: DimensionArg,
-
-    /// An SLO every judged window must meet (repeatable): p99<50ms, p99.9<200ms, p50<…,
-    /// mean<…, max<…, errors<0.1% (requests without a status below 400); errors<1% holds
-    /// beside them unless an errors SLO is given
-    #[arg(long = "slo", value_name = "EXPR", help_heading = "Search")]
-    pub slo: Vec<String>,
-
-    /// First level tried: a rate per second, or a number of connections.
-    #[arg(
-        long = "start-rate",
-        value_name = "R",
-        default_value_t = 10.0,
-        help_heading = "Search"
-    )]
-    pub start_rate: f64,
-
-    /// Factor between rates while growing, until a step fails.
-    #[arg(
-        long = "growth",
-        value_name = "F",
-        default_value_t = 2.0,
-        help_heading = "Search"
-    )]
-    pub growth: f64,
-
-    /// Bisection stops when the failing rate is within this much above the passing one.
-    #[arg(long = "precision", value_name = "PCT", default_value = "5%", value_parser = parse_share, help_heading = "Search")]
-    pub precision: f64,
-
-    /// Highest level tried.
-    #[arg(long = "max-rate", value_name = "R", help_heading = "Search")]
-    pub max_rate: Option<f64>,
-
-    /// Start of each step, recorded but not judged.
-    #[arg(long = "warmup", value_name = "D", default_value = "5s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
-    pub warmup: Duration,
-
-    /// Judged part of each step.
-    #[arg(long = "window", value_name = "D", default_value = "15s", value_parser = parse_duration, help_heading = "Search")]
-    pub window: Duration,
-
-    /// Confirmations of the answer, each a step of --confirm-window.
-    #[arg(
-        long = "confirm",
-        value_name = "N",
-        default_value_t = 1,
-        help_heading = "Search"
-    )]
-    pub confirm: u32,
-
-    /// Judged part of a confirmation step.
-    #[arg(long = "confirm-window", value_name = "D", default_value = "30s", value_parser = parse_duration, help_heading = "Search")]
-    pub confirm_window: Duration,
-
-    /// The whole search's budget; when it runs out, the bracket reached is reported.
-    #[arg(long = "max-time", value_name = "D", value_parser = parse_duration, help_heading = "Search")]
-    pub max_time: Option<Duration>,
-
-    /// Overload steps past the answer, as multiples of it; then one step at 0.8× to see
-    /// whether the service recovers.
-    #[arg(
-        long = "overload",
-        value_name = "LIST",
-        default_value = "1.25,1.5,2",
-        value_delimiter = ',',
-        conflicts_with = "no_overload",
-        help_heading = "Search"
-    )]
-    pub overload: Vec<f64>,
-
-    /// No overload or recovery steps.
-    #[arg(long = "no-overload", help_heading = "Search")]
-    pub no_overload: bool,
-
-    /// Judged part of an overload or recovery step.
-    #[arg(long = "overload-window", value_name = "D", default_value = "10s", value_parser = parse_duration, help_heading = "Search")]
-    pub overload_window: Duration,
-
-    /// Prometheus server (http://HOST:PORT) that --slo 'prom:QUERY<VALUE' SLOs are queried
-    /// from, at the end of each judged window.
-    #[arg(long = "prometheus", value_name = "URL", help_heading = "Search")]
-    pub prometheus: Option<String>,
-
-    /// After each step, wait until the server answers probes at its idle latency again (what
-    /// the step left queued is served), for at most this long (0s: no wait).
-    #[arg(long = "drain", value_name = "D", default_value = "30s", value_parser = crate::args::parse_duration_or_zero, help_heading = "Search")]
-    pub drain: Duration,
-
-    /// Arrival spacing of every step.
-    #[arg(long = "arrivals", value_name = "SPACING", help_heading = "Open loop")]
-    pub arrivals: Option<ArrivalsArg>,
-
-    /// Seed of Poisson arrivals.
-    #[arg(
-        long = "seed",
-        value_name = "N",
-        requires = "arrivals",
-        help_heading = "Open loop"
-    )]
-    pub seed: Option<u64>,
-
-    /// Connections a step may open at most.
-    #[arg(long = "max-connections", value_name = "N", help_heading = "Open loop")]
-    pub max_connections: Option<usize>,
-
-    /// Arrivals due while this many requests are in flight are dropped (the generator then
-    /// did not hold the step's rate, and the search says so).
-    #[arg(long = "max-in-flight", value_name = "N", help_heading = "Open loop")]
-    pub max_in_flight: Option<u64>,
-
-    /// Worker threads [default: number of cores]
-    #[arg(short = 't', long = "threads", value_name = "N")]
-    pub threads: Option<usize>,
-
-    /// Count a request as an error when the server closed its idle keep-alive connection as
-    /// the request crossed the close, instead of sending it once more on a new connection.
-    #[arg(long = "no-resend")]
-    pub no_resend: bool,
-
-    /// Speak HTTP/2 (ALPN h2 over https, prior knowledge over http).
-    #[arg(long = "http2", help_heading = "HTTP/2")]
-    pub http2: bool,
-
-    /// HTTP/2: concurrent requests (streams) per connection [default: 100]
-    #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
-    pub max_streams: Option<usize>,
-
-    /// Report format.
-    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CapacityFormat::Text)]
-    pub output: CapacityFormat,
-
-    /// Also write the HTML report (latency and goodput against the level) to FILE.
-    #[arg(long = "html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Write the report to FILE instead of standard output.
-    #[arg(long = "out", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-
-    /// Keep the search in FILE, rewritten after every step (the steps so far survive a crash
-    /// or Ctrl-C); `belier report FILE` shows it again.
-    #[arg(long = "save", value_name = "FILE")]
-    pub save: Option<PathBuf>,
-}
-
-// `5%` or `0.05`.
-use belier_vocabulary::percent::share as parse_share;
 
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
@@ -335,15 +135,15 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
 fn shape(args: &CapacityArgs, dimension: Dimension, cores: usize) -> anyhow::Result<Shape> {
     Ok(Shape {
         dimension,
-        spacing: match args.arrivals.unwrap_or(ArrivalsArg::Even) {
+        spacing: match args.open_loop.arrivals.unwrap_or(ArrivalsArg::Even) {
             ArrivalsArg::Even => Spacing::Even,
             ArrivalsArg::Poisson => Spacing::Poisson {
-                seed: args.seed.unwrap_or(belier_plan::DEFAULT_SEED),
+                seed: args.open_loop.seed.unwrap_or(belier_plan::DEFAULT_SEED),
             },
         },
-        max_connections: args.max_connections,
-        max_in_flight: args.max_in_flight,
-        threads: settings::threads(args.threads, cores)?,
+        max_connections: args.open_loop.max_connections,
+        max_in_flight: args.open_loop.max_in_flight,
+        threads: settings::threads(args.sending.threads, cores)?,
         interval: step::interval(args.warmup)?,
     })
 }

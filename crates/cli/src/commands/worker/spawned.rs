@@ -27,7 +27,7 @@ pub fn watch_coordinator(gone: Arc<AtomicBool>, dir: PathBuf) {
         // The worker did not stop on its own (a run that does not hear its stop): nobody
         // is left to wait for it, and `main` is busy serving.
         #[allow(clippy::exit)]
-        std::process::exit(crate::EXIT_FAILURE.into());
+        std::process::exit(crate::exit::EXIT_FAILURE.into());
     });
 }
 

@@ -4,121 +4,24 @@
 //! over the report is given its per-target rows.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use crate::args::{FormatArg, LoadArgs, OrderArg, RequestArgs, TargetsArgs};
+use crate::load::Finished;
+use crate::settings::{self, tls_options, InputError, Settings, TargetsRun};
 use belier_engine::{Config, RequestSpec};
 use belier_plan::{PlanError, Pos, Scheme};
-use belier_results::TargetInfo;
 use belier_scenario::targets::{self, Format, Order, Reader, TargetUsers};
-use clap::{Args, ValueEnum};
-
-use crate::args::{LoadArgs, RequestArgs};
-use crate::load::Finished;
-use crate::settings::{self, tls_options, InputError, Settings};
-
-/// The flags of a targets run.
-#[derive(Debug, Args)]
-pub struct TargetsArgs {
-    /// Send the requests of a targets file instead of one URL ('-': read them from standard
-    /// input as they come, each sent once): vegeta's format, JSON lines or Siege's URL list.
-    #[arg(
-        long = "targets",
-        value_name = "FILE",
-        conflicts_with_all = ["url", "method", "body", "body_file", "headers", "proxy"],
-        help_heading = "Targets"
-    )]
-    pub targets: Option<PathBuf>,
-
-    /// Format of the targets [default: detected from the first line]
-    #[arg(
-        long = "targets-format",
-        value_name = "FORMAT",
-        value_enum,
-        requires = "targets",
-        help_heading = "Targets"
-    )]
-    pub format: Option<FormatArg>,
-
-    /// Order the targets of a file are sent in: in turn (the file's order, over and over), or
-    /// at random (seeded by --seed, or a fixed default so that a run repeats)
-    #[arg(
-        long = "order",
-        value_name = "ORDER",
-        value_enum,
-        default_value = "in-turn",
-        help_heading = "Targets"
-    )]
-    pub order: OrderArg,
-
-    /// Keep cookies: each connection (user) stores the Set-Cookie headers it receives and sends
-    /// them back in a Cookie header, as a browser would (with --targets, a jar per host)
-    #[arg(long = "cookies", conflicts_with = "proxy")]
-    pub cookies: bool,
-
-    /// Follow up to N redirects of each request (to its host or another of the run's): each
-    /// hop is a request of its own, counted and timed in its own row of the per-target table
-    #[arg(long = "follow", value_name = "N", conflicts_with = "proxy")]
-    pub follow: Option<usize>,
-}
-
-/// `--targets-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// vegeta's: 'METHOD URL', header lines, '@file' body, a blank line between targets.
-    Http,
-    /// One JSON object a line: method, url, header (a map of lists), body (base64).
-    Json,
-    /// Siege's URL list: 'URL' or 'URL POST body' a line.
-    Siege,
-}
-
-/// `--order`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OrderArg {
-    /// In the file's order, in turn.
-    InTurn,
-    /// At random, seeded.
-    Random,
-}
-
-/// What a targets run adds to a flag run's settings.
-pub struct TargetsRun {
-    /// The users the engine drives.
-    pub users: Arc<TargetUsers>,
-}
-
-impl std::fmt::Debug for TargetsRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.users.fmt(f)
-    }
-}
-
-impl TargetsRun {
-    /// The per-target rows so far, and the names of their statistics rows, `METHOD URL`.
-    pub fn rows_and_names(&self) -> (Vec<TargetInfo>, Vec<String>) {
-        let rows = self.rows();
-        let names = rows
-            .iter()
-            // The row of a stream's targets past its cap has no method.
-            .map(|t| format!("{} {}", t.method, t.url).trim_start().to_string())
-            .collect();
-        (rows, names)
-    }
-
-    /// The per-target rows so far (a stream's grow while it runs).
-    pub fn rows(&self) -> Vec<TargetInfo> {
-        self.users
-            .rows()
-            .into_iter()
-            .map(|(method, url)| TargetInfo { method, url })
-            .collect()
-    }
-}
 
 /// Validates `args`: a targets run's settings with `--targets`, else a single URL's.
 pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
-    match configure(&args.targets, &args.request, args.seed, args.http2)? {
+    match configure(
+        &args.targets,
+        &args.request,
+        args.open_loop.seed,
+        args.http2.http2,
+    )? {
         Some((engine, url, run)) => {
             let settings = settings::with_request(args, cores, engine, url, Some(run))?;
             if settings.engine.http2 && !settings.engine.origins.is_empty() {
@@ -158,7 +61,7 @@ pub fn settings(args: LoadArgs, cores: usize) -> anyhow::Result<Settings> {
                 targets: vec![target],
             };
             let users = TargetUsers::from_file(one, Order::InTurn)?;
-            let discover = (!args.http2).then(|| discovered_tls(engine.tls.as_ref()));
+            let discover = (!args.http2.http2).then(|| discovered_tls(engine.tls.as_ref()));
             let users = jars_and_hops(users, &args.targets, discover)?;
             let run = TargetsRun {
                 users: Arc::new(users),
@@ -211,7 +114,7 @@ fn configure(
     let discover = (!http2).then(|| discovered_tls(tls.as_ref()));
     let users = jars_and_hops(users, args, discover)?;
     // --compressed: the targets without an Accept-Encoding of their own ask for every coding.
-    let users = if request.compressed {
+    let users = if request.every.compressed {
         users.asking_compressed()
     } else {
         users
@@ -227,11 +130,11 @@ fn configure(
         body: Vec::new(),
     });
     engine.timeout = request.timeout;
-    engine.compressed = request.compressed;
+    engine.compressed = request.every.compressed;
     // The other hosts of a file: a connection pool each.
     engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
     engine.tls = tls.filter(|_| https);
-    engine.connect_to = request.connect_to.or(crate::resolve::connect_to(
+    engine.connect_to = request.every.connect_to.or(crate::resolve::connect_to(
         &request.resolve,
         &origin.host,
         origin.port,

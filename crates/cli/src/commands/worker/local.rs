@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use belier_plan::{Copies, Plan};
 use belier_scenario::targets::Format;
 
+use crate::args::FormatArg;
 use crate::args::LoadArgs;
-use crate::targets::FormatArg;
 
 /// What the refusal adds after naming the file.
 const ONLY_SENT: &str = "a job reads only the files its coordinator sends with it \

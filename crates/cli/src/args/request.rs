@@ -1,0 +1,134 @@
+//! What to request and how to reach it: the flags of a load test's request, also `belier
+//! probe`'s and `belier capacity`'s, and the part of them a plan run takes too.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::parse_duration;
+
+/// What to request and how to reach it: shared by load tests and `belier probe`.
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/path?query
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    /// HTTP method.
+    #[arg(
+        short = 'm',
+        long = "method",
+        value_name = "METHOD",
+        default_value = "GET"
+    )]
+    pub method: String,
+
+    /// What every request of a run carries, whatever made the run (`belier run` takes
+    /// them too).
+    #[command(flatten)]
+    pub every: EveryRequestArgs,
+
+    /// Request body.
+    #[arg(
+        short = 'd',
+        long = "body",
+        value_name = "STRING",
+        conflicts_with = "body_file"
+    )]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(short = 'D', long = "body-file", value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout, connect included.
+    #[arg(long = "timeout", value_name = "D", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// https: trust the CA certificates in this PEM file instead of the system's; a server
+    /// certificate found in it byte for byte (the usual self-signed one) is accepted as pinned.
+    #[arg(long = "cacert", value_name = "FILE", help_heading = "TLS")]
+    pub cacert: Option<PathBuf>,
+
+    /// https: client certificate chain (PEM), with --key.
+    #[arg(
+        long = "cert",
+        value_name = "FILE",
+        requires = "key",
+        help_heading = "TLS"
+    )]
+    pub cert: Option<PathBuf>,
+
+    /// https: client private key (PEM), with --cert.
+    #[arg(
+        long = "key",
+        value_name = "FILE",
+        requires = "cert",
+        help_heading = "TLS"
+    )]
+    pub key: Option<PathBuf>,
+
+    /// https: the TLS server name (SNI, and the certificate's expected name) when it is not
+    /// the URL's host.
+    #[arg(long = "sni", value_name = "NAME", help_heading = "TLS")]
+    pub sni: Option<String>,
+
+    /// Connect to ADDR for the URL's HOST and PORT instead of resolving it (curl's --resolve),
+    /// e.g. api.test:443:127.0.0.1 or api.test:443:[::1]; the Host header and TLS name stay
+    /// the URL's.
+    #[arg(
+        long = "resolve",
+        value_name = "HOST:PORT:ADDR",
+        conflicts_with = "connect_to"
+    )]
+    pub resolve: Vec<String>,
+
+    /// Send http:// requests through this HTTP proxy (absolute-form request targets; its
+    /// user:pass@ as Proxy-Authorization). Hosts in NO_PROXY are reached directly.
+    #[arg(
+        long = "proxy",
+        value_name = "URL",
+        conflicts_with_all = ["connect_to", "resolve"]
+    )]
+    pub proxy: Option<String>,
+
+    /// Connect to this Unix domain socket instead of over TCP (curl's --unix-socket); the URL
+    /// still gives the Host header, the path and the scheme (https: TLS over the socket).
+    #[arg(
+        long = "unix-socket",
+        value_name = "PATH",
+        conflicts_with_all = ["connect_to", "resolve", "proxy"]
+    )]
+    pub unix_socket: Option<PathBuf>,
+}
+
+/// The request flags a plan run takes as well (`belier run PLAN -H … -k`), there overriding
+/// what the plan says: declared once, here, and flattened into both.
+#[derive(Debug, Args)]
+pub struct EveryRequestArgs {
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+
+    /// https: do not verify the server's certificate (self-signed test servers). The
+    /// handshake still runs in full, so its cost is measured.
+    #[arg(long = "insecure", short = 'k', help_heading = "TLS")]
+    pub insecure: bool,
+
+    /// https: let connections resume earlier TLS sessions (tickets, session ids); without it
+    /// every connection pays a full handshake. Resumed handshakes are counted in the report.
+    #[arg(long = "tls-resume", help_heading = "TLS")]
+    pub tls_resume: bool,
+
+    /// Connect to this address instead of resolving the URL's host; the Host header and the
+    /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
+    #[arg(long = "connect-to", value_name = "ADDR")]
+    pub connect_to: Option<std::net::SocketAddr>,
+
+    /// Ask for a compressed answer (Accept-Encoding: gzip, br, deflate, zstd) and decode it:
+    /// the report gives wire bytes and decoded bytes; a body that fails to decode is an error
+    /// of its own (curl's --compressed).
+    #[arg(long = "compressed")]
+    pub compressed: bool,
+}

@@ -1,0 +1,44 @@
+//! `belier URL …` (no subcommand): a load test from flags, here or over workers, and its
+//! report; with `--targets FILE`, many requests in one run.
+
+use crate::args::LoadArgs;
+use crate::cluster;
+use crate::habits;
+use crate::limits::cores;
+use crate::load::report::{linger, write_report};
+use crate::signals::{self, Signals};
+use crate::targets_file;
+
+/// Validates `args`, runs the load test and writes its report.
+pub fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> {
+    for warning in habits::load_warnings(&args, cores()) {
+        eprintln!("warning: {warning}");
+    }
+    let cluster = args.cluster.clone();
+    let settings = targets_file::settings(args, cores())?;
+    if cluster.active() {
+        let mut outcome =
+            cluster::run_distributed(&settings, &cluster, None, signals, None, &mut |_| {})?;
+        let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
+        let written = write_report(&settings, &outcome.finished, code);
+        linger(&mut outcome.finished, signals);
+        return written;
+    }
+    let mut finished = crate::load::execute(&settings, signals)?;
+    let stream_error = settings
+        .targets
+        .as_ref()
+        .and_then(|t| targets_file::complete(t, &mut finished));
+    let code = if finished.interrupted {
+        signals::INTERRUPTED
+    } else {
+        0
+    };
+    let written = write_report(&settings, &finished, code);
+    linger(&mut finished, signals);
+    // A stream of targets that broke off: its report is out, and the line is named.
+    match stream_error {
+        Some(e) => Err(e.into()),
+        None => written,
+    }
+}

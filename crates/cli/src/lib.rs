@@ -1,0 +1,34 @@
+//! The `belier` command as a library: [`args`] parses the command line, [`commands::run`] runs
+//! it (flags → validated settings → run → report → exit code), so tests can call a command in
+//! process. The binary (`main.rs`) only parses and dispatches. This is the only crate that
+//! prints or exits.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod args;
+mod cluster;
+pub mod commands;
+mod executors;
+mod exit;
+pub mod habits;
+mod limits;
+mod load;
+mod metrics;
+mod outputs;
+mod phase;
+mod plan;
+mod progress;
+mod prometheus;
+mod proxy;
+mod resolve;
+mod settings;
+mod shard;
+mod signals;
+mod targets_file;
+mod token;
+mod tui;
+mod web;
+
+pub use exit::EXIT_USAGE;
+
+#[cfg(test)]
+mod parsers_never_panic;
