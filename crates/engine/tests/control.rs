@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use belier_engine::{start, Arrivals, Control, Knob, Next, Profile};
 use belier_stats::Collector;
+use belier_testsupport::noise::beside;
 use common::{closed, config, lasting, open, recording_server};
 
 fn secs(s: f64) -> Duration {
@@ -59,10 +60,12 @@ fn a_new_rate_holds_from_when_it_is_set() {
     let s = recording_server(2_000);
     let mut c = lasting(config(s.addr(), "/"), secs(3.0));
     c.load = open(Profile::constant(100.0), 100, None);
-    let (totals, series, control) = steered(&c, |control, start| {
-        assert_eq!(control.knob(), Knob::Rate);
-        sleep_until(start, 1.0);
-        control.set_level(300.0).unwrap();
+    let ((totals, series, control), noise) = beside(|| {
+        steered(&c, |control, start| {
+            assert_eq!(control.knob(), Knob::Rate);
+            sleep_until(start, 1.0);
+            control.set_level(300.0).unwrap();
+        })
     });
     let history = control.history();
     assert_eq!(history.len(), 1);
@@ -80,11 +83,21 @@ fn a_new_rate_holds_from_when_it_is_set() {
     assert_eq!(totals.requests(), want);
     assert_eq!(totals.scheduled(), want);
     assert_eq!(totals.dropped(), 0);
-    // Per second: 100, then 300 (the second with the change in between); a request is
-    // counted in the interval its worker hands over, one may cross the boundary.
+    // Per second: 100, then 300 (the second with the change in between); an arrival is
+    // counted in the interval its worker hands over, so one may cross a boundary on a quiet
+    // machine, and on a loaded one those due within a wake-up's lateness of it (the hand-over
+    // and the arrival are each a wake-up), as many as the noise measured beside the run
+    // accounts for at 300/s.
+    let straddle = noise.either_side(300.0);
     let rates: Vec<u64> = series.points().iter().map(|p| p.scheduled).collect();
-    assert!((99..=101).contains(&rates[0]), "{rates:?} change at {at}");
-    assert!((299..=301).contains(&rates[2]), "{rates:?}");
+    assert!(
+        rates[0].abs_diff(100) <= straddle,
+        "{rates:?} change at {at}, {straddle} may straddle"
+    );
+    assert!(
+        rates[2].abs_diff(300) <= straddle,
+        "{rates:?}, {straddle} may straddle"
+    );
     assert_eq!(control.state().level, 300.0);
 }
 

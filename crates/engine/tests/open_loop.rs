@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
 use belier_stats::{ErrorKind, Metric};
-use belier_testsupport::noise::TimerNoise;
+use belier_testsupport::noise::beside;
 use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
@@ -33,9 +33,7 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/"), secs(2.0));
     c.load = open(Profile::constant(100.0), 100, None);
-    let noise = TimerNoise::start(Duration::from_millis(10));
-    let out = run(&c);
-    let late = noise.stop(0.99);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(s.counts().requests, 200);
     assert_eq!(out.totals.requests(), 200);
     assert_eq!(out.totals.scheduled(), 200);
@@ -43,13 +41,22 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     let gaps = arrival_gaps(&s);
     let m = median(gaps.clone());
     assert!((m.as_secs_f64() - 0.010).abs() < 0.0005, "median gap {m:?}");
-    // Lag stays small at this rate: the schedule is kept, within 5 ms more than the machine
-    // itself wakes a sleeping thread late (measured beside the run; 0.1 ms on a quiet one).
-    let lag_p99 = out.totals.lag_us().value_at_quantile(0.99);
-    let bound = 5_000 + late.as_micros() as u64;
+    // Lag stays small at this rate: the schedule is kept for 99 in 100 arrivals, within 5 ms
+    // more than the machine itself wakes a sleeping thread late (measured beside the run; 0.1
+    // ms on a quiet one). Arrivals due while the machine held a thread past that (a stall the
+    // 99th percentile leaves out: 85 ms once, beside a CPU-bound process and five compilers)
+    // are excused, as many as the measured stalls account for.
+    let late = noise.quantile(0.99);
+    let bound = Duration::from_millis(5) + late;
+    let excused = noise.missed(bound, secs(0.010)) as u64;
+    let lag = out.totals.lag_us();
+    let slow = lag.count_between(bound.as_micros() as u64, u64::MAX);
     assert!(
-        lag_p99 < bound,
-        "lag p99 {lag_p99} µs, the machine's wake-ups {late:?} late"
+        slow * 100 <= lag.len() + excused * 100,
+        "{slow} of {} arrivals more than {bound:?} behind ({excused} excused), lag p99 {} µs, \
+         the machine's wake-ups {late:?} late",
+        lag.len(),
+        lag.value_at_quantile(0.99)
     );
 }
 
@@ -66,6 +73,23 @@ fn fractional_rate_sends_every_arrival_due_before_the_end() {
     assert!(out.elapsed >= secs(1.5), "{:?}", out.elapsed);
 }
 
+/// How far (s, signed) each arrival the server recorded lies from its place on a schedule of
+/// one every `gap`, the schedule placed on the server's clock at the median offset.
+fn schedule_offsets(server: &belier_testserver::Server, gap: Duration) -> Vec<f64> {
+    let mut arrived: Vec<Instant> = server.recent_requests().iter().map(|r| r.arrived).collect();
+    arrived.sort();
+    let first = arrived[0];
+    let raw: Vec<f64> = arrived
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (*a - first).as_secs_f64() - k as f64 * gap.as_secs_f64())
+        .collect();
+    let mut sorted = raw.clone();
+    sorted.sort_by(f64::total_cmp);
+    let anchor = sorted[sorted.len() / 2];
+    raw.iter().map(|o| o - anchor).collect()
+}
+
 #[test]
 fn slow_responses_do_not_bunch_the_arrivals() {
     let _serial = timing();
@@ -74,18 +98,29 @@ fn slow_responses_do_not_bunch_the_arrivals() {
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/?delay=30ms"), secs(1.5));
     c.load = open(Profile::constant(100.0), 1_000, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
+    let late = noise.quantile(0.99);
     assert_eq!(s.counts().requests, 150);
     assert_eq!(out.totals.succeeded(), 150);
-    let gaps = arrival_gaps(&s);
-    let regular = gaps
-        .iter()
-        .filter(|g| (secs(0.008)..=secs(0.012)).contains(*g))
-        .count();
+    // Each arrival where the server saw it against its place on the schedule (k × 10 ms,
+    // from wherever the schedule sits on the server's clock: the median offset). Bunched
+    // arrivals (sent as responses came back) fall behind their places by up to the 30 ms a
+    // response takes, and further the longer the run; kept arrivals stay within 2 ms, plus
+    // twice what the machine wakes a sleeping thread late (measured beside the run; 0.1 ms
+    // on a quiet one): each arrival is two wake-ups, belier's to send and the server's to
+    // read. Offsets rather than gaps: one late arrival is one arrival off, not two gaps.
+    // Besides the one in ten allowed off, the arrivals due while the machine held a thread
+    // past that bound (a stall the 99th percentile leaves out: 150 ms once, beside a CPU-bound
+    // process and five compilers) are excused, as many as the measured stalls account for.
+    let off = schedule_offsets(&s, secs(0.010));
+    let bound = secs(0.002) + 2 * late;
+    let excused = noise.missed(bound, secs(0.010));
+    let astray = off.iter().filter(|o| o.abs() > bound.as_secs_f64()).count();
     assert!(
-        regular * 10 >= gaps.len() * 9,
-        "{regular} of {} gaps near 10 ms: {gaps:?}",
-        gaps.len()
+        astray * 10 <= off.len() + excused * 10,
+        "{astray} of {} arrivals more than {bound:?} off their place, {excused} excused, the \
+         machine's wake-ups {late:?} late: {off:?}",
+        off.len()
     );
     // Latency includes the server's 30 ms.
     assert!(out.totals.latency_us().value_at_quantile(0.5) >= 30_000);
@@ -153,7 +188,7 @@ fn queued_requests_wait_for_a_connection_and_their_latency_counts() {
     let mut c = lasting(config(s.addr(), "/?delay=20ms"), secs(1.0));
     c.threads = 1;
     c.load = open(Profile::constant(100.0), 1, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.scheduled(), 100);
     assert!(
@@ -164,12 +199,21 @@ fn queued_requests_wait_for_a_connection_and_their_latency_counts() {
     assert!(t.uncorrected_us().value_at_quantile(0.9) < 60_000);
     assert!(t.lag_us().value_at_quantile(0.9) > 100_000);
     // That lag is the wait for the one busy connection, not belier being late: its own part
-    // (due to queued) stays small, and is recorded wherever the lag is.
+    // (due to queued) stays within 5 ms for nine in ten arrivals, plus what the machine wakes
+    // a sleeping thread late (measured beside the run: the dispatcher's wake-up for each
+    // arrival is one such), and is recorded wherever the lag is. Arrivals due while the
+    // machine held a thread past that (a stall the 99th percentile leaves out) are excused.
     let own = t.histogram(Metric::Dispatch);
     assert_eq!(own.len(), t.lag_us().len());
+    let late = noise.quantile(0.99);
+    let bound = Duration::from_millis(5) + late;
+    let excused = noise.missed(bound, secs(0.010)) as u64;
+    let slow = own.count_between(bound.as_micros() as u64, u64::MAX);
     assert!(
-        own.value_at_quantile(0.9) < 5_000,
-        "{}",
+        slow * 10 <= own.len() + excused * 10,
+        "{slow} of {} arrivals taken up more than {bound:?} late ({excused} excused), p90 {} µs, \
+         the machine's wake-ups {late:?} late",
+        own.len(),
         own.value_at_quantile(0.9)
     );
     // Requests still queued at the end were never sent: dropped, not errors.
@@ -339,7 +383,7 @@ fn a_slow_response_at_a_low_rate_is_timed_from_its_arrival() {
     let mut c = lasting(config(s.addr(), "/?delay=100ms"), secs(1.0));
     c.threads = 1;
     c.load = open(Profile::constant(5.0), 10, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.succeeded(), 5);
     let (low, high) = (t.uncorrected_us().min(), t.uncorrected_us().max());
@@ -348,7 +392,15 @@ fn a_slow_response_at_a_low_rate_is_timed_from_its_arrival() {
     // 99,840 µs. None may lie in a bucket below the one of 100 ms.
     let delay = t.uncorrected_us().lowest_equivalent(100_000);
     assert!(low >= delay, "{low} µs: before the server's delay");
-    assert!(high < 130_000, "{high} µs for a 100 ms response");
+    // Within 30 ms of the delay, plus twice the latest wake-up measured beside the run (the
+    // server's, after its delay, and belier's between taking the send time and writing): the
+    // slowest of five responses against the slowest wake-up.
+    let worst = noise.quantile(1.0);
+    let bound = (Duration::from_millis(130) + 2 * worst).as_micros() as u64;
+    assert!(
+        high < bound,
+        "{high} µs for a 100 ms response, the machine's wake-ups up to {worst:?} late"
+    );
 }
 
 #[test]
@@ -361,11 +413,19 @@ fn responses_still_coming_when_arrivals_end_are_read_and_counted() {
     c.threads = 1;
     c.grace = secs(2.0);
     c.load = open(Profile::constant(10.0), 10, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(out.totals.succeeded(), 5, "{:?}", out.totals);
     assert_eq!(out.totals.errors(), 0);
     assert!(out.elapsed < secs(1.5), "{:?}", out.elapsed);
-    assert!(out.totals.uncorrected_us().max() < 330_000);
+    // Within 30 ms of the delay, plus twice the latest wake-up measured beside the run (as in
+    // the test above).
+    let worst = noise.quantile(1.0);
+    let high = out.totals.uncorrected_us().max();
+    let bound = (Duration::from_millis(330) + 2 * worst).as_micros() as u64;
+    assert!(
+        high < bound,
+        "{high} µs for a 300 ms response, the machine's wake-ups up to {worst:?} late"
+    );
 }
 
 #[test]
@@ -449,18 +509,27 @@ fn the_last_whole_interval_keeps_its_place_in_the_series() {
     c.interval = secs(0.25);
     c.threads = 1;
     c.load = open(Profile::constant(400.0), 100, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(out.totals.requests(), 400);
+    // A request counts in the interval its answer was read in: those due within a wake-up's
+    // lateness of a boundary (the interval's hand-over and the answer's read are each one)
+    // may land on either side, as many as the noise measured beside the run accounts for
+    // (one on a quiet machine). The bug moved the last interval's 100 whole.
+    let straddle = noise.either_side(400.0);
     let points = out.series.points();
     for (k, p) in points.iter().enumerate().take(4) {
         assert_eq!(p.offset, secs(0.25 * k as f64), "{k}");
         assert!(
-            (99..=101).contains(&p.requests),
-            "interval {k}: {}",
+            p.requests.abs_diff(100) <= straddle,
+            "interval {k}: {}, {straddle} may straddle",
             p.requests
         );
     }
     for p in &points[4..] {
-        assert!(p.requests <= 1, "{} requests after the end", p.requests);
+        assert!(
+            p.requests <= straddle,
+            "{} requests after the end, {straddle} may straddle",
+            p.requests
+        );
     }
 }
