@@ -59,6 +59,12 @@ impl Noise {
         late.get(at).copied().unwrap_or_default()
     }
 
+    /// The mean lateness.
+    pub fn mean(&self) -> Duration {
+        let n = self.late.len().max(1) as u32;
+        self.late.iter().sum::<Duration>() / n
+    }
+
     /// How many events at `rate` a second may be counted on the wrong side of a boundary
     /// when the boundary is one wake-up (an interval's hand-over) and each event another: those
     /// due within twice the 99th percentile's lateness of it, those due in a stall past that,
