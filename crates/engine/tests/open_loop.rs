@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
 use belier_stats::{ErrorKind, Metric};
 use belier_testsupport::noise::beside;
-use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
+use common::{config, lasting, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
@@ -38,9 +38,20 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     assert_eq!(out.totals.requests(), 200);
     assert_eq!(out.totals.scheduled(), 200);
     assert_eq!(out.totals.dropped(), 0);
-    let gaps = arrival_gaps(&s);
-    let m = median(gaps.clone());
-    assert!((m.as_secs_f64() - 0.010).abs() < 0.0005, "median gap {m:?}");
+    // Evenly, at the rate: at least half the arrivals within 0.5 ms of their places on the
+    // schedule as the server saw them (one every 10 ms), plus twice what the machine wakes a
+    // sleeping thread late (belier's wake-up to send, the server's to read); those due in a
+    // stall past that are excused. A median gap (10 ms ± 0.5) read 5.1 ms at a load of 9,
+    // with arrivals the server's late reads stamped two at a time.
+    let off = schedule_offsets(&s, secs(0.010));
+    let bound = secs(0.0005) + 2 * noise.quantile(0.99);
+    let excused = noise.missed(bound, secs(0.010));
+    let astray = off.iter().filter(|o| o.abs() > bound.as_secs_f64()).count();
+    assert!(
+        astray * 2 <= off.len() + excused * 2,
+        "{astray} of {} arrivals more than {bound:?} off their place, {excused} excused: {off:?}",
+        off.len()
+    );
     // Lag stays small at this rate: the schedule is kept for 99 in 100 arrivals, within 5 ms
     // more than the machine itself wakes a sleeping thread late (measured beside the run; 0.1
     // ms on a quiet one). Arrivals due while the machine held a thread past that (a stall the
@@ -433,10 +444,20 @@ fn connections_the_server_closes_after_each_response_are_replaced() {
     let s = recording_server(0);
     let mut c = lasting(config(s.addr(), "/?close=1"), secs(1.0));
     c.load = open(Profile::constant(200.0), 100, None);
-    let out = run(&c);
-    assert_eq!(out.totals.succeeded(), 200, "{:?}", out.totals);
-    assert_eq!(s.counts().requests, 200);
-    assert_eq!(s.counts().connections, 200);
+    let (out, noise) = beside(|| run(&c));
+    let t = &out.totals;
+    // Every arrival sent, each on a connection of its own, or dropped: those still waiting
+    // for theirs to open when the run ended (4 of 200 once, at a load of 9), as many as may
+    // fall on the far side of the end by the noise measured beside the run.
+    assert_eq!(t.scheduled(), 200);
+    assert_eq!(t.succeeded() + t.dropped(), 200, "{:?}", t.counters());
+    assert!(
+        t.dropped() <= noise.either_side(200.0),
+        "{} dropped",
+        t.dropped()
+    );
+    assert_eq!(s.counts().requests, t.succeeded());
+    assert_eq!(s.counts().connections, t.succeeded());
 }
 
 #[test]
