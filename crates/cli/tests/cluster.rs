@@ -286,9 +286,10 @@ fn four_spawned_workers_send_the_one_machine_run_and_merge_exactly() {
     let dir = temp_dir("spawn4");
     let (merged, own) = (dir.join("merged.jsonl"), dir.join("workers"));
     let noise = TimerNoise::start(Duration::from_millis(10));
-    let (coordinator, pids) = spawned(&server, &["--rate", "4000", "-z", "5s"], 4, &merged, &own);
+    // 3 s (it was 5): the shards, the merge and the start together show in the first.
+    let (coordinator, pids) = spawned(&server, &["--rate", "4000", "-z", "3s"], 4, &merged, &own);
     // Mid-run, each worker's connections: their ports tell the target's connections apart.
-    std::thread::sleep(Duration::from_millis(3_000));
+    std::thread::sleep(Duration::from_millis(1_500));
     let ports: Vec<HashSet<u16>> = pids.iter().map(|&p| local_ports(p)).collect();
     let (code, stdout, stderr) = coordinator.finish();
     let noise = noise.finish();
@@ -297,19 +298,19 @@ fn four_spawned_workers_send_the_one_machine_run_and_merge_exactly() {
     // The four shards' schedules make the one-machine run's exactly, and every arrival was
     // sent or counted dropped. Dropped are those still waiting for a connection at the end:
     // at most 0.5 %, and the arrivals of the longest wake-up the machine made late beside the
-    // run (445 at a load of 14, two compilers, a browser and a CPU-bound process).
+    // run (445 of 20,000 at a load of 14, two compilers, a browser and a CPU-bound process).
     let sent = server.counts().requests;
     let live = json(&stdout);
     assert_eq!(live["summary"]["requests"], sent, "{stderr}");
     assert_eq!(live["summary"]["errors"], 0);
-    assert_eq!(live["open_loop"]["scheduled"], 20_000);
+    assert_eq!(live["open_loop"]["scheduled"], 12_000);
     let dropped = live["open_loop"]["dropped"].as_u64().unwrap();
-    assert_eq!(sent + dropped, 20_000);
+    assert_eq!(sent + dropped, 12_000);
     let worst = noise.quantile(1.0);
     let excused = (4_000.0 * worst.as_secs_f64()).ceil() as u64;
     assert!(
-        dropped <= 100 + excused,
-        "the target counted {sent} requests, not 20,000 less 0.5 % and the {excused} due in \
+        dropped <= 60 + excused,
+        "the target counted {sent} requests, not 12,000 less 0.5 % and the {excused} due in \
          the machine's longest stall ({worst:?})"
     );
 
@@ -349,9 +350,12 @@ fn four_spawned_workers_send_the_one_machine_run_and_merge_exactly() {
     let (earliest, latest) = (first.values().min().unwrap(), first.values().max().unwrap());
     let spread = latest.duration_since(*earliest);
     eprintln!("first requests of the 4 workers within {spread:?}");
+    // Within 5 ms, and the latest wake-up measured beside the run: each worker's first is a
+    // wake-up at the instant agreed, and the spread is the latest of four of them.
     assert!(
-        spread <= Duration::from_millis(5),
-        "the workers' first requests are {spread:?} apart"
+        spread <= Duration::from_millis(5) + worst,
+        "the workers' first requests are {spread:?} apart, the machine's wake-ups up to \
+         {worst:?} late"
     );
 }
 
