@@ -280,12 +280,13 @@ fn pacing_starts_an_iteration_every_interval() {
     c.stop = bounded(Some(5), Duration::from_secs(30));
     let t0 = Instant::now();
     let (out, noise) = beside(|| run(&c));
-    let late = noise.quantile(0.99);
+    let late = noise.quantile(1.0);
     assert_eq!(out.totals.iterations(), 5);
     assert_eq!(s.counts().requests, 5);
     // Each arrival is two wake-ups (belier's to send, the server's to read), each late by up
-    // to what was measured beside the run: a gap shrinks by that much when the arrival
-    // before it came late, and grows by as much when its own did.
+    // to the latest measured beside the run (each of four gaps, so the latest, not the 99th
+    // percentile: 172 ms once, at 1.3 ms for the 99th): a gap shrinks by that much when the
+    // arrival before it came late, and grows by as much when its own did.
     let jitter = 2 * late;
     for gap in common::arrival_gaps(&s) {
         assert!(
