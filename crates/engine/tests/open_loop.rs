@@ -346,22 +346,20 @@ fn a_stall_shows_in_the_high_percentiles() {
         h.value_at_quantile(0.99)
     );
     // Arrivals in the first 400 ms of the 500 ms stall wait over 100 ms: 80 of 600 (13.3 %)
-    // on a quiet machine, as the server counts the requests it held that long; on a loaded
-    // one more, when the threads the stall held all wake at its end (125 and 185 once, at a
-    // load of 5). Each latency, from the intended start to the answer's arrival, holds the
-    // server's hold of the request, so none it held past 100 ms reads less; and no more read
-    // above than it held within 5 ms of that, plus twice the lateness measured beside the run
-    // (belier's to send, its own to read), 22 (the 17 % a quiet run was allowed) and those due
-    // in a stall past that.
+    // on a quiet machine; at least 60 however loaded, as latency from the intended start only
+    // grows when belier or the server runs late. On a loaded machine more, when the threads
+    // the stall held all wake at its end (125 and 185 once, at a load of 5): the server counts
+    // the requests it held. Each latency, from the intended start to the answer's arrival,
+    // holds the server's hold of the request, so none it held past 100 ms reads less; and no
+    // more read above than it held within 5 ms of that, plus twice the lateness measured
+    // beside the run (belier's to send, its own to read), 22 (the 17 % a quiet run was
+    // allowed) and those due in a stall past that.
+    let slow = h.count_between(100_000, u64::MAX);
+    assert!(slow >= 60, "{slow} above 100 ms");
     let holds = s.held.lock().unwrap().clone();
     let held_over = |d: Duration| holds.iter().filter(|h| **h >= d).count() as u64;
     // 0.1 ms above: the histogram's bucket at 100 ms is 64 µs wide.
     let server = held_over(secs(0.1001));
-    assert!(
-        server >= 60,
-        "the server held {server} requests over 100 ms"
-    );
-    let slow = h.count_between(100_000, u64::MAX);
     assert!(
         slow >= server,
         "{slow} above 100 ms, the server held {server}"
