@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use belier_testserver::{Config, Server};
 use belier_testsupport::net::{free_port, local_ports};
 use belier_testsupport::nginx as nginx_support;
+use belier_testsupport::noise::TimerNoise;
 use belier_testsupport::temp_dir;
 use belier_testsupport::Belier;
 use nginx_support::{Nginx, Options};
@@ -98,7 +99,7 @@ fn a_worker_gone_silent_is_lost_after_two_intervals_and_a_second() {
         "--rate",
         "100",
         "-z",
-        "20s",
+        "10s",
         "--spawn",
         "2",
         "--on-worker-loss",
@@ -130,8 +131,10 @@ fn a_worker_gone_silent_is_lost_after_two_intervals_and_a_second() {
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("incomplete: worker 1"), "{warnings}");
     let requests = report["summary"]["requests"].as_u64().unwrap();
-    // Worker 2's 20 s at 50/s, and worker 1's intervals before it froze (at least its first).
-    assert!(requests >= 1_000 + 50, "{requests}");
+    // Worker 2's 10 s at 50/s, and worker 1's intervals before it froze (at least its first).
+    // 10 s, not the 20 it was: frozen 2 s in and lost 3 s later, the loss is seen with 5 s
+    // of the run left for the other worker to carry on through.
+    assert!(requests >= 500 + 50, "{requests}");
 }
 
 #[test]
@@ -282,21 +285,34 @@ fn four_spawned_workers_send_the_one_machine_run_and_merge_exactly() {
     .unwrap();
     let dir = temp_dir("spawn4");
     let (merged, own) = (dir.join("merged.jsonl"), dir.join("workers"));
-    let (coordinator, pids) = spawned(&server, &["--rate", "4000", "-z", "5s"], 4, &merged, &own);
+    let noise = TimerNoise::start(Duration::from_millis(10));
+    // 3 s (it was 5): the shards, the merge and the start together show in the first.
+    let (coordinator, pids) = spawned(&server, &["--rate", "4000", "-z", "3s"], 4, &merged, &own);
     // Mid-run, each worker's connections: their ports tell the target's connections apart.
-    std::thread::sleep(Duration::from_millis(3_000));
+    std::thread::sleep(Duration::from_millis(1_500));
     let ports: Vec<HashSet<u16>> = pids.iter().map(|&p| local_ports(p)).collect();
     let (code, stdout, stderr) = coordinator.finish();
+    let noise = noise.finish();
     assert_eq!(code, Some(0), "{stderr}");
 
+    // The four shards' schedules make the one-machine run's exactly, and every arrival was
+    // sent or counted dropped. Dropped are those still waiting for a connection at the end:
+    // at most 0.5 %, and the arrivals of the longest wake-up the machine made late beside the
+    // run (445 of 20,000 at a load of 14, two compilers, a browser and a CPU-bound process).
     let sent = server.counts().requests;
-    assert!(
-        sent.abs_diff(20_000) <= 100,
-        "the target counted {sent} requests, not 20,000 ± 0.5 %"
-    );
     let live = json(&stdout);
     assert_eq!(live["summary"]["requests"], sent, "{stderr}");
     assert_eq!(live["summary"]["errors"], 0);
+    assert_eq!(live["open_loop"]["scheduled"], 12_000);
+    let dropped = live["open_loop"]["dropped"].as_u64().unwrap();
+    assert_eq!(sent + dropped, 12_000);
+    let worst = noise.quantile(1.0);
+    let excused = (4_000.0 * worst.as_secs_f64()).ceil() as u64;
+    assert!(
+        dropped <= 60 + excused,
+        "the target counted {sent} requests, not 12,000 less 0.5 % and the {excused} due in \
+         the machine's longest stall ({worst:?})"
+    );
 
     // The merged report is the workers' own files merged, to the microsecond.
     let files: Vec<PathBuf> = (1..=4)
@@ -334,9 +350,12 @@ fn four_spawned_workers_send_the_one_machine_run_and_merge_exactly() {
     let (earliest, latest) = (first.values().min().unwrap(), first.values().max().unwrap());
     let spread = latest.duration_since(*earliest);
     eprintln!("first requests of the 4 workers within {spread:?}");
+    // Within 5 ms, and the latest wake-up measured beside the run: each worker's first is a
+    // wake-up at the instant agreed, and the spread is the latest of four of them.
     assert!(
-        spread <= Duration::from_millis(5),
-        "the workers' first requests are {spread:?} apart"
+        spread <= Duration::from_millis(5) + worst,
+        "the workers' first requests are {spread:?} apart, the machine's wake-ups up to \
+         {worst:?} late"
     );
 }
 
@@ -350,9 +369,11 @@ fn a_worker_killed_mid_run_is_named_and_what_it_sent_is_kept() {
     .unwrap();
     let dir = temp_dir("kill");
     let (merged, own) = (dir.join("merged.jsonl"), dir.join("workers"));
+    let noise = TimerNoise::start(Duration::from_millis(10));
     let (mut coordinator, pids) =
         spawned(&server, &["--rate", "300", "-z", "20s"], 3, &merged, &own);
     std::thread::sleep(Duration::from_secs(2));
+    let noise = noise.finish();
     let killed = Instant::now();
     let ok = Command::new("kill")
         .args(["-9", &pids[1].to_string()])
@@ -386,9 +407,12 @@ fn a_worker_killed_mid_run_is_named_and_what_it_sent_is_kept() {
     let from_lost = report(&files[1..2])["summary"]["requests"]
         .as_u64()
         .unwrap();
+    // At least its first interval: 100 requests, less those that an interval's end may count
+    // on its other side (one on a quiet machine, more as measured beside the run).
+    let straddle = noise.either_side(100.0);
     assert!(
-        from_lost >= 100,
-        "the lost worker's first seconds: {from_lost}"
+        from_lost + straddle >= 100,
+        "the lost worker's first seconds: {from_lost}, {straddle} may straddle"
     );
     assert!(requests > from_lost, "and the others'");
     assert_eq!(report(&[merged])["summary"]["requests"], requests);
@@ -621,8 +645,9 @@ fn fifty_thousand_pausing_users_over_ten_workers() {
         &plan,
         format!(
             "target: {}\nhttp2: true\nmax_streams: 100\n\
-             load:\n  stages: ['10s:{users}', '10s:{users}']\n\
-             scenarios:\n  - name: idle\n    steps:\n      - get: /\n      - pause: 10s\n",
+             load:\n  stages: ['10s:{users}', '20s:{users}']\n  iterations: {users}\n\
+             scenarios:\n  - name: idle\n    steps:\n      - get: /\n      - pause: 10s\n      \
+             - get: /\n",
             nginx.h2c_url("").trim_end_matches('/')
         ),
     )
@@ -656,12 +681,12 @@ fn fifty_thousand_pausing_users_over_ten_workers() {
         peaks.iter().map(|kb| kb / 1024).collect::<Vec<_>>()
     );
     // The users arrive evenly over the first 10 s, and each sends again 10 s after its first
-    // request: users / 10 iterations start a second from start to end, 2 requests a user.
+    // request: an iteration a user, 2 requests each. Counted rather than timed: bounded by
+    // the 20 s the ramp and one pause take, the second requests of the last users fell either
+    // side of the end once the machine was loaded (the iterations budget ends the run once
+    // they are done; the stages' 30 s only bound it).
     let expected = 2 * users;
-    assert!(
-        served.abs_diff(expected) * 50 <= expected,
-        "nginx served {served} requests, not {expected} ± 2 %"
-    );
+    assert_eq!(served, expected, "nginx served {served} requests");
     assert_eq!(report["summary"]["requests"], served);
 }
 

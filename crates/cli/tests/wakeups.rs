@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use belier_testserver::{Config, Server, TlsConfig};
+use belier_testsupport::noise::TimerNoise;
 use belier_testsupport::ok;
 use serde_json::Value;
 
@@ -141,14 +142,20 @@ fn tls_and_http2_open_loops_wake_once_per_arrival() {
         (&h2c, &["--http2"], 0),
     ];
     for (server, flags, seen) in runs {
+        let noise = TimerNoise::start(Duration::from_millis(10));
         let doc = one_worker(server, &[&open[..], flags].concat());
+        let late = noise.finish().mean();
         assert_eq!(doc["summary"]["kernel_stamped"], 1000, "{flags:?}");
         let per_request = wakeups_per_request(server, &doc, 1000, seen);
         // Up to one more per second's hand-over and a few for a busy machine's extra; one
-        // more per answer (about 2) is the wait this avoids.
+        // more per answer (about 2) is the wait this avoids. Fewer on a loaded machine: a
+        // wake-up late by L takes the arrivals due in L with it, 1 + 500/s × L of them on
+        // average over the lateness measured beside the run (0.4 once at a load of 14).
+        let lowest = 0.5 / (1.0 + 500.0 * late.as_secs_f64());
         assert!(
-            (0.5..=1.5).contains(&per_request),
-            "{flags:?}: {per_request} wake-ups per request"
+            (lowest..=1.5).contains(&per_request),
+            "{flags:?}: {per_request} wake-ups per request, the machine's wake-ups {late:?} \
+             late on average"
         );
     }
     let _ = std::fs::remove_file(&ca_file);

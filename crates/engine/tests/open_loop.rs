@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use belier_engine::{Arrivals, Load, Profile, Spacing, Stage};
 use belier_stats::{ErrorKind, Metric};
-use belier_testsupport::noise::TimerNoise;
-use common::{arrival_gaps, config, lasting, median, open, recording_server, run};
+use belier_testsupport::noise::beside;
+use common::{config, lasting, open, recording_server, run};
 
 fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
@@ -33,23 +33,41 @@ fn constant_rate_sends_exactly_rate_times_duration_evenly() {
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/"), secs(2.0));
     c.load = open(Profile::constant(100.0), 100, None);
-    let noise = TimerNoise::start(Duration::from_millis(10));
-    let out = run(&c);
-    let late = noise.stop(0.99);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(s.counts().requests, 200);
     assert_eq!(out.totals.requests(), 200);
     assert_eq!(out.totals.scheduled(), 200);
     assert_eq!(out.totals.dropped(), 0);
-    let gaps = arrival_gaps(&s);
-    let m = median(gaps.clone());
-    assert!((m.as_secs_f64() - 0.010).abs() < 0.0005, "median gap {m:?}");
-    // Lag stays small at this rate: the schedule is kept, within 5 ms more than the machine
-    // itself wakes a sleeping thread late (measured beside the run; 0.1 ms on a quiet one).
-    let lag_p99 = out.totals.lag_us().value_at_quantile(0.99);
-    let bound = 5_000 + late.as_micros() as u64;
+    // Evenly, at the rate: at least half the arrivals within 0.5 ms of their places on the
+    // schedule as the server saw them (one every 10 ms), plus twice what the machine wakes a
+    // sleeping thread late (belier's wake-up to send, the server's to read); those due in a
+    // stall past that are excused. A median gap (10 ms ± 0.5) read 5.1 ms at a load of 9,
+    // with arrivals the server's late reads stamped two at a time.
+    let off = schedule_offsets(&s, secs(0.010));
+    let bound = secs(0.0005) + 2 * noise.quantile(0.99);
+    let excused = noise.missed(bound, secs(0.010));
+    let astray = off.iter().filter(|o| o.abs() > bound.as_secs_f64()).count();
     assert!(
-        lag_p99 < bound,
-        "lag p99 {lag_p99} µs, the machine's wake-ups {late:?} late"
+        astray * 2 <= off.len() + excused * 2,
+        "{astray} of {} arrivals more than {bound:?} off their place, {excused} excused: {off:?}",
+        off.len()
+    );
+    // Lag stays small at this rate: the schedule is kept for 99 in 100 arrivals, within 5 ms
+    // more than the machine itself wakes a sleeping thread late (measured beside the run; 0.1
+    // ms on a quiet one). Arrivals due while the machine held a thread past that (a stall the
+    // 99th percentile leaves out: 85 ms once, beside a CPU-bound process and five compilers)
+    // are excused, as many as the measured stalls account for.
+    let late = noise.quantile(0.99);
+    let bound = Duration::from_millis(5) + late;
+    let excused = noise.missed(bound, secs(0.010)) as u64;
+    let lag = out.totals.lag_us();
+    let slow = lag.count_between(bound.as_micros() as u64, u64::MAX);
+    assert!(
+        slow * 100 <= lag.len() + excused * 100,
+        "{slow} of {} arrivals more than {bound:?} behind ({excused} excused), lag p99 {} µs, \
+         the machine's wake-ups {late:?} late",
+        lag.len(),
+        lag.value_at_quantile(0.99)
     );
 }
 
@@ -66,6 +84,23 @@ fn fractional_rate_sends_every_arrival_due_before_the_end() {
     assert!(out.elapsed >= secs(1.5), "{:?}", out.elapsed);
 }
 
+/// How far (s, signed) each arrival the server recorded lies from its place on a schedule of
+/// one every `gap`, the schedule placed on the server's clock at the median offset.
+fn schedule_offsets(server: &belier_testserver::Server, gap: Duration) -> Vec<f64> {
+    let mut arrived: Vec<Instant> = server.recent_requests().iter().map(|r| r.arrived).collect();
+    arrived.sort();
+    let first = arrived[0];
+    let raw: Vec<f64> = arrived
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (*a - first).as_secs_f64() - k as f64 * gap.as_secs_f64())
+        .collect();
+    let mut sorted = raw.clone();
+    sorted.sort_by(f64::total_cmp);
+    let anchor = sorted[sorted.len() / 2];
+    raw.iter().map(|o| o - anchor).collect()
+}
+
 #[test]
 fn slow_responses_do_not_bunch_the_arrivals() {
     let _serial = timing();
@@ -74,18 +109,29 @@ fn slow_responses_do_not_bunch_the_arrivals() {
     let s = recording_server(1_000);
     let mut c = lasting(config(s.addr(), "/?delay=30ms"), secs(1.5));
     c.load = open(Profile::constant(100.0), 1_000, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
+    let late = noise.quantile(0.99);
     assert_eq!(s.counts().requests, 150);
     assert_eq!(out.totals.succeeded(), 150);
-    let gaps = arrival_gaps(&s);
-    let regular = gaps
-        .iter()
-        .filter(|g| (secs(0.008)..=secs(0.012)).contains(*g))
-        .count();
+    // Each arrival where the server saw it against its place on the schedule (k × 10 ms,
+    // from wherever the schedule sits on the server's clock: the median offset). Bunched
+    // arrivals (sent as responses came back) fall behind their places by up to the 30 ms a
+    // response takes, and further the longer the run; kept arrivals stay within 2 ms, plus
+    // twice what the machine wakes a sleeping thread late (measured beside the run; 0.1 ms
+    // on a quiet one): each arrival is two wake-ups, belier's to send and the server's to
+    // read. Offsets rather than gaps: one late arrival is one arrival off, not two gaps.
+    // Besides the one in ten allowed off, the arrivals due while the machine held a thread
+    // past that bound (a stall the 99th percentile leaves out: 150 ms once, beside a CPU-bound
+    // process and five compilers) are excused, as many as the measured stalls account for.
+    let off = schedule_offsets(&s, secs(0.010));
+    let bound = secs(0.002) + 2 * late;
+    let excused = noise.missed(bound, secs(0.010));
+    let astray = off.iter().filter(|o| o.abs() > bound.as_secs_f64()).count();
     assert!(
-        regular * 10 >= gaps.len() * 9,
-        "{regular} of {} gaps near 10 ms: {gaps:?}",
-        gaps.len()
+        astray * 10 <= off.len() + excused * 10,
+        "{astray} of {} arrivals more than {bound:?} off their place, {excused} excused, the \
+         machine's wake-ups {late:?} late: {off:?}",
+        off.len()
     );
     // Latency includes the server's 30 ms.
     assert!(out.totals.latency_us().value_at_quantile(0.5) >= 30_000);
@@ -135,12 +181,24 @@ fn an_unreachable_rate_drops_at_the_in_flight_cap_and_ends_on_time() {
     c.threads = 1;
     c.load = open(Profile::constant(100.0), 10, Some(1));
     let started = Instant::now();
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     assert!(started.elapsed() < secs(4.0));
     let t = &out.totals;
     assert_eq!(t.scheduled(), 100);
     assert_eq!(t.scheduled(), t.requests() + t.dropped());
-    assert!((8..=12).contains(&t.requests()), "{} sent", t.requests());
+    // One at a time, each held 100 ms: 10 in the second, within 2 either way on a quiet
+    // machine. Fewer on a loaded one: each turn also waits for two wake-ups (the server's
+    // after its delay, belier's for the answer and the next arrival), late by up to the 99th
+    // percentile measured beside the run, and a stall past that costs the turns it spans
+    // (7 once, at a load of 5).
+    let twice = 2 * noise.quantile(0.99);
+    let turns = (1.0 / (secs(0.1) + twice).as_secs_f64()).floor() as u64;
+    let fewest = turns.saturating_sub(2 + noise.missed(twice, secs(0.1)) as u64);
+    assert!(
+        (fewest..=12).contains(&t.requests()),
+        "{} sent, at least {fewest}",
+        t.requests()
+    );
     assert_eq!(s.counts().requests, t.requests());
 }
 
@@ -153,7 +211,7 @@ fn queued_requests_wait_for_a_connection_and_their_latency_counts() {
     let mut c = lasting(config(s.addr(), "/?delay=20ms"), secs(1.0));
     c.threads = 1;
     c.load = open(Profile::constant(100.0), 1, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.scheduled(), 100);
     assert!(
@@ -164,12 +222,21 @@ fn queued_requests_wait_for_a_connection_and_their_latency_counts() {
     assert!(t.uncorrected_us().value_at_quantile(0.9) < 60_000);
     assert!(t.lag_us().value_at_quantile(0.9) > 100_000);
     // That lag is the wait for the one busy connection, not belier being late: its own part
-    // (due to queued) stays small, and is recorded wherever the lag is.
+    // (due to queued) stays within 5 ms for nine in ten arrivals, plus what the machine wakes
+    // a sleeping thread late (measured beside the run: the dispatcher's wake-up for each
+    // arrival is one such), and is recorded wherever the lag is. Arrivals due while the
+    // machine held a thread past that (a stall the 99th percentile leaves out) are excused.
     let own = t.histogram(Metric::Dispatch);
     assert_eq!(own.len(), t.lag_us().len());
+    let late = noise.quantile(0.99);
+    let bound = Duration::from_millis(5) + late;
+    let excused = noise.missed(bound, secs(0.010)) as u64;
+    let slow = own.count_between(bound.as_micros() as u64, u64::MAX);
     assert!(
-        own.value_at_quantile(0.9) < 5_000,
-        "{}",
+        slow * 10 <= own.len() + excused * 10,
+        "{slow} of {} arrivals taken up more than {bound:?} late ({excused} excused), p90 {} µs, \
+         the machine's wake-ups {late:?} late",
+        own.len(),
         own.value_at_quantile(0.9)
     );
     // Requests still queued at the end were never sent: dropped, not errors.
@@ -208,6 +275,8 @@ fn poisson_arrivals_follow_their_seed() {
 struct StallingServer {
     addr: std::net::SocketAddr,
     requests: Arc<AtomicU64>,
+    /// How long it held each request, from reading it to having written its answer.
+    held: Arc<Mutex<Vec<Duration>>>,
 }
 
 fn stalling_server() -> StallingServer {
@@ -216,10 +285,13 @@ fn stalling_server() -> StallingServer {
     let requests = Arc::new(AtomicU64::new(0));
     let first: Arc<Mutex<Option<Instant>>> = Arc::default();
     let counter = Arc::clone(&requests);
+    let holds: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let all_held = Arc::clone(&holds);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let (counter, first) = (Arc::clone(&counter), Arc::clone(&first));
+            let held = Arc::clone(&all_held);
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -245,11 +317,16 @@ fn stalling_server() -> StallingServer {
                     {
                         return;
                     }
+                    held.lock().unwrap().push(now.elapsed());
                 }
             });
         }
     });
-    StallingServer { addr, requests }
+    StallingServer {
+        addr,
+        requests,
+        held: holds,
+    }
 }
 
 #[test]
@@ -258,7 +335,7 @@ fn a_stall_shows_in_the_high_percentiles() {
     let s = stalling_server();
     let mut c = lasting(config(s.addr, "/"), secs(3.0));
     c.load = open(Profile::constant(200.0), 1_000, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.requests(), 600);
     assert_eq!(s.requests.load(Ordering::Relaxed), 600);
@@ -268,9 +345,33 @@ fn a_stall_shows_in_the_high_percentiles() {
         "p99 {}",
         h.value_at_quantile(0.99)
     );
-    // Arrivals in the first 400 ms of the 500 ms stall wait over 100 ms: 80 of 600 (13.3 %).
-    let slow = h.count_between(100_000, u64::MAX) as f64 / h.len() as f64;
-    assert!((0.10..=0.17).contains(&slow), "share above 100 ms: {slow}");
+    // Arrivals in the first 400 ms of the 500 ms stall wait over 100 ms: 80 of 600 (13.3 %)
+    // on a quiet machine; at least 60 however loaded, as latency from the intended start only
+    // grows when belier or the server runs late. On a loaded machine more, when the threads
+    // the stall held all wake at its end (125 and 185 once, at a load of 5): the server counts
+    // the requests it held. Each latency, from the intended start to the answer's arrival,
+    // holds the server's hold of the request, so none it held past 100 ms reads less; and no
+    // more read above than it held within 5 ms of that, plus twice the lateness measured
+    // beside the run (belier's to send, its own to read), 22 (the 17 % a quiet run was
+    // allowed) and those due in a stall past that.
+    let slow = h.count_between(100_000, u64::MAX);
+    assert!(slow >= 60, "{slow} above 100 ms");
+    let holds = s.held.lock().unwrap().clone();
+    let held_over = |d: Duration| holds.iter().filter(|h| **h >= d).count() as u64;
+    // 0.1 ms above: the histogram's bucket at 100 ms is 64 µs wide.
+    let server = held_over(secs(0.1001));
+    assert!(
+        slow >= server,
+        "{slow} above 100 ms, the server held {server}"
+    );
+    let margin = secs(0.005) + 2 * noise.quantile(0.99);
+    let near = held_over(secs(0.1) - margin);
+    let excused = noise.missed(margin, secs(0.005)) as u64;
+    assert!(
+        slow <= near + 22 + excused,
+        "{slow} above 100 ms, the server held {near} over 100 ms less {margin:?}, {excused} \
+         excused"
+    );
 }
 
 #[test]
@@ -339,7 +440,7 @@ fn a_slow_response_at_a_low_rate_is_timed_from_its_arrival() {
     let mut c = lasting(config(s.addr(), "/?delay=100ms"), secs(1.0));
     c.threads = 1;
     c.load = open(Profile::constant(5.0), 10, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.succeeded(), 5);
     let (low, high) = (t.uncorrected_us().min(), t.uncorrected_us().max());
@@ -348,7 +449,17 @@ fn a_slow_response_at_a_low_rate_is_timed_from_its_arrival() {
     // 99,840 µs. None may lie in a bucket below the one of 100 ms.
     let delay = t.uncorrected_us().lowest_equivalent(100_000);
     assert!(low >= delay, "{low} µs: before the server's delay");
-    assert!(high < 130_000, "{high} µs for a 100 ms response");
+    // Within 30 ms of the delay, plus twice the latest wake-up measured beside the run (the
+    // server's, after its delay, and belier's between taking the send time and writing): the
+    // slowest of five responses against the slowest wake-up.
+    let worst = noise.quantile(1.0);
+    let bound = (Duration::from_millis(130) + 2 * worst).as_micros() as u64;
+    assert!(
+        high < bound,
+        "{high} µs for a 100 ms response, the machine's wake-ups up to {worst:?} late, {} of \
+         5 timed by the kernel's stamps",
+        t.kernel_stamped()
+    );
 }
 
 #[test]
@@ -361,11 +472,21 @@ fn responses_still_coming_when_arrivals_end_are_read_and_counted() {
     c.threads = 1;
     c.grace = secs(2.0);
     c.load = open(Profile::constant(10.0), 10, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(out.totals.succeeded(), 5, "{:?}", out.totals);
     assert_eq!(out.totals.errors(), 0);
     assert!(out.elapsed < secs(1.5), "{:?}", out.elapsed);
-    assert!(out.totals.uncorrected_us().max() < 330_000);
+    // Within 30 ms of the delay, plus twice the latest wake-up measured beside the run (as in
+    // the test above).
+    let worst = noise.quantile(1.0);
+    let high = out.totals.uncorrected_us().max();
+    let bound = (Duration::from_millis(330) + 2 * worst).as_micros() as u64;
+    assert!(
+        high < bound,
+        "{high} µs for a 300 ms response, the machine's wake-ups up to {worst:?} late, {} of \
+         5 timed by the kernel's stamps",
+        out.totals.kernel_stamped()
+    );
 }
 
 #[test]
@@ -373,10 +494,20 @@ fn connections_the_server_closes_after_each_response_are_replaced() {
     let s = recording_server(0);
     let mut c = lasting(config(s.addr(), "/?close=1"), secs(1.0));
     c.load = open(Profile::constant(200.0), 100, None);
-    let out = run(&c);
-    assert_eq!(out.totals.succeeded(), 200, "{:?}", out.totals);
-    assert_eq!(s.counts().requests, 200);
-    assert_eq!(s.counts().connections, 200);
+    let (out, noise) = beside(|| run(&c));
+    let t = &out.totals;
+    // Every arrival sent, each on a connection of its own, or dropped: those still waiting
+    // for theirs to open when the run ended (4 of 200 once, at a load of 9), as many as may
+    // fall on the far side of the end by the noise measured beside the run.
+    assert_eq!(t.scheduled(), 200);
+    assert_eq!(t.succeeded() + t.dropped(), 200, "{:?}", t.counters());
+    assert!(
+        t.dropped() <= noise.either_side(200.0),
+        "{} dropped",
+        t.dropped()
+    );
+    assert_eq!(s.counts().requests, t.succeeded());
+    assert_eq!(s.counts().connections, t.succeeded());
 }
 
 #[test]
@@ -449,18 +580,27 @@ fn the_last_whole_interval_keeps_its_place_in_the_series() {
     c.interval = secs(0.25);
     c.threads = 1;
     c.load = open(Profile::constant(400.0), 100, None);
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     assert_eq!(out.totals.requests(), 400);
+    // A request counts in the interval its answer was read in: those due within a wake-up's
+    // lateness of a boundary (the interval's hand-over and the answer's read are each one)
+    // may land on either side, as many as the noise measured beside the run accounts for
+    // (one on a quiet machine). The bug moved the last interval's 100 whole.
+    let straddle = noise.either_side(400.0);
     let points = out.series.points();
     for (k, p) in points.iter().enumerate().take(4) {
         assert_eq!(p.offset, secs(0.25 * k as f64), "{k}");
         assert!(
-            (99..=101).contains(&p.requests),
-            "interval {k}: {}",
+            p.requests.abs_diff(100) <= straddle,
+            "interval {k}: {}, {straddle} may straddle",
             p.requests
         );
     }
     for p in &points[4..] {
-        assert!(p.requests <= 1, "{} requests after the end", p.requests);
+        assert!(
+            p.requests <= straddle,
+            "{} requests after the end, {straddle} may straddle",
+            p.requests
+        );
     }
 }

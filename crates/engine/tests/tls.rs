@@ -60,18 +60,22 @@ fn without_keepalive_every_request_pays_a_handshake() {
 #[test]
 fn a_server_delay_shows_in_ttfb_and_phases_add_up() {
     let (s, ca) = tls_server();
-    let mut c = requests(40, 2, tls_config(&s, &ca, "/?delay=20ms"));
+    // The delay shows in the time to first byte and not in the phases before it. Those are
+    // work, not waiting: a debug build's handshake takes a few ms, and stretches with the
+    // machine's load (33 ms at the median beside one CPU-bound process and a build), so the
+    // delay is one no handshake comes near, 50 ms, not the 20 ms it was.
+    let mut c = requests(40, 2, tls_config(&s, &ca, "/?delay=50ms"));
     c.keepalive = false;
     let out = run(&c);
     let t = &out.totals;
     let p50 = |m: Metric| t.histogram(m).value_at_quantile(0.5);
-    assert!(p50(Metric::Ttfb) >= 20_000, "ttfb {}", p50(Metric::Ttfb));
+    assert!(p50(Metric::Ttfb) >= 50_000, "ttfb {}", p50(Metric::Ttfb));
     assert!(
-        p50(Metric::Connect) < 20_000,
+        p50(Metric::Connect) < 50_000,
         "connect {}",
         p50(Metric::Connect)
     );
-    assert!(p50(Metric::Tls) < 20_000, "tls {}", p50(Metric::Tls));
+    assert!(p50(Metric::Tls) < 50_000, "tls {}", p50(Metric::Tls));
     // connect + TLS + TTFB + transfer make up the total (each histogram at 1 %, plus the gaps
     // between phases in belier itself).
     let parts = t.histogram(Metric::Connect).mean()

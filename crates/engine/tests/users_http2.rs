@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use belier_engine::user::{Action, ErrorKind, Outgoing, Reply, User, Verdict};
 use belier_engine::{Config, Load, Profile, StopWhen};
+use belier_testsupport::noise::beside;
 use bytes::Bytes;
 use common::scripted::Scripted;
 use common::{config, open, run, Outcome};
@@ -379,12 +380,26 @@ fn open_loop_opens_a_connection_once_every_stream_has_a_user() {
         duration: Some(Duration::from_secs(1)),
         iterations: None,
     };
-    let out = run(&c);
+    let (out, noise) = beside(|| run(&c));
     let t = &out.totals;
     assert_eq!(t.scheduled(), 20);
-    assert_eq!(script.made.load(Ordering::Relaxed), 6);
-    assert_eq!(s.connections(), 3);
-    assert_eq!(t.connections_opened(), 3);
+    // Users over connections, two streams each, whatever the machine: a connection for each
+    // two users, none more.
+    let made = script.made.load(Ordering::Relaxed);
+    assert!(made <= 6, "{made} users");
+    assert_eq!(s.connections(), made.div_ceil(2));
+    assert_eq!(t.connections_opened(), s.connections());
+    // All six are needed when the arrivals keep to their 50 ms; a stall of more than half
+    // that, which holds an arrival until the user of an earlier one came free (its pause
+    // fired in the same wake-up), may leave one unneeded (5 users once at a load of 10).
+    if noise.quantile(1.0) < Duration::from_millis(25) {
+        assert_eq!(
+            made,
+            6,
+            "the machine's wake-ups up to {:?} late",
+            noise.quantile(1.0)
+        );
+    }
     let started = t.requests();
     assert_eq!(s.requests_of("/a"), started);
     assert_eq!(t.dropped(), 20 - started);

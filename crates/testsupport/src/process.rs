@@ -100,8 +100,13 @@ impl Belier {
         let mut stdout = String::new();
         let _ = std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut stdout);
         let code = self.child.wait().unwrap().code();
-        let rest: Vec<String> = self.stderr.try_iter().collect();
-        self.seen.extend(rest);
+        // All of it: the reader thread may not have passed the last lines on yet when the
+        // process ended (on a loaded machine a refusal's whole message was missing once). It
+        // ends at the pipe's end; a process the child started may hold that open, so a
+        // bounded silence ends the wait too.
+        while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(1)) {
+            self.seen.push(line);
+        }
         (code, stdout, self.seen.join("\n"))
     }
 }
