@@ -61,14 +61,18 @@ fn the_capacity_found_is_the_target_s_own() {
     assert!(c["overload"].is_null());
 }
 
-/// A short search for `p99<30ms` (and the errors<1% in force beside it) with overload steps,
-/// bounded by --max-time.
+/// A short search for `p99<60ms` (and the errors<1% in force beside it) with overload steps,
+/// bounded by --max-time, against a target of 8 handlers of 20 ms (about 380/s): three
+/// service times, which a queue 2 % past its capacity for the step's 3 s exceeds (8 handlers
+/// of 20 ms: a quarter of the rate, and the belier and server CPU, of 8 of 5 ms against
+/// `p99<30ms`, the same shape; the machine's millisecond wake-up noise a smaller share of a
+/// service time).
 fn short_search(url: &str, start_rate: &str) -> Value {
     let (out, doc) = capacity(
         BELIER,
         &[
             "--slo",
-            "p99<30ms",
+            "p99<60ms",
             "--start-rate",
             start_rate,
             "--warmup",
@@ -90,7 +94,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
     validate(&doc);
     assert_eq!(
         doc["capacity"]["slos"],
-        serde_json::json!(["p99<30ms", "errors<1%"])
+        serde_json::json!(["p99<60ms", "errors<1%"])
     );
     // (No bound on goodput against sent here: on a loaded host the built-in target, stalled
     // in a step's warm-up, serves that backlog in its window.)
@@ -101,7 +105,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
 /// The short search against `s`: its answer within 0.85–1.05 of the most the target served
 /// in any second of it, by its own count.
 fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
-    let (doc, best) = best_served(s, || short_search(&s.url("/"), "400"));
+    let (doc, best) = best_served(s, || short_search(&s.url("/"), "100"));
     let c = &doc["capacity"];
     let found = c["max_rate"]
         .as_f64()
@@ -118,14 +122,15 @@ fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
 /// Found on main: against 8 handlers of 5 ms that answer 503 at once beyond them, `--slo
 /// 'p99<30ms'` answered 57,760/s (fast 503s met the latency SLO) and called it a collapse.
 ///
-/// The target holds up to 8 requests waiting (at most 5 ms more each) before it sheds. With no
+/// The target holds up to 8 requests waiting (at most 20 ms more each, within the 60 ms of
+/// the SLO: errors<1% decides) before it sheds. With no
 /// room at all it is a loss system whose refusals below its saturation depend on how bunched
 /// the arrivals are: on CI's busy host 0.75 % were refused at 800/s (two thirds of what it
 /// served at best), so `errors<1%` rightly stopped at 720/s, and the test's measure of
 /// truth (the best second served) was the wrong one for it.
 #[test]
 fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
-    let s = target(8, 5, Some(8), true);
+    let s = target(8, 20, Some(8), true);
     let doc = found_at_what_it_serves(&s, "shedding");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "sheds", "{c:#}");
@@ -139,7 +144,7 @@ fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
 
 #[test]
 fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
-    let s = target(8, 5, None, false);
+    let s = target(8, 20, None, false);
     let doc = found_at_what_it_serves(&s, "queueing");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "slows", "{c:#}");
@@ -253,18 +258,20 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
     }
 }
 
-/// The budget holds with short steps whose waits and grace would have run over it.
+/// The budget holds with short steps whose waits and grace would have run over it. (At rates
+/// of 50-200/s, far below the target's 380/s: a search at 400-800/s against 8 handlers of
+/// 5 ms ended on belier's own lag on a busy host, before its budget did.)
 #[test]
 fn the_time_allowed_bounds_the_search() {
-    let s = target(8, 5, None, false);
+    let s = target(8, 20, None, false);
     // Timed from belier's start: the searches of other tests run first, one at a time.
     let (out, doc, took) = capacity_timed(
         BELIER,
         &[
             "--slo",
-            "p99<30ms",
+            "p99<60ms",
             "--start-rate",
-            "400",
+            "50",
             "--warmup",
             "1s",
             "--window",
@@ -285,16 +292,18 @@ fn the_time_allowed_bounds_the_search() {
 
 #[test]
 fn a_target_that_closes_on_the_excess_collapses() {
-    // 2 handlers of 20 ms, nobody waits, and the excess is not answered: the connection
-    // closes. Far past capacity most requests break.
-    let s = target(2, 20, Some(0), false);
+    // 4 handlers of 20 ms, nobody waits, and the excess is not answered: the connection
+    // closes. Far past capacity most requests break. (Started at a tenth of its 200/s: a loss
+    // system refuses below its capacity when arrivals bunch, and on a busy host belier's late
+    // wake-ups bunched a start at 40/s against 2 handlers into 19 % refused.)
+    let s = target(4, 20, Some(0), false);
     let (out, doc) = capacity(
         BELIER,
         &[
             "--slo",
             "errors<5%",
             "--start-rate",
-            "40",
+            "20",
             "--precision",
             "50%",
             "--warmup",
@@ -470,7 +479,9 @@ fn bad_slos_and_bounds_exit_2_naming_them() {
 #[test]
 fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
     // 8 handlers of 20 ms serve about 380/s; the SLO on the target's own served rate, as
-    // Prometheus scrapes it from /metrics every second, holds only below 150/s.
+    // Prometheus scrapes it from /metrics every second, holds only below 150/s. The steps
+    // (45, 90, 180, 135, 157.5/s: to 20 %) stay off 150/s itself, where the SLO's verdict on
+    // a served 149.7/s is a coin toss.
     let s = target(8, 20, None, false);
     let Some(prometheus) = prometheus_support::Prometheus::start(&[s.addr()]) else {
         return;
@@ -485,9 +496,9 @@ fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
             "--slo",
             "prom:rate(belier_target_served_total[3s]) < 150",
             "--start-rate",
-            "50",
+            "45",
             "--precision",
-            "10%",
+            "20%",
             "--warmup",
             "1s",
             "--window",

@@ -12,11 +12,13 @@ belier_testsupport::binary!(BELIER);
 
 #[test]
 fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
-    // 4 handlers of 20 ms and an unbounded queue: up to 4 connections each request is served
-    // at once (~20 ms); a fifth connection makes one request in five wait a whole service
-    // time (~40 ms), past p99<35ms. The answer is exactly 4. (The SLO sits halfway between
-    // the two: at 30 ms, CI's host once put 4 connections' p99 at 31.3 ms.)
-    let s = target(4, 20, None, false);
+    // 4 handlers of 50 ms and an unbounded queue: up to 4 connections each request is served
+    // at once (~50 ms); a fifth connection makes one request in five wait a whole service
+    // time (~100 ms), past p99<75ms. The answer is exactly 4. (The SLO sits halfway between
+    // the two, 25 ms from each: with 20 ms handlers and p99<30ms CI's host once put 4
+    // connections' p99 at 31.3 ms; the machine's wake-up lateness is the same milliseconds
+    // whatever the service time, so a longer one leaves it a smaller share.)
+    let s = target(4, 50, None, false);
     let html = temp_dir("connections").join("search.html");
     let (out, doc) = capacity(
         BELIER,
@@ -24,7 +26,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
             "--dimension",
             "connections",
             "--slo",
-            "p99<35ms",
+            "p99<75ms",
             "--start-rate",
             "1",
             "--warmup",
@@ -52,7 +54,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
         .collect();
     assert!(levels.iter().all(|l| l.fract() == 0.0), "{levels:?}");
     assert_eq!(&levels[..3], &[1.0, 2.0, 4.0], "{levels:?}");
-    // What the 4 connections carried: 4 requests per service time, about 200/s, read as
+    // What the 4 connections carried: 4 requests per service time, about 80/s, read as
     // requests per second in the step's achieved column.
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
     let last = steps.last().unwrap();
@@ -65,7 +67,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("Capacity: 4 connections with p99&lt;35ms"),
+        page.contains("Capacity: 4 connections with p99&lt;75ms"),
         "html"
     );
     assert!(page.contains("<svg"), "html");
