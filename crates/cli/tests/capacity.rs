@@ -61,18 +61,18 @@ fn the_capacity_found_is_the_target_s_own() {
     assert!(c["overload"].is_null());
 }
 
-/// A short search for `p99<60ms` (and the errors<1% in force beside it) with overload steps,
-/// bounded by --max-time, against a target of 8 handlers of 20 ms (about 380/s): three
-/// service times, which a queue 2 % past its capacity for the step's 3 s exceeds (8 handlers
-/// of 20 ms: a quarter of the rate, and the belier and server CPU, of 8 of 5 ms against
-/// `p99<30ms`, the same shape; the machine's millisecond wake-up noise a smaller share of a
-/// service time).
-fn short_search(url: &str, start_rate: &str) -> Value {
+/// A short search for the latency SLO `slo` (and the errors<1% in force beside it) with
+/// overload steps, bounded by --max-time, against a target of 8 handlers of 20 ms (about
+/// 380/s), bisected to 5 % (the bisection's arithmetic is the search's unit tests'; here two
+/// fewer steps near the boundary, each a chance for a loaded host to fail it below capacity). (8 handlers of 20 ms: a quarter of the rate, and of the unoptimised belier's and
+/// server's CPU, of 8 of 5 ms, the same shape; the machine's millisecond wake-up noise a
+/// smaller share of a service time.)
+fn short_search(url: &str, start_rate: &str, slo: &str) -> Value {
     let (out, doc) = capacity(
         BELIER,
         &[
             "--slo",
-            "p99<60ms",
+            slo,
             "--start-rate",
             start_rate,
             "--warmup",
@@ -86,7 +86,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
             "--max-time",
             "90s",
             "--precision",
-            "2%",
+            "5%",
             url,
         ],
     );
@@ -94,7 +94,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
     validate(&doc);
     assert_eq!(
         doc["capacity"]["slos"],
-        serde_json::json!(["p99<60ms", "errors<1%"])
+        serde_json::json!([slo, "errors<1%"])
     );
     // (No bound on goodput against sent here: on a loaded host the built-in target, stalled
     // in a step's warm-up, serves that backlog in its window.)
@@ -102,10 +102,10 @@ fn short_search(url: &str, start_rate: &str) -> Value {
     doc
 }
 
-/// The short search against `s`: its answer within 0.85–1.05 of the most the target served
-/// in any second of it, by its own count.
-fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
-    let (doc, best) = best_served(s, || short_search(&s.url("/"), "100"));
+/// The short search for `slo` against `s`: its answer within 0.85–1.05 of the most the
+/// target served in any second of it, by its own count.
+fn found_at_what_it_serves(s: &Server, what: &str, slo: &str) -> Value {
+    let (doc, best) = best_served(s, || short_search(&s.url("/"), "100", slo));
     let c = &doc["capacity"];
     let found = c["max_rate"]
         .as_f64()
@@ -122,8 +122,10 @@ fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
 /// Found on main: against 8 handlers of 5 ms that answer 503 at once beyond them, `--slo
 /// 'p99<30ms'` answered 57,760/s (fast 503s met the latency SLO) and called it a collapse.
 ///
-/// The target holds up to 8 requests waiting (at most 20 ms more each, within the 60 ms of
-/// the SLO: errors<1% decides) before it sheds. With no
+/// The target holds up to 8 requests waiting (at most 20 ms more each: 40 ms in all, well
+/// within the SLO's 100 ms, so errors<1% decides) before it sheds; its 503s leave at once,
+/// faster than the SLO's latency even when a loaded host delays them by tens of ms (against
+/// p99<60ms, a host loaded by builds and two stress-ng once called them slow). With no
 /// room at all it is a loss system whose refusals below its saturation depend on how bunched
 /// the arrivals are: on CI's busy host 0.75 % were refused at 800/s (two thirds of what it
 /// served at best), so `errors<1%` rightly stopped at 720/s, and the test's measure of
@@ -131,7 +133,7 @@ fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
 #[test]
 fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
     let s = target(8, 20, Some(8), true);
-    let doc = found_at_what_it_serves(&s, "shedding");
+    let doc = found_at_what_it_serves(&s, "shedding", "p99<100ms");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "sheds", "{c:#}");
     let shed: u64 = steps(&doc)
@@ -144,8 +146,10 @@ fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
 
 #[test]
 fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
+    // p99<60ms, three service times: a queue 2 % past the target's capacity for a step's 3 s
+    // waits longer (at 100 ms it would take 4 %).
     let s = target(8, 20, None, false);
-    let doc = found_at_what_it_serves(&s, "queueing");
+    let doc = found_at_what_it_serves(&s, "queueing", "p99<60ms");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "slows", "{c:#}");
     // What the overload left queued was waited out before the next step.
@@ -265,7 +269,7 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
 fn the_time_allowed_bounds_the_search() {
     let s = target(8, 20, None, false);
     // Timed from belier's start: the searches of other tests run first, one at a time.
-    let (out, doc, took) = capacity_timed(
+    let search = capacity_timed(
         BELIER,
         &[
             "--slo",
@@ -281,13 +285,19 @@ fn the_time_allowed_bounds_the_search() {
             &s.url("/"),
         ],
     );
-    let took = took.as_secs_f64();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    validate(&doc);
+    let (out, doc) = (&search.out, &search.doc);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    validate(doc);
     let c = &doc["capacity"];
     assert_eq!(c["limited_by"], "time", "{c:#}");
     assert!(c["elapsed_s"].as_f64().unwrap() <= 12.0, "{c:#}");
-    assert!(took <= 12.0 + 3.0, "{took} s");
+    // The process adds its start and its report (3 s), each as late as the machine wakes it.
+    let took = search.took.as_secs_f64();
+    let late = search.wake_late.as_secs_f64();
+    assert!(
+        took <= 12.0 + 3.0 + 2.0 * late,
+        "{took} s ({late} s late wake-ups)"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! fixed number of handlers, each holding a request for a service time), running
 //! `belier capacity` one search at a time, and checking its JSON against the schema.
 
+use std::io::Write as _;
 use std::process::Output;
 use std::time::Duration;
 
@@ -31,13 +32,25 @@ pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// `belier capacity --output json` with `args`, one search at a time: its output and JSON
 /// document (null when stdout is not JSON).
 pub fn capacity(belier: Binary, args: &[&str]) -> (Output, Value) {
-    let (out, doc, _) = capacity_timed(belier, args);
-    (out, doc)
+    let search = capacity_timed(belier, args);
+    (search.out, search.doc)
 }
 
-/// [`capacity`], and how long belier ran (not counting the wait for the searches before it).
-pub fn capacity_timed(belier: Binary, args: &[&str]) -> (Output, Value, Duration) {
+/// One search's output, document (null when stdout is not JSON), how long belier ran (not
+/// counting the wait for the searches before it), and how late this machine woke a thread
+/// asked to sleep 10 ms while it ran (p99): the noise every timing in the search carries.
+pub struct Search {
+    pub out: Output,
+    pub doc: Value,
+    pub took: Duration,
+    pub wake_late: Duration,
+}
+
+/// [`capacity`], timed, with the machine's wake-up lateness measured beside it (said on
+/// standard error, so a failing test's output shows how loaded the machine was).
+pub fn capacity_timed(belier: Binary, args: &[&str]) -> Search {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let noise = crate::noise::TimerNoise::start(Duration::from_millis(10));
     let began = std::time::Instant::now();
     let out = belier
         .command()
@@ -47,8 +60,20 @@ pub fn capacity_timed(belier: Binary, args: &[&str]) -> (Output, Value, Duration
         .output()
         .expect("belier runs");
     let took = began.elapsed();
+    let wake_late = noise.stop(0.99);
+    let _ = writeln!(
+        std::io::stderr(),
+        "capacity search: {:.1} s; this machine woke a 10 ms sleep {:.1} ms late (p99)",
+        took.as_secs_f64(),
+        wake_late.as_secs_f64() * 1e3
+    );
     let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, doc, took)
+    Search {
+        out,
+        doc,
+        took,
+        wake_late,
+    }
 }
 
 pub fn validate(doc: &Value) {
