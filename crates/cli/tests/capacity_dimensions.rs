@@ -13,11 +13,14 @@ belier_testsupport::binary!(BELIER);
 #[test]
 fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     // 4 handlers of 50 ms and an unbounded queue: up to 4 connections each request is served
-    // at once (~50 ms); a fifth connection makes one request in five wait a whole service
-    // time (~100 ms), past p99<75ms. The answer is exactly 4. (The SLO sits halfway between
-    // the two, 25 ms from each: with 20 ms handlers and p99<30ms CI's host once put 4
-    // connections' p99 at 31.3 ms; the machine's wake-up lateness is the same milliseconds
-    // whatever the service time, so a longer one leaves it a smaller share.)
+    // at once (~50 ms); a fifth connection makes one request in four or five wait a whole
+    // service time (~100 ms), past p90<75ms. The answer is exactly 4. The SLO is on the p90,
+    // which that fifth of the requests moves, not on the p99, which at 40-80 requests a step
+    // is their slowest one, so the host's worst wake-up of the step: with 20 ms handlers and
+    // p99<30ms CI's host once put 4 connections' p99 at 31.3 ms, and this one (a stress-ng and
+    // builds beside it, waking 10 ms sleeps 21 ms late at p99) 2 connections' at 86.7 ms of
+    // 50. The 25 ms either side are the same milliseconds of wake-up noise whatever the
+    // service time, a smaller share of a longer one.
     let s = target(4, 50, None, false);
     let html = temp_dir("connections").join("search.html");
     let (out, doc) = capacity(
@@ -26,7 +29,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
             "--dimension",
             "connections",
             "--slo",
-            "p99<75ms",
+            "p90<75ms",
             "--start-rate",
             "1",
             "--warmup",
@@ -67,7 +70,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("Capacity: 4 connections with p99&lt;75ms"),
+        page.contains("Capacity: 4 connections with p90&lt;75ms"),
         "html"
     );
     assert!(page.contains("<svg"), "html");
@@ -102,7 +105,9 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
     let c = &doc["capacity"];
     assert_eq!(c["dimension"], "connection_rate");
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found}/s against {truth:.1}/s\n{c:#}"
@@ -151,7 +156,9 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
     let c = &doc["capacity"];
     assert_eq!(c["dimension"], "iteration_rate");
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64() / 2.0;
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found} iterations/s against {truth:.1}\n{c:#}"
