@@ -3,10 +3,11 @@
 //! iterations per second; and the input each one refuses.
 
 use std::process::Command;
+use std::time::Duration;
 
 use belier_testsupport::capacity as capacity_support;
 use belier_testsupport::temp_dir;
-use capacity_support::{capacity, stderr, target, validate};
+use capacity_support::{capacity, last_served, stderr, target, validate};
 
 belier_testsupport::binary!(BELIER);
 
@@ -23,27 +24,32 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     // service time, a smaller share of a longer one.
     let s = target(4, 50, None, false);
     let html = temp_dir("connections").join("search.html");
-    let (out, doc) = capacity(
-        BELIER,
-        &[
-            "--dimension",
-            "connections",
-            "--slo",
-            "p90<75ms",
-            "--start-rate",
-            "1",
-            "--warmup",
-            "1s",
-            "--window",
-            "1s",
-            "--confirm-window",
-            "2s",
-            "--no-overload",
-            "--html",
-            html.to_str().unwrap(),
-            &s.url("/"),
-        ],
-    );
+    // What the target served, by its own count, over the last 2 s it served: the
+    // confirmation's window, the search's last step.
+    let (search, served) = last_served(&s, Duration::from_secs(2), || {
+        capacity(
+            BELIER,
+            &[
+                "--dimension",
+                "connections",
+                "--slo",
+                "p90<75ms",
+                "--start-rate",
+                "1",
+                "--warmup",
+                "1s",
+                "--window",
+                "1s",
+                "--confirm-window",
+                "2s",
+                "--no-overload",
+                "--html",
+                html.to_str().unwrap(),
+                &s.url("/"),
+            ],
+        )
+    });
+    let (out, doc) = search;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -57,15 +63,16 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
         .collect();
     assert!(levels.iter().all(|l| l.fract() == 0.0), "{levels:?}");
     assert_eq!(&levels[..3], &[1.0, 2.0, 4.0], "{levels:?}");
-    // What the 4 connections carried: 4 requests per service time, about 80/s, read as
-    // requests per second in the step's achieved column.
-    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    // What the 4 connections carried, read as requests per second in the step's achieved
+    // column: what the target served in that step by its own count (4 requests per service
+    // time and per round trip: on a loaded host belier's and the server's late wake-ups
+    // lengthen each round trip, 4 / mean service time is not the truth: 52/s against 75.7/s).
     let last = steps.last().unwrap();
     assert_eq!(last["kind"], "confirm");
     let carried = last["achieved_rate"].as_f64().unwrap();
     assert!(
-        (0.85..=1.05).contains(&(carried / truth)),
-        "{carried}/s against {truth:.1}/s"
+        (0.85..=1.05).contains(&(carried / served)),
+        "{carried}/s against {served:.1}/s served"
     );
 
     let page = std::fs::read_to_string(&html).unwrap();

@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Handlers, Server};
 use serde_json::Value;
@@ -51,7 +51,7 @@ pub struct Search {
 pub fn capacity_timed(belier: Binary, args: &[&str]) -> Search {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let noise = crate::noise::TimerNoise::start(Duration::from_millis(10));
-    let began = std::time::Instant::now();
+    let began = Instant::now();
     let out = belier
         .command()
         .arg("capacity")
@@ -93,6 +93,41 @@ pub fn stderr(out: &Output) -> String {
 /// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
 /// result and the most the target served in any second of it, per second (its own count).
 pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
+    let (result, samples) = sampling_served(s, f);
+    let mut best: f64 = 0.0;
+    for (i, &(t0, n0)) in samples.iter().enumerate() {
+        let later = samples[i..]
+            .iter()
+            .find(|(t, _)| t.duration_since(t0) >= Duration::from_secs(1));
+        if let Some(&(t1, n1)) = later {
+            best = best.max((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64());
+        }
+    }
+    (result, best)
+}
+
+/// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
+/// result and what the target served per second, by its own count, over the last `last` it
+/// served anything (a search's last step, when that is longer).
+pub fn last_served<T>(s: &Server, last: Duration, f: impl FnOnce() -> T) -> (T, f64) {
+    let (result, samples) = sampling_served(s, f);
+    // The first sample at the final count: when the target stopped serving.
+    let end = samples
+        .iter()
+        .position(|&(_, n)| n == samples.last().map_or(0, |l| l.1));
+    let rate = end.and_then(|end| {
+        let (t1, n1) = samples[end];
+        let begin = samples[..=end]
+            .iter()
+            .rposition(|&(t, _)| t1.duration_since(t) >= last)?;
+        let (t0, n0) = samples[begin];
+        Some((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64())
+    });
+    (result, rate.unwrap_or(0.0))
+}
+
+/// Runs `f` while sampling (instant, requests served) from the target every 50 ms.
+fn sampling_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, Vec<(Instant, u64)>) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -100,7 +135,7 @@ pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
             let mut samples = Vec::new();
             while !done.load(Ordering::Relaxed) {
                 let served = s.pool_stats().map_or(0, |p| p.served);
-                samples.push((std::time::Instant::now(), served));
+                samples.push((Instant::now(), served));
                 std::thread::sleep(Duration::from_millis(50));
             }
             samples
@@ -116,17 +151,7 @@ pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
             let _done = Done(&done);
             f()
         };
-        let samples = sampler.join().unwrap();
-        let mut best: f64 = 0.0;
-        for (i, &(t0, n0)) in samples.iter().enumerate() {
-            let later = samples[i..]
-                .iter()
-                .find(|(t, _)| t.duration_since(t0) >= Duration::from_secs(1));
-            if let Some(&(t1, n1)) = later {
-                best = best.max((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64());
-            }
-        }
-        (result, best)
+        (result, sampler.join().unwrap())
     })
 }
 
