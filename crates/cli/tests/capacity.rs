@@ -22,7 +22,9 @@ belier_testsupport::binary!(BELIER);
 
 #[test]
 fn the_capacity_found_is_the_target_s_own() {
-    // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot.
+    // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot. Windows of 2 s: belier's
+    // verdict on itself is its own lateness at p99, and of the 100-200 arrivals of a 1 s
+    // window that is the one or two latest, one late wake-up of a loaded host (3 ms once).
     let s = target(4, 20, None, false);
     let (out, doc) = capacity(
         BELIER,
@@ -34,7 +36,7 @@ fn the_capacity_found_is_the_target_s_own() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",
