@@ -2,6 +2,7 @@
 //! capacity: concurrent connections (a closed loop), new connections per second, and a plan's
 //! iterations per second; and the input each one refuses.
 
+use std::io::Write as _;
 use std::process::Command;
 use std::time::Duration;
 
@@ -21,7 +22,8 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     // p99<30ms CI's host once put 4 connections' p99 at 31.3 ms, and this one (a stress-ng and
     // builds beside it, waking 10 ms sleeps 21 ms late at p99) 2 connections' at 86.7 ms of
     // 50. The 25 ms either side are the same milliseconds of wake-up noise whatever the
-    // service time, a smaller share of a longer one.
+    // service time, a smaller share of a longer one. Windows of 2 s: a host's stall of 100 ms
+    // holds 8 of the 80 requests 4 connections make in 1 s, a tenth, which moves the p90.
     let s = target(4, 50, None, false);
     let html = temp_dir("connections").join("search.html");
     // What the target served, by its own count, over the last 2 s it served: the
@@ -39,7 +41,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
                 "--warmup",
                 "1s",
                 "--window",
-                "1s",
+                "2s",
                 "--confirm-window",
                 "2s",
                 "--no-overload",
@@ -70,6 +72,10 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
     let last = steps.last().unwrap();
     assert_eq!(last["kind"], "confirm");
     let carried = last["achieved_rate"].as_f64().unwrap();
+    let _ = writeln!(
+        std::io::stderr(),
+        "4 connections carried {carried:.1}/s; the target served {served:.1}/s"
+    );
     assert!(
         (0.85..=1.05).contains(&(carried / served)),
         "{carried}/s against {served:.1}/s served"
@@ -85,6 +91,9 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 
 #[test]
 fn a_connection_rate_opens_a_connection_for_every_request() {
+    // Open loops judged on windows of 2 s, here and in the plan's search: belier's verdict on
+    // itself is its own lateness at p99, over a 1 s window's 40-200 arrivals the latest one
+    // or two, one late wake-up of a loaded host.
     let s = target(4, 20, None, false);
     let (out, doc) = capacity(
         BELIER,
@@ -100,7 +109,7 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",
@@ -151,7 +160,7 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",

@@ -107,15 +107,15 @@ pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
 }
 
 /// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
-/// result and what the target served per second, by its own count, over the last `last` it
-/// served anything (a search's last step, when that is longer).
+/// result and what the target served per second, by its own count, over `last` ending at the
+/// last sample taken while it was still serving (a search's last step, when that step ran
+/// longer than `last`; a sample after the end would put idle time in the figure).
 pub fn last_served<T>(s: &Server, last: Duration, f: impl FnOnce() -> T) -> (T, f64) {
     let (result, samples) = sampling_served(s, f);
-    // The first sample at the final count: when the target stopped serving.
-    let end = samples
-        .iter()
-        .position(|&(_, n)| n == samples.last().map_or(0, |l| l.1));
-    let rate = end.and_then(|end| {
+    let total = samples.last().map_or(0, |l| l.1);
+    // The last sample before the count reached its final value.
+    let serving = samples.iter().rposition(|&(_, n)| n < total);
+    let rate = serving.and_then(|end| {
         let (t1, n1) = samples[end];
         let begin = samples[..=end]
             .iter()
