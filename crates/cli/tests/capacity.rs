@@ -22,7 +22,9 @@ belier_testsupport::binary!(BELIER);
 
 #[test]
 fn the_capacity_found_is_the_target_s_own() {
-    // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot.
+    // 4 handlers of 20 ms: 200/s, a little less as the sleeps overshoot. Windows of 2 s: belier's
+    // verdict on itself is its own lateness at p99, and of the 100-200 arrivals of a 1 s
+    // window that is the one or two latest, one late wake-up of a loaded host (3 ms once).
     let s = target(4, 20, None, false);
     let (out, doc) = capacity(
         BELIER,
@@ -34,7 +36,7 @@ fn the_capacity_found_is_the_target_s_own() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",
@@ -61,14 +63,18 @@ fn the_capacity_found_is_the_target_s_own() {
     assert!(c["overload"].is_null());
 }
 
-/// A short search for `p99<30ms` (and the errors<1% in force beside it) with overload steps,
-/// bounded by --max-time.
-fn short_search(url: &str, start_rate: &str) -> Value {
+/// A short search for the latency SLO `slo` (and the errors<1% in force beside it) with
+/// overload steps, bounded by --max-time, against a target of 8 handlers of 20 ms (about
+/// 380/s), bisected to 5 % (the bisection's arithmetic is the search's unit tests'; here two
+/// fewer steps near the boundary, each a chance for a loaded host to fail it below capacity). (8 handlers of 20 ms: a quarter of the rate, and of the unoptimised belier's and
+/// server's CPU, of 8 of 5 ms, the same shape; the machine's millisecond wake-up noise a
+/// smaller share of a service time.)
+fn short_search(url: &str, start_rate: &str, slo: &str) -> Value {
     let (out, doc) = capacity(
         BELIER,
         &[
             "--slo",
-            "p99<30ms",
+            slo,
             "--start-rate",
             start_rate,
             "--warmup",
@@ -82,7 +88,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
             "--max-time",
             "90s",
             "--precision",
-            "2%",
+            "5%",
             url,
         ],
     );
@@ -90,7 +96,7 @@ fn short_search(url: &str, start_rate: &str) -> Value {
     validate(&doc);
     assert_eq!(
         doc["capacity"]["slos"],
-        serde_json::json!(["p99<30ms", "errors<1%"])
+        serde_json::json!([slo, "errors<1%"])
     );
     // (No bound on goodput against sent here: on a loaded host the built-in target, stalled
     // in a step's warm-up, serves that backlog in its window.)
@@ -98,10 +104,10 @@ fn short_search(url: &str, start_rate: &str) -> Value {
     doc
 }
 
-/// The short search against `s`: its answer within 0.85–1.05 of the most the target served
-/// in any second of it, by its own count.
-fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
-    let (doc, best) = best_served(s, || short_search(&s.url("/"), "400"));
+/// The short search for `slo` against `s`: its answer within 0.85–1.05 of the most the
+/// target served in any second of it, by its own count.
+fn found_at_what_it_serves(s: &Server, what: &str, slo: &str) -> Value {
+    let (doc, best) = best_served(s, || short_search(&s.url("/"), "100", slo));
     let c = &doc["capacity"];
     let found = c["max_rate"]
         .as_f64()
@@ -118,15 +124,18 @@ fn found_at_what_it_serves(s: &Server, what: &str) -> Value {
 /// Found on main: against 8 handlers of 5 ms that answer 503 at once beyond them, `--slo
 /// 'p99<30ms'` answered 57,760/s (fast 503s met the latency SLO) and called it a collapse.
 ///
-/// The target holds up to 8 requests waiting (at most 5 ms more each) before it sheds. With no
+/// The target holds up to 8 requests waiting (at most 20 ms more each: 40 ms in all, well
+/// within the SLO's 100 ms, so errors<1% decides) before it sheds; its 503s leave at once,
+/// faster than the SLO's latency even when a loaded host delays them by tens of ms (against
+/// p99<60ms, a host loaded by builds and two stress-ng once called them slow). With no
 /// room at all it is a loss system whose refusals below its saturation depend on how bunched
 /// the arrivals are: on CI's busy host 0.75 % were refused at 800/s (two thirds of what it
 /// served at best), so `errors<1%` rightly stopped at 720/s, and the test's measure of
 /// truth (the best second served) was the wrong one for it.
 #[test]
 fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
-    let s = target(8, 5, Some(8), true);
-    let doc = found_at_what_it_serves(&s, "shedding");
+    let s = target(8, 20, Some(8), true);
+    let doc = found_at_what_it_serves(&s, "shedding", "p99<100ms");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "sheds", "{c:#}");
     let shed: u64 = steps(&doc)
@@ -139,8 +148,10 @@ fn a_target_that_sheds_is_found_at_what_it_serves_and_classified_sheds() {
 
 #[test]
 fn a_target_that_queues_is_found_at_what_it_serves_and_classified_slows() {
-    let s = target(8, 5, None, false);
-    let doc = found_at_what_it_serves(&s, "queueing");
+    // p99<60ms, three service times: a queue 2 % past the target's capacity for a step's 3 s
+    // waits longer (at 100 ms it would take 4 %).
+    let s = target(8, 20, None, false);
+    let doc = found_at_what_it_serves(&s, "queueing", "p99<60ms");
     let c = &doc["capacity"];
     assert_eq!(c["overload"]["behaviour"], "slows", "{c:#}");
     // What the overload left queued was waited out before the next step.
@@ -253,41 +264,56 @@ fn gunicorn_is_found_at_the_capacity_it_measures_itself() {
     }
 }
 
-/// The budget holds with short steps whose waits and grace would have run over it.
+/// The budget holds with short steps whose waits and grace would have run over it: 9 s hold
+/// two steps of 3 s and their grace, and a third would run past it. (The budget's arithmetic, each step's
+/// overhead and drain wait included, is the search's unit tests' on a simulated clock; here
+/// its wiring. The SLO is far from the target's latency so that no step fails on a loaded
+/// host's stall: a failed first step ended the search before its budget, as did one at
+/// 400-800/s against 8 handlers of 5 ms on belier's own lag.)
 #[test]
 fn the_time_allowed_bounds_the_search() {
-    let s = target(8, 5, None, false);
+    let s = target(8, 20, None, false);
     // Timed from belier's start: the searches of other tests run first, one at a time.
-    let (out, doc, took) = capacity_timed(
+    let search = capacity_timed(
         BELIER,
         &[
             "--slo",
-            "p99<30ms",
+            "p99<500ms",
             "--start-rate",
-            "400",
+            "50",
             "--warmup",
             "1s",
             "--window",
             "2s",
             "--max-time",
-            "12s",
+            "9s",
             &s.url("/"),
         ],
     );
-    let took = took.as_secs_f64();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    validate(&doc);
+    let (out, doc) = (&search.out, &search.doc);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    validate(doc);
     let c = &doc["capacity"];
     assert_eq!(c["limited_by"], "time", "{c:#}");
     assert!(c["elapsed_s"].as_f64().unwrap() <= 12.0, "{c:#}");
-    assert!(took <= 12.0 + 3.0, "{took} s");
+    // The process adds its start and its report (3 s), each as late as the machine wakes it.
+    let took = search.took.as_secs_f64();
+    let late = search.wake_late.as_secs_f64();
+    assert!(
+        took <= 12.0 + 3.0 + 2.0 * late,
+        "{took} s ({late} s late wake-ups)"
+    );
 }
 
 #[test]
 fn a_target_that_closes_on_the_excess_collapses() {
-    // 2 handlers of 20 ms, nobody waits, and the excess is not answered: the connection
-    // closes. Far past capacity most requests break.
-    let s = target(2, 20, Some(0), false);
+    // 2 handlers of 20 ms, 2 requests waiting at most, and the excess is not answered: the
+    // connection closes. Far past capacity most requests break. (With nobody waiting, a loss
+    // system refuses below its capacity when arrivals bunch: on a busy host belier's late
+    // wake-ups made 19 % of a start at 40/s refused, so no rate met errors<5%; with 4
+    // handlers started at 20/s, 11 % at 80/s, and its overload steps, 3 and 4 times that
+    // answer, came out too close to its capacity for most requests to break.)
+    let s = target(2, 20, Some(2), false);
     let (out, doc) = capacity(
         BELIER,
         &[
@@ -470,7 +496,9 @@ fn bad_slos_and_bounds_exit_2_naming_them() {
 #[test]
 fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
     // 8 handlers of 20 ms serve about 380/s; the SLO on the target's own served rate, as
-    // Prometheus scrapes it from /metrics every second, holds only below 150/s.
+    // Prometheus scrapes it from /metrics every second, holds only below 150/s. The steps
+    // (45, 90, 180, 135, 157.5/s: to 20 %) stay off 150/s itself, where the SLO's verdict on
+    // a served 149.7/s is a coin toss.
     let s = target(8, 20, None, false);
     let Some(prometheus) = prometheus_support::Prometheus::start(&[s.addr()]) else {
         return;
@@ -485,9 +513,9 @@ fn a_prometheus_slo_on_the_server_s_own_metrics_bounds_the_capacity() {
             "--slo",
             "prom:rate(belier_target_served_total[3s]) < 150",
             "--start-rate",
-            "50",
+            "45",
             "--precision",
-            "10%",
+            "20%",
             "--warmup",
             "1s",
             "--window",

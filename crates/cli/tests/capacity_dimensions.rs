@@ -2,43 +2,56 @@
 //! capacity: concurrent connections (a closed loop), new connections per second, and a plan's
 //! iterations per second; and the input each one refuses.
 
+use std::io::Write as _;
 use std::process::Command;
+use std::time::Duration;
 
 use belier_testsupport::capacity as capacity_support;
 use belier_testsupport::temp_dir;
-use capacity_support::{capacity, stderr, target, validate};
+use capacity_support::{capacity, last_served, stderr, target, validate};
 
 belier_testsupport::binary!(BELIER);
 
 #[test]
 fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
-    // 4 handlers of 20 ms and an unbounded queue: up to 4 connections each request is served
-    // at once (~20 ms); a fifth connection makes one request in five wait a whole service
-    // time (~40 ms), past p99<35ms. The answer is exactly 4. (The SLO sits halfway between
-    // the two: at 30 ms, CI's host once put 4 connections' p99 at 31.3 ms.)
-    let s = target(4, 20, None, false);
+    // 4 handlers of 50 ms and an unbounded queue: up to 4 connections each request is served
+    // at once (~50 ms); a fifth connection makes one request in four or five wait a whole
+    // service time (~100 ms), past p90<75ms. The answer is exactly 4. The SLO is on the p90,
+    // which that fifth of the requests moves, not on the p99, which at 40-80 requests a step
+    // is their slowest one, so the host's worst wake-up of the step: with 20 ms handlers and
+    // p99<30ms CI's host once put 4 connections' p99 at 31.3 ms, and this one (a stress-ng and
+    // builds beside it, waking 10 ms sleeps 21 ms late at p99) 2 connections' at 86.7 ms of
+    // 50. The 25 ms either side are the same milliseconds of wake-up noise whatever the
+    // service time, a smaller share of a longer one. Windows of 2 s: a host's stall of 100 ms
+    // holds 8 of the 80 requests 4 connections make in 1 s, a tenth, which moves the p90.
+    let s = target(4, 50, None, false);
     let html = temp_dir("connections").join("search.html");
-    let (out, doc) = capacity(
-        BELIER,
-        &[
-            "--dimension",
-            "connections",
-            "--slo",
-            "p99<35ms",
-            "--start-rate",
-            "1",
-            "--warmup",
-            "1s",
-            "--window",
-            "1s",
-            "--confirm-window",
-            "2s",
-            "--no-overload",
-            "--html",
-            html.to_str().unwrap(),
-            &s.url("/"),
-        ],
-    );
+    // What the target served, by its own count, over the last 2 s it served: the
+    // confirmation's window, the search's last step.
+    let (search, served) = last_served(&s, Duration::from_secs(2), || {
+        capacity(
+            BELIER,
+            &[
+                "--dimension",
+                "connections",
+                "--slo",
+                "p90<75ms",
+                "--start-rate",
+                "1",
+                "--warmup",
+                "1s",
+                "--window",
+                "2s",
+                "--confirm-window",
+                "2s",
+                "--no-overload",
+                "--html",
+                html.to_str().unwrap(),
+                &s.url("/"),
+            ],
+        )
+    });
+    let (out, doc) = search;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
@@ -52,20 +65,25 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
         .collect();
     assert!(levels.iter().all(|l| l.fract() == 0.0), "{levels:?}");
     assert_eq!(&levels[..3], &[1.0, 2.0, 4.0], "{levels:?}");
-    // What the 4 connections carried: 4 requests per service time, about 200/s, read as
-    // requests per second in the step's achieved column.
-    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    // What the 4 connections carried, read as requests per second in the step's achieved
+    // column: what the target served in that step by its own count (4 requests per service
+    // time and per round trip: on a loaded host belier's and the server's late wake-ups
+    // lengthen each round trip, 4 / mean service time is not the truth: 52/s against 75.7/s).
     let last = steps.last().unwrap();
     assert_eq!(last["kind"], "confirm");
     let carried = last["achieved_rate"].as_f64().unwrap();
+    let _ = writeln!(
+        std::io::stderr(),
+        "4 connections carried {carried:.1}/s; the target served {served:.1}/s"
+    );
     assert!(
-        (0.85..=1.05).contains(&(carried / truth)),
-        "{carried}/s against {truth:.1}/s"
+        (0.85..=1.05).contains(&(carried / served)),
+        "{carried}/s against {served:.1}/s served"
     );
 
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("Capacity: 4 connections with p99&lt;35ms"),
+        page.contains("Capacity: 4 connections with p90&lt;75ms"),
         "html"
     );
     assert!(page.contains("<svg"), "html");
@@ -73,6 +91,9 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
 
 #[test]
 fn a_connection_rate_opens_a_connection_for_every_request() {
+    // Open loops judged on windows of 2 s, here and in the plan's search: belier's verdict on
+    // itself is its own lateness at p99, over a 1 s window's 40-200 arrivals the latest one
+    // or two, one late wake-up of a loaded host.
     let s = target(4, 20, None, false);
     let (out, doc) = capacity(
         BELIER,
@@ -88,7 +109,7 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",
@@ -100,7 +121,9 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
     let c = &doc["capacity"];
     assert_eq!(c["dimension"], "connection_rate");
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found}/s against {truth:.1}/s\n{c:#}"
@@ -137,7 +160,7 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
             "--warmup",
             "1s",
             "--window",
-            "1s",
+            "2s",
             "--confirm-window",
             "2s",
             "--no-overload",
@@ -149,7 +172,9 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
     let c = &doc["capacity"];
     assert_eq!(c["dimension"], "iteration_rate");
     let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64() / 2.0;
-    let found = c["max_rate"].as_f64().expect("a capacity");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
         "found {found} iterations/s against {truth:.1}\n{c:#}"

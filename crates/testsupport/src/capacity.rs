@@ -2,8 +2,9 @@
 //! fixed number of handlers, each holding a request for a service time), running
 //! `belier capacity` one search at a time, and checking its JSON against the schema.
 
+use std::io::Write as _;
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Handlers, Server};
 use serde_json::Value;
@@ -31,14 +32,26 @@ pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// `belier capacity --output json` with `args`, one search at a time: its output and JSON
 /// document (null when stdout is not JSON).
 pub fn capacity(belier: Binary, args: &[&str]) -> (Output, Value) {
-    let (out, doc, _) = capacity_timed(belier, args);
-    (out, doc)
+    let search = capacity_timed(belier, args);
+    (search.out, search.doc)
 }
 
-/// [`capacity`], and how long belier ran (not counting the wait for the searches before it).
-pub fn capacity_timed(belier: Binary, args: &[&str]) -> (Output, Value, Duration) {
+/// One search's output, document (null when stdout is not JSON), how long belier ran (not
+/// counting the wait for the searches before it), and how late this machine woke a thread
+/// asked to sleep 10 ms while it ran (p99): the noise every timing in the search carries.
+pub struct Search {
+    pub out: Output,
+    pub doc: Value,
+    pub took: Duration,
+    pub wake_late: Duration,
+}
+
+/// [`capacity`], timed, with the machine's wake-up lateness measured beside it (said on
+/// standard error, so a failing test's output shows how loaded the machine was).
+pub fn capacity_timed(belier: Binary, args: &[&str]) -> Search {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let began = std::time::Instant::now();
+    let noise = crate::noise::TimerNoise::start(Duration::from_millis(10));
+    let began = Instant::now();
     let out = belier
         .command()
         .arg("capacity")
@@ -47,8 +60,20 @@ pub fn capacity_timed(belier: Binary, args: &[&str]) -> (Output, Value, Duration
         .output()
         .expect("belier runs");
     let took = began.elapsed();
+    let wake_late = noise.stop(0.99);
+    let _ = writeln!(
+        std::io::stderr(),
+        "capacity search: {:.1} s; this machine woke a 10 ms sleep {:.1} ms late (p99)",
+        took.as_secs_f64(),
+        wake_late.as_secs_f64() * 1e3
+    );
     let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out, doc, took)
+    Search {
+        out,
+        doc,
+        took,
+        wake_late,
+    }
 }
 
 pub fn validate(doc: &Value) {
@@ -68,6 +93,41 @@ pub fn stderr(out: &Output) -> String {
 /// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
 /// result and the most the target served in any second of it, per second (its own count).
 pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
+    let (result, samples) = sampling_served(s, f);
+    let mut best: f64 = 0.0;
+    for (i, &(t0, n0)) in samples.iter().enumerate() {
+        let later = samples[i..]
+            .iter()
+            .find(|(t, _)| t.duration_since(t0) >= Duration::from_secs(1));
+        if let Some(&(t1, n1)) = later {
+            best = best.max((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64());
+        }
+    }
+    (result, best)
+}
+
+/// Runs `f` while sampling what the target's handlers served, every 50 ms; returns `f`'s
+/// result and what the target served per second, by its own count, over `last` ending at the
+/// last sample taken while it was still serving (a search's last step, when that step ran
+/// longer than `last`; a sample after the end would put idle time in the figure).
+pub fn last_served<T>(s: &Server, last: Duration, f: impl FnOnce() -> T) -> (T, f64) {
+    let (result, samples) = sampling_served(s, f);
+    let total = samples.last().map_or(0, |l| l.1);
+    // The last sample before the count reached its final value.
+    let serving = samples.iter().rposition(|&(_, n)| n < total);
+    let rate = serving.and_then(|end| {
+        let (t1, n1) = samples[end];
+        let begin = samples[..=end]
+            .iter()
+            .rposition(|&(t, _)| t1.duration_since(t) >= last)?;
+        let (t0, n0) = samples[begin];
+        Some((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64())
+    });
+    (result, rate.unwrap_or(0.0))
+}
+
+/// Runs `f` while sampling (instant, requests served) from the target every 50 ms.
+fn sampling_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, Vec<(Instant, u64)>) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -75,7 +135,7 @@ pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
             let mut samples = Vec::new();
             while !done.load(Ordering::Relaxed) {
                 let served = s.pool_stats().map_or(0, |p| p.served);
-                samples.push((std::time::Instant::now(), served));
+                samples.push((Instant::now(), served));
                 std::thread::sleep(Duration::from_millis(50));
             }
             samples
@@ -91,17 +151,7 @@ pub fn best_served<T>(s: &Server, f: impl FnOnce() -> T) -> (T, f64) {
             let _done = Done(&done);
             f()
         };
-        let samples = sampler.join().unwrap();
-        let mut best: f64 = 0.0;
-        for (i, &(t0, n0)) in samples.iter().enumerate() {
-            let later = samples[i..]
-                .iter()
-                .find(|(t, _)| t.duration_since(t0) >= Duration::from_secs(1));
-            if let Some(&(t1, n1)) = later {
-                best = best.max((n1 - n0) as f64 / t1.duration_since(t0).as_secs_f64());
-            }
-        }
-        (result, best)
+        (result, sampler.join().unwrap())
     })
 }
 
