@@ -6,6 +6,11 @@
 //! trace; the archive holds what it should and its checksums verify; the image, loaded from
 //! its OCI archive, runs `belier demo` and a worker on the host's network that a coordinator on
 //! the host drives, each load counted by the target on its own side.
+//!
+//! `cargo install --path crates/cli` (README "Install") is not run here: with the suite's
+//! target dir it would wait on the lock `cargo test` holds, and with a dir of its own it is a
+//! second build of the workspace (1 min 50 s here even from a warm target/, where the features
+//! differ from the test build's).
 
 #![allow(clippy::print_stderr)]
 
