@@ -220,6 +220,11 @@ fn an_existing_secret_replaces_the_generated_one() {
         "BELIER_WORKER_TOKEN",
     )["valueFrom"]["secretKeyRef"];
     assert_eq!(from["name"].as_str(), Some("team-token"));
+    // Without --image, the image scripts/package makes from this checkout (same version).
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["image"].as_str(),
+        Some(concat!("ghcr.io/belier/belier:", env!("CARGO_PKG_VERSION")))
+    );
 }
 
 #[test]

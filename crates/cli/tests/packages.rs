@@ -47,11 +47,19 @@ fn packages() -> Option<&'static Path> {
         // The image is tested from its OCI archive (loaded by the test that runs it), so the
         // one the script left behind goes now (without podman there is none).
         let _ = podman(&out)
-            .args(["rmi", "-f", &format!("belier:{VERSION}")])
+            .args(["rmi", "-f", &image_name()])
             .output();
         Some(out)
     })
     .as_deref()
+}
+
+/// The image's name: the one `belier k8s` of this version runs by default, but for the
+/// version (a version of the tests' own, see [`VERSION`]).
+fn image_name() -> String {
+    let default = belier_k8s::DEFAULT_IMAGE;
+    let repository = default.rsplit_once(':').map_or(default, |(r, _)| r);
+    format!("{repository}:{VERSION}")
 }
 
 /// Runs `command`; fails the test with its output unless it exits 0.
@@ -266,7 +274,7 @@ fn the_image_runs_demo_and_a_worker_that_a_coordinator_on_the_host_drives() {
     command_ok(podman(out).arg("load").arg("-i").arg(&archive));
     let image = Image {
         out,
-        name: format!("localhost/belier:{VERSION}"),
+        name: image_name(),
     };
     let size = command_ok(podman(out).args(["images", "--format", "{{.Size}}", &image.name]));
     eprintln!(

@@ -10,8 +10,10 @@ pub const TOKEN_KEY: &str = "token";
 pub const PLAN_DIR: &str = "/plan";
 /// The port workers listen on by default.
 pub const DEFAULT_PORT: u16 = 7979;
-/// The image used unless the run names one.
-pub const DEFAULT_IMAGE: &str = "ghcr.io/belier/belier:latest";
+/// The image used unless the run names one: this build's own version, the image
+/// `scripts/package` makes from the same checkout, so coordinator and workers agree on the
+/// wire (`latest` would be whatever was pushed last).
+pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/belier/belier:", env!("CARGO_PKG_VERSION"));
 /// The user the containers run as (distroless's `nonroot`).
 pub const RUN_AS_USER: i64 = 65532;
 
