@@ -2,7 +2,8 @@
 //! [`belier_cluster`]. Each worker runs this run's own arguments with its shard; this process
 //! merges their records interval by interval into one run, shows its progress (or the
 //! `--tui` dashboard and the `--web` console, fed the merged intervals), writes one results
-//! file, judges a plan's thresholds on the merged data and prints one report. The live views
+//! file, serves and sends its metrics, judges a plan's thresholds on the merged data and
+//! prints one report, with the watchers a run in this process has ([`crate::load::Watchers`]). The live views
 //! steer a handle of this process ([`Control::detached`]); each change it records is sent to
 //! every worker as the whole run's level (each worker's engine takes its shard's share, as
 //! of the run's own profile) and written once to the merged results file.
@@ -14,14 +15,13 @@ use belier_cluster::clock::Offset;
 use belier_cluster::coordinator::Coordinator;
 use belier_cluster::protocol::{Job, PlanFile, Shard};
 use belier_engine::Control;
-use belier_results::End;
 use belier_results::WorkerClock;
-use belier_run::watchers::results_file::ResultsFile;
-use belier_run::{Changes, Coordinated, Ran, Seen, Watcher};
+use belier_results::{End, HostUsage};
+use belier_run::{Coordinated, Source as _};
 
 use crate::args::{ClusterArgs, Loss, TOKEN_ENV};
-use crate::load::Finished;
-use crate::plan::{Watch, Watching};
+use crate::load::{Asked, Finished, Opened, Origin, Sourced};
+use crate::plan::Watch;
 use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
 
@@ -64,15 +64,16 @@ pub fn run_distributed(
     settings: &Settings,
     cluster: &ClusterArgs,
     plan: Option<&belier_plan::Plan>,
-    mut signals: &Signals,
+    signals: &Signals,
     watch: Option<&mut Watch<'_>>,
     settle: &mut dyn FnMut(&mut Finished),
 ) -> anyhow::Result<Outcome> {
-    refuse_or_warn(settings, cluster)?;
+    refuse(settings, cluster)?;
     let workers = Workers::prepare(cluster, plan)?;
     let interval = settings.engine.interval;
-    // Listening before the run starts, so a taken port stops nothing that was sent.
-    let web = crate::web::Live::open(settings)?;
+    // Opened before the run starts, so a path that cannot be written or a taken port stops
+    // nothing that was sent.
+    let opened = Opened::open(settings)?;
     let Workers {
         mut coordinator,
         spawned,
@@ -95,35 +96,28 @@ pub fn run_distributed(
         addrs.len(),
         skew.as_secs_f64() * 1e3
     );
-    let live = crate::load::live_view(settings, control.clone(), &fallback);
     let mut source = Coordinated::new(coordinator, addrs, started, control, interval, fallback)
         .stopping_on_loss(cluster.on_worker_loss == Loss::Stop);
-    let mut watchers = MergedWatchers {
-        narrator: Narrator,
-        results: settings
-            .output
-            .save
-            .clone()
-            .map(|path| ResultsFile::merged(path, settings.output.name.clone(), interval)),
-        web,
-        live,
-        watching: watch.map(|w| Watching::new(w, Vec::new())),
-    };
     let info = source.info().clone();
-    let changes = Changes::new(&settings.engine.load, settings.engine.users.is_some());
-    let ran = belier_run::run(
-        &mut source,
-        changes,
-        &info,
-        Vec::new(),
-        &mut watchers.all(&mut signals),
-    );
+    let asked = Asked {
+        watch,
+        ..Asked::default()
+    };
+    let control = source.control();
+    let mut watchers =
+        opened.watchers(settings, asked, Origin::Workers, control, &info, signals)?;
+    let ran = watchers.follow(&mut source, settings, &info);
     drop(spawned);
-    Ok(conclude(settings, &source, ran, watchers, settle))
+    let finished = watchers.finish(settings, ran, merged(&source), settle);
+    Ok(Outcome {
+        finished,
+        lost: source.lost().to_vec(),
+    })
 }
 
-/// Refuses a `--spawn` out of bounds; says which flags a distributed run goes without.
-fn refuse_or_warn(settings: &Settings, cluster: &ClusterArgs) -> Result<(), InputError> {
+/// Refuses a `--spawn` out of bounds, and `--raw`: its rows are each request's, recorded on
+/// the workers, and no worker sends them.
+fn refuse(settings: &Settings, cluster: &ClusterArgs) -> Result<(), InputError> {
     if let Some(n) = cluster.spawn.filter(|n| !(1..=MAX_SPAWN).contains(n)) {
         return Err(InputError::new(
             "--spawn <N>",
@@ -131,16 +125,14 @@ fn refuse_or_warn(settings: &Settings, cluster: &ClusterArgs) -> Result<(), Inpu
             format!("must be 1 to {MAX_SPAWN}"),
         ));
     }
-    for (asked, flag) in [
-        (settings.output.metrics.is_some(), "--metrics-listen"),
-        (!settings.output.metrics_out.is_empty(), "--metrics-out"),
-        (settings.raw.is_some(), "--raw"),
-    ] {
-        if asked {
-            eprintln!(
-                "belier: {flag} is not offered on a distributed run yet; going on without it"
-            );
-        }
+    if let Some(path) = &settings.raw {
+        return Err(InputError::new(
+            "--raw <FILE>",
+            path.display(),
+            "not offered on a distributed run: each request's row stays on the worker that \
+             sent it; run without --raw (a worker's results file, --worker-results DIR, keeps \
+             its intervals)",
+        ));
     }
     Ok(())
 }
@@ -231,122 +223,30 @@ fn clocks(addrs: &[String], offsets: &[Offset]) -> Vec<WorkerClock> {
         .collect()
 }
 
-/// The watchers of a distributed run (no exporter, outputs or raw file yet).
-struct MergedWatchers<'a, 'p> {
-    narrator: Narrator,
-    results: Option<ResultsFile>,
-    web: Option<crate::web::Live>,
-    live: crate::load::Live,
-    watching: Option<Watching<'a, 'p>>,
-}
-
-impl MergedWatchers<'_, '_> {
-    /// Every watcher, in the order they are handed the run (see `load::Watchers::all`).
-    fn all<'s>(&'s mut self, signals: &'s mut &Signals) -> Vec<&'s mut dyn Watcher> {
-        let mut all: Vec<&mut dyn Watcher> = vec![&mut self.narrator];
-        if let Some(w) = &mut self.results {
-            all.push(w);
-        }
-        if let Some(w) = &mut self.web {
-            all.push(w);
-        }
-        all.push(&mut self.live);
-        if let Some(w) = &mut self.watching {
-            all.push(w);
-        }
-        all.push(signals);
-        all
-    }
-}
-
-/// Says on standard error what befell the workers: a loss, a change that did not reach them.
-struct Narrator;
-
-impl Watcher for Narrator {
-    fn seen(&mut self, seen: &Seen<'_>, warnings: &mut Vec<String>) {
-        match seen {
-            Seen::Lost {
-                worker,
-                address,
-                why,
-                at,
-            } => eprintln!(
-                "belier: worker {} ({address}) lost at {:.1} s: {why}",
-                worker + 1,
-                at.as_secs_f64()
-            ),
-            Seen::Unsteered { why } => {
-                eprintln!("belier: {why}");
-                warnings.push(format!("a change did not reach every worker: {why}"));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The merged run, finished: the workers' warnings and losses added, `settle` given what the
-/// caller knows, then the results file's end line.
-fn conclude(
-    settings: &Settings,
-    source: &Coordinated,
-    ran: Ran,
-    watchers: MergedWatchers<'_, '_>,
-    settle: &mut dyn FnMut(&mut Finished),
-) -> Outcome {
+/// What the coordinator knows of the merged run once it is over: the workers' headers
+/// merged, their losses, warnings and executors' totals, their own host readings (the load
+/// was sent from their machines) and a stream's targets, from their end lines.
+fn merged(source: &Coordinated) -> Sourced {
     let ends = source.ends();
-    let mut warnings = ran.warnings;
-    warnings.extend(source.lost().iter().cloned());
+    let mut warnings = source.lost().to_vec();
     for e in ends {
         // A worker's note that its share leaves the thresholds to the merged results is
         // answered here: this process judges them on the merged figures.
         let judged_here = |w: &&String| w.starts_with(crate::plan::SHARD_LEAVES_THRESHOLDS);
         warnings.extend(e.warnings.iter().filter(|w| !judged_here(w)).cloned());
     }
-    let part_totals = scenarios::merged_totals(ends, &mut warnings);
-    let aborted = watchers.watching.and_then(|w| w.stopped().cloned());
-    let mut finished = Finished {
+    Sourced {
         info: source.info().clone(),
-        totals: ran.totals,
-        series: ran.series,
-        elapsed: ran.elapsed,
-        // The workers' ends say interrupted when a failed threshold stopped them.
-        interrupted: (ran.asked || source.interrupted()) && aborted.is_none(),
-        warnings,
-        host: None,
-        name: settings.output.name.clone(),
-        thresholds: Vec::new(),
-        window: None,
-        changes: ran.changes,
-        exporter: None,
-        web: watchers.web,
-        // Each executor's totals summed over the workers; their figures are the plan's
-        // to make (`settle`), with its own names and loads (the workers' are shares).
-        part_totals,
+        interrupted: source.interrupted(),
+        // Each executor's totals summed over the workers; their figures are the plan's to
+        // make (`settle`), with its own names and loads (the workers' are shares).
+        part_totals: scenarios::merged_totals(ends, &mut warnings),
         scenarios: Vec::new(),
-        aborted,
-    };
-    settle(&mut finished);
-    if let Some(results) = watchers.results {
-        let end = End {
-            elapsed_s: finished.elapsed.as_secs_f64(),
-            interrupted: finished.interrupted,
-            warnings: finished.warnings.clone(),
-            host: None,
-            thresholds: finished.thresholds.clone(),
-            // A stream's targets, known at its end: the workers' ends name them alike.
-            targets: first_non_empty(ends, |e| &e.targets),
-            steps: first_non_empty(ends, |e| &e.steps),
-            scenarios: finished.scenarios.clone(),
-            scenario_totals: crate::executors::stored(
-                &finished.part_totals,
-                &mut finished.warnings,
-            ),
-        };
-        results.finish(&end, &mut finished.warnings);
-    }
-    Outcome {
-        finished,
-        lost: source.lost().to_vec(),
+        warnings,
+        host: ends.iter().map(|e| e.host).fold(None, HostUsage::merged),
+        // A stream's targets, known at its end: the workers' ends name them alike.
+        targets: first_non_empty(ends, |e| &e.targets),
+        steps: first_non_empty(ends, |e| &e.steps),
     }
 }
 

@@ -789,3 +789,68 @@ fn the_web_console_of_a_coordinator_steers_every_worker() {
     let at = changes[0]["at_s"].as_f64().unwrap();
     assert!((2.9..3.3).contains(&at), "the change at {at} s");
 }
+
+/// A coordinator has the watchers a run on one machine has: its exporter (`--metrics-listen`)
+/// serves the merged run, whose request counter is exactly what the target counted from every
+/// worker, and its report carries the workers' host readings. `--raw` is refused (exit 2,
+/// naming the flag) before any worker starts: each request's row stays on its worker.
+#[test]
+fn a_coordinators_exporter_counts_every_workers_requests_and_raw_is_refused() {
+    let _serial = one_at_a_time();
+    let server = Server::start(Config::default()).unwrap();
+    let url = server.url("/");
+    let dir = temp_dir("spawn-exporter");
+    let raw = dir.join("raw.csv").display().to_string();
+    let out = belier()
+        .args([&url, "-n", "10", "--spawn", "2", "--raw", &raw])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--raw"), "{stderr}");
+    assert!(
+        !stderr.contains("worker 1 at"),
+        "no worker started: {stderr}"
+    );
+    assert_eq!(server.counts().requests, 0);
+
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut coordinator = BELIER.spawn(&[
+        &url,
+        "-n",
+        "600",
+        "-c",
+        "4",
+        "--spawn",
+        "2",
+        "--output",
+        "json",
+        "--metrics-listen",
+        &listen,
+        "--metrics-linger",
+        "60s",
+    ]);
+    coordinator.wait_for("serving the final metrics");
+    let page = ureq::get(&format!("http://{listen}/metrics"))
+        .call()
+        .expect("the coordinator's exporter answers")
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    // Ctrl-C ends the linger; the run itself was not interrupted.
+    coordinator.interrupt();
+    let (code, stdout, stderr) = coordinator.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(server.counts().requests, 600);
+    let exported: f64 = page
+        .lines()
+        .filter(|l| l.starts_with("belier_requests_total{"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum();
+    assert_eq!(exported, 600.0, "{page}");
+    assert!(page.contains("belier_run_ended 1"), "{page}");
+    let report = json(&stdout);
+    assert_eq!(report["summary"]["requests"], 600);
+    assert!(report["host"]["fd_limit"].as_u64() > Some(0), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -206,6 +206,22 @@ pub struct HostUsage {
     pub ephemeral_ports_total: Option<u64>,
 }
 
+impl HostUsage {
+    /// Several generators' use of their machines as one (shards merged, a coordinator's
+    /// workers): the highest peaks against the tightest limits.
+    pub fn merged(a: Option<HostUsage>, b: Option<HostUsage>) -> Option<HostUsage> {
+        match (a, b) {
+            (Some(p), Some(q)) => Some(HostUsage {
+                open_fds_peak: p.open_fds_peak.max(q.open_fds_peak),
+                fd_limit: p.fd_limit.min(q.fd_limit),
+                ephemeral_ports_peak: p.ephemeral_ports_peak.max(q.ephemeral_ports_peak),
+                ephemeral_ports_total: p.ephemeral_ports_total.min(q.ephemeral_ports_total),
+            }),
+            (p, q) => p.or(q),
+        }
+    }
+}
+
 /// One threshold of a plan and how the run fared against it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThresholdOutcome {

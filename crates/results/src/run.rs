@@ -389,15 +389,7 @@ fn merge_end(x: End, y: End) -> End {
         elapsed_s,
         interrupted: x.interrupted || y.interrupted,
         warnings: x.warnings.into_iter().chain(y.warnings).collect(),
-        host: match (x.host, y.host) {
-            (Some(p), Some(q)) => Some(HostUsage {
-                open_fds_peak: p.open_fds_peak.max(q.open_fds_peak),
-                fd_limit: p.fd_limit.min(q.fd_limit),
-                ephemeral_ports_peak: p.ephemeral_ports_peak.max(q.ephemeral_ports_peak),
-                ephemeral_ports_total: p.ephemeral_ports_total.min(q.ephemeral_ports_total),
-            }),
-            (p, q) => p.or(q),
-        },
+        host: HostUsage::merged(x.host, y.host),
         // Each shard judged its own share of the load: see `read_run`.
         thresholds: Vec::new(),
         targets: if x.targets.is_empty() {

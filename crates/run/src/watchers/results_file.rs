@@ -4,7 +4,6 @@
 //! report go on.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use belier_results::{Change, RunInfo};
@@ -26,7 +25,7 @@ enum State {
     /// Waiting for the run's information (a coordinated run's, once every header is in):
     /// what settled meanwhile is kept to be written then.
     Pending {
-        path: PathBuf,
+        out: Box<dyn Write>,
         name: String,
         interval: Duration,
         settled: Vec<Settled>,
@@ -64,12 +63,13 @@ impl ResultsFile {
         }
     }
 
-    /// The file of a coordinated run, created at `path` (`-`: standard output) once every
-    /// worker's header is in ([`Seen::Info`]).
-    pub fn merged(path: PathBuf, name: String, interval: Duration) -> ResultsFile {
+    /// The file of a coordinated run, opened before the start (so that a path that cannot be
+    /// written stops nothing that was sent), its header written to `out` once every worker's
+    /// is in ([`Seen::Info`]).
+    pub fn merged(out: Box<dyn Write>, name: String, interval: Duration) -> ResultsFile {
         ResultsFile {
             state: State::Pending {
-                path,
+                out,
                 name,
                 interval,
                 settled: Vec::new(),
@@ -93,7 +93,7 @@ impl ResultsFile {
     /// Opens a pending file with the run's information, and writes what waited.
     fn open(&mut self, info: &RunInfo, warnings: &mut Vec<String>) {
         let State::Pending {
-            path,
+            out,
             name,
             interval,
             settled,
@@ -103,7 +103,7 @@ impl ResultsFile {
             return;
         };
         let header = header(&name, interval, info);
-        match open(&path).and_then(|o| ResultsWriter::new(o, &header)) {
+        match ResultsWriter::new(out, &header) {
             Ok(w) => self.state = State::Open(Box::new(w)),
             Err(e) => {
                 warnings.push(format!("results file not written: {e}"));
@@ -171,14 +171,4 @@ impl Watcher for ResultsFile {
             State::Off => {}
         }
     }
-}
-
-/// Opens the merged results file (`-`: standard output).
-fn open(path: &std::path::Path) -> std::io::Result<Box<dyn Write>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdout()));
-    }
-    Ok(Box::new(std::io::BufWriter::new(std::fs::File::create(
-        path,
-    )?)))
 }
