@@ -34,10 +34,12 @@ pub struct StoredRecorder {
     /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) phases: BTreeMap<String, String>,
-    /// Scripted users: each step's latency histogram, by step number.
+    /// Scripted users: each step's latency histogram, by step number (the steps' counters,
+    /// the checks and the iterations are in `counters`). Absent for single-request runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) steps_latency: Vec<String>,
-    /// Scripted users: each custom metric's histogram of values, by metric number.
+    /// Scripted users: each custom metric's histogram of values (a trend's; a counter's is
+    /// empty), by metric number (their counts are in `counters`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) metrics_values: Vec<String>,
 }
