@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use belier_stats::{Counters, Gauges};
+use belier_stats::Gauges;
 use serde::{Deserialize, Serialize};
 
 use crate::change::Change;

@@ -112,8 +112,8 @@ impl Encoder {
             uncorrected: self.encode(recorder.histogram(Metric::Uncorrected))?,
             lag: self.encode(recorder.histogram(Metric::Lag))?,
             phases,
-            steps_latency: self.encode_steps(recorder)?,
-            metrics_values: self.encode_metrics(recorder)?,
+            steps_latency: self.encode_rows(recorder.steps())?,
+            metrics_values: self.encode_rows(recorder.metrics())?,
         })
     }
 }

@@ -184,7 +184,7 @@ impl Recorder {
             extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
-            metrics: self.metrics.iter().map(|m| m.count).collect(),
+            metrics: self.metrics.iter().map(|m| m.counts).collect(),
             iterations: self.iterations,
         }
     }
@@ -237,7 +237,7 @@ impl Recorder {
         r.metrics = c
             .metrics
             .iter()
-            .map(|&n| MetricRow::from_count(n))
+            .map(|&n| MetricRow::from_counts(n))
             .collect();
         r.iterations = c.iterations;
         Ok(r)
