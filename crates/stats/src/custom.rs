@@ -44,7 +44,7 @@ pub type MetricRow = Row<u64>;
 impl RowCounts for u64 {
     const KIND: &'static str = "metric";
 
-    fn add(&mut self, other: &u64) {
+    fn merge(&mut self, other: &u64) {
         *self = self.saturating_add(*other);
     }
 }
@@ -52,7 +52,7 @@ impl RowCounts for u64 {
 impl MetricRow {
     /// A counter grows by `n`.
     pub fn add(&mut self, n: u64) {
-        RowCounts::add(&mut self.counts, &n);
+        self.counts = self.counts.saturating_add(n);
     }
 
     /// A trend takes one value.

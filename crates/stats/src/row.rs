@@ -17,7 +17,7 @@ pub trait RowCounts: Copy + Default {
     const KIND: &'static str;
 
     /// Adds `other`'s counts to these.
-    fn add(&mut self, other: &Self);
+    fn merge(&mut self, other: &Self);
 }
 
 /// Counters and a histogram of microseconds, with the precision of the run's latency
@@ -82,7 +82,7 @@ impl<C: RowCounts> Row<C> {
 
 impl<C: RowCounts> AddAssign<&Row<C>> for Row<C> {
     fn add_assign(&mut self, other: &Row<C>) {
-        self.counts.add(&other.counts);
+        self.counts.merge(&other.counts);
         self.values_us
             .add(&other.values_us)
             .expect("rows share histogram bounds");

@@ -42,7 +42,7 @@ pub struct CheckCounts {
 impl RowCounts for StepCounts {
     const KIND: &'static str = "step";
 
-    fn add(&mut self, other: &StepCounts) {
+    fn merge(&mut self, other: &StepCounts) {
         self.requests += other.requests;
         self.failures += other.failures;
         self.bytes_in += other.bytes_in;
