@@ -370,8 +370,8 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
                 "step": steps.get(i).cloned().unwrap_or_else(|| format!("step {}", i + 1)),
                 "requests": row.counts.requests,
                 "failures": row.counts.failures,
-                "p50_ms": ms(row.latency_us(), 0.5),
-                "p99_ms": ms(row.latency_us(), 0.99),
+                "p50_ms": ms(row.values_us(), 0.5),
+                "p99_ms": ms(row.values_us(), 0.99),
             })
         })
         .collect();

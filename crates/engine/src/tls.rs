@@ -7,7 +7,7 @@ use std::sync::Arc;
 use belier_stats::ErrorKind;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{Resumption, WebPkiServerVerifier};
-use rustls::crypto::{ring, CryptoProvider};
+use rustls::crypto::{ring, WebPkiSupportedAlgorithms};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -74,7 +74,9 @@ impl Tls {
         let builder = if options.insecure {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(
+                    provider.signature_verification_algorithms,
+                )))
         } else {
             let roots = Arc::new(roots(options.ca_pem.as_deref())?);
             let webpki = WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
@@ -183,7 +185,7 @@ fn certificates(
 /// `--insecure`: accepts any certificate but still checks the handshake signatures, so the
 /// connection is encrypted and its cost is the real one.
 #[derive(Debug)]
-struct AcceptAnyCertificate(Arc<CryptoProvider>);
+struct AcceptAnyCertificate(WebPkiSupportedAlgorithms);
 
 impl ServerCertVerifier for AcceptAnyCertificate {
     fn verify_server_cert(
@@ -203,12 +205,7 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
     }
 
     fn verify_tls13_signature(
@@ -217,16 +214,11 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.0.supported_schemes()
     }
 }
 

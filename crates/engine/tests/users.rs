@@ -215,7 +215,7 @@ fn every_request_is_counted_under_its_step() {
     assert_eq!(s.counts().requests, 150);
     assert_eq!(out.totals.succeeded(), 150);
     assert!(out.totals.steps().iter().all(|r| r.counts.failures == 0));
-    assert_eq!(out.totals.steps()[1].latency_us().len(), 100);
+    assert_eq!(out.totals.steps()[1].values_us().len(), 100);
     // Checks: every reply passed check 0; check 1 is not evaluated without kept bodies.
     assert_eq!(out.totals.checks()[0].passed, 150);
     assert_eq!(out.totals.checks()[0].failed, 0);

@@ -295,8 +295,8 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
                 value: n as f64,
             });
         }
-        histograms.extend(buckets(row.latency_us(), &step));
-        quantiles.extend(quantile_points(&row.latency_summary(), &step));
+        histograms.extend(buckets(row.values_us(), &step));
+        quantiles.extend(quantile_points(&row.summary(), &step));
     }
     vec![
         Family {

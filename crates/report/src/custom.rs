@@ -65,8 +65,8 @@ pub(crate) fn metric_lines(r: &Report) -> Vec<MetricLine> {
             MetricLine {
                 name,
                 kind,
-                count: row.count,
-                rate: per_second(row.count, r.elapsed),
+                count: row.counts,
+                rate: per_second(row.counts, r.elapsed),
                 min_us,
                 percentiles_us,
                 max_us,

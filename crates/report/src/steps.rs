@@ -108,7 +108,7 @@ pub(crate) fn step_lines(r: &Report) -> Vec<StepLine> {
     (0..r.info.steps.len().max(recorded.len()))
         .map(|i| {
             let row = recorded.get(i).unwrap_or(&empty);
-            let h = row.latency_us();
+            let h = row.values_us();
             let (min_us, percentiles_us, max_us) = spread(h);
             StepLine {
                 name: name(&r.info.steps, i, "step"),

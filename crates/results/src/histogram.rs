@@ -12,7 +12,7 @@ use std::io::{self, Read as _};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use belier_stats::Recorder;
+use belier_stats::{Row, RowCounts};
 use belier_vocabulary::format::thousands;
 use flate2::read::ZlibDecoder;
 use hdrhistogram::serialization::{
@@ -43,18 +43,10 @@ pub(crate) struct Encoder {
 }
 
 impl Encoder {
-    /// Every step's latency histogram, by step number, encoded like the others.
-    pub(crate) fn encode_steps(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
-        r.steps()
-            .iter()
-            .map(|row| self.encode(row.latency_us()))
-            .collect()
-    }
-
-    /// Every custom metric's histogram of values, by metric number.
-    pub(crate) fn encode_metrics(&mut self, r: &Recorder) -> io::Result<Vec<String>> {
-        r.metrics()
-            .iter()
+    /// Each row's histogram, by row number, encoded like the others: the steps' latencies
+    /// or the custom metrics' values.
+    pub(crate) fn encode_rows<C: RowCounts>(&mut self, rows: &[Row<C>]) -> io::Result<Vec<String>> {
+        rows.iter()
             .map(|row| self.encode(row.values_us()))
             .collect()
     }

@@ -1,10 +1,9 @@
 //! The lines of a results file as they are written and read: the header, one line per record,
 //! a line per change, the end line; and the layout's format name and versions.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use belier_stats::{Counters, Gauges};
+use belier_stats::Gauges;
 use serde::{Deserialize, Serialize};
 
 use crate::change::Change;
@@ -105,23 +104,9 @@ pub(crate) struct IntervalLine {
     pub(crate) cpu: f64,
     #[serde(default)]
     pub(crate) connections_peak: u64,
-    // What follows is a `StoredRecorder`'s, field for field. Not `#[serde(flatten)]`: a
-    // flattened map reads its integer keys (the status codes) as text and fails.
-    pub(crate) counters: Counters,
-    pub(crate) latency: String,
-    pub(crate) uncorrected: String,
-    pub(crate) lag: String,
-    /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) phases: BTreeMap<String, String>,
-    /// Scripted users: each step's latency histogram, by step number (the steps' counters,
-    /// the checks and the iterations are in `counters`). Absent for single-request runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) steps_latency: Vec<String>,
-    /// Scripted users: each custom metric's histogram of values (a trend's; a counter's is
-    /// empty), by metric number (their counts are in `counters`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) metrics_values: Vec<String>,
+    /// What was recorded: counters and histograms, inline in the record's object.
+    #[serde(flatten)]
+    pub(crate) stored: StoredRecorder,
 }
 
 impl IntervalLine {
@@ -140,26 +125,7 @@ impl IntervalLine {
             in_flight: gauges.in_flight,
             cpu: gauges.cpu,
             connections_peak: gauges.connections_peak,
-            counters: stored.counters,
-            latency: stored.latency,
-            uncorrected: stored.uncorrected,
-            lag: stored.lag,
-            phases: stored.phases,
-            steps_latency: stored.steps_latency,
-            metrics_values: stored.metrics_values,
-        }
-    }
-
-    /// The record's recorder, as stored, taken out of the record.
-    pub(crate) fn take_stored(&mut self) -> StoredRecorder {
-        StoredRecorder {
-            counters: std::mem::take(&mut self.counters),
-            latency: std::mem::take(&mut self.latency),
-            uncorrected: std::mem::take(&mut self.uncorrected),
-            lag: std::mem::take(&mut self.lag),
-            phases: std::mem::take(&mut self.phases),
-            steps_latency: std::mem::take(&mut self.steps_latency),
-            metrics_values: std::mem::take(&mut self.metrics_values),
+            stored,
         }
     }
 }

@@ -180,7 +180,7 @@ impl Reader {
 
     /// The record an interval line holds, checked against the header's interval and the
     /// records before it; what is wrong with it, in words, otherwise.
-    fn record(&mut self, mut l: IntervalLine) -> Result<Record, String> {
+    fn record(&mut self, l: IntervalLine) -> Result<Record, String> {
         let interval_s = self.header.interval_s;
         let intervals = match l.width_s {
             None => 1,
@@ -204,7 +204,7 @@ impl Reader {
             ));
         }
         self.next_index = l.index.saturating_add(intervals);
-        let recorder = l.take_stored().restore(&mut self.deserializer)?;
+        let recorder = l.stored.restore(&mut self.deserializer)?;
         let interval = Duration::from_secs_f64(interval_s);
         Ok(Record {
             index: l.index,

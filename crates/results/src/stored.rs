@@ -34,10 +34,12 @@ pub struct StoredRecorder {
     /// Connection and response phases (connect, tls, ttfb, transfer), when not empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) phases: BTreeMap<String, String>,
-    /// Scripted users: each step's latency histogram, by step number.
+    /// Scripted users: each step's latency histogram, by step number (the steps' counters,
+    /// the checks and the iterations are in `counters`). Absent for single-request runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) steps_latency: Vec<String>,
-    /// Scripted users: each custom metric's histogram of values, by metric number.
+    /// Scripted users: each custom metric's histogram of values (a trend's; a counter's is
+    /// empty), by metric number (their counts are in `counters`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) metrics_values: Vec<String>,
 }
@@ -110,8 +112,8 @@ impl Encoder {
             uncorrected: self.encode(recorder.histogram(Metric::Uncorrected))?,
             lag: self.encode(recorder.histogram(Metric::Lag))?,
             phases,
-            steps_latency: self.encode_steps(recorder)?,
-            metrics_values: self.encode_metrics(recorder)?,
+            steps_latency: self.encode_rows(recorder.steps())?,
+            metrics_values: self.encode_rows(recorder.metrics())?,
         })
     }
 }

@@ -176,7 +176,7 @@ fn steps_checks_and_iterations_round_trip() {
     assert_eq!(got.steps().len(), 3);
     for (g, w) in got.steps().iter().zip(r.steps()) {
         assert_eq!(g.counts, w.counts);
-        assert_eq!(g.latency_us(), w.latency_us());
+        assert_eq!(g.values_us(), w.values_us());
     }
     assert_eq!(got.checks(), r.checks());
     assert_eq!(got.iterations(), 1);
@@ -194,7 +194,7 @@ fn custom_metrics_round_trip() {
     let (_, back) = intervals_of(bytes, "mem").unwrap();
     let got = &back[0].recorder;
     assert_eq!(got.counters(), r.counters());
-    let counts: Vec<u64> = got.metrics().iter().map(|m| m.count).collect();
+    let counts: Vec<u64> = got.metrics().iter().map(|m| m.counts).collect();
     assert_eq!(counts, [7, 0, 2]);
     for (g, w) in got.metrics().iter().zip(r.metrics()) {
         assert_eq!(g.values_us(), w.values_us());
@@ -479,7 +479,7 @@ proptest! {
         prop_assert_eq!(s.totals.steps().len(), all.steps().len());
         for (got, want) in s.totals.steps().iter().zip(all.steps()) {
             prop_assert_eq!(got.counts, want.counts);
-            prop_assert_eq!(got.latency_us(), want.latency_us());
+            prop_assert_eq!(got.values_us(), want.values_us());
         }
     }
 }

@@ -3,14 +3,9 @@
 //! A plan names them and says their kind; the recorder keeps one row per metric number, so
 //! memory grows with the plan, never with the run.
 
-use std::ops::AddAssign;
-
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::{new_histogram, HISTOGRAM_SIGFIG};
-use crate::latency::LatencySummary;
-use crate::restore::RestoreError;
+use crate::row::{Row, RowCounts};
 
 /// What a custom metric counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,74 +36,29 @@ pub struct CustomMetric {
     pub kind: MetricKind,
 }
 
-/// What one custom metric recorded.
-#[derive(Clone, Debug)]
-pub struct MetricRow {
-    /// A counter's total, or how many values a trend took.
-    pub count: u64,
-    /// A trend's values, microseconds, with the precision of the run's latency histogram
-    /// (empty for a counter).
-    values_us: Histogram<u64>,
-}
+/// What one custom metric recorded: its count (a counter's total, or how many values a
+/// trend took) and a trend's values, microseconds (empty for a counter).
+pub type MetricRow = Row<u64>;
 
-impl Default for MetricRow {
-    fn default() -> Self {
-        MetricRow {
-            count: 0,
-            values_us: new_histogram(HISTOGRAM_SIGFIG),
-        }
+/// A custom metric's count. It saturates: a script may add any number.
+impl RowCounts for u64 {
+    const KIND: &'static str = "metric";
+
+    fn merge(&mut self, other: &u64) {
+        *self = self.saturating_add(*other);
     }
 }
 
 impl MetricRow {
     /// A counter grows by `n`.
     pub fn add(&mut self, n: u64) {
-        self.count = self.count.saturating_add(n);
+        self.counts = self.counts.saturating_add(n);
     }
 
     /// A trend takes one value.
     pub fn record_us(&mut self, us: u64) {
-        self.count += 1;
-        self.values_us.saturating_record(us);
-    }
-
-    /// A trend's values (empty for a counter).
-    pub fn values_us(&self) -> &Histogram<u64> {
-        &self.values_us
-    }
-
-    /// Summary statistics of a trend's values.
-    pub fn summary(&self) -> LatencySummary {
-        LatencySummary::of(&self.values_us)
-    }
-
-    /// A row with this count and no values (results files: the values come apart).
-    pub(crate) fn from_count(count: u64) -> MetricRow {
-        MetricRow {
-            count,
-            ..MetricRow::default()
-        }
-    }
-
-    /// Adds stored trend values (their count is in the stored count already).
-    pub(crate) fn add_values(&mut self, h: &Histogram<u64>) -> Result<(), RestoreError> {
-        self.values_us
-            .add(h)
-            .map_err(|e| RestoreError(format!("metric histogram does not fit: {e:?}")))
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.count = 0;
-        self.values_us.reset();
-    }
-}
-
-impl AddAssign<&MetricRow> for MetricRow {
-    fn add_assign(&mut self, other: &MetricRow) {
-        self.count = self.count.saturating_add(other.count);
-        self.values_us
-            .add(&other.values_us)
-            .expect("metric rows share histogram bounds");
+        self.counts += 1;
+        self.record_value_us(us);
     }
 }
 
@@ -123,7 +73,7 @@ mod tests {
         let mut b = MetricRow::default();
         b.add(4);
         a += &b;
-        assert_eq!(a.count, 7);
+        assert_eq!(a.counts, 7);
         assert!(a.values_us().is_empty());
 
         let mut t = MetricRow::default();
@@ -132,11 +82,11 @@ mod tests {
         u.record_us(9_000);
         u.record_us(5_000);
         t += &u;
-        assert_eq!(t.count, 3);
+        assert_eq!(t.counts, 3);
         assert_eq!(t.values_us().len(), 3);
         assert_eq!(t.values_us().max(), u.values_us().max());
         t.reset();
-        assert_eq!(t.count, 0);
+        assert_eq!(t.counts, 0);
         assert!(t.values_us().is_empty());
     }
 }

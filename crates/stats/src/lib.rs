@@ -20,6 +20,7 @@ mod histogram;
 mod latency;
 mod recorder;
 mod restore;
+mod row;
 mod sample;
 pub mod series;
 mod step;
@@ -32,6 +33,7 @@ pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFI
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};
+pub use row::{Row, RowCounts};
 pub use sample::{Outcome, Sample};
 pub use series::{Gauges, Point, Series};
 pub use step::{CheckCounts, StepCounts, StepRow};

@@ -6,8 +6,9 @@ use crate::extremes::{Extremes, Range};
 use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
 use crate::restore::RestoreError;
+use crate::row::row_mut;
 use crate::sample::{Outcome, Sample};
-use crate::step::{row_mut, CheckCounts, StepRow};
+use crate::step::{CheckCounts, StepRow};
 
 mod merge;
 mod stored;
@@ -352,7 +353,7 @@ impl Recorder {
         step: usize,
         h: &Histogram<u64>,
     ) -> Result<(), RestoreError> {
-        row_mut(&mut self.steps, step).add_latency(h)
+        row_mut(&mut self.steps, step).add_values(h)
     }
 
     /// Requests recorded: complete responses plus every error kind.

@@ -190,7 +190,7 @@ impl<'a> Recorded<'a> {
             rows: totals
                 .steps()
                 .iter()
-                .map(|row| percentiles(row.latency_us()))
+                .map(|row| percentiles(row.values_us()))
                 .collect(),
             custom: (0..plan.metrics().len())
                 .map(|i| percentiles(Self::metric_row(totals, i).values_us()))
@@ -222,7 +222,7 @@ impl<'a> Recorded<'a> {
             Some(name) if plan.metrics().iter().any(|m| m.name == name) => {
                 let index = plan.metrics().iter().position(|m| m.name == name)?;
                 let row = Self::metric_row(totals, index);
-                (row.count, 0, row.values_us(), self.custom.get(index)?)
+                (row.counts, 0, row.values_us(), self.custom.get(index)?)
             }
             // A scenario with a load of its own (the parser refused a name that is both).
             Some(name) if scenarios.iter().any(|(s, _)| *s == name) => {
@@ -243,7 +243,7 @@ impl<'a> Recorded<'a> {
                 (
                     row.counts.requests,
                     row.counts.failures,
-                    row.latency_us(),
+                    row.values_us(),
                     self.rows.get(index)?,
                 )
             }

@@ -279,7 +279,7 @@ fn draw_steps(frame: &mut Frame, area: Rect, s: &Snapshot) {
     let rows = s.steps.iter().enumerate().map(|(i, name)| {
         let (requests, failures, p50, p99) = match s.settled.steps().get(i) {
             Some(row) => {
-                let h = row.latency_us();
+                let h = row.values_us();
                 let at = |q| {
                     if h.is_empty() {
                         "-".to_string()

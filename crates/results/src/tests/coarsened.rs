@@ -244,7 +244,7 @@ fn users_part(r: &Recorder) -> UsersPart {
     let mut steps: Vec<_> = r
         .steps()
         .iter()
-        .map(|row| (row.counts, row.latency_us().clone()))
+        .map(|row| (row.counts, row.values_us().clone()))
         .collect();
     while steps
         .last()

@@ -4,7 +4,7 @@
 use std::ops::AddAssign;
 
 use super::{Metric, Recorder};
-use crate::step::add_rows;
+use crate::row::add_rows;
 
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, Unexpected};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Recorder, STATUS_SLOTS};
 use crate::custom::MetricRow;
@@ -19,7 +20,11 @@ use crate::step::{CheckCounts, StepCounts, StepRow};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Responses by status code.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "status_counts"
+    )]
     pub status: BTreeMap<u16, u64>,
     /// Failed requests by error kind name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -79,6 +84,23 @@ pub struct Counters {
     /// Scripted users: iterations completed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub iterations: u64,
+}
+
+/// Reads the status counts with their codes as text, the way a JSON object's keys are written,
+/// and parses them. A results file's record reaches serde through `#[serde(flatten)]`, which
+/// buffers the object and then offers its keys as text only, so `BTreeMap<u16, _>`'s own
+/// reading (which asks for a number) would refuse them.
+fn status_counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u16, u64>, D::Error> {
+    BTreeMap::<String, u64>::deserialize(d)?
+        .into_iter()
+        .map(|(code, n)| match code.parse() {
+            Ok(code) => Ok((code, n)),
+            Err(_) => Err(D::Error::invalid_value(
+                Unexpected::Str(&code),
+                &"a status code",
+            )),
+        })
+        .collect()
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -162,7 +184,7 @@ impl Recorder {
             extremes: self.extremes.stored(),
             steps: self.steps.iter().map(|r| r.counts).collect(),
             checks: self.checks.clone(),
-            metrics: self.metrics.iter().map(|m| m.count).collect(),
+            metrics: self.metrics.iter().map(|m| m.counts).collect(),
             iterations: self.iterations,
         }
     }
@@ -215,7 +237,7 @@ impl Recorder {
         r.metrics = c
             .metrics
             .iter()
-            .map(|&n| MetricRow::from_count(n))
+            .map(|&n| MetricRow::from_counts(n))
             .collect();
         r.iterations = c.iterations;
         Ok(r)

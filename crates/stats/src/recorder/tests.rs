@@ -76,7 +76,7 @@ fn reset_forgets_everything() {
     assert_eq!(r.error_example(ErrorKind::Timeout), None);
     assert_eq!(r.latency_us().len(), 0);
     assert_eq!(r.steps()[0].counts.requests, 0);
-    assert_eq!(r.steps()[0].latency_us().len(), 0);
+    assert_eq!(r.steps()[0].values_us().len(), 0);
     assert_eq!(r.checks()[0].passed, 0);
     assert_eq!(r.iterations(), 0);
 }
@@ -123,15 +123,12 @@ fn counters_and_histograms_restore_exactly() {
         back.add_histogram(m, r.histogram(m)).unwrap();
     }
     for (i, row) in r.steps().iter().enumerate() {
-        back.add_step_histogram(i, row.latency_us()).unwrap();
+        back.add_step_histogram(i, row.values_us()).unwrap();
     }
     assert_eq!(back.steps().len(), 2);
     assert_eq!(back.steps()[1].counts.requests, 2);
     assert_eq!(back.steps()[1].counts.failures, 1);
-    assert_eq!(
-        back.steps()[1].latency_summary(),
-        r.steps()[1].latency_summary()
-    );
+    assert_eq!(back.steps()[1].summary(), r.steps()[1].summary());
     assert_eq!(back.checks()[2].failed, 1);
     assert_eq!(back.iterations(), 1);
     assert_eq!((back.resent(), back.tls_resumed()), (1, 2));
@@ -223,7 +220,7 @@ proptest! {
         prop_assert_eq!(merged.steps().len(), all.steps().len());
         for (m, a) in merged.steps().iter().zip(all.steps()) {
             prop_assert_eq!(m.counts, a.counts);
-            prop_assert_eq!(m.latency_summary(), a.latency_summary());
+            prop_assert_eq!(m.summary(), a.summary());
         }
     }
 }
