@@ -1,0 +1,171 @@
+//! The book (docs/) and the README, checked against what belier really does:
+//! - the flag reference is what the generator writes from belier's clap definition, and each
+//!   command's page holds exactly what `belier … --help` prints;
+//! - every fenced block marked `sh runnable` runs, against the built-in target
+//!   (CONTRIBUTING.md, "Docs that run");
+//! - every relative link points at a file that exists, and every `#anchor` at a heading;
+//! - `mdbook build docs` passes.
+
+mod links;
+mod markdown;
+mod reference;
+mod runnable;
+
+use std::process::Command;
+
+use belier_testsupport::{find_program, temp_dir};
+
+belier_testsupport::binary!(BELIER);
+
+fn bless() -> bool {
+    std::env::var_os("BELIER_BLESS").is_some()
+}
+
+/// The committed reference pages are what the generator writes from the clap definition; with
+/// `BELIER_BLESS=1` it writes them (and drops pages of commands that are gone).
+#[test]
+fn reference_pages_are_generated_from_clap() {
+    let src = markdown::book_src();
+    let pages = reference::pages();
+    let mut stale = Vec::new();
+    for page in &pages {
+        let path = src.join(&page.path);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != page.text {
+            if bless() {
+                std::fs::create_dir_all(path.parent().expect("a directory")).expect("mkdir");
+                std::fs::write(&path, &page.text).expect("write a reference page");
+            } else {
+                stale.push(page.path.clone());
+            }
+        }
+    }
+    let wanted: Vec<_> = pages.iter().map(|p| src.join(&p.path)).collect();
+    for file in markdown::markdown_under(&src.join("reference/commands")) {
+        if !wanted.contains(&file) {
+            if bless() {
+                std::fs::remove_file(&file).expect("remove a page of a command that is gone");
+            } else {
+                stale.push(markdown::shown(&file));
+            }
+        }
+    }
+    stale.extend(summary_is_generated());
+    assert!(
+        stale.is_empty(),
+        "the flag reference differs from belier's clap definition in {}: run `{}` and commit \
+         the pages it writes",
+        stale.join(", "),
+        reference::BLESS
+    );
+}
+
+/// SUMMARY.md lists the reference pages as the generator does; under bless it rewrites them.
+fn summary_is_generated() -> Option<String> {
+    let path = markdown::book_src().join("SUMMARY.md");
+    let summary = markdown::read(&path);
+    let lines: Vec<&str> = summary.lines().collect();
+    let first = reference::summary_lines()[0].clone();
+    let start = lines.iter().position(|l| *l == first)?;
+    let end = start
+        + 1
+        + lines[start + 1..]
+            .iter()
+            .take_while(|l| l.starts_with("  "))
+            .count();
+    let want = reference::summary_lines();
+    if lines[start..end] == want.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        return None;
+    }
+    if bless() {
+        let mut out: Vec<String> = lines[..start].iter().map(|l| l.to_string()).collect();
+        out.extend(want);
+        out.extend(lines[end..].iter().map(|l| l.to_string()));
+        std::fs::write(&path, out.join("\n") + "\n").expect("write SUMMARY.md");
+        return None;
+    }
+    Some("docs/src/SUMMARY.md".to_string())
+}
+
+/// Each command's page shows exactly what the binary prints for `belier … --help`.
+#[test]
+fn reference_pages_equal_the_binarys_help() {
+    let src = markdown::book_src();
+    let mut differ = Vec::new();
+    for page in reference::pages().iter().skip(1) {
+        let committed = markdown::read(&src.join(&page.path));
+        let block = reference::help_block(&committed).unwrap_or_default();
+        let out = BELIER
+            .command()
+            .args(&page.words)
+            .arg("--help")
+            .env_remove("COLUMNS")
+            .env_remove("LINES")
+            .output()
+            .expect("belier runs");
+        assert_eq!(out.status.code(), Some(0), "belier {:?} --help", page.words);
+        let printed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect();
+        let printed = format!("{}\n", printed.join("\n").trim_end());
+        if printed != block {
+            differ.push(format!(
+                "{}: the page's help is not `belier {} --help`'s output:\n--- page\n{block}--- \
+                 binary\n{printed}",
+                page.path,
+                page.words.join(" ")
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{}\nrun `{}` and commit the pages it writes",
+        differ.join("\n"),
+        reference::BLESS
+    );
+}
+
+/// Every `sh runnable` block of the README and the book runs (see runnable.rs).
+#[test]
+fn runnable_examples_run() {
+    runnable::run_all(BELIER.path());
+}
+
+/// Relative links of the README and the book point at files that exist, their anchors at
+/// headings that exist.
+#[test]
+fn links_resolve() {
+    let broken = links::broken();
+    assert!(
+        broken.is_empty(),
+        "broken links:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// `mdbook build docs` passes (CI installs mdbook through scripts/install-test-deps).
+#[test]
+fn the_book_builds() {
+    let Some(mdbook) = find_program("mdbook", "scripts/install-test-deps installs it") else {
+        return;
+    };
+    let out_dir = temp_dir("book");
+    let out = Command::new(mdbook)
+        .arg("build")
+        .arg(markdown::root().join("docs"))
+        .arg("--dest-dir")
+        .arg(&out_dir)
+        .output()
+        .expect("mdbook runs");
+    assert!(
+        out.status.success(),
+        "mdbook build docs failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in reference::pages() {
+        let html = out_dir.join(page.path.replace(".md", ".html"));
+        assert!(html.is_file(), "{} was not rendered", html.display());
+    }
+}
