@@ -169,3 +169,101 @@ fn the_book_builds() {
         assert!(html.is_file(), "{} was not rendered", html.display());
     }
 }
+
+/// The exit codes page lists each code `belier --help` ends with, in its words.
+#[test]
+fn exit_codes_page_says_what_help_says() {
+    let help = String::from_utf8(BELIER.ok(&["--help"]).stdout).expect("UTF-8");
+    let codes = help
+        .split("Exit codes:\n")
+        .nth(1)
+        .expect("belier --help ends with its exit codes");
+    let page = markdown::read(&markdown::book_src().join("reference/exit-codes.md"));
+    for line in codes.lines().filter(|l| !l.trim().is_empty()) {
+        let (code, meaning) = line.trim().split_once(char::is_whitespace).expect("CODE TEXT");
+        let row = format!("| {code} | {} |", meaning.trim());
+        assert!(
+            page.contains(&row),
+            "reference/exit-codes.md has no row starting `{row}` (belier --help: {line:?})"
+        );
+    }
+}
+
+/// The metric families the metrics page's table names, with their types.
+fn documented_metrics() -> Vec<(String, String)> {
+    let page = markdown::read(&markdown::book_src().join("reference/metrics.md"));
+    let mut families = Vec::new();
+    for row in page.lines().filter(|l| l.starts_with("| `belier_")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let names = cells[0].split('`').skip(1).step_by(2);
+        // `a`, `b` | counter: both counters; `a`, `b` | histogram, gauge: one each.
+        let kinds: Vec<&str> = cells[1].split(", ").map(str::trim).collect();
+        for (i, name) in names.enumerate() {
+            let family = name.split('{').next().expect("a name");
+            let kind = kinds.get(i).or(kinds.last()).expect("a type");
+            families.push((family.to_string(), kind.to_string()));
+        }
+    }
+    families.sort();
+    families.dedup();
+    families
+}
+
+/// The families `belier ARGS --metrics-listen` serves once its run ended, with their types.
+fn served_metrics(args: &[&str], dir: &std::path::Path) -> Vec<(String, String)> {
+    let listen = format!("127.0.0.1:{}", belier_testsupport::free_port());
+    let mut run = args.to_vec();
+    run.extend(["--metrics-listen", &listen, "--metrics-linger", "30s"]);
+    let mut belier = BELIER.spawn_in(dir, &run);
+    belier.wait_for("serving the final metrics");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .build()
+        .into();
+    let page = agent
+        .get(&format!("http://{listen}/metrics"))
+        .call()
+        .expect("the exporter answers")
+        .body_mut()
+        .read_to_string()
+        .expect("a page");
+    belier.interrupt();
+    let _ = belier.finish();
+    let mut families: Vec<(String, String)> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| {
+            let (name, kind) = l.split_once(' ').expect("# TYPE NAME KIND");
+            (name.to_string(), kind.to_string())
+        })
+        .collect();
+    families.sort();
+    families.dedup();
+    families
+}
+
+/// The metrics page names exactly the families the exporter serves for a flag run and a plan
+/// run together, with their types.
+#[test]
+fn metric_names_are_what_the_exporter_serves() {
+    let server = belier_testserver::Server::start(belier_testserver::Config::default())
+        .expect("the built-in target starts");
+    let dir = temp_dir("metrics");
+    let plan = format!(
+        "target: {}\nload:\n  vus: 2\n  duration: 1s\nscenarios:\n  - name: browse\n    \
+         steps:\n      - name: home\n        get: /\n",
+        server.url("")
+    );
+    std::fs::write(dir.join("plan.yaml"), plan).expect("write the plan");
+    let url = server.url("/");
+    let mut served = served_metrics(&[&url, "--rate", "100", "-z", "1s", "-t", "1"], &dir);
+    served.extend(served_metrics(&["run", "plan.yaml", "-t", "1"], &dir));
+    served.sort();
+    served.dedup();
+    let documented = documented_metrics();
+    assert_eq!(
+        documented, served,
+        "docs/src/reference/metrics.md's table (left) and the exporter's families (right) differ"
+    );
+    server.stop();
+}

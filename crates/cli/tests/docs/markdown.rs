@@ -53,6 +53,7 @@ pub fn documents() -> Vec<PathBuf> {
         .iter()
         .flat_map(|page| includes(page, &read(page)))
         .map(|(_, file, _)| file)
+        .filter(|file| file.extension().is_some_and(|e| e == "md"))
         .collect();
     included.sort();
     included.dedup();
