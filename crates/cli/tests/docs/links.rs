@@ -82,9 +82,11 @@ fn check(doc: &Doc, link: &Link, chapters: &HashSet<PathBuf>) -> Result<(), Stri
         return Err(format!("{} does not exist", markdown::shown(&target)));
     }
     if doc.in_book && !target.starts_with(normal(&markdown::book_src())) {
-        return Err("leaves the book's sources, which mdBook does not copy: link to the \
+        return Err(
+            "leaves the book's sources, which mdBook does not copy: link to the \
                     repository's address instead"
-            .into());
+                .into(),
+        );
     }
     let is_markdown = target.extension().is_some_and(|e| e == "md");
     if doc.in_book && is_markdown && !file.is_empty() && !chapters.contains(&target) {

@@ -137,11 +137,7 @@ fn runnable_examples_run() {
 #[test]
 fn links_resolve() {
     let broken = links::broken();
-    assert!(
-        broken.is_empty(),
-        "broken links:\n{}",
-        broken.join("\n")
-    );
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
 /// `mdbook build docs` passes (CI installs mdbook through scripts/install-test-deps).
@@ -180,7 +176,10 @@ fn exit_codes_page_says_what_help_says() {
         .expect("belier --help ends with its exit codes");
     let page = markdown::read(&markdown::book_src().join("reference/exit-codes.md"));
     for line in codes.lines().filter(|l| !l.trim().is_empty()) {
-        let (code, meaning) = line.trim().split_once(char::is_whitespace).expect("CODE TEXT");
+        let (code, meaning) = line
+            .trim()
+            .split_once(char::is_whitespace)
+            .expect("CODE TEXT");
         let row = format!("| {code} | {} |", meaning.trim());
         assert!(
             page.contains(&row),

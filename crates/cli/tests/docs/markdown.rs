@@ -104,9 +104,11 @@ pub fn expanded(path: &Path, text: &str) -> String {
                 let from = included.lines().position(|l| l.contains(&begin));
                 let to = included.lines().position(|l| l.contains(&end));
                 match (from, to) {
-                    (Some(from), Some(to)) if from < to => {
-                        included.lines().skip(from + 1).take(to - from - 1).collect()
-                    }
+                    (Some(from), Some(to)) if from < to => included
+                        .lines()
+                        .skip(from + 1)
+                        .take(to - from - 1)
+                        .collect(),
                     _ => panic!(
                         "{}: {directive}: {} has no ANCHOR: {name} … ANCHOR_END: {name}",
                         shown(path),

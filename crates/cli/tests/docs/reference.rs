@@ -78,7 +78,10 @@ fn title(words: &[String]) -> String {
 
 /// The first sentence clap shows for a command, as Markdown.
 fn about(command: &clap::Command) -> String {
-    let about = command.get_about().map(|a| a.to_string()).unwrap_or_default();
+    let about = command
+        .get_about()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     escape(&about)
 }
 
@@ -105,7 +108,11 @@ crates/cli/tests/docs/reference.rs; do not edit: `BELIER_BLESS=1 cargo test -p b
 /// One command's page.
 fn page(named: &Named, root: &clap::Command) -> Page {
     let Named { words, command } = named;
-    let mut text = format!("# `{}`\n\n{GENERATED}\n\n{}\n\n", title(words), about(command));
+    let mut text = format!(
+        "# `{}`\n\n{GENERATED}\n\n{}\n\n",
+        title(words),
+        about(command)
+    );
     let children: Vec<_> = commands(command)
         .into_iter()
         .skip(1)
@@ -144,7 +151,9 @@ fn page(named: &Named, root: &clap::Command) -> Page {
 
 /// The page's file name, for links between command pages.
 fn file_name(words: &[String]) -> String {
-    page_path(words).trim_start_matches("reference/commands/").to_string()
+    page_path(words)
+        .trim_start_matches("reference/commands/")
+        .to_string()
 }
 
 /// `belier WORDS… --help` as the binary prints it: clap's answer to that command line.

@@ -97,7 +97,10 @@ fn namespace_flags() -> Option<&'static str> {
 /// and when they took longer than the budget together.
 pub fn run_all(belier: &Path) {
     let blocks = runnables();
-    assert!(!blocks.is_empty(), "no `sh runnable` block found: the scan is broken");
+    assert!(
+        !blocks.is_empty(),
+        "no `sh runnable` block found: the scan is broken"
+    );
     if find_program("ip", "apt-get install -y iproute2").is_none() {
         return;
     }
@@ -118,9 +121,18 @@ pub fn run_all(belier: &Path) {
         if let Err(why) = run_one(block, i, flags, &path) {
             failures.push(format!("{}:{}: {why}", block.file, block.line));
         }
-        times.push(format!("{}:{} {:.1?}", block.file, block.line, began.elapsed()));
+        times.push(format!(
+            "{}:{} {:.1?}",
+            block.file,
+            block.line,
+            began.elapsed()
+        ));
     }
-    assert!(failures.is_empty(), "runnable examples failed:\n{}", failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "runnable examples failed:\n{}",
+        failures.join("\n\n")
+    );
     let total = started.elapsed();
     assert!(
         total <= TOTAL_BUDGET,
@@ -133,12 +145,21 @@ pub fn run_all(belier: &Path) {
 /// Runs one block in its own temp dir and namespace.
 fn run_one(block: &Runnable, i: usize, flags: &str, path: &str) -> Result<(), String> {
     let dir = temp_dir(&format!("runnable-{i}"));
-    std::fs::write(dir.join("block.sh"), format!("set -euo pipefail\n{}", block.code))
-        .expect("write the block");
+    std::fs::write(
+        dir.join("block.sh"),
+        format!("set -euo pipefail\n{}", block.code),
+    )
+    .expect("write the block");
     std::fs::write(dir.join("wrapper.sh"), WRAPPER).expect("write the wrapper");
     // timeout runs the namespace in a process group of its own and ends all of it.
     let out = Command::new("timeout")
-        .args(["-k", "5", &BLOCK_LIMIT.as_secs().to_string(), "unshare", flags])
+        .args([
+            "-k",
+            "5",
+            &BLOCK_LIMIT.as_secs().to_string(),
+            "unshare",
+            flags,
+        ])
         .args(["bash", "wrapper.sh"])
         .current_dir(&dir)
         .env("PATH", path)
