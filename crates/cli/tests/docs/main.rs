@@ -99,8 +99,7 @@ fn reference_pages_equal_the_binarys_help() {
             .command()
             .args(&page.words)
             .arg("--help")
-            .env_remove("COLUMNS")
-            .env_remove("LINES")
+            .env("COLUMNS", reference::HELP_WIDTH.to_string())
             .output()
             .expect("belier runs");
         assert_eq!(out.status.code(), Some(0), "belier {:?} --help", page.words);

@@ -12,9 +12,10 @@ use belier_cli::args::Cli;
 /// The command that rewrites the generated pages.
 pub const BLESS: &str = "BELIER_BLESS=1 cargo test -p belier-cli --test docs reference";
 
-/// The width clap wraps help to when standard output is no terminal and COLUMNS is unset,
-/// which is how the tests run the binary.
-pub const HELP_WIDTH: usize = 100;
+/// The width the pages' help is wrapped to: an 80-column terminal's, which fits the book's
+/// text column. The binary wraps to `COLUMNS` when its output is no terminal, so the test
+/// runs it with `COLUMNS` set to this.
+pub const HELP_WIDTH: usize = 80;
 
 /// One command's page: its words after `belier`, where it goes under docs/src, and its text.
 pub struct Page {
@@ -85,15 +86,16 @@ fn about(command: &clap::Command) -> String {
     escape(&about)
 }
 
-/// `text` with the characters Markdown would take for markup escaped, except inside code
-/// spans (`…`), which clap's help uses for commands and stay code.
+/// `text` with the characters Markdown would take for markup escaped (and `-`, which mdBook's
+/// smart punctuation would turn `--flag` into a dash with), except inside code spans (`…`),
+/// which clap's help uses for commands and stay code.
 fn escape(text: &str) -> String {
     let mut out = String::new();
     let mut in_code = false;
     for c in text.chars() {
         if c == '`' {
             in_code = !in_code;
-        } else if !in_code && matches!(c, '\\' | '<' | '>' | '*' | '_' | '[' | ']') {
+        } else if !in_code && matches!(c, '\\' | '<' | '>' | '*' | '_' | '[' | ']' | '-') {
             out.push('\\');
         }
         out.push(c);
