@@ -1,5 +1,6 @@
 //! The console's routes: the page, its script and styles, the JSON API under `/api/` (see
-//! API.md) and the finished runs' files. Every request passes the [`Guard`] first.
+//! the book's docs/src/reference/api.md) and the finished runs' files. Every request passes
+//! the [`Guard`] first.
 
 use std::convert::Infallible;
 use std::sync::Arc;

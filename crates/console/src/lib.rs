@@ -1,5 +1,5 @@
 //! belier's web console: a page that watches and steers a run, and the JSON/SSE API behind it
-//! (documented in `API.md`).
+//! (documented in the book: `docs/src/reference/api.md`).
 //!
 //! The console knows nothing of flags or reports: whoever runs the load hands it each run's
 //! steering handle ([`belier_engine::Control`]), its settled intervals and, at the end, its

@@ -3,7 +3,7 @@
 //!
 //! Each importer builds a [`Draft`], a plan as data (one scenario of request steps and pauses,
 //! with the extractions that carry server-issued tokens from one response to later requests),
-//! and [`Draft::to_yaml`] writes it in the format `PLAN.md` describes, so the result is read,
+//! and [`Draft::to_yaml`] writes it in the format the book describes (`docs/src/reference/plan-format.md`), so the result is read,
 //! checked and run like any hand-written plan. Importers do no I/O: the caller reads the files
 //! and writes the plan (curl's `@file` bodies come through a reader the caller passes).
 //!

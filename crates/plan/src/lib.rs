@@ -1,6 +1,6 @@
 //! belier's plan language: a YAML plan of weighted scenarios, read, checked and compiled.
 //!
-//! [`load`] (or [`parse`]) reads a plan (format in `crates/scenario/PLAN.md`) into a [`Plan`]: the
+//! [`load`] (or [`parse`]) reads a plan (format in the book: `docs/src/reference/plan-format.md`) into a [`Plan`]: the
 //! [`Target`], run-wide [`Options`], the [`LoadPlan`] in the engine's own types, the
 //! [`Threshold`]s, and compiled scenarios ([`program`]: requests with their templates, checks,
 //! extractions, conditions and scripts). Every plan error names the file, line and column

@@ -532,15 +532,15 @@ fn unreadable_plan_is_an_error() {
     );
 }
 
-/// The complete example at the top of PLAN.md parses, and means what the text says.
+/// The complete example at the top of the plan format (docs/src/reference/plan-format.md) parses, and means what the text says.
 #[test]
 fn the_documented_example_parses() {
-    let doc = include_str!("../PLAN.md");
+    let doc = include_str!("../../../docs/src/reference/plan-format.md");
     let example = doc
         .split("```yaml\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("PLAN.md starts with a yaml example");
+        .expect("the plan format starts with a yaml example");
     let plan = common::load(
         "doc",
         example,
@@ -553,10 +553,10 @@ fn the_documented_example_parses() {
     assert_eq!(plan.load.duration, Some(Duration::from_secs(60)));
 }
 
-/// The `load:` and `data:` examples of PLAN.md parse too.
+/// The `load:` and `data:` examples of the plan format parse too.
 #[test]
 fn the_documented_fragments_parse() {
-    let doc = include_str!("../PLAN.md");
+    let doc = include_str!("../../../docs/src/reference/plan-format.md");
     let mut seen = 0;
     for block in doc
         .split("```yaml\n")

@@ -43,7 +43,7 @@ use super::{ClusterArgs, EveryRequestArgs, OutputArgs, PaceArgs, SendingArgs, Sh
     }),
 )]
 pub struct RunArgs {
-    /// The plan file (YAML; its format is in crates/scenario/PLAN.md).
+    /// The plan file (YAML; its format is in the book, docs/src/reference/plan-format.md).
     #[arg(value_name = "PLAN")]
     pub plan: PathBuf,
 
