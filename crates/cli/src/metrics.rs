@@ -8,7 +8,7 @@
 //! answer, and the engine knows nothing of any of it. The figures are those the report counts:
 //! the settled intervals so far.
 //!
-//! Series (see README.md, "Prometheus metrics"):
+//! Series (see docs/src/guide/outputs.md, "The series"):
 //! - `belier_requests_total{status="200"}` per response status, and
 //!   `belier_requests_total{error="timeout"}` per error kind (every kind, 0 included); summed,
 //!   every request that ended.

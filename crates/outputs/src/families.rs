@@ -2,7 +2,7 @@
 //! value, built from the settled intervals' totals. The text exposition format
 //! ([`crate::text`]), remote-write, Influx line protocol, OTLP and StatsD are each a rendering
 //! of these, so the pull exporter and every push output show the same numbers under the same
-//! names (listed in README.md, "Prometheus metrics").
+//! names (listed in docs/src/guide/outputs.md, "The series").
 
 use belier_stats::{ErrorKind, LatencySummary, Recorder};
 use hdrhistogram::Histogram;

@@ -1,6 +1,6 @@
 //! Writes a synthetic one-hour results file (3,600 one-second intervals, log-normal latencies,
 //! open loop; 1,000 requests a second unless a rate is given) for the report benchmarks in
-//! `bench/` and the file-size figures in the README. It prints the file's size and how many
+//! `bench/` and the file-size figures in docs/src/guide/results.md. It prints the file's size and how many
 //! records the writer coarsened the hour into.
 //!
 //! ```sh

@@ -395,7 +395,7 @@ proptest! {
 /// second is one of a pool of 64 seconds recorded in full; records span at most 64 s here, so
 /// a record's seconds are all different ones and their merged histograms, which decide the
 /// size, have the same spread as an hour of distinct seconds. The `synthetic_hour` example
-/// records every request; its figures are in the README.
+/// records every request; its figures are in docs/src/guide/results.md.
 fn hour_bytes(rate: u64) -> (usize, usize) {
     const POOL: u64 = 64;
     let mut rng = 0x2545_f491_4f6c_dd1du64;
