@@ -109,7 +109,7 @@ fn short_search(url: &str, start_rate: &str, slo: &str) -> Value {
 /// The short search for `slo` against `s`: its answer within 0.85–1.05 of the most the
 /// target served in any second of it, by its own count.
 fn found_at_what_it_serves(s: &Server, what: &str, slo: &str) -> Value {
-    let (doc, best) = best_served(s, || short_search(&s.url("/"), "200", slo));
+    let (doc, best) = best_served(s, || short_search(&s.url("/"), "100", slo));
     let c = &doc["capacity"];
     let found = c["max_rate"]
         .as_f64()
