@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::Binary;
 
 /// belier's test server, `workers` handlers holding each request `service_ms`, its threads
-/// ahead of the machine's other work as belier is (see [`ahead`]).
+/// ahead of the machine's other work, just below belier (see [`ahead`]).
 pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool) -> Server {
     ahead(|| {
         Server::start(Config {
@@ -31,9 +31,9 @@ pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool)
     .expect("target starts")
 }
 
-/// Runs `f` with the calling thread under SCHED_FIFO when the tests may give it, so that the
-/// threads it starts (a server's) inherit the policy; the thread's own policy is put back
-/// after. A server at the normal policy on a host busy with builds and a `stress-ng` (load
+/// Runs `f` with the calling thread under SCHED_FIFO at [`TARGET_PRIORITY`] when the tests may
+/// give it, so that the threads it starts (a server's) inherit the policy; the thread's own
+/// policy is put back after. A server at the normal policy on a host busy with builds and a `stress-ng` (load
 /// 15-20 on two cores) answered its idle probe in 34-50 ms for a service time of 20 ms, and
 /// failed a first step at half its capacity (p99 111 ms; 22 % refused by the shedding one):
 /// its best second served was then no capacity any SLO allowed.
@@ -48,7 +48,7 @@ fn ahead<T>(f: impl FnOnce() -> T) -> T {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    let raised = tid.filter(|&t| fifo() && chrt(&["-f", "-p", FIFO_PRIORITY], t));
+    let raised = tid.filter(|&t| fifo() && chrt(&["-f", "-p", TARGET_PRIORITY], t));
     let out = f();
     if let Some(t) = raised {
         chrt(&["-o", "-p", "0"], t);
@@ -66,6 +66,11 @@ pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The real-time priority belier's searches run at, when the tests may give it.
 const FIFO_PRIORITY: &str = "10";
 
+/// The real-time priority of the targets, below belier's: a target's thread running when
+/// belier's wakes must not hold it (at the same priority, gunicorn's workers beside belier
+/// once left it 86.5 ms late at p99 in a step at 0.95 of gunicorn's capacity).
+pub const TARGET_PRIORITY: &str = "5";
+
 /// Whether belier's searches run under `chrt -f` (decided once, said once on standard error).
 fn fifo() -> bool {
     static FIFO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -79,7 +84,7 @@ fn fifo() -> bool {
             std::io::stderr(),
             "capacity tests: belier runs {}",
             if can {
-                "under SCHED_FIFO (chrt -f 10), as do the targets, ahead of the machine's other work"
+                "under SCHED_FIFO (chrt -f 10), the targets just below it (5), ahead of the machine's other work"
             } else {
                 "at normal priority (chrt -f is for root): on a loaded machine its own lateness may void steps"
             }
@@ -95,14 +100,15 @@ fn fifo() -> bool {
 /// refuses to judge a step, so without it a search on such a host ends on belier's own limit,
 /// honestly, and says nothing of the server.
 pub fn prioritized(belier: Binary) -> Command {
-    prioritized_program(belier.path().as_os_str())
+    prioritized_program(belier.path().as_os_str(), FIFO_PRIORITY)
 }
 
-/// A command for `program`, under SCHED_FIFO when the tests may give it (see [`prioritized`]).
-pub fn prioritized_program(program: &OsStr) -> Command {
+/// A command for `program`, under SCHED_FIFO at `priority` when the tests may give it (see
+/// [`prioritized`]).
+pub fn prioritized_program(program: &OsStr, priority: &str) -> Command {
     if fifo() {
         let mut command = Command::new("chrt");
-        command.args(["-f", FIFO_PRIORITY]).arg(program);
+        command.args(["-f", priority]).arg(program);
         command
     } else {
         Command::new(program)
