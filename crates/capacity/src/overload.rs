@@ -4,7 +4,8 @@
 //! of them (a service that sheds at 1.25× and collapses at 2× collapses):
 //! - `crashes`: most connections refused, the server gone;
 //! - `collapses`: goodput under half the goodput at capacity, or most requests time out or
-//!   break;
+//!   break, or requests break while the latency holds (the excess is neither rejected with a
+//!   status nor queued);
 //! - `slows`: the excess queues: the step's p99 grows past the SLO's latency;
 //! - `sheds`: the excess is answered fast with an error status (429 or 503 above all) while
 //!   goodput holds above half the goodput at capacity.
@@ -97,6 +98,13 @@ impl OverloadStep {
             Behaviour::Collapses
         } else if self.rejected > 0 && fast(self.rejected_p99_us) {
             Behaviour::Sheds
+        } else if self.broken > 0 && fast(self.rejected_p99_us) {
+            // It failed fast, on requests that broke: the excess was neither turned away with
+            // a status nor queued (latency held), so it does not slow; its requests break. (A
+            // target that closes the connection on the excess, searched to a low answer on a
+            // loaded host, broke less than half of its overload steps and fell to `slows`
+            // here, without a look at the latency.)
+            Behaviour::Collapses
         } else {
             Behaviour::Slows
         }
@@ -188,6 +196,34 @@ mod tests {
             step(980.0, 10, Some(500_000)).behaviour(c, None),
             Behaviour::Sheds
         );
+    }
+
+    #[test]
+    fn requests_broken_fast_are_no_slowing() {
+        let c = 1_000.0;
+        let bound = Some(100_000.0);
+        // A third of the step broke (closed before a response) while the rest were served
+        // within the SLO's latency: the excess broke, nothing queued.
+        let closed = OverloadStep {
+            broken: 7_000,
+            ..step(1_000.0, 0, Some(46_000))
+        };
+        assert_eq!(closed.behaviour(c, bound), Behaviour::Collapses);
+        // Without a latency SLO, fast is within a second.
+        assert_eq!(closed.behaviour(c, None), Behaviour::Collapses);
+        // The same breaks in a queue whose latency grew past the SLO's: it slows (its
+        // requests time out waiting).
+        let queued = OverloadStep {
+            broken: 7_000,
+            ..step(950.0, 0, Some(400_000))
+        };
+        assert_eq!(queued.behaviour(c, bound), Behaviour::Slows);
+        // Fast rejections beside a few breaks: it sheds.
+        let shed = OverloadStep {
+            broken: 100,
+            ..step(980.0, 9_000, Some(2_000))
+        };
+        assert_eq!(shed.behaviour(c, bound), Behaviour::Sheds);
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn the_connections_a_target_serves_within_its_slo_are_its_handlers() {
                 "--start-rate",
                 "1",
                 "--warmup",
-                "1s",
+                "500ms",
                 "--window",
                 "2s",
                 "--confirm-window",
@@ -107,7 +107,7 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
             "--precision",
             "10%",
             "--warmup",
-            "1s",
+            "500ms",
             "--window",
             "2s",
             "--confirm-window",
@@ -136,7 +136,8 @@ fn a_connection_rate_opens_a_connection_for_every_request() {
 
 #[test]
 fn a_plan_is_searched_on_its_iterations_per_second() {
-    // Two requests an iteration against 4 handlers of 20 ms: about 100 iterations/s.
+    // Two requests an iteration against 4 handlers of 20 ms: about 100 iterations/s, started
+    // at half of it and grown ×1.5 (50, 75, 112.5, then bisected: 5 steps to 10 %, not 7).
     let s = target(4, 20, None, false);
     let dir = temp_dir("plan");
     let plan = dir.join("two-steps.yaml");
@@ -154,11 +155,13 @@ fn a_plan_is_searched_on_its_iterations_per_second() {
             "--slo",
             "p99<100ms",
             "--start-rate",
-            "40",
+            "50",
+            "--growth",
+            "1.5",
             "--precision",
             "10%",
             "--warmup",
-            "1s",
+            "500ms",
             "--window",
             "2s",
             "--confirm-window",
