@@ -1,7 +1,7 @@
 //! The command line's parsers give a value or an error, never a panic: durations, headers,
 //! and whole argument vectors of belier's real flags with values near valid ones, parsed by
 //! clap and validated as `main` would before running anything (stages, URLs, shares, SLOs,
-//! `--fail-if`). Nothing runs and nothing is written; `tests/flags_never_panic.rs` runs the
+//! `--fail-if`). Nothing runs and nothing is written; `tests/suite/flags_never_panic.rs` runs the
 //! binary itself on fewer vectors.
 //!
 //! `PROPTEST_CASES` sets the number of cases (256 by default); `bench/fuzz` runs many more.

@@ -1,6 +1,6 @@
 //! Argument vectors made of belier's real flags with values near valid ones, for the property
 //! tests that feed the command line: in process (`src/parsers_never_panic.rs`, parsing and
-//! validating only) and through the binary (`tests/flags_never_panic.rs`). Needs a sibling
+//! validating only) and through the binary (`tests/suite/flags_never_panic.rs`). Needs a sibling
 //! module `near_miss`.
 
 use proptest::prelude::*;

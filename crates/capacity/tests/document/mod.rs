@@ -8,7 +8,7 @@ use proptest::sample::Index;
 
 use crate::near_miss;
 
-/// Two steps, an answer and an overload verdict (`tests/flags_never_panic.rs` of the CLI
+/// Two steps, an answer and an overload verdict (`tests/suite/flags_never_panic.rs` of the CLI
 /// feeds it to `belier report`).
 pub const DOCUMENT: &str = include_str!("../document.json");
 

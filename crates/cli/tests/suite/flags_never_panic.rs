@@ -77,7 +77,7 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-const CAPACITY_DOCUMENT: &str = include_str!("../../capacity/tests/document.json");
+const CAPACITY_DOCUMENT: &str = include_str!("../../../capacity/tests/document.json");
 
 /// A results file belier saved, of a short run against its own test server on 127.0.0.1.
 fn seed_results() -> &'static str {
