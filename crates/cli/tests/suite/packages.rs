@@ -46,9 +46,7 @@ fn packages() -> Option<&'static Path> {
         eprintln!("{}", String::from_utf8_lossy(&run.stdout));
         // The image is tested from its OCI archive (loaded by the test that runs it), so the
         // one the script left behind goes now (without podman there is none).
-        let _ = podman(&out)
-            .args(["rmi", "-f", &image_name()])
-            .output();
+        let _ = podman(&out).args(["rmi", "-f", &image_name()]).output();
         Some(out)
     })
     .as_deref()
