@@ -3,8 +3,11 @@
 //! its own, in a network namespace of its own, where `belier` is the binary under test and the
 //! built-in target (`belier target`) already listens on its default address, 127.0.0.1:8080.
 //! So a renamed flag or a changed output breaks the suite, not the reader. A block must end in
-//! a few seconds ([`BLOCK_LIMIT`]); all of them together within [`TOTAL_BUDGET`].
+//! a few seconds ([`BLOCK_LIMIT`] stops one that hangs); the time each took is printed, so a
+//! slow example shows (a timed assertion would fail on a loaded machine, not on a bad example:
+//! under `stress-ng --cpu 1` the examples took 110 s together, unloaded about 55).
 
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,9 +18,6 @@ use crate::markdown;
 
 /// How long one block may take before it is stopped and fails.
 const BLOCK_LIMIT: Duration = Duration::from_secs(20);
-
-/// How long all the blocks may take together: examples stay short, so the suite stays fast.
-const TOTAL_BUDGET: Duration = Duration::from_secs(120);
 
 /// Runs in the namespace: brings the loopback up, starts the target, waits until it listens,
 /// then runs the block and stops the target.
@@ -94,7 +94,7 @@ fn namespace_flags() -> Option<&'static str> {
 }
 
 /// Runs every runnable block; fails naming each block that failed (file and line, its output)
-/// and when they took longer than the budget together.
+/// and prints how long each took.
 pub fn run_all(belier: &Path) {
     let blocks = runnables();
     assert!(
@@ -133,11 +133,11 @@ pub fn run_all(belier: &Path) {
         "runnable examples failed:\n{}",
         failures.join("\n\n")
     );
-    let total = started.elapsed();
-    assert!(
-        total <= TOTAL_BUDGET,
-        "the runnable examples took {total:.1?} together, over their budget of \
-         {TOTAL_BUDGET:?}: keep examples short (-z 1s, -n 100):\n{}",
+    let _ = writeln!(
+        std::io::stderr(),
+        "runnable examples: {} blocks in {:.1?}\n{}",
+        blocks.len(),
+        started.elapsed(),
         times.join("\n")
     );
 }
