@@ -27,5 +27,6 @@ pub use dimension::{number, Dimension};
 pub use outcome::{kind_name, recovery, Outcome, Overload, Step, HOST_CPU_SATURATED};
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
+    VOIDED_STEPS,
 };
 pub use slo::{PromSlo, SloError, Slos, StepFigures, Verdict, DEFAULT_SLO};

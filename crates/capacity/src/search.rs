@@ -4,7 +4,8 @@
 //! pass and the first failure until they are within `precision` of each other; confirm the last
 //! pass with longer steps (a failed confirmation moves the answer one precision down and
 //! confirms again); then the overload steps past the answer and one recovery step below it.
-//! A step that belier itself could not drive ends the search: it says nothing of the server.
+//! A step that belier itself could not drive says nothing of the server: it is run again at
+//! the same rate, and the last of the [`VOIDED_STEPS`] a search allows ends it.
 
 use std::time::Duration;
 
@@ -15,6 +16,13 @@ use crate::slo::Verdict;
 /// on the next, so the caller probes until the server answers at its idle latency again
 /// ([`crate::drain`]), for at most this long.
 pub const DRAIN: Duration = Duration::from_secs(30);
+
+/// Voided steps (belier could not drive them: its own lateness, CPU, dropped arrivals) after
+/// which the search ends on the generator's limit. On a shared VM or CI runner belier's lag
+/// often spikes for a moment (a neighbour's burst), so the first voided step is run again at
+/// the same rate rather than ending the search; a second says the limit is belier's own, and
+/// more reruns would cost steps (of the `--max-time` budget) that say nothing either.
+pub const VOIDED_STEPS: u32 = 2;
 
 /// How the search runs; [`SearchSettings::default`] gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,6 +186,8 @@ pub struct Search {
     answer: Option<f64>,
     limited: Option<LimitedBy>,
     generator: Option<String>,
+    /// Steps belier could not drive so far, before the answer (see [`VOIDED_STEPS`]).
+    voided: u32,
 }
 
 impl Search {
@@ -233,6 +243,7 @@ impl Search {
             answer: None,
             limited: None,
             generator: None,
+            voided: 0,
         })
     }
 
@@ -312,9 +323,15 @@ impl Search {
     pub fn record(&mut self, plan: &StepPlan, verdict: Verdict) {
         let rate = plan.rate;
         if let Verdict::Generator(why) = verdict {
-            // Nothing the generator could not drive says anything of the server; past the
-            // answer, what was seen so far stands.
-            if !matches!(self.phase, Phase::Overload(_) | Phase::Recovery) {
+            // Nothing the generator could not drive says anything of the server: the state
+            // stays as it was, so the next step is the same one again, until the voided
+            // steps are spent. Past the answer, what was seen so far stands.
+            let searching = !matches!(self.phase, Phase::Overload(_) | Phase::Recovery);
+            if searching {
+                self.voided += 1;
+                if self.voided < VOIDED_STEPS {
+                    return;
+                }
                 self.limited = Some(LimitedBy::Generator);
             }
             self.generator = Some(why);

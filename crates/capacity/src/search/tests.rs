@@ -116,11 +116,122 @@ fn the_generator_s_limit_is_never_a_capacity() {
         ..Sim::new(1_000.0)
     };
     let (a, steps) = run(SearchSettings::default(), &sim);
-    assert_eq!(steps.last().unwrap().rate, 320.0);
+    // 320/s voided, run again, voided again.
+    let last: Vec<f64> = steps[steps.len() - 3..].iter().map(|s| s.rate).collect();
+    assert_eq!(last, [160.0, 320.0, 320.0]);
     assert_eq!(a.max_rate, None);
     assert_eq!(a.passed, Some(160.0));
     assert_eq!(a.limited_by, LimitedBy::Generator);
     assert_eq!(a.generator.as_deref(), Some("lag"));
+}
+
+/// Runs a search to its end, voiding the steps whose numbers (from 0) are in `voided` with
+/// the generator's lag; returns the answer and every step run.
+fn run_voiding(settings: SearchSettings, sim: &Sim, voided: &[usize]) -> (Answer, Vec<StepPlan>) {
+    let mut search = Search::new(settings).unwrap();
+    let mut steps = Vec::new();
+    while let Some(plan) = search.next_step(Duration::ZERO) {
+        let verdict = if voided.contains(&steps.len()) {
+            Verdict::Generator("belier's own lag p99 9.2 ms".into())
+        } else {
+            sim.verdict(&plan)
+        };
+        search.record(&plan, verdict);
+        steps.push(plan);
+        assert!(steps.len() < 100, "the search does not end: {steps:?}");
+    }
+    (search.answer(), steps)
+}
+
+#[test]
+fn a_voided_step_is_run_again_at_the_same_rate() {
+    // Found beside `stress-ng --cpu 1`: one bisecting step voided by a passing stall of
+    // belier's ended the search with no capacity claimed.
+    let (clean, clean_steps) = run(no_overload(), &Sim::new(1_000.0));
+    for at in [0, 3, 9, clean_steps.len() - 1] {
+        let (a, steps) = run_voiding(no_overload(), &Sim::new(1_000.0), &[at]);
+        assert_eq!(steps[at + 1], steps[at], "voided step {at}: {steps:?}");
+        // The void moved nothing: the search is the clean one with the step run twice.
+        let mut without = steps.clone();
+        without.remove(at);
+        assert_eq!(without, clean_steps, "voided step {at}");
+        assert_eq!(a, clean, "voided step {at}");
+        assert_eq!(a.generator, None);
+    }
+}
+
+#[test]
+fn a_voided_step_counts_as_neither_a_pass_nor_a_fail() {
+    let mut search = Search::new(no_overload()).unwrap();
+    for verdict in [Verdict::Pass, Verdict::Pass, Verdict::Fail("p99".into())] {
+        let plan = search.next_step(Duration::ZERO).unwrap();
+        search.record(&plan, verdict);
+    }
+    // 10 and 20 passed, 40 failed: bisecting at 30.
+    let before = search.answer();
+    let plan = search.next_step(Duration::ZERO).unwrap();
+    assert_eq!((plan.kind, plan.rate), (StepKind::Bisect, 30.0));
+    search.record(&plan, Verdict::Generator("lag".into()));
+    assert_eq!(search.answer(), before);
+    assert!(!search.finished());
+    assert_eq!(search.next_step(Duration::ZERO), Some(plan));
+}
+
+#[test]
+fn the_last_voided_step_allowed_ends_the_search_on_what_passed() {
+    // Voids apart from each other spend the same allowance.
+    let (a, steps) = run_voiding(no_overload(), &Sim::new(1_000.0), &[2, 5]);
+    assert_eq!(steps.len(), 6, "{steps:?}");
+    assert_eq!(VOIDED_STEPS, 2);
+    assert_eq!(a.limited_by, LimitedBy::Generator);
+    assert_eq!(a.max_rate, None);
+    // 10, 20, 40 (voided, run again), 40, 80 passed; 160 voided.
+    assert_eq!(a.passed, Some(80.0));
+    assert_eq!(a.failed, None);
+    assert_eq!(a.generator.as_deref(), Some("belier's own lag p99 9.2 ms"));
+}
+
+#[test]
+fn a_rerun_must_fit_in_the_budget() {
+    // Steps of 20 s: the third (40/s) is voided at 60 s, and its rerun does not fit in 70 s.
+    let settings = SearchSettings {
+        max_time: Some(Duration::from_secs(70)),
+        ..no_overload()
+    };
+    let mut search = Search::new(settings).unwrap();
+    let mut elapsed = Duration::ZERO;
+    let mut steps = Vec::new();
+    while let Some(plan) = search.next_step(elapsed) {
+        elapsed += plan.duration();
+        let verdict = if steps.len() == 2 {
+            Verdict::Generator("lag".into())
+        } else {
+            Verdict::Pass
+        };
+        search.record(&plan, verdict);
+        steps.push(plan.rate);
+    }
+    assert_eq!(steps, [10.0, 20.0, 40.0]);
+    let a = search.answer();
+    assert_eq!(a.limited_by, LimitedBy::Time);
+    assert_eq!(a.passed, Some(20.0));
+}
+
+#[test]
+fn past_the_answer_a_voided_step_ends_the_search_as_before() {
+    let mut search = Search::new(SearchSettings::default()).unwrap();
+    let sim = Sim::new(1_000.0);
+    while let Some(plan) = search.next_step(Duration::ZERO) {
+        if plan.kind == StepKind::Overload {
+            search.record(&plan, Verdict::Generator("lag".into()));
+            break;
+        }
+        search.record(&plan, sim.verdict(&plan));
+    }
+    assert!(search.finished());
+    let a = search.answer();
+    assert_eq!(a.limited_by, LimitedBy::Slo);
+    assert!(a.max_rate.is_some());
 }
 
 #[test]

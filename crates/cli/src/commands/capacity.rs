@@ -254,15 +254,21 @@ fn run_steps(
         let Some((mut step, verdict)) = runner.run(&plan)? else {
             return Ok(true);
         };
-        eprintln!(
-            "capacity:   {}",
-            match &verdict {
-                Verdict::Pass => "pass".to_string(),
-                Verdict::Fail(why) => format!("fail: {why}"),
-                Verdict::Generator(why) => format!("generator: {why}"),
-            }
-        );
+        let said = match &verdict {
+            Verdict::Pass => "pass".to_string(),
+            Verdict::Fail(why) => format!("fail: {why}"),
+            Verdict::Generator(why) => format!("generator: {why}"),
+        };
+        let voided = matches!(verdict, Verdict::Generator(_));
         search.record(&plan, verdict);
+        // A voided step the search goes on from is run again: say so, or the same step
+        // twice reads as a repeat.
+        let again = if voided && !search.finished() {
+            "; void, run again"
+        } else {
+            ""
+        };
+        eprintln!("capacity:   {said}{again}");
         if !search.finished() {
             // No step runs on what the last one left queued; the wait counts in the budget.
             let left = args
