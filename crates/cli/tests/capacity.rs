@@ -376,7 +376,14 @@ fn a_rate_the_generator_cannot_drive_claims_no_capacity() {
     let c = &doc["capacity"];
     assert_eq!(c["limited_by"], "generator", "{c:#}");
     assert!(c["max_rate"].is_null());
-    assert_eq!(c["steps"].as_array().unwrap().len(), 1);
+    // The voided step ran again at the same rate, voided again, and both are in the report.
+    let steps = c["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{c:#}");
+    for s in steps {
+        assert_eq!(s["target_rate"], 2000.0, "{c:#}");
+        assert!(s["pass"].is_null(), "{c:#}");
+        assert!(s["why"].as_str().unwrap().contains("dropped"), "{c:#}");
+    }
     assert!(
         c["generator"].as_str().unwrap().contains("dropped"),
         "{c:#}"
