@@ -30,10 +30,15 @@ impl Runner<'_> {
         }
         let window = finished.window.clone().unwrap_or_default();
         let generator = super::judge::generator_verdict(&finished, &window, plan);
+        // The window's last responses came in the grace after the step's end, if any.
+        let tail = finished
+            .elapsed
+            .saturating_sub(plan.duration())
+            .min(settings.engine.grace);
         let prometheus = super::judge::query_prometheus(self.slos, self.prometheus);
         let mut figures = StepFigures {
             target_rate: plan.rate,
-            achieved_rate: step::achieved(dimension, &window, plan.window),
+            achieved_rate: step::achieved(dimension, &window, plan.window, tail),
             window: plan.window,
             totals: &window,
             generator: None,
@@ -45,11 +50,6 @@ impl Runner<'_> {
             figures.generator = Some(generator.findings.join("; "));
         }
         let verdict = self.slos.judge(&figures);
-        // The window's last responses came in the grace after the step's end, if any.
-        let tail = finished
-            .elapsed
-            .saturating_sub(plan.duration())
-            .min(settings.engine.grace);
         let mut step = Step::measure(plan, &verdict, &window, plan.window, tail);
         step.achieved_rate = figures.achieved_rate;
         if cpu::shares_host(&finished.info.address) {

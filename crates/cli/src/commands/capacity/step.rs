@@ -172,12 +172,20 @@ pub fn is_plan(arg: &str) -> bool {
 
 /// What a step's judged window (`window` long) achieved, per second: the arrivals taken up
 /// for a rate (completions lag behind arrivals when the server queues, and would read as
-/// more than was sent), the requests the connections carried for connections.
-pub fn achieved(dimension: Dimension, totals: &belier_stats::Recorder, window: Duration) -> f64 {
-    let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
+/// more than was sent); for connections, the requests they carried per second of the window
+/// and the `tail` after the step's end in which its last responses came (as goodput counts
+/// them: dividing by the window alone reads the connections' last round trip as more load).
+pub fn achieved(
+    dimension: Dimension,
+    totals: &belier_stats::Recorder,
+    window: Duration,
+    tail: Duration,
+) -> f64 {
     if dimension.is_rate() {
+        let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
         totals.scheduled().saturating_sub(totals.dropped()) as f64 / secs
     } else {
+        let secs = (window + tail).as_secs_f64().max(f64::MIN_POSITIVE);
         totals.requests() as f64 / secs
     }
 }
