@@ -7,10 +7,11 @@
 //! its OCI archive, runs `belier demo` and a worker on the host's network that a coordinator on
 //! the host drives, each load counted by the target on its own side.
 //!
-//! `cargo install --path crates/cli` (README "Install") is not run here: with the suite's
-//! target dir it would wait on the lock `cargo test` holds, and with a dir of its own it is a
-//! second build of the workspace (1 min 50 s here even from a warm target/, where the features
-//! differ from the test build's).
+//! `cargo install --path crates/cli` (README "Install") runs too, as a user would from a
+//! checkout, but with `--debug` into a target dir of its own (`target/install-check`): the
+//! suite's `target/debug/belier` is the binary the other tests are running, and an install
+//! there would replace it with a build of other features. It costs a second build of the
+//! workspace's dependencies (about 290 CPU-seconds on a cold dir, incremental after that).
 
 #![allow(clippy::print_stderr)]
 
@@ -323,4 +324,31 @@ fn the_image_runs_demo_and_a_worker_that_a_coordinator_on_the_host_drives() {
     let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(server.counts().requests, 200, "the target's own count");
     assert_eq!(report["summary"]["requests"], 200, "{report}");
+}
+
+#[test]
+fn cargo_install_from_the_checkout_gives_a_belier_that_runs() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = temp_dir("cargo-install");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let install = command_ok(
+        Command::new(cargo)
+            .current_dir(&workspace)
+            .args(["install", "--quiet", "--locked", "--offline", "--debug"])
+            .args(["--path", "crates/cli", "--root"])
+            .arg(&root)
+            .arg("--target-dir")
+            .arg(workspace.join("target/install-check"))
+            // What the check needs is the install, not a debugger's view of it: a smaller link.
+            .env("CARGO_PROFILE_DEV_DEBUG", "0"),
+    );
+    eprintln!("{}", String::from_utf8_lossy(&install.stderr));
+    let belier = root.join("bin/belier");
+    let version = command_ok(Command::new(&belier).arg("--version"));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("belier {}", env!("CARGO_PKG_VERSION"))
+    );
+    let demo = command_ok(Command::new(&belier).args(["demo", "-z", "1s", "-c", "2"]));
+    assert_demo_counts_agree(&demo);
 }
