@@ -7,12 +7,7 @@
 //! its OCI archive, runs `belier demo` and a worker on the host's network that a coordinator on
 //! the host drives, each load counted by the target on its own side.
 //!
-//! `cargo install --path crates/cli` (README "Install") runs too, as a user would from a
-//! checkout, but with `--debug` into a target dir of its own (`target/install-check`): the
-//! suite's `target/debug/belier` is the binary the other tests are running, and an install
-//! there would replace it with a build of other features. It costs a second build of the
-//! workspace's dependencies (about 290 CPU-seconds on a cold dir, incremental after that), at
-//! the lowest CPU priority.
+//! `cargo install --path crates/cli` runs in tests/install.rs.
 
 #![allow(clippy::print_stderr)]
 
@@ -75,38 +70,6 @@ fn command_ok(command: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-/// `belier demo`'s two counts: the report's requests and the target's own.
-fn demo_counts(stdout: &str) -> (u64, u64) {
-    let number = |s: &str| -> u64 {
-        s.split_whitespace()
-            .next()
-            .unwrap()
-            .replace(',', "")
-            .parse()
-            .unwrap()
-    };
-    let reported = stdout
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("Requests "))
-        .map(number)
-        .unwrap_or_else(|| panic!("no Requests line: {stdout}"));
-    let counted = stdout
-        .split_once("The target counted ")
-        .map(|(_, rest)| number(rest))
-        .unwrap_or_else(|| panic!("no target count: {stdout}"));
-    (reported, counted)
-}
-
-fn assert_demo_counts_agree(out: &Output) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let (reported, counted) = demo_counts(&stdout);
-    assert!(reported > 0, "{stdout}");
-    assert_eq!(
-        reported, counted,
-        "the report and the target disagree: {stdout}"
-    );
 }
 
 /// Every file under `dir`, relative to it, but for dpkg's own database under var/.
@@ -174,7 +137,7 @@ fn the_deb_installs_runs_shows_its_man_page_and_completion_and_goes_away() {
 
     let demo =
         command_ok(Command::new(root.join("usr/bin/belier")).args(["demo", "-z", "1s", "-c", "2"]));
-    assert_demo_counts_agree(&demo);
+    belier_testsupport::demo::assert_counts_agree(&demo);
 
     let page = command_ok(
         Command::new(man)
@@ -296,7 +259,7 @@ fn the_image_runs_demo_and_a_worker_that_a_coordinator_on_the_host_drives() {
             .args(["run", "--rm", "--network", "none", &image.name])
             .args(["demo", "-z", "1s", "-c", "2"]),
     );
-    assert_demo_counts_agree(&demo);
+    belier_testsupport::demo::assert_counts_agree(&demo);
 
     // A worker in the container on the host's network, a coordinator and the target on the
     // host; nothing mounted: the worker keeps its results in the image's own /tmp.
@@ -325,35 +288,4 @@ fn the_image_runs_demo_and_a_worker_that_a_coordinator_on_the_host_drives() {
     let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(server.counts().requests, 200, "the target's own count");
     assert_eq!(report["summary"]["requests"], 200, "{report}");
-}
-
-#[test]
-fn cargo_install_from_the_checkout_gives_a_belier_that_runs() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let root = temp_dir("cargo-install");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // At the lowest priority: the build takes the CPU the suite's timing tests leave, and
-    // gives it back whenever one of them wants it.
-    let install = command_ok(
-        Command::new("nice")
-            .args(["-n", "19"])
-            .arg(cargo)
-            .current_dir(&workspace)
-            .args(["install", "--quiet", "--locked", "--offline", "--debug"])
-            .args(["--path", "crates/cli", "--root"])
-            .arg(&root)
-            .arg("--target-dir")
-            .arg(workspace.join("target/install-check"))
-            // What the check needs is the install, not a debugger's view of it: a smaller link.
-            .env("CARGO_PROFILE_DEV_DEBUG", "0"),
-    );
-    eprintln!("{}", String::from_utf8_lossy(&install.stderr));
-    let belier = root.join("bin/belier");
-    let version = command_ok(Command::new(&belier).arg("--version"));
-    assert_eq!(
-        String::from_utf8_lossy(&version.stdout).trim(),
-        format!("belier {}", env!("CARGO_PKG_VERSION"))
-    );
-    let demo = command_ok(Command::new(&belier).args(["demo", "-z", "1s", "-c", "2"]));
-    assert_demo_counts_agree(&demo);
 }
