@@ -113,8 +113,13 @@ pub(crate) async fn send(
             _ => done,
         },
         outcome: match &result {
-            Ok(r) => Outcome::Response { status: r.status },
-            Err(f) => Outcome::Error(f.kind),
+            Ok(Response {
+                grpc: None, status, ..
+            }) => Outcome::Response { status: *status },
+            Ok(Response {
+                grpc: Some(code), ..
+            }) => Outcome::Grpc { code: *code },
+            Err(f) => failed(f, plan),
         },
         bytes_in: progress.bytes_in,
         bytes_out: progress.bytes_out,
@@ -129,6 +134,20 @@ pub(crate) async fn send(
     }
     local.connections.track_open(link.is_open(), counted);
     (result, sample)
+}
+
+/// The outcome of a request that failed: its error kind, but for a gRPC call its timeout cut
+/// short, which is the call's deadline passing (`DEADLINE_EXCEEDED`), as a gRPC client counts
+/// it.
+fn failed(f: &Failure, plan: &Plan) -> Outcome {
+    let grpc = plan.http2.as_ref().is_some_and(|h| h.request.is_grpc());
+    if grpc && f.kind == ErrorKind::Timeout {
+        Outcome::Grpc {
+            code: belier_grpc::Code::DeadlineExceeded.number(),
+        }
+    } else {
+        Outcome::Error(f.kind)
+    }
 }
 
 /// Whether the server ended a connection belier meant to keep: it asked to close, or closed
