@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use belier_stats::{ErrorKind, Outcome, Sample};
 use tokio::time::Sleep;
 
-use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
+use crate::connection::{exchange_http1, Cause, Failure, Http1Request, Progress, Response};
 use crate::http2::{Target, Template};
 use crate::link::Link;
 use crate::local::{Found, Local};
@@ -119,7 +119,7 @@ pub(crate) async fn send(
             Ok(Response {
                 grpc: Some(code), ..
             }) => Outcome::Grpc { code: *code },
-            Err(f) => failed(f, plan),
+            Err(f) => failed(f, plan, done >= dispatched + request.timeout),
         },
         bytes_in: progress.bytes_in,
         bytes_out: progress.bytes_out,
@@ -136,12 +136,14 @@ pub(crate) async fn send(
     (result, sample)
 }
 
-/// The outcome of a request that failed: its error kind, but for a gRPC call its timeout cut
-/// short, which is the call's deadline passing (`DEADLINE_EXCEEDED`), as a gRPC client counts
-/// it.
-fn failed(f: &Failure, plan: &Plan) -> Outcome {
+/// The outcome of a request that failed: its error kind, but for a gRPC call its deadline
+/// passing (`DEADLINE_EXCEEDED`), as a gRPC client counts it: the timeout cut it short, or
+/// (`past_deadline`) the server reset its stream with CANCEL once the deadline it was sent
+/// (`grpc-timeout`) passed on its side too, a race grpc-go's client reads the same way.
+fn failed(f: &Failure, plan: &Plan, past_deadline: bool) -> Outcome {
     let grpc = plan.http2.as_ref().is_some_and(|h| h.request.is_grpc());
-    if grpc && f.kind == ErrorKind::Timeout {
+    let cancelled = matches!(&f.cause, Cause::Http2(e) if e.reason() == Some(h2::Reason::CANCEL));
+    if grpc && (f.kind == ErrorKind::Timeout || (past_deadline && cancelled)) {
         Outcome::Grpc {
             code: belier_grpc::Code::DeadlineExceeded.number(),
         }

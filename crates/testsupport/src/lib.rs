@@ -17,6 +17,7 @@ pub mod capacity;
 pub mod curl;
 pub mod daemons;
 pub mod dirs;
+pub mod grpc;
 pub mod gunicorn;
 pub mod hostile;
 pub mod missing;

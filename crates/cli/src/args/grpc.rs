@@ -37,7 +37,10 @@ use super::LoadArgs;
     mut_arg("no_keepalive", |a| a.hide(true)),
     mut_arg("proxy", |a| a.hide(true)),
     mut_arg("targets", |a| a.hide(true)),
-    mut_arg("targets_format", |a| a.hide(true)),
+    mut_arg("format", |a| a.hide(true)),
+    mut_arg("order", |a| a.hide(true)),
+    mut_arg("cookies", |a| a.hide(true)),
+    mut_arg("follow", |a| a.hide(true)),
 )]
 pub struct GrpcArgs {
     /// The method to call, package.Service/Method (package.Service.Method is read too).

@@ -55,8 +55,8 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
         compression,
     )
     .map_err(|e| match e {
-        belier_grpc::CallError::Reserved(_) => InputError::new("--header", "", e.to_string()),
-        _ => InputError::new("--body", "", e.to_string()),
+        belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
+        _ => InputError::in_file(format!("--body: {e}")),
     })?;
     // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
     // reads, for the URL the call makes; then the call's own method, headers and body.
