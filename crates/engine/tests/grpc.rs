@@ -22,7 +22,7 @@ struct Counts {
 type H2Server = common::h2_server::H2Server<Counts>;
 
 fn start() -> H2Server {
-    H2Server::listen(|io, counts| serve(io, counts))
+    H2Server::listen(serve)
 }
 
 async fn serve(io: Box<dyn common::h2_server::Io>, counts: Arc<Counts>) {
@@ -68,7 +68,7 @@ async fn answer(
         b.body(()).unwrap()
     };
     match path.as_str() {
-        "/t.S/Hello" if n % 10 == 0 => {
+        "/t.S/Hello" if n.is_multiple_of(10) => {
             let _ = respond.send_response(head(Some(8)), true);
         }
         "/t.S/Reset" => respond.send_reset(h2::Reason::INTERNAL_ERROR),

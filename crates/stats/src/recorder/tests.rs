@@ -52,7 +52,7 @@ fn grpc_calls_are_counted_by_code_merged_and_stored() {
     assert_eq!(r.latency_us().len(), 6);
     let mut merged = r.clone();
     merged += &r;
-    assert_eq!(merged.grpc_counts().nth(0), Some((0, 6)));
+    assert_eq!(merged.grpc_counts().next(), Some((0, 6)));
     let stored: Counters =
         serde_json::from_str(&serde_json::to_string(&r.counters()).unwrap()).unwrap();
     let restored = Recorder::from_counters(&stored).unwrap();
