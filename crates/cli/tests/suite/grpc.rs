@@ -83,11 +83,12 @@ fn a_call_past_its_deadline_is_deadline_exceeded() {
     };
     let args = ["-n", "20", "-c", "10", "--timeout", "200ms"];
     let doc = calls(&server, "Slow", &proto("deadline"), &args);
-    assert_eq!(server.calls().slow, 20);
-    assert_eq!(
-        doc["grpc_codes"],
-        serde_json::json!({"DEADLINE_EXCEEDED": 20})
-    );
+    // What the server saw is told before it is asserted: a failure says which side differed.
+    let slow = server.calls().slow;
+    let codes = &doc["grpc_codes"];
+    let expected = serde_json::json!({"DEADLINE_EXCEEDED": 20});
+    assert_eq!(*codes, expected, "server saw {slow}; {doc}");
+    assert_eq!(slow, 20, "{doc}");
     assert_eq!(doc["errors"], serde_json::json!([]), "{doc}");
 }
 
