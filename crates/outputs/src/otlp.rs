@@ -2,12 +2,18 @@
 //! `/v1/metrics`. Counters are cumulative monotonic sums, the latency an explicit-bucket
 //! histogram (the same bounds), the rest gauges; all stamped from the run's start.
 //!
-//! The messages are the fields of opentelemetry-proto's `metrics/v1` and `common/v1` that
-//! belier sends, declared with prost's derive under their numbers there: the official crate
-//! would bring the OpenTelemetry SDK and tonic with it. The test receiver decodes with the
-//! official crate.
+//! The messages are opentelemetry-proto's own (its prost types only: without its `gen-tonic`
+//! feature it brings no gRPC runtime), the crate the test receiver decodes with too.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{
+    metric::Data, number_data_point, AggregationTemporality, Gauge, Histogram, HistogramDataPoint,
+    Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use crate::families::{Family, Point, Type};
 use crate::labels::RunLabels;
@@ -15,191 +21,16 @@ use crate::queue::{Batch, Failure, Sink};
 use crate::spec::Spec;
 use crate::transport::Http;
 
-/// `ExportMetricsServiceRequest`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ExportMetricsServiceRequest {
-    /// Metrics by resource.
-    #[prost(message, repeated, tag = "1")]
-    pub resource_metrics: Vec<ResourceMetrics>,
-}
-
-/// `ResourceMetrics`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ResourceMetrics {
-    /// What sends them.
-    #[prost(message, optional, tag = "1")]
-    pub resource: Option<Resource>,
-    /// Metrics by instrumentation scope.
-    #[prost(message, repeated, tag = "2")]
-    pub scope_metrics: Vec<ScopeMetrics>,
-}
-
-/// `Resource`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Resource {
-    /// Its attributes (`service.name`).
-    #[prost(message, repeated, tag = "1")]
-    pub attributes: Vec<KeyValue>,
-}
-
-/// `ScopeMetrics`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ScopeMetrics {
-    /// The instrumentation scope.
-    #[prost(message, optional, tag = "1")]
-    pub scope: Option<InstrumentationScope>,
-    /// The metrics.
-    #[prost(message, repeated, tag = "2")]
-    pub metrics: Vec<Metric>,
-}
-
-/// `InstrumentationScope`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct InstrumentationScope {
-    /// Name.
-    #[prost(string, tag = "1")]
-    pub name: String,
-    /// Version.
-    #[prost(string, tag = "2")]
-    pub version: String,
-}
-
-/// `Metric`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Metric {
-    /// Name.
-    #[prost(string, tag = "1")]
-    pub name: String,
-    /// Description.
-    #[prost(string, tag = "2")]
-    pub description: String,
-    /// Unit (UCUM).
-    #[prost(string, tag = "3")]
-    pub unit: String,
-    /// The data.
-    #[prost(oneof = "Data", tags = "5, 7, 9")]
-    pub data: Option<Data>,
-}
-
-/// `Metric.data`.
-#[derive(Clone, PartialEq, prost::Oneof)]
-pub enum Data {
-    /// A gauge.
-    #[prost(message, tag = "5")]
-    Gauge(Gauge),
-    /// A sum.
-    #[prost(message, tag = "7")]
-    Sum(Sum),
-    /// A histogram.
-    #[prost(message, tag = "9")]
-    Histogram(Histogram),
-}
-
-/// `Gauge`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Gauge {
-    /// Points.
-    #[prost(message, repeated, tag = "1")]
-    pub data_points: Vec<NumberDataPoint>,
-}
-
-/// `AggregationTemporality.CUMULATIVE`.
-const CUMULATIVE: i32 = 2;
-
-/// `Sum`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Sum {
-    /// Points.
-    #[prost(message, repeated, tag = "1")]
-    pub data_points: Vec<NumberDataPoint>,
-    /// `AggregationTemporality`.
-    #[prost(int32, tag = "2")]
-    pub aggregation_temporality: i32,
-    /// Only grows.
-    #[prost(bool, tag = "3")]
-    pub is_monotonic: bool,
-}
-
-/// `Histogram`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Histogram {
-    /// Points.
-    #[prost(message, repeated, tag = "1")]
-    pub data_points: Vec<HistogramDataPoint>,
-    /// `AggregationTemporality`.
-    #[prost(int32, tag = "2")]
-    pub aggregation_temporality: i32,
-}
-
-/// `NumberDataPoint` (double values only).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct NumberDataPoint {
-    /// Attributes.
-    #[prost(message, repeated, tag = "7")]
-    pub attributes: Vec<KeyValue>,
-    /// Start of the cumulation, ns since the epoch.
-    #[prost(fixed64, tag = "2")]
-    pub start_time_unix_nano: u64,
-    /// When, ns since the epoch.
-    #[prost(fixed64, tag = "3")]
-    pub time_unix_nano: u64,
-    /// The value (`as_double`). A member of the oneof `value` there, so it must be sent even
-    /// when 0: a plain proto3 double of 0 would be left out and the point read as valueless.
-    #[prost(double, optional, tag = "4")]
-    pub as_double: Option<f64>,
-}
-
-/// `HistogramDataPoint`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct HistogramDataPoint {
-    /// Attributes.
-    #[prost(message, repeated, tag = "9")]
-    pub attributes: Vec<KeyValue>,
-    /// Start of the cumulation, ns since the epoch.
-    #[prost(fixed64, tag = "2")]
-    pub start_time_unix_nano: u64,
-    /// When, ns since the epoch.
-    #[prost(fixed64, tag = "3")]
-    pub time_unix_nano: u64,
-    /// Values counted.
-    #[prost(fixed64, tag = "4")]
-    pub count: u64,
-    /// Their sum.
-    #[prost(double, optional, tag = "5")]
-    pub sum: Option<f64>,
-    /// Per bucket (not cumulative), one more than the bounds.
-    #[prost(fixed64, repeated, tag = "6")]
-    pub bucket_counts: Vec<u64>,
-    /// Upper bounds.
-    #[prost(double, repeated, tag = "7")]
-    pub explicit_bounds: Vec<f64>,
-}
-
-/// `KeyValue` with a string value.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct KeyValue {
-    /// Key.
-    #[prost(string, tag = "1")]
-    pub key: String,
-    /// Value.
-    #[prost(message, optional, tag = "2")]
-    pub value: Option<AnyValue>,
-}
-
-/// `AnyValue` (strings only).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct AnyValue {
-    /// `string_value`.
-    #[prost(string, optional, tag = "1")]
-    pub string_value: Option<String>,
-}
+/// Every series is cumulated from the run's start.
+const CUMULATIVE: i32 = AggregationTemporality::Cumulative as i32;
 
 fn attribute(key: &str, value: &str) -> KeyValue {
     KeyValue {
         key: key.to_string(),
         value: Some(AnyValue {
-            string_value: Some(value.to_string()),
+            value: Some(any_value::Value::StringValue(value.to_string())),
         }),
+        ..Default::default()
     }
 }
 
@@ -250,7 +81,9 @@ pub fn request(
                 attributes: attributes(&p.labels),
                 start_time_unix_nano: start,
                 time_unix_nano: now,
-                as_double: Some(p.value),
+                // A member of the oneof `value`: sent even when 0.
+                value: Some(number_data_point::Value::AsDouble(p.value)),
+                ..Default::default()
             })
             .collect()
     };
@@ -287,6 +120,7 @@ pub fn request(
                 }
                 .to_string(),
                 data: Some(data),
+                ..Default::default()
             }
         })
         .collect();
@@ -294,14 +128,18 @@ pub fn request(
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {
                 attributes: vec![attribute("service.name", "belier")],
+                ..Default::default()
             }),
             scope_metrics: vec![ScopeMetrics {
                 scope: Some(InstrumentationScope {
                     name: "belier".into(),
                     version: env!("CARGO_PKG_VERSION").into(),
+                    ..Default::default()
                 }),
                 metrics,
+                ..Default::default()
             }],
+            ..Default::default()
         }],
     }
 }
@@ -362,6 +200,7 @@ fn histogram_point(
         sum: Some(value("_sum")),
         bucket_counts,
         explicit_bounds,
+        ..Default::default()
     }
 }
 

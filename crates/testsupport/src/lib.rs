@@ -16,6 +16,7 @@ pub mod binary;
 pub mod capacity;
 pub mod curl;
 pub mod daemons;
+pub mod demo;
 pub mod dirs;
 pub mod grpc;
 pub mod gunicorn;

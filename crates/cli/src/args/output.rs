@@ -54,9 +54,9 @@ pub struct OutputArgs {
 
     /// Serve Prometheus metrics at http://ADDR/metrics during the run (pull setups), e.g.
     /// 127.0.0.1:9464: requests by status and error kind, the latency histogram, bytes,
-    /// connections, in-flight, target rate (names in README.md). Figures are those of the
-    /// settled intervals, updated once per interval. An address off the loopback needs
-    /// --metrics-token.
+    /// connections, in-flight, target rate (named in the book: reference/metrics.md). Figures
+    /// are those of the settled intervals, updated once per interval. An address off the
+    /// loopback needs --metrics-token.
     #[arg(long = "metrics-listen", value_name = "ADDR", help_heading = "Metrics")]
     pub metrics_listen: Option<std::net::SocketAddr>,
 

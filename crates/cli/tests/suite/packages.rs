@@ -7,10 +7,7 @@
 //! its OCI archive, runs `belier demo` and a worker on the host's network that a coordinator on
 //! the host drives, each load counted by the target on its own side.
 //!
-//! `cargo install --path crates/cli` (README "Install") is not run here: with the suite's
-//! target dir it would wait on the lock `cargo test` holds, and with a dir of its own it is a
-//! second build of the workspace (1 min 50 s here even from a warm target/, where the features
-//! differ from the test build's).
+//! `cargo install --path crates/cli` runs in tests/install.rs.
 
 #![allow(clippy::print_stderr)]
 
@@ -73,38 +70,6 @@ fn command_ok(command: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-/// `belier demo`'s two counts: the report's requests and the target's own.
-fn demo_counts(stdout: &str) -> (u64, u64) {
-    let number = |s: &str| -> u64 {
-        s.split_whitespace()
-            .next()
-            .unwrap()
-            .replace(',', "")
-            .parse()
-            .unwrap()
-    };
-    let reported = stdout
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix("Requests "))
-        .map(number)
-        .unwrap_or_else(|| panic!("no Requests line: {stdout}"));
-    let counted = stdout
-        .split_once("The target counted ")
-        .map(|(_, rest)| number(rest))
-        .unwrap_or_else(|| panic!("no target count: {stdout}"));
-    (reported, counted)
-}
-
-fn assert_demo_counts_agree(out: &Output) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let (reported, counted) = demo_counts(&stdout);
-    assert!(reported > 0, "{stdout}");
-    assert_eq!(
-        reported, counted,
-        "the report and the target disagree: {stdout}"
-    );
 }
 
 /// Every file under `dir`, relative to it, but for dpkg's own database under var/.
@@ -172,7 +137,7 @@ fn the_deb_installs_runs_shows_its_man_page_and_completion_and_goes_away() {
 
     let demo =
         command_ok(Command::new(root.join("usr/bin/belier")).args(["demo", "-z", "1s", "-c", "2"]));
-    assert_demo_counts_agree(&demo);
+    belier_testsupport::demo::assert_counts_agree(&demo);
 
     let page = command_ok(
         Command::new(man)
@@ -294,7 +259,7 @@ fn the_image_runs_demo_and_a_worker_that_a_coordinator_on_the_host_drives() {
             .args(["run", "--rm", "--network", "none", &image.name])
             .args(["demo", "-z", "1s", "-c", "2"]),
     );
-    assert_demo_counts_agree(&demo);
+    belier_testsupport::demo::assert_counts_agree(&demo);
 
     // A worker in the container on the host's network, a coordinator and the target on the
     // host; nothing mounted: the worker keeps its results in the image's own /tmp.

@@ -85,7 +85,12 @@ fn assert_steps_conserved(doc: &Value, s: &Server) {
         .sum();
     assert_eq!(requests, rows, "steps: {}", doc["steps"]);
     s.wait_idle(Duration::from_secs(5));
-    assert_eq!(s.counts().requests, requests);
+    // A request the server reset on a connection idle for a millisecond or more looks like
+    // one that crossed an idle close: belier sends it once more and says so (`resent`), the
+    // server counting both. A scripted user's next step on a loaded machine can find its
+    // connection that idle (the server here counted 127 for belier's 126 once).
+    let resent = doc["summary"]["resent"].as_u64().unwrap();
+    assert_eq!(s.counts().requests, requests + resent);
 }
 
 fn step<'a>(doc: &'a Value, name: &str) -> &'a Value {
