@@ -71,7 +71,7 @@ pub use endpoint::Endpoint;
 pub use event::Event;
 pub use http2::TemplateError;
 pub use load::Load;
-pub use probe::{probe, Probe};
+pub use probe::{probe, Phases, Probe};
 pub use profile::{Profile, Stage};
 pub use shard::{Shard, ShardError, Stripe};
 pub use tls::{TlsOptions, TlsSetupError};

@@ -7,11 +7,9 @@ use belier_stats::ErrorKind;
 use crate::connection::{Connection, Phase, Progress};
 use crate::{request, tls, Config, StartError};
 
-/// Everything one request showed.
-#[derive(Debug)]
-pub struct Probe {
-    /// The address connected to.
-    pub addr: crate::Endpoint,
+/// How long each phase of the one request took; a phase that did not happen is `None`.
+#[derive(Clone, Copy, Debug)]
+pub struct Phases {
     /// Name resolution.
     pub dns: Duration,
     /// TCP connect, if it completed.
@@ -24,13 +22,34 @@ pub struct Probe {
     pub transfer: Option<Duration>,
     /// From the start of the connect to the last byte.
     pub total: Duration,
+}
+
+impl Phases {
+    /// The phases between name resolution and the total, in the order they happen, by name.
+    pub fn on_the_connection(&self) -> [(&'static str, Option<Duration>); 4] {
+        [
+            ("connect", self.connect),
+            ("tls", self.tls),
+            ("ttfb", self.ttfb),
+            ("transfer", self.transfer),
+        ]
+    }
+}
+
+/// Everything one request showed.
+#[derive(Debug)]
+pub struct Probe {
+    /// The address connected to.
+    pub addr: crate::Endpoint,
+    /// How long each phase took.
+    pub phases: Phases,
     /// TLS version, cipher and ALPN protocol, for https.
     pub tls_session: Option<String>,
     /// The status code, if a complete response arrived.
     pub status: Option<u16>,
     /// The response head as received (status line and headers).
     pub head: String,
-    /// Wire bytes written and read.
+    /// Wire bytes written.
     pub bytes_out: u64,
     /// Wire bytes read.
     pub bytes_in: u64,
@@ -100,12 +119,14 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         };
         Probe {
             addr,
-            dns,
-            connect: p.connected.map(|c| c - start),
-            tls: between(p.connected, p.handshaken),
-            ttfb: between(p.sent, p.first_byte),
-            transfer: p.first_byte.map(|f| done - f),
-            total: done - start,
+            phases: Phases {
+                dns,
+                connect: p.connected.map(|c| c - start),
+                tls: between(p.connected, p.handshaken),
+                ttfb: between(p.sent, p.first_byte),
+                transfer: p.first_byte.map(|f| done - f),
+                total: done - start,
+            },
             tls_session,
             status,
             head: String::from_utf8_lossy(p.head.as_deref().unwrap_or_default()).into_owned(),

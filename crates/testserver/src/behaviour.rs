@@ -298,27 +298,30 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// Every fault, in declaration order.
-    pub const ALL: [Fault; 5] = [
-        Fault::Reset,
-        Fault::CloseBeforeHeaders,
-        Fault::CloseMidBody,
-        Fault::Malformed,
-        Fault::Stall,
+    /// Every fault with the name query strings and [`FromStr`] use, in declaration order: the
+    /// one list the names, the parser and the error message are read from.
+    const NAMED: [(Fault, &'static str); 5] = [
+        (Fault::Reset, "reset"),
+        (Fault::CloseBeforeHeaders, "close-before-headers"),
+        (Fault::CloseMidBody, "close-mid-body"),
+        (Fault::Malformed, "malformed"),
+        (Fault::Stall, "stall"),
     ];
 
     const EXPECTED: &'static str =
         "reset, close-before-headers, close-mid-body, malformed or stall";
 
+    /// Every fault, in declaration order.
+    pub fn all() -> impl Iterator<Item = Fault> {
+        Self::NAMED.into_iter().map(|(fault, _)| fault)
+    }
+
     /// The name used in query strings and by [`FromStr`].
     pub fn name(self) -> &'static str {
-        match self {
-            Fault::Reset => "reset",
-            Fault::CloseBeforeHeaders => "close-before-headers",
-            Fault::CloseMidBody => "close-mid-body",
-            Fault::Malformed => "malformed",
-            Fault::Stall => "stall",
-        }
+        Self::NAMED
+            .into_iter()
+            .find_map(|(fault, name)| (fault == self).then_some(name))
+            .expect("every fault is in NAMED")
     }
 }
 
@@ -332,18 +335,16 @@ impl FromStr for Fault {
     type Err = ParseFaultError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Fault::ALL
+        Self::NAMED
             .into_iter()
-            .find(|f| f.name() == s)
+            .find_map(|(fault, name)| (name == s).then_some(fault))
             .ok_or_else(|| ParseFaultError(s.to_owned()))
     }
 }
 
 /// The text is not the name of a [`Fault`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown fault {0:?}: expected reset, close-before-headers, close-mid-body, malformed or stall"
-)]
+#[error("unknown fault {0:?}: expected {expected}", expected = Fault::EXPECTED)]
 pub struct ParseFaultError(String);
 
 #[cfg(test)]
@@ -448,7 +449,7 @@ mod tests {
 
     #[test]
     fn faults_round_trip() {
-        for fault in Fault::ALL {
+        for fault in Fault::all() {
             assert_eq!(fault.to_string().parse(), Ok(fault));
         }
         assert!("Reset".parse::<Fault>().is_err());

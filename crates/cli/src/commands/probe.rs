@@ -38,12 +38,12 @@ fn render_json(url: &str, method: &str, p: &Probe) -> String {
         "url": url,
         "method": method,
         "address": p.addr.to_string(),
-        "dns_ms": ms(Some(p.dns)),
-        "connect_ms": ms(p.connect),
-        "tls_ms": ms(p.tls),
-        "ttfb_ms": ms(p.ttfb),
-        "transfer_ms": ms(p.transfer),
-        "total_ms": ms(Some(p.total)),
+        "dns_ms": ms(Some(p.phases.dns)),
+        "connect_ms": ms(p.phases.connect),
+        "tls_ms": ms(p.phases.tls),
+        "ttfb_ms": ms(p.phases.ttfb),
+        "transfer_ms": ms(p.phases.transfer),
+        "total_ms": ms(Some(p.phases.total)),
         "tls_session": p.tls_session,
         "status": p.status,
         "head": p.head,
@@ -65,19 +65,17 @@ fn render(url: &str, method: &str, p: &Probe) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = writeln!(out, "{method} {url}  →  {}", p.addr);
-    let _ = writeln!(out, "  dns      {}", ms(p.dns));
-    let phases = [
-        ("connect", p.connect),
-        ("tls", p.tls),
-        ("ttfb", p.ttfb),
-        ("transfer", p.transfer),
-    ];
-    for (name, d) in phases {
+    let _ = writeln!(out, "  dns      {}", ms(p.phases.dns));
+    for (name, d) in p.phases.on_the_connection() {
         if let Some(d) = d {
             let _ = writeln!(out, "  {name:<9}{}", ms(d));
         }
     }
-    let _ = writeln!(out, "  total    {}   (connect to last byte)", ms(p.total));
+    let _ = writeln!(
+        out,
+        "  total    {}   (connect to last byte)",
+        ms(p.phases.total)
+    );
     if let Some(session) = &p.tls_session {
         let _ = writeln!(out, "  TLS      {session}");
     }

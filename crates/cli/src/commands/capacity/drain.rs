@@ -106,5 +106,5 @@ fn answer(config: &Config) -> Option<(Duration, bool)> {
     if probe.error.is_some() {
         return None;
     }
-    Some((probe.total, probe.status? < 400))
+    Some((probe.phases.total, probe.status? < 400))
 }
