@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod capacity;
 mod cluster;
 mod files;
+mod grpc;
 mod import;
 mod k8s;
 mod load;
@@ -20,6 +21,7 @@ mod values;
 pub use capacity::{CapacityArgs, CapacityFormat, DimensionArg};
 pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
+pub use grpc::GrpcArgs;
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};
 pub use load::{
@@ -105,6 +107,9 @@ pub enum Command {
     /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
     /// your client's requests and writes them as a plan as they go.
     Record(RecordArgs),
+    /// Load-test one gRPC method (unary): `belier grpc HOST:PORT --call package.Service/Method
+    /// --proto FILE -d JSON`, each call's status code counted (non-OK ones as failed calls).
+    Grpc(Box<GrpcArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),
 }

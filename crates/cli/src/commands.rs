@@ -5,6 +5,7 @@
 
 mod capacity;
 mod demo;
+mod grpc;
 mod import;
 mod k8s;
 mod load;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> u8 {
             Some(Command::Import(a)) => import::run(a),
             Some(Command::Record(a)) => record::run(a, &signals),
             Some(Command::K8s(a)) => k8s::run(a),
+            Some(Command::Grpc(a)) => grpc::run(*a, &signals, cores()),
             Some(Command::Web(a)) => web::run(a, &signals, cores()),
             Some(Command::Worker(a)) => worker::run(a, &signals),
             None => load::load_and_report(cli.load, &signals),

@@ -119,6 +119,11 @@ pub struct Config {
     /// Speak HTTP/2: over TLS offered with ALPN `h2` (a server that picks anything else
     /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
     pub http2: bool,
+    /// The request is a gRPC call (its body a framed message, its headers gRPC's; needs
+    /// [`Config::http2`]): its response's trailers are read and the call's status recorded as
+    /// its outcome ([`belier_stats::Outcome::Grpc`]), and a call the timeout cuts short is
+    /// `DEADLINE_EXCEEDED`, as a gRPC client's deadline is.
+    pub grpc: bool,
     /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
     /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
     /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
@@ -178,6 +183,7 @@ impl std::fmt::Debug for Config {
             .field("connect_to", &self.connect_to)
             .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
+            .field("grpc", &self.grpc)
             .field("max_streams", &self.max_streams)
             .field("keep_samples", &self.keep_samples)
             .field("timer_slack", &self.timer_slack)
@@ -252,6 +258,7 @@ impl Config {
             keep_samples: false,
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,
+            grpc: false,
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,

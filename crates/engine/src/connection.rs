@@ -156,6 +156,8 @@ impl OpenConnections {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Response {
     pub status: u16,
+    /// A gRPC call's status code, read from its trailers; `None` for any other request.
+    pub grpc: Option<u8>,
     /// Whether the connection can carry the next request.
     pub reusable: bool,
 }
@@ -504,6 +506,7 @@ impl Connection {
                     let reusable = keep_alive && pos == self.buf.len();
                     return Ok(Response {
                         status: code,
+                        grpc: None,
                         reusable,
                     });
                 }
@@ -542,6 +545,7 @@ impl Connection {
                         finish_body(p, decoder)?;
                         Ok(Response {
                             status: code,
+                            grpc: None,
                             reusable: false,
                         })
                     }

@@ -68,6 +68,8 @@ pub(crate) struct Template {
     head: http::Request<()>,
     body: Bytes,
     head_request: bool,
+    /// A gRPC call: its status is read from the trailers.
+    grpc: bool,
 }
 
 /// Why a request cannot be sent over HTTP/2.
@@ -76,13 +78,19 @@ pub(crate) struct Template {
 pub struct TemplateError(String);
 
 impl Template {
-    /// Builds the request head of `spec` for an `https` (or `http`) connection.
-    pub(crate) fn new(spec: &RequestSpec, https: bool) -> Result<Template, TemplateError> {
-        Template::build(
+    /// Builds the request head of `spec` for an `https` (or `http`) connection; `grpc`: the
+    /// request is a gRPC call, whose status is read from its response's trailers.
+    pub(crate) fn new(
+        spec: &RequestSpec,
+        https: bool,
+        grpc: bool,
+    ) -> Result<Template, TemplateError> {
+        let built = Template::build(
             &Parts::of_spec(spec),
             &host_header(&spec.host, spec.port),
             https,
-        )
+        );
+        built.map(|t| Template { grpc, ..t })
     }
 
     /// Builds a scripted user's request; `host` is the `:authority` unless the user gives a
@@ -138,7 +146,15 @@ impl Template {
             head,
             body: Bytes::copy_from_slice(r.body),
             head_request: crate::request::is_head(r.method),
+            grpc: false,
         })
+    }
+}
+
+impl Template {
+    /// Whether the request is a gRPC call.
+    pub(crate) fn is_grpc(&self) -> bool {
+        self.grpc
     }
 }
 
@@ -350,6 +366,14 @@ impl Group {
             }
             finish_body(p, decoder).inspect_err(|_| take_bytes(&wire, p))?;
         }
+        let grpc = match request.grpc {
+            false => None,
+            true => Some(
+                grpc_code(&head, &mut body)
+                    .await
+                    .inspect_err(|_| take_bytes(&wire, p))?,
+            ),
+        };
         take_bytes(&wire, p);
         // With stamps, completed when the frame that ended the stream reached the host.
         p.completed = stamped(wire.stream_stamps(id).end, p.sent, Instant::now());
@@ -357,6 +381,7 @@ impl Group {
         let status = head.status.as_u16();
         Ok(Response {
             status,
+            grpc,
             reusable: true,
         })
     }
@@ -411,6 +436,16 @@ impl Group {
             }
         }
     }
+}
+
+/// A gRPC call's status code, once its body has been read: from its trailers, or from its
+/// headers when it has none (a trailers-only response), else what its HTTP status stands for
+/// (see [`belier_grpc::Code::of_response`]).
+async fn grpc_code(head: &http::response::Parts, body: &mut h2::RecvStream) -> Result<u8, Failure> {
+    let trailers = body.trailers().await.map_err(|e| h2_failure(e, true))?;
+    let code =
+        belier_grpc::Code::of_response(head.status.as_u16(), &head.headers, trailers.as_ref());
+    Ok(code.number())
 }
 
 /// The instant of a kernel receive stamp, clamped between the request's send and `now`.

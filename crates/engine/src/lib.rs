@@ -193,7 +193,7 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
     let others = other_hosts(config)?;
     let http2 = if config.http2 {
         Some(plan::Http2 {
-            request: http2::Template::new(spec, tls.is_some())?,
+            request: http2::Template::new(spec, tls.is_some(), config.grpc)?,
             max_streams: config.max_streams,
         })
     } else {
@@ -259,6 +259,11 @@ fn check(config: &Config) -> Result<(), StartError> {
     }
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));
+    }
+    if config.grpc && (!config.http2 || config.users.is_some()) {
+        return Err(StartError::Invalid(
+            "a gRPC call goes over HTTP/2, as the run's one request (not a scripted user's)",
+        ));
     }
     if config.http2 && !config.origins.is_empty() {
         return Err(StartError::Invalid(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use belier_stats::{ErrorKind, Outcome, Sample};
 use tokio::time::Sleep;
 
-use crate::connection::{exchange_http1, Failure, Http1Request, Progress, Response};
+use crate::connection::{exchange_http1, Cause, Failure, Http1Request, Progress, Response};
 use crate::http2::{Target, Template};
 use crate::link::Link;
 use crate::local::{Found, Local};
@@ -113,8 +113,13 @@ pub(crate) async fn send(
             _ => done,
         },
         outcome: match &result {
-            Ok(r) => Outcome::Response { status: r.status },
-            Err(f) => Outcome::Error(f.kind),
+            Ok(Response {
+                grpc: None, status, ..
+            }) => Outcome::Response { status: *status },
+            Ok(Response {
+                grpc: Some(code), ..
+            }) => Outcome::Grpc { code: *code },
+            Err(f) => failed(f, plan, done >= dispatched + request.timeout),
         },
         bytes_in: progress.bytes_in,
         bytes_out: progress.bytes_out,
@@ -129,6 +134,22 @@ pub(crate) async fn send(
     }
     local.connections.track_open(link.is_open(), counted);
     (result, sample)
+}
+
+/// The outcome of a request that failed: its error kind, but for a gRPC call its deadline
+/// passing (`DEADLINE_EXCEEDED`), as a gRPC client counts it: the timeout cut it short, or
+/// (`past_deadline`) the server reset its stream with CANCEL once the deadline it was sent
+/// (`grpc-timeout`) passed on its side too, a race grpc-go's client reads the same way.
+fn failed(f: &Failure, plan: &Plan, past_deadline: bool) -> Outcome {
+    let grpc = plan.http2.as_ref().is_some_and(|h| h.request.is_grpc());
+    let cancelled = matches!(&f.cause, Cause::Http2(e) if e.reason() == Some(h2::Reason::CANCEL));
+    if grpc && (f.kind == ErrorKind::Timeout || (past_deadline && cancelled)) {
+        Outcome::Grpc {
+            code: belier_grpc::Code::DeadlineExceeded.number(),
+        }
+    } else {
+        Outcome::Error(f.kind)
+    }
 }
 
 /// Whether the server ended a connection belier meant to keep: it asked to close, or closed

@@ -92,6 +92,17 @@ fn to_value(r: &Report) -> Value {
     if !r.scenarios.is_empty() {
         doc["scenarios"] = json!(r.scenarios);
     }
+    // Only a run of gRPC calls has the key, likewise: its calls by status code name.
+    if t.grpc_counts().next().is_some() {
+        let grpc: Map<String, Value> = t
+            .grpc_counts()
+            .map(|(code, n)| {
+                let name = belier_grpc::Code::from_number(u32::from(code)).name();
+                (name.to_string(), json!(n))
+            })
+            .collect();
+        doc["grpc_codes"] = json!(grpc);
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));

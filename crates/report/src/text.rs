@@ -299,6 +299,13 @@ fn write_status_codes(out: &mut String, r: &Report) -> std::fmt::Result {
         };
         writeln!(out, "  {code:<8}{:>12}", thousands(n))?;
     }
+    // gRPC calls by their status code's name, in the same section: a run's calls are all
+    // gRPC or all HTTP, so only one of the two lists is there.
+    for (code, n) in t.grpc_counts() {
+        any = true;
+        let name = belier_grpc::Code::from_number(u32::from(code)).name();
+        writeln!(out, "  {name:<20}{:>12}", thousands(n))?;
+    }
     if !any {
         writeln!(out, "  (no responses)")?;
     }

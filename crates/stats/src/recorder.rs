@@ -7,7 +7,7 @@ use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFI
 use crate::latency::LatencySummary;
 use crate::restore::RestoreError;
 use crate::row::row_mut;
-use crate::sample::{Outcome, Sample};
+use crate::sample::{Outcome, Sample, GRPC_CODES};
 use crate::step::{CheckCounts, StepRow};
 
 mod merge;
@@ -37,6 +37,8 @@ pub struct Recorder {
     scheduled: u64,
     dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
+    /// gRPC calls by status code.
+    grpc: [u64; GRPC_CODES],
     errors: [u64; ErrorKind::COUNT],
     error_examples: [Option<String>; ErrorKind::COUNT],
     tls_session: Option<String>,
@@ -81,6 +83,7 @@ impl Recorder {
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
+            grpc: [0; GRPC_CODES],
             errors: [0; ErrorKind::COUNT],
             error_examples: Default::default(),
             tls_session: None,
@@ -122,16 +125,28 @@ impl Recorder {
         }
         match sample.outcome {
             Outcome::Response { status } => {
-                self.value(Metric::Latency, sample.latency_us());
-                self.value(Metric::Uncorrected, sample.uncorrected_latency_us());
-                if let (Some(ttfb), Some(transfer)) = (sample.ttfb_us(), sample.transfer_us()) {
-                    self.value(Metric::Ttfb, ttfb);
-                    self.value(Metric::Transfer, transfer);
-                }
+                self.answered(sample);
                 let slot = usize::from(status);
                 self.status[if slot < STATUS_SLOTS { slot } else { 0 }] += 1;
             }
+            Outcome::Grpc { code } => {
+                self.answered(sample);
+                let slot = usize::from(code);
+                // UNKNOWN for a code outside the 17, as gRPC's clients read one.
+                self.grpc[if slot < GRPC_CODES { slot } else { 2 }] += 1;
+            }
             Outcome::Error(kind) => self.errors[kind.index()] += 1,
+        }
+    }
+
+    /// Records the latencies of a request that was answered.
+    #[inline]
+    fn answered(&mut self, sample: &Sample) {
+        self.value(Metric::Latency, sample.latency_us());
+        self.value(Metric::Uncorrected, sample.uncorrected_latency_us());
+        if let (Some(ttfb), Some(transfer)) = (sample.ttfb_us(), sample.transfer_us()) {
+            self.value(Metric::Ttfb, ttfb);
+            self.value(Metric::Transfer, transfer);
         }
     }
 
@@ -257,6 +272,7 @@ impl Recorder {
         self.scheduled = 0;
         self.dropped = 0;
         self.status.fill(0);
+        self.grpc = [0; GRPC_CODES];
         self.errors = [0; ErrorKind::COUNT];
         self.error_examples = Default::default();
         self.tls_session = None;
@@ -361,14 +377,16 @@ impl Recorder {
         self.responses() + self.errors()
     }
 
-    /// Requests that ended in a complete response, whatever its status.
+    /// Requests that ended in a complete response, whatever its status (gRPC calls with
+    /// theirs among them).
     pub fn responses(&self) -> u64 {
-        self.status.iter().sum()
+        self.status.iter().sum::<u64>() + self.grpc.iter().sum::<u64>()
     }
 
-    /// Responses whose status is below 400 (informational, success and redirection).
+    /// Responses whose status is below 400 (informational, success and redirection), and gRPC
+    /// calls whose status is OK.
     pub fn succeeded(&self) -> u64 {
-        self.status[..400].iter().sum()
+        self.status[..400].iter().sum::<u64>() + self.grpc[0]
     }
 
     /// Requests that failed without a complete response, all kinds together.
@@ -393,6 +411,15 @@ impl Recorder {
             .enumerate()
             .filter(|(_, &n)| n > 0)
             .map(|(code, &n)| (code as u16, n))
+    }
+
+    /// gRPC calls by status code (0 is OK), non-zero counts in ascending code order.
+    pub fn grpc_counts(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.grpc
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| (code as u8, n))
     }
 
     /// Wire bytes read.

@@ -10,9 +10,20 @@ pub enum Outcome {
         /// The HTTP status code.
         status: u16,
     },
+    /// A gRPC call ended with this status code (0 is OK; see [`GRPC_CODES`]): its response
+    /// came, or its deadline passed first (`DEADLINE_EXCEEDED`, 4). A non-OK code is a failed
+    /// call, not a transport error: those are [`Outcome::Error`] as for any request.
+    Grpc {
+        /// The gRPC status code, `0..GRPC_CODES`.
+        code: u8,
+    },
     /// No complete response: the request failed in this way.
     Error(ErrorKind),
 }
+
+/// How many gRPC status codes there are (`OK` 0 to `UNAUTHENTICATED` 16); a recorder counts
+/// a code outside them as `UNKNOWN` (2), as gRPC's clients read one.
+pub const GRPC_CODES: usize = 17;
 
 /// Everything recorded about one request.
 ///

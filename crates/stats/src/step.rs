@@ -58,7 +58,7 @@ impl StepRow {
         self.counts.bytes_in += sample.bytes_in;
         self.counts.bytes_out += sample.bytes_out;
         // Like the run's latency: only complete responses, or failures would distort it.
-        if let Outcome::Response { .. } = sample.outcome {
+        if !matches!(sample.outcome, Outcome::Error(_)) {
             self.record_value_us(sample.latency_us());
         }
     }

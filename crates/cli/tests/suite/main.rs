@@ -18,6 +18,7 @@ mod compressed;
 mod credentials;
 mod files;
 mod flags_never_panic;
+mod grpc;
 mod hdr_java;
 mod hosts;
 mod import;

@@ -160,7 +160,7 @@ fn h2_response_read_late(server: &Server, tls: Option<&Tls>) {
         headers: Vec::new(),
         body: Vec::new(),
     };
-    let request = crate::http2::Template::new(&spec, tls.is_some()).unwrap();
+    let request = crate::http2::Template::new(&spec, tls.is_some(), false).unwrap();
     let endpoint = Endpoint::Tcp(server.addr());
     let target = crate::http2::Target {
         addr: &endpoint,

@@ -1,4 +1,5 @@
-//! `--raw FILE`: every request as one CSV row, streamed as the samples arrive.
+//! `--raw FILE`: every request as one CSV row, streamed as the samples arrive. The status
+//! column holds an HTTP status, or a gRPC call's status code as `grpc:CODE`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -39,6 +40,8 @@ impl RawWriter {
             self.line.clear();
             let (status, error) = match s.outcome {
                 Outcome::Response { status } => (status.to_string(), ""),
+                // A gRPC call's status code, told from an HTTP status by its prefix.
+                Outcome::Grpc { code } => (format!("grpc:{code}"), ""),
                 Outcome::Error(kind) => (String::new(), kind.name()),
             };
             let first_byte = s.first_byte.map(|t| us(t).to_string()).unwrap_or_default();

@@ -19,6 +19,9 @@ impl AddAssign<&Recorder> for Recorder {
         for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
             *mine += theirs;
         }
+        for (mine, theirs) in self.grpc.iter_mut().zip(other.grpc) {
+            *mine += theirs;
+        }
         for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
             *mine += theirs;
         }

@@ -13,6 +13,7 @@ use crate::error_kind::ErrorKind;
 use crate::extremes::Range;
 use crate::histogram::Metric;
 use crate::restore::{check_rows, RestoreError};
+use crate::sample::GRPC_CODES;
 use crate::step::{CheckCounts, StepCounts, StepRow};
 
 /// Everything a recorder counts besides its histograms, in a form that stores and restores
@@ -26,6 +27,13 @@ pub struct Counters {
         deserialize_with = "status_counts"
     )]
     pub status: BTreeMap<u16, u64>,
+    /// gRPC calls by status code (absent from files of runs without gRPC).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "status_counts"
+    )]
+    pub grpc: BTreeMap<u8, u64>,
     /// Failed requests by error kind name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
@@ -90,7 +98,11 @@ pub struct Counters {
 /// and parses them. A results file's record reaches serde through `#[serde(flatten)]`, which
 /// buffers the object and then offers its keys as text only, so `BTreeMap<u16, _>`'s own
 /// reading (which asks for a number) would refuse them.
-fn status_counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u16, u64>, D::Error> {
+fn status_counts<'de, D, C>(d: D) -> Result<BTreeMap<C, u64>, D::Error>
+where
+    D: Deserializer<'de>,
+    C: std::str::FromStr + Ord,
+{
     BTreeMap::<String, u64>::deserialize(d)?
         .into_iter()
         .map(|(code, n)| match code.parse() {
@@ -119,6 +131,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
     let requests = c
         .status
         .values()
+        .chain(c.grpc.values())
         .chain(c.errors.values())
         .try_fold(0u64, |sum, &n| sum.checked_add(n))
         .unwrap_or(u64::MAX);
@@ -160,6 +173,7 @@ impl Recorder {
     pub fn counters(&self) -> Counters {
         Counters {
             status: self.status_counts().collect(),
+            grpc: self.grpc_counts().collect(),
             errors: ErrorKind::ALL
                 .iter()
                 .filter(|k| self.errors_of(**k) > 0)
@@ -200,6 +214,15 @@ impl Recorder {
                 return Err(RestoreError(format!("status code {code} out of range")));
             }
             r.status[slot] = n;
+        }
+        for (&code, &n) in &c.grpc {
+            let slot = usize::from(code);
+            if slot >= GRPC_CODES {
+                return Err(RestoreError(format!(
+                    "gRPC status code {code} out of range"
+                )));
+            }
+            r.grpc[slot] = n;
         }
         for (name, &n) in &c.errors {
             let kind = ErrorKind::from_name(name)

@@ -37,6 +37,37 @@ fn counts_add_up() {
 }
 
 #[test]
+fn grpc_calls_are_counted_by_code_merged_and_stored() {
+    let mut r = Recorder::new();
+    for code in [0, 0, 0, 8, 4, 99] {
+        r.record(&sample(1_000, Outcome::Grpc { code }));
+    }
+    r.record(&sample(5, Outcome::Error(ErrorKind::StreamReset)));
+    // Every call that got a status is a response; only OK ones succeeded.
+    assert_eq!((r.requests(), r.responses(), r.succeeded()), (7, 6, 3));
+    // A code outside the 17 is UNKNOWN (2).
+    let counts = [(0, 3), (2, 1), (4, 1), (8, 1)];
+    assert_eq!(r.grpc_counts().collect::<Vec<_>>(), counts);
+    assert_eq!(r.status_counts().count(), 0);
+    assert_eq!(r.latency_us().len(), 6);
+    let mut merged = r.clone();
+    merged += &r;
+    assert_eq!(merged.grpc_counts().next(), Some((0, 6)));
+    let stored: Counters =
+        serde_json::from_str(&serde_json::to_string(&r.counters()).unwrap()).unwrap();
+    let restored = Recorder::from_counters(&stored).unwrap();
+    assert_eq!(restored.grpc_counts().collect::<Vec<_>>(), counts);
+    // Without gRPC nothing is written; a code out of range is refused.
+    let http = Recorder::new().counters();
+    assert!(!serde_json::to_string(&http).unwrap().contains("grpc"));
+    let mut bad = Counters::default();
+    bad.grpc.insert(17, 1);
+    assert!(Recorder::from_counters(&bad).is_err());
+    r.reset();
+    assert_eq!(r.grpc_counts().count(), 0);
+}
+
+#[test]
 fn first_error_example_wins_and_is_formatted_once() {
     let mut r = Recorder::new();
     let mut calls = 0;

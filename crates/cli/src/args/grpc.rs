@@ -1,0 +1,92 @@
+//! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one gRPC method,
+//! with every flag of a load test (`-n`, `-c`, `-z`, `-r`, the open loop, the outputs)
+//! flattened from [`LoadArgs`] and reworded where gRPC reads them differently.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::LoadArgs;
+
+/// Options of `belier grpc`.
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("url", |a| {
+        a.value_name("HOST:PORT")
+            .help("The gRPC server, e.g. 127.0.0.1:50051 (TLS unless --plaintext)")
+    }),
+    mut_arg("body", |a| a.value_name("JSON").help("The request message as JSON [default: {}]")),
+    mut_arg("body_file", |a| {
+        a.value_name("FILE").help("The request message as JSON, read from FILE")
+    }),
+    mut_arg("headers", |a| {
+        a.value_name("'KEY: VALUE'").help("Metadata sent with every call (repeatable)")
+    }),
+    mut_arg("timeout", |a| {
+        a.help(
+            "Each call's deadline, connect included: sent as grpc-timeout, and a call not done \
+             by then counts as DEADLINE_EXCEEDED",
+        )
+    }),
+    mut_arg("cacert", |a| {
+        a.help("TLS: trust the CA certificates in this PEM file instead of the system's")
+    }),
+    mut_arg("http2", |a| a.hide(true)),
+    mut_arg("method", |a| a.hide(true)),
+    mut_arg("compressed", |a| a.hide(true)),
+    mut_arg("no_keepalive", |a| a.hide(true)),
+    mut_arg("proxy", |a| a.hide(true)),
+    mut_arg("targets", |a| a.hide(true)),
+    mut_arg("format", |a| a.hide(true)),
+    mut_arg("order", |a| a.hide(true)),
+    mut_arg("cookies", |a| a.hide(true)),
+    mut_arg("follow", |a| a.hide(true)),
+)]
+pub struct GrpcArgs {
+    /// The method to call, package.Service/Method (package.Service.Method is read too).
+    #[arg(
+        long = "call",
+        value_name = "METHOD",
+        required = true,
+        help_heading = "gRPC"
+    )]
+    pub call: String,
+
+    /// A .proto file declaring the method (repeatable), compiled at start with its imports.
+    #[arg(
+        long = "proto",
+        value_name = "FILE",
+        required_unless_present = "protoset",
+        conflicts_with = "protoset",
+        help_heading = "gRPC"
+    )]
+    pub proto: Vec<PathBuf>,
+
+    /// Where the .proto files' imports are looked up (repeatable); each --proto file's own
+    /// directory is looked in last.
+    #[arg(
+        short = 'I',
+        long = "import-path",
+        value_name = "DIR",
+        requires = "proto",
+        help_heading = "gRPC"
+    )]
+    pub import_paths: Vec<PathBuf>,
+
+    /// A protoset: the compiled FileDescriptorSet with its imports (protoc --descriptor_set_out
+    /// FILE --include_imports, or buf build -o FILE).
+    #[arg(long = "protoset", value_name = "FILE", help_heading = "gRPC")]
+    pub protoset: Option<PathBuf>,
+
+    /// Send the request message gzip-compressed (grpc-encoding: gzip).
+    #[arg(long = "gzip", help_heading = "gRPC")]
+    pub gzip: bool,
+
+    /// Plain HTTP/2 (h2c) instead of TLS.
+    #[arg(long = "plaintext", help_heading = "gRPC")]
+    pub plaintext: bool,
+
+    /// The load and its outputs, as for a load test.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}

@@ -1,0 +1,137 @@
+//! `belier grpc` against a real grpc-go server (built from crates/testsupport/grpc-server with
+//! the Go toolchain), which counts calls on its own side: every call counted on both sides,
+//! each status code by name, a deadline as DEADLINE_EXCEEDED, a bad .proto as FILE:LINE:COL.
+//!
+//! Needs Go 1.26 or later (grpc-go v1.85's go.mod); without it each test says it was skipped,
+//! except under CI, where it fails.
+
+use belier_testsupport::dirs::temp_dir;
+use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO};
+use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
+
+fn proto(name: &str) -> String {
+    let path = temp_dir(name).join("greeter.proto");
+    std::fs::write(&path, GREETER_PROTO).unwrap();
+    path.display().to_string()
+}
+
+fn calls(server: &GrpcServer, method: &str, proto: &str, extra: &[&str]) -> Value {
+    let call = format!("helloworld.Greeter/{method}");
+    let target = server.target();
+    let mut args = vec![
+        "grpc",
+        &target,
+        "--plaintext",
+        "--call",
+        &call,
+        "--proto",
+        proto,
+        "-d",
+        r#"{"name": "belier"}"#,
+        "--output",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = BELIER.ok(&args);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+#[test]
+fn every_unary_call_is_counted_by_the_server_and_by_belier() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let doc = calls(
+        &server,
+        "SayHello",
+        &proto("unary"),
+        &["-n", "20000", "-c", "50"],
+    );
+    let calls = server.calls();
+    assert_eq!(calls.say_hello, 20_000);
+    let s = &doc["summary"];
+    assert_eq!(s["requests"], 20_000, "{s}");
+    assert_eq!(s["errors"], 0, "{}", doc["errors"]);
+    assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 20_000}));
+}
+
+#[test]
+fn a_non_ok_status_is_counted_by_its_code() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let doc = calls(
+        &server,
+        "Limited",
+        &proto("limited"),
+        &["-n", "2000", "-c", "20"],
+    );
+    assert_eq!(server.calls().limited, 2000);
+    assert_eq!(
+        doc["grpc_codes"],
+        serde_json::json!({"OK": 1800, "RESOURCE_EXHAUSTED": 200})
+    );
+    assert_eq!(doc["errors"], serde_json::json!([]));
+}
+
+#[test]
+fn a_call_past_its_deadline_is_deadline_exceeded() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let args = ["-n", "20", "-c", "10", "--timeout", "200ms"];
+    let doc = calls(&server, "Slow", &proto("deadline"), &args);
+    // What the server saw is told before it is asserted: a failure says which side differed.
+    let slow = server.calls().slow;
+    let codes = &doc["grpc_codes"];
+    let expected = serde_json::json!({"DEADLINE_EXCEEDED": 20});
+    assert_eq!(*codes, expected, "server saw {slow}; {doc}");
+    assert_eq!(slow, 20, "{doc}");
+    assert_eq!(doc["errors"], serde_json::json!([]), "{doc}");
+}
+
+#[test]
+fn a_bad_proto_is_exit_2_naming_its_file_line_and_column() {
+    // Refused before anything is sent: no server is needed.
+    let path = temp_dir("bad-proto").join("bad.proto");
+    std::fs::write(
+        &path,
+        "syntax = \"proto3\";\npackage p;\nmessage A {\n  string a = 1\n}\n",
+    )
+    .unwrap();
+    let proto = path.display().to_string();
+    let out = BELIER.output(&[
+        "grpc",
+        "127.0.0.1:1",
+        "--plaintext",
+        "--call",
+        "p.S/M",
+        "--proto",
+        &proto,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{proto}:5:1: ")), "{stderr}");
+    // A method the schema does not have, and a message that is not the method's.
+    let greeter = self::proto("bad-call");
+    for (call, body, says) in [
+        ("helloworld.Greeter/Nope", "{}", "--call"),
+        ("helloworld.Greeter/SayHello", r#"{"nom": 1}"#, "nom"),
+    ] {
+        let out = BELIER.output(&[
+            "grpc",
+            "127.0.0.1:1",
+            "--plaintext",
+            "--call",
+            call,
+            "--proto",
+            &greeter,
+            "-d",
+            body,
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}

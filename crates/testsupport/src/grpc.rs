@@ -1,0 +1,156 @@
+//! The grpc-go server of the gRPC tests (`grpc-server/`, a Go module with its go.sum): built
+//! with the Go toolchain once per test process into `target/grpc-server/` (Go's own build
+//! cache makes a rebuild of an unchanged server take a moment), started on 127.0.0.1, counting
+//! calls on its own side. Its methods and its `.proto` are described in `grpc-server/main.go`
+//! and [`GREETER_PROTO`].
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::missing::{find_program, missing};
+
+/// The server's service as a `.proto` file (its messages are StringValue's wire format).
+pub const GREETER_PROTO: &str = r#"syntax = "proto3";
+package helloworld;
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply) {}
+  rpc Limited (HelloRequest) returns (HelloReply) {}
+  rpc Slow (HelloRequest) returns (HelloReply) {}
+}
+message HelloRequest { string name = 1; }
+message HelloReply { string message = 1; }
+"#;
+
+const INSTALL: &str = "Go 1.26 or later, which grpc-go v1.85 needs: scripts/install-test-deps";
+
+/// Calls the server took, by method, on its own side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calls {
+    /// helloworld.Greeter/SayHello.
+    pub say_hello: u64,
+    /// helloworld.Greeter/Limited (every 10th: RESOURCE_EXHAUSTED).
+    pub limited: u64,
+    /// helloworld.Greeter/Slow (answers after 2 s).
+    pub slow: u64,
+}
+
+/// A running grpc-go server; stopped when [`GrpcServer::calls`] is called or it is dropped.
+pub struct GrpcServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl GrpcServer {
+    /// Builds (once per process) and starts the server; `None` after [`missing`] (which
+    /// fails under CI) when there is no Go toolchain.
+    pub fn start() -> Option<GrpcServer> {
+        let binary = built()?;
+        let mut child = Command::new(binary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the grpc-go server starts");
+        let stdin = child.stdin.take();
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout
+            .read_line(&mut line)
+            .expect("the server says where it listens");
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line from the grpc-go server: {line:?}"));
+        Some(GrpcServer {
+            child,
+            stdin,
+            stdout,
+            port,
+        })
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn target(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server and returns what it counted.
+    pub fn calls(mut self) -> Calls {
+        drop(self.stdin.take());
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the server prints its counts");
+        let count = |name: &str| -> u64 {
+            let field = line
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix(&format!("{name}=")));
+            field
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {line:?}"))
+        };
+        Calls {
+            say_hello: count("SayHello"),
+            limited: count("Limited"),
+            slow: count("Slow"),
+        }
+    }
+}
+
+impl Drop for GrpcServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server binary, built once per process; `None` (after [`missing`]) without Go.
+fn built() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(build).clone()
+}
+
+fn build() -> Option<PathBuf> {
+    let local = Path::new("/usr/local/go/bin/go");
+    let go = match local.is_file() {
+        true => local.to_path_buf(),
+        false => find_program("go", INSTALL)?,
+    };
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("grpc-server");
+    let out = target_dir().join("grpc-server").join("grpc-server");
+    let built = Command::new(&go)
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&source)
+        // The toolchain here, never one downloaded; go.sum pins the modules.
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .expect("go runs");
+    if !built.status.success() {
+        let why = String::from_utf8_lossy(&built.stderr);
+        // An older Go refuses the module's `go 1.26` line: the toolchain is missing, not broken.
+        if why.contains("requires go") {
+            missing(&format!("{} is too old: {why}", go.display()), INSTALL);
+            return None;
+        }
+        panic!("go build of the grpc-go server failed: {why}");
+    }
+    Some(out)
+}
+
+/// The workspace's target directory: the test binary runs from `target/debug/deps`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "target"))
+        .map_or_else(
+            || std::env::temp_dir().join("belier-target"),
+            Path::to_path_buf,
+        )
+}
