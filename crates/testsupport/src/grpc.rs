@@ -154,3 +154,16 @@ fn target_dir() -> PathBuf {
             Path::to_path_buf,
         )
 }
+
+#[cfg(test)]
+mod tests {
+    /// `scripts/test` runs this one before the tests it times, so that the first gRPC test
+    /// does not pay Go's cold build of grpc-go (about 40 s on two cores) inside its deadline
+    /// and the suite's clock; it is also an ordinary test of the build.
+    #[test]
+    fn the_grpc_go_server_builds() {
+        if let Some(server) = super::built() {
+            assert!(server.is_file(), "{} was not written", server.display());
+        }
+    }
+}
