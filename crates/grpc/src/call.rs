@@ -1,12 +1,14 @@
-//! A unary call, built once before a run and sent as it is by every request: the method's
-//! path, the request headers gRPC asks for, the user's metadata, and the request message read
-//! from JSON, encoded and framed once (never per call).
+//! A call, built once before a run and sent as it is by every request: the method's path, the
+//! request headers gRPC asks for, the user's metadata, and the request messages read from JSON,
+//! encoded and framed once (never per call). The method's [`Kind`] (unary or which side
+//! streams) comes from its schema.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use prost::Message as _;
 use prost_reflect::{DynamicMessage, MessageDescriptor, MethodDescriptor};
+use serde::de::{SeqAccess, Visitor};
 
 use crate::frame::{self, Compression};
 
@@ -24,9 +26,20 @@ pub enum CallError {
         /// serde_json's or prost-reflect's reason, with a line and column.
         reason: String,
     },
-    /// The method streams; only unary calls are sent so far.
-    #[error("{0} is a streaming method; only unary calls can be sent so far")]
+    /// The method streams, where a unary call was asked for ([`Call::unary`]).
+    #[error("{0} is a streaming method, not a unary one")]
     Streaming(String),
+    /// A JSON array of messages for a method whose client sends one message.
+    #[error(
+        "a JSON array of messages is for a method whose client streams; {method} is {kind}: \
+         give one message, a JSON object"
+    )]
+    Array {
+        /// The method's full name.
+        method: String,
+        /// Its kind's name.
+        kind: &'static str,
+    },
     /// A metadata key the protocol itself sets.
     #[error(
         "metadata {0:?} is set by gRPC itself (te, content-type and grpc-* keys are reserved)"
@@ -34,7 +47,52 @@ pub enum CallError {
     Reserved(String),
 }
 
-/// A unary call as every request sends it.
+/// How a method's messages flow: one each way, or a stream from either side or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One request message, one response message.
+    Unary,
+    /// One request message, a stream of response messages.
+    ServerStreaming,
+    /// A stream of request messages, one response message.
+    ClientStreaming,
+    /// Streams both ways.
+    Bidi,
+}
+
+impl Kind {
+    /// The kind the schema declares for `method`.
+    pub fn of(method: &MethodDescriptor) -> Kind {
+        match (method.is_client_streaming(), method.is_server_streaming()) {
+            (false, false) => Kind::Unary,
+            (false, true) => Kind::ServerStreaming,
+            (true, false) => Kind::ClientStreaming,
+            (true, true) => Kind::Bidi,
+        }
+    }
+
+    /// Whether the client sends a stream of messages.
+    pub fn client_streams(self) -> bool {
+        matches!(self, Kind::ClientStreaming | Kind::Bidi)
+    }
+
+    /// Whether either side streams.
+    pub fn streams(self) -> bool {
+        self != Kind::Unary
+    }
+
+    /// Its name in words.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Unary => "unary",
+            Kind::ServerStreaming => "server streaming",
+            Kind::ClientStreaming => "client streaming",
+            Kind::Bidi => "bidirectional streaming",
+        }
+    }
+}
+
+/// A call as every request sends it.
 #[derive(Debug, Clone)]
 pub struct Call {
     /// `/package.Service/Method`, the request's path.
@@ -42,25 +100,38 @@ pub struct Call {
     /// The request's headers, lower-case names: `content-type`, `te: trailers`, the
     /// `grpc-timeout` and `grpc-encoding` when given, `grpc-accept-encoding`, then the metadata.
     pub headers: Vec<(String, String)>,
-    /// The framed request message.
+    /// The framed request messages, one after the other: one, unless the client streams and
+    /// the JSON was an array of them.
     pub body: Bytes,
+    /// How many messages `body` holds.
+    pub messages: usize,
+    /// The method's kind.
+    pub kind: Kind,
 }
 
 impl Call {
-    /// The unary call of `method` with the request message `json`, `metadata` sent as headers
-    /// (names lower-cased), the server told of `timeout` (`grpc-timeout`), the message
-    /// compressed with `compression`.
-    pub fn unary(
+    /// The call of `method` with the request message `json` (for a method whose client
+    /// streams, a JSON array of messages too, sent in turn), `metadata` sent as headers (names
+    /// lower-cased), the server told of `timeout` (`grpc-timeout`), the messages compressed
+    /// with `compression`.
+    pub fn new(
         method: &MethodDescriptor,
         json: &str,
         metadata: &[(String, String)],
         timeout: Option<Duration>,
         compression: Compression,
     ) -> Result<Call, CallError> {
-        if method.is_client_streaming() || method.is_server_streaming() {
-            return Err(CallError::Streaming(method.full_name().into()));
-        }
-        let message = message_from_json(&method.input(), json)?;
+        let kind = Kind::of(method);
+        let messages = match json.trim_start().starts_with('[') {
+            true if kind.client_streams() => messages_from_json(&method.input(), json)?,
+            true => {
+                return Err(CallError::Array {
+                    method: method.full_name().into(),
+                    kind: kind.name(),
+                })
+            }
+            false => vec![message_from_json(&method.input(), json)?],
+        };
         let mut headers = vec![
             ("content-type".to_string(), CONTENT_TYPE.to_string()),
             ("te".into(), "trailers".into()),
@@ -80,11 +151,31 @@ impl Call {
             headers.push((name, value.clone()));
         }
         let service = method.parent_service();
+        let body: Vec<u8> = messages
+            .iter()
+            .flat_map(|m| frame::encode(m, compression))
+            .collect();
         Ok(Call {
             path: format!("/{}/{}", service.full_name(), method.name()),
             headers,
-            body: frame::encode(&message, compression),
+            body: body.into(),
+            messages: messages.len(),
+            kind,
         })
+    }
+
+    /// [`Call::new`] for a unary method; a streaming one is refused.
+    pub fn unary(
+        method: &MethodDescriptor,
+        json: &str,
+        metadata: &[(String, String)],
+        timeout: Option<Duration>,
+        compression: Compression,
+    ) -> Result<Call, CallError> {
+        if Kind::of(method).streams() {
+            return Err(CallError::Streaming(method.full_name().into()));
+        }
+        Call::new(method, json, metadata, timeout, compression)
     }
 }
 
@@ -101,6 +192,46 @@ pub fn message_from_json(descriptor: &MessageDescriptor, json: &str) -> Result<V
         .map_err(|e| error(e.to_string()))?;
     reader.end().map_err(|e| error(e.to_string()))?;
     Ok(message.encode_to_vec())
+}
+
+/// `json`, a JSON array of `descriptor` messages (each read as [`message_from_json`] reads
+/// one), encoded; an empty array is refused.
+pub fn messages_from_json(
+    descriptor: &MessageDescriptor,
+    json: &str,
+) -> Result<Vec<Vec<u8>>, CallError> {
+    let error = |reason: String| CallError::Json {
+        message: descriptor.full_name().into(),
+        reason,
+    };
+    let mut reader = serde_json::Deserializer::from_str(json);
+    let messages = serde::Deserializer::deserialize_seq(&mut reader, Messages(descriptor))
+        .map_err(|e| error(e.to_string()))?;
+    reader.end().map_err(|e| error(e.to_string()))?;
+    if messages.is_empty() {
+        return Err(error("the array holds no message".into()));
+    }
+    Ok(messages.iter().map(|m| m.encode_to_vec()).collect())
+}
+
+/// Reads a JSON array's elements as messages of one type, each where it stands in the text
+/// (an error keeps its line and column).
+struct Messages<'a>(&'a MessageDescriptor);
+
+impl<'de> Visitor<'de> for Messages<'_> {
+    type Value = Vec<DynamicMessage>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "an array of {} messages", self.0.full_name())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut messages = Vec::new();
+        while let Some(m) = seq.next_element_seed(self.0.clone())? {
+            messages.push(m);
+        }
+        Ok(messages)
+    }
 }
 
 /// A `grpc-timeout` value: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`), the
@@ -139,6 +270,8 @@ import "google/protobuf/duration.proto";
 service Greeter {
   rpc SayHello (HelloRequest) returns (HelloReply) {}
   rpc Lots (HelloRequest) returns (stream HelloReply) {}
+  rpc Up (stream HelloRequest) returns (HelloReply) {}
+  rpc Chat (stream HelloRequest) returns (stream HelloReply) {}
 }
 enum Mood { CALM = 0; CHEERFUL = 1; }
 message HelloRequest {
@@ -257,6 +390,42 @@ message HelloReply { string message = 1; }
                 e.unwrap_err(),
                 CallError::Reserved(name.to_ascii_lowercase())
             );
+        }
+    }
+
+    #[test]
+    fn each_kind_comes_from_the_schema_and_a_client_stream_takes_an_array_of_messages() {
+        let schema = greeter();
+        let method = |name: &str| schema.method(&format!("helloworld.Greeter/{name}")).unwrap();
+        let kinds = [
+            ("SayHello", Kind::Unary),
+            ("Lots", Kind::ServerStreaming),
+            ("Up", Kind::ClientStreaming),
+            ("Chat", Kind::Bidi),
+        ];
+        for (name, kind) in kinds {
+            let call = Call::new(&method(name), "{}", &[], None, Compression::Identity).unwrap();
+            assert_eq!((call.kind, call.messages), (kind, 1), "{name}");
+            assert_eq!(&call.body[..], b"\0\0\0\0\0");
+        }
+        let json = r#"[{"name": "a"}, {}, {"name": "b"}]"#;
+        for name in ["Up", "Chat"] {
+            let call = Call::new(&method(name), json, &[], None, Compression::Identity).unwrap();
+            assert_eq!(call.messages, 3);
+            assert_eq!(&call.body[..], b"\0\0\0\0\x03\x0a\x01a\0\0\0\0\0\0\0\0\0\x03\x0a\x01b");
+        }
+        // An array for a method whose client sends one message, an empty or a bad one.
+        let e = Call::new(&method("Lots"), json, &[], None, Compression::Identity);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("helloworld.Greeter.Lots is server streaming"), "{e}");
+        for (json, says) in [
+            ("[]", "no message"),
+            ("[{}, {\"nom\": 1}]", "line 1 column"),
+            ("[{}] {}", "trailing"),
+        ] {
+            let e = Call::new(&method("Up"), json, &[], None, Compression::Identity);
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains(says), "{json}: {e}");
         }
     }
 

@@ -87,6 +87,28 @@ pub fn encode(message: &[u8], compression: Compression) -> Bytes {
     out.freeze()
 }
 
+/// The framed messages of `body` (as [`encode`] writes them, one after the other) cut apart
+/// without a copy, each with its prefix: a client stream sends them one at a time. Nothing is
+/// decompressed; a body that ends inside a message is [`FrameError::Truncated`].
+pub fn split(body: &Bytes) -> Result<Vec<Bytes>, FrameError> {
+    let mut messages = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let rest = &body[at..];
+        let Some(prefix) = rest.get(..PREFIX) else {
+            return Err(FrameError::Truncated(PREFIX - rest.len()));
+        };
+        let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let end = PREFIX.saturating_add(length);
+        if rest.len() < end {
+            return Err(FrameError::Truncated(end - rest.len()));
+        }
+        messages.push(body.slice(at..at + end));
+        at += end;
+    }
+    Ok(messages)
+}
+
 fn gzip(message: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     // Writing to a Vec cannot fail.
@@ -271,6 +293,24 @@ mod tests {
             assert_eq!(frames.messages(), 3, "pieces of {piece}");
             assert_eq!(frames.last(), Some(&[7u8; 300][..]));
         }
+    }
+
+    #[test]
+    fn a_body_of_messages_splits_into_them_with_their_prefixes() {
+        let first = encode(b"first", Compression::Identity);
+        let second = encode(&[7; 300], Compression::Gzip);
+        let empty = encode(b"", Compression::Identity);
+        let body = Bytes::from([&first[..], &second, &empty].concat());
+        assert_eq!(split(&body).unwrap(), [first, second, empty]);
+        assert_eq!(split(&Bytes::new()).unwrap(), Vec::<Bytes>::new());
+        assert_eq!(
+            split(&Bytes::from_static(b"\0\0\0")),
+            Err(FrameError::Truncated(2))
+        );
+        assert_eq!(
+            split(&Bytes::from_static(b"\0\0\0\0\x05hel")),
+            Err(FrameError::Truncated(2))
+        );
     }
 
     #[test]

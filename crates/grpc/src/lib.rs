@@ -8,8 +8,10 @@
 //!   the server sent none);
 //! - [`schema`]: the services and messages a run may call, from `.proto` files compiled at
 //!   start (protox: no `protoc`) or from a protoset (a serialized `FileDescriptorSet`);
-//! - [`call`]: a unary call built once before a run: its path, its headers (`te: trailers`,
-//!   `grpc-timeout`, metadata) and its request message, read from JSON and framed once.
+//! - [`call`]: a call built once before a run: its kind (unary, or which side streams, from
+//!   the schema), its path, its headers (`te: trailers`, `grpc-timeout`, metadata) and its
+//!   request messages (one, or a client stream's from a JSON array), read from JSON and
+//!   framed once.
 //!
 //! Pure but for reading the schema files it is asked to read: no printing, no exit. Errors are
 //! typed and name what they refuse (a bad `.proto` as `FILE:LINE:COL`); callers add which flag
@@ -21,7 +23,7 @@ pub mod frame;
 pub mod schema;
 pub mod status;
 
-pub use call::{Call, CallError};
+pub use call::{Call, CallError, Kind};
 pub use frame::{Compression, FrameError, Frames};
 pub use schema::{Schema, SchemaError};
 pub use status::{Code, Status};

@@ -42,6 +42,19 @@ pub struct StoredRecorder {
     /// empty), by metric number (their counts are in `counters`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) metrics_values: Vec<String>,
+    /// Streaming gRPC calls: their first messages' and gaps' histograms (their counts are in
+    /// `counters`). Absent for runs without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) messages: Option<StoredMessages>,
+}
+
+/// The histograms of streaming gRPC calls' messages, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredMessages {
+    /// From a call's send to its first response message.
+    first_message: String,
+    /// Between a call's consecutive response messages.
+    gaps: String,
 }
 
 impl StoredRecorder {
@@ -92,6 +105,13 @@ impl StoredRecorder {
                 .add_metric_histogram(row, &hist)
                 .map_err(|e| e.to_string())?;
         }
+        if let Some(m) = &self.messages {
+            let first = decode(deserializer, &m.first_message, "messages.first_message")?;
+            let gaps = decode(deserializer, &m.gaps, "messages.gaps")?;
+            recorder
+                .add_message_histograms(&first, &gaps)
+                .map_err(|e| e.to_string())?;
+        }
         Ok(recorder)
     }
 }
@@ -114,6 +134,13 @@ impl Encoder {
             phases,
             steps_latency: self.encode_rows(recorder.steps())?,
             metrics_values: self.encode_rows(recorder.metrics())?,
+            messages: match recorder.messages() {
+                Some(m) => Some(StoredMessages {
+                    first_message: self.encode(m.first_message_us())?,
+                    gaps: self.encode(m.gap_us())?,
+                }),
+                None => None,
+            },
         })
     }
 }

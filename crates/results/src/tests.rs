@@ -2,7 +2,9 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use belier_stats::{ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
+use belier_stats::{
+    CallMessages, ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled,
+};
 use hdrhistogram::Histogram;
 use proptest::prelude::*;
 
@@ -199,6 +201,39 @@ fn custom_metrics_round_trip() {
     for (g, w) in got.metrics().iter().zip(r.metrics()) {
         assert_eq!(g.values_us(), w.values_us());
     }
+}
+
+#[test]
+fn streaming_calls_messages_round_trip_and_merge_across_shards() {
+    let streaming = || {
+        let mut r = Recorder::new();
+        r.record(&sample(9_000, 0, Outcome::Grpc { code: 0 }));
+        r.record_messages(&CallMessages {
+            sent: 1,
+            received: 3,
+            first_message_us: Some(1_500),
+            gaps_us: &[200, 0],
+        });
+        r
+    };
+    let r = streaming();
+    let bytes = write(&header("s"), &[settled(0, r.clone())], Some(&end(1.0)));
+    let (_, back) = intervals_of(bytes.clone(), "mem").unwrap();
+    let got = back[0].recorder.messages().unwrap();
+    let want = r.messages().unwrap();
+    assert_eq!(got.counts(), want.counts());
+    assert_eq!(got.first_message_us(), want.first_message_us());
+    assert_eq!(got.gap_us(), want.gap_us());
+    // Two shards: the counts and histograms sum; a file without messages reads as none.
+    let other = write(&header("s"), &[settled(0, streaming())], Some(&end(1.0)));
+    let run = read(vec![bytes, other], None, None).unwrap();
+    let m = run.totals.messages().unwrap();
+    assert_eq!((m.calls(), m.sent(), m.received()), (2, 2, 6));
+    assert_eq!((m.first_message().count, m.gaps().count), (2, 4));
+    let plain = write(&header("p"), &[settled(0, recorder_with(&[(9, 0)]))], None);
+    assert!(!String::from_utf8_lossy(&plain).contains("messages"));
+    let (_, back) = intervals_of(plain, "mem").unwrap();
+    assert!(back[0].recorder.messages().is_none());
 }
 
 #[test]

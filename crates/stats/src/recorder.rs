@@ -5,6 +5,7 @@ use crate::error_kind::ErrorKind;
 use crate::extremes::{Extremes, Range};
 use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
+use crate::messages::{CallMessages, MessageCounts, Messages};
 use crate::restore::RestoreError;
 use crate::row::row_mut;
 use crate::sample::{Outcome, Sample, GRPC_CODES};
@@ -39,6 +40,8 @@ pub struct Recorder {
     status: Box<[u64; STATUS_SLOTS]>,
     /// gRPC calls by status code.
     grpc: [u64; GRPC_CODES],
+    /// Streaming gRPC calls' messages, from the first such call on.
+    messages: Option<Box<Messages>>,
     errors: [u64; ErrorKind::COUNT],
     error_examples: [Option<String>; ErrorKind::COUNT],
     tls_session: Option<String>,
@@ -84,6 +87,7 @@ impl Recorder {
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
             grpc: [0; GRPC_CODES],
+            messages: None,
             errors: [0; ErrorKind::COUNT],
             error_examples: Default::default(),
             tls_session: None,
@@ -148,6 +152,22 @@ impl Recorder {
             self.value(Metric::Ttfb, ttfb);
             self.value(Metric::Transfer, transfer);
         }
+    }
+
+    /// Records the messages of a streaming gRPC call, besides [`Recorder::record`], which
+    /// counts the call itself.
+    pub fn record_messages(&mut self, call: &CallMessages<'_>) {
+        self.messages_mut().record(call);
+    }
+
+    /// The messages of the streaming gRPC calls recorded, if there were any.
+    pub fn messages(&self) -> Option<&Messages> {
+        self.messages.as_deref().filter(|m| m.calls() > 0)
+    }
+
+    fn messages_mut(&mut self) -> &mut Messages {
+        self.messages
+            .get_or_insert_with(|| Box::new(Messages::new(MessageCounts::default())))
     }
 
     /// Records `value` in `metric`'s histogram and range.
@@ -273,6 +293,10 @@ impl Recorder {
         self.dropped = 0;
         self.status.fill(0);
         self.grpc = [0; GRPC_CODES];
+        // Kept, emptied: the next interval's streaming calls reuse its histograms.
+        if let Some(m) = &mut self.messages {
+            m.reset();
+        }
         self.errors = [0; ErrorKind::COUNT];
         self.error_examples = Default::default();
         self.tls_session = None;

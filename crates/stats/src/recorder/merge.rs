@@ -22,6 +22,9 @@ impl AddAssign<&Recorder> for Recorder {
         for (mine, theirs) in self.grpc.iter_mut().zip(other.grpc) {
             *mine += theirs;
         }
+        if let Some(theirs) = other.messages() {
+            self.messages_mut().add(theirs);
+        }
         for (mine, theirs) in self.errors.iter_mut().zip(other.errors) {
             *mine += theirs;
         }

@@ -12,6 +12,7 @@ use crate::custom::MetricRow;
 use crate::error_kind::ErrorKind;
 use crate::extremes::Range;
 use crate::histogram::Metric;
+use crate::messages::{MessageCounts, Messages};
 use crate::restore::{check_rows, RestoreError};
 use crate::sample::GRPC_CODES;
 use crate::step::{CheckCounts, StepCounts, StepRow};
@@ -34,6 +35,10 @@ pub struct Counters {
         deserialize_with = "status_counts"
     )]
     pub grpc: BTreeMap<u8, u64>,
+    /// Streaming gRPC calls' messages (absent from files of runs without them; their
+    /// histograms are stored apart, see [`Recorder::messages`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<MessageCounts>,
     /// Failed requests by error kind name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
@@ -154,10 +159,12 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .iter()
         .flat_map(|s| [s.requests, s.failures, s.bytes_in, s.bytes_out]);
     let checks = c.checks.iter().flat_map(|k| [k.passed, k.failed]);
+    let messages = c.messages.iter().flat_map(|m| [m.calls, m.sent, m.received]);
     let largest = others
         .into_iter()
         .chain(steps)
         .chain(checks)
+        .chain(messages)
         .chain(c.metrics.iter().copied())
         .fold(requests, u64::max);
     if largest > MOST_STORED {
@@ -174,6 +181,7 @@ impl Recorder {
         Counters {
             status: self.status_counts().collect(),
             grpc: self.grpc_counts().collect(),
+            messages: self.messages().map(Messages::counts),
             errors: ErrorKind::ALL
                 .iter()
                 .filter(|k| self.errors_of(**k) > 0)
@@ -224,6 +232,7 @@ impl Recorder {
             }
             r.grpc[slot] = n;
         }
+        r.messages = c.messages.map(|m| Box::new(Messages::new(m)));
         for (name, &n) in &c.errors {
             let kind = ErrorKind::from_name(name)
                 .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
@@ -264,6 +273,16 @@ impl Recorder {
             .collect();
         r.iterations = c.iterations;
         Ok(r)
+    }
+
+    /// Adds the values of stored histograms of streaming calls' first messages and gaps to
+    /// [`Recorder::messages`]' (their counts come with [`Recorder::from_counters`]).
+    pub fn add_message_histograms(
+        &mut self,
+        first_message: &Histogram<u64>,
+        gaps: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        self.messages_mut().add_histograms(first_message, gaps)
     }
 
     /// Adds the values of a stored histogram to `metric`'s.

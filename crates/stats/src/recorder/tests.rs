@@ -68,6 +68,46 @@ fn grpc_calls_are_counted_by_code_merged_and_stored() {
 }
 
 #[test]
+fn streaming_calls_messages_are_counted_merged_and_stored() {
+    let mut r = Recorder::new();
+    assert!(r.messages().is_none());
+    let call = CallMessages {
+        sent: 1,
+        received: 3,
+        first_message_us: Some(2_000),
+        gaps_us: &[100, 0],
+    };
+    for _ in 0..2 {
+        r.record(&sample(5_000, Outcome::Grpc { code: 0 }));
+        r.record_messages(&call);
+    }
+    let m = r.messages().unwrap();
+    let counts = MessageCounts {
+        calls: 2,
+        sent: 2,
+        received: 6,
+    };
+    assert_eq!(m.counts(), counts);
+    assert_eq!((m.first_message().count, m.gaps().count), (2, 4));
+    // Merged into a recorder that had none, and not created by one that has none.
+    let mut merged = Recorder::new();
+    merged += &r;
+    merged += &Recorder::new();
+    assert_eq!(merged.messages().unwrap().received(), 6);
+    let stored: Counters =
+        serde_json::from_str(&serde_json::to_string(&r.counters()).unwrap()).unwrap();
+    assert_eq!(stored.messages, Some(counts));
+    let restored = Recorder::from_counters(&stored).unwrap();
+    assert_eq!(restored.messages().unwrap().counts(), counts);
+    // Without streaming calls nothing is written, and an older file reads as none.
+    let http = Recorder::new().counters();
+    assert!(!serde_json::to_string(&http).unwrap().contains("messages"));
+    r.reset();
+    assert!(r.messages().is_none());
+    assert!(!serde_json::to_string(&r.counters()).unwrap().contains("messages"));
+}
+
+#[test]
 fn first_error_example_wins_and_is_formatted_once() {
     let mut r = Recorder::new();
     let mut calls = 0;
