@@ -49,6 +49,17 @@ pub struct RequestSpec {
     pub body: Vec<u8>,
 }
 
+/// How a streaming gRPC call's request messages go ([`Config::grpc_stream`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcStream {
+    /// Request messages each call sends: the request body's framed messages in turn (cycled)
+    /// until this many went, the last one ending the stream. 1 for a call whose client sends
+    /// one message (server streaming): the body's first message, with the request's head.
+    pub messages: u32,
+    /// Between one request message and the next (the first goes with the request's head).
+    pub interval: Duration,
+}
+
 /// When a run stops: whichever of the bounds comes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StopWhen {
@@ -124,6 +135,10 @@ pub struct Config {
     /// its outcome ([`belier_stats::Outcome::Grpc`]), and a call the timeout cuts short is
     /// `DEADLINE_EXCEEDED`, as a gRPC client's deadline is.
     pub grpc: bool,
+    /// A gRPC call that streams ([`Config::grpc`]): its response messages are counted and
+    /// timed ([`belier_stats::Messages`]), and a client stream's request messages sent in
+    /// turn. `None`: a unary call (or no gRPC).
+    pub grpc_stream: Option<GrpcStream>,
     /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
     /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
     /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
@@ -184,6 +199,7 @@ impl std::fmt::Debug for Config {
             .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
             .field("grpc", &self.grpc)
+            .field("grpc_stream", &self.grpc_stream)
             .field("max_streams", &self.max_streams)
             .field("keep_samples", &self.keep_samples)
             .field("timer_slack", &self.timer_slack)
@@ -259,6 +275,7 @@ impl Config {
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,
             grpc: false,
+            grpc_stream: None,
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,

@@ -74,6 +74,56 @@ pub(crate) struct Progress {
     pub compressed: bool,
     /// Body bytes after decoding (with `compressed`).
     pub decoded: u64,
+    /// A streaming gRPC call's messages so far; `None` for any other request.
+    pub stream: Option<StreamProgress>,
+}
+
+/// A streaming gRPC call's messages, counted and stamped as they go.
+#[derive(Debug, Default)]
+pub(crate) struct StreamProgress {
+    /// Request messages handed to the connection. Shared with the task that sends a client
+    /// stream's messages after the first, which the exchange outlives only by a moment.
+    pub sent: std::rc::Rc<Cell<u64>>,
+    /// Response messages read, complete.
+    pub received: u64,
+    /// When the first and the latest response message were complete.
+    pub first: Option<Instant>,
+    pub last: Option<Instant>,
+    /// Between each response message after the first and the one before it, microseconds.
+    pub gaps_us: Vec<u64>,
+}
+
+impl StreamProgress {
+    /// `count` more response messages were complete at `at` (read in one piece).
+    pub(crate) fn arrived(&mut self, count: u64, at: Instant) {
+        for _ in 0..count {
+            match self.last {
+                None => self.first = Some(at),
+                Some(last) => self
+                    .gaps_us
+                    .push(micros(at.saturating_duration_since(last))),
+            }
+            self.last = Some(at);
+        }
+        self.received += count;
+    }
+
+    /// What the recorder keeps of it; `sent`: when the request went.
+    pub(crate) fn call(&self, sent: Option<Instant>) -> belier_stats::CallMessages<'_> {
+        belier_stats::CallMessages {
+            sent: self.sent.get(),
+            received: self.received,
+            first_message_us: self
+                .first
+                .zip(sent)
+                .map(|(first, sent)| micros(first.saturating_duration_since(sent))),
+            gaps_us: &self.gaps_us,
+        }
+    }
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Hands a piece of the body to what wants it: the kept body, the decoder.

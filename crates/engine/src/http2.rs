@@ -32,17 +32,19 @@ use h2::client::SendRequest;
 
 use crate::connection::{
     decoder, finish_body, io_kind, open_stream, Cause, Failure, OpenConnections, Phase, Progress,
-    Response,
+    Response, StreamProgress,
 };
 use crate::decode::Coding;
 
+mod stream;
 mod wire;
 
 use crate::body::keep_body;
 use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
 use crate::user::Outgoing;
-use crate::RequestSpec;
+use crate::{GrpcStream, RequestSpec};
+use stream::{Incoming, Sending, Streaming};
 use wire::{Counted, Wire};
 
 /// Per-stream receive window: large enough that a response of a few hundred KiB flows
@@ -50,6 +52,14 @@ use wire::{Counted, Wire};
 const STREAM_WINDOW: u32 = 1 << 20;
 /// Connection receive window, shared by all streams of a connection.
 const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// What h2 lets the DATA frames a connection has read, but its streams not yet, cost in
+/// overhead (each frame under 256 bytes counts 256 less its length) before it ends the
+/// connection with ENHANCE_YOUR_CALM, when it carries streaming gRPC calls: 65,536 small
+/// frames, where h2's default is 100. A gRPC server sends each message in a frame of its own,
+/// and a worker's streams take theirs in turn, so a hundred calls streaming small messages
+/// outrun the default in a moment; the flow-control windows still bound the bytes.
+const STREAMING_FRAME_BUDGET: usize = 256 * 65_536;
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a user's `-H` with one of them is left out
 /// rather than making every request malformed. `Host` becomes the `:authority`.
@@ -70,6 +80,8 @@ pub(crate) struct Template {
     head_request: bool,
     /// A gRPC call: its status is read from the trailers.
     grpc: bool,
+    /// A streaming gRPC call: its messages, counted both ways.
+    stream: Option<Streaming>,
 }
 
 /// Why a request cannot be sent over HTTP/2.
@@ -147,6 +159,25 @@ impl Template {
             body: Bytes::copy_from_slice(r.body),
             head_request: crate::request::is_head(r.method),
             grpc: false,
+            stream: None,
+        })
+    }
+
+    /// The template of a streaming gRPC call (`stream`; `None` leaves it as it is): its
+    /// body, the framed request messages, sent one at a time, the first with the head.
+    pub(crate) fn streaming(self, stream: Option<GrpcStream>) -> Result<Template, TemplateError> {
+        let Some(stream) = stream else {
+            return Ok(self);
+        };
+        let streaming = Streaming::new(&self.body, stream).map_err(TemplateError)?;
+        let mut head = self.head;
+        // The body is not sent as it is (a message may go several times): no length.
+        head.headers_mut().remove(http::header::CONTENT_LENGTH);
+        Ok(Template {
+            head,
+            body: streaming.first(),
+            stream: Some(streaming),
+            ..self
         })
     }
 }
@@ -155,6 +186,11 @@ impl Template {
     /// Whether the request is a gRPC call.
     pub(crate) fn is_grpc(&self) -> bool {
         self.grpc
+    }
+
+    /// Whether the request is a streaming gRPC call.
+    pub(crate) fn streams(&self) -> bool {
+        self.stream.is_some()
     }
 }
 
@@ -192,16 +228,20 @@ pub(crate) struct Group {
     generations: Cell<u64>,
     /// The worker's count of open connections, which this group's connections join.
     connections: Rc<OpenConnections>,
+    /// Its connections carry streaming gRPC calls (see [`STREAMING_FRAME_BUDGET`]).
+    streaming: bool,
 }
 
 impl Group {
-    /// A group whose connections count among `connections`.
-    pub(crate) fn new(connections: Rc<OpenConnections>) -> Group {
+    /// A group whose connections count among `connections`; `streaming`: they carry
+    /// streaming gRPC calls.
+    pub(crate) fn new(connections: Rc<OpenConnections>, streaming: bool) -> Group {
         Group {
             open: RefCell::new(None),
             opening: tokio::sync::Mutex::new(()),
             generations: Cell::new(0),
             connections,
+            streaming,
         }
     }
 
@@ -262,10 +302,15 @@ impl Group {
         } else {
             Wire::default()
         });
-        let (send, connection) = h2::client::Builder::new()
+        let mut builder = h2::client::Builder::new();
+        builder
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
-            .enable_push(false)
+            .enable_push(false);
+        if self.streaming {
+            builder.data_frame_budget(STREAMING_FRAME_BUDGET);
+        }
+        let (send, connection) = builder
             .handshake::<_, Bytes>(Counted::new(stream, Rc::clone(&wire)))
             .await
             .map_err(|e| h2_failure(e, false))?;
@@ -308,28 +353,8 @@ impl Group {
         request: &Template,
         p: &mut Progress,
     ) -> Result<Response, Failure> {
-        // A request goes again as often as a GOAWAY leaves its stream unprocessed: a server
-        // that ends each connection after a few streams (nginx's `keepalive_requests`) with
-        // more in flight than that can leave the same request above the last stream id several
-        // times running. Each time a new connection is opened, and the request's timeout
-        // bounds the whole, as it bounds the exchange.
-        let (response, wire, id) = loop {
-            let (response, generation, wire) = self.start(target, request, p).await?;
-            p.sent = Some(Instant::now());
-            let id = u32::from(response.stream_id());
-            match response.await {
-                Ok(response) => break (response, wire, id),
-                Err(e) if e.is_go_away() && e.is_remote() => {
-                    p.resent = true;
-                    take_bytes(&wire, p);
-                    self.closed(generation);
-                }
-                Err(e) => {
-                    take_bytes(&wire, p);
-                    return Err(h2_failure(e, false));
-                }
-            }
-        };
+        // Held to the end: a client stream's messages go on while the response is read.
+        let (response, wire, id, _sending) = self.respond(target, request, p).await?;
         let now = Instant::now();
         p.first_byte = Some(stamped(wire.stream_stamps(id).first, p.sent, now).unwrap_or(now));
         let (head, mut body) = response.into_parts();
@@ -337,34 +362,9 @@ impl Group {
             write_head(kept, &head);
         }
         if !request.head_request {
-            let mut decoder = match p.compressed {
-                true => {
-                    let coding = head
-                        .headers
-                        .get(http::header::CONTENT_ENCODING)
-                        .map_or(Coding::Identity, |v| Coding::parse(v.as_bytes()));
-                    Some(decoder(p, coding).inspect_err(|_| take_bytes(&wire, p))?)
-                }
-                false => None,
-            };
-            while let Some(chunk) = body.data().await {
-                let chunk = match chunk {
-                    Ok(chunk) => chunk,
-                    Err(e) => {
-                        take_bytes(&wire, p);
-                        return Err(h2_failure(e, true));
-                    }
-                };
-                if let Some(kept) = &mut p.body {
-                    keep_body(kept, &mut p.body_truncated, &chunk);
-                }
-                if let Some(d) = &mut decoder {
-                    d.feed(&chunk).inspect_err(|_| take_bytes(&wire, p))?;
-                }
-                // Returning the window at once keeps the server sending.
-                let _ = body.flow_control().release_capacity(chunk.len());
-            }
-            finish_body(p, decoder).inspect_err(|_| take_bytes(&wire, p))?;
+            read_body(&head, &mut body, request, p)
+                .await
+                .inspect_err(|_| take_bytes(&wire, p))?;
         }
         let grpc = match request.grpc {
             false => None,
@@ -386,14 +386,57 @@ impl Group {
         })
     }
 
+    /// Sends `request` and waits for its response's head; returns it with the connection's
+    /// counters, the stream's id and, for a client stream, the task sending its messages.
+    async fn respond(
+        self: &Rc<Self>,
+        target: &Target<'_>,
+        request: &Template,
+        p: &mut Progress,
+    ) -> Result<Responded, Failure> {
+        // A request goes again as often as a GOAWAY leaves its stream unprocessed: a server
+        // that ends each connection after a few streams (nginx's `keepalive_requests`) with
+        // more in flight than that can leave the same request above the last stream id several
+        // times running. Each time a new connection is opened, and the request's timeout
+        // bounds the whole, as it bounds the exchange.
+        loop {
+            // A streaming call counts its messages from here, whatever happens to it; a
+            // stream the server never processed counts none.
+            p.stream = request.stream.as_ref().map(|_| StreamProgress::default());
+            let (response, generation, wire, rest) = self.start(target, request, p).await?;
+            p.sent = Some(Instant::now());
+            let sending = match (&mut p.stream, &request.stream) {
+                (Some(progress), Some(streaming)) => {
+                    progress.sent.set(1);
+                    rest.map(|body| streaming.send_rest(body, Rc::clone(&progress.sent)))
+                }
+                _ => None,
+            };
+            let id = u32::from(response.stream_id());
+            match response.await {
+                Ok(response) => return Ok((response, wire, id, sending)),
+                Err(e) if e.is_go_away() && e.is_remote() => {
+                    p.resent = true;
+                    take_bytes(&wire, p);
+                    self.closed(generation);
+                }
+                Err(e) => {
+                    take_bytes(&wire, p);
+                    return Err(h2_failure(e, false));
+                }
+            }
+        }
+    }
+
     /// Starts `request` as a stream on the group's connection, opening one if there is none;
-    /// returns the response to come, and the connection's generation and counters.
+    /// returns the response to come, the connection's generation and counters, and the
+    /// stream's sending half when a client stream's messages follow the first.
     async fn start(
         self: &Rc<Self>,
         target: &Target<'_>,
         request: &Template,
         p: &mut Progress,
-    ) -> Result<(h2::client::ResponseFuture, u64, Rc<Wire>), Failure> {
+    ) -> Result<Started, Failure> {
         // The connection this call opened, if it did.
         let mut mine = None;
         loop {
@@ -410,17 +453,18 @@ impl Group {
             // than the group's slots.
             let started = async {
                 let mut send = send.ready().await?;
-                let end_of_stream = request.body.is_empty();
+                let more = request.stream.as_ref().is_some_and(Streaming::more);
+                let end_of_stream = request.body.is_empty() && !more;
                 let (response, mut body) =
                     send.send_request(request.head.clone(), end_of_stream)?;
                 if !end_of_stream {
                     // h2 queues what the peer's window does not take yet.
-                    body.send_data(request.body.clone(), true)?;
+                    body.send_data(request.body.clone(), !more)?;
                 }
-                Ok::<_, h2::Error>(response)
+                Ok::<_, h2::Error>((response, more.then_some(body)))
             };
             match started.await {
-                Ok(response) => return Ok((response, generation, wire)),
+                Ok((response, rest)) => return Ok((response, generation, wire, rest)),
                 Err(e) => {
                     // A connection that could not even start the stream is dead (or going
                     // away): nothing was sent, so the request goes to a new one (a server
@@ -435,6 +479,76 @@ impl Group {
                 }
             }
         }
+    }
+}
+
+/// A started stream: its response to come, its connection's generation and counters, and
+/// its sending half when a client stream's messages follow the first.
+type Started = (
+    h2::client::ResponseFuture,
+    u64,
+    Rc<Wire>,
+    Option<h2::SendStream<Bytes>>,
+);
+
+/// A response's head come: the response, its connection's counters, the stream's id, and
+/// the task sending a client stream's messages.
+type Responded = (
+    http::Response<h2::RecvStream>,
+    Rc<Wire>,
+    u32,
+    Option<Sending>,
+);
+
+/// Reads the response's body frame by frame, releasing its flow-control capacity as it goes:
+/// kept and decoded when `p` asks for it, a streaming call's messages counted and stamped.
+async fn read_body(
+    head: &http::response::Parts,
+    body: &mut h2::RecvStream,
+    request: &Template,
+    p: &mut Progress,
+) -> Result<(), Failure> {
+    let mut decoder = match p.compressed {
+        true => {
+            let coding = head
+                .headers
+                .get(http::header::CONTENT_ENCODING)
+                .map_or(Coding::Identity, |v| Coding::parse(v.as_bytes()));
+            Some(decoder(p, coding)?)
+        }
+        false => None,
+    };
+    let mut incoming = request
+        .stream
+        .as_ref()
+        .map(|_| Incoming::new(&head.headers));
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| h2_failure(e, true))?;
+        if let Some(kept) = &mut p.body {
+            keep_body(kept, &mut p.body_truncated, &chunk);
+        }
+        if let Some(d) = &mut decoder {
+            d.feed(&chunk)?;
+        }
+        if let (Some(incoming), Some(stream)) = (&mut incoming, &mut p.stream) {
+            incoming
+                .feed(&chunk, Instant::now(), stream)
+                .map_err(grpc_failure)?;
+        }
+        // Returning the window at once keeps the server sending.
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    if let Some(incoming) = &incoming {
+        incoming.finish().map_err(grpc_failure)?;
+    }
+    finish_body(p, decoder)
+}
+
+/// A streaming call's response whose messages cannot be read.
+fn grpc_failure(e: belier_grpc::FrameError) -> Failure {
+    Failure {
+        kind: ErrorKind::MalformedResponse,
+        cause: Cause::Message(format!("gRPC response: {e}")),
     }
 }
 

@@ -61,9 +61,9 @@ use std::time::{Duration, Instant, SystemTime};
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, RequestSpec, StopWhen, ACCEPT_ENCODING, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
-    DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT,
-    DEFAULT_TIMER_SLACK,
+    Config, GrpcStream, RequestSpec, StopWhen, ACCEPT_ENCODING, DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
 };
 pub use connection::tunnel::Tunnel;
 pub use control::{Ceiling, Control, ControlError, Knob, Steer};
@@ -193,7 +193,8 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
     let others = other_hosts(config)?;
     let http2 = if config.http2 {
         Some(plan::Http2 {
-            request: http2::Template::new(spec, tls.is_some(), config.grpc)?,
+            request: http2::Template::new(spec, tls.is_some(), config.grpc)?
+                .streaming(config.grpc_stream)?,
             max_streams: config.max_streams,
         })
     } else {
@@ -263,6 +264,14 @@ fn check(config: &Config) -> Result<(), StartError> {
     if config.grpc && (!config.http2 || config.users.is_some()) {
         return Err(StartError::Invalid(
             "a gRPC call goes over HTTP/2, as the run's one request (not a scripted user's)",
+        ));
+    }
+    if config
+        .grpc_stream
+        .is_some_and(|s| !config.grpc || s.messages == 0)
+    {
+        return Err(StartError::Invalid(
+            "a streaming gRPC call is a gRPC call, and sends at least one message",
         ));
     }
     if config.http2 && !config.origins.is_empty() {

@@ -187,6 +187,9 @@ impl Local {
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
             }
+            if let Some(stream) = &progress.stream {
+                recorder.record_messages(&stream.call(progress.sent));
+            }
         }
         if let Some(samples) = &self.recording.samples {
             let full = {
@@ -304,12 +307,13 @@ impl Connections {
     /// A new task's link (a connection task's or a scripted user's): with HTTP/2 a stream
     /// slot on the worker's connection group `k` (from 0), else a connection of its own.
     pub(crate) fn link(&self, plan: &Plan, k: usize) -> Link {
-        if plan.http2.is_none() {
+        let Some(http2) = &plan.http2 else {
             return Link::Http1(None);
-        }
+        };
         let mut groups = self.groups.borrow_mut();
         while groups.len() <= k {
-            groups.push(Rc::new(Group::new(Rc::clone(&self.open))));
+            let streaming = http2.request.streams();
+            groups.push(Rc::new(Group::new(Rc::clone(&self.open), streaming)));
         }
         Link::Http2(Rc::clone(&groups[k]))
     }

@@ -396,7 +396,11 @@ message HelloReply { string message = 1; }
     #[test]
     fn each_kind_comes_from_the_schema_and_a_client_stream_takes_an_array_of_messages() {
         let schema = greeter();
-        let method = |name: &str| schema.method(&format!("helloworld.Greeter/{name}")).unwrap();
+        let method = |name: &str| {
+            schema
+                .method(&format!("helloworld.Greeter/{name}"))
+                .unwrap()
+        };
         let kinds = [
             ("SayHello", Kind::Unary),
             ("Lots", Kind::ServerStreaming),
@@ -412,12 +416,18 @@ message HelloReply { string message = 1; }
         for name in ["Up", "Chat"] {
             let call = Call::new(&method(name), json, &[], None, Compression::Identity).unwrap();
             assert_eq!(call.messages, 3);
-            assert_eq!(&call.body[..], b"\0\0\0\0\x03\x0a\x01a\0\0\0\0\0\0\0\0\0\x03\x0a\x01b");
+            assert_eq!(
+                &call.body[..],
+                b"\0\0\0\0\x03\x0a\x01a\0\0\0\0\0\0\0\0\0\x03\x0a\x01b"
+            );
         }
         // An array for a method whose client sends one message, an empty or a bad one.
         let e = Call::new(&method("Lots"), json, &[], None, Compression::Identity);
         let e = e.unwrap_err().to_string();
-        assert!(e.contains("helloworld.Greeter.Lots is server streaming"), "{e}");
+        assert!(
+            e.contains("helloworld.Greeter.Lots is server streaming"),
+            "{e}"
+        );
         for (json, says) in [
             ("[]", "no message"),
             ("[{}, {\"nom\": 1}]", "line 1 column"),

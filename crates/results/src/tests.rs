@@ -2,9 +2,7 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use belier_stats::{
-    CallMessages, ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled,
-};
+use belier_stats::{CallMessages, ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
 use hdrhistogram::Histogram;
 use proptest::prelude::*;
 

@@ -166,7 +166,7 @@ fn h2_response_read_late(server: &Server, tls: Option<&Tls>) {
         addr: &endpoint,
         tls,
     };
-    let group = std::rc::Rc::new(crate::http2::Group::new(Default::default()));
+    let group = std::rc::Rc::new(crate::http2::Group::new(Default::default(), false));
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime(), async {
         let warm = Instant::now();

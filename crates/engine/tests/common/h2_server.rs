@@ -86,6 +86,9 @@ impl<S: Default + Send + Sync + 'static> H2Server<S> {
                 };
                 // Counted on accepting, before any TLS handshake.
                 c.fetch_add(1, Ordering::SeqCst);
+                // As servers do (Go's net, nginx): a stream's small frames go out when
+                // written, not once the one before is acknowledged (Nagle).
+                let _ = tcp.set_nodelay(true);
                 let s = Arc::clone(&s);
                 match tls.clone() {
                     None => {

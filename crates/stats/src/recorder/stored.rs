@@ -159,7 +159,10 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .iter()
         .flat_map(|s| [s.requests, s.failures, s.bytes_in, s.bytes_out]);
     let checks = c.checks.iter().flat_map(|k| [k.passed, k.failed]);
-    let messages = c.messages.iter().flat_map(|m| [m.calls, m.sent, m.received]);
+    let messages = c
+        .messages
+        .iter()
+        .flat_map(|m| [m.calls, m.sent, m.received]);
     let largest = others
         .into_iter()
         .chain(steps)

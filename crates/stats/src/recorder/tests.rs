@@ -104,7 +104,9 @@ fn streaming_calls_messages_are_counted_merged_and_stored() {
     assert!(!serde_json::to_string(&http).unwrap().contains("messages"));
     r.reset();
     assert!(r.messages().is_none());
-    assert!(!serde_json::to_string(&r.counters()).unwrap().contains("messages"));
+    assert!(!serde_json::to_string(&r.counters())
+        .unwrap()
+        .contains("messages"));
 }
 
 #[test]
