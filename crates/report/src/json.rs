@@ -103,6 +103,18 @@ fn to_value(r: &Report) -> Value {
             .collect();
         doc["grpc_codes"] = json!(grpc);
     }
+    // Only a run of streaming gRPC calls has the key, likewise.
+    if let Some(m) = &s.messages {
+        doc["messages"] = json!({
+            "calls": m.counts.calls,
+            "sent": m.counts.sent,
+            "received": m.counts.received,
+            "sent_per_call": m.sent_per_call,
+            "received_per_call": m.received_per_call,
+            "first_message_us": recorded(&m.first, "first_message"),
+            "gap_us": recorded(&m.gaps, "gap"),
+        });
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));
@@ -328,6 +340,51 @@ mod tests {
             .unwrap()
             .remove("failures");
         assert!(!validator.is_valid(&broken));
+    }
+
+    #[test]
+    fn a_run_of_streaming_calls_has_its_messages_in_text_and_json() {
+        let mut run = crate::seeded::base();
+        let mut totals = belier_stats::Recorder::new();
+        let t = std::time::Instant::now();
+        for i in 0..200u64 {
+            let outcome = belier_stats::Outcome::Grpc { code: 0 };
+            totals.record(&belier_stats::Sample::simulated(t, 0, 30_000 + i, outcome));
+            totals.record_messages(&belier_stats::CallMessages {
+                sent: 1,
+                received: 100,
+                first_message_us: Some(1_000 + i),
+                gaps_us: &[250; 99],
+            });
+        }
+        run.totals = totals;
+        let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let m = &doc["messages"];
+        assert_eq!(
+            (&m["calls"], &m["sent"], &m["received"]),
+            (&json!(200), &json!(200), &json!(20_000))
+        );
+        assert_eq!(m["received_per_call"], 100.0);
+        assert_eq!(m["first_message_us"]["count"], 200);
+        assert_eq!(m["gap_us"]["count"], 19_800);
+        assert_eq!(m["gap_us"]["percentiles"]["p50"], 250);
+        let text = crate::render_text(&run.report());
+        for line in [
+            "\nMessages  (200 streaming calls)\n",
+            "  Received            20,000   100.0 per call\n",
+            "  Sent                   200   1.0 per call\n",
+            "  gap           19,800      0.250      0.250",
+        ] {
+            assert!(text.contains(line), "{line:?} in {text}");
+        }
+        // Without streaming calls, neither has them.
+        let plain = crate::seeded::base();
+        assert!(!render_json(&plain.report()).contains("\"messages\""));
+        assert!(!crate::render_text(&plain.report()).contains("Messages"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! computes none of them itself, so a figure reads the same in text, Markdown, JSON and HTML;
 //! adding one means adding it here and to the renderers that show it.
 
-use belier_stats::{ErrorKind, LatencySummary, Metric};
+use belier_stats::{ErrorKind, LatencySummary, MessageCounts, Messages, Metric};
 
 use crate::open_loop::OpenLoop;
 use crate::steps::{self, CheckLine, StepLine};
@@ -57,6 +57,35 @@ pub(crate) struct Summary<'a> {
     pub metrics: Vec<crate::custom::MetricLine>,
     /// Completed iterations per second over the run.
     pub iteration_rate: f64,
+    /// Streaming gRPC calls' messages; `None` for any other run.
+    pub messages: Option<MessageFigures>,
+}
+
+/// The messages of a run's streaming gRPC calls.
+#[derive(Debug)]
+pub(crate) struct MessageFigures {
+    pub counts: MessageCounts,
+    /// Messages each way per streaming call.
+    pub sent_per_call: f64,
+    pub received_per_call: f64,
+    /// From a call's send to its first response message.
+    pub first: LatencySummary,
+    /// Between a call's consecutive response messages.
+    pub gaps: LatencySummary,
+}
+
+impl MessageFigures {
+    fn of(m: &Messages) -> MessageFigures {
+        let counts = m.counts();
+        let per_call = |n: u64| ratio(n, counts.calls).unwrap_or(0.0);
+        MessageFigures {
+            counts,
+            sent_per_call: per_call(counts.sent),
+            received_per_call: per_call(counts.received),
+            first: m.first_message(),
+            gaps: m.gaps(),
+        }
+    }
 }
 
 /// One kind of error and how often it happened.
@@ -108,6 +137,7 @@ impl<'a> Summary<'a> {
             checks: steps::check_lines(report),
             metrics: crate::custom::metric_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),
+            messages: t.messages().map(MessageFigures::of),
         }
     }
 

@@ -28,6 +28,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     write_latency(out, &s)?;
     write_lag(out, &s)?;
     write_phases(out, &s)?;
+    write_messages(out, &s)?;
     write_status_codes(out, r)?;
     write_errors(out, &s)?;
     write_steps(out, &s)?;
@@ -393,35 +394,76 @@ fn write_phases(out: &mut String, s: &Summary) -> std::fmt::Result {
         return Ok(());
     }
     writeln!(out, "\nPhases  (ms)")?;
+    write_times_heading(out)?;
+    for (metric, l) in &s.phases {
+        if l.count > 0 {
+            write_times(out, metric.name(), l)?;
+        }
+    }
+    if s.latency.count > 0 {
+        write_times(out, "total", &s.latency)?;
+    }
+    Ok(())
+}
+
+/// The heading of a table of times (phases, messages).
+fn write_times_heading(out: &mut String) -> std::fmt::Result {
     writeln!(
         out,
         "  {:<10}{:>10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>12}{:>11}",
         "", "count", "min", "mean", "stdev", "p50", "p95", "p99", "max"
-    )?;
-    let row = |out: &mut String, label: &str, l: &LatencySummary| {
-        let at = |p: f64| ms_short(l.at(p).unwrap_or(0));
-        writeln!(
-            out,
-            "  {label:<10}{:>10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>12}{:>11}",
-            thousands(l.count),
-            ms_short(l.min_us),
-            ms_short(l.mean_us.round() as u64),
-            ms_short(l.stdev_us.round() as u64),
-            at(50.0),
-            at(95.0),
-            at(99.0),
-            ms_short(l.max_us)
-        )
+    )
+}
+
+/// One row of a table of times, in milliseconds.
+fn write_times(out: &mut String, label: &str, l: &LatencySummary) -> std::fmt::Result {
+    let at = |p: f64| ms_short(l.at(p).unwrap_or(0));
+    writeln!(
+        out,
+        "  {label:<10}{:>10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>12}{:>11}",
+        thousands(l.count),
+        ms_short(l.min_us),
+        ms_short(l.mean_us.round() as u64),
+        ms_short(l.stdev_us.round() as u64),
+        at(50.0),
+        at(95.0),
+        at(99.0),
+        ms_short(l.max_us)
+    )
+}
+
+/// The "Messages" section of a run of streaming gRPC calls: messages each way, in all and
+/// per call, then the first message's time and the gaps between messages.
+fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
+    let Some(m) = &s.messages else {
+        return Ok(());
     };
-    for (metric, l) in &s.phases {
-        if l.count > 0 {
-            row(out, metric.name(), l)?;
-        }
+    let c = m.counts;
+    writeln!(out, "\nMessages  ({} streaming calls)", thousands(c.calls))?;
+    writeln!(
+        out,
+        "  Received      {:>12}   {:.1} per call",
+        thousands(c.received),
+        m.received_per_call
+    )?;
+    writeln!(
+        out,
+        "  Sent          {:>12}   {:.1} per call",
+        thousands(c.sent),
+        m.sent_per_call
+    )?;
+    write_times_heading(out)?;
+    if m.first.count > 0 {
+        write_times(out, "first", &m.first)?;
     }
-    if s.latency.count > 0 {
-        row(out, "total", &s.latency)?;
+    if m.gaps.count > 0 {
+        write_times(out, "gap", &m.gaps)?;
     }
-    Ok(())
+    writeln!(
+        out,
+        "  (ms; first: from the request sent to its first response message; gap: between a \
+         call's response messages)"
+    )
 }
 
 // Microseconds as milliseconds with three decimals, without the unit.
