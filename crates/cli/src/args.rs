@@ -107,8 +107,9 @@ pub enum Command {
     /// Record a plan: an HTTP proxy (HTTPS through CONNECT with belier's CA) that forwards
     /// your client's requests and writes them as a plan as they go.
     Record(RecordArgs),
-    /// Load-test one gRPC method (unary): `belier grpc HOST:PORT --call package.Service/Method
-    /// --proto FILE -d JSON`, each call's status code counted (non-OK ones as failed calls).
+    /// Load-test one gRPC method (unary or streaming): `belier grpc HOST:PORT --call
+    /// package.Service/Method --proto FILE -d JSON`, each call's status code counted (non-OK
+    /// ones as failed calls), and a stream's messages.
     Grpc(Box<GrpcArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),

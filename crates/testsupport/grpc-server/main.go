@@ -1,10 +1,11 @@
 // A grpc-go server for belier's gRPC tests: helloworld.Greeter with SayHello (OK), Limited
 // (RESOURCE_EXHAUSTED for every 10th call) and Slow (answers after 2 s, or when the call's
-// deadline passes). Messages are google.protobuf.StringValue, wire-compatible with
-// HelloRequest{string name = 1} and HelloReply{string message = 1}, so no generated code is
-// needed. It prints "listening PORT" once it listens on 127.0.0.1, counts calls on its own
-// side, and prints "calls SayHello=N Limited=N Slow=N" when its standard input closes, then
-// exits.
+// deadline passes), and the streaming helloworld.Streamer (streamer.go). Messages are
+// google.protobuf.StringValue, wire-compatible with HelloRequest{string name = 1} and
+// HelloReply{string message = 1}, so no generated code is needed. It prints "listening PORT"
+// once it listens on 127.0.0.1, counts calls (and streamed messages) on its own side, and
+// prints "calls SayHello=N Limited=N Slow=N ServerStream=N …" when its standard input closes,
+// then exits.
 package main
 
 import (
@@ -73,9 +74,10 @@ func main() {
 	}
 	server := grpc.NewServer()
 	server.RegisterService(&desc, struct{}{})
+	server.RegisterService(&streamerDesc, struct{}{})
 	go func() { _ = server.Serve(listener) }()
 	fmt.Printf("listening %d\n", listener.Addr().(*net.TCPAddr).Port)
 	_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
-	fmt.Printf("calls SayHello=%d Limited=%d Slow=%d\n", sayHello.Load(), limited.Load(), slow.Load())
+	fmt.Printf("calls SayHello=%d Limited=%d Slow=%d %s\n", sayHello.Load(), limited.Load(), slow.Load(), streamerCounts())
 	server.Stop()
 }

@@ -1,8 +1,9 @@
 //! The grpc-go server of the gRPC tests (`grpc-server/`, a Go module with its go.sum): built
 //! with the Go toolchain once per test process into `target/grpc-server/` (Go's own build
 //! cache makes a rebuild of an unchanged server take a moment), started on 127.0.0.1, counting
-//! calls on its own side. Its methods and its `.proto` are described in `grpc-server/main.go`
-//! and [`GREETER_PROTO`].
+//! calls (and streamed messages) on its own side. Its methods and its `.proto` files are
+//! described in `grpc-server/main.go` and `streamer.go`, [`GREETER_PROTO`] and
+//! [`STREAMER_PROTO`].
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,23 @@ message HelloRequest { string name = 1; }
 message HelloReply { string message = 1; }
 "#;
 
+/// The server's streaming service as a `.proto` file of its own (its own message names, so
+/// that it compiles beside [`GREETER_PROTO`]): `StreamRequest` is read by the server as a
+/// `google.protobuf.Duration` and `Note` as a `StringValue`, their wire formats.
+pub const STREAMER_PROTO: &str = r#"syntax = "proto3";
+package helloworld;
+service Streamer {
+  // `count` messages (100 when 0), `gap_ms` apart.
+  rpc ServerStream (StreamRequest) returns (stream Note) {}
+  // One answer once the client's stream ends.
+  rpc ClientStream (stream Note) returns (Note) {}
+  // An answer for each message.
+  rpc Bidi (stream Note) returns (stream Note) {}
+}
+message StreamRequest { int64 count = 1; int32 gap_ms = 2; }
+message Note { string text = 1; }
+"#;
+
 const INSTALL: &str = "Go 1.26 or later, which grpc-go v1.85 needs: scripts/install-test-deps";
 
 /// Calls the server took, by method, on its own side.
@@ -34,6 +52,16 @@ pub struct Calls {
     pub limited: u64,
     /// helloworld.Greeter/Slow (answers after 2 s).
     pub slow: u64,
+    /// helloworld.Streamer/ServerStream calls, and the messages they sent.
+    pub server_stream: u64,
+    pub server_stream_out: u64,
+    /// helloworld.Streamer/ClientStream calls, and the messages they read.
+    pub client_stream: u64,
+    pub client_stream_in: u64,
+    /// helloworld.Streamer/Bidi calls, and their messages each way.
+    pub bidi: u64,
+    pub bidi_in: u64,
+    pub bidi_out: u64,
 }
 
 /// A running grpc-go server; stopped when [`GrpcServer::calls`] is called or it is dropped.
@@ -98,6 +126,13 @@ impl GrpcServer {
             say_hello: count("SayHello"),
             limited: count("Limited"),
             slow: count("Slow"),
+            server_stream: count("ServerStream"),
+            server_stream_out: count("ServerStreamOut"),
+            client_stream: count("ClientStream"),
+            client_stream_in: count("ClientStreamIn"),
+            bidi: count("Bidi"),
+            bidi_in: count("BidiIn"),
+            bidi_out: count("BidiOut"),
         }
     }
 }

@@ -3,10 +3,11 @@
 //! flattened from [`LoadArgs`] and reworded where gRPC reads them differently.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
-use super::LoadArgs;
+use super::{parse_duration_or_zero, LoadArgs};
 
 /// Options of `belier grpc`.
 #[derive(Debug, Args)]
@@ -15,7 +16,12 @@ use super::LoadArgs;
         a.value_name("HOST:PORT")
             .help("The gRPC server, e.g. 127.0.0.1:50051 (TLS unless --plaintext)")
     }),
-    mut_arg("body", |a| a.value_name("JSON").help("The request message as JSON [default: {}]")),
+    mut_arg("body", |a| {
+        a.value_name("JSON").help(
+            "The request message as JSON [default: {}]; for a method whose client streams, a \
+             JSON array of messages too, sent in turn",
+        )
+    }),
     mut_arg("body_file", |a| {
         a.value_name("FILE").help("The request message as JSON, read from FILE")
     }),
@@ -81,6 +87,27 @@ pub struct GrpcArgs {
     /// Send the request message gzip-compressed (grpc-encoding: gzip).
     #[arg(long = "gzip", help_heading = "gRPC")]
     pub gzip: bool,
+
+    /// Client and bidirectional streaming: messages each call sends, the request messages
+    /// (-d) taken in turn [default: as many as -d gives]. The call's deadline (--timeout)
+    /// covers them all.
+    #[arg(
+        long = "stream-call-count",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        help_heading = "gRPC"
+    )]
+    pub stream_call_count: Option<u32>,
+
+    /// Client and bidirectional streaming: time between two messages a call sends
+    /// [default: 0].
+    #[arg(
+        long = "stream-interval",
+        value_name = "D",
+        value_parser = parse_duration_or_zero,
+        help_heading = "gRPC"
+    )]
+    pub stream_interval: Option<Duration>,
 
     /// Plain HTTP/2 (h2c) instead of TLS.
     #[arg(long = "plaintext", help_heading = "gRPC")]

@@ -1,10 +1,13 @@
-//! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one unary gRPC
-//! method. The schema is read and the request message built and framed once, before anything
-//! is sent; the run is then a load test over HTTP/2 like any other (the same settings, the same
-//! live loop, watchers and report), whose calls the engine counts by gRPC status code.
+//! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one gRPC method,
+//! unary or streaming (its kind from the schema). The schema is read and the request messages
+//! built and framed once, before anything is sent; the run is then a load test over HTTP/2
+//! like any other (the same settings, the same live loop, watchers and report), whose calls
+//! the engine counts by gRPC status code, and a streaming call's messages each way.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use belier_engine::GrpcStream;
 use belier_grpc::{Call, Compression, Schema};
 use belier_plan::files;
 
@@ -47,7 +50,7 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
         false => Compression::Identity,
     };
     let json = message_json(request.body.take(), request.body_file.take())?;
-    let call = Call::unary(
+    let call = Call::new(
         &method,
         &json,
         &metadata,
@@ -58,6 +61,12 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
         belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
         _ => InputError::in_file(format!("--body: {e}")),
     })?;
+    let stream = streaming(
+        &call,
+        &args.call,
+        args.stream_call_count,
+        args.stream_interval,
+    )?;
     // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
     // reads, for the URL the call makes; then the call's own method, headers and body.
     let target = request.url.take().ok_or_else(|| {
@@ -76,8 +85,44 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
     engine.request.headers = call.headers;
     engine.request.body = call.body.to_vec();
     engine.grpc = true;
+    engine.grpc_stream = stream;
     args.load.http2.http2 = true;
     settings::with_request(args.load, cores, engine, url, None)
+}
+
+/// How a streaming call's messages go: a server stream sends its one request message; a
+/// client stream `count` of them (--stream-call-count; as many as -d gives unless told), taken
+/// in turn, `interval` apart (--stream-interval). `None` for a unary call. `method`: --call.
+fn streaming(
+    call: &Call,
+    method: &str,
+    count: Option<u32>,
+    interval: Option<Duration>,
+) -> Result<Option<GrpcStream>, InputError> {
+    if !call.kind.client_streams() {
+        let given = [
+            (count.is_some(), "--stream-call-count"),
+            (interval.is_some(), "--stream-interval"),
+        ];
+        if let Some((_, flag)) = given.iter().find(|(given, _)| *given) {
+            return Err(InputError::new(
+                flag,
+                "",
+                format!(
+                    "is for a method whose client streams; {method} is {}",
+                    call.kind.name()
+                ),
+            ));
+        }
+        return Ok(call.kind.streams().then_some(GrpcStream {
+            messages: 1,
+            interval: Duration::ZERO,
+        }));
+    }
+    Ok(Some(GrpcStream {
+        messages: count.unwrap_or_else(|| u32::try_from(call.messages).unwrap_or(u32::MAX)),
+        interval: interval.unwrap_or_default(),
+    }))
 }
 
 /// The compiled schema: the .proto files with their import paths, or the protoset.

@@ -1,12 +1,14 @@
 //! `belier grpc` against a real grpc-go server (built from crates/testsupport/grpc-server with
-//! the Go toolchain), which counts calls on its own side: every call counted on both sides,
-//! each status code by name, a deadline as DEADLINE_EXCEEDED, a bad .proto as FILE:LINE:COL.
+//! the Go toolchain), which counts calls and streamed messages on its own side: every call
+//! counted on both sides, each status code by name, a deadline as DEADLINE_EXCEEDED, a bad
+//! .proto as FILE:LINE:COL; server, client and bidirectional streams' messages counted on both
+//! sides.
 //!
 //! Needs Go 1.26 or later (grpc-go v1.85's go.mod); without it each test says it was skipped,
 //! except under CI, where it fails.
 
 use belier_testsupport::dirs::temp_dir;
-use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO};
+use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO, STREAMER_PROTO};
 use serde_json::Value;
 
 belier_testsupport::binary!(BELIER);
@@ -18,7 +20,13 @@ fn proto(name: &str) -> String {
 }
 
 fn calls(server: &GrpcServer, method: &str, proto: &str, extra: &[&str]) -> Value {
+    let message = ["-d", r#"{"name": "belier"}"#];
     let call = format!("helloworld.Greeter/{method}");
+    run(server, &call, proto, &[&message[..], extra].concat())
+}
+
+/// A run of `call` with `args` after the target, the call and the .proto; its JSON report.
+fn run(server: &GrpcServer, call: &str, proto: &str, extra: &[&str]) -> Value {
     let target = server.target();
     let mut args = vec![
         "grpc",
@@ -28,8 +36,6 @@ fn calls(server: &GrpcServer, method: &str, proto: &str, extra: &[&str]) -> Valu
         &call,
         "--proto",
         proto,
-        "-d",
-        r#"{"name": "belier"}"#,
         "--output",
         "json",
     ];
@@ -133,5 +139,133 @@ fn a_bad_proto_is_exit_2_naming_its_file_line_and_column() {
         ]);
         assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}
+
+fn streamer_proto(name: &str) -> String {
+    let path = temp_dir(name).join("streamer.proto");
+    std::fs::write(&path, STREAMER_PROTO).unwrap();
+    path.display().to_string()
+}
+
+/// A run of helloworld.Streamer's `method` with `extra` flags; its JSON report.
+fn streams(server: &GrpcServer, method: &str, extra: &[&str]) -> Value {
+    let call = format!("helloworld.Streamer/{method}");
+    run(server, &call, &streamer_proto(method), extra)
+}
+
+/// The report's messages: calls, sent, received, first messages timed, gaps timed.
+fn messages(doc: &Value) -> [&Value; 5] {
+    let m = &doc["messages"];
+    [
+        &m["calls"],
+        &m["sent"],
+        &m["received"],
+        &m["first_message_us"]["count"],
+        &m["gap_us"]["count"],
+    ]
+}
+
+#[test]
+fn every_message_of_a_server_stream_is_counted_by_the_server_and_by_belier() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let args = ["-d", r#"{"count": 100}"#, "-n", "200", "-c", "20"];
+    let doc = streams(&server, "ServerStream", &args);
+    let calls = server.calls();
+    assert_eq!(
+        (calls.server_stream, calls.server_stream_out),
+        (200, 20_000)
+    );
+    assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 200}), "{doc}");
+    assert_eq!(messages(&doc), [200, 200, 20_000, 200, 19_800]);
+    assert_eq!(doc["messages"]["received_per_call"], 100.0);
+    assert_eq!(doc["errors"], serde_json::json!([]));
+}
+
+#[test]
+fn every_message_of_a_client_stream_is_counted_by_the_server_and_by_belier() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let args = [
+        "-d",
+        r#"[{"text": "a"}, {"text": "b"}, {"text": "c"}]"#,
+        "--stream-call-count",
+        "10",
+        "--stream-interval",
+        "1ms",
+        "-n",
+        "100",
+        "-c",
+        "10",
+    ];
+    let doc = streams(&server, "ClientStream", &args);
+    let calls = server.calls();
+    assert_eq!((calls.client_stream, calls.client_stream_in), (100, 1_000));
+    assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
+    assert_eq!(messages(&doc)[..4], [100, 1_000, 100, 100]);
+    // One answer a call: no gap between answers to time.
+    assert!(doc["messages"]["gap_us"].is_null(), "{doc}");
+    // Nine intervals of 1 ms between ten messages.
+    assert!(doc["latency_us"]["min"].as_u64().unwrap() >= 9_000, "{doc}");
+}
+
+#[test]
+fn every_message_of_a_bidirectional_stream_is_counted_by_the_server_and_by_belier() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let args = [
+        "-d",
+        r#"{"text": "x"}"#,
+        "--stream-call-count",
+        "20",
+        "-n",
+        "100",
+        "-c",
+        "10",
+    ];
+    let doc = streams(&server, "Bidi", &args);
+    let calls = server.calls();
+    assert_eq!(
+        (calls.bidi, calls.bidi_in, calls.bidi_out),
+        (100, 2_000, 2_000)
+    );
+    assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
+    assert_eq!(messages(&doc), [100, 2_000, 2_000, 100, 1_900]);
+}
+
+#[test]
+fn streaming_flags_and_message_arrays_are_for_methods_whose_client_streams() {
+    // Refused before anything is sent: no server is needed.
+    let proto = streamer_proto("stream-flags");
+    for (method, extra, says) in [
+        (
+            "ServerStream",
+            &["--stream-call-count", "5"][..],
+            "--stream-call-count",
+        ),
+        ("ServerStream", &["-d", "[{}, {}]"][..], "JSON array"),
+        (
+            "ServerStream",
+            &["--stream-interval", "1ms"][..],
+            "--stream-interval",
+        ),
+        (
+            "ClientStream",
+            &["--stream-call-count", "0"][..],
+            "stream-call-count",
+        ),
+    ] {
+        let call = format!("helloworld.Streamer/{method}");
+        let mut args = vec!["grpc", "127.0.0.1:1", "--plaintext", "--call", &call];
+        args.extend_from_slice(&["--proto", &proto]);
+        args.extend_from_slice(extra);
+        let out = BELIER.output(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{extra:?}: {stderr}");
     }
 }
