@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use belier_grpc::{Call, Compression, Schema};
+use belier_grpc::{Call, Compression};
 use belier_plan::files;
 
 use crate::args::{GrpcArgs, LoadArgs};
@@ -29,9 +29,9 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the
 /// load and outputs as a load test reads them.
-fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
+pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
     refuse_http_only(&args.load)?;
-    let schema = schema(&args)?;
+    let schema = crate::grpc_schema::of(&args)?;
     let method = schema
         .method(&args.call)
         .map_err(|e| InputError::new("--call <METHOD>", &args.call, e.to_string()))?;
@@ -80,17 +80,6 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
     settings::with_request(args.load, cores, engine, url, None)
 }
 
-/// The compiled schema: the .proto files with their import paths, or the protoset.
-fn schema(args: &GrpcArgs) -> Result<Schema, InputError> {
-    match &args.protoset {
-        Some(path) => Schema::from_protoset(path)
-            .map_err(|e| InputError::new("--protoset <FILE>", path.display(), e.to_string())),
-        // A bad file's error names it with its line and column already.
-        None => Schema::from_proto_files(&args.proto, &args.import_paths)
-            .map_err(|e| InputError::in_file(format!("--proto: {e}"))),
-    }
-}
-
 /// The request message's JSON: -d, or the file of -D, or an empty message.
 fn message_json(body: Option<String>, file: Option<PathBuf>) -> Result<String, InputError> {
     match (body, file) {
@@ -132,13 +121,12 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.no_keepalive, "--no-keepalive"),
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
-        (load.cluster.active(), "--workers/--spawn-workers"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(
             flag,
             "",
-            "is not for gRPC calls (belier grpc sends POST over HTTP/2, on one host, here)",
+            "is not for gRPC calls (belier grpc sends POST over HTTP/2 to one host)",
         )),
         None => Ok(()),
     }
