@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::{parse_duration, parse_duration_or_zero};
-use super::{Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs, NO_RESEND_BRIEF};
+use super::{
+    GrpcCallArgs, Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs, NO_RESEND_BRIEF,
+};
 
 /// What `--dimension` searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -66,6 +68,11 @@ pub struct CapacityArgs {
     /// With a plan: its variables.
     #[command(flatten)]
     pub vars: VarArgs,
+
+    /// With --call: a gRPC method searched instead of a URL (the positional is HOST:PORT,
+    /// -d/-D the message as JSON, -H metadata), as `belier grpc` sends it.
+    #[command(flatten)]
+    pub grpc: GrpcCallArgs,
 
     /// Refused with its reason: a search cannot be split into shards.
     #[arg(long = "shard", value_name = "I/N", hide = true)]

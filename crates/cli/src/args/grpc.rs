@@ -41,22 +41,30 @@ use super::LoadArgs;
     mut_arg("order", |a| a.hide(true)),
     mut_arg("cookies", |a| a.hide(true)),
     mut_arg("follow", |a| a.hide(true)),
+    mut_arg("call", |a| a.required(true)),
+    mut_arg("proto", |a| a.required_unless_present("protoset")),
 )]
 pub struct GrpcArgs {
+    /// The method, its schema and how it is sent.
+    #[command(flatten)]
+    pub grpc: GrpcCallArgs,
+
+    /// The load and its outputs, as for a load test.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// The gRPC call a run sends: `belier grpc`'s, and `belier capacity --call`'s.
+#[derive(Debug, Args)]
+pub struct GrpcCallArgs {
     /// The method to call, package.Service/Method (package.Service.Method is read too).
-    #[arg(
-        long = "call",
-        value_name = "METHOD",
-        required = true,
-        help_heading = "gRPC"
-    )]
-    pub call: String,
+    #[arg(long = "call", value_name = "METHOD", help_heading = "gRPC")]
+    pub call: Option<String>,
 
     /// A .proto file declaring the method (repeatable), compiled at start with its imports.
     #[arg(
         long = "proto",
         value_name = "FILE",
-        required_unless_present = "protoset",
         conflicts_with = "protoset",
         help_heading = "gRPC"
     )]
@@ -85,8 +93,4 @@ pub struct GrpcArgs {
     /// Plain HTTP/2 (h2c) instead of TLS.
     #[arg(long = "plaintext", help_heading = "gRPC")]
     pub plaintext: bool,
-
-    /// The load and its outputs, as for a load test.
-    #[command(flatten)]
-    pub load: LoadArgs,
 }

@@ -63,7 +63,7 @@ pub(crate) fn named(load: &mut LoadArgs) -> Vec<&mut PathBuf> {
 /// protoset (the coordinator's schema, see `cluster::grpc`) and the request's files.
 pub(crate) fn named_by_grpc(grpc: &mut GrpcArgs) -> Vec<&mut PathBuf> {
     let mut paths = named(&mut grpc.load);
-    paths.extend(grpc.protoset.as_mut());
+    paths.extend(grpc.grpc.protoset.as_mut());
     paths
 }
 

@@ -36,10 +36,10 @@ pub fn portable(args: Vec<String>) -> anyhow::Result<(Vec<String>, Option<Protos
         Ok(Cli {
             command: Some(Command::Grpc(grpc)),
             ..
-        }) if !grpc.proto.is_empty() => grpc,
+        }) if !grpc.grpc.proto.is_empty() => grpc,
         _ => return Ok((args, None)),
     };
-    let schema = crate::grpc_schema::of(&grpc)?;
+    let schema = crate::grpc_call::schema(&grpc.grpc)?;
     let path = std::env::temp_dir().join(format!("belier-schema-{}.protoset", std::process::id()));
     std::fs::write(&path, schema.pool().encode_to_vec()).map_err(|e| {
         InputError::in_file(format!(

@@ -46,12 +46,13 @@ pub fn refuse_unsent(load: &mut LoadArgs, copies: &Copies) -> Result<(), String>
 /// coordinator's schema) are read from the copies sent with it, never from this machine.
 pub fn refuse_unsent_grpc(grpc: &mut GrpcArgs, copies: &Copies) -> Result<(), String> {
     refuse_unsent(&mut grpc.load, copies)?;
-    if !grpc.proto.is_empty() {
+    if !grpc.grpc.proto.is_empty() {
         return Err(format!(
             "--proto: .proto files of the worker's machine; {ONLY_SENT}"
         ));
     }
-    grpc.protoset
+    grpc.grpc
+        .protoset
         .iter()
         .try_for_each(|path| unsent(path, copies))
 }

@@ -1,0 +1,127 @@
+//! The gRPC call a run sends (`belier grpc`, `belier capacity --call`): the schema read from
+//! .proto files or a protoset, the method it names, the request message built from JSON and
+//! framed once, the metadata; as an engine request over HTTP/2 (POST to the method's path)
+//! that the engine reads as a gRPC call.
+
+use std::path::PathBuf;
+
+use belier_engine::Config;
+use belier_grpc::{Call, Compression, Schema};
+use belier_plan::files;
+
+use crate::args::{GrpcCallArgs, RequestArgs};
+use crate::settings::{self, InputError};
+
+/// The engine request of the call `grpc` names, to the server `request.url` gives as
+/// HOST:PORT, with the request flags (TLS, timeout, --connect-to, --resolve) applied and
+/// `-d`/`-D` read as the message, `-H` as metadata; and the call's URL.
+pub fn config(
+    grpc: &GrpcCallArgs,
+    request: &mut RequestArgs,
+) -> Result<(Config, String), InputError> {
+    let called = grpc.call.as_deref().unwrap_or_default();
+    let method = schema(grpc)?
+        .method(called)
+        .map_err(|e| InputError::new("--call <METHOD>", called, e.to_string()))?;
+    let metadata = request
+        .every
+        .headers
+        .iter()
+        .map(|h| settings::parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let compression = match grpc.gzip {
+        true => Compression::Gzip,
+        false => Compression::Identity,
+    };
+    let json = message_json(request.body.take(), request.body_file.take())?;
+    let call = Call::unary(
+        &method,
+        &json,
+        &metadata,
+        Some(request.timeout),
+        compression,
+    )
+    .map_err(|e| match e {
+        belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
+        _ => InputError::in_file(format!("--body: {e}")),
+    })?;
+    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
+    // reads, for the URL the call makes; then the call's own method, headers and body.
+    let target = request.url.take().ok_or_else(|| {
+        InputError::new(
+            "<HOST:PORT>",
+            "",
+            "is required: the gRPC server (HOST:PORT --call …)",
+        )
+    })?;
+    check_target(&target)?;
+    let scheme = if grpc.plaintext { "http" } else { "https" };
+    request.url = Some(format!("{scheme}://{target}{}", call.path));
+    request.every.headers.clear();
+    let (mut engine, url) = settings::request_config(request)?;
+    engine.request.method = "POST".into();
+    engine.request.headers = call.headers;
+    engine.request.body = call.body.to_vec();
+    engine.grpc = true;
+    Ok((engine, url))
+}
+
+/// The compiled schema: the .proto files with their import paths, or the protoset.
+pub fn schema(args: &GrpcCallArgs) -> Result<Schema, InputError> {
+    match &args.protoset {
+        Some(path) => Schema::from_protoset(path)
+            .map_err(|e| InputError::new("--protoset <FILE>", path.display(), e.to_string())),
+        // A bad file's error names it with its line and column already.
+        None => Schema::from_proto_files(&args.proto, &args.import_paths)
+            .map_err(|e| InputError::in_file(format!("--proto: {e}"))),
+    }
+}
+
+/// The request message's JSON: -d, or the file of -D, or an empty message.
+fn message_json(body: Option<String>, file: Option<PathBuf>) -> Result<String, InputError> {
+    match (body, file) {
+        (Some(json), _) => Ok(json),
+        (None, Some(path)) => {
+            let bytes = files::read(&path, files::MOST_BODY_BYTES).map_err(|e| {
+                InputError::new(
+                    "--body-file <FILE>",
+                    path.display(),
+                    settings::read_error(&e),
+                )
+            })?;
+            String::from_utf8(bytes).map_err(|_| {
+                InputError::new("--body-file <FILE>", path.display(), "is not UTF-8 JSON")
+            })
+        }
+        (None, None) => Ok("{}".into()),
+    }
+}
+
+/// HOST:PORT, with no scheme or path (the call makes the path).
+fn check_target(target: &str) -> Result<(), InputError> {
+    let port = target.rsplit_once(':').map(|(_, p)| p);
+    if target.contains('/') || !port.is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p > 0)) {
+        return Err(InputError::new(
+            "<HOST:PORT>",
+            target,
+            "expected HOST:PORT, e.g. 127.0.0.1:50051 (no scheme: TLS unless --plaintext)",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_is_host_and_port_only() {
+        for ok in ["127.0.0.1:50051", "localhost:443", "[::1]:8080"] {
+            assert!(check_target(ok).is_ok(), "{ok}");
+        }
+        for bad in ["127.0.0.1", "http://h:1", "h:1/x", "h:0", "h:http"] {
+            let e = check_target(bad).unwrap_err().to_string();
+            assert!(e.contains("expected HOST:PORT"), "{bad}: {e}");
+        }
+    }
+}
