@@ -53,10 +53,10 @@ pub struct GrpcArgs {
     pub call: String,
 
     /// A .proto file declaring the method (repeatable), compiled at start with its imports.
+    /// Without --proto or --protoset the server is asked for the schema (server reflection).
     #[arg(
         long = "proto",
         value_name = "FILE",
-        required_unless_present = "protoset",
         conflicts_with = "protoset",
         help_heading = "gRPC"
     )]

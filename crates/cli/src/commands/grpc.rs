@@ -1,6 +1,7 @@
 //! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one unary gRPC
-//! method. The schema is read and the request message built and framed once, before anything
-//! is sent; the run is then a load test over HTTP/2 like any other (the same settings, the same
+//! method. The schema is read (from --proto or --protoset, else asked of the server over
+//! reflection: see [`reflect`]) and the request message built and framed once, before the
+//! run; the run is then a load test over HTTP/2 like any other (the same settings, the same
 //! live loop, watchers and report), whose calls the engine counts by gRPC status code.
 
 use std::path::PathBuf;
@@ -12,6 +13,8 @@ use crate::args::{GrpcArgs, LoadArgs};
 use crate::load::report::{linger, write_report};
 use crate::settings::{self, InputError, Settings};
 use crate::signals::{self, Signals};
+
+mod reflect;
 
 /// Validates `args`, runs the calls and writes the report.
 pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
@@ -29,12 +32,9 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the
 /// load and outputs as a load test reads them.
-fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
+fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Settings> {
     refuse_http_only(&args.load)?;
-    let schema = schema(&args)?;
-    let method = schema
-        .method(&args.call)
-        .map_err(|e| InputError::new("--call <METHOD>", &args.call, e.to_string()))?;
+    let schema = files_schema(&args)?;
     let request = &mut args.load.request;
     let metadata = request
         .every
@@ -42,11 +42,32 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
         .iter()
         .map(|h| settings::parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let json = message_json(request.body.take(), request.body_file.take())?;
+    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
+    // reads, for the server's root; then the call's own path, method, headers and body.
+    let target = request.url.take().ok_or_else(|| {
+        InputError::new(
+            "<HOST:PORT>",
+            "",
+            "is required (usage: belier grpc HOST:PORT --call …)",
+        )
+    })?;
+    check_target(&target)?;
+    let scheme = if args.plaintext { "http" } else { "https" };
+    request.url = Some(format!("{scheme}://{target}/"));
+    request.every.headers.clear();
+    let (mut engine, url) = settings::request_config(request)?;
+    let schema = match schema {
+        Some(schema) => schema,
+        None => reflect::schema(&engine, service(&args.call)?)?,
+    };
+    let method = schema
+        .method(&args.call)
+        .map_err(|e| InputError::new("--call <METHOD>", &args.call, e.to_string()))?;
     let compression = match args.gzip {
         true => Compression::Gzip,
         false => Compression::Identity,
     };
-    let json = message_json(request.body.take(), request.body_file.take())?;
     let call = Call::unary(
         &method,
         &json,
@@ -58,35 +79,34 @@ fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
         belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
         _ => InputError::in_file(format!("--body: {e}")),
     })?;
-    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
-    // reads, for the URL the call makes; then the call's own method, headers and body.
-    let target = request.url.take().ok_or_else(|| {
-        InputError::new(
-            "<HOST:PORT>",
-            "",
-            "is required (usage: belier grpc HOST:PORT --call …)",
-        )
-    })?;
-    check_target(&target)?;
-    let scheme = if args.plaintext { "http" } else { "https" };
-    request.url = Some(format!("{scheme}://{target}{}", call.path));
-    request.every.headers.clear();
-    let (mut engine, url) = settings::request_config(request)?;
     engine.request.method = "POST".into();
+    engine.request.path_and_query.clone_from(&call.path);
     engine.request.headers = call.headers;
     engine.request.body = call.body.to_vec();
     engine.grpc = true;
     args.load.http2.http2 = true;
-    settings::with_request(args.load, cores, engine, url, None)
+    let url = format!("{}{}", url.trim_end_matches('/'), call.path);
+    Ok(settings::with_request(args.load, cores, engine, url, None)?)
 }
 
-/// The compiled schema: the .proto files with their import paths, or the protoset.
-fn schema(args: &GrpcArgs) -> Result<Schema, InputError> {
+/// The service `--call` names.
+fn service(call: &str) -> Result<&str, InputError> {
+    belier_grpc::schema::split_call(call)
+        .map(|(service, _)| service)
+        .map_err(|e| InputError::new("--call <METHOD>", call, e.to_string()))
+}
+
+/// The schema from files: the .proto files with their import paths, or the protoset; `None`
+/// when neither is given (the server is asked).
+fn files_schema(args: &GrpcArgs) -> Result<Option<Schema>, InputError> {
     match &args.protoset {
         Some(path) => Schema::from_protoset(path)
+            .map(Some)
             .map_err(|e| InputError::new("--protoset <FILE>", path.display(), e.to_string())),
+        None if args.proto.is_empty() => Ok(None),
         // A bad file's error names it with its line and column already.
         None => Schema::from_proto_files(&args.proto, &args.import_paths)
+            .map(Some)
             .map_err(|e| InputError::in_file(format!("--proto: {e}"))),
     }
 }

