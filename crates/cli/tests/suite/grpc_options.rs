@@ -7,6 +7,7 @@
 
 use belier_testsupport::dirs::temp_dir;
 use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO};
+use belier_testsupport::nginx::self_signed_ca;
 use serde_json::{json, Value};
 
 belier_testsupport::binary!(BELIER);
@@ -93,4 +94,55 @@ fn reflection_errors_say_what_to_do() {
         assert!(stderr.contains(says), "{stderr}");
         assert!(stderr.contains("helloworld.Greeter"), "{stderr}");
     }
+}
+
+#[test]
+fn tls_with_cacert_counts_every_call_and_without_it_each_fails_as_tls() {
+    let dir = temp_dir("grpc-tls");
+    let (cert, key) = self_signed_ca(&["localhost", "127.0.0.1"]);
+    let (cert_path, key_path) = (dir.join("server.pem"), dir.join("server.key"));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let (cert_path, key_path) = (
+        cert_path.display().to_string(),
+        key_path.display().to_string(),
+    );
+    let Some(server) = GrpcServer::start_with(&[
+        "-reflection",
+        "-tls-cert",
+        &cert_path,
+        "-tls-key",
+        &key_path,
+    ]) else {
+        return;
+    };
+    // The schema asked over TLS too (reflection's own connection).
+    let trusted = report(
+        &server,
+        "SayHello",
+        &["--cacert", &cert_path, "-n", "500", "-c", "10"],
+    );
+    let proto = proto("grpc-tls");
+    let untrusted = report(
+        &server,
+        "SayHello",
+        &["--proto", &proto, "-n", "50", "-c", "5"],
+    );
+    assert_eq!(server.calls().say_hello, 500);
+    assert_eq!(trusted["grpc_codes"], json!({"OK": 500}), "{trusted}");
+    assert_eq!(trusted["errors"], json!([]), "{trusted}");
+    // No call got an answer; each is a TLS error, of the certificate's kind.
+    let s = &untrusted["summary"];
+    assert_eq!(
+        (&s["requests"], &s["responses"]),
+        (&json!(50), &json!(0)),
+        "{s}"
+    );
+    assert!(untrusted["grpc_codes"].is_null(), "{untrusted}");
+    let errors = untrusted["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(
+        (&errors[0]["kind"], &errors[0]["count"]),
+        (&json!("tls_certificate"), &json!(50))
+    );
 }
