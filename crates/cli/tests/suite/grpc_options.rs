@@ -1,7 +1,8 @@
 //! `belier grpc` against the grpc-go test server started with one of its options, each call
 //! counted on the server's side too: the schema asked of the server (reflection) gives the
 //! same run as the .proto; TLS with and without --cacert; connections closed by the server
-//! with GOAWAY (MaxConnectionAge) fail no call; an open loop sends exactly its rate.
+//! with GOAWAY (MaxConnectionAge) fail no call and are opened again; an open loop sends
+//! exactly its rate.
 //!
 //! Needs Go 1.26 or later, as tests/suite/grpc.rs does.
 
@@ -145,4 +146,33 @@ fn tls_with_cacert_counts_every_call_and_without_it_each_fails_as_tls() {
         (&errors[0]["kind"], &errors[0]["count"]),
         (&json!("tls_certificate"), &json!(50))
     );
+}
+
+#[test]
+fn connections_the_server_ages_out_with_goaway_fail_no_call() {
+    let Some(server) = GrpcServer::start_with(&[
+        "-reflection",
+        "-max-connection-age",
+        "500ms",
+        "-max-connection-age-grace",
+        "1s",
+    ]) else {
+        return;
+    };
+    let doc = report(
+        &server,
+        "SayHello",
+        &["--plaintext", "-z", "5s", "-c", "20"],
+    );
+    let counted = server.calls().say_hello;
+    let s = &doc["summary"];
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(doc["grpc_codes"], json!({"OK": counted}), "{s}");
+    assert_eq!(s["requests"], counted, "{s}");
+    // Each connection lives at most 0.55 s (the age, jitter included) and the 1 s grace before
+    // the server drops it: at least three in 5 s, each but the last closed by the server.
+    // (Here: 10 opened, 9 closed by the server.)
+    let opened = s["connections_opened"].as_u64().unwrap();
+    assert!(opened >= 3, "{s}");
+    assert!(s["server_closes"].as_u64().unwrap() >= 2, "{s}");
 }
