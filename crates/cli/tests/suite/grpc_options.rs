@@ -176,3 +176,34 @@ fn connections_the_server_ages_out_with_goaway_fail_no_call() {
     assert!(opened >= 3, "{s}");
     assert!(s["server_closes"].as_u64().unwrap() >= 2, "{s}");
 }
+
+#[test]
+fn an_open_loop_at_2000_calls_a_second_sends_them_all_on_time() {
+    let Some(server) = GrpcServer::start_with(&["-reflection"]) else {
+        return;
+    };
+    let doc = report(
+        &server,
+        "SayHello",
+        &["--plaintext", "--rate", "2000", "-z", "10s"],
+    );
+    assert_eq!(server.calls().say_hello, 20_000);
+    let (open, s) = (&doc["open_loop"], &doc["summary"]);
+    assert_eq!(
+        (&open["scheduled"], &open["dropped"]),
+        (&json!(20_000), &json!(0)),
+        "{open}"
+    );
+    assert_eq!(s["requests"], 20_000, "{s}");
+    assert_eq!(doc["grpc_codes"], json!({"OK": 20_000}), "{s}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    // Latency from when each call was due, not from when it went out.
+    assert_eq!(doc["latency_us"]["measured_from"], "intended_start");
+    assert_eq!(doc["latency_us"]["count"], 20_000);
+    // The rate sent over the schedule, and over the whole run to its last answer (here
+    // 2000.0 and 1997.7: the run ends a last call's latency after its schedule).
+    for rate in [&open["achieved_rps"], &s["attempted_rps"]] {
+        let off = (rate.as_f64().unwrap() / 2000.0 - 1.0).abs();
+        assert!(off <= 0.005, "{rate} calls/s: {open} {s}");
+    }
+}
