@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	v1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -20,6 +21,7 @@ import (
 
 var (
 	withReflection = flag.Bool("reflection", false, "serve grpc.reflection.v1 and v1alpha, with the Greeter's descriptors")
+	v1alphaOnly    = flag.Bool("reflection-v1alpha-only", false, "with -reflection: serve v1alpha alone, as servers before grpc-go 1.45 did")
 	tlsCert        = flag.String("tls-cert", "", "serve TLS with this PEM certificate chain (with -tls-key)")
 	tlsKey         = flag.String("tls-key", "", "the PEM private key of -tls-cert")
 	maxAge         = flag.Duration("max-connection-age", 0, "close each connection with GOAWAY after about this long (grpc-go adds ±10% jitter)")
@@ -60,7 +62,11 @@ func registerReflection(server *grpc.Server) error {
 	if err := protoregistry.GlobalFiles.RegisterFile(file); err != nil {
 		return err
 	}
-	reflection.Register(server)
+	if *v1alphaOnly {
+		v1alpha.RegisterServerReflectionServer(server, reflection.NewServer(reflection.ServerOptions{Services: server}))
+	} else {
+		reflection.Register(server)
+	}
 	return nil
 }
 

@@ -52,8 +52,9 @@ impl GrpcServer {
         GrpcServer::start_with(&[])
     }
 
-    /// [`GrpcServer::start`] with the server's flags (grpc-server/options.go): `-reflection`,
-    /// `-tls-cert FILE -tls-key FILE`, `-max-connection-age D -max-connection-age-grace D`.
+    /// [`GrpcServer::start`] with the server's flags (grpc-server/options.go): `-reflection`
+    /// (with `-reflection-v1alpha-only`), `-tls-cert FILE -tls-key FILE`,
+    /// `-max-connection-age D -max-connection-age-grace D`.
     pub fn start_with(flags: &[&str]) -> Option<GrpcServer> {
         let binary = built()?;
         let mut child = Command::new(binary)

@@ -62,6 +62,20 @@ fn reflection_gives_the_same_run_as_the_proto() {
 }
 
 #[test]
+fn a_server_with_only_v1alpha_reflection_is_asked_under_that_name() {
+    let Some(server) = GrpcServer::start_with(&["-reflection", "-reflection-v1alpha-only"]) else {
+        return;
+    };
+    let doc = report(
+        &server,
+        "SayHello",
+        &["--plaintext", "-n", "100", "-c", "5"],
+    );
+    assert_eq!(server.calls().say_hello, 100);
+    assert_eq!(doc["grpc_codes"], json!({"OK": 100}), "{doc}");
+}
+
+#[test]
 fn reflection_errors_say_what_to_do() {
     let Some(plain) = GrpcServer::start() else {
         return;
