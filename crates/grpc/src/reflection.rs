@@ -116,26 +116,26 @@ impl Reflection {
         let response = proto::ServerReflectionResponse::decode(message)
             .map_err(|e| ReflectionError::Malformed(e.to_string()))?;
         match response.message_response {
-            Some(proto::Response::FileDescriptorResponse(files)) => {
+            Some(proto::Response::Files(files)) => {
                 for bytes in files.file_descriptor_proto {
                     self.take_file(bytes)?;
                 }
             }
-            Some(proto::Response::ErrorResponse(e))
+            Some(proto::Response::Error(e))
                 if e.error_code == NOT_FOUND
                     && matches!(self.question, Some(Question::Symbol(_))) =>
             {
                 self.question = Some(Question::Services);
                 return Ok(());
             }
-            Some(proto::Response::ErrorResponse(e)) => {
+            Some(proto::Response::Error(e)) => {
                 return Err(ReflectionError::Refused {
                     what: self.asked(),
                     code: e.error_code,
                     message: e.error_message,
                 })
             }
-            Some(proto::Response::ListServicesResponse(list)) => {
+            Some(proto::Response::Services(list)) => {
                 let mut known: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
                 known.sort();
                 return Err(ReflectionError::NoService {
@@ -221,11 +221,11 @@ mod proto {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Response {
         #[prost(message, tag = "4")]
-        FileDescriptorResponse(FileDescriptorResponse),
+        Files(FileDescriptorResponse),
         #[prost(message, tag = "6")]
-        ListServicesResponse(ListServiceResponse),
+        Services(ListServiceResponse),
         #[prost(message, tag = "7")]
-        ErrorResponse(ErrorResponse),
+        Error(ErrorResponse),
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -308,11 +308,11 @@ mod tests {
             let request = proto::ServerReflectionRequest::decode(&request[5..]).unwrap();
             let file = |name: &str| {
                 let found = self.files.get(name).cloned().into_iter().collect();
-                proto::Response::FileDescriptorResponse(proto::FileDescriptorResponse {
+                proto::Response::Files(proto::FileDescriptorResponse {
                     file_descriptor_proto: found,
                 })
             };
-            let not_found = proto::Response::ErrorResponse(proto::ErrorResponse {
+            let not_found = proto::Response::Error(proto::ErrorResponse {
                 error_code: NOT_FOUND,
                 error_message: "symbol not found".into(),
             });
@@ -330,7 +330,7 @@ mod tests {
                             name: n.to_string(),
                         })
                         .collect();
-                    proto::Response::ListServicesResponse(proto::ListServiceResponse { service })
+                    proto::Response::Services(proto::ListServiceResponse { service })
                 }
             };
             proto::ServerReflectionResponse {
@@ -384,7 +384,7 @@ mod tests {
             .answer(&Server::new("reflect-errors").answer(&reflection.request().unwrap()))
             .unwrap();
         let refused = proto::ServerReflectionResponse {
-            message_response: Some(proto::Response::ErrorResponse(proto::ErrorResponse {
+            message_response: Some(proto::Response::Error(proto::ErrorResponse {
                 error_code: 13,
                 error_message: "boom".into(),
             })),
