@@ -58,7 +58,7 @@ fn reflection_gives_the_same_run_as_the_proto() {
             json!({"OK": 1800, "RESOURCE_EXHAUSTED": 200})
         );
     }
-    assert_eq!(from_proto["target"], reflected["target"]);
+    assert_eq!(from_proto["run"]["url"], reflected["run"]["url"]);
 }
 
 #[test]
