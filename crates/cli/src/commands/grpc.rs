@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use belier_grpc::{Call, Compression, Schema};
+use belier_grpc::{Call, Compression};
 use belier_plan::files;
 
 use crate::args::{GrpcArgs, LoadArgs};
@@ -32,9 +32,9 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the
 /// load and outputs as a load test reads them.
-fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Settings> {
+pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Settings> {
     refuse_http_only(&args.load)?;
-    let schema = files_schema(&args)?;
+    let schema = crate::grpc_schema::given(&args)?;
     let request = &mut args.load.request;
     let metadata = request
         .every
@@ -96,21 +96,6 @@ fn service(call: &str) -> Result<&str, InputError> {
         .map_err(|e| InputError::new("--call <METHOD>", call, e.to_string()))
 }
 
-/// The schema from files: the .proto files with their import paths, or the protoset; `None`
-/// when neither is given (the server is asked).
-fn files_schema(args: &GrpcArgs) -> Result<Option<Schema>, InputError> {
-    match &args.protoset {
-        Some(path) => Schema::from_protoset(path)
-            .map(Some)
-            .map_err(|e| InputError::new("--protoset <FILE>", path.display(), e.to_string())),
-        None if args.proto.is_empty() => Ok(None),
-        // A bad file's error names it with its line and column already.
-        None => Schema::from_proto_files(&args.proto, &args.import_paths)
-            .map(Some)
-            .map_err(|e| InputError::in_file(format!("--proto: {e}"))),
-    }
-}
-
 /// The request message's JSON: -d, or the file of -D, or an empty message.
 fn message_json(body: Option<String>, file: Option<PathBuf>) -> Result<String, InputError> {
     match (body, file) {
@@ -152,13 +137,12 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.no_keepalive, "--no-keepalive"),
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
-        (load.cluster.active(), "--workers/--spawn-workers"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(
             flag,
             "",
-            "is not for gRPC calls (belier grpc sends POST over HTTP/2, on one host, here)",
+            "is not for gRPC calls (belier grpc sends POST over HTTP/2 to one host)",
         )),
         None => Ok(()),
     }

@@ -19,6 +19,7 @@ mod credentials;
 mod files;
 mod flags_never_panic;
 mod grpc;
+mod grpc_cluster;
 mod grpc_options;
 mod hdr_java;
 mod hosts;
