@@ -68,7 +68,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run belier's built-in target server (for demos, calibration and fault injection).
+    /// Run belier's built-in target server (for demos, calibration and fault injection), HTTP
+    /// and gRPC.
     Target(TargetArgs),
     /// Start the built-in target on loopback, load it for a few seconds and print the report.
     Demo(DemoArgs),
