@@ -30,6 +30,14 @@ fn report(server: &GrpcServer, method: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 
+/// A server started with `flags` and reflection, called at SayHello by belier with `extra`
+/// (the schema reflected): belier's report and the server's count; `None` without Go.
+fn say_hello(flags: &[&str], extra: &[&str]) -> Option<(Value, u64)> {
+    let server = GrpcServer::start_with(&[&["-reflection"], flags].concat())?;
+    let doc = report(&server, "SayHello", extra);
+    Some((doc, server.calls().say_hello))
+}
+
 fn proto(name: &str) -> String {
     let path = temp_dir(name).join("greeter.proto");
     std::fs::write(&path, GREETER_PROTO).unwrap();
@@ -63,15 +71,11 @@ fn reflection_gives_the_same_run_as_the_proto() {
 
 #[test]
 fn a_server_with_only_v1alpha_reflection_is_asked_under_that_name() {
-    let Some(server) = GrpcServer::start_with(&["-reflection", "-reflection-v1alpha-only"]) else {
+    let load = ["--plaintext", "-n", "100", "-c", "5"];
+    let Some((doc, counted)) = say_hello(&["-reflection-v1alpha-only"], &load) else {
         return;
     };
-    let doc = report(
-        &server,
-        "SayHello",
-        &["--plaintext", "-n", "100", "-c", "5"],
-    );
-    assert_eq!(server.calls().say_hello, 100);
+    assert_eq!(counted, 100);
     assert_eq!(doc["grpc_codes"], json!({"OK": 100}), "{doc}");
 }
 
@@ -164,21 +168,16 @@ fn tls_with_cacert_counts_every_call_and_without_it_each_fails_as_tls() {
 
 #[test]
 fn connections_the_server_ages_out_with_goaway_fail_no_call() {
-    let Some(server) = GrpcServer::start_with(&[
-        "-reflection",
+    let age = [
         "-max-connection-age",
         "500ms",
         "-max-connection-age-grace",
         "1s",
-    ]) else {
+    ];
+    let load = ["--plaintext", "-z", "5s", "-c", "20"];
+    let Some((doc, counted)) = say_hello(&age, &load) else {
         return;
     };
-    let doc = report(
-        &server,
-        "SayHello",
-        &["--plaintext", "-z", "5s", "-c", "20"],
-    );
-    let counted = server.calls().say_hello;
     let s = &doc["summary"];
     assert_eq!(doc["errors"], json!([]), "{doc}");
     assert_eq!(doc["grpc_codes"], json!({"OK": counted}), "{s}");
@@ -193,15 +192,11 @@ fn connections_the_server_ages_out_with_goaway_fail_no_call() {
 
 #[test]
 fn an_open_loop_at_2000_calls_a_second_sends_them_all_on_time() {
-    let Some(server) = GrpcServer::start_with(&["-reflection"]) else {
+    let load = ["--plaintext", "--rate", "2000", "-z", "10s"];
+    let Some((doc, counted)) = say_hello(&[], &load) else {
         return;
     };
-    let doc = report(
-        &server,
-        "SayHello",
-        &["--plaintext", "--rate", "2000", "-z", "10s"],
-    );
-    assert_eq!(server.calls().say_hello, 20_000);
+    assert_eq!(counted, 20_000);
     let (open, s) = (&doc["open_loop"], &doc["summary"]);
     assert_eq!(
         (&open["scheduled"], &open["dropped"]),
