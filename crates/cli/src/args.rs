@@ -109,7 +109,8 @@ pub enum Command {
     /// your client's requests and writes them as a plan as they go.
     Record(RecordArgs),
     /// Load-test one gRPC method (unary): `belier grpc HOST:PORT --call package.Service/Method
-    /// --proto FILE -d JSON`, each call's status code counted (non-OK ones as failed calls).
+    /// --proto FILE -d JSON`, each call's status code counted (non-OK ones as failed calls); the
+    /// schema from --proto or --protoset, else asked of the server (server reflection).
     Grpc(Box<GrpcArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),

@@ -1,5 +1,5 @@
 //! The gRPC call a run sends (`belier grpc`, `belier capacity --call`): the schema read from
-//! .proto files or a protoset, the method it names, the request message built from JSON and
+//! .proto files or a protoset (or asked of the server: [`reflect`]), the method it names, the request message built from JSON and
 //! framed once, the metadata; as an engine request over HTTP/2 (POST to the method's path)
 //! that the engine reads as a gRPC call.
 
@@ -12,28 +12,47 @@ use belier_plan::files;
 use crate::args::{GrpcCallArgs, RequestArgs};
 use crate::settings::{self, InputError};
 
+mod reflect;
+
 /// The engine request of the call `grpc` names, to the server `request.url` gives as
 /// HOST:PORT, with the request flags (TLS, timeout, --connect-to, --resolve) applied and
-/// `-d`/`-D` read as the message, `-H` as metadata; and the call's URL.
-pub fn config(
-    grpc: &GrpcCallArgs,
-    request: &mut RequestArgs,
-) -> Result<(Config, String), InputError> {
+/// `-d`/`-D` read as the message, `-H` as metadata; and the call's URL. Without --proto or
+/// --protoset the schema is asked of the server ([`reflect`]), once, before the run.
+pub fn config(grpc: &GrpcCallArgs, request: &mut RequestArgs) -> anyhow::Result<(Config, String)> {
     let called = grpc.call.as_deref().unwrap_or_default();
-    let method = schema(grpc)?
-        .method(called)
-        .map_err(|e| InputError::new("--call <METHOD>", called, e.to_string()))?;
+    let schema = given(grpc)?;
     let metadata = request
         .every
         .headers
         .iter()
         .map(|h| settings::parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
+    let json = message_json(request.body.take(), request.body_file.take())?;
+    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
+    // reads, for the server's root; then the call's own path, method, headers and body.
+    let target = request.url.take().ok_or_else(|| {
+        InputError::new(
+            "<HOST:PORT>",
+            "",
+            "is required: the gRPC server (HOST:PORT --call …)",
+        )
+    })?;
+    check_target(&target)?;
+    let scheme = if grpc.plaintext { "http" } else { "https" };
+    request.url = Some(format!("{scheme}://{target}/"));
+    request.every.headers.clear();
+    let (mut engine, url) = settings::request_config(request)?;
+    let schema = match schema {
+        Some(schema) => schema,
+        None => reflect::schema(&engine, service(called)?)?,
+    };
+    let method = schema
+        .method(called)
+        .map_err(|e| InputError::new("--call <METHOD>", called, e.to_string()))?;
     let compression = match grpc.gzip {
         true => Compression::Gzip,
         false => Compression::Identity,
     };
-    let json = message_json(request.body.take(), request.body_file.take())?;
     let call = Call::unary(
         &method,
         &json,
@@ -45,25 +64,28 @@ pub fn config(
         belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
         _ => InputError::in_file(format!("--body: {e}")),
     })?;
-    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
-    // reads, for the URL the call makes; then the call's own method, headers and body.
-    let target = request.url.take().ok_or_else(|| {
-        InputError::new(
-            "<HOST:PORT>",
-            "",
-            "is required: the gRPC server (HOST:PORT --call …)",
-        )
-    })?;
-    check_target(&target)?;
-    let scheme = if grpc.plaintext { "http" } else { "https" };
-    request.url = Some(format!("{scheme}://{target}{}", call.path));
-    request.every.headers.clear();
-    let (mut engine, url) = settings::request_config(request)?;
     engine.request.method = "POST".into();
+    engine.request.path_and_query.clone_from(&call.path);
     engine.request.headers = call.headers;
     engine.request.body = call.body.to_vec();
     engine.grpc = true;
+    let url = format!("{}{}", url.trim_end_matches('/'), call.path);
     Ok((engine, url))
+}
+
+/// The service `--call` names.
+fn service(call: &str) -> Result<&str, InputError> {
+    belier_grpc::schema::split_call(call)
+        .map(|(service, _)| service)
+        .map_err(|e| InputError::new("--call <METHOD>", call, e.to_string()))
+}
+
+/// [`schema`], or `None` when the run names neither .proto files nor a protoset.
+pub fn given(grpc: &GrpcCallArgs) -> Result<Option<Schema>, InputError> {
+    match grpc.proto.is_empty() && grpc.protoset.is_none() {
+        true => Ok(None),
+        false => schema(grpc).map(Some),
+    }
 }
 
 /// The compiled schema: the .proto files with their import paths, or the protoset.

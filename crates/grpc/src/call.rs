@@ -131,7 +131,14 @@ mod tests {
     use crate::frame::Frames;
     use crate::schema::Schema;
 
+    /// Compiled once for all the tests: each compiling its own from one directory, the tests
+    /// running at once emptied it under each other (`temp_dir` starts it afresh).
     fn greeter() -> Schema {
+        static GREETER: std::sync::OnceLock<Schema> = std::sync::OnceLock::new();
+        GREETER.get_or_init(compile_greeter).clone()
+    }
+
+    fn compile_greeter() -> Schema {
         let dir = belier_testsupport::dirs::temp_dir("call");
         let proto = r#"syntax = "proto3";
 package helloworld;

@@ -4,12 +4,13 @@
 // HelloRequest{string name = 1} and HelloReply{string message = 1}, so no generated code is
 // needed. It prints "listening PORT" once it listens on 127.0.0.1, counts calls on its own
 // side, and prints "calls SayHello=N Limited=N Slow=N" when its standard input closes, then
-// exits.
+// exits. Its flags (reflection, TLS, a maximum connection age) are in options.go.
 package main
 
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -66,13 +67,23 @@ func main() {
 			}),
 		},
 	}
+	flag.Parse()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	server := grpc.NewServer()
+	options, err := serverOptions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	server := grpc.NewServer(options...)
 	server.RegisterService(&desc, struct{}{})
+	if err := registerReflection(server); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	go func() { _ = server.Serve(listener) }()
 	fmt.Printf("listening %d\n", listener.Addr().(*net.TCPAddr).Port)
 	_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))

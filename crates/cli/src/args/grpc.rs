@@ -42,7 +42,6 @@ use super::LoadArgs;
     mut_arg("cookies", |a| a.hide(true)),
     mut_arg("follow", |a| a.hide(true)),
     mut_arg("call", |a| a.required(true)),
-    mut_arg("proto", |a| a.required_unless_present("protoset")),
 )]
 pub struct GrpcArgs {
     /// The method, its schema and how it is sent.
@@ -62,6 +61,7 @@ pub struct GrpcCallArgs {
     pub call: Option<String>,
 
     /// A .proto file declaring the method (repeatable), compiled at start with its imports.
+    /// Without --proto or --protoset the server is asked for the schema (server reflection).
     #[arg(
         long = "proto",
         value_name = "FILE",

@@ -1,6 +1,7 @@
 //! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one unary gRPC
-//! method. The schema is read and the request message built and framed once, before anything
-//! is sent; the run is then a load test over HTTP/2 like any other (the same settings, the same
+//! method. The schema is read (from --proto or --protoset, else asked of the server over
+//! reflection) and the request message built and framed once, before the run
+//! ([`crate::grpc_call`]); the run is then a load test over HTTP/2 like any other (the same settings, the same
 //! live loop, watchers and report), whose calls the engine counts by gRPC status code.
 
 use crate::args::{GrpcArgs, LoadArgs};
@@ -24,11 +25,11 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the
 /// load and outputs as a load test reads them.
-pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
+pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Settings> {
     refuse_http_only(&args.load)?;
     let (engine, url) = crate::grpc_call::config(&args.grpc, &mut args.load.request)?;
     args.load.http2.http2 = true;
-    settings::with_request(args.load, cores, engine, url, None)
+    Ok(settings::with_request(args.load, cores, engine, url, None)?)
 }
 
 /// Flags of a load test that a gRPC call cannot follow, refused rather than ignored.

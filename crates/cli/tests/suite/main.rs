@@ -20,6 +20,7 @@ mod files;
 mod flags_never_panic;
 mod grpc;
 mod grpc_cluster;
+mod grpc_options;
 mod grpc_target;
 mod hdr_java;
 mod hosts;
