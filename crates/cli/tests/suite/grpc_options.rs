@@ -196,8 +196,8 @@ fn an_open_loop_at_2000_calls_a_second_sends_them_all_on_time() {
     let Some((doc, counted)) = say_hello(&[], &load) else {
         return;
     };
-    assert_eq!(counted, 20_000);
     let (open, s) = (&doc["open_loop"], &doc["summary"]);
+    assert_eq!(counted, 20_000, "{open} {s} {}", doc["errors"]);
     assert_eq!(
         (&open["scheduled"], &open["dropped"]),
         (&json!(20_000), &json!(0)),
