@@ -1,7 +1,7 @@
 //! The CLI's integration tests, one module per area, linked into one test binary: one link
 //! instead of 43 (each linked the whole workspace again), and the tests of every area share
-//! the two test threads, so a module whose tests wait on a run no longer leaves a core idle
-//! while the next module waits its turn. `cargo test -p belier-cli --test suite MODULE::`
+//! the test threads (three in scripts/test: most wait on runs), so a module whose tests wait
+//! on a run no longer leaves a core idle while the next module waits its turn. `cargo test -p belier-cli --test suite MODULE::`
 //! runs one area. Five stay binaries of their own, run before or after this one and never
 //! beside it: the capacity searches (tests/capacity*.rs), which measure where a server
 //! saturates; tests/install.rs and tests/packages.rs, which only build and count and so run
