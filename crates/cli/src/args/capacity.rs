@@ -69,11 +69,6 @@ pub struct CapacityArgs {
     #[command(flatten)]
     pub vars: VarArgs,
 
-    /// With --call: a gRPC method searched instead of a URL (the positional is HOST:PORT,
-    /// -d/-D the message as JSON, -H metadata), as `belier grpc` sends it.
-    #[command(flatten)]
-    pub grpc: GrpcCallArgs,
-
     /// Refused with its reason: a search cannot be split into shards.
     #[arg(long = "shard", value_name = "I/N", hide = true)]
     pub shard: Option<String>,
@@ -204,6 +199,12 @@ pub struct CapacityArgs {
     /// or Ctrl-C); `belier report FILE` shows it again.
     #[arg(long = "save", value_name = "FILE")]
     pub save: Option<PathBuf>,
+
+    /// With --call: a gRPC method searched instead of a URL (the positional is HOST:PORT,
+    /// -d/-D the message as JSON, -H metadata), as `belier grpc` sends it. Last:
+    /// its heading goes on to what follows.
+    #[command(flatten)]
+    pub grpc: GrpcCallArgs,
 }
 
 // `5%` or `0.05`.
