@@ -112,11 +112,7 @@ impl Step {
                 .filter(|k| totals.errors_of(**k) > 0)
                 .map(|k| (k.name().to_string(), totals.errors_of(*k)))
                 .collect(),
-            rejected: totals
-                .status_counts()
-                .filter(|(code, _)| *code == 429 || *code == 503)
-                .map(|(_, n)| n)
-                .sum(),
+            rejected: rejected(totals),
             pass,
             why,
             cancelled: totals.errors_of(ErrorKind::Cancelled),
@@ -430,9 +426,46 @@ fn bounded_numbers(v: &serde_json::Value, path: &str) -> Result<(), String> {
     }
 }
 
+/// Requests the target turned away for load: HTTP 429 and 503, gRPC's RESOURCE_EXHAUSTED (8)
+/// and UNAVAILABLE (14), the codes a gRPC server sheds with.
+fn rejected(totals: &Recorder) -> u64 {
+    let http: u64 = totals
+        .status_counts()
+        .filter(|(code, _)| *code == 429 || *code == 503)
+        .map(|(_, n)| n)
+        .sum();
+    let grpc: u64 = totals
+        .grpc_counts()
+        .filter(|(code, _)| *code == 8 || *code == 14)
+        .map(|(_, n)| n)
+        .sum();
+    http + grpc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shed_calls_are_rejected_in_http_and_in_grpc() {
+        use belier_stats::{Outcome, Sample};
+        let mut totals = Recorder::new();
+        let outcomes = [
+            Outcome::Response { status: 200 },
+            Outcome::Response { status: 429 },
+            Outcome::Response { status: 503 },
+            Outcome::Response { status: 500 },
+            Outcome::Grpc { code: 0 },
+            Outcome::Grpc { code: 8 },
+            Outcome::Grpc { code: 14 },
+            Outcome::Grpc { code: 13 },
+        ];
+        for outcome in outcomes {
+            let now = std::time::Instant::now();
+            totals.record(&Sample::simulated(now, 0, 1_000, outcome));
+        }
+        assert_eq!(rejected(&totals), 4);
+    }
 
     fn answer(max_rate: Option<f64>, limited_by: LimitedBy) -> Answer {
         Answer {

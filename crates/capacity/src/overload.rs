@@ -74,7 +74,8 @@ pub struct OverloadStep {
     pub goodput: f64,
     /// Requests in the window.
     pub requests: u64,
-    /// Responses 429 and 503: rejected by the service.
+    /// Responses 429 and 503, gRPC calls RESOURCE_EXHAUSTED and UNAVAILABLE: rejected by the
+    /// service.
     pub rejected: u64,
     /// p99 latency of the rejections, µs, when there were any.
     pub rejected_p99_us: Option<u64>,

@@ -21,7 +21,7 @@ mod values;
 pub use capacity::{CapacityArgs, CapacityFormat, DimensionArg};
 pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
-pub use grpc::GrpcArgs;
+pub use grpc::{GrpcArgs, GrpcCallArgs};
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};
 pub use load::{
@@ -68,7 +68,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run belier's built-in target server (for demos, calibration and fault injection).
+    /// Run belier's built-in target server (for demos, calibration and fault injection), HTTP
+    /// and gRPC.
     Target(TargetArgs),
     /// Start the built-in target on loopback, load it for a few seconds and print the report.
     Demo(DemoArgs),
@@ -109,7 +110,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Load-test one gRPC method (unary or streaming): `belier grpc HOST:PORT --call
     /// package.Service/Method --proto FILE -d JSON`, each call's status code counted (non-OK
-    /// ones as failed calls), and a stream's messages.
+    /// ones as failed calls), and a stream's messages; the schema from --proto or --protoset,
+    /// else asked of the server (server reflection).
     Grpc(Box<GrpcArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),

@@ -26,6 +26,7 @@ use crate::settings::{InputError, Settings};
 use crate::signals::{self, Signals};
 
 pub(crate) mod files;
+mod grpc;
 mod scenarios;
 mod spawn;
 
@@ -149,8 +150,9 @@ struct Workers {
 impl Workers {
     fn prepare(cluster: &ClusterArgs, plan: Option<&belier_plan::Plan>) -> anyhow::Result<Workers> {
         // Read before any worker starts: a file that cannot go stops the run here.
-        let args = run_args(std::env::args().skip(1));
+        let (args, schema) = grpc::portable(run_args(std::env::args().skip(1)))?;
         let files = files::sent(plan, &args)?;
+        drop(schema);
         // The workers load the plan with the environment it was loaded with here, not theirs.
         let env = plan.map(|p| p.environment.clone()).unwrap_or_default();
         if let Some(why) = belier_cluster::environment::problem(&env) {

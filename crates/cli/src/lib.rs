@@ -9,6 +9,7 @@ mod cluster;
 pub mod commands;
 mod executors;
 mod exit;
+mod grpc_call;
 pub mod habits;
 mod limits;
 mod load;

@@ -238,3 +238,55 @@ fn what_a_dimension_or_a_plan_cannot_take_exits_2_naming_it() {
         assert!(stderr(&out).contains(words), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_grpc_method_is_found_at_its_handlers_capacity() {
+    // The built-in target's gRPC service behind 4 handlers of 20 ms: 200 calls/s, a little
+    // less as the sleeps overshoot; windows of 2 s, as the HTTP search of the same target
+    // (tests/capacity.rs) has, for the same reason: a late wake-up moves a 1 s window's p99.
+    let s = target(4, 20, None, false);
+    let proto = temp_dir("grpc-capacity").join("target.proto");
+    std::fs::write(&proto, belier_testserver::TARGET_PROTO).unwrap();
+    let server = s.addr().to_string();
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--call",
+            "belier.target.Target/Unary",
+            "--proto",
+            proto.to_str().unwrap(),
+            "--plaintext",
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "100",
+            "--warmup",
+            "500ms",
+            "--window",
+            "2s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            &server,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    let pool = s.pool_stats().unwrap();
+    let truth = 4.0 / pool.mean_service.unwrap().as_secs_f64();
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found}/s against {truth:.1}/s\n{c:#}"
+    );
+    assert_eq!(c["limited_by"], "slo");
+    // Every call the search sent was a gRPC call the service answered: the handlers served
+    // them all (none refused), and the target read one message per call.
+    let counts = s.counts();
+    assert_eq!(pool.rejected, 0);
+    assert_eq!(counts.grpc_messages_received, counts.requests, "{counts:?}");
+    assert!(counts.requests > 0);
+}

@@ -351,9 +351,16 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
             h.value_at_quantile(q) as f64 / 1e3
         }
     };
+    // gRPC calls by their code's name, in the same table (a run's calls are all gRPC or all
+    // HTTP).
     let statuses: Vec<Value> = total
         .status_counts()
         .map(|(code, n)| json!({"status": code, "count": n}))
+        .chain(
+            total
+                .grpc_counts()
+                .map(|(code, n)| json!({"status": belier_stats::grpc_code_name(code), "count": n})),
+        )
         .collect();
     let errors: Vec<Value> = ErrorKind::ALL
         .iter()
@@ -422,6 +429,21 @@ mod tests {
         let run = belier_engine::start(&config).expect("the engine starts");
         let control = run.control();
         (run, control)
+    }
+
+    #[test]
+    fn grpc_calls_are_in_the_status_table_by_their_codes_name() {
+        let mut total = Recorder::new();
+        for code in [0, 8, 8] {
+            let now = std::time::Instant::now();
+            let outcome = belier_stats::Outcome::Grpc { code };
+            total.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
+        }
+        let statuses = &totals(&total, &[])["statuses"];
+        assert_eq!(
+            statuses,
+            &json!([{"status": "OK", "count": 1}, {"status": "RESOURCE_EXHAUSTED", "count": 2}])
+        );
     }
 
     fn point(requests: u64) -> Point {

@@ -375,8 +375,13 @@ impl Group {
             ),
         };
         take_bytes(&wire, p);
-        // With stamps, completed when the frame that ended the stream reached the host.
-        p.completed = stamped(wire.stream_stamps(id).end, p.sent, Instant::now());
+        // With stamps, completed when the frame that ended the stream reached the host. A
+        // streaming call's messages are timed as they are read, which no stamp says: its end
+        // is too, so that its latency, first message and gaps are read on one clock.
+        p.completed = match request.stream {
+            Some(_) => None,
+            None => stamped(wire.stream_stamps(id).end, p.sent, Instant::now()),
+        };
         wire.forget(id);
         let status = head.status.as_u16();
         Ok(Response {

@@ -31,6 +31,19 @@ pub struct TlsOptions {
     pub resume: bool,
 }
 
+impl TlsOptions {
+    /// The connector and server name of one connection of the caller's own to `host`, made
+    /// as a run's connections are (trust, client certificate, SNI, ALPN): for what a command
+    /// asks a server once before its run, such as a gRPC server's schema over reflection.
+    pub fn connector(
+        &self,
+        host: &str,
+    ) -> Result<(tokio_rustls::TlsConnector, ServerName<'static>), TlsSetupError> {
+        let tls = Tls::new(self, host)?;
+        Ok((tls.connector, tls.server_name))
+    }
+}
+
 /// Why the TLS settings cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {

@@ -26,9 +26,6 @@ pub enum CallError {
         /// serde_json's or prost-reflect's reason, with a line and column.
         reason: String,
     },
-    /// The method streams, where a unary call was asked for ([`Call::unary`]).
-    #[error("{0} is a streaming method, not a unary one")]
-    Streaming(String),
     /// A JSON array of messages for a method whose client sends one message.
     #[error(
         "a JSON array of messages is for a method whose client streams; {method} is {kind}: \
@@ -163,20 +160,6 @@ impl Call {
             kind,
         })
     }
-
-    /// [`Call::new`] for a unary method; a streaming one is refused.
-    pub fn unary(
-        method: &MethodDescriptor,
-        json: &str,
-        metadata: &[(String, String)],
-        timeout: Option<Duration>,
-        compression: Compression,
-    ) -> Result<Call, CallError> {
-        if Kind::of(method).streams() {
-            return Err(CallError::Streaming(method.full_name().into()));
-        }
-        Call::new(method, json, metadata, timeout, compression)
-    }
 }
 
 /// `json` read as a `descriptor` message (protobuf's JSON mapping: field names in lowerCamelCase
@@ -262,7 +245,14 @@ mod tests {
     use crate::frame::Frames;
     use crate::schema::Schema;
 
+    /// Compiled once for all the tests: each compiling its own from one directory, the tests
+    /// running at once emptied it under each other (`temp_dir` starts it afresh).
     fn greeter() -> Schema {
+        static GREETER: std::sync::OnceLock<Schema> = std::sync::OnceLock::new();
+        GREETER.get_or_init(compile_greeter).clone()
+    }
+
+    fn compile_greeter() -> Schema {
         let dir = belier_testsupport::dirs::temp_dir("call");
         let proto = r#"syntax = "proto3";
 package helloworld;
@@ -335,7 +325,7 @@ message HelloReply { string message = 1; }
         let schema = greeter();
         let method = schema.method("helloworld.Greeter/SayHello").unwrap();
         let metadata = [("X-Tenant".to_string(), "blue".to_string())];
-        let call = Call::unary(
+        let call = Call::new(
             &method,
             r#"{"name": "belier"}"#,
             &metadata,
@@ -360,7 +350,7 @@ message HelloReply { string message = 1; }
             ]
         );
         assert_eq!(&call.body[..], b"\0\0\0\0\x08\x0a\x06belier");
-        let gzipped = Call::unary(
+        let gzipped = Call::new(
             &method,
             r#"{"name": "belier"}"#,
             &[],
@@ -377,15 +367,12 @@ message HelloReply { string message = 1; }
     }
 
     #[test]
-    fn streaming_methods_and_reserved_metadata_are_refused() {
+    fn reserved_metadata_is_refused() {
         let schema = greeter();
-        let lots = schema.method("helloworld.Greeter/Lots").unwrap();
-        let e = Call::unary(&lots, "{}", &[], None, Compression::Identity).unwrap_err();
-        assert_eq!(e, CallError::Streaming("helloworld.Greeter.Lots".into()));
         let hello = schema.method("helloworld.Greeter/SayHello").unwrap();
         for name in ["grpc-timeout", "TE", "Content-Type"] {
             let metadata = [(name.to_string(), "x".to_string())];
-            let e = Call::unary(&hello, "{}", &metadata, None, Compression::Identity);
+            let e = Call::new(&hello, "{}", &metadata, None, Compression::Identity);
             assert_eq!(
                 e.unwrap_err(),
                 CallError::Reserved(name.to_ascii_lowercase())

@@ -8,6 +8,8 @@
 //!   the server sent none);
 //! - [`schema`]: the services and messages a run may call, from `.proto` files compiled at
 //!   start (protox: no `protoc`) or from a protoset (a serialized `FileDescriptorSet`);
+//! - [`reflection`]: the schema asked of the server itself (server reflection), as questions
+//!   and answers the caller carries over a connection of its own;
 //! - [`call`]: a call built once before a run: its kind (unary, or which side streams, from
 //!   the schema), its path, its headers (`te: trailers`, `grpc-timeout`, metadata) and its
 //!   request messages (one, or a client stream's from a JSON array), read from JSON and
@@ -20,10 +22,12 @@
 
 pub mod call;
 pub mod frame;
+pub mod reflection;
 pub mod schema;
 pub mod status;
 
 pub use call::{Call, CallError, Kind};
 pub use frame::{Compression, FrameError, Frames};
+pub use reflection::{Reflection, ReflectionError};
 pub use schema::{Schema, SchemaError};
 pub use status::{Code, Status};

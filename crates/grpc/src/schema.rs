@@ -61,7 +61,8 @@ pub enum SchemaError {
     },
 }
 
-fn list(names: &[String]) -> String {
+/// Names joined with commas, or "none".
+pub(crate) fn list(names: &[String]) -> String {
     if names.is_empty() {
         "none".into()
     } else {
@@ -115,15 +116,15 @@ impl Schema {
         Ok(Schema { pool })
     }
 
+    /// The schema of the files in `pool` (those reflection brought).
+    pub(crate) fn from_pool(pool: DescriptorPool) -> Schema {
+        Schema { pool }
+    }
+
     /// The method `call` names: `package.Service/Method` (or `package.Service.Method`, as
     /// grpcurl also takes it).
     pub fn method(&self, call: &str) -> Result<MethodDescriptor, SchemaError> {
-        let (service, method) = call
-            .rsplit_once('/')
-            .or_else(|| call.rsplit_once('.'))
-            .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'))
-            .ok_or_else(|| SchemaError::NotAMethod(call.into()))?;
-        let service = service.trim_start_matches('/');
+        let (service, method) = split_call(call)?;
         let Some(found) = self.pool.get_service_by_name(service) else {
             let mut known: Vec<String> = self
                 .pool
@@ -149,6 +150,16 @@ impl Schema {
     pub fn pool(&self) -> &DescriptorPool {
         &self.pool
     }
+}
+
+/// The service and the method `call` names (see [`Schema::method`]).
+pub fn split_call(call: &str) -> Result<(&str, &str), SchemaError> {
+    let (service, method) = call
+        .rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .filter(|(s, m)| !s.is_empty() && !m.is_empty() && !m.contains('/'))
+        .ok_or_else(|| SchemaError::NotAMethod(call.into()))?;
+    Ok((service.trim_start_matches('/'), method))
 }
 
 /// protox's error as `FILE:LINE:COL: message` when it points at a place in a file (the file

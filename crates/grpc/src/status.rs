@@ -78,27 +78,10 @@ impl Code {
         self as u8
     }
 
-    /// Its name as the spec writes it (`RESOURCE_EXHAUSTED`).
+    /// Its name as the spec writes it (`RESOURCE_EXHAUSTED`): the one table every report
+    /// labels recorded codes with.
     pub fn name(self) -> &'static str {
-        match self {
-            Code::Ok => "OK",
-            Code::Cancelled => "CANCELLED",
-            Code::Unknown => "UNKNOWN",
-            Code::InvalidArgument => "INVALID_ARGUMENT",
-            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-            Code::NotFound => "NOT_FOUND",
-            Code::AlreadyExists => "ALREADY_EXISTS",
-            Code::PermissionDenied => "PERMISSION_DENIED",
-            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-            Code::FailedPrecondition => "FAILED_PRECONDITION",
-            Code::Aborted => "ABORTED",
-            Code::OutOfRange => "OUT_OF_RANGE",
-            Code::Unimplemented => "UNIMPLEMENTED",
-            Code::Internal => "INTERNAL",
-            Code::Unavailable => "UNAVAILABLE",
-            Code::DataLoss => "DATA_LOSS",
-            Code::Unauthenticated => "UNAUTHENTICATED",
-        }
+        belier_stats::grpc_code_name(self.number())
     }
 
     /// The code a response with HTTP status `status` and no `grpc-status` stands for (the

@@ -119,6 +119,11 @@ pub fn families(figures: &Figures) -> Vec<Family> {
             value: n as f64,
         })
         .collect();
+    requests.extend(total.grpc_counts().map(|(code, n)| Point {
+        suffix: "",
+        labels: vec![("grpc_code", belier_stats::grpc_code_name(code).to_string())],
+        value: n as f64,
+    }));
     requests.extend(ErrorKind::ALL.iter().map(|kind| Point {
         suffix: "",
         labels: vec![("error", kind.name().to_string())],
@@ -127,7 +132,7 @@ pub fn families(figures: &Figures) -> Vec<Family> {
     let mut out = vec![
         Family {
             name: REQUESTS,
-            help: "Requests that ended: status=\"CODE\" for complete responses, error=\"KIND\" for failures.",
+            help: "Requests that ended: status=\"CODE\" for complete responses, grpc_code=\"NAME\" for gRPC calls, error=\"KIND\" for failures.",
             kind: Type::Counter,
             points: requests,
         },
@@ -352,6 +357,33 @@ pub(crate) mod tests {
             })
             .unwrap_or_else(|| panic!("no {suffix} {labels:?} in {family:?}"))
             .value
+    }
+
+    #[test]
+    fn grpc_calls_are_requests_labelled_by_their_codes_name() {
+        let mut total = Recorder::new();
+        for code in [0, 0, 0, 8] {
+            total.record(&Sample::simulated(
+                Instant::now(),
+                0,
+                1_000,
+                Outcome::Grpc { code },
+            ));
+        }
+        let all = families(&Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &[],
+        });
+        let requests = all.iter().find(|f| f.name == REQUESTS).unwrap();
+        assert_eq!(value(requests, "", &[("grpc_code", "OK")]), 3.0);
+        assert_eq!(
+            value(requests, "", &[("grpc_code", "RESOURCE_EXHAUSTED")]),
+            1.0
+        );
+        assert!(requests.points.iter().all(|p| p.labels[0].0 != "status"));
     }
 
     #[test]

@@ -97,7 +97,7 @@ fn to_value(r: &Report) -> Value {
         let grpc: Map<String, Value> = t
             .grpc_counts()
             .map(|(code, n)| {
-                let name = belier_grpc::Code::from_number(u32::from(code)).name();
+                let name = belier_stats::grpc_code_name(code);
                 (name.to_string(), json!(n))
             })
             .collect();

@@ -256,6 +256,10 @@ fn write_status_codes(out: &mut String, r: &Report) -> std::fmt::Result {
             };
             writeln!(out, "| {code} | {} |", thousands(n))?;
         }
+        for (code, n) in t.grpc_counts() {
+            let name = belier_stats::grpc_code_name(code);
+            writeln!(out, "| {name} | {} |", thousands(n))?;
+        }
     }
     Ok(())
 }
@@ -485,6 +489,36 @@ mod tests {
         assert!(
             html.contains("<td>–</td>"),
             "the empty run's latency cells are blank"
+        );
+    }
+
+    #[test]
+    fn grpc_calls_are_listed_by_their_codes_name_in_markdown_and_html() {
+        use belier_stats::{Outcome, Recorder, Sample};
+        let a = seeded::base();
+        let mut totals = Recorder::new();
+        for code in [0, 0, 8] {
+            let now = std::time::Instant::now();
+            totals.record(&Sample::simulated(now, 0, 1_000, Outcome::Grpc { code }));
+        }
+        let report = Report {
+            totals: &totals,
+            ..a.report()
+        };
+        let got = render_markdown(&[NamedReport {
+            name: "grpc",
+            report: &report,
+        }]);
+        assert!(got.contains("| OK | 2 |"), "{got}");
+        assert!(got.contains("| RESOURCE_EXHAUSTED | 1 |"), "{got}");
+        let html = crate::render_html(&[crate::HtmlRun {
+            name: "grpc".into(),
+            report: &report,
+        }]);
+        assert!(html.contains("gRPC status"), "the chart's axis names gRPC");
+        assert!(
+            html.contains(">RESOURCE_EXHAUSTED<"),
+            "a bar's tick names the code"
         );
     }
 

@@ -304,7 +304,7 @@ fn write_status_codes(out: &mut String, r: &Report) -> std::fmt::Result {
     // gRPC or all HTTP, so only one of the two lists is there.
     for (code, n) in t.grpc_counts() {
         any = true;
-        let name = belier_grpc::Code::from_number(u32::from(code)).name();
+        let name = belier_stats::grpc_code_name(code);
         writeln!(out, "  {name:<20}{:>12}", thousands(n))?;
     }
     if !any {

@@ -36,6 +36,6 @@ pub use messages::{CallMessages, MessageCounts, Messages};
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};
 pub use row::{Row, RowCounts};
-pub use sample::{Outcome, Sample, GRPC_CODES};
+pub use sample::{grpc_code_name, Outcome, Sample, GRPC_CODES};
 pub use series::{Gauges, Point, Series};
 pub use step::{CheckCounts, StepCounts, StepRow};

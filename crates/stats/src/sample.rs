@@ -25,6 +25,36 @@ pub enum Outcome {
 /// a code outside them as `UNKNOWN` (2), as gRPC's clients read one.
 pub const GRPC_CODES: usize = 17;
 
+/// The gRPC status codes' names as the spec writes them, by number.
+const GRPC_CODE_NAMES: [&str; GRPC_CODES] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// The name of gRPC status code `code` (`RESOURCE_EXHAUSTED` for 8), as every report and
+/// output labels it; `UNKNOWN` for a number outside the 17, as gRPC's clients read one.
+pub fn grpc_code_name(code: u8) -> &'static str {
+    GRPC_CODE_NAMES
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(GRPC_CODE_NAMES[2])
+}
+
 /// Everything recorded about one request.
 ///
 /// Each sample knows when it was *meant* to start (`intended`) as well as when a connection

@@ -24,6 +24,10 @@ pub struct Counts {
     /// client certificate or ALPN protocol, spoke something else than TLS (plain HTTP, say), or
     /// closed before the handshake was done.
     pub tls_failures: u64,
+    /// gRPC request messages read whole by the target's gRPC service.
+    pub grpc_messages_received: u64,
+    /// gRPC reply messages the service handed to the connection.
+    pub grpc_messages_sent: u64,
 }
 
 /// The live counters behind [`Counts`].
@@ -35,6 +39,8 @@ pub(crate) struct Counters {
     pub(crate) body_bytes_received: AtomicU64,
     pub(crate) tls_handshakes: AtomicU64,
     pub(crate) tls_failures: AtomicU64,
+    pub(crate) grpc_messages_received: AtomicU64,
+    pub(crate) grpc_messages_sent: AtomicU64,
     /// A gauge, unlike the others: connections accepted and not yet closed.
     pub(crate) open: AtomicU64,
 }

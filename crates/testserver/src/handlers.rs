@@ -131,70 +131,89 @@ pub(crate) fn metrics(
     pool: Option<&PoolStats>,
     cpu: Option<Duration>,
 ) -> String {
+    const COUNTER: &str = "counter";
+    const GAUGE: &str = "gauge";
+    let mut metrics = vec![
+        (
+            "belier_target_requests_total",
+            COUNTER,
+            "Request heads parsed.",
+            counts.requests.to_string(),
+        ),
+        (
+            "belier_target_responses_total",
+            COUNTER,
+            "Complete responses.",
+            counts.responses.to_string(),
+        ),
+        (
+            "belier_target_connections_total",
+            COUNTER,
+            "Connections accepted.",
+            counts.connections.to_string(),
+        ),
+        (
+            "belier_target_open_connections",
+            GAUGE,
+            "Connections open now.",
+            open.to_string(),
+        ),
+        (
+            "belier_target_grpc_messages_received_total",
+            COUNTER,
+            "gRPC request messages read.",
+            counts.grpc_messages_received.to_string(),
+        ),
+        (
+            "belier_target_grpc_messages_sent_total",
+            COUNTER,
+            "gRPC reply messages sent.",
+            counts.grpc_messages_sent.to_string(),
+        ),
+    ];
+    if let Some(p) = pool {
+        metrics.extend([
+            (
+                "belier_target_served_total",
+                COUNTER,
+                "Requests a handler served.",
+                p.served.to_string(),
+            ),
+            (
+                "belier_target_shed_total",
+                COUNTER,
+                "Requests turned away with the queue full.",
+                p.rejected.to_string(),
+            ),
+            (
+                "belier_target_in_flight",
+                GAUGE,
+                "Handlers holding a request.",
+                p.busy.to_string(),
+            ),
+            (
+                "belier_target_queued",
+                GAUGE,
+                "Requests waiting for a handler.",
+                p.waiting.to_string(),
+            ),
+        ]);
+    }
+    if let Some(cpu) = cpu {
+        let help = "User and system CPU time the server process spent.";
+        metrics.push((
+            "process_cpu_seconds_total",
+            COUNTER,
+            help,
+            format!("{}", cpu.as_secs_f64()),
+        ));
+    }
     let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+    for (name, kind, help, value) in metrics {
         // Writing to a String cannot fail.
         let _ = write!(
             out,
             "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-        );
-    };
-    metric(
-        "belier_target_requests_total",
-        "counter",
-        "Request heads parsed.",
-        counts.requests.to_string(),
-    );
-    metric(
-        "belier_target_responses_total",
-        "counter",
-        "Complete responses.",
-        counts.responses.to_string(),
-    );
-    metric(
-        "belier_target_connections_total",
-        "counter",
-        "Connections accepted.",
-        counts.connections.to_string(),
-    );
-    metric(
-        "belier_target_open_connections",
-        "gauge",
-        "Connections open now.",
-        open.to_string(),
-    );
-    if let Some(p) = pool {
-        metric(
-            "belier_target_served_total",
-            "counter",
-            "Requests a handler served.",
-            p.served.to_string(),
-        );
-        metric(
-            "belier_target_shed_total",
-            "counter",
-            "Requests turned away with the queue full.",
-            p.rejected.to_string(),
-        );
-        metric(
-            "belier_target_in_flight",
-            "gauge",
-            "Handlers holding a request.",
-            p.busy.to_string(),
-        );
-        metric(
-            "belier_target_queued",
-            "gauge",
-            "Requests waiting for a handler.",
-            p.waiting.to_string(),
-        );
-    }
-    if let Some(cpu) = cpu {
-        metric(
-            "process_cpu_seconds_total",
-            "counter",
-            "User and system CPU time the server process spent.",
-            format!("{}", cpu.as_secs_f64()),
         );
     }
     out

@@ -27,15 +27,13 @@ use tokio::sync::Notify;
 
 use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
 use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
+use crate::flow::send_flow;
 use crate::handlers::Admission;
 use crate::response::{self, FILLER};
 use crate::shared::{SeenRequest, Shared};
 
 /// What a plain connection that speaks HTTP/2 with prior knowledge sends first.
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Largest DATA frame payload written at once: the protocol's default frame size.
-const DATA_PIECE: usize = 16 * 1024;
 
 /// What a connection's streams share: how they ask it to end, and their count.
 #[derive(Default)]
@@ -151,6 +149,9 @@ impl Stream {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_owned();
+        if crate::grpc::is_grpc(&head.headers) {
+            return self.grpc(&head, &target, body, respond).await;
+        }
         let is_head = head.method == http::Method::HEAD;
         let gzip = head
             .headers
@@ -206,6 +207,30 @@ impl Stream {
             self.ending.graceful.notify_one();
         }
         Ok(())
+    }
+
+    /// A gRPC call: admitted by the handlers as any request (`--workers`), then answered by
+    /// the target's gRPC service.
+    async fn grpc(
+        &self,
+        head: &http::request::Parts,
+        path: &str,
+        body: RecvStream,
+        respond: &mut SendResponse<Bytes>,
+    ) -> Result<(), Gone> {
+        if let Some(pool) = &self.shared.pool {
+            match pool.admit().await {
+                Admission::Served(handler) => pool.serve(handler).await,
+                Admission::Rejected if pool.settings.shed => {
+                    return Ok(crate::grpc::shed(&self.shared, respond)?);
+                }
+                Admission::Rejected => {
+                    respond.send_reset(Reason::REFUSED_STREAM);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(crate::grpc::answer(&self.shared, path, &head.headers, body, respond).await?)
     }
 
     /// Reads the whole request body, counted and (up to a bound) kept, before anything else;
@@ -458,28 +483,6 @@ async fn send_filler(send: &mut SendStream<Bytes>, len: usize, end: bool) -> Res
 /// Sends `data` and ends the stream.
 async fn send_all(send: &mut SendStream<Bytes>, data: Bytes) -> Result<(), h2::Error> {
     send_flow(send, data, true).await
-}
-
-/// Sends `data` in pieces the peer's window has room for, so a large body waits for the
-/// client to read rather than piling up in the server's memory.
-async fn send_flow(
-    send: &mut SendStream<Bytes>,
-    mut data: Bytes,
-    end: bool,
-) -> Result<(), h2::Error> {
-    while !data.is_empty() {
-        send.reserve_capacity(data.len().min(DATA_PIECE));
-        let granted = match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-            Some(granted) => granted?,
-            None => return Ok(()),
-        };
-        if granted == 0 {
-            continue;
-        }
-        let piece = data.split_to(granted.min(data.len()));
-        send.send_data(piece, end && data.is_empty())?;
-    }
-    Ok(())
 }
 
 /// A plain socket with the bytes already read from it put back in front, so the HTTP/2

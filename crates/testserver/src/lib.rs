@@ -53,6 +53,8 @@ mod behaviour;
 mod connection;
 mod counts;
 mod delay;
+mod flow;
+mod grpc;
 mod handlers;
 mod http2;
 mod request;
@@ -68,6 +70,7 @@ pub use behaviour::{
 };
 pub use connection::RECORDED_BODY_BYTES;
 pub use counts::Counts;
+pub use grpc::TARGET_PROTO;
 pub use handlers::{Handlers, PoolStats};
 pub use request::MAX_HEAD_BYTES;
 pub use server::{Config, Server};

@@ -108,6 +108,8 @@ impl Shared {
             body_bytes_received: c.body_bytes_received.load(Relaxed),
             tls_handshakes: c.tls_handshakes.load(Relaxed),
             tls_failures: c.tls_failures.load(Relaxed),
+            grpc_messages_received: c.grpc_messages_received.load(Relaxed),
+            grpc_messages_sent: c.grpc_messages_sent.load(Relaxed),
         }
     }
 

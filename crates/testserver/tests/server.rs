@@ -128,6 +128,8 @@ fn keep_alive_serves_many_requests_on_one_connection() {
         body_bytes_received: 0,
         tls_handshakes: 0,
         tls_failures: 0,
+        grpc_messages_received: 0,
+        grpc_messages_sent: 0,
     };
     assert_eq!(server.counts(), want);
 }

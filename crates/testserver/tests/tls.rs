@@ -196,6 +196,8 @@ fn keep_alive_is_one_handshake_for_many_requests() {
         body_bytes_received: 0,
         tls_handshakes: 1,
         tls_failures: 0,
+        grpc_messages_received: 0,
+        grpc_messages_sent: 0,
     };
     assert_eq!(server.counts(), want);
 }

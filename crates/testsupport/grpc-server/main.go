@@ -5,12 +5,13 @@
 // HelloReply{string message = 1}, so no generated code is needed. It prints "listening PORT"
 // once it listens on 127.0.0.1, counts calls (and streamed messages) on its own side, and
 // prints "calls SayHello=N Limited=N Slow=N ServerStream=N …" when its standard input closes,
-// then exits.
+// then exits. Its flags (reflection, TLS, a maximum connection age) are in options.go.
 package main
 
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -67,14 +68,24 @@ func main() {
 			}),
 		},
 	}
+	flag.Parse()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	server := grpc.NewServer()
+	options, err := serverOptions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	server := grpc.NewServer(options...)
 	server.RegisterService(&desc, struct{}{})
 	server.RegisterService(&streamerDesc, struct{}{})
+	if err := registerReflection(server); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	go func() { _ = server.Serve(listener) }()
 	fmt.Printf("listening %d\n", listener.Addr().(*net.TCPAddr).Port)
 	_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))

@@ -19,6 +19,8 @@ pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool)
     ahead(|| {
         Server::start(Config {
             threads: 2,
+            // h2c for gRPC calls (the HTTP/1.1 tests never send the preface).
+            http2: true,
             handlers: Some(Handlers {
                 workers,
                 service_time: Duration::from_millis(service_ms),

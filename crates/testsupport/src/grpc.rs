@@ -77,8 +77,16 @@ impl GrpcServer {
     /// Builds (once per process) and starts the server; `None` after [`missing`] (which
     /// fails under CI) when there is no Go toolchain.
     pub fn start() -> Option<GrpcServer> {
+        GrpcServer::start_with(&[])
+    }
+
+    /// [`GrpcServer::start`] with the server's flags (grpc-server/options.go): `-reflection`
+    /// (with `-reflection-v1alpha-only`), `-tls-cert FILE -tls-key FILE`,
+    /// `-max-connection-age D -max-connection-age-grace D`.
+    pub fn start_with(flags: &[&str]) -> Option<GrpcServer> {
         let binary = built()?;
         let mut child = Command::new(binary)
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -8,7 +8,9 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::{parse_duration, parse_duration_or_zero};
-use super::{Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs, NO_RESEND_BRIEF};
+use super::{
+    GrpcCallArgs, Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs, NO_RESEND_BRIEF,
+};
 
 /// What `--dimension` searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -197,6 +199,12 @@ pub struct CapacityArgs {
     /// or Ctrl-C); `belier report FILE` shows it again.
     #[arg(long = "save", value_name = "FILE")]
     pub save: Option<PathBuf>,
+
+    /// With --call: a gRPC method searched instead of a URL (the positional is HOST:PORT,
+    /// -d/-D the message as JSON, -H metadata), as `belier grpc` sends it. Last:
+    /// its heading goes on to what follows.
+    #[command(flatten)]
+    pub grpc: GrpcCallArgs,
 }
 
 // `5%` or `0.05`.

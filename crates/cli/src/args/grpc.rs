@@ -47,25 +47,29 @@ use super::{parse_duration_or_zero, LoadArgs};
     mut_arg("order", |a| a.hide(true)),
     mut_arg("cookies", |a| a.hide(true)),
     mut_arg("follow", |a| a.hide(true)),
+    mut_arg("call", |a| a.required(true)),
 )]
 pub struct GrpcArgs {
+    /// The load and its outputs, as for a load test.
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// The method, its schema and how it is sent (last: its heading goes on to what follows).
+    #[command(flatten)]
+    pub grpc: GrpcCallArgs,
+}
+
+/// The gRPC call a run sends: `belier grpc`'s, and `belier capacity --call`'s.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "gRPC")]
+pub struct GrpcCallArgs {
     /// The method to call, package.Service/Method (package.Service.Method is read too).
-    #[arg(
-        long = "call",
-        value_name = "METHOD",
-        required = true,
-        help_heading = "gRPC"
-    )]
-    pub call: String,
+    #[arg(long = "call", value_name = "METHOD")]
+    pub call: Option<String>,
 
     /// A .proto file declaring the method (repeatable), compiled at start with its imports.
-    #[arg(
-        long = "proto",
-        value_name = "FILE",
-        required_unless_present = "protoset",
-        conflicts_with = "protoset",
-        help_heading = "gRPC"
-    )]
+    /// Without --proto or --protoset the server is asked for the schema (server reflection).
+    #[arg(long = "proto", value_name = "FILE", conflicts_with = "protoset")]
     pub proto: Vec<PathBuf>,
 
     /// Where the .proto files' imports are looked up (repeatable); each --proto file's own
@@ -74,18 +78,17 @@ pub struct GrpcArgs {
         short = 'I',
         long = "import-path",
         value_name = "DIR",
-        requires = "proto",
-        help_heading = "gRPC"
+        requires = "proto"
     )]
     pub import_paths: Vec<PathBuf>,
 
     /// A protoset: the compiled FileDescriptorSet with its imports (protoc --descriptor_set_out
     /// FILE --include_imports, or buf build -o FILE).
-    #[arg(long = "protoset", value_name = "FILE", help_heading = "gRPC")]
+    #[arg(long = "protoset", value_name = "FILE")]
     pub protoset: Option<PathBuf>,
 
     /// Send the request message gzip-compressed (grpc-encoding: gzip).
-    #[arg(long = "gzip", help_heading = "gRPC")]
+    #[arg(long = "gzip")]
     pub gzip: bool,
 
     /// Client and bidirectional streaming: messages each call sends, the request messages
@@ -94,8 +97,7 @@ pub struct GrpcArgs {
     #[arg(
         long = "stream-call-count",
         value_name = "N",
-        value_parser = clap::value_parser!(u32).range(1..),
-        help_heading = "gRPC"
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub stream_call_count: Option<u32>,
 
@@ -104,16 +106,11 @@ pub struct GrpcArgs {
     #[arg(
         long = "stream-interval",
         value_name = "D",
-        value_parser = parse_duration_or_zero,
-        help_heading = "gRPC"
+        value_parser = parse_duration_or_zero
     )]
     pub stream_interval: Option<Duration>,
 
     /// Plain HTTP/2 (h2c) instead of TLS.
-    #[arg(long = "plaintext", help_heading = "gRPC")]
+    #[arg(long = "plaintext")]
     pub plaintext: bool,
-
-    /// The load and its outputs, as for a load test.
-    #[command(flatten)]
-    pub load: LoadArgs,
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use super::parse_duration;
 
 /// What to request and how to reach it: shared by load tests and `belier probe`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct RequestArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/path?query
     #[arg(value_name = "URL")]
@@ -105,7 +105,7 @@ pub struct RequestArgs {
 
 /// The request flags a plan run takes as well (`belier run PLAN -H … -k`), there overriding
 /// what the plan says: declared once, here, and flattened into both.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct EveryRequestArgs {
     /// Extra request header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]

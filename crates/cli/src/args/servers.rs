@@ -38,6 +38,10 @@ pub struct TargetArgs {
     /// holding the CA, for clients' --cacert.
     #[arg(long)]
     pub tls: bool,
+    /// Print the .proto of the target's gRPC service (belier.target.Target: Unary,
+    /// ServerStream, ClientStream, Bidi) for `belier grpc --proto`, and exit.
+    #[arg(long)]
+    pub print_proto: bool,
     /// A known capacity: K handlers, each holding a request for --service-time (waiting, not
     /// burning CPU); the capacity is K / service time. Also serves /metrics for Prometheus.
     #[arg(

@@ -9,7 +9,7 @@ use belier_cluster::protocol::SentFile;
 use belier_plan::{Copies, Plan};
 use clap::Parser;
 
-use crate::args::{Cli, LoadArgs};
+use crate::args::{Cli, Command, GrpcArgs, LoadArgs};
 use crate::settings::InputError;
 
 /// The files to send with the job of the run of `args` (the run's own arguments), `plan`'s
@@ -21,6 +21,13 @@ pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile
             let argv = std::iter::once("belier".to_string()).chain(args.iter().cloned());
             match Cli::try_parse_from(argv) {
                 Ok(mut cli) if cli.command.is_none() => named(&mut cli.load)
+                    .into_iter()
+                    .map(|p| p.clone())
+                    .collect(),
+                Ok(Cli {
+                    command: Some(Command::Grpc(mut grpc)),
+                    ..
+                }) => named_by_grpc(&mut grpc)
                     .into_iter()
                     .map(|p| p.clone())
                     .collect(),
@@ -52,9 +59,26 @@ pub(crate) fn named(load: &mut LoadArgs) -> Vec<&mut PathBuf> {
     .collect()
 }
 
+/// The files a `belier grpc` run's workers read, as its job's arguments name them: its
+/// protoset (the coordinator's schema, see `cluster::grpc`) and the request's files.
+pub(crate) fn named_by_grpc(grpc: &mut GrpcArgs) -> Vec<&mut PathBuf> {
+    let mut paths = named(&mut grpc.load);
+    paths.extend(grpc.grpc.protoset.as_mut());
+    paths
+}
+
 /// A flag run's arguments reading the files they name from their `copies`.
 pub fn localise(load: &mut LoadArgs, copies: &Copies) {
-    for path in named(load) {
+    to_copies(named(load), copies);
+}
+
+/// A `belier grpc` job's arguments reading the files they name from their `copies`.
+pub fn localise_grpc(grpc: &mut GrpcArgs, copies: &Copies) {
+    to_copies(named_by_grpc(grpc), copies);
+}
+
+fn to_copies(paths: Vec<&mut PathBuf>, copies: &Copies) {
+    for path in paths {
         if let Some(local) = copies.get(path) {
             path.clone_from(local);
         }

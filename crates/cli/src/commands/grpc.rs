@@ -1,15 +1,9 @@
 //! `belier grpc HOST:PORT --call package.Service/Method …`: a load test of one gRPC method,
-//! unary or streaming (its kind from the schema). The schema is read and the request messages
-//! built and framed once, before anything is sent; the run is then a load test over HTTP/2
+//! unary or streaming (its kind from the schema). The schema is read (from --proto or
+//! --protoset, else asked of the server over reflection) and the request messages built and
+//! framed once, before the run ([`crate::grpc_call`]); the run is then a load test over HTTP/2
 //! like any other (the same settings, the same live loop, watchers and report), whose calls
 //! the engine counts by gRPC status code, and a streaming call's messages each way.
-
-use std::path::PathBuf;
-use std::time::Duration;
-
-use belier_engine::GrpcStream;
-use belier_grpc::{Call, Compression, Schema};
-use belier_plan::files;
 
 use crate::args::{GrpcArgs, LoadArgs};
 use crate::load::report::{linger, write_report};
@@ -32,141 +26,11 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the
 /// load and outputs as a load test reads them.
-fn settings(mut args: GrpcArgs, cores: usize) -> Result<Settings, InputError> {
+pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Settings> {
     refuse_http_only(&args.load)?;
-    let schema = schema(&args)?;
-    let method = schema
-        .method(&args.call)
-        .map_err(|e| InputError::new("--call <METHOD>", &args.call, e.to_string()))?;
-    let request = &mut args.load.request;
-    let metadata = request
-        .every
-        .headers
-        .iter()
-        .map(|h| settings::parse_header(h))
-        .collect::<Result<Vec<_>, _>>()?;
-    let compression = match args.gzip {
-        true => Compression::Gzip,
-        false => Compression::Identity,
-    };
-    let json = message_json(request.body.take(), request.body_file.take())?;
-    let call = Call::new(
-        &method,
-        &json,
-        &metadata,
-        Some(request.timeout),
-        compression,
-    )
-    .map_err(|e| match e {
-        belier_grpc::CallError::Reserved(_) => InputError::in_file(format!("--header: {e}")),
-        _ => InputError::in_file(format!("--body: {e}")),
-    })?;
-    let stream = streaming(
-        &call,
-        &args.call,
-        args.stream_call_count,
-        args.stream_interval,
-    )?;
-    // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
-    // reads, for the URL the call makes; then the call's own method, headers and body.
-    let target = request.url.take().ok_or_else(|| {
-        InputError::new(
-            "<HOST:PORT>",
-            "",
-            "is required (usage: belier grpc HOST:PORT --call …)",
-        )
-    })?;
-    check_target(&target)?;
-    let scheme = if args.plaintext { "http" } else { "https" };
-    request.url = Some(format!("{scheme}://{target}{}", call.path));
-    request.every.headers.clear();
-    let (mut engine, url) = settings::request_config(request)?;
-    engine.request.method = "POST".into();
-    engine.request.headers = call.headers;
-    engine.request.body = call.body.to_vec();
-    engine.grpc = true;
-    engine.grpc_stream = stream;
+    let (engine, url) = crate::grpc_call::config(&args.grpc, &mut args.load.request)?;
     args.load.http2.http2 = true;
-    settings::with_request(args.load, cores, engine, url, None)
-}
-
-/// How a streaming call's messages go: a server stream sends its one request message; a
-/// client stream `count` of them (--stream-call-count; as many as -d gives unless told), taken
-/// in turn, `interval` apart (--stream-interval). `None` for a unary call. `method`: --call.
-fn streaming(
-    call: &Call,
-    method: &str,
-    count: Option<u32>,
-    interval: Option<Duration>,
-) -> Result<Option<GrpcStream>, InputError> {
-    if !call.kind.client_streams() {
-        let given = [
-            (count.is_some(), "--stream-call-count"),
-            (interval.is_some(), "--stream-interval"),
-        ];
-        if let Some((_, flag)) = given.iter().find(|(given, _)| *given) {
-            return Err(InputError::new(
-                flag,
-                "",
-                format!(
-                    "is for a method whose client streams; {method} is {}",
-                    call.kind.name()
-                ),
-            ));
-        }
-        return Ok(call.kind.streams().then_some(GrpcStream {
-            messages: 1,
-            interval: Duration::ZERO,
-        }));
-    }
-    Ok(Some(GrpcStream {
-        messages: count.unwrap_or_else(|| u32::try_from(call.messages).unwrap_or(u32::MAX)),
-        interval: interval.unwrap_or_default(),
-    }))
-}
-
-/// The compiled schema: the .proto files with their import paths, or the protoset.
-fn schema(args: &GrpcArgs) -> Result<Schema, InputError> {
-    match &args.protoset {
-        Some(path) => Schema::from_protoset(path)
-            .map_err(|e| InputError::new("--protoset <FILE>", path.display(), e.to_string())),
-        // A bad file's error names it with its line and column already.
-        None => Schema::from_proto_files(&args.proto, &args.import_paths)
-            .map_err(|e| InputError::in_file(format!("--proto: {e}"))),
-    }
-}
-
-/// The request message's JSON: -d, or the file of -D, or an empty message.
-fn message_json(body: Option<String>, file: Option<PathBuf>) -> Result<String, InputError> {
-    match (body, file) {
-        (Some(json), _) => Ok(json),
-        (None, Some(path)) => {
-            let bytes = files::read(&path, files::MOST_BODY_BYTES).map_err(|e| {
-                InputError::new(
-                    "--body-file <FILE>",
-                    path.display(),
-                    settings::read_error(&e),
-                )
-            })?;
-            String::from_utf8(bytes).map_err(|_| {
-                InputError::new("--body-file <FILE>", path.display(), "is not UTF-8 JSON")
-            })
-        }
-        (None, None) => Ok("{}".into()),
-    }
-}
-
-/// HOST:PORT, with no scheme or path (the call makes the path).
-fn check_target(target: &str) -> Result<(), InputError> {
-    let port = target.rsplit_once(':').map(|(_, p)| p);
-    if target.contains('/') || !port.is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p > 0)) {
-        return Err(InputError::new(
-            "<HOST:PORT>",
-            target,
-            "expected HOST:PORT, e.g. 127.0.0.1:50051 (no scheme: TLS unless --plaintext)",
-        ));
-    }
-    Ok(())
+    Ok(settings::with_request(args.load, cores, engine, url, None)?)
 }
 
 /// Flags of a load test that a gRPC call cannot follow, refused rather than ignored.
@@ -177,30 +41,13 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.no_keepalive, "--no-keepalive"),
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
-        (load.cluster.active(), "--workers/--spawn-workers"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(
             flag,
             "",
-            "is not for gRPC calls (belier grpc sends POST over HTTP/2, on one host, here)",
+            "is not for gRPC calls (belier grpc sends POST over HTTP/2 to one host)",
         )),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_target_is_host_and_port_only() {
-        for ok in ["127.0.0.1:50051", "localhost:443", "[::1]:8080"] {
-            assert!(check_target(ok).is_ok(), "{ok}");
-        }
-        for bad in ["127.0.0.1", "http://h:1", "h:1/x", "h:0", "h:http"] {
-            let e = check_target(bad).unwrap_err().to_string();
-            assert!(e.contains("expected HOST:PORT"), "{bad}: {e}");
-        }
     }
 }

@@ -37,6 +37,10 @@ pub(crate) fn self_signed(listen: SocketAddr) -> (TlsConfig, String) {
 
 /// Serves until Ctrl-C, then prints what the server saw.
 pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
+    if args.print_proto {
+        print!("{}", belier_testserver::TARGET_PROTO);
+        return Ok(0);
+    }
     if args.threads == 0 {
         return Err(InputError::new("--threads <N>", 0, "must be at least 1").into());
     }
@@ -153,6 +157,10 @@ fn announce(
     eprintln!(
         "  per-request knobs: ?delay=20ms &status=503 &size=1024 &chunked=1 &close=1 \
          &token=1 &json=1 &redirect=3 &fault=reset|close-before-headers|close-mid-body|malformed|stall"
+    );
+    eprintln!(
+        "  gRPC: belier.target.Target (Unary, ServerStream, ClientStream, Bidi), each call's \
+         delay_ms, code, size, count and gap_ms in its message (belier target --print-proto)"
     );
     eprintln!("  Ctrl-C stops it");
     Ok(())

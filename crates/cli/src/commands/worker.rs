@@ -189,7 +189,15 @@ impl worker::Runner for Runner {
                 }
                 (s, Some(p))
             }
-            Some(_) => return Err("a worker runs load tests and plans only".into()),
+            Some(Command::Grpc(mut grpc)) => {
+                if !self.local_files {
+                    local::refuse_unsent_grpc(&mut grpc, files.copies())?;
+                }
+                crate::cluster::files::localise_grpc(&mut grpc, files.copies());
+                let settings = super::grpc::settings(*grpc, cores).map_err(|e| format!("{e:#}"))?;
+                (settings, None)
+            }
+            Some(_) => return Err("a worker runs load tests, gRPC calls and plans only".into()),
         };
         // The coordinator reports, saves and shows the run: the worker only records.
         let output = &mut settings.output;

@@ -326,6 +326,10 @@ fn response_lines(settled: &Recorder) -> Vec<Line<'static>> {
             (code.to_string(), n, colour)
         })
         .collect();
+    counts.extend(settled.grpc_counts().map(|(code, n)| {
+        let colour = if code == 0 { Color::Green } else { Color::Red };
+        (belier_stats::grpc_code_name(code).to_string(), n, colour)
+    }));
     counts.extend(
         ErrorKind::ALL
             .into_iter()
@@ -452,6 +456,27 @@ mod tests {
             help: false,
             workers: 0,
         }
+    }
+
+    #[test]
+    fn grpc_calls_are_listed_by_their_codes_name_ok_in_green() {
+        let mut settled = Recorder::new();
+        for code in [0, 0, 8] {
+            let now = std::time::Instant::now();
+            let outcome = belier_stats::Outcome::Grpc { code };
+            settled.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
+        }
+        let lines: Vec<(String, Option<Color>)> = response_lines(&settled)
+            .into_iter()
+            .map(|l| (l.to_string(), l.spans.iter().find_map(|s| s.style.fg)))
+            .collect();
+        assert!(
+            lines[0].0.contains("OK") && lines[0].0.contains('2'),
+            "{lines:?}"
+        );
+        assert_eq!(lines[0].1, Some(Color::Green), "{lines:?}");
+        assert!(lines[1].0.contains("RESOURCE_EXHAUSTED"), "{lines:?}");
+        assert_eq!(lines[1].1, Some(Color::Red), "{lines:?}");
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The CLI's integration tests, one module per area, linked into one test binary: one link
 //! instead of 43 (each linked the whole workspace again), and the tests of every area share
-//! the two test threads, so a module whose tests wait on a run no longer leaves a core idle
-//! while the next module waits its turn. `cargo test -p belier-cli --test suite MODULE::`
-//! runs one area. Five stay binaries of their own, run before or after this one and never
-//! beside it: the capacity searches (tests/capacity*.rs), which measure where a server
-//! saturates; tests/install.rs and tests/packages.rs, which only build and count and so run
-//! beside the searches (scripts/test); and tests/cluster.rs, whose spawned workers (ten
-//! processes, 50,000 users) load both cores and whose spawn test measures how close together
-//! the workers start.
+//! the test threads (three in scripts/test: most wait on runs), so a module whose tests wait
+//! on a run no longer leaves a core idle while the next module waits its turn. `cargo test -p
+//! belier-cli --test suite MODULE::` runs one area. Five stay binaries of their own, run
+//! before or after this one and never beside it: the capacity searches
+//! (tests/capacity*.rs), which measure where a server saturates; tests/install.rs and
+//! tests/packages.rs, which only build and count and so run beside the searches
+//! (scripts/test); and tests/cluster.rs, whose spawned workers (ten processes, 50,000 users)
+//! load both cores and whose spawn test measures how close together the workers start.
 
 mod addressing;
 mod cli;
@@ -19,6 +19,9 @@ mod credentials;
 mod files;
 mod flags_never_panic;
 mod grpc;
+mod grpc_cluster;
+mod grpc_options;
+mod grpc_target;
 mod hdr_java;
 mod hosts;
 mod import;

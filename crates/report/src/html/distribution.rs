@@ -160,13 +160,38 @@ fn compact(n: u64) -> String {
     }
 }
 
+/// What a bar of the status chart counts: an HTTP status, or a gRPC call's status code.
+/// HTTP statuses come first, by code, then gRPC codes, by number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Answer {
+    Http(u16),
+    Grpc(u8),
+}
+
+impl Answer {
+    /// The status as the reports write it: `200`, `other` for a code outside 100..=999,
+    /// `RESOURCE_EXHAUSTED`.
+    fn label(self) -> String {
+        match self {
+            Answer::Http(0) => "other".into(),
+            Answer::Http(code) => code.to_string(),
+            Answer::Grpc(code) => belier_stats::grpc_code_name(code).into(),
+        }
+    }
+
+    /// A run's responses by status, gRPC calls by code.
+    fn counts(run: &HtmlRun) -> BTreeMap<Answer, u64> {
+        let totals = run.report.totals;
+        let http = totals.status_counts().map(|(c, n)| (Answer::Http(c), n));
+        let grpc = totals.grpc_counts().map(|(c, n)| (Answer::Grpc(c), n));
+        http.chain(grpc).collect()
+    }
+}
+
 /// Responses per status code, grouped by code, one bar per run.
 pub(super) fn status_codes(runs: &[HtmlRun]) -> String {
-    let counts: Vec<BTreeMap<u16, u64>> = runs
-        .iter()
-        .map(|r| r.report.totals.status_counts().collect())
-        .collect();
-    let codes: Vec<u16> = counts
+    let counts: Vec<BTreeMap<Answer, u64>> = runs.iter().map(Answer::counts).collect();
+    let codes: Vec<Answer> = counts
         .iter()
         .flat_map(|c| c.keys().copied())
         .collect::<BTreeSet<_>>()
@@ -187,14 +212,13 @@ pub(super) fn status_codes(runs: &[HtmlRun]) -> String {
             .enumerate()
             .map(|(i, &code)| Tick {
                 at: i as f64 + 0.5,
-                label: if code == 0 {
-                    "other".into()
-                } else {
-                    code.to_string()
-                },
+                label: code.label(),
             })
             .collect(),
-        title: "HTTP status".into(),
+        title: match codes.iter().any(|c| matches!(c, Answer::Grpc(_))) {
+            true => "gRPC status".into(),
+            false => "HTTP status".into(),
+        },
         grid: false,
     };
     // Headroom above the tallest bar for its label.
@@ -212,11 +236,7 @@ pub(super) fn status_codes(runs: &[HtmlRun]) -> String {
             let title = format!(
                 "{}: status {} — {} responses ({share:.2} % of requests)",
                 run.name,
-                if code == 0 {
-                    "other".to_string()
-                } else {
-                    code.to_string()
-                },
+                code.label(),
                 thousands(n)
             );
             chart.bar(x0, x0 + width, n as f64, colour(j), &compact(n), &title);

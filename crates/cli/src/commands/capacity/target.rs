@@ -7,10 +7,58 @@ use super::step::{self, Target};
 use crate::args::{CapacityArgs, DimensionArg};
 use crate::settings::{self, Http2, InputError, Origin};
 
+/// A gRPC method (`--call`) on the server the positional argument names as HOST:PORT, sent
+/// as `belier grpc` sends it, over HTTP/2.
+fn grpc_target(args: &CapacityArgs) -> anyhow::Result<Target> {
+    let r = &args.request;
+    let refused = [
+        (!args.vars.vars.is_empty(), "--var"),
+        (r.method != "GET", "--method"),
+        (r.every.compressed, "--compressed"),
+        (r.proxy.is_some(), "--proxy"),
+        (
+            args.dimension == DimensionArg::ConnectionRate,
+            "--dimension connection-rate",
+        ),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(InputError::new(
+            flag,
+            "",
+            "is not for a gRPC method (--call): its calls go as POST over HTTP/2 connections it keeps",
+        )
+        .into());
+    }
+    let mut request = args.request.clone();
+    let (mut engine, url) = crate::grpc_call::config(&args.grpc, &mut request)?;
+    engine.resend = !args.sending.no_resend;
+    Ok(Target::Url {
+        engine: Box::new(engine),
+        url,
+        http2: Http2 {
+            on: true,
+            max_streams: args.http2.max_streams,
+            origin: Origin::Flags,
+        },
+    })
+}
+
 /// The target the positional argument names, with the request flags applied: a URL, or a
 /// plan file.
 pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
     let given = args.request.url.as_deref().unwrap_or("");
+    if args.grpc.call.is_some() {
+        return grpc_target(args);
+    }
+    let grpc_only = [
+        (!args.grpc.proto.is_empty(), "--proto"),
+        (args.grpc.protoset.is_some(), "--protoset"),
+        (args.grpc.gzip, "--gzip"),
+        (args.grpc.plaintext, "--plaintext"),
+    ];
+    if let Some((_, flag)) = grpc_only.iter().find(|(given, _)| *given) {
+        return Err(InputError::new(flag, "", "is for a gRPC method: give --call too").into());
+    }
     if !step::is_plan(given) {
         if !args.vars.vars.is_empty() {
             return Err(InputError::new(

@@ -9,7 +9,7 @@ use belier_plan::{Copies, Plan};
 use belier_scenario::targets::Format;
 
 use crate::args::FormatArg;
-use crate::args::LoadArgs;
+use crate::args::{GrpcArgs, LoadArgs};
 
 /// What the refusal adds after naming the file.
 const ONLY_SENT: &str = "a job reads only the files its coordinator sends with it \
@@ -40,6 +40,21 @@ pub fn refuse_unsent(load: &mut LoadArgs, copies: &Copies) -> Result<(), String>
         unsent(path, copies)?;
     }
     Ok(())
+}
+
+/// [`refuse_unsent`] for a `belier grpc` job: its request's files and its protoset (the
+/// coordinator's schema) are read from the copies sent with it, never from this machine.
+pub fn refuse_unsent_grpc(grpc: &mut GrpcArgs, copies: &Copies) -> Result<(), String> {
+    refuse_unsent(&mut grpc.load, copies)?;
+    if !grpc.grpc.proto.is_empty() {
+        return Err(format!(
+            "--proto: .proto files of the worker's machine; {ONLY_SENT}"
+        ));
+    }
+    grpc.grpc
+        .protoset
+        .iter()
+        .try_for_each(|path| unsent(path, copies))
 }
 
 /// Refuses a targets file (its sent `copy`, known as `named`) whose targets read their body

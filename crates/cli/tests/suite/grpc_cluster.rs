@@ -1,0 +1,79 @@
+//! A distributed `belier grpc` run against a real grpc-go server: the coordinator compiles the
+//! .proto files (one importing another through `-I`) and sends the schema with the job, the
+//! workers each send their share, and the merged report counts every call by its code as the
+//! server counted them.
+
+use belier_testsupport::dirs::temp_dir;
+use belier_testsupport::grpc::GrpcServer;
+use serde_json::{json, Value};
+
+belier_testsupport::binary!(BELIER);
+
+/// The Greeter service in one file, its messages in another found through an import path.
+fn split_proto() -> (String, String) {
+    let dir = temp_dir("grpc-cluster");
+    let (service, messages) = (dir.join("service"), dir.join("include/messages"));
+    std::fs::create_dir_all(&service).unwrap();
+    std::fs::create_dir_all(&messages).unwrap();
+    std::fs::write(
+        service.join("greeter.proto"),
+        r#"syntax = "proto3";
+package helloworld;
+import "messages/hello.proto";
+service Greeter {
+  rpc SayHello (HelloRequest) returns (HelloReply) {}
+  rpc Limited (HelloRequest) returns (HelloReply) {}
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        messages.join("hello.proto"),
+        r#"syntax = "proto3";
+package helloworld;
+message HelloRequest { string name = 1; }
+message HelloReply { string message = 1; }
+"#,
+    )
+    .unwrap();
+    let proto = service.join("greeter.proto").display().to_string();
+    (proto, dir.join("include").display().to_string())
+}
+
+#[test]
+fn spawned_workers_send_every_call_and_the_report_counts_each_code() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let (proto, include) = split_proto();
+    let target = server.target();
+    let out = BELIER.ok(&[
+        "grpc",
+        &target,
+        "--plaintext",
+        "--call",
+        "helloworld.Greeter/Limited",
+        "--proto",
+        &proto,
+        "-I",
+        &include,
+        "-d",
+        r#"{"name": "belier"}"#,
+        "-n",
+        "2000",
+        "-c",
+        "10",
+        "--spawn",
+        "2",
+        "--output",
+        "json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(server.calls().limited, 2_000);
+    assert_eq!(doc["summary"]["requests"], 2_000, "{}", doc["summary"]);
+    // The server refuses every 10th call it takes, whichever worker sent it.
+    assert_eq!(
+        doc["grpc_codes"],
+        json!({"OK": 1_800, "RESOURCE_EXHAUSTED": 200})
+    );
+}

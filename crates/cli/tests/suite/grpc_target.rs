@@ -1,0 +1,84 @@
+//! `belier grpc` against the built-in target's gRPC service (`belier.target.Target`, its
+//! .proto from `belier target --print-proto`): every call and message counted on the target's
+//! side, and its known capacity (`--workers` handlers, `--shed`) turning calls away as
+//! UNAVAILABLE, each counted by code on both sides.
+
+use std::time::Duration;
+
+use belier_testserver::{Config, Handlers, Server};
+use belier_testsupport::dirs::temp_dir;
+use serde_json::{json, Value};
+
+belier_testsupport::binary!(BELIER);
+
+fn target(handlers: Option<Handlers>) -> Server {
+    Server::start(Config {
+        http2: true,
+        handlers,
+        ..Config::default()
+    })
+    .expect("the target starts")
+}
+
+/// The target's .proto, as `belier target --print-proto` prints it, in a file.
+fn proto() -> String {
+    let out = BELIER.ok(&["target", "--print-proto"]);
+    let path = temp_dir("grpc-target").join("target.proto");
+    std::fs::write(&path, &out.stdout).unwrap();
+    path.display().to_string()
+}
+
+fn unary(server: &Server, message: &str, extra: &[&str]) -> Value {
+    let target = server.addr().to_string();
+    let proto = proto();
+    let mut args = vec![
+        "grpc",
+        &target,
+        "--plaintext",
+        "--call",
+        "belier.target.Target/Unary",
+        "--proto",
+        &proto,
+        "-d",
+        message,
+        "--output",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = BELIER.ok(&args);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+#[test]
+fn every_call_and_message_is_counted_by_the_target_and_by_belier() {
+    let server = target(None);
+    let doc = unary(&server, r#"{"size": 64}"#, &["-n", "5000", "-c", "20"]);
+    let counts = server.counts();
+    assert_eq!(counts.requests, 5_000);
+    assert_eq!(counts.responses, 5_000);
+    assert_eq!(counts.grpc_messages_received, 5_000);
+    assert_eq!(counts.grpc_messages_sent, 5_000);
+    assert_eq!(doc["summary"]["requests"], 5_000, "{}", doc["summary"]);
+    assert_eq!(doc["grpc_codes"], json!({"OK": 5_000}));
+}
+
+#[test]
+fn a_known_capacity_sheds_calls_as_unavailable_counted_alike_on_both_sides() {
+    let server = target(Some(Handlers {
+        workers: 2,
+        service_time: Duration::from_millis(20),
+        queue: Some(0),
+        shed: true,
+    }));
+    let doc = unary(&server, "{}", &["-n", "400", "-c", "8"]);
+    let pool = server.pool_stats().expect("the target has handlers");
+    assert!(
+        pool.rejected > 0,
+        "8 calls at once on 2 handlers: some shed"
+    );
+    assert_eq!(pool.served + pool.rejected, 400);
+    assert_eq!(
+        doc["grpc_codes"],
+        json!({"OK": pool.served, "UNAVAILABLE": pool.rejected})
+    );
+}
