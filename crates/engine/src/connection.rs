@@ -89,8 +89,8 @@ pub(crate) struct StreamProgress {
     /// When the first and the latest response message were complete.
     pub first: Option<Instant>,
     pub last: Option<Instant>,
-    /// Between each response message after the first and the one before it, microseconds.
-    pub gaps_us: Vec<u64>,
+    /// Between each response message after the first and the one before it.
+    pub gaps: belier_stats::Gaps,
 }
 
 impl StreamProgress {
@@ -99,9 +99,7 @@ impl StreamProgress {
         for _ in 0..count {
             match self.last {
                 None => self.first = Some(at),
-                Some(last) => self
-                    .gaps_us
-                    .push(micros(at.saturating_duration_since(last))),
+                Some(last) => self.gaps.push(micros(at.saturating_duration_since(last))),
             }
             self.last = Some(at);
         }
@@ -117,7 +115,7 @@ impl StreamProgress {
                 .first
                 .zip(sent)
                 .map(|(first, sent)| micros(first.saturating_duration_since(sent))),
-            gaps_us: &self.gaps_us,
+            gaps: &self.gaps,
         }
     }
 }

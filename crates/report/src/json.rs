@@ -347,6 +347,8 @@ mod tests {
         let mut run = crate::seeded::base();
         let mut totals = belier_stats::Recorder::new();
         let t = std::time::Instant::now();
+        let mut gaps = belier_stats::Gaps::default();
+        (0..99).for_each(|_| gaps.push(250));
         for i in 0..200u64 {
             let outcome = belier_stats::Outcome::Grpc { code: 0 };
             totals.record(&belier_stats::Sample::simulated(t, 0, 30_000 + i, outcome));
@@ -354,7 +356,7 @@ mod tests {
                 sent: 1,
                 received: 100,
                 first_message_us: Some(1_000 + i),
-                gaps_us: &[250; 99],
+                gaps: &gaps,
             });
         }
         run.totals = totals;

@@ -2,7 +2,9 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use belier_stats::{CallMessages, ErrorKind, Gauges, Metric, Outcome, Recorder, Sample, Settled};
+use belier_stats::{
+    CallMessages, ErrorKind, Gaps, Gauges, Metric, Outcome, Recorder, Sample, Settled,
+};
 use hdrhistogram::Histogram;
 use proptest::prelude::*;
 
@@ -206,11 +208,14 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     let streaming = || {
         let mut r = Recorder::new();
         r.record(&sample(9_000, 0, Outcome::Grpc { code: 0 }));
+        let mut gaps = Gaps::default();
+        gaps.push(200);
+        gaps.push(0);
         r.record_messages(&CallMessages {
             sent: 1,
             received: 3,
             first_message_us: Some(1_500),
-            gaps_us: &[200, 0],
+            gaps: &gaps,
         });
         r
     };

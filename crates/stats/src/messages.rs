@@ -6,12 +6,12 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::{new_histogram, HISTOGRAM_SIGFIG};
+use crate::histogram::{new_histogram, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
 use crate::restore::RestoreError;
 
 /// What one streaming call did, as the engine hands it to the recorder.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct CallMessages<'a> {
     /// Request messages sent.
     pub sent: u64,
@@ -20,9 +20,45 @@ pub struct CallMessages<'a> {
     /// From the request's send to its first response message, complete; `None` when none
     /// came.
     pub first_message_us: Option<u64>,
-    /// Between each response message after the first and the one before it, microseconds:
-    /// `received - 1` of them (0 for messages read together).
-    pub gaps_us: &'a [u64],
+    /// Between each response message after the first and the one before it: `received - 1`
+    /// of them (0 for messages read together).
+    pub gaps: &'a Gaps,
+}
+
+/// Gaps kept one by one in a call's [`Gaps`] before the rest go to a histogram of its own.
+pub const KEPT_GAPS: usize = 1024;
+
+/// The gaps between one call's response messages, microseconds, as they come: the first
+/// [`KEPT_GAPS`] as they are (8 KiB), the rest in a histogram of the call's own at 1 %
+/// ([`DIAGNOSTIC_SIGFIG`], 26 KiB, made only for a stream that long), so that a call holds
+/// bounded memory however long it streams.
+#[derive(Clone, Debug, Default)]
+pub struct Gaps {
+    kept: Vec<u64>,
+    more: Option<Box<Histogram<u64>>>,
+}
+
+impl Gaps {
+    /// One more gap, microseconds.
+    pub fn push(&mut self, us: u64) {
+        if self.kept.len() < KEPT_GAPS {
+            self.kept.push(us);
+        } else {
+            self.more
+                .get_or_insert_with(|| Box::new(new_histogram(DIAGNOSTIC_SIGFIG)))
+                .saturating_record(us);
+        }
+    }
+
+    /// How many there were.
+    pub fn len(&self) -> u64 {
+        self.kept.len() as u64 + self.more.as_ref().map_or(0, |h| h.len())
+    }
+
+    /// Whether there was none.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
 }
 
 /// The streaming calls' message counts, as results files store them.
@@ -62,8 +98,14 @@ impl Messages {
         if let Some(us) = call.first_message_us {
             self.first_message_us.saturating_record(us);
         }
-        for &gap in call.gaps_us {
+        for &gap in &call.gaps.kept {
             self.gap_us.saturating_record(gap);
+        }
+        if let Some(more) = &call.gaps.more {
+            // Bounds alike (precision aside), so `add` cannot fail.
+            self.gap_us
+                .add(&**more)
+                .expect("message histograms share their bounds");
         }
     }
 
@@ -143,6 +185,12 @@ impl Messages {
 mod tests {
     use super::*;
 
+    fn gaps(values: &[u64]) -> Gaps {
+        let mut gaps = Gaps::default();
+        values.iter().for_each(|&us| gaps.push(us));
+        gaps
+    }
+
     #[test]
     fn calls_add_up_and_merge() {
         let mut m = Messages::new(MessageCounts::default());
@@ -150,11 +198,13 @@ mod tests {
             sent: 1,
             received: 3,
             first_message_us: Some(500),
-            gaps_us: &[10, 0],
+            gaps: &gaps(&[10, 0]),
         });
         m.record(&CallMessages {
             sent: 1,
-            ..CallMessages::default()
+            received: 0,
+            first_message_us: None,
+            gaps: &Gaps::default(),
         });
         let counts = MessageCounts {
             calls: 2,
@@ -170,5 +220,24 @@ mod tests {
         both.reset();
         assert_eq!(both.counts(), MessageCounts::default());
         assert!(both.gap_us().is_empty());
+    }
+
+    #[test]
+    fn a_long_stream_s_gaps_past_those_kept_go_to_a_histogram_and_all_are_counted() {
+        let long: Vec<u64> = (0..3 * KEPT_GAPS as u64).map(|i| 1_000 + i % 7).collect();
+        let g = gaps(&long);
+        assert_eq!((g.len(), g.kept.len()), (long.len() as u64, KEPT_GAPS));
+        let mut m = Messages::new(MessageCounts::default());
+        m.record(&CallMessages {
+            sent: 1,
+            received: long.len() as u64 + 1,
+            first_message_us: Some(9),
+            gaps: &g,
+        });
+        let summary = m.gaps();
+        assert_eq!(summary.count, long.len() as u64);
+        // Within the spill's 1 %.
+        assert!((1_000..=1_016).contains(&summary.max_us), "{summary:?}");
+        assert!((1_000..=1_006).contains(&summary.min_us), "{summary:?}");
     }
 }

@@ -71,11 +71,14 @@ fn grpc_calls_are_counted_by_code_merged_and_stored() {
 fn streaming_calls_messages_are_counted_merged_and_stored() {
     let mut r = Recorder::new();
     assert!(r.messages().is_none());
+    let mut gaps = crate::Gaps::default();
+    gaps.push(100);
+    gaps.push(0);
     let call = CallMessages {
         sent: 1,
         received: 3,
         first_message_us: Some(2_000),
-        gaps_us: &[100, 0],
+        gaps: &gaps,
     };
     for _ in 0..2 {
         r.record(&sample(5_000, Outcome::Grpc { code: 0 }));
