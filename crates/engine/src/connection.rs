@@ -83,14 +83,58 @@ pub(crate) struct Progress {
 pub(crate) struct StreamProgress {
     /// Request messages handed to the connection. Shared with the task that sends a client
     /// stream's messages after the first, which the exchange outlives only by a moment.
-    pub sent: std::rc::Rc<Cell<u64>>,
+    pub sent: std::rc::Rc<SentMessages>,
     /// Response messages read, complete.
     pub received: u64,
     /// When the first and the latest response message were complete.
     pub first: Option<Instant>,
     pub last: Option<Instant>,
     /// Between each response message after the first and the one before it.
-    pub gaps: belier_stats::Gaps,
+    pub gaps: belier_stats::MessageTimes,
+    /// From each request message to the response message that answered it, taken in turn.
+    pub round_trips: belier_stats::MessageTimes,
+    /// A response came with no request message left to answer: they do not correlate.
+    pub uncorrelated: bool,
+}
+
+/// Request messages not yet answered that a call keeps the send time of, at most: past them
+/// its round trips are not followed (a server that answers none holds no memory).
+const MOST_UNANSWERED: usize = 4096;
+
+/// A streaming call's request messages as they go: how many, and when those not yet answered
+/// went, oldest first (see [`StreamProgress::round_trips`]).
+#[derive(Debug, Default)]
+pub(crate) struct SentMessages {
+    count: Cell<u64>,
+    unanswered: std::cell::RefCell<std::collections::VecDeque<Instant>>,
+    /// More went unanswered than [`MOST_UNANSWERED`].
+    overflowed: Cell<bool>,
+}
+
+impl SentMessages {
+    /// One more request message went, at `at`.
+    pub(crate) fn sent(&self, at: Instant) {
+        self.count.set(self.count.get() + 1);
+        let mut unanswered = self.unanswered.borrow_mut();
+        match unanswered.len() < MOST_UNANSWERED {
+            true => unanswered.push_back(at),
+            false => self.overflowed.set(true),
+        }
+    }
+
+    /// How many went.
+    pub(crate) fn count(&self) -> u64 {
+        self.count.get()
+    }
+
+    /// When the oldest request message not yet answered went, now answered; `None` when
+    /// none is left to answer (or they are no longer followed).
+    fn answered(&self) -> Option<Instant> {
+        match self.overflowed.get() {
+            true => None,
+            false => self.unanswered.borrow_mut().pop_front(),
+        }
+    }
 }
 
 impl StreamProgress {
@@ -102,20 +146,30 @@ impl StreamProgress {
                 Some(last) => self.gaps.push(micros(at.saturating_duration_since(last))),
             }
             self.last = Some(at);
+            match self.sent.answered() {
+                Some(sent) => self
+                    .round_trips
+                    .push(micros(at.saturating_duration_since(sent))),
+                None => self.uncorrelated = true,
+            }
         }
         self.received += count;
     }
 
-    /// What the recorder keeps of it; `sent`: when the request went.
+    /// What the recorder keeps of it; `sent`: when the request went. Its round trips count
+    /// when its responses answered its request messages one for one.
     pub(crate) fn call(&self, sent: Option<Instant>) -> belier_stats::CallMessages<'_> {
+        let one_for_one =
+            !self.uncorrelated && !self.sent.overflowed.get() && self.received == self.sent.count();
         belier_stats::CallMessages {
-            sent: self.sent.get(),
+            sent: self.sent.count(),
             received: self.received,
             first_message_us: self
                 .first
                 .zip(sent)
                 .map(|(first, sent)| micros(first.saturating_duration_since(sent))),
             gaps: &self.gaps,
+            round_trips: one_for_one.then_some(&self.round_trips),
         }
     }
 }

@@ -409,10 +409,11 @@ impl Group {
             // stream the server never processed counts none.
             p.stream = request.stream.as_ref().map(|_| StreamProgress::default());
             let (response, generation, wire, rest) = self.start(target, request, p).await?;
-            p.sent = Some(Instant::now());
+            let sent = Instant::now();
+            p.sent = Some(sent);
             let sending = match (&mut p.stream, &request.stream) {
                 (Some(progress), Some(streaming)) => {
-                    progress.sent.set(1);
+                    progress.sent.sent(sent);
                     rest.map(|body| streaming.send_rest(body, Rc::clone(&progress.sent)))
                 }
                 _ => None,

@@ -309,6 +309,8 @@ fn a_server_stream_s_messages_are_counted_with_their_first_and_their_gaps() {
     let gaps = m.gaps();
     assert_eq!((gaps.count, gaps.min_us), (100 * (LOTS - 1), 0));
     assert!(gaps.at(50.0).unwrap() >= 2_000, "{gaps:?}");
+    // Thirteen answers to one message: no round trips.
+    assert_eq!(m.round_trips().count, 0);
     // The call's latency is the whole stream's.
     assert!(t.latency_summary().min_us >= 11 * 2_000);
 }
@@ -321,6 +323,7 @@ fn a_client_stream_sends_its_messages_in_turn_at_the_interval() {
     assert_eq!(server_messages(&s), (250, 50, 0));
     let m = out.totals.messages().unwrap();
     assert_eq!((m.calls(), m.sent(), m.received()), (50, 250, 50));
+    assert_eq!(m.round_trips().count, 0);
     assert_eq!(out.totals.grpc_counts().collect::<Vec<_>>(), [(0, 50)]);
     // Four intervals between five messages.
     assert!(out.totals.latency_summary().min_us >= 4 * 2_000);
@@ -338,6 +341,9 @@ fn a_bidirectional_stream_s_messages_are_counted_both_ways() {
     let m = out.totals.messages().unwrap();
     assert_eq!((m.calls(), m.sent(), m.received()), (200, 800, 800));
     assert_eq!(m.gaps().count, 600);
+    // Each answer answers a message, in turn: a round trip each.
+    assert_eq!(m.round_trips().count, 800);
+    assert!(m.round_trips().max_us <= out.totals.latency_summary().max_us);
     assert_eq!(out.totals.errors(), 0);
 }
 

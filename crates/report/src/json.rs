@@ -113,6 +113,7 @@ fn to_value(r: &Report) -> Value {
             "received_per_call": m.received_per_call,
             "first_message_us": recorded(&m.first, "first_message"),
             "gap_us": recorded(&m.gaps, "gap"),
+            "round_trip_us": recorded(&m.round_trips, "round_trip"),
         });
     }
     // Only a targets run has the key, likewise.
@@ -347,7 +348,7 @@ mod tests {
         let mut run = crate::seeded::base();
         let mut totals = belier_stats::Recorder::new();
         let t = std::time::Instant::now();
-        let mut gaps = belier_stats::Gaps::default();
+        let mut gaps = belier_stats::MessageTimes::default();
         (0..99).for_each(|_| gaps.push(250));
         for i in 0..200u64 {
             let outcome = belier_stats::Outcome::Grpc { code: 0 };
@@ -357,6 +358,7 @@ mod tests {
                 received: 100,
                 first_message_us: Some(1_000 + i),
                 gaps: &gaps,
+                round_trips: None,
             });
         }
         run.totals = totals;
@@ -374,6 +376,7 @@ mod tests {
         assert_eq!(m["first_message_us"]["count"], 200);
         assert_eq!(m["gap_us"]["count"], 19_800);
         assert_eq!(m["gap_us"]["percentiles"]["p50"], 250);
+        assert!(m["round_trip_us"].is_null());
         let text = crate::render_text(&run.report());
         for line in [
             "\nMessages  (200 streaming calls)\n",
@@ -383,6 +386,24 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} in {text}");
         }
+        // Round trips where answers answered messages one for one.
+        let mut trips = belier_stats::MessageTimes::default();
+        trips.push(1_500);
+        run.totals.record_messages(&belier_stats::CallMessages {
+            sent: 1,
+            received: 1,
+            first_message_us: Some(1_500),
+            gaps: &belier_stats::MessageTimes::default(),
+            round_trips: Some(&trips),
+        });
+        let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
+        assert!(validator.is_valid(&doc));
+        assert_eq!(doc["messages"]["round_trip_us"]["max"], 1_500);
+        let text = crate::render_text(&run.report());
+        assert!(
+            text.contains("\n  round trip         1      1.500"),
+            "{text}"
+        );
         // Without streaming calls, neither has them.
         let plain = crate::seeded::base();
         assert!(!render_json(&plain.report()).contains("\"messages\""));

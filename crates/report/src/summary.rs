@@ -72,6 +72,8 @@ pub(crate) struct MessageFigures {
     pub first: LatencySummary,
     /// Between a call's consecutive response messages.
     pub gaps: LatencySummary,
+    /// From a request message to the response message that answered it.
+    pub round_trips: LatencySummary,
 }
 
 impl MessageFigures {
@@ -84,6 +86,7 @@ impl MessageFigures {
             received_per_call: per_call(counts.received),
             first: m.first_message(),
             gaps: m.gaps(),
+            round_trips: m.round_trips(),
         }
     }
 }

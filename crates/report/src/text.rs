@@ -453,17 +453,27 @@ fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
         m.sent_per_call
     )?;
     write_times_heading(out)?;
-    if m.first.count > 0 {
-        write_times(out, "first", &m.first)?;
-    }
-    if m.gaps.count > 0 {
-        write_times(out, "gap", &m.gaps)?;
+    let rows = [
+        ("first", &m.first),
+        ("gap", &m.gaps),
+        ("round trip", &m.round_trips),
+    ];
+    for (label, times) in rows.iter().filter(|(_, t)| t.count > 0) {
+        write_times(out, label, times)?;
     }
     writeln!(
         out,
         "  (ms; first: from the request sent to its first response message; gap: between a \
          call's response messages)"
-    )
+    )?;
+    if m.round_trips.count > 0 {
+        writeln!(
+            out,
+            "  (round trip: from a request message to the response message that answered it, \
+             in calls whose responses answered their messages one for one)"
+        )?;
+    }
+    Ok(())
 }
 
 // Microseconds as milliseconds with three decimals, without the unit.

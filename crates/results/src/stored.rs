@@ -8,6 +8,7 @@ use std::io;
 
 use belier_stats::{check_rows, Counters, Metric, Recorder};
 use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{decode, Encoder};
@@ -55,6 +56,9 @@ pub(crate) struct StoredMessages {
     first_message: String,
     /// Between a call's consecutive response messages.
     gaps: String,
+    /// From a request message to the response that answered it, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    round_trips: Option<String>,
 }
 
 impl StoredRecorder {
@@ -108,8 +112,12 @@ impl StoredRecorder {
         if let Some(m) = &self.messages {
             let first = decode(deserializer, &m.first_message, "messages.first_message")?;
             let gaps = decode(deserializer, &m.gaps, "messages.gaps")?;
+            let round_trips = match &m.round_trips {
+                Some(encoded) => decode(deserializer, encoded, "messages.round_trips")?,
+                None => Histogram::new(1).expect("an empty histogram"),
+            };
             recorder
-                .add_message_histograms(&first, &gaps)
+                .add_message_histograms([&first, &gaps, &round_trips])
                 .map_err(|e| e.to_string())?;
         }
         Ok(recorder)
@@ -138,6 +146,10 @@ impl Encoder {
                 Some(m) => Some(StoredMessages {
                     first_message: self.encode(m.first_message_us())?,
                     gaps: self.encode(m.gap_us())?,
+                    round_trips: match m.round_trip_us().is_empty() {
+                        true => None,
+                        false => Some(self.encode(m.round_trip_us())?),
+                    },
                 }),
                 None => None,
             },

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use belier_stats::{
-    CallMessages, ErrorKind, Gaps, Gauges, Metric, Outcome, Recorder, Sample, Settled,
+    CallMessages, ErrorKind, Gauges, MessageTimes, Metric, Outcome, Recorder, Sample, Settled,
 };
 use hdrhistogram::Histogram;
 use proptest::prelude::*;
@@ -205,21 +205,26 @@ fn custom_metrics_round_trip() {
 
 #[test]
 fn streaming_calls_messages_round_trip_and_merge_across_shards() {
-    let streaming = || {
+    // A call whose three answers answer its three messages, with their round trips; one
+    // whose do not correlate has none (`round_trips` then stays out of the file).
+    let streaming = |round_trips: bool| {
         let mut r = Recorder::new();
         r.record(&sample(9_000, 0, Outcome::Grpc { code: 0 }));
-        let mut gaps = Gaps::default();
+        let mut gaps = MessageTimes::default();
         gaps.push(200);
         gaps.push(0);
+        let mut trips = MessageTimes::default();
+        [700, 750, 900].into_iter().for_each(|us| trips.push(us));
         r.record_messages(&CallMessages {
-            sent: 1,
+            sent: 3,
             received: 3,
             first_message_us: Some(1_500),
             gaps: &gaps,
+            round_trips: round_trips.then_some(&trips),
         });
         r
     };
-    let r = streaming();
+    let r = streaming(true);
     let bytes = write(&header("s"), &[settled(0, r.clone())], Some(&end(1.0)));
     let (_, back) = intervals_of(bytes.clone(), "mem").unwrap();
     let got = back[0].recorder.messages().unwrap();
@@ -227,12 +232,19 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!(got.counts(), want.counts());
     assert_eq!(got.first_message_us(), want.first_message_us());
     assert_eq!(got.gap_us(), want.gap_us());
+    assert_eq!(got.round_trip_us(), want.round_trip_us());
     // Two shards: the counts and histograms sum; a file without messages reads as none.
-    let other = write(&header("s"), &[settled(0, streaming())], Some(&end(1.0)));
+    let other = write(
+        &header("s"),
+        &[settled(0, streaming(false))],
+        Some(&end(1.0)),
+    );
+    assert!(!String::from_utf8_lossy(&other).contains("round_trips"));
     let run = read(vec![bytes, other], None, None).unwrap();
     let m = run.totals.messages().unwrap();
-    assert_eq!((m.calls(), m.sent(), m.received()), (2, 2, 6));
-    assert_eq!((m.first_message().count, m.gaps().count), (2, 4));
+    assert_eq!((m.calls(), m.sent(), m.received()), (2, 6, 6));
+    let counts = [m.first_message(), m.gaps(), m.round_trips()].map(|s| s.count);
+    assert_eq!(counts, [2, 4, 3]);
     let plain = write(&header("p"), &[settled(0, recorder_with(&[(9, 0)]))], None);
     assert!(!String::from_utf8_lossy(&plain).contains("messages"));
     let (_, back) = intervals_of(plain, "mem").unwrap();

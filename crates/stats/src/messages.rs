@@ -1,7 +1,8 @@
 //! The messages of streaming gRPC calls: how many went each way, how long a call's first
-//! response message took to come, and the gaps between the next ones. A recorder keeps them
-//! only once it has recorded a streaming call (boxed, absent otherwise), so that every other
-//! run pays nothing for them, in memory or in its results files.
+//! response message took to come, the gaps between the next ones, and, where each response
+//! answers a request message in turn, their round trips. A recorder keeps them only once it
+//! has recorded a streaming call (boxed, absent otherwise), so that every other run pays
+//! nothing for them, in memory or in its results files.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -22,26 +23,30 @@ pub struct CallMessages<'a> {
     pub first_message_us: Option<u64>,
     /// Between each response message after the first and the one before it: `received - 1`
     /// of them (0 for messages read together).
-    pub gaps: &'a Gaps,
+    pub gaps: &'a MessageTimes,
+    /// From each request message to the response message that answered it, when each
+    /// response answers one request message in turn (as many of them, none before its
+    /// request); `None` when they do not correlate so.
+    pub round_trips: Option<&'a MessageTimes>,
 }
 
-/// Gaps kept one by one in a call's [`Gaps`] before the rest go to a histogram of its own.
-pub const KEPT_GAPS: usize = 1024;
+/// Times kept one by one in a call's [`MessageTimes`] before the rest go to a histogram.
+pub const KEPT_TIMES: usize = 1024;
 
-/// The gaps between one call's response messages, microseconds, as they come: the first
-/// [`KEPT_GAPS`] as they are (8 KiB), the rest in a histogram of the call's own at 1 %
+/// Times of one call's messages (its gaps, its round trips), microseconds, as they come: the
+/// first [`KEPT_TIMES`] as they are (8 KiB), the rest in a histogram of the call's own at 1 %
 /// ([`DIAGNOSTIC_SIGFIG`], 26 KiB, made only for a stream that long), so that a call holds
 /// bounded memory however long it streams.
 #[derive(Clone, Debug, Default)]
-pub struct Gaps {
+pub struct MessageTimes {
     kept: Vec<u64>,
     more: Option<Box<Histogram<u64>>>,
 }
 
-impl Gaps {
-    /// One more gap, microseconds.
+impl MessageTimes {
+    /// One more time, microseconds.
     pub fn push(&mut self, us: u64) {
-        if self.kept.len() < KEPT_GAPS {
+        if self.kept.len() < KEPT_TIMES {
             self.kept.push(us);
         } else {
             self.more
@@ -58,6 +63,24 @@ impl Gaps {
     /// Whether there was none.
     pub fn is_empty(&self) -> bool {
         self.kept.is_empty()
+    }
+
+    /// Forgets them, keeping the allocation of those kept.
+    pub fn clear(&mut self) {
+        self.kept.clear();
+        self.more = None;
+    }
+
+    /// Records them in `h`.
+    fn record_in(&self, h: &mut Histogram<u64>) {
+        for &us in &self.kept {
+            h.saturating_record(us);
+        }
+        if let Some(more) = &self.more {
+            // Bounds alike (precision aside), so `add` cannot fail.
+            h.add(&**more)
+                .expect("message histograms share their bounds");
+        }
     }
 }
 
@@ -78,6 +101,7 @@ pub struct Messages {
     counts: MessageCounts,
     first_message_us: Histogram<u64>,
     gap_us: Histogram<u64>,
+    round_trip_us: Histogram<u64>,
 }
 
 impl Messages {
@@ -88,6 +112,7 @@ impl Messages {
             // A first message is timed as a first byte is, and compared with it.
             first_message_us: new_histogram(HISTOGRAM_SIGFIG),
             gap_us: new_histogram(HISTOGRAM_SIGFIG),
+            round_trip_us: new_histogram(HISTOGRAM_SIGFIG),
         }
     }
 
@@ -98,14 +123,9 @@ impl Messages {
         if let Some(us) = call.first_message_us {
             self.first_message_us.saturating_record(us);
         }
-        for &gap in &call.gaps.kept {
-            self.gap_us.saturating_record(gap);
-        }
-        if let Some(more) = &call.gaps.more {
-            // Bounds alike (precision aside), so `add` cannot fail.
-            self.gap_us
-                .add(&**more)
-                .expect("message histograms share their bounds");
+        call.gaps.record_in(&mut self.gap_us);
+        if let Some(round_trips) = call.round_trips {
+            round_trips.record_in(&mut self.round_trip_us);
         }
     }
 
@@ -120,23 +140,28 @@ impl Messages {
         self.gap_us
             .add(&other.gap_us)
             .expect("message histograms share their bounds");
+        self.round_trip_us
+            .add(&other.round_trip_us)
+            .expect("message histograms share their bounds");
     }
 
     pub(crate) fn reset(&mut self) {
         self.counts = MessageCounts::default();
         self.first_message_us.reset();
         self.gap_us.reset();
+        self.round_trip_us.reset();
     }
 
-    /// Adds stored histograms of first messages and gaps (results files).
+    /// Adds stored histograms of first messages, gaps and round trips (results files).
     pub(crate) fn add_histograms(
         &mut self,
-        first_message: &Histogram<u64>,
-        gaps: &Histogram<u64>,
+        stored: [&Histogram<u64>; 3],
     ) -> Result<(), RestoreError> {
         let fit = |e| RestoreError(format!("a message histogram does not fit: {e:?}"));
+        let [first_message, gaps, round_trips] = stored;
         self.first_message_us.add(first_message).map_err(fit)?;
-        self.gap_us.add(gaps).map_err(fit)
+        self.gap_us.add(gaps).map_err(fit)?;
+        self.round_trip_us.add(round_trips).map_err(fit)
     }
 
     /// The counts.
@@ -170,6 +195,12 @@ impl Messages {
         &self.gap_us
     }
 
+    /// Round trips from a request message to the response message that answered it,
+    /// microseconds (calls whose messages correlate so).
+    pub fn round_trip_us(&self) -> &Histogram<u64> {
+        &self.round_trip_us
+    }
+
     /// Summary of [`Messages::first_message_us`].
     pub fn first_message(&self) -> LatencySummary {
         LatencySummary::of(&self.first_message_us)
@@ -179,16 +210,21 @@ impl Messages {
     pub fn gaps(&self) -> LatencySummary {
         LatencySummary::of(&self.gap_us)
     }
+
+    /// Summary of [`Messages::round_trip_us`].
+    pub fn round_trips(&self) -> LatencySummary {
+        LatencySummary::of(&self.round_trip_us)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn gaps(values: &[u64]) -> Gaps {
-        let mut gaps = Gaps::default();
-        values.iter().for_each(|&us| gaps.push(us));
-        gaps
+    fn times(values: &[u64]) -> MessageTimes {
+        let mut times = MessageTimes::default();
+        values.iter().for_each(|&us| times.push(us));
+        times
     }
 
     #[test]
@@ -198,46 +234,54 @@ mod tests {
             sent: 1,
             received: 3,
             first_message_us: Some(500),
-            gaps: &gaps(&[10, 0]),
+            gaps: &times(&[10, 0]),
+            round_trips: None,
         });
         m.record(&CallMessages {
-            sent: 1,
-            received: 0,
+            sent: 2,
+            received: 2,
             first_message_us: None,
-            gaps: &Gaps::default(),
+            gaps: &times(&[5]),
+            round_trips: Some(&times(&[700, 800])),
         });
         let counts = MessageCounts {
             calls: 2,
-            sent: 2,
-            received: 3,
+            sent: 3,
+            received: 5,
         };
         assert_eq!(m.counts(), counts);
-        assert_eq!((m.first_message().count, m.gaps().count), (1, 2));
+        let summaries = [m.first_message(), m.gaps(), m.round_trips()];
+        assert_eq!(summaries.map(|s| s.count), [1, 3, 2]);
         let mut both = m.clone();
         both.add(&m);
-        assert_eq!(both.received(), 6);
-        assert_eq!(both.gap_us().len(), 4);
+        assert_eq!(both.received(), 10);
+        assert_eq!(both.gap_us().len(), 6);
+        assert_eq!(both.round_trip_us().len(), 4);
         both.reset();
         assert_eq!(both.counts(), MessageCounts::default());
         assert!(both.gap_us().is_empty());
     }
 
     #[test]
-    fn a_long_stream_s_gaps_past_those_kept_go_to_a_histogram_and_all_are_counted() {
-        let long: Vec<u64> = (0..3 * KEPT_GAPS as u64).map(|i| 1_000 + i % 7).collect();
-        let g = gaps(&long);
-        assert_eq!((g.len(), g.kept.len()), (long.len() as u64, KEPT_GAPS));
+    fn a_long_stream_s_times_past_those_kept_go_to_a_histogram_and_all_are_counted() {
+        let long: Vec<u64> = (0..3 * KEPT_TIMES as u64).map(|i| 1_000 + i % 7).collect();
+        let g = times(&long);
+        assert_eq!((g.len(), g.kept.len()), (long.len() as u64, KEPT_TIMES));
         let mut m = Messages::new(MessageCounts::default());
         m.record(&CallMessages {
             sent: 1,
             received: long.len() as u64 + 1,
             first_message_us: Some(9),
             gaps: &g,
+            round_trips: None,
         });
         let summary = m.gaps();
         assert_eq!(summary.count, long.len() as u64);
         // Within the spill's 1 %.
         assert!((1_000..=1_016).contains(&summary.max_us), "{summary:?}");
         assert!((1_000..=1_006).contains(&summary.min_us), "{summary:?}");
+        let mut g = g;
+        g.clear();
+        assert!(g.is_empty() && g.len() == 0);
     }
 }

@@ -101,8 +101,8 @@ pub struct GrpcCallArgs {
     )]
     pub stream_call_count: Option<u32>,
 
-    /// Client and bidirectional streaming: time between two messages a call sends
-    /// [default: 0].
+    /// Client and bidirectional streaming: time between two messages a call sends, on a
+    /// schedule from its first [default: 0].
     #[arg(
         long = "stream-interval",
         value_name = "D",

@@ -154,16 +154,19 @@ fn streams(server: &GrpcServer, method: &str, extra: &[&str]) -> Value {
     run(server, &call, &streamer_proto(method), extra)
 }
 
-/// The report's messages: calls, sent, received, first messages timed, gaps timed.
-fn messages(doc: &Value) -> [&Value; 5] {
+/// The report's messages: calls, sent, received, and how many first messages, gaps and round
+/// trips were timed (null: none).
+fn messages(doc: &Value) -> Value {
     let m = &doc["messages"];
-    [
-        &m["calls"],
-        &m["sent"],
-        &m["received"],
-        &m["first_message_us"]["count"],
-        &m["gap_us"]["count"],
-    ]
+    let timed = |times: &str| m[times]["count"].clone();
+    serde_json::json!([
+        m["calls"],
+        m["sent"],
+        m["received"],
+        timed("first_message_us"),
+        timed("gap_us"),
+        timed("round_trip_us"),
+    ])
 }
 
 #[test]
@@ -179,7 +182,9 @@ fn every_message_of_a_server_stream_is_counted_by_the_server_and_by_belier() {
         (200, 20_000)
     );
     assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 200}), "{doc}");
-    assert_eq!(messages(&doc), [200, 200, 20_000, 200, 19_800]);
+    // A hundred answers to one message do not correlate: no round trips.
+    let counted = serde_json::json!([200, 200, 20_000, 200, 19_800, null]);
+    assert_eq!(messages(&doc), counted, "{doc}");
     assert_eq!(doc["messages"]["received_per_call"], 100.0);
     assert_eq!(doc["errors"], serde_json::json!([]));
 }
@@ -205,9 +210,9 @@ fn every_message_of_a_client_stream_is_counted_by_the_server_and_by_belier() {
     let calls = server.calls();
     assert_eq!((calls.client_stream, calls.client_stream_in), (100, 1_000));
     assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
-    assert_eq!(messages(&doc)[..4], [100, 1_000, 100, 100]);
-    // One answer a call: no gap between answers to time.
-    assert!(doc["messages"]["gap_us"].is_null(), "{doc}");
+    // One answer a call: no gap between answers to time, no round trips.
+    let counted = serde_json::json!([100, 1_000, 100, 100, null, null]);
+    assert_eq!(messages(&doc), counted, "{doc}");
     // Nine intervals of 1 ms between ten messages.
     assert!(doc["latency_us"]["min"].as_u64().unwrap() >= 9_000, "{doc}");
 }
@@ -234,7 +239,9 @@ fn every_message_of_a_bidirectional_stream_is_counted_by_the_server_and_by_belie
         (100, 2_000, 2_000)
     );
     assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
-    assert_eq!(messages(&doc), [100, 2_000, 2_000, 100, 1_900]);
+    // An answer to each message, in turn: a round trip each.
+    let counted = serde_json::json!([100, 2_000, 2_000, 100, 1_900, 2_000]);
+    assert_eq!(messages(&doc), counted, "{doc}");
 }
 
 #[test]

@@ -7,7 +7,6 @@
 //! (which a bidirectional call's server may start at once) while they go, and a timeout that
 //! drops the exchange ends the sending with it.
 
-use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use belier_grpc::{frame, Compression, FrameError, Frames};
 use bytes::Bytes;
 use h2::SendStream;
 
-use crate::connection::StreamProgress;
+use crate::connection::{SentMessages, StreamProgress};
 use crate::GrpcStream;
 
 /// A streaming call's part of the request built once per run.
@@ -54,21 +53,24 @@ impl Streaming {
         self.count > 1
     }
 
-    /// Sends the messages after the first on `body` from a task of its own, counting each
-    /// one in `sent`; it ends when the returned [`Sending`] is dropped.
-    pub(crate) fn send_rest(&self, mut body: SendStream<Bytes>, sent: Rc<Cell<u64>>) -> Sending {
+    /// Sends the messages after the first on `body` from a task of its own, noting each one
+    /// in `sent`; it ends when the returned [`Sending`] is dropped.
+    pub(crate) fn send_rest(&self, mut body: SendStream<Bytes>, sent: Rc<SentMessages>) -> Sending {
         let messages = Arc::clone(&self.messages);
         let (count, interval) = (self.count, self.interval);
+        // Each message on a schedule from the first: a late wake-up (the timer's millisecond)
+        // delays one message, not all those after it.
+        let first = Instant::now();
         Sending(tokio::task::spawn_local(async move {
             for i in 1..count {
                 if !interval.is_zero() {
-                    tokio::time::sleep(interval).await;
+                    tokio::time::sleep_until((first + interval * i).into()).await;
                 }
                 let message = messages[i as usize % messages.len()].clone();
                 if !send_in_window(&mut body, message, i + 1 == count).await {
                     return;
                 }
-                sent.set(sent.get() + 1);
+                sent.sent(Instant::now());
             }
         }))
     }

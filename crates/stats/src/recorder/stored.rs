@@ -278,14 +278,14 @@ impl Recorder {
         Ok(r)
     }
 
-    /// Adds the values of stored histograms of streaming calls' first messages and gaps to
-    /// [`Recorder::messages`]' (their counts come with [`Recorder::from_counters`]).
+    /// Adds the values of stored histograms of streaming calls' first messages, gaps and
+    /// round trips, in that order, to [`Recorder::messages`]' (their counts come with
+    /// [`Recorder::from_counters`]).
     pub fn add_message_histograms(
         &mut self,
-        first_message: &Histogram<u64>,
-        gaps: &Histogram<u64>,
+        stored: [&Histogram<u64>; 3],
     ) -> Result<(), RestoreError> {
-        self.messages_mut().add_histograms(first_message, gaps)
+        self.messages_mut().add_histograms(stored)
     }
 
     /// Adds the values of a stored histogram to `metric`'s.

@@ -71,7 +71,7 @@ fn grpc_calls_are_counted_by_code_merged_and_stored() {
 fn streaming_calls_messages_are_counted_merged_and_stored() {
     let mut r = Recorder::new();
     assert!(r.messages().is_none());
-    let mut gaps = crate::Gaps::default();
+    let mut gaps = crate::MessageTimes::default();
     gaps.push(100);
     gaps.push(0);
     let call = CallMessages {
@@ -79,6 +79,7 @@ fn streaming_calls_messages_are_counted_merged_and_stored() {
         received: 3,
         first_message_us: Some(2_000),
         gaps: &gaps,
+        round_trips: None,
     };
     for _ in 0..2 {
         r.record(&sample(5_000, Outcome::Grpc { code: 0 }));
