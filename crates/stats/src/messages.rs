@@ -282,6 +282,6 @@ mod tests {
         assert!((1_000..=1_006).contains(&summary.min_us), "{summary:?}");
         let mut g = g;
         g.clear();
-        assert!(g.is_empty() && g.len() == 0);
+        assert_eq!((g.is_empty(), g.len()), (true, 0));
     }
 }
