@@ -6,13 +6,24 @@
 //! the engine counts by gRPC status code, and a streaming call's messages each way.
 
 use crate::args::{GrpcArgs, LoadArgs};
+use crate::cluster;
 use crate::load::report::{linger, write_report};
 use crate::settings::{self, InputError, Settings};
 use crate::signals::{self, Signals};
 
-/// Validates `args`, runs the calls and writes the report.
+/// Validates `args`, runs the calls (here, or over workers: `--workers`, `--spawn`) and
+/// writes the report.
 pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
+    let cluster = args.load.cluster.clone();
     let settings = settings(args, cores)?;
+    if cluster.active() {
+        let mut outcome =
+            cluster::run_distributed(&settings, &cluster, None, signals, None, &mut |_| {})?;
+        let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
+        let written = write_report(&settings, &outcome.finished, code);
+        linger(&mut outcome.finished, signals);
+        return written;
+    }
     let mut finished = crate::load::execute(&settings, signals)?;
     let code = if finished.interrupted {
         signals::INTERRUPTED

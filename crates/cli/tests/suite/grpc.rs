@@ -276,3 +276,33 @@ fn streaming_flags_and_message_arrays_are_for_methods_whose_client_streams() {
         assert!(stderr.contains(says), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn spawned_workers_streams_messages_merge_in_the_report() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let args = [
+        "-d",
+        r#"{"text": "x"}"#,
+        "--stream-call-count",
+        "10",
+        "-n",
+        "200",
+        "-c",
+        "10",
+        "--spawn",
+        "2",
+    ];
+    let doc = streams(&server, "Bidi", &args);
+    let calls = server.calls();
+    assert_eq!(
+        (calls.bidi, calls.bidi_in, calls.bidi_out),
+        (200, 2_000, 2_000)
+    );
+    let workers = doc["run"]["workers"].as_array().map(Vec::len);
+    assert_eq!(workers, Some(2), "{}", doc["run"]);
+    // Each worker's share of the calls, their messages and times, as one run's.
+    let counted = serde_json::json!([200, 2_000, 2_000, 200, 1_800, 2_000]);
+    assert_eq!(messages(&doc), counted, "{doc}");
+}

@@ -71,6 +71,9 @@ fn spawned_workers_send_every_call_and_the_report_counts_each_code() {
     let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(server.calls().limited, 2_000);
     assert_eq!(doc["summary"]["requests"], 2_000, "{}", doc["summary"]);
+    // Sent by the two workers, not here.
+    let workers = doc["run"]["workers"].as_array().map(Vec::len);
+    assert_eq!(workers, Some(2), "{}", doc["run"]);
     // The server refuses every 10th call it takes, whichever worker sent it.
     assert_eq!(
         doc["grpc_codes"],
