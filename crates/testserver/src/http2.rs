@@ -78,7 +78,15 @@ pub(crate) async fn serve<T>(io: T, shared: Arc<Shared>, seq: u64, open: OpenGua
 where
     T: AsyncRead + AsyncWrite + Unpin,
 {
-    let Ok(mut connection) = h2::server::handshake(io).await else {
+    // A client stream's many small messages come a DATA frame each, and one read may bring
+    // hundreds of them before their streams take them: h2's default budget for such frames
+    // (100) would end the connection with ENHANCE_YOUR_CALM, where a load test wants to see the
+    // target serve them. 65,536 small frames; the flow-control windows still bound the bytes.
+    let handshake = h2::server::Builder::new()
+        .data_frame_budget(256 * 65_536)
+        .handshake(io)
+        .await;
+    let Ok(mut connection) = handshake else {
         return;
     };
     let ending = Arc::new(Ending::default());

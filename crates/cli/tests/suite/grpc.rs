@@ -306,3 +306,51 @@ fn spawned_workers_streams_messages_merge_in_the_report() {
     let counted = serde_json::json!([200, 2_000, 2_000, 200, 1_800, 2_000]);
     assert_eq!(messages(&doc), counted, "{doc}");
 }
+
+#[test]
+fn every_kind_of_stream_is_counted_by_the_built_in_target_and_by_belier() {
+    let server = belier_testserver::Server::start(belier_testserver::Config {
+        http2: true,
+        ..belier_testserver::Config::default()
+    })
+    .expect("the target starts");
+    let target = server.addr().to_string();
+    let proto = temp_dir("stream-target").join("target.proto");
+    std::fs::write(&proto, BELIER.ok(&["target", "--print-proto"]).stdout).unwrap();
+    let proto = proto.display().to_string();
+    let stream = |method: &str, extra: &[&str]| {
+        let call = format!("belier.target.Target/{method}");
+        let mut args = vec![
+            "grpc",
+            &target,
+            "--plaintext",
+            "--call",
+            &call,
+            "--proto",
+            &proto,
+        ];
+        args.extend_from_slice(&["--output", "json"]);
+        args.extend_from_slice(extra);
+        let doc: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
+        let counts = server.counts();
+        let target = [counts.grpc_messages_received, counts.grpc_messages_sent];
+        (doc, target)
+    };
+    let load = ["-n", "100", "-c", "10"];
+    // 100 replies each; then 50 requests each, sent at once (a burst of small frames);
+    // then 20 each way. The target's counts add up over the three runs.
+    let server_stream = [&["-d", r#"{"count": 100}"#][..], &load].concat();
+    let (doc, counted) = stream("ServerStream", &server_stream);
+    assert_eq!(counted, [100, 10_000]);
+    let expected = serde_json::json!([100, 100, 10_000, 100, 9_900, null]);
+    assert_eq!(messages(&doc), expected, "{doc}");
+    let client_stream = [&["-d", "{}", "--stream-call-count", "50"][..], &load].concat();
+    let (doc, counted) = stream("ClientStream", &client_stream);
+    assert_eq!(counted, [100 + 5_000, 10_000 + 100]);
+    assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
+    let bidi = [&["-d", "{}", "--stream-call-count", "20"][..], &load].concat();
+    let (doc, counted) = stream("Bidi", &bidi);
+    assert_eq!(counted, [5_100 + 2_000, 10_100 + 2_000]);
+    let expected = serde_json::json!([100, 2_000, 2_000, 100, 1_900, 2_000]);
+    assert_eq!(messages(&doc), expected, "{doc}");
+}
