@@ -302,6 +302,20 @@ fn first_non_empty<T: Clone>(ends: &[End], field: impl Fn(&End) -> &Vec<T>) -> V
         .unwrap_or_default()
 }
 
+/// Runs `settings` over the workers of `cluster` (a run from flags: `belier URL`, `belier
+/// grpc`), writes its report and lingers as a run here does; returns its exit code.
+pub fn run_and_report(
+    settings: &Settings,
+    cluster: &ClusterArgs,
+    signals: &Signals,
+) -> anyhow::Result<u8> {
+    let mut outcome = run_distributed(settings, cluster, None, signals, None, &mut |_| {})?;
+    let code = code(&outcome, cluster.on_worker_loss, 0);
+    let written = crate::load::report::write_report(settings, &outcome.finished, code);
+    crate::load::report::linger(&mut outcome.finished, signals);
+    written
+}
+
 /// The exit code of a distributed run: 1 once a worker was lost (unless told to go on),
 /// else what the run itself says.
 pub fn code(outcome: &Outcome, loss: Loss, otherwise: u8) -> u8 {

@@ -17,12 +17,7 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
     let cluster = args.load.cluster.clone();
     let settings = settings(args, cores)?;
     if cluster.active() {
-        let mut outcome =
-            cluster::run_distributed(&settings, &cluster, None, signals, None, &mut |_| {})?;
-        let code = cluster::code(&outcome, cluster.on_worker_loss, 0);
-        let written = write_report(&settings, &outcome.finished, code);
-        linger(&mut outcome.finished, signals);
-        return written;
+        return cluster::run_and_report(&settings, &cluster, signals);
     }
     let mut finished = crate::load::execute(&settings, signals)?;
     let code = if finished.interrupted {

@@ -22,15 +22,20 @@ fn proto(name: &str) -> String {
 fn calls(server: &GrpcServer, method: &str, proto: &str, extra: &[&str]) -> Value {
     let message = ["-d", r#"{"name": "belier"}"#];
     let call = format!("helloworld.Greeter/{method}");
-    run(server, &call, proto, &[&message[..], extra].concat())
+    run(
+        &server.target(),
+        &call,
+        proto,
+        &[&message[..], extra].concat(),
+    )
 }
 
-/// A run of `call` with `args` after the target, the call and the .proto; its JSON report.
-fn run(server: &GrpcServer, call: &str, proto: &str, extra: &[&str]) -> Value {
-    let target = server.target();
+/// A run of `call` on `target` (HOST:PORT) with `extra` flags after the call and the .proto;
+/// its JSON report.
+fn run(target: &str, call: &str, proto: &str, extra: &[&str]) -> Value {
     let mut args = vec![
         "grpc",
-        &target,
+        target,
         "--plaintext",
         "--call",
         &call,
@@ -151,7 +156,7 @@ fn streamer_proto(name: &str) -> String {
 /// A run of helloworld.Streamer's `method` with `extra` flags; its JSON report.
 fn streams(server: &GrpcServer, method: &str, extra: &[&str]) -> Value {
     let call = format!("helloworld.Streamer/{method}");
-    run(server, &call, &streamer_proto(method), extra)
+    run(&server.target(), &call, &streamer_proto(method), extra)
 }
 
 /// The report's messages: calls, sent, received, and how many first messages, gaps and round
@@ -217,27 +222,25 @@ fn every_message_of_a_client_stream_is_counted_by_the_server_and_by_belier() {
     assert!(doc["latency_us"]["min"].as_u64().unwrap() >= 9_000, "{doc}");
 }
 
+/// `calls` bidirectional calls of `each` messages on 10 connections, with `extra` flags,
+/// against a grpc-go server of their own: the report, and the server's count of calls and of
+/// messages in and out.
+fn bidi(calls: u64, each: u64, extra: &[&str]) -> Option<(Value, [u64; 3])> {
+    let server = GrpcServer::start()?;
+    let (calls, each) = (calls.to_string(), each.to_string());
+    let load = ["--stream-call-count", &each, "-n", &calls, "-c", "10"];
+    let args = [&["-d", r#"{"text": "x"}"#][..], &load, extra].concat();
+    let doc = streams(&server, "Bidi", &args);
+    let counted = server.calls();
+    Some((doc, [counted.bidi, counted.bidi_in, counted.bidi_out]))
+}
+
 #[test]
 fn every_message_of_a_bidirectional_stream_is_counted_by_the_server_and_by_belier() {
-    let Some(server) = GrpcServer::start() else {
+    let Some((doc, server)) = bidi(100, 20, &[]) else {
         return;
     };
-    let args = [
-        "-d",
-        r#"{"text": "x"}"#,
-        "--stream-call-count",
-        "20",
-        "-n",
-        "100",
-        "-c",
-        "10",
-    ];
-    let doc = streams(&server, "Bidi", &args);
-    let calls = server.calls();
-    assert_eq!(
-        (calls.bidi, calls.bidi_in, calls.bidi_out),
-        (100, 2_000, 2_000)
-    );
+    assert_eq!(server, [100, 2_000, 2_000]);
     assert_eq!(doc["grpc_codes"], serde_json::json!({"OK": 100}), "{doc}");
     // An answer to each message, in turn: a round trip each.
     let counted = serde_json::json!([100, 2_000, 2_000, 100, 1_900, 2_000]);
@@ -279,27 +282,10 @@ fn streaming_flags_and_message_arrays_are_for_methods_whose_client_streams() {
 
 #[test]
 fn spawned_workers_streams_messages_merge_in_the_report() {
-    let Some(server) = GrpcServer::start() else {
+    let Some((doc, server)) = bidi(200, 10, &["--spawn", "2"]) else {
         return;
     };
-    let args = [
-        "-d",
-        r#"{"text": "x"}"#,
-        "--stream-call-count",
-        "10",
-        "-n",
-        "200",
-        "-c",
-        "10",
-        "--spawn",
-        "2",
-    ];
-    let doc = streams(&server, "Bidi", &args);
-    let calls = server.calls();
-    assert_eq!(
-        (calls.bidi, calls.bidi_in, calls.bidi_out),
-        (200, 2_000, 2_000)
-    );
+    assert_eq!(server, [200, 2_000, 2_000]);
     let workers = doc["run"]["workers"].as_array().map(Vec::len);
     assert_eq!(workers, Some(2), "{}", doc["run"]);
     // Each worker's share of the calls, their messages and times, as one run's.
@@ -319,19 +305,12 @@ fn every_kind_of_stream_is_counted_by_the_built_in_target_and_by_belier() {
     std::fs::write(&proto, BELIER.ok(&["target", "--print-proto"]).stdout).unwrap();
     let proto = proto.display().to_string();
     let stream = |method: &str, extra: &[&str]| {
-        let call = format!("belier.target.Target/{method}");
-        let mut args = vec![
-            "grpc",
+        let doc = run(
             &target,
-            "--plaintext",
-            "--call",
-            &call,
-            "--proto",
+            &format!("belier.target.Target/{method}"),
             &proto,
-        ];
-        args.extend_from_slice(&["--output", "json"]);
-        args.extend_from_slice(extra);
-        let doc: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
+            extra,
+        );
         let counts = server.counts();
         let target = [counts.grpc_messages_received, counts.grpc_messages_sent];
         (doc, target)
