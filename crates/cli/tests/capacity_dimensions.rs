@@ -1,12 +1,14 @@
 //! `belier capacity` on its other dimensions, through the real binary against targets of known
 //! capacity: concurrent connections (a closed loop), new connections per second, and a plan's
-//! iterations per second; and the input each one refuses.
+//! iterations per second; a gRPC method's calls per second (the built-in target's and
+//! grpc-go's); and the input each one refuses.
 
 use std::io::Write as _;
 use std::process::Command;
 use std::time::Duration;
 
 use belier_testsupport::capacity as capacity_support;
+use belier_testsupport::grpc::{GrpcServer, POOL_PROTO};
 use belier_testsupport::temp_dir;
 use capacity_support::{capacity, last_served, stderr, target, validate};
 
@@ -239,22 +241,21 @@ fn what_a_dimension_or_a_plan_cannot_take_exits_2_naming_it() {
     }
 }
 
-#[test]
-fn a_grpc_method_is_found_at_its_handlers_capacity() {
-    // The built-in target's gRPC service behind 4 handlers of 20 ms: 200 calls/s, a little
-    // less as the sleeps overshoot; windows of 2 s, as the HTTP search of the same target
-    // (tests/capacity.rs) has, for the same reason: a late wake-up moves a 1 s window's p99.
-    let s = target(4, 20, None, false);
-    let proto = temp_dir("grpc-capacity").join("target.proto");
-    std::fs::write(&proto, belier_testserver::TARGET_PROTO).unwrap();
-    let server = s.addr().to_string();
+/// `belier capacity` on the unary gRPC method `call` of the h2c server at `server`, described
+/// by the `.proto` text `proto`: the SLO p99<100ms on windows of 2 s, as the HTTP search of a
+/// target of the same capacity (tests/capacity.rs) has, for the same reason: a late wake-up
+/// moves a 1 s window's p99. Asserts it succeeded, limited by the SLO, and returns the rate it
+/// found.
+fn grpc_capacity(call: &str, proto: &str, server: &str) -> f64 {
+    let file = temp_dir("grpc-capacity").join(format!("{}.proto", call.replace('/', ".")));
+    std::fs::write(&file, proto).unwrap();
     let (out, doc) = capacity(
         BELIER,
         &[
             "--call",
-            "belier.target.Target/Unary",
+            call,
             "--proto",
-            proto.to_str().unwrap(),
+            file.to_str().unwrap(),
             "--plaintext",
             "--slo",
             "p99<100ms",
@@ -267,26 +268,59 @@ fn a_grpc_method_is_found_at_its_handlers_capacity() {
             "--confirm-window",
             "2s",
             "--no-overload",
-            &server,
+            server,
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     validate(&doc);
     let c = &doc["capacity"];
+    assert_eq!(c["limited_by"], "slo", "{c:#}");
+    c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"))
+}
+
+#[test]
+fn a_grpc_method_is_found_at_its_handlers_capacity() {
+    // The built-in target's gRPC service behind 4 handlers of 20 ms: 200 calls/s, a little
+    // less as the sleeps overshoot.
+    let s = target(4, 20, None, false);
+    let found = grpc_capacity(
+        "belier.target.Target/Unary",
+        belier_testserver::TARGET_PROTO,
+        &s.addr().to_string(),
+    );
     let pool = s.pool_stats().unwrap();
     let truth = 4.0 / pool.mean_service.unwrap().as_secs_f64();
-    let found = c["max_rate"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
     assert!(
         (0.85..=1.05).contains(&(found / truth)),
-        "found {found}/s against {truth:.1}/s\n{c:#}"
+        "found {found}/s against {truth:.1}/s"
     );
-    assert_eq!(c["limited_by"], "slo");
     // Every call the search sent was a gRPC call the service answered: the handlers served
     // them all (none refused), and the target read one message per call.
     let counts = s.counts();
     assert_eq!(pool.rejected, 0);
     assert_eq!(counts.grpc_messages_received, counts.requests, "{counts:?}");
     assert!(counts.requests > 0);
+}
+
+#[test]
+fn a_grpc_go_method_is_found_at_its_handlers_capacity() {
+    // grpc-go's helloworld.Pool/Serve behind 4 handlers of 20 ms (grpc-server/pool.go): K/S =
+    // 200 calls/s, less by the sleeps' overshoot, which the server measures. The server runs
+    // just below belier's real-time priority, as the built-in target does.
+    let flags = ["-pool-workers", "4", "-pool-service", "20ms"];
+    let Some(server) = capacity_support::ahead(|| GrpcServer::start_with(&flags)) else {
+        return;
+    };
+    let found = grpc_capacity("helloworld.Pool/Serve", POOL_PROTO, &server.target());
+    let calls = server.calls();
+    let truth = 4.0 / calls.mean_pooled_service().unwrap().as_secs_f64();
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found}/s against {truth:.1}/s ({calls:?})"
+    );
+    // The search called nothing else.
+    assert!(calls.pooled > 0);
+    assert_eq!(calls.say_hello + calls.server_stream + calls.bidi, 0);
 }

@@ -1,6 +1,7 @@
 // A grpc-go server for belier's gRPC tests: helloworld.Greeter with SayHello (OK), Limited
 // (RESOURCE_EXHAUSTED for every 10th call) and Slow (answers after 2 s, or when the call's
-// deadline passes), and the streaming helloworld.Streamer (streamer.go). Messages are
+// deadline passes), the streaming helloworld.Streamer (streamer.go) and helloworld.Pool, a
+// method behind a set number of handlers (pool.go). Messages are
 // google.protobuf.StringValue, wire-compatible with HelloRequest{string name = 1} and
 // HelloReply{string message = 1}, so no generated code is needed. It prints "listening PORT"
 // once it listens on 127.0.0.1, counts calls (and streamed messages) on its own side, and
@@ -82,6 +83,8 @@ func main() {
 	server := grpc.NewServer(options...)
 	server.RegisterService(&desc, struct{}{})
 	server.RegisterService(&streamerDesc, struct{}{})
+	startPool()
+	server.RegisterService(&poolDesc, struct{}{})
 	if err := registerReflection(server); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -89,6 +92,6 @@ func main() {
 	go func() { _ = server.Serve(listener) }()
 	fmt.Printf("listening %d\n", listener.Addr().(*net.TCPAddr).Port)
 	_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
-	fmt.Printf("calls SayHello=%d Limited=%d Slow=%d %s\n", sayHello.Load(), limited.Load(), slow.Load(), streamerCounts())
+	fmt.Printf("calls SayHello=%d Limited=%d Slow=%d %s %s\n", sayHello.Load(), limited.Load(), slow.Load(), streamerCounts(), poolCounts())
 	server.Stop()
 }

@@ -35,11 +35,12 @@ pub fn target(workers: usize, service_ms: u64, queue: Option<usize>, shed: bool)
 
 /// Runs `f` with the calling thread under SCHED_FIFO at [`TARGET_PRIORITY`] when the tests may
 /// give it, so that the threads it starts (a server's) inherit the policy; the thread's own
-/// policy is put back after. A server at the normal policy on a host busy with builds and a `stress-ng` (load
+/// policy is put back after (a process it starts, such as the grpc-go server, inherits it as
+/// well). A server at the normal policy on a host busy with builds and a `stress-ng` (load
 /// 15-20 on two cores) answered its idle probe in 34-50 ms for a service time of 20 ms, and
 /// failed a first step at half its capacity (p99 111 ms; 22 % refused by the shedding one):
 /// its best second served was then no capacity any SLO allowed.
-fn ahead<T>(f: impl FnOnce() -> T) -> T {
+pub fn ahead<T>(f: impl FnOnce() -> T) -> T {
     let tid = std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok());

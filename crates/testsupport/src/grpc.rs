@@ -2,8 +2,8 @@
 //! with the Go toolchain once per test process into `target/grpc-server/` (Go's own build
 //! cache makes a rebuild of an unchanged server take a moment), started on 127.0.0.1, counting
 //! calls (and streamed messages) on its own side. Its methods and its `.proto` files are
-//! described in `grpc-server/main.go` and `streamer.go`, [`GREETER_PROTO`] and
-//! [`STREAMER_PROTO`].
+//! described in `grpc-server/main.go`, `streamer.go` and `pool.go`, [`GREETER_PROTO`],
+//! [`STREAMER_PROTO`] and [`POOL_PROTO`].
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -41,6 +41,16 @@ message StreamRequest { int64 count = 1; int32 gap_ms = 2; }
 message Note { string text = 1; }
 "#;
 
+/// The server's pooled service as a `.proto` file of its own: `Serve` is answered by
+/// `-pool-workers` handlers holding each call for `-pool-service` (grpc-server/pool.go).
+pub const POOL_PROTO: &str = r#"syntax = "proto3";
+package helloworld;
+service Pool {
+  rpc Serve (Job) returns (Job) {}
+}
+message Job { string name = 1; }
+"#;
+
 const INSTALL: &str = "Go 1.26 or later, which grpc-go v1.85 needs: scripts/install-test-deps";
 
 /// Calls the server took, by method, on its own side.
@@ -62,6 +72,17 @@ pub struct Calls {
     pub bidi: u64,
     pub bidi_in: u64,
     pub bidi_out: u64,
+    /// helloworld.Pool/Serve calls, and the nanoseconds they held a handler in all.
+    pub pooled: u64,
+    pub pooled_nanos: u64,
+}
+
+impl Calls {
+    /// The mean time a helloworld.Pool/Serve call held its handler; `None` before any call.
+    pub fn mean_pooled_service(&self) -> Option<std::time::Duration> {
+        let nanos = self.pooled_nanos.checked_div(self.pooled)?;
+        Some(std::time::Duration::from_nanos(nanos))
+    }
 }
 
 /// A running grpc-go server; stopped when [`GrpcServer::calls`] is called or it is dropped.
@@ -82,7 +103,7 @@ impl GrpcServer {
 
     /// [`GrpcServer::start`] with the server's flags (grpc-server/options.go): `-reflection`
     /// (with `-reflection-v1alpha-only`), `-tls-cert FILE -tls-key FILE`,
-    /// `-max-connection-age D -max-connection-age-grace D`.
+    /// `-max-connection-age D -max-connection-age-grace D`, `-pool-workers N -pool-service D`.
     pub fn start_with(flags: &[&str]) -> Option<GrpcServer> {
         let binary = built()?;
         let mut child = Command::new(binary)
@@ -141,6 +162,8 @@ impl GrpcServer {
             bidi: count("Bidi"),
             bidi_in: count("BidiIn"),
             bidi_out: count("BidiOut"),
+            pooled: count("Pooled"),
+            pooled_nanos: count("PooledNanos"),
         }
     }
 }
