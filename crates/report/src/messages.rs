@@ -32,7 +32,9 @@ fn at(times: &LatencySummary, p: f64) -> String {
 
 /// The rows every run with messages has.
 const ROWS: [Row; 11] = [
-    ("Streaming calls", |s| cell(s, |m| thousands(m.counts.calls))),
+    ("Streaming calls", |s| {
+        cell(s, |m| thousands(m.counts.calls))
+    }),
     ("Messages received", |s| {
         cell(s, |m| thousands(m.counts.received))
     }),
@@ -65,7 +67,9 @@ const ROUND_TRIP_ROWS: [Row; 2] = [
 /// when any run had some.
 pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     let with = |has: fn(&MessageFigures) -> bool| {
-        summaries.iter().any(|s| s.messages.as_ref().is_some_and(has))
+        summaries
+            .iter()
+            .any(|s| s.messages.as_ref().is_some_and(has))
     };
     let mut rows = Vec::new();
     if with(|_| true) {

@@ -145,9 +145,7 @@ impl<'a> Summary<'a> {
             checks: steps::check_lines(report),
             metrics: crate::custom::metric_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),
-            messages: t
-                .messages()
-                .map(|m| MessageFigures::of(m, report.elapsed)),
+            messages: t.messages().map(|m| MessageFigures::of(m, report.elapsed)),
         }
     }
 

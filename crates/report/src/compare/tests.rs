@@ -341,7 +341,10 @@ fn runs_of_streaming_calls_compare_their_messages_and_other_runs_do_not() {
     let get = |metric: &str| deltas.iter().find(|d| d.metric == metric).unwrap();
     let received = get("messages_received");
     assert_eq!((received.base, received.new), (20_000.0, 20_001.0));
-    assert_eq!((get("messages_sent").base, get("messages_sent").new), (200.0, 201.0));
+    assert_eq!(
+        (get("messages_sent").base, get("messages_sent").new),
+        (200.0, 201.0)
+    );
     assert_eq!(get("gap_p50").new, 0.25);
     // The base had no round trips: 0, and no relative change.
     let trips = get("round_trip_p99");
