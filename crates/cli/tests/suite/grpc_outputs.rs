@@ -1,6 +1,6 @@
 //! A streaming gRPC run's messages wherever a run is read: the live JSON report, the HTML
-//! report, a StatsD output, and from its results file `belier report` (markdown, HTML, JSON)
-//! and `belier compare`, each with the exact counts the built-in target counted.
+//! report, a StatsD output, and from its results file `belier report` (markdown, HTML, CSV,
+//! JSON) and `belier compare`, each with the exact counts the built-in target counted.
 
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -136,6 +136,10 @@ fn a_server_stream_s_messages_are_in_every_output_and_the_saved_results() {
         format!("| Messages sent | {CALLS} |"),
     ] {
         assert!(markdown.contains(&row), "{row} in\n{markdown}");
+    }
+    let csv = report("csv-stats", &results);
+    for row in [",messages received,2000,", &format!(",messages sent,{CALLS},")] {
+        assert!(csv.contains(row), "{row} in\n{csv}");
     }
     let saved: Value = serde_json::from_str(&report("json", &results)).unwrap();
     assert_eq!(saved["messages"], live["messages"]);
