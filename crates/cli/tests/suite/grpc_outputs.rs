@@ -138,7 +138,10 @@ fn a_server_stream_s_messages_are_in_every_output_and_the_saved_results() {
         assert!(markdown.contains(&row), "{row} in\n{markdown}");
     }
     let csv = report("csv-stats", &results);
-    for row in [",messages received,2000,", &format!(",messages sent,{CALLS},")] {
+    for row in [
+        ",messages received,2000,",
+        &format!(",messages sent,{CALLS},"),
+    ] {
         assert!(csv.contains(row), "{row} in\n{csv}");
     }
     let saved: Value = serde_json::from_str(&report("json", &results)).unwrap();

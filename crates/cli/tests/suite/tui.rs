@@ -1,7 +1,7 @@
 //! `--tui` in a real terminal: tmux (Debian's package) runs belier against the built-in target,
-//! keys go in with `send-keys`, the screen comes back with `capture-pane`; on one machine, and
-//! on a coordinator of two spawned workers, and for a streaming gRPC run. Without tmux the tests say `skipped: ` and pass,
-//! except under CI (`CI=true`), where they fail.
+//! keys go in with `send-keys`, the screen comes back with `capture-pane`; on one machine, on a
+//! coordinator of two spawned workers, and for a streaming gRPC run. Without tmux the tests say
+//! `skipped: ` and pass, except under CI (`CI=true`), where they fail.
 
 use std::io::Write;
 use std::process::{Command, Output};
