@@ -248,10 +248,7 @@ mod tests {
 
     #[test]
     fn a_run_of_streaming_calls_has_message_rows_after_its_aggregated_row() {
-        let (plain, mut streaming) = (seeded::base(), seeded::streaming());
-        seeded::add_round_trip(&mut streaming);
-        let reports = [plain.report(), streaming.report()];
-        let got = render_csv_stats(&seeded::named(&reports));
+        let got = seeded::render_with_messages(render_csv_stats);
         let rows = parse(&got);
         assert!(rows.iter().all(|r| r.len() == 14), "{got}");
         let names: Vec<&str> = rows[1..].iter().map(|r| r[1].as_str()).collect();

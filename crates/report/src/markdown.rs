@@ -456,10 +456,7 @@ mod tests {
 
     #[test]
     fn golden_markdown_with_messages_beside_a_run_without() {
-        let (plain, mut streaming) = (seeded::base(), seeded::streaming());
-        seeded::add_round_trip(&mut streaming);
-        let reports = [plain.report(), streaming.report()];
-        let got = render_markdown(&seeded::named(&reports));
+        let got = seeded::render_with_messages(render_markdown);
         crate::golden::check("report-grpc.md", &got);
         for line in [
             "| Streaming calls | – | 201 |",

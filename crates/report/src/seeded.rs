@@ -278,3 +278,12 @@ pub fn add_round_trip(run: &mut Run) {
         round_trips: Some(&trips),
     });
 }
+
+/// `[base, streaming]` rendered by `render`, the streaming run with a round trip too: a
+/// format's message figures beside a run without them.
+pub fn render_with_messages(render: impl Fn(&[NamedReport]) -> String) -> String {
+    let (plain, mut streaming) = (base(), streaming());
+    add_round_trip(&mut streaming);
+    let reports = [plain.report(), streaming.report()];
+    render(&named(&reports))
+}

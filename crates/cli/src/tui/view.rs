@@ -492,6 +492,20 @@ mod tests {
         }
     }
 
+    /// `n` settled intervals of a second, each with `settled`'s figures.
+    fn seconds(settled: &Recorder, n: u64) -> Vec<Point> {
+        (0..n)
+            .map(|i| {
+                Point::of(
+                    settled,
+                    Gauges::default(),
+                    Duration::from_secs(i),
+                    Duration::from_secs(1),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn grpc_calls_are_listed_by_their_codes_name_ok_in_green() {
         let mut settled = Recorder::new();
@@ -516,16 +530,7 @@ mod tests {
     #[test]
     fn the_panels_and_the_target_are_drawn() {
         let settled = Recorder::new();
-        let points: Vec<Point> = (0..3)
-            .map(|i| {
-                Point::of(
-                    &settled,
-                    Gauges::default(),
-                    Duration::from_secs(i),
-                    Duration::from_secs(1),
-                )
-            })
-            .collect();
+        let points = seconds(&settled, 3);
         let s = snapshot(&points, &settled);
         let text = screen(120, 40, &s);
         for want in [
@@ -577,16 +582,7 @@ mod tests {
             });
         }
         // Two settled intervals of a second: 4,000 messages in, 2,000/s.
-        let points: Vec<Point> = (0..2)
-            .map(|i| {
-                Point::of(
-                    &settled,
-                    Gauges::default(),
-                    Duration::from_secs(i),
-                    Duration::from_secs(1),
-                )
-            })
-            .collect();
+        let points = seconds(&settled, 2);
         let text = screen(120, 40, &snapshot(&points, &settled));
         for want in [
             "Messages",
