@@ -122,7 +122,7 @@ impl Hub {
             control: start.control,
             steps: start.steps,
             intervals: VecDeque::new(),
-            totals: totals(&Recorder::new(), &[]),
+            totals: totals(&Recorder::new(), &[], 0.0),
             stop_asked: false,
             end: None,
         });
@@ -157,7 +157,11 @@ impl Hub {
             run.intervals.pop_front();
         }
         run.intervals.push_back(interval.clone());
-        run.totals = totals(total, &run.steps);
+        run.totals = totals(
+            total,
+            &run.steps,
+            (point.offset + point.width).as_secs_f64(),
+        );
         let event = json!({
             "run": id,
             "interval": interval,
@@ -341,8 +345,10 @@ fn steering(run: &Run) -> Value {
     })
 }
 
-/// The tables: responses by status, failures by error kind, and a plan's steps.
-fn totals(total: &Recorder, steps: &[String]) -> Value {
+/// The tables: responses by status, failures by error kind, a plan's steps, and the messages
+/// of streaming gRPC calls (only for a run that made some), with their rates over the
+/// `settled_s` seconds the totals cover.
+fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
     let latency = total.latency_us();
     let ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         if h.is_empty() {
@@ -384,7 +390,7 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
         .collect();
     // As the text report counts them: a response of 400 or more is no error (it came back
     // whole) but it did not succeed.
-    json!({
+    let mut doc = json!({
         "requests": total.requests(),
         "succeeded": total.succeeded(),
         "failed_responses": total.responses() - total.succeeded(),
@@ -395,7 +401,24 @@ fn totals(total: &Recorder, steps: &[String]) -> Value {
         "statuses": statuses,
         "error_kinds": errors,
         "steps": step_rows,
-    })
+    });
+    if let Some(m) = total.messages() {
+        let per_s = |n: u64| {
+            if settled_s > 0.0 {
+                n as f64 / settled_s
+            } else {
+                0.0
+            }
+        };
+        doc["messages"] = json!({
+            "calls": m.calls(),
+            "sent": m.sent(),
+            "received": m.received(),
+            "sent_per_s": per_s(m.sent()),
+            "received_per_s": per_s(m.received()),
+        });
+    }
+    doc
 }
 
 #[cfg(test)]
@@ -439,11 +462,36 @@ mod tests {
             let outcome = belier_stats::Outcome::Grpc { code };
             total.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
         }
-        let statuses = &totals(&total, &[])["statuses"];
+        let statuses = &totals(&total, &[], 1.0)["statuses"];
         assert_eq!(
             statuses,
             &json!([{"status": "OK", "count": 1}, {"status": "RESOURCE_EXHAUSTED", "count": 2}])
         );
+    }
+
+    #[test]
+    fn streaming_calls_messages_and_rates_are_in_the_totals_and_other_runs_have_none() {
+        let mut total = Recorder::new();
+        let gaps = belier_stats::MessageTimes::default();
+        for _ in 0..3 {
+            let now = std::time::Instant::now();
+            let outcome = belier_stats::Outcome::Grpc { code: 0 };
+            total.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
+            total.record_messages(&belier_stats::CallMessages {
+                sent: 1,
+                received: 50,
+                first_message_us: Some(500),
+                gaps: &gaps,
+                round_trips: None,
+            });
+        }
+        assert_eq!(
+            totals(&total, &[], 2.0)["messages"],
+            json!({"calls": 3, "sent": 3, "received": 150, "sent_per_s": 1.5,
+                   "received_per_s": 75.0})
+        );
+        let http = totals(&Recorder::new(), &[], 2.0);
+        assert!(http.get("messages").is_none(), "{http}");
     }
 
     fn point(requests: u64) -> Point {

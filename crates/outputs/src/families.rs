@@ -4,7 +4,7 @@
 //! of these, so the pull exporter and every push output show the same numbers under the same
 //! names (listed in docs/src/guide/outputs.md, "The series").
 
-use belier_stats::{ErrorKind, LatencySummary, Recorder};
+use belier_stats::{ErrorKind, LatencySummary, Messages, Recorder};
 use hdrhistogram::Histogram;
 
 /// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
@@ -141,6 +141,9 @@ pub fn families(figures: &Figures) -> Vec<Family> {
     ];
     if !figures.steps.is_empty() {
         out.extend(steps(total, figures.steps));
+    }
+    if let Some(m) = total.messages() {
+        out.extend(messages(m));
     }
     let counter = |name, help, value: u64| Family {
         name,
@@ -326,6 +329,58 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
     ]
 }
 
+/// A run of streaming gRPC calls' messages: `belier_grpc_messages_sent_total`,
+/// `belier_grpc_messages_received_total`, `belier_grpc_streaming_calls_total`, and the
+/// histograms of the first message (from a call's send), the gaps between a call's response
+/// messages and the round trips from a request message to its answer (0 in `_count` when the
+/// responses did not answer messages one for one).
+fn messages(m: &Messages) -> Vec<Family> {
+    let counter = |name, help, value: u64| Family {
+        name,
+        help,
+        kind: Type::Counter,
+        points: vec![Point::plain(value as f64)],
+    };
+    let histogram = |name, help, h| Family {
+        name,
+        help,
+        kind: Type::Histogram,
+        points: buckets(h, &[]),
+    };
+    vec![
+        counter(
+            "belier_grpc_streaming_calls_total",
+            "Streaming gRPC calls that ended, whatever their status.",
+            m.calls(),
+        ),
+        counter(
+            "belier_grpc_messages_sent_total",
+            "Request messages of streaming gRPC calls sent.",
+            m.sent(),
+        ),
+        counter(
+            "belier_grpc_messages_received_total",
+            "Response messages of streaming gRPC calls received.",
+            m.received(),
+        ),
+        histogram(
+            "belier_grpc_first_message_seconds",
+            "From a streaming call's send to its first response message.",
+            m.first_message_us(),
+        ),
+        histogram(
+            "belier_grpc_message_gap_seconds",
+            "Between a streaming call's consecutive response messages.",
+            m.gap_us(),
+        ),
+        histogram(
+            "belier_grpc_message_round_trip_seconds",
+            "From a request message to the response message that answered it (bidirectional calls whose responses answer their messages one for one).",
+            m.round_trip_us(),
+        ),
+    ]
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::time::Instant;
@@ -384,6 +439,57 @@ pub(crate) mod tests {
             1.0
         );
         assert!(requests.points.iter().all(|p| p.labels[0].0 != "status"));
+    }
+
+    #[test]
+    fn streaming_calls_have_message_counters_and_histograms_and_other_runs_none() {
+        let mut total = Recorder::new();
+        let mut gaps = belier_stats::MessageTimes::default();
+        (0..9).for_each(|_| gaps.push(2_000));
+        for _ in 0..4 {
+            total.record(&Sample::simulated(
+                Instant::now(),
+                0,
+                30_000,
+                Outcome::Grpc { code: 0 },
+            ));
+            total.record_messages(&belier_stats::CallMessages {
+                sent: 1,
+                received: 10,
+                first_message_us: Some(3_000),
+                gaps: &gaps,
+                round_trips: None,
+            });
+        }
+        let figures = Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &[],
+        };
+        let all = families(&figures);
+        let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
+        let counted = |name| value(family(name), "", &[]);
+        assert_eq!(counted("belier_grpc_streaming_calls_total"), 4.0);
+        assert_eq!(counted("belier_grpc_messages_sent_total"), 4.0);
+        assert_eq!(counted("belier_grpc_messages_received_total"), 40.0);
+        let first = family("belier_grpc_first_message_seconds");
+        assert_eq!(value(first, "_bucket", &[("le", "0.0025")]), 0.0);
+        assert_eq!(value(first, "_bucket", &[("le", "0.005")]), 4.0);
+        let gap = family("belier_grpc_message_gap_seconds");
+        assert_eq!(value(gap, "_count", &[]), 36.0);
+        assert_eq!(value(gap, "_bucket", &[("le", "0.0025")]), 36.0);
+        let trips = family("belier_grpc_message_round_trip_seconds");
+        assert_eq!(value(trips, "_count", &[]), 0.0);
+        // A run of requests has none of them.
+        let mut http = Recorder::new();
+        http.record(&sample(1_000));
+        let plain = families(&Figures {
+            total: &http,
+            ..figures
+        });
+        assert!(plain.iter().all(|f| !f.name.starts_with("belier_grpc_")));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::rate;
-use crate::summary::Summary;
+use crate::summary::{MessageFigures, Summary};
 use crate::Report;
 
 /// The metrics [`compare`] reports and conditions may name, in report order.
@@ -42,7 +42,8 @@ pub struct Delta {
     pub new: f64,
     /// Relative change from base to new (`0.1` is +10 %); `None` when the base is 0.
     pub change: Option<f64>,
-    /// `req/s` for rates, `ms` for latencies, `%` for the error ratio.
+    /// `req/s` for rates, `ms` for latencies and message times, `%` for the error ratio,
+    /// `msg` and `msg/s` for streaming calls' messages.
     pub unit: &'static str,
 }
 
@@ -51,21 +52,76 @@ pub struct Delta {
 /// `rate` counts every request issued, `throughput` only successes (status below 400);
 /// latencies are from the intended start, responses only; `errors` is the share of requests
 /// that did not succeed (errors and statuses from 400 on), as a percentage.
+///
+/// When either run made streaming gRPC calls, the deltas of their messages follow (see
+/// [`MESSAGE_METRICS`]); a run without them counts 0 there.
 pub fn compare(base: &Report, new: &Report) -> Vec<Delta> {
     let (b, n) = (Figures::of(base), Figures::of(new));
-    METRICS
+    let mut deltas: Vec<Delta> = METRICS
         .iter()
-        .map(|&metric| {
-            let (base, new) = (b.get(metric), n.get(metric));
-            Delta {
-                metric,
-                base,
-                new,
-                change: (base != 0.0).then(|| (new - base) / base),
-                unit: unit(metric),
-            }
+        .map(|&metric| delta(metric, unit(metric), b.get(metric), n.get(metric)))
+        .collect();
+    deltas.extend(message_deltas(b.messages.as_ref(), n.messages.as_ref()));
+    deltas
+}
+
+fn delta(metric: &'static str, unit: &'static str, base: f64, new: f64) -> Delta {
+    Delta {
+        metric,
+        base,
+        new,
+        change: (base != 0.0).then(|| (new - base) / base),
+        unit,
+    }
+}
+
+/// The metrics of streaming calls' messages that [`compare`] adds when either run had them,
+/// with their units, in report order: counts, rates per second of the run, then times (ms).
+/// `round_trip_p99` only when either run's responses answered its messages one for one.
+/// Conditions cannot name them.
+pub const MESSAGE_METRICS: [(&str, &str); 9] = [
+    ("messages_received", "msg"),
+    ("messages_sent", "msg"),
+    ("received_per_s", "msg/s"),
+    ("sent_per_s", "msg/s"),
+    ("first_message_p50", "ms"),
+    ("first_message_p99", "ms"),
+    ("gap_p50", "ms"),
+    ("gap_p99", "ms"),
+    ("round_trip_p99", "ms"),
+];
+
+/// The deltas of [`MESSAGE_METRICS`]; none when neither run had messages.
+fn message_deltas(base: Option<&MessageFigures>, new: Option<&MessageFigures>) -> Vec<Delta> {
+    if base.is_none() && new.is_none() {
+        return Vec::new();
+    }
+    let trips = |m: Option<&MessageFigures>| m.is_some_and(|m| m.round_trips.count > 0);
+    let round_trips = trips(base) || trips(new);
+    MESSAGE_METRICS
+        .iter()
+        .filter(|(metric, _)| round_trips || *metric != "round_trip_p99")
+        .map(|&(metric, unit)| {
+            let get = |m: Option<&MessageFigures>| m.map_or(0.0, |m| message_figure(m, metric));
+            delta(metric, unit, get(base), get(new))
         })
         .collect()
+}
+
+/// `metric` of [`MESSAGE_METRICS`] in `m`.
+fn message_figure(m: &MessageFigures, metric: &str) -> f64 {
+    let ms = |l: &LatencySummary, p: f64| l.at(p).unwrap_or(0) as f64 / 1000.0;
+    match metric {
+        "messages_received" => m.counts.received as f64,
+        "messages_sent" => m.counts.sent as f64,
+        "received_per_s" => m.received_rate,
+        "sent_per_s" => m.sent_rate,
+        "first_message_p50" => ms(&m.first, 50.0),
+        "first_message_p99" => ms(&m.first, 99.0),
+        "gap_p50" => ms(&m.gaps, 50.0),
+        "gap_p99" => ms(&m.gaps, 99.0),
+        _ => ms(&m.round_trips, 99.0),
+    }
 }
 
 struct Figures {
@@ -73,6 +129,7 @@ struct Figures {
     throughput: f64,
     latency: LatencySummary,
     errors_percent: f64,
+    messages: Option<MessageFigures>,
 }
 
 impl Figures {
@@ -80,6 +137,7 @@ impl Figures {
         let (requests, succeeded) = (r.totals.requests(), r.totals.succeeded());
         let s = Summary::of(r);
         Figures {
+            messages: s.messages,
             rate: s.attempted_rate,
             throughput: s.throughput,
             latency: s.latency,
@@ -120,6 +178,8 @@ fn show(v: f64, unit: &str) -> String {
     match unit {
         "req/s" => format!("{}/s", rate(v)),
         "ms" => vocabulary::ms_of_ms(v),
+        "msg" => vocabulary::thousands(v.round() as u64),
+        "msg/s" => format!("{}/s", rate(v)),
         _ => format!("{v:.3} %"),
     }
 }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use belier_stats::Point;
 
 use crate::steps::{step_lines, StepLine};
-use crate::summary::Summary;
+use crate::summary::{MessageFigures, Summary};
 use crate::NamedReport;
 
 /// The header row of [`render_csv`].
@@ -57,7 +57,8 @@ const AGGREGATED: &str = "Aggregated";
 /// A failure is a request without a successful response (an error, or a status of 400 or
 /// more). Latency cells are empty where no response arrived. The `Aggregated` rate is the
 /// report's attempted rate (an open loop's, per second of its schedule); a step's, its requests
-/// over the run's elapsed time.
+/// over the run's elapsed time. A run of streaming gRPC calls has rows of its messages after
+/// its `Aggregated` row (see `message_rows`).
 pub fn render_csv_stats(runs: &[NamedReport]) -> String {
     let mut out = String::from(STATS_HEADER);
     out.push('\n');
@@ -92,8 +93,53 @@ pub fn render_csv_stats(runs: &[NamedReport]) -> String {
             bytes_out: r.totals.bytes_out(),
         };
         let _ = stats_row(&mut out, &name, &aggregated, per_s(failures));
+        if let Some(m) = &s.messages {
+            let _ = message_rows(&mut out, &name, m, &per_s);
+        }
     }
     out
+}
+
+/// A run of streaming gRPC calls' message rows, after its `Aggregated` row: `messages
+/// received` and `messages sent` (their count in `requests`, and per second), then `first
+/// message`, `message gap` and, when there were some, `message round trip` (how many were
+/// timed, per second, and their times). Failure and byte cells are empty: they do not apply.
+fn message_rows(
+    out: &mut String,
+    run: &str,
+    m: &MessageFigures,
+    per_s: &dyn Fn(u64) -> f64,
+) -> std::fmt::Result {
+    for (what, n) in [
+        ("messages received", m.counts.received),
+        ("messages sent", m.counts.sent),
+    ] {
+        writeln!(out, "{run},{what},{n},,,{:.3},,,,,,,,", per_s(n))?;
+    }
+    let times = [
+        ("first message", &m.first),
+        ("message gap", &m.gaps),
+        ("message round trip", &m.round_trips),
+    ];
+    for (what, t) in times {
+        if what == "message round trip" && t.count == 0 {
+            continue;
+        }
+        let cells: Vec<String> = if t.count == 0 {
+            vec![String::new(); 5]
+        } else {
+            let at = |p: f64| ms(t.at(p).unwrap_or(0));
+            vec![ms(t.min_us), at(50.0), at(90.0), at(99.0), ms(t.max_us)]
+        };
+        writeln!(
+            out,
+            "{run},{what},{},,,{:.3},,{},,",
+            t.count,
+            per_s(t.count),
+            cells.join(",")
+        )?;
+    }
+    Ok(())
 }
 
 fn stats_row(out: &mut String, run: &str, s: &StepLine, failures_per_s: f64) -> std::fmt::Result {
@@ -198,6 +244,42 @@ mod tests {
         // A step without responses has no latency, not a latency of zero.
         assert_eq!(rows[5][2], "0");
         assert!(rows[5][7..12].iter().all(String::is_empty), "{:?}", rows[5]);
+    }
+
+    #[test]
+    fn a_run_of_streaming_calls_has_message_rows_after_its_aggregated_row() {
+        let got = seeded::render_with_messages(render_csv_stats);
+        let rows = parse(&got);
+        assert!(rows.iter().all(|r| r.len() == 14), "{got}");
+        let names: Vec<&str> = rows[1..].iter().map(|r| r[1].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                AGGREGATED,
+                AGGREGATED,
+                "messages received",
+                "messages sent",
+                "first message",
+                "message gap",
+                "message round trip"
+            ]
+        );
+        let run = field(seeded::NEW);
+        let want = [
+            ("messages received", ",20001,,,13334.000,,,,,,,,"),
+            ("messages sent", ",201,,,134.000,,,,,,,,"),
+            (
+                "message gap",
+                ",19800,,,13200.000,,0.250,0.250,0.250,0.250,0.250,,",
+            ),
+            (
+                "message round trip",
+                ",1,,,0.667,,1.500,1.500,1.500,1.500,1.500,,",
+            ),
+        ];
+        for (name, cells) in want {
+            assert!(got.contains(&format!("{run},{name}{cells}\n")), "{got}");
+        }
     }
 
     #[test]

@@ -316,10 +316,22 @@ fn write_summary(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> f
             out.push_str("</tr>\n");
         }
     }
+    let message_rows = crate::messages::rows(summaries);
+    for (k, (label, cell)) in message_rows.iter().enumerate() {
+        let class = if k == 0 { " class=\"group\"" } else { "" };
+        write!(out, "<tr{class}><th>{}</th>", esc(label))?;
+        for s in summaries {
+            write!(out, "<td>{}</td>", esc(&cell(s)))?;
+        }
+        out.push_str("</tr>\n");
+    }
     out.push_str(
         "</tbody></table>\n<p class=\"note\">Latency covers complete responses only \
                   (any status), in milliseconds with microsecond resolution.</p>\n",
     );
+    if !message_rows.is_empty() {
+        writeln!(out, "<p class=\"note\">{}</p>", esc(crate::messages::NOTE))?;
+    }
     Ok(())
 }
 

@@ -345,23 +345,7 @@ mod tests {
 
     #[test]
     fn a_run_of_streaming_calls_has_its_messages_in_text_and_json() {
-        let mut run = crate::seeded::base();
-        let mut totals = belier_stats::Recorder::new();
-        let t = std::time::Instant::now();
-        let mut gaps = belier_stats::MessageTimes::default();
-        (0..99).for_each(|_| gaps.push(250));
-        for i in 0..200u64 {
-            let outcome = belier_stats::Outcome::Grpc { code: 0 };
-            totals.record(&belier_stats::Sample::simulated(t, 0, 30_000 + i, outcome));
-            totals.record_messages(&belier_stats::CallMessages {
-                sent: 1,
-                received: 100,
-                first_message_us: Some(1_000 + i),
-                gaps: &gaps,
-                round_trips: None,
-            });
-        }
-        run.totals = totals;
+        let mut run = crate::seeded::streaming();
         let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
         let schema: Value = serde_json::from_str(SCHEMA).unwrap();
         let validator = jsonschema::validator_for(&schema).unwrap();
@@ -387,15 +371,7 @@ mod tests {
             assert!(text.contains(line), "{line:?} in {text}");
         }
         // Round trips where answers answered messages one for one.
-        let mut trips = belier_stats::MessageTimes::default();
-        trips.push(1_500);
-        run.totals.record_messages(&belier_stats::CallMessages {
-            sent: 1,
-            received: 1,
-            first_message_us: Some(1_500),
-            gaps: &belier_stats::MessageTimes::default(),
-            round_trips: Some(&trips),
-        });
+        crate::seeded::add_round_trip(&mut run);
         let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
         assert!(validator.is_valid(&doc));
         assert_eq!(doc["messages"]["round_trip_us"]["max"], 1_500);

@@ -23,6 +23,7 @@ mod html;
 mod json;
 mod junit;
 mod markdown;
+mod messages;
 mod open_loop;
 mod scenarios;
 mod steps;

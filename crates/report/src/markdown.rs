@@ -46,11 +46,18 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
     if summaries.iter().any(|s| s.open_loop.is_some()) {
         write_open_loop_rows(out, &summaries)?;
     }
+    let message_rows = crate::messages::rows(&summaries);
+    for (label, cell) in &message_rows {
+        row(out, &summaries, label, cell)?;
+    }
     writeln!(
         out,
         "\nLatency is measured from the intended start of each request to its last byte, \
          responses only."
     )?;
+    if !message_rows.is_empty() {
+        writeln!(out, "{}", crate::messages::NOTE)?;
+    }
 
     for (run, s) in runs.iter().zip(&summaries) {
         write_run(out, run, s)?;
@@ -445,6 +452,20 @@ mod tests {
             report: &report,
         }]);
         crate::golden::check("report-steps.md", &got);
+    }
+
+    #[test]
+    fn golden_markdown_with_messages_beside_a_run_without() {
+        let got = seeded::render_with_messages(render_markdown);
+        crate::golden::check("report-grpc.md", &got);
+        for line in [
+            "| Streaming calls | – | 201 |",
+            "| Messages received | – | 20,001 |",
+            "| Messages sent | – | 201 |",
+            "| Round trip p99 | – | 1.500 ms |",
+        ] {
+            assert!(got.contains(line), "{line:?} in\n{got}");
+        }
     }
 
     #[test]

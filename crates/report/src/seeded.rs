@@ -241,3 +241,49 @@ pub fn with_steps() -> Run {
         changes: vec![],
     }
 }
+
+/// [`base`]'s info and series with the totals of 200 server-streaming gRPC calls, all OK:
+/// one request message and 100 response messages each, the first after 1.000–1.199 ms, the
+/// others 0.250 ms apart.
+pub fn streaming() -> Run {
+    let mut run = base();
+    let mut totals = Recorder::new();
+    let t = Instant::now();
+    let mut gaps = belier_stats::MessageTimes::default();
+    (0..99).for_each(|_| gaps.push(250));
+    for i in 0..200u64 {
+        let outcome = Outcome::Grpc { code: 0 };
+        totals.record(&Sample::simulated(t, 0, 30_000 + i, outcome));
+        totals.record_messages(&belier_stats::CallMessages {
+            sent: 1,
+            received: 100,
+            first_message_us: Some(1_000 + i),
+            gaps: &gaps,
+            round_trips: None,
+        });
+    }
+    run.totals = totals;
+    run
+}
+
+/// One bidirectional call on top of `run`'s: a message answered in 1.500 ms.
+pub fn add_round_trip(run: &mut Run) {
+    let mut trips = belier_stats::MessageTimes::default();
+    trips.push(1_500);
+    run.totals.record_messages(&belier_stats::CallMessages {
+        sent: 1,
+        received: 1,
+        first_message_us: Some(1_500),
+        gaps: &belier_stats::MessageTimes::default(),
+        round_trips: Some(&trips),
+    });
+}
+
+/// `[base, streaming]` rendered by `render`, the streaming run with a round trip too: a
+/// format's message figures beside a run without them.
+pub fn render_with_messages(render: impl Fn(&[NamedReport]) -> String) -> String {
+    let (plain, mut streaming) = (base(), streaming());
+    add_round_trip(&mut streaming);
+    let reports = [plain.report(), streaming.report()];
+    render(&named(&reports))
+}

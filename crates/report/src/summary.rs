@@ -68,6 +68,9 @@ pub(crate) struct MessageFigures {
     /// Messages each way per streaming call.
     pub sent_per_call: f64,
     pub received_per_call: f64,
+    /// Messages each way per second of the run.
+    pub sent_rate: f64,
+    pub received_rate: f64,
     /// From a call's send to its first response message.
     pub first: LatencySummary,
     /// Between a call's consecutive response messages.
@@ -77,13 +80,15 @@ pub(crate) struct MessageFigures {
 }
 
 impl MessageFigures {
-    fn of(m: &Messages) -> MessageFigures {
+    fn of(m: &Messages, elapsed: std::time::Duration) -> MessageFigures {
         let counts = m.counts();
         let per_call = |n: u64| ratio(n, counts.calls).unwrap_or(0.0);
         MessageFigures {
             counts,
             sent_per_call: per_call(counts.sent),
             received_per_call: per_call(counts.received),
+            sent_rate: per_second(counts.sent, elapsed),
+            received_rate: per_second(counts.received, elapsed),
             first: m.first_message(),
             gaps: m.gaps(),
             round_trips: m.round_trips(),
@@ -140,7 +145,7 @@ impl<'a> Summary<'a> {
             checks: steps::check_lines(report),
             metrics: crate::custom::metric_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),
-            messages: t.messages().map(MessageFigures::of),
+            messages: t.messages().map(|m| MessageFigures::of(m, report.elapsed)),
         }
     }
 

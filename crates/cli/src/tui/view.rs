@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use belier_engine::Steer;
 use belier_stats::{ErrorKind, Point, Recorder};
+use belier_vocabulary::format::thousands;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -116,25 +117,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot) {
     if steps_height > 0 {
         draw_steps(frame, steps, s);
     }
-    let [responses, load, generator] = Layout::horizontal([
-        Constraint::Percentage(40),
-        Constraint::Percentage(30),
-        Constraint::Percentage(30),
-    ])
-    .areas(panels);
-    frame.render_widget(
-        Paragraph::new(response_lines(s.settled)).block(Block::bordered().title(" Responses ")),
-        responses,
-    );
-    frame.render_widget(
-        Paragraph::new(load_lines(s)).block(Block::bordered().title(" Load ")),
-        load,
-    );
-    frame.render_widget(
-        Paragraph::new(generator_lines(s.points.last()))
-            .block(Block::bordered().title(" Generator ")),
-        generator,
-    );
+    draw_panels(frame, panels, s);
     let help = " q stop   p pause/resume   + / - level ±10 %   ? help";
     frame.render_widget(
         Paragraph::new(help).style(Style::default().add_modifier(Modifier::DIM)),
@@ -143,6 +126,57 @@ pub fn draw(frame: &mut Frame, s: &Snapshot) {
     if s.help {
         draw_help(frame, area);
     }
+}
+
+/// The panels under the charts: responses, load, generator, and for a run of streaming gRPC
+/// calls their messages (only then, so any other run's panels are as they were).
+fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
+    let messages = message_lines(s);
+    let widths: &[u16] = if messages.is_some() {
+        &[30, 22, 26, 22]
+    } else {
+        &[40, 30, 30]
+    };
+    let areas = Layout::horizontal(widths.iter().map(|&w| Constraint::Percentage(w))).split(area);
+    let mut panels = vec![
+        (" Responses ", response_lines(s.settled)),
+        (" Load ", load_lines(s)),
+    ];
+    panels.extend(messages.map(|lines| (" Messages ", lines)));
+    panels.push((" Generator ", generator_lines(s.points.last())));
+    for ((title, lines), &panel) in panels.into_iter().zip(areas.iter()) {
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::bordered().title(title)),
+            panel,
+        );
+    }
+}
+
+/// A run of streaming gRPC calls' messages so far, each way, and their rate over the settled
+/// intervals; `None` for any other run.
+fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
+    let m = s.settled.messages()?;
+    let settled = s
+        .points
+        .last()
+        .map_or(0.0, |p| (p.offset + p.width).as_secs_f64());
+    let per_s = |n: u64| {
+        if settled > 0.0 {
+            n as f64 / settled
+        } else {
+            0.0
+        }
+    };
+    // Compact: the panel is a quarter of the width, as little as 22 columns.
+    let line = |what: &str, n: u64| {
+        let rate = thousands(per_s(n).round() as u64);
+        Line::raw(format!("{what:<5}{:>8} {rate:>7}/s", thousands(n)))
+    };
+    Some(vec![
+        line("in", m.received()),
+        line("out", m.sent()),
+        Line::raw(format!("calls{:>8}", thousands(m.calls()))),
+    ])
 }
 
 /// State, time, the target and the totals so far.
@@ -458,6 +492,20 @@ mod tests {
         }
     }
 
+    /// `n` settled intervals of a second, each with `settled`'s figures.
+    fn seconds(settled: &Recorder, n: u64) -> Vec<Point> {
+        (0..n)
+            .map(|i| {
+                Point::of(
+                    settled,
+                    Gauges::default(),
+                    Duration::from_secs(i),
+                    Duration::from_secs(1),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn grpc_calls_are_listed_by_their_codes_name_ok_in_green() {
         let mut settled = Recorder::new();
@@ -482,16 +530,7 @@ mod tests {
     #[test]
     fn the_panels_and_the_target_are_drawn() {
         let settled = Recorder::new();
-        let points: Vec<Point> = (0..3)
-            .map(|i| {
-                Point::of(
-                    &settled,
-                    Gauges::default(),
-                    Duration::from_secs(i),
-                    Duration::from_secs(1),
-                )
-            })
-            .collect();
+        let points = seconds(&settled, 3);
         let s = snapshot(&points, &settled);
         let text = screen(120, 40, &s);
         for want in [
@@ -507,6 +546,7 @@ mod tests {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
         assert!(!text.contains("workers"), "{text}");
+        assert!(!text.contains("Messages"), "no streaming calls: {text}");
         let spread = screen(
             120,
             40,
@@ -523,5 +563,39 @@ mod tests {
         assert!(help.contains("pause / resume"), "{help}");
         let small = screen(50, 10, &snapshot(&points, &settled));
         assert!(small.contains("terminal too small"), "{small}");
+    }
+
+    #[test]
+    fn a_run_of_streaming_calls_has_a_messages_panel_with_counts_and_rates() {
+        let mut settled = Recorder::new();
+        let gaps = belier_stats::MessageTimes::default();
+        for _ in 0..40 {
+            let now = std::time::Instant::now();
+            let outcome = belier_stats::Outcome::Grpc { code: 0 };
+            settled.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
+            settled.record_messages(&belier_stats::CallMessages {
+                sent: 1,
+                received: 100,
+                first_message_us: Some(500),
+                gaps: &gaps,
+                round_trips: None,
+            });
+        }
+        // Two settled intervals of a second: 4,000 messages in, 2,000/s.
+        let points = seconds(&settled, 2);
+        let text = screen(120, 40, &snapshot(&points, &settled));
+        for want in [
+            "Messages",
+            "in      4,000   2,000/s",
+            "out        40      20/s",
+            "calls      40",
+            "Responses",
+            "Generator",
+        ] {
+            assert!(text.contains(want), "{want:?} missing from\n{text}");
+        }
+        // At the narrowest the panels still fit their figures.
+        let narrow = screen(MIN_WIDTH, 24, &snapshot(&points, &settled));
+        assert!(narrow.contains("4,000"), "{narrow}");
     }
 }

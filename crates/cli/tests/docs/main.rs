@@ -240,8 +240,38 @@ fn served_metrics(args: &[&str], dir: &std::path::Path) -> Vec<(String, String)>
     families
 }
 
-/// The metrics page names exactly the families the exporter serves for a flag run and a plan
-/// run together, with their types.
+/// The families served for `belier grpc` on the built-in target's server-streaming method.
+fn served_streaming_metrics(dir: &std::path::Path) -> Vec<(String, String)> {
+    let grpc = belier_testserver::Server::start(belier_testserver::Config {
+        http2: true,
+        ..belier_testserver::Config::default()
+    })
+    .expect("the built-in target starts");
+    let proto = BELIER.ok(&["target", "--print-proto"]).stdout;
+    std::fs::write(dir.join("target.proto"), proto).expect("write the .proto");
+    let target = grpc.addr().to_string();
+    let call = [
+        "grpc",
+        &target,
+        "--plaintext",
+        "--call",
+        "belier.target.Target/ServerStream",
+        "--proto",
+        "target.proto",
+        "-d",
+        r#"{"count": 3}"#,
+        "-n",
+        "10",
+        "-t",
+        "1",
+    ];
+    let served = served_metrics(&call, dir);
+    grpc.stop();
+    served
+}
+
+/// The metrics page names exactly the families the exporter serves for a flag run, a plan run
+/// and a run of streaming gRPC calls together, with their types.
 #[test]
 fn metric_names_are_what_the_exporter_serves() {
     let server = belier_testserver::Server::start(belier_testserver::Config::default())
@@ -256,6 +286,7 @@ fn metric_names_are_what_the_exporter_serves() {
     let url = server.url("/");
     let mut served = served_metrics(&[&url, "--rate", "100", "-z", "1s", "-t", "1"], &dir);
     served.extend(served_metrics(&["run", "plan.yaml", "-t", "1"], &dir));
+    served.extend(served_streaming_metrics(&dir));
     served.sort();
     served.dedup();
     let documented = documented_metrics();

@@ -21,6 +21,7 @@ mod flags_never_panic;
 mod grpc;
 mod grpc_cluster;
 mod grpc_options;
+mod grpc_outputs;
 mod grpc_target;
 mod hdr_java;
 mod hosts;

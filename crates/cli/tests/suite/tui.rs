@@ -1,7 +1,7 @@
 //! `--tui` in a real terminal: tmux (Debian's package) runs belier against the built-in target,
-//! keys go in with `send-keys`, the screen comes back with `capture-pane`; on one machine, and
-//! on a coordinator of two spawned workers. Without tmux the tests say `skipped: ` and pass,
-//! except under CI (`CI=true`), where they fail.
+//! keys go in with `send-keys`, the screen comes back with `capture-pane`; on one machine, on a
+//! coordinator of two spawned workers, and for a streaming gRPC run. Without tmux the tests say
+//! `skipped: ` and pass, except under CI (`CI=true`), where they fail.
 
 use std::io::Write;
 use std::process::{Command, Output};
@@ -382,4 +382,50 @@ fn a_coordinators_dashboard_shows_the_merged_run_and_its_keys_steer_every_worker
     let file = std::fs::read_to_string(&saved).unwrap();
     assert_eq!(file.matches("\"change\"").count(), 3, "{file}");
     let _ = std::fs::remove_file(&saved);
+}
+
+#[test]
+fn a_streaming_grpc_run_s_dashboard_has_a_messages_panel() {
+    let server = Server::start(Config {
+        http2: true,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    let proto = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tui-target-{}.proto", std::process::id()));
+    let printed = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["target", "--print-proto"])
+        .output()
+        .expect("belier target runs");
+    std::fs::write(&proto, printed.stdout).unwrap();
+    // 20 calls a second of 10 replies each: about 200 messages in a second, 20 out.
+    let command = format!(
+        "'{}' grpc {} --plaintext --call belier.target.Target/ServerStream --proto '{}' \
+         -d '{{\"count\": 10}}' --tui --rate 20 -z 30s; sleep 30",
+        env!("CARGO_BIN_EXE_belier"),
+        server.addr(),
+        proto.display()
+    );
+    let Some(tmux) = Tmux::start(&command) else {
+        return;
+    };
+    let panel = tmux.wait_for("messages panel", false, |s| {
+        s.contains("Messages") && s.contains("calls")
+    });
+    let count = |label: &str| -> u64 {
+        let line = panel
+            .lines()
+            .find_map(|l| l.split(&format!("│{label} ")).nth(1))
+            .unwrap_or_else(|| panic!("no {label:?} line in\n{panel}"));
+        let n = line.split_whitespace().next().unwrap();
+        n.replace(',', "").parse().unwrap()
+    };
+    // Each call sent one message and received ten, all settled together.
+    let (calls, received, sent) = (count("calls"), count("in"), count("out"));
+    assert!(calls > 0, "{panel}");
+    assert_eq!((sent, received), (calls, 10 * calls), "{panel}");
+    tmux.send("q");
+    let report = tmux.wait_for("report", true, |s| s.contains("Messages  ("));
+    assert!(report.contains("per call"), "{report}");
+    server.stop();
 }

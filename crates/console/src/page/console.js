@@ -153,6 +153,12 @@ function tables(totals) {
   rows($("errors"), totals.error_kinds, (e) => [[e.kind], [e.count, true]]);
   rows($("steps"), totals.steps, (s) => [[s.step], [s.requests, true], [s.failures, true],
     [`p50 ${fixed(s.p50_ms, 2)} ms`], [`p99 ${fixed(s.p99_ms, 2)} ms`]]);
+  // Streaming gRPC calls only: the table stays hidden for any other run.
+  const m = totals.messages;
+  const messages = m ? [["received", m.received, m.received_per_s],
+    ["sent", m.sent, m.sent_per_s]] : [];
+  rows($("messages"), messages, ([what, n, rate]) => [[what], [n, true],
+    [`${fixed(rate)}/s`, true]]);
 }
 
 async function refreshRuns() {

@@ -328,3 +328,40 @@ fn junit_has_a_case_per_condition_failing_with_the_change_against_the_limit() {
         assert!(got.contains(&message), "{message} in {got}");
     }
 }
+
+#[test]
+fn runs_of_streaming_calls_compare_their_messages_and_other_runs_do_not() {
+    let (base, mut new) = (seeded::streaming(), seeded::streaming());
+    seeded::add_round_trip(&mut new);
+    let deltas = compare(&base.report(), &new.report());
+    let names: Vec<&str> = deltas.iter().map(|d| d.metric).collect();
+    let mut want = METRICS.to_vec();
+    want.extend(MESSAGE_METRICS.iter().map(|(m, _)| *m));
+    assert_eq!(names, want);
+    let get = |metric: &str| deltas.iter().find(|d| d.metric == metric).unwrap();
+    let received = get("messages_received");
+    assert_eq!((received.base, received.new), (20_000.0, 20_001.0));
+    assert_eq!(
+        (get("messages_sent").base, get("messages_sent").new),
+        (200.0, 201.0)
+    );
+    assert_eq!(get("gap_p50").new, 0.25);
+    // The base had no round trips: 0, and no relative change.
+    let trips = get("round_trip_p99");
+    assert_eq!((trips.base, trips.new, trips.change), (0.0, 1.5, None));
+    let text = render_comparison_text("a", "b", &deltas, &[]);
+    for line in [
+        "  messages_received      20,000      20,001  +0.0 %\n",
+        "  sent_per_s            133.3/s     134.0/s  +0.5 %\n",
+        "  round_trip_p99       0.000 ms    1.500 ms     n/a\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    // Without round trips on either side, no row for them; without messages, no rows at all.
+    let streaming = seeded::streaming();
+    let one_way = compare(&base.report(), &streaming.report());
+    assert_eq!(one_way.len(), METRICS.len() + MESSAGE_METRICS.len() - 1);
+    let plain = seeded::base();
+    let http = compare(&plain.report(), &plain.report());
+    assert_eq!(http.len(), METRICS.len());
+}

@@ -597,3 +597,24 @@ fn decoded_bytes_show_only_when_a_run_decoded_bodies() {
         "{html}"
     );
 }
+
+#[test]
+fn a_run_of_streaming_calls_has_message_rows_and_a_run_without_a_dash() {
+    let (plain, mut streaming) = (crate::seeded::base(), crate::seeded::streaming());
+    crate::seeded::add_round_trip(&mut streaming);
+    let (a, b) = (plain.report(), streaming.report());
+    let html = render_html(&[run("http", &a), run("stream", &b)]);
+    for row in [
+        "<tr class=\"group\"><th>Streaming calls</th><td>–</td><td>201</td></tr>",
+        "<tr><th>Messages received</th><td>–</td><td>20,001</td></tr>",
+        "<tr><th>Messages sent</th><td>–</td><td>201</td></tr>",
+        "<tr><th>Message gap p50</th><td>–</td><td>0.250 ms</td></tr>",
+        "<tr><th>Round trip p99</th><td>–</td><td>1.500 ms</td></tr>",
+    ] {
+        assert!(html.contains(row), "{row:?} missing");
+    }
+    assert!(html.contains("Message times: first"));
+    // Without streaming calls, no message rows.
+    let only_http = render_html(&[run("http", &a)]);
+    assert!(!only_http.contains("Streaming calls") && !only_http.contains("Message times"));
+}

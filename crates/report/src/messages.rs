@@ -1,0 +1,82 @@
+//! The messages of a run's streaming gRPC calls as rows of the markdown and HTML summary
+//! tables: one list, so that both formats show the same figures under the same labels. The
+//! rows appear only when a run had messages (a run of other requests has a dash in each), so
+//! a report of HTTP runs is unchanged.
+
+use belier_stats::LatencySummary;
+
+use crate::format::{ms, rate, thousands};
+use crate::summary::{MessageFigures, Summary};
+
+/// A row: its label and the cell of one run.
+pub(crate) type Row = (&'static str, fn(&Summary) -> String);
+
+/// The note under a table with message rows: what the times measure.
+pub(crate) const NOTE: &str = "Message times: first, from a streaming call's send to its first \
+     response message; gap, between a call's consecutive response messages; round trip, from a \
+     request message to the response message that answered it.";
+
+/// `figure` of a run's messages; a dash for a run without them (a zero would read as a
+/// measurement).
+fn cell(s: &Summary, figure: impl Fn(&MessageFigures) -> String) -> String {
+    s.messages.as_ref().map_or_else(|| "–".into(), figure)
+}
+
+/// Percentile `p` of `times`; a dash when there were none.
+fn at(times: &LatencySummary, p: f64) -> String {
+    if times.count == 0 {
+        return "–".into();
+    }
+    ms(times.at(p).unwrap_or(0))
+}
+
+/// The rows every run with messages has.
+const ROWS: [Row; 11] = [
+    ("Streaming calls", |s| {
+        cell(s, |m| thousands(m.counts.calls))
+    }),
+    ("Messages received", |s| {
+        cell(s, |m| thousands(m.counts.received))
+    }),
+    ("Messages received/s", |s| {
+        cell(s, |m| format!("{}/s", rate(m.received_rate)))
+    }),
+    ("Received per call", |s| {
+        cell(s, |m| format!("{:.1}", m.received_per_call))
+    }),
+    ("Messages sent", |s| cell(s, |m| thousands(m.counts.sent))),
+    ("Messages sent/s", |s| {
+        cell(s, |m| format!("{}/s", rate(m.sent_rate)))
+    }),
+    ("Sent per call", |s| {
+        cell(s, |m| format!("{:.1}", m.sent_per_call))
+    }),
+    ("First message p50", |s| cell(s, |m| at(&m.first, 50.0))),
+    ("First message p99", |s| cell(s, |m| at(&m.first, 99.0))),
+    ("Message gap p50", |s| cell(s, |m| at(&m.gaps, 50.0))),
+    ("Message gap p99", |s| cell(s, |m| at(&m.gaps, 99.0))),
+];
+
+/// The rows of runs whose responses answered their messages one for one.
+const ROUND_TRIP_ROWS: [Row; 2] = [
+    ("Round trip p50", |s| cell(s, |m| at(&m.round_trips, 50.0))),
+    ("Round trip p99", |s| cell(s, |m| at(&m.round_trips, 99.0))),
+];
+
+/// The message rows `summaries` call for: none when no run had messages, the round trips'
+/// when any run had some.
+pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
+    let with = |has: fn(&MessageFigures) -> bool| {
+        summaries
+            .iter()
+            .any(|s| s.messages.as_ref().is_some_and(has))
+    };
+    let mut rows = Vec::new();
+    if with(|_| true) {
+        rows.extend(ROWS);
+    }
+    if with(|m| m.round_trips.count > 0) {
+        rows.extend(ROUND_TRIP_ROWS);
+    }
+    rows
+}
