@@ -3,7 +3,6 @@
 //! flags run's), and the response message read back as JSON for checks and extraction.
 
 use bytes::Bytes;
-use prost::Message as _;
 use prost_reflect::{DynamicMessage, MethodDescriptor, SerializeOptions};
 
 use crate::call::{message_from_json, CallError, Kind};
@@ -34,6 +33,11 @@ impl Method {
     /// `/package.Service/Method`, the request's path.
     pub fn path(&self) -> String {
         format!("/{}", self.name())
+    }
+
+    /// The full name of its request message type.
+    pub fn input(&self) -> String {
+        self.descriptor.input().full_name().to_string()
     }
 
     /// Unary, or which side streams.
@@ -71,6 +75,7 @@ impl Method {
 mod tests {
     use super::*;
     use crate::Schema;
+    use prost::Message as _;
 
     const PROTO: &str = r#"syntax = "proto3";
 package helloworld;
