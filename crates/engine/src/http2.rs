@@ -61,6 +61,14 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// outrun the default in a moment; the flow-control windows still bound the bytes.
 const STREAMING_FRAME_BUDGET: usize = 256 * 65_536;
 
+/// Whether a scripted user's request is a gRPC call: its `content-type` is gRPC's.
+pub(crate) fn is_grpc(request: &Outgoing) -> bool {
+    request.headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("content-type")
+            && (v == belier_grpc::call::CONTENT_TYPE || v.starts_with("application/grpc+"))
+    })
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a user's `-H` with one of them is left out
 /// rather than making every request malformed. `Host` becomes the `:authority`.
 const CONNECTION_HEADERS: &[&str] = &[
@@ -114,11 +122,7 @@ impl Template {
         host: &str,
         https: bool,
     ) -> Result<Template, TemplateError> {
-        let grpc = request.headers.iter().any(|(n, v)| {
-            n.eq_ignore_ascii_case("content-type")
-                && (v == belier_grpc::call::CONTENT_TYPE
-                    || v.starts_with("application/grpc+"))
-        });
+        let grpc = is_grpc(request);
         Template::build(&Parts::of_outgoing(request), host, https).map(|t| Template { grpc, ..t })
     }
 

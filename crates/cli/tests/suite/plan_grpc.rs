@@ -174,6 +174,26 @@ fn a_status_check_counts_each_call_whose_code_it_does_not_list() {
 }
 
 #[test]
+fn a_grpc_step_past_its_timeout_is_deadline_exceeded() {
+    let Some(server) = GrpcServer::start() else {
+        return;
+    };
+    let plan = r#"target: http://TARGET
+proto: greeter.proto
+load: { vus: 2, iterations: 4 }
+scenarios:
+  - steps:
+      - grpc: helloworld.Greeter/Slow
+        message: { name: belier }
+        timeout: 200ms
+"#;
+    let doc = run(&write_plan("plan-grpc-slow", &server.target(), plan), 0);
+    assert_eq!(doc["grpc_codes"], json!({"DEADLINE_EXCEEDED": 4}));
+    assert_eq!(step(&doc, "helloworld.Greeter/Slow")["failures"], 4);
+    assert_eq!(server.calls().slow, 4);
+}
+
+#[test]
 fn the_built_in_target_echoes_an_extracted_field_and_a_checked_status_passes() {
     let target = Server::start(Config {
         http2: true,
