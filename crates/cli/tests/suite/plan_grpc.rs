@@ -96,12 +96,18 @@ fn every_call_of_a_grpc_step_is_counted_and_an_extracted_field_feeds_the_next() 
     let Some(server) = GrpcServer::start() else {
         return;
     };
-    let doc = run(&write_plan("plan-grpc-hello", &server.target(), HELLO_TWICE), 0);
+    let doc = run(
+        &write_plan("plan-grpc-hello", &server.target(), HELLO_TWICE),
+        0,
+    );
     let calls = server.calls();
     assert_eq!((calls.say_hello, calls.limited), (600, 300));
     assert_eq!(doc["summary"]["requests"], 900, "{}", doc["summary"]);
     // Every 10th call of Limited is RESOURCE_EXHAUSTED.
-    assert_eq!(doc["grpc_codes"], json!({"OK": 870, "RESOURCE_EXHAUSTED": 30}));
+    assert_eq!(
+        doc["grpc_codes"],
+        json!({"OK": 870, "RESOURCE_EXHAUSTED": 30})
+    );
     // A row per method (and per step name).
     for name in [
         "helloworld.Greeter/SayHello",
@@ -113,7 +119,10 @@ fn every_call_of_a_grpc_step_is_counted_and_an_extracted_field_feeds_the_next() 
     // The second call's message was the first call's answer: the server's answer to it says so.
     for (name, passed) in [
         ("helloworld.Greeter/SayHello: status in [OK]", 300),
-        ("helloworld.Greeter/SayHello: json $.message == \"Hello ada\"", 300),
+        (
+            "helloworld.Greeter/SayHello: json $.message == \"Hello ada\"",
+            300,
+        ),
         ("helloworld.Greeter/SayHello: extract greeting", 300),
         ("greet again: variables set", 300),
         ("greet again: json $.message == \"Hello Hello ada\"", 300),
@@ -141,7 +150,11 @@ fn a_status_check_counts_each_call_whose_code_it_does_not_list() {
     let row = "helloworld.Greeter/Limited";
     // Every 10th call the server takes is RESOURCE_EXHAUSTED: 10 of each run's 100.
     let runs = [
-        ("check: { status: OK }", Some(("status in [OK]", 90, 10)), 10),
+        (
+            "check: { status: OK }",
+            Some(("status in [OK]", 90, 10)),
+            10,
+        ),
         (
             "check: { status: [OK, RESOURCE_EXHAUSTED] }",
             Some(("status in [OK, RESOURCE_EXHAUSTED]", 100, 0)),
@@ -164,7 +177,12 @@ fn a_status_check_counts_each_call_whose_code_it_does_not_list() {
         );
         let name = if expected.is_some() { row } else { "limited" };
         assert_eq!(step(&doc, name)["requests"], 100, "{check_yaml}");
-        assert_eq!(step(&doc, name)["failures"], failed, "{check_yaml}: {}", doc["steps"]);
+        assert_eq!(
+            step(&doc, name)["failures"],
+            failed,
+            "{check_yaml}: {}",
+            doc["steps"]
+        );
         if let Some((label, passed, failed)) = expected {
             let name = format!("{row}: {label}");
             assert_eq!(check(&doc, &name), (passed, failed), "{check_yaml}");
@@ -225,11 +243,7 @@ scenarios:
     );
     std::fs::write(&plan, text).unwrap();
     let doc = run(&plan, 0);
-    for name in [
-        "belier.target.Target/Unary",
-        "echo again",
-        "refused",
-    ] {
+    for name in ["belier.target.Target/Unary", "echo again", "refused"] {
         assert_eq!(step(&doc, name)["requests"], 90, "{name}");
         assert_eq!(step(&doc, name)["failures"], 0, "{name}: {}", doc["steps"]);
     }
@@ -252,9 +266,14 @@ scenarios:
 fn a_bad_proto_in_a_plan_is_exit_2_naming_its_file_line_and_column() {
     let dir = temp_dir("plan-grpc-bad-proto");
     let bad = dir.join("bad.proto");
-    std::fs::write(&bad, "syntax = \"proto3\";\nmessage A {\n  string name = ;\n}\n").unwrap();
+    std::fs::write(
+        &bad,
+        "syntax = \"proto3\";\nmessage A {\n  string name = ;\n}\n",
+    )
+    .unwrap();
     let plan = dir.join("plan.yaml");
-    let text = "target: http://127.0.0.1:1\nproto: bad.proto\nscenarios:\n  - steps:\n      - get: /\n";
+    let text =
+        "target: http://127.0.0.1:1\nproto: bad.proto\nscenarios:\n  - steps:\n      - get: /\n";
     std::fs::write(&plan, text).unwrap();
     for command in ["run", "check"] {
         let out = BELIER.output(&[command.as_ref(), plan.as_os_str()]);

@@ -72,8 +72,8 @@ pub(super) fn grpc(
         .map(|n| rd.bool(n, "abort_on_fail"))
         .transpose()?
         .unwrap_or(false);
-    let keep_body = extract.iter().any(|e| e.source.needs_body())
-        || checks.iter().any(|c| c.kind.needs_body());
+    let keep_body =
+        extract.iter().any(|e| e.source.needs_body()) || checks.iter().any(|c| c.kind.needs_body());
     c.grpc = true;
     c.requests.push(Request {
         step,
@@ -150,11 +150,13 @@ fn message_body(
     let framed = method.frame(&probe(&json).to_string()).map_err(|e| {
         // serde's place is in the JSON belier made of the mapping, not in the plan.
         let why = e.to_string();
-        let why = why.rsplit_once(" at line ").map_or(why.as_str(), |(why, _)| why);
+        let why = why
+            .rsplit_once(" at line ")
+            .map_or(why.as_str(), |(why, _)| why);
         rd.err(node, why)
     })?;
     Ok(match http::fixed_json(&json) {
-        Some(_) => Body::Bytes(Arc::from(framed.to_vec()), " [grpc message]"),
+        Some(_) => Body::Bytes(Arc::from(framed.to_vec()), " [message]"),
         None => Body::Json(json),
     })
 }
@@ -166,12 +168,9 @@ fn probe(j: &JsonTemplate) -> serde_json::Value {
         JsonTemplate::Fixed(v) => v.clone(),
         JsonTemplate::Text(_) => Value::Null,
         JsonTemplate::Array(items) => Value::Array(items.iter().map(probe).collect()),
-        JsonTemplate::Object(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (k.clone(), probe(v)))
-                .collect(),
-        ),
+        JsonTemplate::Object(entries) => {
+            Value::Object(entries.iter().map(|(k, v)| (k.clone(), probe(v))).collect())
+        }
     }
 }
 
@@ -185,7 +184,10 @@ fn headers(
     feeders: &mut Vec<usize>,
 ) -> Result<Vec<(String, Template)>> {
     let mut headers = vec![
-        ("content-type".to_string(), Template::literal(call::CONTENT_TYPE)),
+        (
+            "content-type".to_string(),
+            Template::literal(call::CONTENT_TYPE),
+        ),
         ("te".into(), Template::literal("trailers")),
     ];
     if let Some(timeout) = timeout {
@@ -204,7 +206,11 @@ fn headers(
             return Err(c.rd.err(key, call::CallError::Reserved(lower).to_string()));
         }
     }
-    headers.extend(metadata.into_iter().map(|(n, t)| (n.to_ascii_lowercase(), t)));
+    headers.extend(
+        metadata
+            .into_iter()
+            .map(|(n, t)| (n.to_ascii_lowercase(), t)),
+    );
     Ok(headers)
 }
 
@@ -248,7 +254,10 @@ fn code(c: &Compiler<'_>, node: &Node) -> Result<u8> {
         .find(|code| code.name().eq_ignore_ascii_case(text))
         .map(|code| code.number());
     by_number.or(by_name).ok_or_else(|| {
-        let names: Vec<&str> = belier_grpc::status::CODES.iter().map(|c| c.name()).collect();
+        let names: Vec<&str> = belier_grpc::status::CODES
+            .iter()
+            .map(|c| c.name())
+            .collect();
         c.rd.err(
             node,
             format!(
@@ -267,9 +276,16 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
         let (path, text) = field_path(c, node)?;
         return Ok(Source::Json(path, text));
     }
-    let f = rd.map(node, "an extraction (`field`, `json` or `header`)", EXTRACT_KEYS)?;
+    let f = rd.map(
+        node,
+        "an extraction (`field`, `json` or `header`)",
+        EXTRACT_KEYS,
+    )?;
     let [(kind, _, value)] = f.iter().collect::<Vec<_>>()[..] else {
-        return Err(rd.err(node, "an extraction has exactly one of `field`, `json`, `header`"));
+        return Err(rd.err(
+            node,
+            "an extraction has exactly one of `field`, `json`, `header`",
+        ));
     };
     Ok(match kind {
         "field" => {
@@ -291,7 +307,9 @@ fn field_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, String)> {
     let mut path = String::from("$");
     for part in text.split('.') {
         let name = part.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_')
-            && part.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+            && part
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
         if name {
             path.push('.');
             path.push_str(part);
@@ -300,7 +318,9 @@ fn field_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, String)> {
         } else {
             return Err(c.rd.err(
                 node,
-                format!("expected a field path such as `message` or `reply.items.0.id`, found `{text}`"),
+                format!(
+                    "expected a field path such as `message` or `reply.items.0.id`, found `{text}`"
+                ),
             ));
         }
     }
@@ -367,10 +387,8 @@ message HelloReply { string message = 1; }
 
     /// A directory holding `greeter.proto`, and the path of a plan in it.
     fn plan_path(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "belier-plan-grpc-{}-{test}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("belier-plan-grpc-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("greeter.proto"), PROTO).unwrap();
         dir.join("plan.yaml")
@@ -412,14 +430,22 @@ message HelloReply { string message = 1; }
             ),
             "{checks:?}"
         );
-        assert!(checks.contains(&"helloworld.Greeter/SayHello: json $.message == \"hi\"".to_string()));
+        assert!(
+            checks.contains(&"helloworld.Greeter/SayHello: json $.message == \"hi\"".to_string())
+        );
         let request = &plan.program().requests[0];
         assert_eq!(request.path_text, "/helloworld.Greeter/SayHello");
         assert!(request.status_checked && request.keep_body);
         let headers: Vec<&str> = request.headers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             headers,
-            ["content-type", "te", "grpc-timeout", "grpc-accept-encoding", "x-token"]
+            [
+                "content-type",
+                "te",
+                "grpc-timeout",
+                "grpc-accept-encoding",
+                "x-token"
+            ]
         );
         // No template: encoded and framed once (field 1 "ada", field 2 = 2).
         match &plan.program().requests[1].body {
@@ -480,18 +506,28 @@ message HelloReply { string message = 1; }
         }
         let no_schema = "target: http://h:1\nscenarios:\n  - steps:\n      - grpc: a.B/C\n        message: {}\n";
         let e = error("schema", no_schema);
-        assert!(e.starts_with("4:15: a grpc step needs the plan's schema"), "{e}");
+        assert!(
+            e.starts_with("4:15: a grpc step needs the plan's schema"),
+            "{e}"
+        );
     }
 
     #[test]
     fn a_bad_proto_file_is_named_with_its_line_and_column() {
         let path = plan_path("bad-proto");
         let bad = path.with_file_name("bad.proto");
-        std::fs::write(&bad, "syntax = \"proto3\";\nmessage A {\n  string name = ;\n}\n").unwrap();
+        std::fs::write(
+            &bad,
+            "syntax = \"proto3\";\nmessage A {\n  string name = ;\n}\n",
+        )
+        .unwrap();
         let text = "target: http://h:1\nproto: bad.proto\nscenarios:\n  - steps:\n      - get: /\n";
         let e = crate::parse(text, &path).unwrap_err().to_string();
         let named = format!("{}:3:17:", bad.display());
         assert!(e.contains(&named), "{e}");
-        assert!(e.starts_with(&format!("{}:2:8: proto: ", path.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("{}:2:8: proto: ", path.display())),
+            "{e}"
+        );
     }
 }
