@@ -213,6 +213,8 @@ scenarios:
 
 #[test]
 fn the_built_in_target_echoes_an_extracted_field_and_a_checked_status_passes() {
+    // Setup extracts `ping` from its call; each iteration sends it, extracts the echo and
+    // sends it again with `!`, then asks for RESOURCE_EXHAUSTED and checks it got it.
     let target = Server::start(Config {
         http2: true,
         ..Config::default()
@@ -225,10 +227,14 @@ fn the_built_in_target_echoes_an_extracted_field_and_a_checked_status_passes() {
         r#"target: http://{}
 proto: [target.proto]
 load: {{ vus: 3, iterations: 90 }}
+setup:
+  - grpc: belier.target.Target/Unary
+    message: {{ message: ping }}
+    extract: {{ seed: message }}
 scenarios:
   - steps:
       - grpc: belier.target.Target/Unary
-        message: {{ message: ping }}
+        message: {{ message: "{{{{ seed }}}}" }}
         extract: {{ echoed: {{ field: message }} }}
       - name: echo again
         grpc: belier.target.Target/Unary
@@ -259,7 +265,8 @@ scenarios:
         assert_eq!(check(&doc, name), (90, 0), "{name}");
     }
     target.wait_idle(std::time::Duration::from_secs(5));
-    assert_eq!(target.counts().grpc_messages_received, 270);
+    // Setup's call, then three a user's iteration.
+    assert_eq!(target.counts().grpc_messages_received, 271);
 }
 
 #[test]
@@ -284,4 +291,35 @@ fn a_bad_proto_in_a_plan_is_exit_2_naming_its_file_line_and_column() {
             "{command}: {stderr}"
         );
     }
+}
+
+#[test]
+fn a_setup_call_that_is_not_ok_fails_the_setup_by_its_code() {
+    let target = Server::start(Config {
+        http2: true,
+        ..Config::default()
+    })
+    .expect("the target starts");
+    let dir = temp_dir("plan-grpc-setup");
+    std::fs::write(dir.join("target.proto"), belier_testserver::TARGET_PROTO).unwrap();
+    let plan = dir.join("plan.yaml");
+    let text = format!(
+        "target: http://{}\nproto: target.proto\nsetup:\n  - name: login\n    grpc: belier.target.Target/Unary\n    message: {{ code: 8 }}\nscenarios:\n  - steps:\n      - get: /\n",
+        target.addr()
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = BELIER.output(&[
+        "run".as_ref(),
+        plan.as_os_str(),
+        "-i".as_ref(),
+        "5".as_ref(),
+    ]);
+    assert_exit(&out, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("setup failed (login: status RESOURCE_EXHAUSTED (expected OK))"),
+        "{stderr}"
+    );
+    target.wait_idle(std::time::Duration::from_secs(5));
+    assert_eq!(target.counts().grpc_messages_received, 1);
 }
