@@ -61,6 +61,14 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// outrun the default in a moment; the flow-control windows still bound the bytes.
 const STREAMING_FRAME_BUDGET: usize = 256 * 65_536;
 
+/// Whether a scripted user's request is a gRPC call: its `content-type` is gRPC's.
+pub(crate) fn is_grpc(request: &Outgoing) -> bool {
+    request.headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("content-type")
+            && (v == belier_grpc::call::CONTENT_TYPE || v.starts_with("application/grpc+"))
+    })
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); a user's `-H` with one of them is left out
 /// rather than making every request malformed. `Host` becomes the `:authority`.
 const CONNECTION_HEADERS: &[&str] = &[
@@ -106,13 +114,16 @@ impl Template {
     }
 
     /// Builds a scripted user's request; `host` is the `:authority` unless the user gives a
-    /// `Host` header. Made per request, as the HTTP/1.1 bytes of a user's request are.
+    /// `Host` header. Made per request, as the HTTP/1.1 bytes of a user's request are. One
+    /// whose `content-type` is gRPC's (a plan's `grpc:` step) is a gRPC call: its status is
+    /// read from its trailers.
     pub(crate) fn for_outgoing(
         request: &Outgoing,
         host: &str,
         https: bool,
     ) -> Result<Template, TemplateError> {
-        Template::build(&Parts::of_outgoing(request), host, https)
+        let grpc = is_grpc(request);
+        Template::build(&Parts::of_outgoing(request), host, https).map(|t| Template { grpc, ..t })
     }
 
     /// The HTTP/2 form of `r`: its `Host` header (else `host`) as the authority, belier's
@@ -733,6 +744,7 @@ mod tests {
             body: b"",
             body_truncated: false,
             latency: std::time::Duration::ZERO,
+            grpc: None,
         };
         assert_eq!(reply.header("Content-Type"), Some(&b"text/plain"[..]));
         assert_eq!(

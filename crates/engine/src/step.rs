@@ -119,7 +119,7 @@ pub(crate) async fn send(
             Ok(Response {
                 grpc: Some(code), ..
             }) => Outcome::Grpc { code: *code },
-            Err(f) => failed(f, plan, done >= dispatched + request.timeout),
+            Err(f) => failed(f, plan, request, done >= dispatched + request.timeout),
         },
         bytes_in: progress.bytes_in,
         bytes_out: progress.bytes_out,
@@ -136,12 +136,17 @@ pub(crate) async fn send(
     (result, sample)
 }
 
-/// The outcome of a request that failed: its error kind, but for a gRPC call its deadline
+/// The outcome of a request that failed: its error kind, but for a gRPC call (the run's, or a
+/// scripted user's) its deadline
 /// passing (`DEADLINE_EXCEEDED`), as a gRPC client counts it: the timeout cut it short, or
 /// (`past_deadline`) the server reset its stream with CANCEL once the deadline it was sent
 /// (`grpc-timeout`) passed on its side too, a race grpc-go's client reads the same way.
-fn failed(f: &Failure, plan: &Plan, past_deadline: bool) -> Outcome {
-    let grpc = plan.http2.as_ref().is_some_and(|h| h.request.is_grpc());
+fn failed(f: &Failure, plan: &Plan, request: &Request<'_>, past_deadline: bool) -> Outcome {
+    let grpc = match request.head {
+        Head::Run => plan.http2.as_ref().is_some_and(|h| h.request.is_grpc()),
+        // A plan's `grpc:` step (over HTTP/2 only).
+        Head::Outgoing(outgoing) => plan.http2.is_some() && crate::http2::is_grpc(outgoing),
+    };
     let cancelled = matches!(&f.cause, Cause::Http2(e) if e.reason() == Some(h2::Reason::CANCEL));
     if grpc && (f.kind == ErrorKind::Timeout || (past_deadline && cancelled)) {
         Outcome::Grpc {

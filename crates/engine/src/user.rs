@@ -71,6 +71,10 @@ pub struct Reply<'a> {
     pub body_truncated: bool,
     /// From when the request was due to start to its last byte (the recorded latency).
     pub latency: Duration,
+    /// A gRPC call's status code (from its trailers, or its headers when it has none, else
+    /// its HTTP status): `Some` for a request sent over HTTP/2 whose `content-type` is
+    /// `application/grpc` (or `application/grpc+…`), which the engine reads as a gRPC call.
+    pub grpc: Option<u8>,
 }
 
 impl<'a> Reply<'a> {
@@ -214,6 +218,7 @@ mod tests {
             body: b"",
             body_truncated: false,
             latency: Duration::ZERO,
+            grpc: None,
         };
         let all: Vec<_> = reply.headers().collect();
         assert_eq!(

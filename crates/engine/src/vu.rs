@@ -314,6 +314,7 @@ impl Vu {
                     body,
                     body_truncated: progress.body_truncated,
                     latency,
+                    grpc: response.grpc,
                 };
                 reply_to(local, user, &reply)
             }

@@ -13,7 +13,9 @@
 //! - [`call`]: a call built once before a run: its kind (unary, or which side streams, from
 //!   the schema), its path, its headers (`te: trailers`, `grpc-timeout`, metadata) and its
 //!   request messages (one, or a client stream's from a JSON array), read from JSON and
-//!   framed once.
+//!   framed once;
+//! - [`method`]: a method as a plan's step calls it: a request message framed per call, the
+//!   response message read back as JSON.
 //!
 //! Pure but for reading the schema files it is asked to read: no printing, no exit. Errors are
 //! typed and name what they refuse (a bad `.proto` as `FILE:LINE:COL`); callers add which flag
@@ -22,12 +24,14 @@
 
 pub mod call;
 pub mod frame;
+pub mod method;
 pub mod reflection;
 pub mod schema;
 pub mod status;
 
 pub use call::{Call, CallError, Kind};
 pub use frame::{Compression, FrameError, Frames};
+pub use method::Method;
 pub use reflection::{Reflection, ReflectionError};
 pub use schema::{Schema, SchemaError};
 pub use status::{Code, Status};

@@ -15,6 +15,8 @@ use crate::extract::BodyJson;
 pub enum Kind {
     /// The status is one of these (replaces the default rule "status < 400").
     Status(Vec<u16>),
+    /// A gRPC call's status code is one of these (replaces the default rule "status OK").
+    GrpcStatus(Vec<u8>),
     /// The body contains this text.
     BodyContains(String),
     /// The body matches this regex.
@@ -44,6 +46,13 @@ impl Kind {
                 let codes: Vec<String> = codes.iter().map(u16::to_string).collect();
                 format!("status in [{}]", codes.join(", "))
             }
+            Kind::GrpcStatus(codes) => {
+                let names: Vec<&str> = codes
+                    .iter()
+                    .map(|c| belier_grpc::Code::from_number(u32::from(*c)).name())
+                    .collect();
+                format!("status in [{}]", names.join(", "))
+            }
             Kind::BodyContains(text) => format!("body contains {text:?}"),
             Kind::BodyMatches(re) => format!("body matches /{}/", re.as_str()),
             Kind::Json(_, path, value) => format!("json {path} == {value}"),
@@ -67,6 +76,7 @@ impl Kind {
     pub fn passes(&self, reply: &Reply<'_>, json: &mut BodyJson) -> bool {
         match self {
             Kind::Status(codes) => codes.contains(&reply.status),
+            Kind::GrpcStatus(codes) => reply.grpc.is_some_and(|c| codes.contains(&c)),
             Kind::BodyContains(text) => {
                 let needle = text.as_bytes();
                 needle.is_empty() || reply.body.windows(needle.len()).any(|w| w == needle)
@@ -113,6 +123,7 @@ mod tests {
             body,
             body_truncated: false,
             latency: Duration::from_millis(latency_ms),
+            grpc: None,
         }
     }
 

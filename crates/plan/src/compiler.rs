@@ -48,6 +48,10 @@ pub(crate) struct Compiler<'p> {
     pub metrics: Vec<belier_engine::user::CustomMetric>,
     /// Hosts other than the target's that `url:` steps name ([`Plan::hosts`]).
     pub hosts: Vec<Origin>,
+    /// The plan's gRPC schema (`proto:` or `protoset:`), which `grpc:` steps call into.
+    pub schema: Option<belier_grpc::Schema>,
+    /// Whether a step is a `grpc:` call (the plan then speaks HTTP/2).
+    pub grpc: bool,
 }
 
 /// Where a template's fault at byte `offset` is: inside a one-line plain or quoted scalar the
@@ -97,6 +101,8 @@ impl<'p> Compiler<'p> {
             scripts: Vec::new(),
             metrics: Vec::new(),
             hosts: Vec::new(),
+            schema: None,
+            grpc: false,
         }
     }
 

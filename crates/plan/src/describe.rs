@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::duration::show;
-use crate::model::{Body, LoadModel, LoadPlan, Op, Plan, Program};
+use crate::model::{Body, LoadModel, LoadPlan, Op, Plan, Program, Request};
 use belier_engine::Spacing;
 
 fn profile(p: &belier_engine::Profile, unit: &str) -> String {
@@ -298,40 +298,7 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
     for op in ops {
         let pad = "  ".repeat(depth);
         match op {
-            Op::Request(i) => {
-                let r = &p.requests[*i];
-                let body = body_label(&r.body);
-                let _ = writeln!(
-                    out,
-                    "{pad}- {} {}  → row `{}`{body}",
-                    r.method, r.path_text, r.name
-                );
-                for (n, _) in r.headers.iter() {
-                    if !defaults.iter().any(|(d, _)| d == n) {
-                        let _ = writeln!(out, "{pad}    header {n}");
-                    }
-                }
-                for e in &r.extract {
-                    let _ = writeln!(out, "{pad}    extract {} ← {}", e.name, e.source.describe());
-                }
-                for c in &r.checks {
-                    let _ = writeln!(out, "{pad}    check {}", p.checks[c.index]);
-                }
-                if !r.status_checked && strict {
-                    let _ = writeln!(out, "{pad}    fails on a status outside 2xx");
-                } else if !r.status_checked {
-                    let _ = writeln!(out, "{pad}    fails on status ≥ 400");
-                }
-                for hook in [r.before, r.after].into_iter().flatten() {
-                    let _ = writeln!(out, "{pad}    {}", p.scripts[hook].describe());
-                }
-                if let Some(t) = r.timeout {
-                    let _ = writeln!(out, "{pad}    timeout {}", show(t));
-                }
-                if r.abort_on_fail {
-                    let _ = writeln!(out, "{pad}    abort_on_fail: a failure ends the iteration");
-                }
-            }
+            Op::Request(i) => request(out, &pad, p, &p.requests[*i], defaults, strict),
             Op::Script(i) => {
                 let script = &p.scripts[*i];
                 let name = p.checks[script.check].trim_end_matches(": script");
@@ -368,5 +335,60 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
                 depth = depth.saturating_sub(1).max(2)
             }
         }
+    }
+}
+
+/// A request step's lines: its request line (a `grpc:` step's method), its headers (a `grpc:`
+/// step's metadata), extractions, checks, how its status is judged, hooks and options.
+fn request(
+    out: &mut String,
+    pad: &str,
+    p: &Program,
+    r: &Request,
+    defaults: &[(String, String)],
+    strict: bool,
+) {
+    let (what, body, judged) = match &r.grpc {
+        Some(method) => (
+            format!("grpc {}", method.name()),
+            " [message]".to_string(),
+            "fails on a status other than OK",
+        ),
+        None => (
+            format!("{} {}", r.method, r.path_text),
+            body_label(&r.body),
+            if strict {
+                "fails on a status outside 2xx"
+            } else {
+                "fails on status ≥ 400"
+            },
+        ),
+    };
+    // A grpc step's own headers are gRPC's; its metadata is what the plan gave.
+    let own_header =
+        |n: &str| r.grpc.is_some() && (n == "content-type" || n == "te" || n.starts_with("grpc-"));
+    let _ = writeln!(out, "{pad}- {what}  → row `{}`{body}", r.name);
+    for (n, _) in r.headers.iter() {
+        if !own_header(n) && !defaults.iter().any(|(d, _)| d == n) {
+            let _ = writeln!(out, "{pad}    header {n}");
+        }
+    }
+    for e in &r.extract {
+        let _ = writeln!(out, "{pad}    extract {} ← {}", e.name, e.source.describe());
+    }
+    for c in &r.checks {
+        let _ = writeln!(out, "{pad}    check {}", p.checks[c.index]);
+    }
+    if !r.status_checked {
+        let _ = writeln!(out, "{pad}    {judged}");
+    }
+    for hook in [r.before, r.after].into_iter().flatten() {
+        let _ = writeln!(out, "{pad}    {}", p.scripts[hook].describe());
+    }
+    if let Some(t) = r.timeout {
+        let _ = writeln!(out, "{pad}    timeout {}", show(t));
+    }
+    if r.abort_on_fail {
+        let _ = writeln!(out, "{pad}    abort_on_fail: a failure ends the iteration");
     }
 }

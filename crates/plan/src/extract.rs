@@ -54,6 +54,17 @@ pub struct BodyJson {
 }
 
 impl BodyJson {
+    /// A gRPC reply's response message as JSON ([`belier_grpc::Method::response_json`]),
+    /// decompressed as its `grpc-encoding` says: what its checks and extractions read.
+    pub fn of_grpc(method: &belier_grpc::Method, reply: &Reply<'_>) -> BodyJson {
+        let encoding = reply
+            .header("grpc-encoding")
+            .and_then(belier_grpc::Compression::parse);
+        BodyJson {
+            parsed: Some(method.response_json(reply.body, encoding)),
+        }
+    }
+
     /// The body as JSON, parsed the first time; `None` if it is not JSON.
     pub fn get(&mut self, body: &[u8]) -> Option<&Value> {
         self.parsed
@@ -129,6 +140,7 @@ mod tests {
             body,
             body_truncated: false,
             latency: Duration::from_millis(5),
+            grpc: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //! [`load`] (or [`parse`]) reads a plan (format in the book: `docs/src/reference/plan-format.md`) into a [`Plan`]: the
 //! [`Target`], run-wide [`Options`], the [`LoadPlan`] in the engine's own types, the
 //! [`Threshold`]s, and compiled scenarios ([`program`]: requests with their templates, checks,
-//! extractions, conditions and scripts). Every plan error names the file, line and column
+//! extractions, conditions and scripts; a `grpc:` step is a request too, its method's messages
+//! encoded and read back by `belier-grpc`). Every plan error names the file, line and column
 //! ([`PlanError`]). [`Plan::describe`] says what a plan will do.
 //!
 //! Nothing here runs a plan: the virtual users that walk a compiled program are the

@@ -239,6 +239,10 @@ pub struct Request {
     pub before: Option<usize>,
     /// See `before`.
     pub after: Option<usize>,
+    /// A `grpc:` step's method: the body (a JSON message) is encoded and framed as its input
+    /// per request, and the reply judged by its gRPC status, its response message read back
+    /// as JSON for checks and extractions.
+    pub grpc: Option<belier_grpc::Method>,
 }
 
 /// One instruction of a scenario, flattened (groups inlined, loops as jumps).

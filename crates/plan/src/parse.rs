@@ -54,6 +54,9 @@ const TOP_KEYS: &[&str] = &[
     "thresholds",
     "setup",
     "teardown",
+    "proto",
+    "import_paths",
+    "protoset",
 ];
 
 /// Names the built-ins take; no variable may shadow them.
@@ -132,8 +135,9 @@ fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Res
         c.default_headers = c.headers(node, &constants, &mut used)?;
         c.default_header_feeders = used;
     }
-    let options = options(&c, &top)?;
+    let mut options = options(&c, &top)?;
     let load = load(rd, top.get("load"))?;
+    c.schema = crate::steps::grpc::schema(&c, &top)?;
 
     let Some(scenarios_node) = top.get("scenarios") else {
         return Err(rd.err(
@@ -142,6 +146,7 @@ fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Res
         ));
     };
     let (setup, scenarios, teardown) = phases(&mut c, &top, scenarios_node, &constants)?;
+    grpc_http2(&c, &top, &mut options)?;
     check_one_host(&c, &top, &root, &options)?;
 
     let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
@@ -247,6 +252,19 @@ fn phases(
         .map(|n| crate::steps::phase(c, n, "teardown", &mut shared))
         .transpose()?;
     Ok((setup, scenarios, teardown))
+}
+
+/// Turns HTTP/2 on for a plan with `grpc:` steps (a gRPC call goes over HTTP/2, and so then
+/// does every step); `http2: false` with them is an error.
+fn grpc_http2(c: &Compiler<'_>, top: &Fields<'_>, options: &mut Options) -> Result<()> {
+    if !c.grpc {
+        return Ok(());
+    }
+    if let (Some(node), false) = (top.get("http2"), options.http2) {
+        return Err(c.rd.err(node, "a plan with grpc steps speaks HTTP/2"));
+    }
+    options.http2 = true;
+    Ok(())
 }
 
 /// Refuses `http2` on a plan whose steps go to other hosts than the target's.

@@ -17,6 +17,7 @@ use crate::yaml::{Kind, Node};
 
 mod form;
 mod framing;
+pub(crate) mod grpc;
 mod request;
 
 use request::{request, REQUEST_KEYS};
@@ -142,6 +143,10 @@ fn step(
         loop_step(c, item, ops, defined, feeders)?;
     } else if has("choice") {
         choice(c, item, ops, defined, feeders)?;
+    } else if has("grpc") {
+        let f = rd.map(item, "a grpc step", grpc::GRPC_KEYS)?;
+        let index = grpc::grpc(c, &f, defined, feeders)?;
+        ops.push(Op::Request(index));
     } else if has("script") {
         let f = rd.map(item, "a script step", &["script", "name", "if"])?;
         let name = match f.get("name") {

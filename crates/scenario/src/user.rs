@@ -422,7 +422,15 @@ impl Local {
             }
             Body::Json(j) => {
                 let value = render_json(j, &mut env, &mut missing);
-                serde_json::to_vec(&value).unwrap_or_default()
+                match &request.grpc {
+                    // A message its values do not fit (a number field given `abc`) goes
+                    // empty: the server refuses it, and the call fails under its status.
+                    Some(method) => method
+                        .frame(&value.to_string())
+                        .map(|framed| framed.to_vec())
+                        .unwrap_or_default(),
+                    None => serde_json::to_vec(&value).unwrap_or_default(),
+                }
             }
             Body::Form(form) => {
                 let mut bytes = Vec::new();

@@ -35,6 +35,7 @@ fn each_executors_users_run_its_scenarios_only() {
                 body: b"",
                 body_truncated: false,
                 latency: std::time::Duration::from_millis(1),
+                grpc: None,
             };
             user.reply(&reply, &mut |_, _| {});
             assert_eq!(user.next(), Action::EndIteration);

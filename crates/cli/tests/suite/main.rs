@@ -40,6 +40,7 @@ mod outputs_otlp_statsd;
 mod plan_abort;
 mod plan_conditions;
 mod plan_executors;
+mod plan_grpc;
 mod plan_inputs;
 mod plan_phases;
 mod plan_scripts;

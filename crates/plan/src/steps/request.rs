@@ -55,6 +55,7 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "before_request",
     "after_response",
     "script",
+    "grpc",
 ];
 const CHECK_KEYS: &[&str] = &[
     "status",
@@ -197,8 +198,8 @@ pub(super) fn request(
 
     let vars_check = uses_extracted(c, &path, &headers, &body)
         .then(|| c.check_row(&format!("{name}: variables set")));
-    let (checks, status_checked) = checks(c, f, &name)?;
-    let extract = extractions(c, f, &name)?;
+    let (checks, status_checked) = checks(c, f, &name, check_kinds)?;
+    let extract = extractions(c, f, &name, source)?;
     // Hooks: `before_request` sees the variables defined before the step, `after_response`
     // also the ones it extracts.
     let hook = |c: &mut Compiler<'_>, hook: Hook, defined: &mut HashSet<usize>| {
@@ -239,6 +240,7 @@ pub(super) fn request(
         keep_body,
         before,
         after,
+        grpc: None,
     });
     Ok(c.requests.len() - 1)
 }
@@ -360,7 +362,7 @@ fn body(
 
 /// Whether the request's path, headers or body read a variable that starts unset (one an
 /// earlier step extracts): it then gets a `variables set` check.
-fn uses_extracted(
+pub(super) fn uses_extracted(
     c: &Compiler<'_>,
     path: &Template,
     headers: &[(String, Template)],
@@ -382,13 +384,24 @@ fn uses_extracted(
         .any(|s| c.initial.get(*s).is_some_and(Option::is_none))
 }
 
-/// The step's `check`s, each with its row, and whether one of them judges the status.
-fn checks(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<(Vec<Check>, bool)> {
+/// What a step's `check:` mapping reads as, by step kind.
+pub(super) type CheckKinds = fn(&Compiler<'_>, &Node) -> Result<Vec<check::Kind>>;
+/// What an `extract:` entry's value reads as, by step kind.
+pub(super) type Sources = fn(&Compiler<'_>, &Node) -> Result<Source>;
+
+/// The step's `check`s (read by `kinds`), each with its row, and whether one of them judges
+/// the status.
+pub(super) fn checks(
+    c: &mut Compiler<'_>,
+    f: &Fields<'_>,
+    name: &str,
+    kinds: CheckKinds,
+) -> Result<(Vec<Check>, bool)> {
     let mut checks = Vec::new();
     let mut status_checked = false;
     if let Some(n) = f.get("check") {
-        for kind in check_kinds(c, n)? {
-            status_checked |= matches!(kind, check::Kind::Status(_));
+        for kind in kinds(c, n)? {
+            status_checked |= matches!(kind, check::Kind::Status(_) | check::Kind::GrpcStatus(_));
             let index = c.check_row(&format!("{name}: {}", kind.label()));
             checks.push(Check { index, kind });
         }
@@ -396,8 +409,14 @@ fn checks(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<(Vec<Check
     Ok((checks, status_checked))
 }
 
-/// The step's `extract`ions, each into a variable's slot and with its check row.
-fn extractions(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<Vec<Extraction>> {
+/// The step's `extract`ions (each read by `source`), each into a variable's slot and with its
+/// check row.
+pub(super) fn extractions(
+    c: &mut Compiler<'_>,
+    f: &Fields<'_>,
+    name: &str,
+    source: Sources,
+) -> Result<Vec<Extraction>> {
     let rd = c.rd;
     let mut extract = Vec::new();
     if let Some(n) = f.get("extract") {
@@ -420,7 +439,7 @@ fn extractions(c: &mut Compiler<'_>, f: &Fields<'_>, name: &str) -> Result<Vec<E
 }
 
 /// The step's own `timeout`, above 0.
-fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duration>> {
+pub(super) fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duration>> {
     let rd = c.rd;
     let timeout = f
         .get("timeout")
@@ -436,7 +455,7 @@ fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duration>> {
 }
 
 /// The value of a JSON body with no template inside.
-fn fixed_json(j: &JsonTemplate) -> Option<serde_json::Value> {
+pub(super) fn fixed_json(j: &JsonTemplate) -> Option<serde_json::Value> {
     use serde_json::Value;
     Some(match j {
         JsonTemplate::Fixed(v) => v.clone(),
@@ -462,7 +481,7 @@ fn json_vars(j: &JsonTemplate, out: &mut Vec<usize>) {
     }
 }
 
-fn json_template(
+pub(super) fn json_template(
     c: &Compiler<'_>,
     node: &Node,
     defined: &HashSet<usize>,
@@ -509,7 +528,7 @@ fn regex(c: &Compiler<'_>, node: &Node) -> Result<Regex> {
         })
 }
 
-fn json_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, String)> {
+pub(super) fn json_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, String)> {
     let text = c.rd.str(node, "a JSONPath")?;
     let path = JsonPath::parse(text).map_err(|e| {
         c.rd.err(

@@ -53,15 +53,27 @@ pub(super) fn phase_reply(
     failed_check: Option<usize>,
     failed: bool,
 ) -> bool {
-    let bad_status = !request.status_checked && !(200..300).contains(&reply.status);
+    // A gRPC call's status is its code, by name.
+    let (status, expected, ok) = match (&request.grpc, reply.grpc) {
+        (Some(_), Some(code)) => {
+            let name = belier_grpc::Code::from_number(u32::from(code)).name();
+            (name.to_string(), "OK", code == 0)
+        }
+        (Some(_), None) => (reply.status.to_string(), "OK", false),
+        (None, _) => (
+            reply.status.to_string(),
+            "2xx",
+            (200..300).contains(&reply.status),
+        ),
+    };
+    let bad_status = !request.status_checked && !ok;
     phase.with(|o| {
-        o.requests
-            .push(format!("{} {}", request.name, reply.status));
+        o.requests.push(format!("{} {status}", request.name));
         if o.failure.is_none() {
             o.failure = if bad_status {
                 Some(format!(
-                    "{}: status {} (expected 2xx)",
-                    request.name, reply.status
+                    "{}: status {status} (expected {expected})",
+                    request.name
                 ))
             } else {
                 failed_check.map(|c| format!("check `{}` failed", program.checks[c]))

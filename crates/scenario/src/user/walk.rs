@@ -159,7 +159,12 @@ impl Local {
         if shared.cookies {
             jar.store_all(reply.headers(), &pending.path, now);
         }
-        let mut failed = !request.status_checked && reply.status >= 400;
+        // A gRPC call fails by its status code; its checks read its response message.
+        let bad_status = match &request.grpc {
+            Some(_) => reply.grpc != Some(0),
+            None => reply.status >= 400,
+        };
+        let mut failed = !request.status_checked && bad_status;
         // The first check that failed, for a phase's message.
         let mut failed_check = None;
         self.last_status = reply.status;
@@ -175,7 +180,10 @@ impl Local {
             tally(check, !pending.missing_var);
             failed |= pending.missing_var;
         }
-        let mut json = BodyJson::default();
+        let mut json = match &request.grpc {
+            Some(method) => BodyJson::of_grpc(method, reply),
+            None => BodyJson::default(),
+        };
         for check in &request.checks {
             let passed = check.kind.passes(reply, &mut json);
             tally(check.index, passed);

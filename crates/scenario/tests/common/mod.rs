@@ -31,6 +31,7 @@ pub fn reply<'a>(status: u16, head: &'a [u8], body: &'a [u8]) -> Reply<'a> {
         body,
         body_truncated: false,
         latency: Duration::from_millis(10),
+        grpc: None,
     }
 }
 
