@@ -3,7 +3,7 @@
 //! trailers, or in its headers when the response is trailers-only (no messages; the server's
 //! usual way of failing a call at once).
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 /// A gRPC status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -107,8 +107,8 @@ impl Code {
         trailers: Option<&HeaderMap>,
     ) -> Code {
         let value = trailers
-            .and_then(|t| t.get(GRPC_STATUS))
-            .or_else(|| headers.get(GRPC_STATUS));
+            .and_then(|t| t.get(&STATUS_NAME))
+            .or_else(|| headers.get(&STATUS_NAME));
         match value {
             Some(v) => parse_number(v.as_bytes()).map_or(Code::Internal, Code::from_number),
             None if http_status == 200 => Code::Internal,
@@ -125,6 +125,9 @@ impl std::fmt::Display for Code {
 
 /// The header naming the status.
 pub const GRPC_STATUS: &str = "grpc-status";
+/// [`GRPC_STATUS`] as a name made once: looked up by it, a map hashes it as it is, where a
+/// `&str` is first checked and folded to lower case, on every call of a run.
+static STATUS_NAME: HeaderName = HeaderName::from_static(GRPC_STATUS);
 /// The header carrying the status's message, percent-encoded.
 pub const GRPC_MESSAGE: &str = "grpc-message";
 
