@@ -474,16 +474,8 @@ mod tests {
         let mut total = Recorder::new();
         let gaps = belier_stats::MessageTimes::default();
         for _ in 0..3 {
-            let now = std::time::Instant::now();
-            let outcome = belier_stats::Outcome::Grpc { code: 0 };
-            total.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
-            total.record_messages(&belier_stats::CallMessages {
-                sent: 1,
-                received: 50,
-                first_message_us: Some(500),
-                gaps: &gaps,
-                round_trips: None,
-            });
+            let call = belier_stats::CallMessages::one_way(1, 50, Some(500), &gaps);
+            total.record_simulated_stream(1_000, &call);
         }
         assert_eq!(
             totals(&total, &[], 2.0)["messages"],

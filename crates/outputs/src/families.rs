@@ -447,19 +447,8 @@ pub(crate) mod tests {
         let mut gaps = belier_stats::MessageTimes::default();
         (0..9).for_each(|_| gaps.push(2_000));
         for _ in 0..4 {
-            total.record(&Sample::simulated(
-                Instant::now(),
-                0,
-                30_000,
-                Outcome::Grpc { code: 0 },
-            ));
-            total.record_messages(&belier_stats::CallMessages {
-                sent: 1,
-                received: 10,
-                first_message_us: Some(3_000),
-                gaps: &gaps,
-                round_trips: None,
-            });
+            let call = belier_stats::CallMessages::one_way(1, 10, Some(3_000), &gaps);
+            total.record_simulated_stream(30_000, &call);
         }
         let figures = Figures {
             total: &total,

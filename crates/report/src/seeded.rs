@@ -254,13 +254,8 @@ pub fn streaming() -> Run {
     for i in 0..200u64 {
         let outcome = Outcome::Grpc { code: 0 };
         totals.record(&Sample::simulated(t, 0, 30_000 + i, outcome));
-        totals.record_messages(&belier_stats::CallMessages {
-            sent: 1,
-            received: 100,
-            first_message_us: Some(1_000 + i),
-            gaps: &gaps,
-            round_trips: None,
-        });
+        let call = belier_stats::CallMessages::one_way(1, 100, Some(1_000 + i), &gaps);
+        totals.record_messages(&call);
     }
     run.totals = totals;
     run

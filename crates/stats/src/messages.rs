@@ -30,6 +30,25 @@ pub struct CallMessages<'a> {
     pub round_trips: Option<&'a MessageTimes>,
 }
 
+impl<'a> CallMessages<'a> {
+    /// A call whose answers do not correlate with its requests (no round trips): `sent`
+    /// messages out, `received` in, the first after `first_message_us`, `gaps` between them.
+    pub fn one_way(
+        sent: u64,
+        received: u64,
+        first_message_us: Option<u64>,
+        gaps: &'a MessageTimes,
+    ) -> CallMessages<'a> {
+        CallMessages {
+            sent,
+            received,
+            first_message_us,
+            gaps,
+            round_trips: None,
+        }
+    }
+}
+
 /// Times kept one by one in a call's [`MessageTimes`] before the rest go to a histogram.
 pub const KEPT_TIMES: usize = 1024;
 

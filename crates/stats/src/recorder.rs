@@ -160,6 +160,16 @@ impl Recorder {
         self.messages_mut().record(call);
     }
 
+    /// Records a streaming gRPC call that ended OK `latency_us` after it was due, and its
+    /// `messages`: a recorder as a run of such calls leaves it, for the tests of what reads
+    /// one (as [`Sample::simulated`] is).
+    pub fn record_simulated_stream(&mut self, latency_us: u64, messages: &CallMessages<'_>) {
+        let now = std::time::Instant::now();
+        let call = Sample::simulated(now, 0, latency_us, Outcome::Grpc { code: 0 });
+        self.record(&call);
+        self.record_messages(messages);
+    }
+
     /// The messages of the streaming gRPC calls recorded, if there were any.
     pub fn messages(&self) -> Option<&Messages> {
         self.messages.as_deref().filter(|m| m.calls() > 0)

@@ -570,16 +570,8 @@ mod tests {
         let mut settled = Recorder::new();
         let gaps = belier_stats::MessageTimes::default();
         for _ in 0..40 {
-            let now = std::time::Instant::now();
-            let outcome = belier_stats::Outcome::Grpc { code: 0 };
-            settled.record(&belier_stats::Sample::simulated(now, 0, 1_000, outcome));
-            settled.record_messages(&belier_stats::CallMessages {
-                sent: 1,
-                received: 100,
-                first_message_us: Some(500),
-                gaps: &gaps,
-                round_trips: None,
-            });
+            let call = belier_stats::CallMessages::one_way(1, 100, Some(500), &gaps);
+            settled.record_simulated_stream(1_000, &call);
         }
         // Two settled intervals of a second: 4,000 messages in, 2,000/s.
         let points = seconds(&settled, 2);
