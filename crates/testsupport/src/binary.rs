@@ -70,6 +70,17 @@ impl Binary {
     }
 }
 
+/// Fails the test unless `out` (a run of belier) exited with `code`, showing what it wrote.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs `belier`, a command made with its arguments and environment; fails the test, with
 /// the command and belier's standard error, unless it exits 0.
 pub fn ok(belier: &mut Command) -> Output {

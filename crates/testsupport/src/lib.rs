@@ -31,7 +31,7 @@ pub mod prometheus;
 pub mod shop;
 pub mod webdriver;
 
-pub use binary::{ok, Binary};
+pub use binary::{assert_exit, ok, Binary};
 pub use dirs::{fresh_dir, temp_dir};
 pub use missing::{find_program, missing};
 pub use net::{free_port, wait_for_listener};

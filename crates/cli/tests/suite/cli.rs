@@ -5,6 +5,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::assert_exit;
 use serde_json::Value;
 
 belier_testsupport::binary!();
@@ -32,16 +33,6 @@ fn json_run(args: &[&str]) -> (Value, Output) {
         )
     });
     (doc, out)
-}
-
-/// Asserts belier's exit code, showing its standard error if it differs.
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn error_count(doc: &Value, kind: &str) -> u64 {

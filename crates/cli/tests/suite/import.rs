@@ -12,8 +12,8 @@
 //! shop with `--connect-to`.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
+use belier_testsupport::assert_exit;
 use belier_testsupport::shop;
 use belier_testsupport::temp_dir;
 use serde_json::Value;
@@ -29,16 +29,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
 }
 
 /// `belier run PLAN --connect-to SHOP --output json`, parsed.

@@ -8,9 +8,9 @@
 //! except under CI, where it fails.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::assert_exit;
 use belier_testsupport::dirs::temp_dir;
 use belier_testsupport::grpc::{GrpcServer, GREETER_PROTO};
 use serde_json::{json, Value};
@@ -37,16 +37,6 @@ fn run(plan: &Path, code: i32) -> Value {
     ]);
     assert_exit(&out, code);
     serde_json::from_slice(&out.stdout).expect("a JSON report")
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The report's statistics row named `name`.

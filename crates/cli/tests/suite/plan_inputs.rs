@@ -7,6 +7,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::assert_exit;
 use belier_testsupport::temp_dir;
 
 belier_testsupport::binary!();
@@ -26,10 +27,6 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(out.status.code(), Some(code), "{}", text(out));
 }
 
 const SECRET: &str = "tok-7f3a9c1e5b";

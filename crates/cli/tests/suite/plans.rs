@@ -12,6 +12,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use belier_testserver::{Config, SeenRequest, Server};
+use belier_testsupport::assert_exit;
 use belier_testsupport::temp_dir;
 use serde_json::Value;
 
@@ -62,16 +63,6 @@ fn json_run(plan: &Path, s: &Server, args: &[&str]) -> (Value, Output) {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(out)
-    );
 }
 
 /// Requests in the report == the sum of the step rows == requests the server saw.
