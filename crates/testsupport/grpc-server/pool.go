@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -45,7 +46,9 @@ func servePooled(ctx context.Context, in *wrapperspb.StringValue) (*wrapperspb.S
 	select {
 	case <-handlers:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		// A call whose deadline passed while it waited for a handler: DEADLINE_EXCEEDED (or
+		// CANCELLED), as Slow answers, not UNKNOWN.
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	start := time.Now()
 	time.Sleep(*poolService)
