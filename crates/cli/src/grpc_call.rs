@@ -5,11 +5,14 @@
 //! reads as a gRPC call, a streaming one's messages sent in turn and counted.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use belier_engine::{Config, GrpcStream};
-use belier_grpc::{Call, Compression, Schema};
+use belier_grpc::{Call, Compression, Method, Schema};
 use belier_plan::files;
+use belier_plan::program::JsonTemplate;
+use belier_scenario::CallUsers;
 
 use crate::args::{GrpcCallArgs, RequestArgs};
 use crate::settings::{self, InputError};
@@ -30,6 +33,7 @@ pub fn config(grpc: &GrpcCallArgs, request: &mut RequestArgs) -> anyhow::Result<
         .map(|h| settings::parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
     let json = message_json(request.body.take(), request.body_file.take())?;
+    let template = templated(&json)?;
     // The request side (TLS, timeout, --connect-to, --resolve) from the flags a load test
     // reads, for the server's root; then the call's own path, method, headers and body.
     let target = request.url.take().ok_or_else(|| {
@@ -55,9 +59,11 @@ pub fn config(grpc: &GrpcCallArgs, request: &mut RequestArgs) -> anyhow::Result<
         true => Compression::Gzip,
         false => Compression::Identity,
     };
+    // A templated message is checked against the method with its templates as defaults.
+    let checked = template.as_ref().map(|t| t.probe().to_string());
     let call = Call::new(
         &method,
-        &json,
+        checked.as_deref().unwrap_or(&json),
         &metadata,
         Some(request.timeout),
         compression,
@@ -67,11 +73,23 @@ pub fn config(grpc: &GrpcCallArgs, request: &mut RequestArgs) -> anyhow::Result<
         _ => InputError::in_file(format!("--body: {e}")),
     })?;
     engine.grpc_stream = streaming(&call, called, grpc)?;
+    if let Some(template) = template {
+        refuse_for_templates(&call, called, grpc)?;
+        engine.users = Some(Arc::new(CallUsers::new(
+            Method::new(method.clone()),
+            call.path.clone(),
+            call.headers.clone(),
+            template,
+            settings::random_seed(),
+        )));
+    }
     engine.request.method = "POST".into();
     engine.request.path_and_query.clone_from(&call.path);
     engine.request.headers = call.headers;
     engine.request.body = call.body.to_vec();
-    engine.grpc = true;
+    // A templated call's users send it; the engine reads their requests as gRPC calls by
+    // their content type, as a plan's.
+    engine.grpc = engine.users.is_none();
     let url = format!("{}{}", url.trim_end_matches('/'), call.path);
     Ok((engine, url))
 }
@@ -109,6 +127,35 @@ fn streaming(
         messages: count.unwrap_or_else(|| u32::try_from(call.messages).unwrap_or(u32::MAX)),
         interval: interval.unwrap_or_default(),
     }))
+}
+
+/// The message's templates (`{{ uuid }}`, `{{ iteration }}`, … in its strings), rendered per
+/// call; `None` when it has none or is no JSON (the call's making then names the fault).
+fn templated(json: &str) -> Result<Option<JsonTemplate>, InputError> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Ok(None);
+    };
+    belier_plan::json_text::templates(&value)
+        .map_err(|e| InputError::in_file(format!("--body: {e}")))
+}
+
+/// What a templated message cannot go with: a streaming method (its messages are framed once,
+/// before the run) and --gzip (each call's message is framed as it is made, uncompressed).
+fn refuse_for_templates(call: &Call, method: &str, grpc: &GrpcCallArgs) -> Result<(), InputError> {
+    if call.kind.streams() {
+        return Err(InputError::in_file(format!(
+            "--body: templates ({{{{ … }}}}) are rendered per call for unary methods; {method} is {} (its messages are framed once: write them without templates)",
+            call.kind.name()
+        )));
+    }
+    if grpc.gzip {
+        return Err(InputError::new(
+            "--gzip",
+            "",
+            "does not go with a templated message (each call's message is framed uncompressed as it is made)",
+        ));
+    }
+    Ok(())
 }
 
 /// The service `--call` names.

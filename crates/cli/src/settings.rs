@@ -186,8 +186,11 @@ pub fn with_request(
     }
     let output = output(args.results, &mut engine)?;
     if let Some(t) = &targets {
-        // Each of the users' iterations is one request: -n counts both.
         engine.users = Some(t.users.clone());
+    }
+    if engine.users.is_some() {
+        // Each of the users' iterations is one request (a target's, a templated gRPC
+        // call's): -n counts both.
         engine.stop.iterations = args.requests;
     }
     let mut settings = Draft {
@@ -437,8 +440,9 @@ fn parse_stages(raw: &str) -> Result<Vec<Stage>, InputError> {
     Ok(stages)
 }
 
-/// A seed nobody chose, for Poisson arrivals: the report shows it so the run can be repeated.
-fn random_seed() -> u64 {
+/// A seed nobody chose, for Poisson arrivals (the report shows it so the run can be
+/// repeated) and a templated call's random values.
+pub(crate) fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     std::collections::hash_map::RandomState::new()
         .build_hasher()

@@ -24,6 +24,7 @@ pub mod extract;
 mod feeder;
 pub mod files;
 pub mod form;
+pub mod json_text;
 mod model;
 mod origin;
 mod parse;

@@ -13,7 +13,7 @@ use crate::extract::Extraction;
 use crate::feeder::Feeder;
 use crate::form::{Form, Multipart};
 use crate::origin::{Origin, Scheme};
-use crate::template::Template;
+use crate::template::{Env, Template};
 use crate::threshold::Threshold;
 
 /// Where every request of the plan goes.
@@ -199,6 +199,48 @@ pub enum JsonTemplate {
     Array(Vec<JsonTemplate>),
     /// An object: its keys, in plan order, and their values.
     Object(Vec<(String, JsonTemplate)>),
+}
+
+impl JsonTemplate {
+    /// The document with every template as `null` (a field's default), to check the rest
+    /// against a schema before any request renders it.
+    pub fn probe(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            JsonTemplate::Fixed(v) => v.clone(),
+            JsonTemplate::Text(_) => Value::Null,
+            JsonTemplate::Array(items) => Value::Array(items.iter().map(Self::probe).collect()),
+            JsonTemplate::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.probe()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The document for one request, its templates rendered in `env`; `missing` is set when
+    /// a variable a template reads has no value (its text renders empty).
+    pub fn render(&self, env: &mut Env<'_>, missing: &mut bool) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            JsonTemplate::Fixed(v) => v.clone(),
+            JsonTemplate::Text(t) => {
+                let mut s = String::new();
+                *missing |= t.render(env, &mut s).is_err();
+                Value::String(s)
+            }
+            JsonTemplate::Array(items) => {
+                Value::Array(items.iter().map(|i| i.render(env, missing)).collect())
+            }
+            JsonTemplate::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.render(env, missing)))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// A compiled request step.

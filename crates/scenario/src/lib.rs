@@ -6,12 +6,15 @@
 //! templates, keeps its variables and cookies, draws data rows, extracts values, runs checks
 //! and scripts, and follows redirects.
 //!
+//! [`CallUsers`] are a flag run's users of one gRPC call whose message is templated.
+//!
 //! [`targets`] reads targets files (vegeta's, JSON lines, Siege's URL lists) into users of
 //! their own, one request per iteration.
 //!
 //! The crate reads targets files when asked to, and does no other I/O.
 #![deny(missing_docs)]
 
+mod call;
 mod cookie;
 mod redirect;
 mod script;
@@ -23,6 +26,7 @@ use std::sync::Arc;
 use belier_plan::program::Phase;
 use belier_plan::Plan;
 
+pub use call::CallUsers;
 pub use user::{Exhaustion, PhaseOutcome, PlanUsers, ScriptError};
 
 /// A plan's virtual users, for one run each time they are asked for.

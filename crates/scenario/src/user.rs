@@ -12,7 +12,7 @@ use crate::cookie::{jar_at as jar, Jar};
 use crate::redirect::Hosts;
 use belier_plan::condition::Facts;
 use belier_plan::extract::BodyJson;
-use belier_plan::program::{Body, JsonTemplate, Op, Program};
+use belier_plan::program::{Body, Op, Program};
 use belier_plan::template::{escape_header, escape_path, Env};
 
 mod follow;
@@ -421,7 +421,7 @@ impl Local {
                 text.into_bytes()
             }
             Body::Json(j) => {
-                let value = render_json(j, &mut env, &mut missing);
+                let value = j.render(&mut env, &mut missing);
                 match &request.grpc {
                     // A message its values do not fit (a number field given `abc`) goes
                     // empty: the server refuses it, and the call fails under its status.
@@ -471,27 +471,6 @@ impl Local {
             }
         }
         Verdict { failed }
-    }
-}
-
-fn render_json(j: &JsonTemplate, env: &mut Env<'_>, missing: &mut bool) -> serde_json::Value {
-    use serde_json::Value;
-    match j {
-        JsonTemplate::Fixed(v) => v.clone(),
-        JsonTemplate::Text(t) => {
-            let mut s = String::new();
-            *missing |= t.render(env, &mut s).is_err();
-            Value::String(s)
-        }
-        JsonTemplate::Array(items) => {
-            Value::Array(items.iter().map(|i| render_json(i, env, missing)).collect())
-        }
-        JsonTemplate::Object(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (k.clone(), render_json(v, env, missing)))
-                .collect(),
-        ),
     }
 }
 

@@ -19,11 +19,15 @@ use super::{parse_duration_or_zero, LoadArgs};
     mut_arg("body", |a| {
         a.value_name("JSON").help(
             "The request message as JSON [default: {}]; for a method whose client streams, a \
-             JSON array of messages too, sent in turn",
+             JSON array of messages too, sent in turn. A unary method's message may hold \
+             templates in its strings, made anew for each call as a plan's values are: \
+             {{ vu }}, {{ iteration }}, {{ uuid }}, {{ random_int(1, 9) }}, \
+             {{ random_string(8) }}, {{ env.NAME }} (e.g. '{\"id\": \"{{ uuid }}\"}')",
         )
     }),
     mut_arg("body_file", |a| {
-        a.value_name("FILE").help("The request message as JSON, read from FILE")
+        a.value_name("FILE")
+            .help("The request message as JSON, read from FILE (templated as -d is)")
     }),
     mut_arg("headers", |a| {
         a.value_name("'KEY: VALUE'").help("Metadata sent with every call (repeatable)")

@@ -63,6 +63,20 @@ fn every_call_and_message_is_counted_by_the_target_and_by_belier() {
 }
 
 #[test]
+fn a_templated_message_is_made_for_each_call() {
+    // `code` is the user's iteration: one user asks for the statuses 0, 1, 2, … in turn, and
+    // the target answers each call with the one it asked for.
+    let server = target(None);
+    let message = r#"{"code": "{{ iteration }}", "message": "{{ uuid }}"}"#;
+    let doc = unary(&server, message, &["-n", "5", "-c", "1"]);
+    assert_eq!(server.counts().grpc_messages_received, 5);
+    let codes = json!({"OK": 1, "CANCELLED": 1, "UNKNOWN": 1, "INVALID_ARGUMENT": 1,
+        "DEADLINE_EXCEEDED": 1});
+    assert_eq!(doc["grpc_codes"], codes, "{doc:#}");
+    assert_eq!(doc["summary"]["requests"], 5, "{}", doc["summary"]);
+}
+
+#[test]
 fn a_known_capacity_sheds_calls_as_unavailable_counted_alike_on_both_sides() {
     let server = target(Some(Handlers {
         workers: 2,

@@ -16,7 +16,7 @@ use crate::check;
 use crate::compiler::Compiler;
 use crate::error::Result;
 use crate::extract::Source;
-use crate::model::{Body, JsonTemplate, Request};
+use crate::model::{Body, Request};
 use crate::template::Template;
 use crate::yaml::{Fields, Kind, Node};
 
@@ -147,7 +147,7 @@ fn message_body(
         ));
     }
     let json = http::json_template(c, node, defined, feeders)?;
-    let framed = method.frame(&probe(&json).to_string()).map_err(|e| {
+    let framed = method.frame(&json.probe().to_string()).map_err(|e| {
         // serde's place is in the JSON belier made of the mapping, not in the plan.
         let why = e.to_string();
         let why = why
@@ -159,19 +159,6 @@ fn message_body(
         Some(_) => Body::Bytes(Arc::from(framed.to_vec()), " [message]"),
         None => Body::Json(json),
     })
-}
-
-/// The message with every template as `null` (a field's default), to check the rest.
-fn probe(j: &JsonTemplate) -> serde_json::Value {
-    use serde_json::Value;
-    match j {
-        JsonTemplate::Fixed(v) => v.clone(),
-        JsonTemplate::Text(_) => Value::Null,
-        JsonTemplate::Array(items) => Value::Array(items.iter().map(probe).collect()),
-        JsonTemplate::Object(entries) => {
-            Value::Object(entries.iter().map(|(k, v)| (k.clone(), probe(v))).collect())
-        }
-    }
 }
 
 /// The call's headers: gRPC's own (content type, `te`, the deadline when the step has a
