@@ -3,9 +3,13 @@
 //! `FileDescriptorSet` that `protoc --descriptor_set_out --include_imports` and `buf build`
 //! write.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use prost_reflect::{DescriptorPool, MethodDescriptor};
+use protox::file::{File, FileResolver, GoogleFileResolver};
 
 /// Why a schema cannot be read, or a method not found in it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -84,6 +88,19 @@ impl Schema {
         files: &[PathBuf],
         includes: &[PathBuf],
     ) -> Result<Schema, SchemaError> {
+        Schema::from_copied_proto_files(files, includes, &HashMap::new()).map(|(schema, _)| schema)
+    }
+
+    /// [`Schema::from_proto_files`], each file (given or imported) read from its copy in
+    /// `copies` where it has one (a worker's copies of its coordinator's files, by the paths
+    /// the coordinator found them at), else from where it is found; with the paths of the
+    /// files it read (as found, not as copied; the well-known types aside), so that a
+    /// coordinator knows every file a worker needs.
+    pub fn from_copied_proto_files(
+        files: &[PathBuf],
+        includes: &[PathBuf],
+        copies: &HashMap<PathBuf, PathBuf>,
+    ) -> Result<(Schema, Vec<PathBuf>), SchemaError> {
         let mut paths: Vec<PathBuf> = includes.to_vec();
         for file in files {
             let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
@@ -92,16 +109,23 @@ impl Schema {
                 paths.push(dir);
             }
         }
-        let mut compiler =
-            protox::Compiler::new(&paths).map_err(|e| proto_error(&e, &paths, files.first()))?;
+        let read = Rc::new(RefCell::new(Vec::new()));
+        let resolver = Copied {
+            includes: paths.clone(),
+            copies: copies.clone(),
+            read: Rc::clone(&read),
+        };
+        let mut compiler = protox::Compiler::with_file_resolver(resolver);
         for file in files {
             compiler
                 .open_file(file)
                 .map_err(|e| proto_error(&e, &paths, Some(file)))?;
         }
-        Ok(Schema {
+        let schema = Schema {
             pool: compiler.descriptor_pool(),
-        })
+        };
+        let read = read.take();
+        Ok((schema, read))
     }
 
     /// Reads a protoset file.
@@ -164,6 +188,54 @@ pub fn split_call(call: &str) -> Result<(&str, &str), SchemaError> {
 
 /// protox's error as `FILE:LINE:COL: message` when it points at a place in a file (the file
 /// named as found on the import paths), else `FILE: message`.
+/// protox's include-path lookup, reading each file found from its copy where it has one and
+/// noting the paths it found.
+struct Copied {
+    includes: Vec<PathBuf>,
+    copies: HashMap<PathBuf, PathBuf>,
+    read: Rc<RefCell<Vec<PathBuf>>>,
+}
+
+impl FileResolver for Copied {
+    fn resolve_path(&self, path: &Path) -> Option<String> {
+        self.includes.iter().find_map(|include| {
+            let relative = path.strip_prefix(include).ok()?;
+            let parts: Option<Vec<&str>> = relative
+                .components()
+                .map(|c| match c {
+                    std::path::Component::Normal(part) => part.to_str(),
+                    _ => None,
+                })
+                .collect();
+            parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
+        })
+    }
+
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        for include in &self.includes {
+            let found = include.join(name);
+            let copy = self.copies.get(&found);
+            if !copy.unwrap_or(&found).is_file() {
+                continue;
+            }
+            let mut read = self.read.borrow_mut();
+            if !read.contains(&found) {
+                read.push(found.clone());
+            }
+            return match copy {
+                None => File::open(name, &found),
+                // A copy's path is not the one the file was found at (which protox checks
+                // a given file against): it goes as its source alone.
+                Some(copy) => match std::fs::read_to_string(copy) {
+                    Ok(source) => File::from_source(name, &source),
+                    Err(_) => Err(protox::Error::file_not_found(name)),
+                },
+            };
+        }
+        GoogleFileResolver::new().open_file(name)
+    }
+}
+
 fn proto_error(e: &protox::Error, includes: &[PathBuf], given: Option<&PathBuf>) -> SchemaError {
     use miette::Diagnostic as _;
     let name = e.file().map(str::to_string);

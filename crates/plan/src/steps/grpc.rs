@@ -334,10 +334,12 @@ pub(crate) fn schema(c: &Compiler<'_>, top: &Fields<'_>) -> Result<Option<Schema
             Ok(Some(schema))
         }
         (Some(node), None) => {
+            // As the plan names them: the compiler reads each from its copy where it has one,
+            // and so every file it imports.
             let files = rd
                 .strings(node, "a .proto file")?
                 .into_iter()
-                .map(|n| Ok(c.file(rd.str(n, "a .proto file")?)))
+                .map(|n| Ok(c.relative(rd.str(n, "a .proto file")?)))
                 .collect::<Result<Vec<PathBuf>>>()?;
             let includes = match top.get("import_paths") {
                 Some(n) => rd
@@ -347,8 +349,16 @@ pub(crate) fn schema(c: &Compiler<'_>, top: &Fields<'_>) -> Result<Option<Schema
                     .collect::<Result<Vec<PathBuf>>>()?,
                 None => Vec::new(),
             };
-            let schema = Schema::from_proto_files(&files, &includes)
+            let (schema, read) = Schema::from_copied_proto_files(&files, &includes, c.copies)
                 .map_err(|e| rd.err(node, format!("proto: {e}")))?;
+            // The files given and those they import, each among the plan's files: a worker
+            // gets them all.
+            let mut noted = c.files.borrow_mut();
+            for path in files.into_iter().chain(read) {
+                if !noted.contains(&path) {
+                    noted.push(path);
+                }
+            }
             Ok(Some(schema))
         }
         (None, None) => match top.key_node("import_paths") {
@@ -516,5 +526,45 @@ message HelloReply { string message = 1; }
             e.starts_with(&format!("{}:2:8: proto: ", path.display())),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_plans_proto_imports_are_among_its_files_and_read_from_copies() {
+        let plan_path = plan_path("imports");
+        let dir = plan_path.parent().unwrap().to_path_buf();
+        let (given, imported) = (
+            dir.join("api/svc.proto"),
+            dir.join("deps/common/types.proto"),
+        );
+        std::fs::create_dir_all(given.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(imported.parent().unwrap()).unwrap();
+        let svc = "syntax = \"proto3\";\npackage svc;\nimport \"common/types.proto\";\nservice S { rpc M (common.Req) returns (common.Rep); }\n";
+        let types = "syntax = \"proto3\";\npackage common;\nmessage Req { string name = 1; }\nmessage Rep { string message = 1; }\n";
+        std::fs::write(&given, svc).unwrap();
+        std::fs::write(&imported, types).unwrap();
+        let text = "target: http://h:1\nproto: api/svc.proto\nimport_paths: [deps]\nscenarios:\n  - steps:\n      - grpc: svc.S/M\n        message: {name: x}\n";
+        std::fs::write(&plan_path, text).unwrap();
+        let plan = crate::load(&plan_path).unwrap();
+        for file in [&given, &imported] {
+            assert!(
+                plan.files.contains(file),
+                "{file:?} not in {:?}",
+                plan.files
+            );
+        }
+        // A worker's: the files only as copies elsewhere, under the paths found here.
+        let elsewhere = dir.join("copies");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let mut copies = crate::Copies::new();
+        for (i, file) in [&given, &imported].into_iter().enumerate() {
+            let copy = elsewhere.join(format!("{i}.proto"));
+            std::fs::rename(file, &copy).unwrap();
+            copies.insert(file.clone(), copy);
+        }
+        let plan = crate::load_with(&plan_path, &copies, crate::Environment::Process).unwrap();
+        assert_eq!(plan.steps(), ["svc.S/M"]);
+        std::fs::remove_dir_all(&elsewhere).unwrap();
+        let e = crate::load(&plan_path).unwrap_err().to_string();
+        assert!(e.contains("proto: "), "without the files or copies: {e}");
     }
 }
