@@ -614,7 +614,10 @@ mod tests {
     #[test]
     fn message_time_slos_read_the_step_s_messages() {
         let s = slos(&["ttft p99 < 100ms", "itl_p99<50ms"]);
-        assert_eq!(s.expressions(), ["ttft p99 < 100ms", "itl_p99<50ms", DEFAULT_SLO]);
+        assert_eq!(
+            s.expressions(),
+            ["ttft p99 < 100ms", "itl_p99<50ms", DEFAULT_SLO]
+        );
         // A message time bounds no request's latency (that is the fast-rejection bound).
         assert_eq!(s.latency_bound_us(), None);
         let fast = streams(100, 20_000, 10_000);
@@ -622,11 +625,17 @@ mod tests {
         let Verdict::Fail(why) = s.judge(&step(&streams(100, 150_000, 10_000))) else {
             panic!("a first message after 150 ms met ttft p99 < 100ms");
         };
-        assert!(why.starts_with("ttft p99 = 150.") && why.contains("wanted ttft p99 < 100ms"), "{why}");
+        assert!(
+            why.starts_with("ttft p99 = 150.") && why.contains("wanted ttft p99 < 100ms"),
+            "{why}"
+        );
         let Verdict::Fail(why) = s.judge(&step(&streams(100, 20_000, 80_000))) else {
             panic!("gaps of 80 ms met itl p99 < 50ms");
         };
-        assert!(why.starts_with("itl p99 = 80.") && !why.contains("ttft"), "{why}");
+        assert!(
+            why.starts_with("itl p99 = 80.") && !why.contains("ttft"),
+            "{why}"
+        );
         // belier's lateness is taken off message times too.
         let late = streams(100, 105_000, 10_000);
         let f = step(&late);
@@ -646,11 +655,15 @@ mod tests {
                     .into()
             )
         );
-        let Verdict::Fail(why) = slos(&["ws_rtt p99<20ms"]).judge(&step(&streams(10, 1_000, 1_000)))
+        let Verdict::Fail(why) =
+            slos(&["ws_rtt p99<20ms"]).judge(&step(&streams(10, 1_000, 1_000)))
         else {
             panic!("streams without round trips met ws_rtt p99<20ms");
         };
-        assert!(why.contains("no reply answered a message one for one"), "{why}");
+        assert!(
+            why.contains("no reply answered a message one for one"),
+            "{why}"
+        );
     }
 
     #[test]

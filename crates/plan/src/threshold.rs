@@ -544,9 +544,15 @@ mod tests {
         assert!(eval("itl p99 < 50ms", m).passed);
         assert!(!eval("gap mean < 30ms", m).passed);
         assert!(eval("gap min >= 40ms", m).passed);
-        assert_eq!(eval("messages_received == 50", m).actual, "messages_received = 50");
+        assert_eq!(
+            eval("messages_received == 50", m).actual,
+            "messages_received = 50"
+        );
         assert!(eval("messages_sent == 10", m).passed);
-        assert_eq!(eval("received_per_s > 20/s", m).actual, "received_per_s = 25.0/s");
+        assert_eq!(
+            eval("received_per_s > 20/s", m).actual,
+            "received_per_s = 25.0/s"
+        );
         // Streams without replies to their messages: no round trips, and the verdict says so.
         let o = eval("ws_rtt p99 < 20ms", m);
         assert_eq!(
@@ -557,10 +563,18 @@ mod tests {
             }
         );
         // A run without streaming calls fails every message figure, by name.
-        for text in ["ttft p99 < 500ms", "itl p99 < 50ms", "messages_received < 10"] {
+        for text in [
+            "ttft p99 < 500ms",
+            "itl p99 < 50ms",
+            "messages_received < 10",
+        ] {
             let o = eval(text, None);
             assert!(!o.passed, "{text}");
-            assert!(o.actual.ends_with("no data (the run recorded no streamed messages)"), "{o:?}");
+            assert!(
+                o.actual
+                    .ends_with("no data (the run recorded no streamed messages)"),
+                "{o:?}"
+            );
         }
     }
 
@@ -570,9 +584,14 @@ mod tests {
         assert_eq!(t.bound, 500_000.0);
         assert_eq!(t.canonical(), "ttft p99 < 500.0ms");
         assert_eq!(Threshold::parse("itl_p99.9 <= 1s").unwrap().bound, 1e6);
-        assert_eq!(Threshold::parse("sent_per_s > 10/s").unwrap().canonical(), "sent_per_s > 10/s");
         assert_eq!(
-            Threshold::parse("messages_received >= 100").unwrap().canonical(),
+            Threshold::parse("sent_per_s > 10/s").unwrap().canonical(),
+            "sent_per_s > 10/s"
+        );
+        assert_eq!(
+            Threshold::parse("messages_received >= 100")
+                .unwrap()
+                .canonical(),
             "messages_received >= 100"
         );
         for (text, at, words) in [
@@ -587,9 +606,14 @@ mod tests {
             assert_eq!(position, at, "{text}: {why}");
             assert!(why.contains(words), "{text}: {why}");
         }
-        let live = Threshold::parse("messages_received > 5").unwrap().judged_live();
+        let live = Threshold::parse("messages_received > 5")
+            .unwrap()
+            .judged_live();
         assert!(live.is_err());
-        assert!(Threshold::parse("messages_received < 5").unwrap().judged_live().is_ok());
+        assert!(Threshold::parse("messages_received < 5")
+            .unwrap()
+            .judged_live()
+            .is_ok());
     }
 
     #[test]

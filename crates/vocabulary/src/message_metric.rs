@@ -124,7 +124,10 @@ pub enum MessageMetric {
 
 /// Every name of a count or a rate.
 pub const COUNT_NAMES: [(&str, MessageMetric); 4] = [
-    ("messages_received", MessageMetric::Count(Direction::Received)),
+    (
+        "messages_received",
+        MessageMetric::Count(Direction::Received),
+    ),
     ("messages_sent", MessageMetric::Count(Direction::Sent)),
     ("received_per_s", MessageMetric::Rate(Direction::Received)),
     ("sent_per_s", MessageMetric::Rate(Direction::Sent)),

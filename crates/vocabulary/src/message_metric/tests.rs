@@ -12,18 +12,42 @@ fn time(time: MessageTime, name: &'static str, statistic: Statistic) -> MessageM
 fn every_name_and_alias_reads_with_a_space_or_an_underscore() {
     use MessageTime::*;
     for (text, want) in [
-        ("ttft p99", time(FirstMessage, "ttft", Statistic::Percentile(99.0))),
-        ("ttft_p99", time(FirstMessage, "ttft", Statistic::Percentile(99.0))),
-        ("first_message p50", time(FirstMessage, "first_message", Statistic::Percentile(50.0))),
-        ("first_message_p99.9", time(FirstMessage, "first_message", Statistic::Percentile(99.9))),
+        (
+            "ttft p99",
+            time(FirstMessage, "ttft", Statistic::Percentile(99.0)),
+        ),
+        (
+            "ttft_p99",
+            time(FirstMessage, "ttft", Statistic::Percentile(99.0)),
+        ),
+        (
+            "first_message p50",
+            time(FirstMessage, "first_message", Statistic::Percentile(50.0)),
+        ),
+        (
+            "first_message_p99.9",
+            time(FirstMessage, "first_message", Statistic::Percentile(99.9)),
+        ),
         ("itl p99", time(Gap, "itl", Statistic::Percentile(99.0))),
         ("itl  median", time(Gap, "itl", Statistic::Percentile(50.0))),
         ("gap_mean", time(Gap, "gap", Statistic::Mean)),
         ("gap avg", time(Gap, "gap", Statistic::Mean)),
-        ("ws_rtt p99", time(RoundTrip, "ws_rtt", Statistic::Percentile(99.0))),
-        ("round_trip max", time(RoundTrip, "round_trip", Statistic::Max)),
-        (" round_trip_min ", time(RoundTrip, "round_trip", Statistic::Min)),
-        ("messages_received", MessageMetric::Count(Direction::Received)),
+        (
+            "ws_rtt p99",
+            time(RoundTrip, "ws_rtt", Statistic::Percentile(99.0)),
+        ),
+        (
+            "round_trip max",
+            time(RoundTrip, "round_trip", Statistic::Max),
+        ),
+        (
+            " round_trip_min ",
+            time(RoundTrip, "round_trip", Statistic::Min),
+        ),
+        (
+            "messages_received",
+            MessageMetric::Count(Direction::Received),
+        ),
         ("messages_sent", MessageMetric::Count(Direction::Sent)),
         ("received_per_s", MessageMetric::Rate(Direction::Received)),
         ("sent_per_s", MessageMetric::Rate(Direction::Sent)),
@@ -32,8 +56,13 @@ fn every_name_and_alias_reads_with_a_space_or_an_underscore() {
     }
     // Every name of the tables reads.
     for (name, t) in TIME_NAMES {
-        let m = MessageMetric::parse(&format!("{name} p99")).unwrap().unwrap();
-        assert_eq!(m.canonical(), time(t, t.name(), Statistic::Percentile(99.0)));
+        let m = MessageMetric::parse(&format!("{name} p99"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            m.canonical(),
+            time(t, t.name(), Statistic::Percentile(99.0))
+        );
         assert_eq!(m.to_string(), format!("{name} p99"));
     }
     for (name, m) in COUNT_NAMES {
@@ -44,7 +73,9 @@ fn every_name_and_alias_reads_with_a_space_or_an_underscore() {
 
 #[test]
 fn other_metrics_are_left_to_the_caller() {
-    for text in ["p99", "mean", "errors", "rate", "requests", "ttfb", "gaps", "itlx p99", ""] {
+    for text in [
+        "p99", "mean", "errors", "rate", "requests", "ttfb", "gaps", "itlx p99", "",
+    ] {
         assert_eq!(MessageMetric::parse(text), Ok(None), "{text}");
     }
 }
