@@ -8,6 +8,11 @@
 //! writers leave them (Java's `HistogramLogProcessor` reads untagged lines unless given
 //! `-tag`, and a log of tagged lines alone made it fail); where several runs share one log,
 //! each line is tagged with its run's name.
+//!
+//! Streaming calls' message times follow each interval's latency line, one tagged line per
+//! time that interval recorded: `Tag=first_message`, `Tag=gap`, `Tag=round_trip` (with
+//! several runs, `Tag=RUN.first_message`…), for `HistogramLogProcessor -tag first_message`.
+//! A log without streaming calls has none of them.
 
 use std::time::{Duration, SystemTime};
 
@@ -57,6 +62,9 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     let version = runs.first().map_or(env!("CARGO_PKG_VERSION"), |(_, r)| {
         r.header.run.belier_version.as_str()
     });
+    let streamed = runs
+        .iter()
+        .any(|(_, r)| r.latency_log.iter().any(|l| !l.messages.is_empty()));
     let mut builder = IntervalLogWriterBuilder::new();
     builder
         .add_comment(&format!("[Logged with belier {version}]"))
@@ -69,6 +77,12 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
              responses only]"
         })
         .with_max_value_divisor(MAX_VALUE_DIVISOR);
+    if streamed {
+        builder.add_comment(
+            "[Tags first_message, gap, round_trip: streaming calls' message times in \
+             microseconds (to the first message, between messages, message to its reply)]",
+        );
+    }
     if let Some(start) = log_start {
         builder.with_start_time(start);
     }
@@ -86,14 +100,23 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
         if runs.len() > 1 {
             let _ = write!(out, "Tag={},", tags[run]);
         }
-        let _ = writeln!(
-            out,
-            "{:.3},{:.3},{:.3},{}",
-            start.as_secs_f64(),
-            logged.width.as_secs_f64(),
-            logged.max_us as f64 / MAX_VALUE_DIVISOR,
-            logged.encoded
-        );
+        let line = |max_us: u64, encoded: &str| {
+            format!(
+                "{:.3},{:.3},{:.3},{encoded}",
+                start.as_secs_f64(),
+                logged.width.as_secs_f64(),
+                max_us as f64 / MAX_VALUE_DIVISOR,
+            )
+        };
+        let _ = writeln!(out, "{}", line(logged.max_us, &logged.encoded));
+        for (name, max_us, encoded) in &logged.messages {
+            let tag = if runs.len() > 1 {
+                format!("{}.{name}", tags[run])
+            } else {
+                name.to_string()
+            };
+            let _ = writeln!(out, "Tag={tag},{}", line(*max_us, encoded));
+        }
     }
     out
 }
