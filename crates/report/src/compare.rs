@@ -679,6 +679,7 @@ pub fn render_comparison_junit(
         name: format!("{new_name} vs {base_name}"),
         time: 0.0,
         timestamp: None,
+        properties: Vec::new(),
         cases,
     }])
 }
