@@ -6,6 +6,7 @@ use std::time::Duration;
 use belier_stats::{Point, Recorder};
 use belier_vocabulary::condition::{self, Pick};
 use belier_vocabulary::format;
+use belier_vocabulary::message_metric::{self, MessageMetric, MessageTime, Statistic};
 use belier_vocabulary::Comparison;
 
 /// The errors SLO in force unless one is given: under 1 % of requests failed. It holds beside
@@ -59,12 +60,28 @@ enum Measure {
     Max,
     /// Failed requests over all requests, as a fraction.
     Errors,
+    /// A time of streamed messages (`ttft p99`, `itl p99`, `ws_rtt p99`), named as written.
+    Message(MessageTime, &'static str, Statistic),
 }
 
 impl Measure {
     /// The metric an SLO names, in the words of a plan's thresholds; `Err` says why it is
     /// none.
     fn named(name: &str) -> Result<Measure, String> {
+        match MessageMetric::parse(name)? {
+            Some(MessageMetric::Time {
+                time,
+                name,
+                statistic,
+            }) => return Ok(Measure::Message(time, name, statistic)),
+            Some(_) => {
+                return Err(format!(
+                    "`{name}` is not an SLO (a step is judged on the times of its messages: \
+                     ttft, itl or ws_rtt with pNN, mean, min or max)"
+                ))
+            }
+            None => {}
+        }
         Ok(match name {
             "mean" | "avg" => Measure::Mean,
             "max" => Measure::Max,
@@ -78,7 +95,8 @@ impl Measure {
             }
             _ => Measure::Percentile(condition::percentile(name).ok_or_else(|| {
                 format!(
-                    "unknown metric `{name}` (expected p50, p90, p99, p99.9…, mean, max or errors)"
+                    "unknown metric `{name}` (expected p50, p90, p99, p99.9…, mean, max, errors, \
+                     or a message time: ttft p99, itl p99, ws_rtt p99…)"
                 )
             })?),
         })
@@ -91,6 +109,7 @@ impl Measure {
             Measure::Mean => "mean".into(),
             Measure::Max => "max".into(),
             Measure::Errors => "error_rate".into(),
+            Measure::Message(_, name, statistic) => format!("{name} {statistic}"),
         }
     }
 }
@@ -127,7 +146,7 @@ impl FigureSlo {
             ));
         }
         let measure = Measure::named(parts.metric).map_err(|why| {
-            let unknown = why.starts_with("unknown");
+            let unknown = why.starts_with("unknown") || why.contains("statistic");
             fail(
                 if unknown {
                     expr_at + parts.metric_at
@@ -143,6 +162,7 @@ impl FigureSlo {
         }
         let bound = match measure {
             Measure::Errors => condition::share_limit(parts.limit),
+            // `Measure::Message` as a latency: a duration.
             _ => condition::latency_limit_us(parts.limit),
         }
         .map_err(|why| fail(expr_at + parts.limit_at, why))?;
@@ -162,6 +182,10 @@ impl FigureSlo {
         }
         let latency = t.latency_summary();
         let us = match self.measure {
+            Measure::Message(time, _, statistic) => {
+                let us = message_time_us(t, time, statistic)?;
+                (us - discount_us as f64).max(0.0)
+            }
             Measure::Errors => {
                 let r = (t.requests() - t.succeeded()) as f64 / t.requests() as f64;
                 return Some((r, format!("{:.2} %", r * 100.0)));
@@ -181,9 +205,16 @@ impl FigureSlo {
 
     /// `None` when the SLO held, else what failed: `p99 = 45.0 ms (wanted p99<30ms)`.
     fn failure(&self, t: &Recorder, discount_us: u64) -> Option<String> {
-        let (passed, shown) = match self.measure(t, discount_us) {
-            Some((value, shown)) => (self.comparison.holds(value, self.bound), shown),
-            None => (false, "no data".into()),
+        let (passed, shown) = match (self.measure(t, discount_us), self.measure) {
+            (Some((value, shown)), _) => (self.comparison.holds(value, self.bound), shown),
+            (None, Measure::Message(time, ..)) if t.requests() > 0 => {
+                let why = match t.messages() {
+                    Some(_) => time.missing(),
+                    None => message_metric::NO_MESSAGES,
+                };
+                (false, format!("no data ({why})"))
+            }
+            (None, _) => (false, "no data".into()),
         };
         (!passed).then(|| {
             format!(
@@ -193,6 +224,25 @@ impl FigureSlo {
             )
         })
     }
+}
+
+/// `statistic` of a message time recorded in `t`, µs; `None` when none was.
+fn message_time_us(t: &Recorder, time: MessageTime, statistic: Statistic) -> Option<f64> {
+    let m = t.messages()?;
+    let h = match time {
+        MessageTime::FirstMessage => m.first_message_us(),
+        MessageTime::Gap => m.gap_us(),
+        MessageTime::RoundTrip => m.round_trip_us(),
+    };
+    if h.is_empty() {
+        return None;
+    }
+    Some(match statistic {
+        Statistic::Percentile(p) => belier_stats::value_at_percentile(h, p) as f64,
+        Statistic::Mean => h.mean(),
+        Statistic::Min => h.min() as f64,
+        Statistic::Max => h.max() as f64,
+    })
 }
 
 impl PromSlo {
@@ -314,11 +364,12 @@ impl Slos {
     }
 
     /// The tightest latency bound among the SLOs, µs (a rejection answered within it is
-    /// "answered fast"); `None` without a latency SLO.
+    /// "answered fast"); `None` without a latency SLO. A message time bounds no request's
+    /// latency.
     pub fn latency_bound_us(&self) -> Option<f64> {
         self.figures
             .iter()
-            .filter(|t| t.measure != Measure::Errors)
+            .filter(|t| !matches!(t.measure, Measure::Errors | Measure::Message(..)))
             .map(|t| t.bound)
             .reduce(f64::min)
     }
@@ -326,10 +377,12 @@ impl Slos {
     /// Whether one interval of a series met the SLOs, as far as its figures tell: a
     /// percentile SLO is read at the interval's p50, p90 or p99, whichever is the first at or
     /// above it (p99.9 at its max), so it is never judged more leniently; a mean at the p90.
+    /// An interval records no message times: an SLO on them is judged on the step only.
     pub fn met_by(&self, point: &Point) -> bool {
         let failures = point.requests - point.succeeded.min(point.requests);
         self.figures.iter().all(|slo| {
             let actual = match slo.measure {
+                Measure::Message(..) => return true,
                 Measure::Errors if point.requests == 0 => return true,
                 Measure::Errors => failures as f64 / point.requests as f64,
                 _ if point.succeeded == 0 && point.p99_us == 0 => return point.requests == 0,
@@ -544,6 +597,75 @@ mod tests {
         }
     }
 
+    /// `calls` streams whose first message came after `first_us`, then 3 more `gap_us` apart.
+    fn streams(calls: usize, first_us: u64, gap_us: u64) -> Recorder {
+        let mut r = Recorder::new();
+        let mut gaps = belier_stats::MessageTimes::default();
+        for _ in 0..3 {
+            gaps.push(gap_us);
+        }
+        for _ in 0..calls {
+            let call = belier_stats::CallMessages::one_way(1, 4, Some(first_us), &gaps);
+            r.record_simulated_stream(first_us + 3 * gap_us, &call);
+        }
+        r
+    }
+
+    #[test]
+    fn message_time_slos_read_the_step_s_messages() {
+        let s = slos(&["ttft p99 < 100ms", "itl_p99<50ms"]);
+        assert_eq!(
+            s.expressions(),
+            ["ttft p99 < 100ms", "itl_p99<50ms", DEFAULT_SLO]
+        );
+        // A message time bounds no request's latency (that is the fast-rejection bound).
+        assert_eq!(s.latency_bound_us(), None);
+        let fast = streams(100, 20_000, 10_000);
+        assert_eq!(s.judge(&step(&fast)), Verdict::Pass);
+        let Verdict::Fail(why) = s.judge(&step(&streams(100, 150_000, 10_000))) else {
+            panic!("a first message after 150 ms met ttft p99 < 100ms");
+        };
+        assert!(
+            why.starts_with("ttft p99 = 150.") && why.contains("wanted ttft p99 < 100ms"),
+            "{why}"
+        );
+        let Verdict::Fail(why) = s.judge(&step(&streams(100, 20_000, 80_000))) else {
+            panic!("gaps of 80 ms met itl p99 < 50ms");
+        };
+        assert!(
+            why.starts_with("itl p99 = 80.") && !why.contains("ttft"),
+            "{why}"
+        );
+        // belier's lateness is taken off message times too.
+        let late = streams(100, 105_000, 10_000);
+        let f = step(&late);
+        assert!(matches!(s.judge(&f), Verdict::Fail(_)));
+        assert!(!s.fails_without(&f, 10_000));
+    }
+
+    #[test]
+    fn a_message_slo_without_messages_fails_by_name() {
+        let s = slos(&["ttft p99 < 100ms"]);
+        let plain = recorder(&[1_000; 100], 0, 200);
+        assert_eq!(
+            s.judge(&step(&plain)),
+            Verdict::Fail(
+                "ttft p99 = no data (the run recorded no streamed messages) \
+                 (wanted ttft p99 < 100ms)"
+                    .into()
+            )
+        );
+        let Verdict::Fail(why) =
+            slos(&["ws_rtt p99<20ms"]).judge(&step(&streams(10, 1_000, 1_000)))
+        else {
+            panic!("streams without round trips met ws_rtt p99<20ms");
+        };
+        assert!(
+            why.contains("no reply answered a message one for one"),
+            "{why}"
+        );
+    }
+
     #[test]
     fn malformed_slos_say_where() {
         for (text, position, words) in [
@@ -553,6 +675,11 @@ mod tests {
             ("rate>10/s", 0, "not an SLO"),
             ("login: p99<1s", 0, "scope"),
             ("q99<1s", 0, "unknown metric"),
+            ("ttft<1s", 0, "needs a statistic"),
+            ("itl q99<1s", 0, "unknown statistic"),
+            ("ws_rtt p99<20", 11, "unit"),
+            ("messages_received>10", 0, "not an SLO"),
+            ("received_per_s>10/s", 0, "not an SLO"),
         ] {
             let e = Slos::parse(&[text.to_string()]).unwrap_err();
             assert_eq!(e.position, position, "{text}: {e}");

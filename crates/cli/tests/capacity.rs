@@ -480,11 +480,60 @@ fn no_rate_meeting_the_slo_exits_5_and_the_saved_search_reports_again() {
     );
 }
 
+/// An SLO on a server stream's time to first message: the target waits 40 ms before each
+/// stream's first reply, so `ttft p99<10ms` holds at no rate, and the search says so by the
+/// SLO's name (the step read the figure from its window's messages).
+#[test]
+fn a_message_time_slo_is_judged_on_each_step_s_streams() {
+    let s = Server::start(belier_testserver::Config {
+        http2: true,
+        ..belier_testserver::Config::default()
+    })
+    .expect("the target starts");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let proto = dir.join(format!("capacity-target-{}.proto", std::process::id()));
+    let printed = Command::new(env!("CARGO_BIN_EXE_belier"))
+        .args(["target", "--print-proto"])
+        .output()
+        .unwrap();
+    std::fs::write(&proto, &printed.stdout).unwrap();
+    let out = capacity_support::prioritized(BELIER)
+        .args([
+            "capacity",
+            "--slo",
+            "ttft p99<10ms",
+            "--start-rate",
+            "20",
+            "--warmup",
+            "0s",
+            "--window",
+            "1s",
+            "--call",
+            "belier.target.Target/ServerStream",
+            "--plaintext",
+            "--proto",
+            proto.to_str().unwrap(),
+            "-d",
+            r#"{"count": 3, "delay_ms": 40, "gap_ms": 5}"#,
+            &s.addr().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No rate met ttft p99<10ms, errors<1%"),
+        "{text}"
+    );
+    assert!(text.contains("fail: ttft p99 = "), "{text}");
+}
+
 #[test]
 fn bad_slos_and_bounds_exit_2_naming_them() {
     for (args, words) in [
         (&["--slo", "p99<50"][..], "p99<50"),
         (&["--slo", "rate>5/s"][..], "not an SLO"),
+        (&["--slo", "ttft<1s"][..], "needs a statistic"),
         (
             &["--start-rate", "100", "--max-rate", "50"][..],
             "--max-rate",

@@ -37,7 +37,7 @@ pub(crate) fn threshold_fits(m: &CustomMetric, t: &Threshold) -> Result<(), Stri
         Metric::Percentile(_) | Metric::Mean | Metric::Min | Metric::Max => {
             m.kind == MetricKind::Trend
         }
-        Metric::ErrorRate | Metric::Checks => false,
+        Metric::ErrorRate | Metric::Checks | Metric::Message(_) => false,
     };
     if fits {
         return Ok(());

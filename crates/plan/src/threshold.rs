@@ -7,7 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use belier_stats::Messages;
 use belier_vocabulary::condition::{self, Pick};
+use belier_vocabulary::message_metric::{self, Direction, MessageMetric, MessageTime, Statistic};
 use belier_vocabulary::{format, rate};
 
 /// What a threshold measures.
@@ -32,6 +34,9 @@ pub enum Metric {
     /// How many: a custom counter's total, a custom trend's number of values (a step's or
     /// the run's requests otherwise).
     Count,
+    /// A figure of streamed messages (`ttft p99`, `itl p99`, `messages_received`): the
+    /// whole run's.
+    Message(MessageMetric),
 }
 
 /// A comparison: the vocabulary's, shared with capacity SLOs and `--fail-if`.
@@ -82,6 +87,9 @@ pub struct Figures<'a> {
     pub max_us: u64,
     /// Latency at a percentile (0–100), µs.
     pub percentile_us: &'a dyn Fn(f64) -> Option<u64>,
+    /// The streamed messages of the run, when it made streaming calls (`None` for a step's
+    /// figures: messages are recorded for the whole run).
+    pub messages: Option<&'a Messages>,
 }
 
 /// A threshold's verdict.
@@ -105,6 +113,7 @@ impl fmt::Display for Metric {
             Metric::Checks => f.write_str("checks"),
             Metric::Requests => f.write_str("requests"),
             Metric::Count => f.write_str("count"),
+            Metric::Message(m) => m.fmt(f),
         }
     }
 }
@@ -122,12 +131,21 @@ impl Threshold {
             ));
         };
         let (metric_text, value) = (parts.metric, parts.limit);
-        let metric = metric(metric_text).ok_or_else(|| {
-            (
-                expr_at + parts.metric_at,
-                format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks, requests or count)"),
-            )
-        })?;
+        let metric_at = expr_at + parts.metric_at;
+        let metric = metric(metric_text)
+            .map_err(|why| (metric_at, why))?
+            .ok_or_else(|| {
+                (
+                    metric_at,
+                    format!("unknown metric `{metric_text}` (expected p50, p90, p99, p99.9…, mean, min, max, error_rate, rate, checks, requests, count, or a message figure: ttft p99, itl p99, ws_rtt p99, messages_received…)"),
+                )
+            })?;
+        if let (Metric::Message(_), Some(_)) = (metric, scope) {
+            return Err((
+                0,
+                "message figures are recorded for the whole run: no `NAME:` scope".into(),
+            ));
+        }
         let (comparison, value_at) = (parts.comparison, expr_at + parts.limit_at);
         let bound = bound(metric, value).map_err(|m| (value_at, m))?;
         Ok(Threshold {
@@ -145,11 +163,13 @@ impl Threshold {
     /// count only grows, so only an upper bound on it (`requests < 1000`) can fail before the
     /// end. `Err` says why not.
     pub fn judged_live(&self) -> Result<(), String> {
-        match (self.metric, self.comparison) {
-            (Metric::Requests | Metric::Count, Comparison::Less | Comparison::LessOrEqual) => {
-                Ok(())
-            }
-            (Metric::Requests | Metric::Count, _) => Err(format!(
+        let count = matches!(
+            self.metric,
+            Metric::Requests | Metric::Count | Metric::Message(MessageMetric::Count(_))
+        );
+        match (count, self.comparison) {
+            (true, Comparison::Less | Comparison::LessOrEqual) => Ok(()),
+            (true, _) => Err(format!(
                 "`{}` can only be judged at the end of the run (a count grows as the run goes; \
                  only `<` or `<=` on it can fail before the end): drop `abort`",
                 self.expression
@@ -170,26 +190,35 @@ impl Threshold {
         if elapsed < after {
             return None;
         }
-        let measured = self.measure(figures_for(self.scope.as_deref())?)?;
-        Some(self.outcome(Some(measured)))
+        let measured = self.measure(&figures_for(self.scope.as_deref())?)?;
+        Some(self.outcome(Some(measured), None))
     }
 
     /// Evaluates the threshold; `figures_for(None)` gives the whole run's figures,
-    /// `figures_for(Some(step))` one step's. Missing figures (or no requests, for a latency)
-    /// fail the threshold: it cannot be shown to hold.
+    /// `figures_for(Some(step))` one step's. Missing figures (or no requests, for a latency;
+    /// no streamed messages, for a message figure) fail the threshold: it cannot be shown to
+    /// hold. A message figure's verdict says why it had none.
     pub fn evaluate<'f>(
         &self,
         figures_for: impl Fn(Option<&str>) -> Option<Figures<'f>>,
     ) -> Outcome {
-        self.outcome(figures_for(self.scope.as_deref()).and_then(|f| self.measure(f)))
+        let figures = figures_for(self.scope.as_deref());
+        let measured = figures.as_ref().and_then(|f| self.measure(f));
+        self.outcome(measured, figures.as_ref())
     }
 
-    /// The outcome of a measured value (`None`: nothing to measure, which fails).
-    fn outcome(&self, measured: Option<(f64, String)>) -> Outcome {
+    /// The outcome of a measured value (`None`: nothing to measure, which fails; `figures`
+    /// say why, for a message figure).
+    fn outcome(&self, measured: Option<(f64, String)>, figures: Option<&Figures<'_>>) -> Outcome {
         match measured {
             None => Outcome {
                 passed: false,
-                actual: format!("{} = no data", self.metric),
+                actual: match (self.metric, figures) {
+                    (Metric::Message(m), Some(f)) => {
+                        format!("{} = no data ({})", self.metric, missing(m, f.messages))
+                    }
+                    _ => format!("{} = no data", self.metric),
+                },
             },
             Some((value, shown)) => Outcome {
                 passed: self.comparison.holds(value, self.bound),
@@ -200,7 +229,7 @@ impl Threshold {
 
     /// The threshold's metric in `f`, and as shown (`231.4 ms`); `None` with nothing to
     /// measure.
-    fn measure(&self, f: Figures<'_>) -> Option<(f64, String)> {
+    fn measure(&self, f: &Figures<'_>) -> Option<(f64, String)> {
         let latency = |us: Option<f64>| -> Option<(f64, String)> {
             let us = us?;
             Some((us, format::latency(us)))
@@ -232,6 +261,7 @@ impl Threshold {
                 })
             }
             Metric::Requests | Metric::Count => Some((f.requests as f64, f.requests.to_string())),
+            Metric::Message(m) => measure_messages(m, f.messages?, f.elapsed),
         }
     }
 
@@ -246,6 +276,11 @@ impl Threshold {
             // Through u64: a count past 2^53 is shown as f64 rounds it, which may no longer
             // fit the u64 the parser reads (`requests < 18446744073709551615`).
             Metric::Requests | Metric::Count => format!("{}", self.bound as u64),
+            Metric::Message(MessageMetric::Time { .. }) => {
+                format::latency(self.bound).replace(' ', "")
+            }
+            Metric::Message(MessageMetric::Count(_)) => format!("{}", self.bound as u64),
+            Metric::Message(MessageMetric::Rate(_)) => format!("{}/s", self.bound),
         };
         let expr = format!("{} {} {bound}", self.metric, self.comparison);
         match &self.scope {
@@ -255,8 +290,13 @@ impl Threshold {
     }
 }
 
-fn metric(text: &str) -> Option<Metric> {
-    Some(match text {
+/// The metric `text` names: `Ok(None)` when none, `Err` when a message figure is written
+/// wrongly (`ttft` without its statistic).
+fn metric(text: &str) -> Result<Option<Metric>, String> {
+    if let Some(m) = MessageMetric::parse(text)? {
+        return Ok(Some(Metric::Message(m)));
+    }
+    Ok(Some(match text {
         "mean" | "avg" => Metric::Mean,
         "min" => Metric::Min,
         "max" => Metric::Max,
@@ -265,8 +305,65 @@ fn metric(text: &str) -> Option<Metric> {
         "checks" => Metric::Checks,
         "requests" => Metric::Requests,
         "count" => Metric::Count,
-        _ => Metric::Percentile(condition::percentile(text)?),
+        _ => match condition::percentile(text) {
+            Some(p) => Metric::Percentile(p),
+            None => return Ok(None),
+        },
+    }))
+}
+
+/// A message figure of `m`, over `elapsed`, and as shown; `None` when none was recorded.
+fn measure_messages(
+    metric: MessageMetric,
+    m: &Messages,
+    elapsed: Duration,
+) -> Option<(f64, String)> {
+    let count = |d: Direction| match d {
+        Direction::Received => m.received(),
+        Direction::Sent => m.sent(),
+    };
+    match metric {
+        MessageMetric::Time {
+            time, statistic, ..
+        } => {
+            let us = time_us(m, time, statistic)?;
+            Some((us, format::latency(us)))
+        }
+        MessageMetric::Count(d) => Some((count(d) as f64, count(d).to_string())),
+        MessageMetric::Rate(d) => {
+            let secs = elapsed.as_secs_f64();
+            (secs > 0.0).then(|| {
+                let r = count(d) as f64 / secs;
+                (r, format!("{r:.1}/s"))
+            })
+        }
+    }
+}
+
+/// `statistic` of a message time in `m`, µs; `None` when no such time was recorded.
+fn time_us(m: &Messages, time: MessageTime, statistic: Statistic) -> Option<f64> {
+    let h = match time {
+        MessageTime::FirstMessage => m.first_message_us(),
+        MessageTime::Gap => m.gap_us(),
+        MessageTime::RoundTrip => m.round_trip_us(),
+    };
+    if h.is_empty() {
+        return None;
+    }
+    Some(match statistic {
+        Statistic::Percentile(p) => belier_stats::value_at_percentile(h, p) as f64,
+        Statistic::Mean => h.mean(),
+        Statistic::Min => h.min() as f64,
+        Statistic::Max => h.max() as f64,
     })
+}
+
+/// Why a message figure had no data: no streaming calls, or none of its kind.
+fn missing(metric: MessageMetric, messages: Option<&Messages>) -> &'static str {
+    match (metric, messages) {
+        (MessageMetric::Time { time, .. }, Some(_)) => time.missing(),
+        _ => message_metric::NO_MESSAGES,
+    }
 }
 
 fn bound(metric: Metric, value: &str) -> Result<f64, String> {
@@ -275,6 +372,13 @@ fn bound(metric: Metric, value: &str) -> Result<f64, String> {
             condition::latency_limit_us(value)
         }
         Metric::ErrorRate | Metric::Checks => condition::share_limit(value),
+        Metric::Message(MessageMetric::Time { .. }) => condition::latency_limit_us(value),
+        Metric::Message(MessageMetric::Count(_)) => value
+            .parse::<u64>()
+            .map(|n| n as f64)
+            .map_err(|_| format!("expected a count of messages, found `{value}`")),
+        Metric::Message(MessageMetric::Rate(_)) => rate::parse(value)
+            .map_err(|_| format!("expected a rate such as `900/s`, found `{value}`")),
         Metric::Rate => rate::parse(value)
             .map_err(|_| format!("expected a rate such as `900/s`, found `{value}`")),
         Metric::Requests | Metric::Count => value
@@ -299,6 +403,7 @@ mod tests {
             min_us: 800,
             max_us: 1_500_000,
             percentile_us: p,
+            messages: None,
         }
     }
 
@@ -401,6 +506,114 @@ mod tests {
                 Some(figures(&p))
             });
         assert!(scoped.passed);
+    }
+
+    /// A run of 10 streams of 5 messages each: first after 120 ms, gaps of 40 ms.
+    fn streamed() -> belier_stats::Recorder {
+        let mut r = belier_stats::Recorder::new();
+        let mut gaps = belier_stats::MessageTimes::default();
+        for _ in 0..4 {
+            gaps.push(40_000);
+        }
+        for _ in 0..10 {
+            let call = belier_stats::CallMessages::one_way(1, 5, Some(120_000), &gaps);
+            r.record_simulated_stream(300_000, &call);
+        }
+        r
+    }
+
+    #[test]
+    fn message_figures_are_judged_and_say_why_they_are_missing() {
+        let p = |_: f64| Some(100_000);
+        let r = streamed();
+        let eval = |text: &str, messages| {
+            let mut f = figures(&p);
+            f.messages = messages;
+            Threshold::parse(text).unwrap().evaluate(|_| {
+                let mut g = figures(&p);
+                g.messages = f.messages;
+                Some(g)
+            })
+        };
+        let m = r.messages();
+        let o = eval("ttft p99 < 500ms", m);
+        assert!(o.passed, "{o:?}");
+        assert_eq!(o.actual, "ttft p99 = 120.1 ms");
+        assert!(!eval("ttft_p99 < 100ms", m).passed);
+        assert!(eval("first_message max <= 121ms", m).passed);
+        assert!(eval("itl p99 < 50ms", m).passed);
+        assert!(!eval("gap mean < 30ms", m).passed);
+        assert!(eval("gap min >= 40ms", m).passed);
+        assert_eq!(
+            eval("messages_received == 50", m).actual,
+            "messages_received = 50"
+        );
+        assert!(eval("messages_sent == 10", m).passed);
+        assert_eq!(
+            eval("received_per_s > 20/s", m).actual,
+            "received_per_s = 25.0/s"
+        );
+        // Streams without replies to their messages: no round trips, and the verdict says so.
+        let o = eval("ws_rtt p99 < 20ms", m);
+        assert_eq!(
+            o,
+            Outcome {
+                passed: false,
+                actual: "ws_rtt p99 = no data (no reply answered a message one for one)".into()
+            }
+        );
+        // A run without streaming calls fails every message figure, by name.
+        for text in [
+            "ttft p99 < 500ms",
+            "itl p99 < 50ms",
+            "messages_received < 10",
+        ] {
+            let o = eval(text, None);
+            assert!(!o.passed, "{text}");
+            assert!(
+                o.actual
+                    .ends_with("no data (the run recorded no streamed messages)"),
+                "{o:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn message_figures_parse_with_their_units() {
+        let t = Threshold::parse("ttft p99 < 500ms").unwrap();
+        assert_eq!(t.bound, 500_000.0);
+        assert_eq!(t.canonical(), "ttft p99 < 500.0ms");
+        assert_eq!(Threshold::parse("itl_p99.9 <= 1s").unwrap().bound, 1e6);
+        assert_eq!(
+            Threshold::parse("sent_per_s > 10/s").unwrap().canonical(),
+            "sent_per_s > 10/s"
+        );
+        assert_eq!(
+            Threshold::parse("messages_received >= 100")
+                .unwrap()
+                .canonical(),
+            "messages_received >= 100"
+        );
+        for (text, at, words) in [
+            ("ttft p99 < 500", 11, "unit"),
+            ("ttft < 500ms", 0, "needs a statistic"),
+            ("itl q99 < 5ms", 0, "unknown statistic"),
+            ("login: ttft p99 < 1s", 0, "whole run"),
+            ("messages_received > many", 20, "count of messages"),
+            ("received_per_s > fast", 17, "rate"),
+        ] {
+            let (position, why) = Threshold::parse(text).unwrap_err();
+            assert_eq!(position, at, "{text}: {why}");
+            assert!(why.contains(words), "{text}: {why}");
+        }
+        let live = Threshold::parse("messages_received > 5")
+            .unwrap()
+            .judged_live();
+        assert!(live.is_err());
+        assert!(Threshold::parse("messages_received < 5")
+            .unwrap()
+            .judged_live()
+            .is_ok());
     }
 
     #[test]

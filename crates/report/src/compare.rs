@@ -10,6 +10,7 @@ use std::fmt::{self, Write as _};
 use belier_stats::LatencySummary;
 use belier_vocabulary::condition::{self, Pick};
 use belier_vocabulary::duration::{self, Rules, Unit};
+use belier_vocabulary::message_metric::{self, MessageMetric, MessageTime};
 use belier_vocabulary::percent::{self, PercentError};
 use belier_vocabulary::{format as vocabulary, rate as rates, Comparison};
 use serde::Serialize;
@@ -45,6 +46,10 @@ pub struct Delta {
     /// `req/s` for rates, `ms` for latencies and message times, `%` for the error ratio,
     /// `msg` and `msg/s` for streaming calls' messages.
     pub unit: &'static str,
+    /// Why the new run has no such figure (a message figure of a run without streamed
+    /// messages, or without that time): a condition on it then fails, saying so.
+    #[serde(skip)]
+    pub absent: Option<&'static str>,
 }
 
 /// The deltas of every metric in [`METRICS`] from `base` to `new`.
@@ -72,13 +77,15 @@ fn delta(metric: &'static str, unit: &'static str, base: f64, new: f64) -> Delta
         new,
         change: (base != 0.0).then(|| (new - base) / base),
         unit,
+        absent: None,
     }
 }
 
 /// The metrics of streaming calls' messages that [`compare`] adds when either run had them,
 /// with their units, in report order: counts, rates per second of the run, then times (ms).
 /// `round_trip_p99` only when either run's responses answered its messages one for one.
-/// Conditions cannot name them.
+/// Conditions name them so, or by the vocabulary's names (`ttft p99`, `itl_p50`, `ws_rtt p99`:
+/// [`belier_vocabulary::message_metric`]).
 pub const MESSAGE_METRICS: [(&str, &str); 9] = [
     ("messages_received", "msg"),
     ("messages_sent", "msg"),
@@ -103,9 +110,28 @@ fn message_deltas(base: Option<&MessageFigures>, new: Option<&MessageFigures>) -
         .filter(|(metric, _)| round_trips || *metric != "round_trip_p99")
         .map(|&(metric, unit)| {
             let get = |m: Option<&MessageFigures>| m.map_or(0.0, |m| message_figure(m, metric));
-            delta(metric, unit, get(base), get(new))
+            Delta {
+                absent: absent(metric, new),
+                ..delta(metric, unit, get(base), get(new))
+            }
         })
         .collect()
+}
+
+/// Why `metric` of [`MESSAGE_METRICS`] has no value in `m`, the new run's messages.
+fn absent(metric: &str, m: Option<&MessageFigures>) -> Option<&'static str> {
+    let Some(m) = m else {
+        return Some(message_metric::NO_MESSAGES);
+    };
+    let Ok(Some(MessageMetric::Time { time, .. })) = MessageMetric::parse(metric) else {
+        return None;
+    };
+    let times = match time {
+        MessageTime::FirstMessage => &m.first,
+        MessageTime::Gap => &m.gaps,
+        MessageTime::RoundTrip => &m.round_trips,
+    };
+    (times.count == 0).then(|| time.missing())
 }
 
 /// `metric` of [`MESSAGE_METRICS`] in `m`.
@@ -166,6 +192,9 @@ impl Figures {
 }
 
 fn unit(metric: &str) -> &'static str {
+    if let Some(&(_, unit)) = MESSAGE_METRICS.iter().find(|(m, _)| *m == metric) {
+        return unit;
+    }
     match metric {
         "rate" | "throughput" => "req/s",
         "errors" => "%",
@@ -259,7 +288,12 @@ fn signed(v: f64) -> String {
 /// relative change from base to new (`+10%`, `-5%`), or a bound on the new run's value — a
 /// duration for latencies (`250ms`, `1.5s`, `800us`), a percentage for `errors` (`0.5%`), a
 /// number of requests per second for `rate` and `throughput` (`900`, `900/s`). Spaces are
-/// ignored. The error names the offending condition and what was expected.
+/// ignored.
+///
+/// A figure of streamed messages is named as compare shows it (`first_message_p99`) or by
+/// the vocabulary's names (`ttft p99`, `itl_p50`, `ws_rtt p99`); its limit is a duration, a
+/// number of messages, or messages per second. The error names the offending condition and
+/// what was expected.
 pub fn parse_fail_if(expr: &str) -> Result<Vec<Condition>, String> {
     if expr.trim().is_empty() {
         return Err("no condition given: expected e.g. 'p99>+10%,errors>0.5%'".into());
@@ -286,16 +320,20 @@ fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
     let parts = condition::split(&s, &Comparison::ALL, Pick::First)
         .ok_or_else(|| format!("'{s}': expected METRIC>LIMIT or METRIC<LIMIT, e.g. 'p99>+10%'"))?;
     let name = parts.metric;
-    let metric = METRICS
-        .iter()
-        .copied()
-        .find(|&m| m == name)
-        .ok_or_else(|| {
-            format!(
-                "'{s}': unknown metric '{name}', expected one of {}",
-                METRICS.join(", ")
-            )
-        })?;
+    let metric = match message_row(part, &s)? {
+        Some(row) => row,
+        None => METRICS
+            .iter()
+            .copied()
+            .find(|&m| m == name)
+            .ok_or_else(|| {
+                format!(
+                    "'{s}': unknown metric '{name}', expected one of {}, or a figure of streamed \
+                 messages (ttft p99, itl p99, ws_rtt p99, messages_received…)",
+                    METRICS.join(", ")
+                )
+            })?,
+    };
     let op = match parts.comparison {
         Comparison::Greater => Op::Above,
         Comparison::Less => Op::Below,
@@ -313,6 +351,30 @@ fn parse_condition(part: &str, expr: &str) -> Result<Condition, String> {
         None => value_limit(&s, metric, limit)?,
     };
     Ok(Condition { metric, op, limit })
+}
+
+/// The row of [`MESSAGE_METRICS`] the metric of `part` names (as written, before its spaces
+/// go: `ttft p99`), `None` when it names no message figure; `Err` for one that compare does
+/// not show (`ttft p90`) or one written wrongly. `s` is the condition as errors quote it.
+fn message_row(part: &str, s: &str) -> Result<Option<&'static str>, String> {
+    let Some(parts) = condition::split(part.trim(), &Comparison::ALL, Pick::First) else {
+        return Ok(None);
+    };
+    let Some(wanted) = MessageMetric::parse(parts.metric).map_err(|e| format!("'{s}': {e}"))?
+    else {
+        return Ok(None);
+    };
+    let canonical = wanted.canonical();
+    let row = MESSAGE_METRICS.iter().map(|&(row, _)| row).find(|row| {
+        MessageMetric::parse(row).is_ok_and(|m| m.is_some_and(|m| m.canonical() == canonical))
+    });
+    row.map(Some).ok_or_else(|| {
+        let rows: Vec<&str> = MESSAGE_METRICS.iter().map(|&(row, _)| row).collect();
+        format!(
+            "'{s}': compare shows no {wanted}; of streamed messages it shows {}",
+            rows.join(", ")
+        )
+    })
 }
 
 fn only_above_and_below(s: &str) -> String {
@@ -361,10 +423,24 @@ fn value_limit(s: &str, metric: &str, limit: &str) -> Result<Limit, String> {
                 format!("'{s}': an error percentage is between 0 and 100")
             }
         })?,
-        _ => {
-            if limit.ends_with('%') {
+        "msg" => match limit.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => v,
+            _ => {
                 return Err(format!(
-                    "'{s}': {metric} takes requests per second like '900', or a signed \
+                    "'{s}': {metric} takes a number of messages like '1000', or a signed \
+                     change like '-5%'"
+                ))
+            }
+        },
+        unit => {
+            if limit.ends_with('%') {
+                let what = if unit == "msg/s" {
+                    "messages"
+                } else {
+                    "requests"
+                };
+                return Err(format!(
+                    "'{s}': {metric} takes {what} per second like '900', or a signed \
                      change like '-5%'"
                 ));
             }
@@ -386,22 +462,49 @@ pub fn failed(deltas: &[Delta], conditions: &[Condition]) -> Vec<String> {
 }
 
 /// Each condition with its failure sentence (as in [`failed`]), or `None` when it did not
-/// hold. A condition on a metric missing from `deltas` does not hold.
+/// hold. A condition on a figure of streamed messages that the new run did not record (or
+/// neither run: then compare shows no such row) fails, saying so: a gate must not pass on a
+/// figure it could not read. A condition on another metric missing from `deltas` does not
+/// hold.
 pub fn verdicts(deltas: &[Delta], conditions: &[Condition]) -> Vec<(Condition, Option<String>)> {
     conditions
         .iter()
         .map(|c| {
-            let failure = deltas
-                .iter()
-                .find(|d| d.metric == c.metric)
-                .and_then(|d| failure(d, c));
+            let failure = match deltas.iter().find(|d| d.metric == c.metric) {
+                Some(d) => failure(d, c),
+                None if is_message_row(c.metric) => {
+                    // Without a row: neither run streamed, or (the one row shown on condition)
+                    // neither had round trips.
+                    let streamed = deltas.iter().any(|d| is_message_row(d.metric));
+                    let why = if streamed {
+                        MessageTime::RoundTrip.missing()
+                    } else {
+                        "no streamed messages"
+                    };
+                    Some(format!(
+                        "{}: nothing to judge in either run ({why})",
+                        c.metric
+                    ))
+                }
+                None => None,
+            };
             (*c, failure)
         })
         .collect()
 }
 
+fn is_message_row(metric: &str) -> bool {
+    MESSAGE_METRICS.iter().any(|(m, _)| *m == metric)
+}
+
 /// The sentence saying how `d` meets `c`, or `None` when the condition does not hold.
 fn failure(d: &Delta, c: &Condition) -> Option<String> {
+    if let Some(why) = d.absent {
+        return Some(format!(
+            "{}: nothing to judge in the new run ({why})",
+            c.metric
+        ));
+    }
     let from_to = format!("{} → {}", show(d.base, d.unit), show(d.new, d.unit));
     match c.limit {
         Limit::ChangePercent(limit) => {
@@ -576,6 +679,7 @@ pub fn render_comparison_junit(
         name: format!("{new_name} vs {base_name}"),
         time: 0.0,
         timestamp: None,
+        properties: Vec::new(),
         cases,
     }])
 }

@@ -8,6 +8,11 @@
 //! writers leave them (Java's `HistogramLogProcessor` reads untagged lines unless given
 //! `-tag`, and a log of tagged lines alone made it fail); where several runs share one log,
 //! each line is tagged with its run's name.
+//!
+//! Streaming calls' message times follow each interval's latency line, one tagged line per
+//! time that interval recorded: `Tag=first_message`, `Tag=gap`, `Tag=round_trip` (with
+//! several runs, `Tag=RUN.first_message`…), for `HistogramLogProcessor -tag first_message`.
+//! A log without streaming calls has none of them.
 
 use std::time::{Duration, SystemTime};
 
@@ -54,9 +59,45 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     }
     lines.sort_by_key(|&(start, run, _)| (start, run));
 
+    let mut out = header(runs, log_start);
+    out.reserve(lines.len() * 1024);
+    // The intervals are already encoded (V2 compressed, base64): each line is written in the
+    // same form the crate's IntervalLogWriter uses, without decoding them again.
+    for (start, run, i) in lines {
+        let logged = &runs[run].1.latency_log[i];
+        if runs.len() > 1 {
+            let _ = write!(out, "Tag={},", tags[run]);
+        }
+        let line = |max_us: u64, encoded: &str| {
+            format!(
+                "{:.3},{:.3},{:.3},{encoded}",
+                start.as_secs_f64(),
+                logged.width.as_secs_f64(),
+                max_us as f64 / MAX_VALUE_DIVISOR,
+            )
+        };
+        let _ = writeln!(out, "{}", line(logged.max_us, &logged.encoded));
+        for (name, max_us, encoded) in &logged.messages {
+            let tag = if runs.len() > 1 {
+                format!("{}.{name}", tags[run])
+            } else {
+                name.to_string()
+            };
+            let _ = writeln!(out, "Tag={tag},{}", line(*max_us, encoded));
+        }
+    }
+    out
+}
+
+/// The log's header: belier's version, the format's, what the values are (and the message
+/// tags, when a run streamed), the divisor of the max column and the start time.
+fn header(runs: &[(&str, &Run)], log_start: Option<SystemTime>) -> String {
     let version = runs.first().map_or(env!("CARGO_PKG_VERSION"), |(_, r)| {
         r.header.run.belier_version.as_str()
     });
+    let streamed = runs
+        .iter()
+        .any(|(_, r)| r.latency_log.iter().any(|l| !l.messages.is_empty()));
     let mut builder = IntervalLogWriterBuilder::new();
     builder
         .add_comment(&format!("[Logged with belier {version}]"))
@@ -69,6 +110,12 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
              responses only]"
         })
         .with_max_value_divisor(MAX_VALUE_DIVISOR);
+    if streamed {
+        builder.add_comment(
+            "[Tags first_message, gap, round_trip: streaming calls' message times in \
+             microseconds (to the first message, between messages, message to its reply)]",
+        );
+    }
     if let Some(start) = log_start {
         builder.with_start_time(start);
     }
@@ -77,25 +124,7 @@ pub fn render_hdr_log(runs: &[(&str, &Run)]) -> String {
     builder
         .begin_log_with(&mut head, &mut serializer)
         .expect("writing to memory cannot fail");
-    let mut out = String::from_utf8(head).expect("the log header is UTF-8 text");
-    out.reserve(lines.len() * 1024);
-    // The intervals are already encoded (V2 compressed, base64): each line is written in the
-    // same form the crate's IntervalLogWriter uses, without decoding them again.
-    for (start, run, i) in lines {
-        let logged = &runs[run].1.latency_log[i];
-        if runs.len() > 1 {
-            let _ = write!(out, "Tag={},", tags[run]);
-        }
-        let _ = writeln!(
-            out,
-            "{:.3},{:.3},{:.3},{}",
-            start.as_secs_f64(),
-            logged.width.as_secs_f64(),
-            logged.max_us as f64 / MAX_VALUE_DIVISOR,
-            logged.encoded
-        );
-    }
-    out
+    String::from_utf8(head).expect("the log header is UTF-8 text")
 }
 
 /// One tag per name: forbidden characters replaced, empty names named, duplicates numbered.

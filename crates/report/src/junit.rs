@@ -7,12 +7,16 @@
 //! one test case, `run`, that fails only when the run is not to be trusted as it stands (it
 //! was interrupted, or the verdict found that the generator did not keep up).
 //!
+//! A run of streaming calls carries its messages' figures as the suite's `<properties>`
+//! (`messages_received`, `first_message_p99_us`, `gap_p99_us`…), for CI systems that chart
+//! them; other runs have none.
+//!
 //! Everything that came from the user or the network (run names, expressions, findings) goes
 //! through [`xml`], so it cannot end an attribute or open an element.
 
 use std::fmt::Write as _;
 
-use crate::summary::Summary;
+use crate::summary::{MessageFigures, Summary};
 use crate::NamedReport;
 
 /// One test case: its class, its name and, when it failed, its message, type and details.
@@ -39,6 +43,8 @@ pub(crate) struct Suite {
     pub time: f64,
     /// RFC 3339; `None` leaves the attribute out.
     pub timestamp: Option<String>,
+    /// `<properties>`: name and value; none leaves the element out.
+    pub properties: Vec<(String, String)>,
     pub cases: Vec<Case>,
 }
 
@@ -84,8 +90,42 @@ fn suite(run: &NamedReport) -> Suite {
         name: run.name.to_string(),
         time: r.elapsed.as_secs_f64(),
         timestamp: Some(r.info.started_at.clone()),
+        properties: Summary::of(r)
+            .messages
+            .as_ref()
+            .map(message_properties)
+            .unwrap_or_default(),
         cases,
     }
+}
+
+/// A run's streamed messages as properties: counts, then p50, p99 and max of each time it
+/// recorded, µs (as the JSON report's `first_message_us`, `gap_us`, `round_trip_us`).
+fn message_properties(m: &MessageFigures) -> Vec<(String, String)> {
+    let mut p = vec![
+        (
+            "messages_received".to_string(),
+            m.counts.received.to_string(),
+        ),
+        ("messages_sent".to_string(), m.counts.sent.to_string()),
+    ];
+    for (name, times) in [
+        ("first_message", &m.first),
+        ("gap", &m.gaps),
+        ("round_trip", &m.round_trips),
+    ] {
+        if times.count == 0 {
+            continue;
+        }
+        for (stat, value) in [
+            ("p50", times.at(50.0).unwrap_or(0)),
+            ("p99", times.at(99.0).unwrap_or(0)),
+            ("max", times.max_us),
+        ] {
+            p.push((format!("{name}_{stat}_us"), value.to_string()));
+        }
+    }
+    p
 }
 
 /// The single case of a run without thresholds: it fails when the run was interrupted or the
@@ -140,6 +180,18 @@ fn write_suites(out: &mut String, suites: &[Suite]) -> std::fmt::Result {
             write!(out, r#" timestamp="{}""#, xml(at))?;
         }
         writeln!(out, ">")?;
+        if !s.properties.is_empty() {
+            writeln!(out, "    <properties>")?;
+            for (name, value) in &s.properties {
+                writeln!(
+                    out,
+                    r#"      <property name="{}" value="{}"/>"#,
+                    xml(name),
+                    xml(value)
+                )?;
+            }
+            writeln!(out, "    </properties>")?;
+        }
         for c in &s.cases {
             write!(
                 out,
@@ -265,6 +317,34 @@ mod tests {
         }]);
         assert!(out
             .contains(r#"<failure message="the run was interrupted before its end" type="run">"#));
+    }
+
+    #[test]
+    fn a_run_of_streams_carries_its_messages_as_properties() {
+        let run = seeded::streaming();
+        let report = run.report();
+        let out = render_junit(&[NamedReport {
+            name: "streams",
+            report: &report,
+        }]);
+        assert!(
+            out.contains(
+                "    <properties>\n      <property name=\"messages_received\" value=\"20000\"/>\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"<property name="gap_p50_us" value="250"/>"#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#"<property name="first_message_p99_us""#),
+            "{out}"
+        );
+        // No round trips recorded: no properties for them.
+        assert!(!out.contains("round_trip"), "{out}");
+        // The properties come before the cases, as the schema orders them.
+        assert!(out.find("</properties>") < out.find("<testcase "), "{out}");
     }
 
     #[test]

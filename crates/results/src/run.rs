@@ -24,6 +24,10 @@ pub struct LoggedInterval {
     pub max_us: u64,
     /// V2 compressed encoding, base64.
     pub encoded: String,
+    /// Streamed messages' times in it, each that has values: `first_message`, `gap`,
+    /// `round_trip` (the JSON report's names), its largest value (µs) and its histogram
+    /// encoded as `encoded` is. Empty for a span without streaming calls.
+    pub messages: Vec<(&'static str, u64, String)>,
 }
 
 /// A run read back from its results files: shards merged, summarised over a time window.
@@ -217,17 +221,42 @@ impl Chosen {
         self.totals += &s.recorder;
         if self.keep_latency_log {
             let h = s.recorder.histogram(Metric::Latency);
-            self.latency_log.push(LoggedInterval {
+            let logged = LoggedInterval {
                 offset,
                 width,
                 max_us: if h.is_empty() { 0 } else { h.max() },
-                encoded: self
-                    .encoder
-                    .encode(h)
-                    .map_err(|e| ResultsError(e.to_string()))?,
-            });
+                encoded: self.encode(h)?,
+                messages: self.message_log(&s.recorder)?,
+            };
+            self.latency_log.push(logged);
         }
         Ok(())
+    }
+
+    fn encode(&mut self, h: &hdrhistogram::Histogram<u64>) -> Result<String, ResultsError> {
+        self.encoder
+            .encode(h)
+            .map_err(|e| ResultsError(e.to_string()))
+    }
+
+    /// The span's streamed messages' times for the latency log, each that has values.
+    fn message_log(
+        &mut self,
+        recorder: &Recorder,
+    ) -> Result<Vec<(&'static str, u64, String)>, ResultsError> {
+        let Some(m) = recorder.messages() else {
+            return Ok(Vec::new());
+        };
+        let times = [
+            ("first_message", m.first_message_us()),
+            ("gap", m.gap_us()),
+            ("round_trip", m.round_trip_us()),
+        ];
+        let mut logged = Vec::new();
+        for (name, h) in times.into_iter().filter(|(_, h)| !h.is_empty()) {
+            logged.push((name, h.max(), self.encode(h)?));
+        }
+        Ok(logged)
     }
 
     /// Ends the series where the run ended (as its end line says, or with the last record

@@ -6,6 +6,8 @@
 //! - [`rate`] (`900/s`) and [`percent`] (`1%`, shares such as `0.05`);
 //! - [`condition`]: the one "metric op limit" grammar of plan thresholds, capacity SLOs and
 //!   `--fail-if`, each caller naming its own metrics;
+//! - [`message_metric`]: the figures of streamed messages those conditions share (`ttft p99`,
+//!   `itl p99`, `ws_rtt p99`, `messages_received`), one table of names and aliases;
 //! - [`format`]: milliseconds, latencies, rates and counts as every report shows them.
 //!
 //! Pure: no I/O, no printing. Errors are typed and name the text they refuse; callers add
@@ -15,6 +17,7 @@
 pub mod condition;
 pub mod duration;
 pub mod format;
+pub mod message_metric;
 pub mod percent;
 pub mod rate;
 

@@ -85,8 +85,9 @@ pub struct CapacityArgs {
     pub dimension: DimensionArg,
 
     /// An SLO every judged window must meet (repeatable): p99<50ms, p99.9<200ms, p50<…,
-    /// mean<…, max<…, errors<0.1% (requests without a status below 400); errors<1% holds
-    /// beside them unless an errors SLO is given
+    /// mean<…, max<…, errors<0.1% (requests without a status below 400); on streamed
+    /// messages, 'ttft p99<500ms', 'itl p99<50ms', 'ws_rtt p99<20ms'; errors<1% holds beside
+    /// them unless an errors SLO is given
     #[arg(long = "slo", value_name = "EXPR", help_heading = "Search")]
     pub slo: Vec<String>,
 

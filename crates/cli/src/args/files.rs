@@ -42,7 +42,8 @@ pub struct CompareArgs {
     pub new: PathBuf,
     /// Conditions that fail the comparison (exit 3), comma-separated:
     /// relative ('p99>+10%', 'rate<-5%') or absolute on the new run ('errors>0.5%',
-    /// 'p99>250ms').
+    /// 'p99>250ms'); on streamed messages too ('ttft p99>500ms', 'itl p99>+10%'), which
+    /// fail when the new run recorded none.
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Option<String>,
     /// Output format.

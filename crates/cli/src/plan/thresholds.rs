@@ -258,6 +258,9 @@ impl<'a> Recorded<'a> {
             min_us: latency.min(),
             max_us: latency.max(),
             percentile_us: &**percentile_us,
+            // Messages are recorded for the whole run only (a scoped message threshold is
+            // refused when the plan loads).
+            messages: scope.is_none().then(|| totals.messages()).flatten(),
         })
     }
 }

@@ -96,3 +96,73 @@ fn a_known_capacity_sheds_calls_as_unavailable_counted_alike_on_both_sides() {
         json!({"OK": pool.served, "UNAVAILABLE": pool.rejected})
     );
 }
+
+/// A server stream of the target saved as results, judged on its messages: a plan's
+/// thresholds (`belier report --thresholds-from`, exit 4 when one fails) and compare's
+/// `--fail-if` (exit 3 when one holds) read the time to first message and the gaps, and a
+/// figure the run did not record (round trips) fails by name.
+#[test]
+fn thresholds_and_fail_if_judge_a_server_stream_s_messages() {
+    let server = target(None);
+    let (addr, proto) = (server.addr().to_string(), proto());
+    let dir = temp_dir("grpc-stream-conditions");
+    let saved = dir.join("stream.json");
+    let saved = saved.to_str().unwrap();
+    let ask = r#"{"count": 4, "delay_ms": 30, "gap_ms": 5}"#;
+    let call = "belier.target.Target/ServerStream";
+    BELIER.ok(&[
+        "grpc",
+        &addr,
+        "--plaintext",
+        "--call",
+        call,
+        "--proto",
+        &proto,
+        "-d",
+        ask,
+        "-n",
+        "12",
+        "-c",
+        "4",
+        "--save",
+        saved,
+    ]);
+    let judge = |thresholds: &str| {
+        let plan = dir.join("plan.yaml");
+        let text = format!(
+            "target: http://127.0.0.1:8080\nthresholds:\n{thresholds}\nscenarios:\n  - name: s\n    steps:\n      - get: /\n"
+        );
+        std::fs::write(&plan, text).unwrap();
+        let plan = plan.to_str().unwrap();
+        let out = BELIER.output(&["report", "--type", "json", "--thresholds-from", plan, saved]);
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        (out.status.code(), doc["thresholds"].clone())
+    };
+    let (code, verdicts) =
+        judge("  - ttft p99 < 5s\n  - itl p99 < 5s\n  - messages_received == 48");
+    assert_eq!(code, Some(0), "{verdicts}");
+    // The target waits 30 ms before its first reply: the time to it is no shorter.
+    let first = verdicts[0]["actual"].as_str().unwrap();
+    let ms: f64 = first
+        .strip_prefix("ttft p99 = ")
+        .and_then(|v| v.strip_suffix(" ms"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{verdicts}"));
+    assert!(ms >= 30.0, "{verdicts}");
+    let (code, verdicts) = judge("  - ttft p99 < 10ms\n  - ws_rtt p99 < 20ms");
+    assert_eq!(code, Some(4), "{verdicts}");
+    assert_eq!(verdicts[0]["passed"], false);
+    assert_eq!(
+        verdicts[1]["actual"],
+        "ws_rtt p99 = no data (no reply answered a message one for one)"
+    );
+    let gate = |condition: &str| {
+        BELIER
+            .output(&["compare", saved, saved, "--fail-if", condition])
+            .status
+            .code()
+    };
+    assert_eq!(gate("ttft p99>5s,itl_p99>5s"), Some(0));
+    assert_eq!(gate("ttft p99>10ms"), Some(3));
+    assert_eq!(gate("ttft p90>10ms"), Some(2));
+}

@@ -196,6 +196,7 @@ fn delta(metric: &'static str, base: f64, new: f64) -> Delta {
         new,
         change: (base != 0.0).then(|| (new - base) / base),
         unit: unit(metric),
+        absent: None,
     }
 }
 
@@ -364,4 +365,95 @@ fn runs_of_streaming_calls_compare_their_messages_and_other_runs_do_not() {
     let plain = seeded::base();
     let http = compare(&plain.report(), &plain.report());
     assert_eq!(http.len(), METRICS.len());
+}
+
+#[test]
+fn conditions_name_message_figures_by_the_vocabulary_s_names() {
+    use Limit::{ChangePercent as Change, Value as At};
+    use Op::{Above, Below};
+    for (expr, want) in [
+        ("ttft p99>500ms", c("first_message_p99", Above, At(500.0))),
+        (
+            "ttft_p50 > +10%",
+            c("first_message_p50", Above, Change(10.0)),
+        ),
+        (
+            "first_message_p99>1s",
+            c("first_message_p99", Above, At(1000.0)),
+        ),
+        ("itl p99 > 50ms", c("gap_p99", Above, At(50.0))),
+        ("gap median>5ms", c("gap_p50", Above, At(5.0))),
+        ("ws_rtt p99>20ms", c("round_trip_p99", Above, At(20.0))),
+        (
+            "messages_received<20000",
+            c("messages_received", Below, At(20_000.0)),
+        ),
+        (
+            "received_per_s<100/s",
+            c("received_per_s", Below, At(100.0)),
+        ),
+        ("sent_per_s<-5%", c("sent_per_s", Below, Change(-5.0))),
+    ] {
+        assert_eq!(parse_fail_if(expr), Ok(vec![want]), "{expr}");
+    }
+    assert_eq!(
+        parse_fail_if("ttft p99>500ms").unwrap()[0].to_string(),
+        "first_message_p99>500ms"
+    );
+    for (expr, words) in [
+        ("ttft>5ms", "needs a statistic"),
+        ("itl q99>5ms", "unknown statistic `q99`"),
+        ("ttft p90>5ms", "compare shows no ttft p90"),
+        ("ws_rtt p50>5ms", "compare shows no ws_rtt p50"),
+        ("ttft p99>500", "takes a duration"),
+        ("messages_received<many", "number of messages"),
+        ("received_per_s<5%", "messages per second"),
+    ] {
+        let e = parse_fail_if(expr).unwrap_err();
+        assert!(e.contains(words), "{expr}: {e}");
+        assert!(e.contains(&expr.replace(' ', "")), "{expr}: {e}");
+    }
+}
+
+#[test]
+fn message_conditions_judge_the_new_run_and_fail_without_its_figures() {
+    let (streaming, plain) = (seeded::streaming(), seeded::base());
+    let judge = |base: &seeded::Run, new: &seeded::Run, expr: &str| {
+        failed(
+            &compare(&base.report(), &new.report()),
+            &parse_fail_if(expr).unwrap(),
+        )
+    };
+    assert!(judge(&streaming, &streaming, "itl p50>1s").is_empty());
+    let held = judge(&streaming, &streaming, "itl p50>0.1ms");
+    assert_eq!(held.len(), 1);
+    assert!(
+        held[0].starts_with("gap_p50 is 0.250 ms, above the limit"),
+        "{held:?}"
+    );
+    // A new run without streamed messages: nothing to judge, which fails the gate.
+    let none = judge(&streaming, &plain, "ttft p99>10s");
+    assert_eq!(
+        none,
+        ["first_message_p99: nothing to judge in the new run (the run recorded no streamed messages)"]
+    );
+    let neither = judge(&plain, &plain, "messages_received<10");
+    assert_eq!(
+        neither,
+        ["messages_received: nothing to judge in either run (no streamed messages)"]
+    );
+    // Streams without replies to their messages: no round trips in either run.
+    let trips = judge(&streaming, &streaming, "ws_rtt p99>1s");
+    assert_eq!(
+        trips,
+        ["round_trip_p99: nothing to judge in either run (no reply answered a message one for one)"]
+    );
+    // Only in the base: the new run has none.
+    let mut with_trips = seeded::streaming();
+    seeded::add_round_trip(&mut with_trips);
+    let gone = judge(&with_trips, &streaming, "ws_rtt p99>1s");
+    assert_eq!(
+        gone,
+        ["round_trip_p99: nothing to judge in the new run (no reply answered a message one for one)"]
+    );
 }

@@ -218,3 +218,72 @@ fn rfc3339_dates() {
         assert_eq!(since_epoch(s), None, "{s}");
     }
 }
+
+#[test]
+fn streamed_message_times_follow_each_interval_tagged_by_name() {
+    // An interval of ten server streams: first messages after 2 ms, gaps of 500 µs.
+    let mut streams = recorder([3_000; 10]);
+    let mut gaps = belier_stats::MessageTimes::default();
+    for _ in 0..3 {
+        gaps.push(500);
+    }
+    for _ in 0..10 {
+        let call = belier_stats::CallMessages::one_way(1, 4, Some(2_000), &gaps);
+        streams.record_simulated_stream(3_000, &call);
+    }
+    let intervals = [
+        Settled {
+            index: 0,
+            offset: Duration::ZERO,
+            recorder: streams,
+            gauges: Gauges::default(),
+        },
+        Settled {
+            index: 1,
+            offset: Duration::from_secs(1),
+            recorder: recorder([1_000; 5]),
+            gauges: Gauges::default(),
+        },
+    ];
+    let header = Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        name: "s".into(),
+        interval_s: 1.0,
+        run: fixtures::info(),
+    };
+    let mut bytes = Vec::new();
+    let mut w = ResultsWriter::new(&mut bytes, &header).unwrap();
+    for s in &intervals {
+        w.interval(s).unwrap();
+    }
+    w.end(&End::default()).unwrap();
+    let reader = Reader::open(Box::new(std::io::Cursor::new(bytes)), "memory").unwrap();
+    let run = read_run(vec![reader], None, None, true).unwrap();
+    let log = render_hdr_log(&[("s", &run)]);
+    assert!(
+        log.contains("#[Tags first_message, gap, round_trip:"),
+        "{log}"
+    );
+    let (_, lines) = read(&log);
+    let tags: Vec<(Option<&str>, f64)> = lines
+        .iter()
+        .map(|l| (l.tag.as_deref(), l.start.as_secs_f64()))
+        .collect();
+    // The latency lines stay untagged; no round trips were recorded, so no line for them.
+    assert_eq!(
+        tags,
+        [
+            (None, 0.0),
+            (Some("first_message"), 0.0),
+            (Some("gap"), 0.0),
+            (None, 1.0)
+        ]
+    );
+    let m = intervals[0].recorder.messages().unwrap();
+    assert_eq!(&lines[1].histogram, m.first_message_us());
+    assert_eq!(&lines[2].histogram, m.gap_us());
+    // With several runs, each time's tag carries its run's.
+    let log = render_hdr_log(&[("s", &run), ("t", &run)]);
+    assert!(log.contains("Tag=t.gap,"), "{log}");
+}
