@@ -112,6 +112,50 @@ pub struct MessageCounts {
     pub sent: u64,
     /// Response messages received.
     pub received: u64,
+    /// What a message is: a gRPC message, or a streamed body's event, chunk or token chunk
+    /// (absent from the files of gRPC runs, and of runs before streamed bodies were read).
+    #[serde(default, skip_serializing_if = "MessageUnit::is_grpc")]
+    pub unit: MessageUnit,
+    /// LLM streams: output tokens, as each stream's `usage.completion_tokens` gave them, or
+    /// else its chunks with content (absent unless counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What the messages of a recorder are, which the reports name them by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageUnit {
+    /// A streaming gRPC call's messages.
+    #[default]
+    Grpc,
+    /// A streamed body's Server-Sent Events (each ended by a blank line).
+    Events,
+    /// A streamed body's chunks, as each read brought them.
+    Chunks,
+    /// An LLM stream's chunks that carried output (`choices[].delta.content`).
+    Tokens,
+}
+
+impl MessageUnit {
+    /// Whether it is gRPC's (the default, left out of results files).
+    pub fn is_grpc(&self) -> bool {
+        *self == MessageUnit::Grpc
+    }
+
+    /// What one is called, singular (`message`, `event`, `chunk`, `token`).
+    pub fn singular(self) -> &'static str {
+        match self {
+            MessageUnit::Grpc => "message",
+            MessageUnit::Events => "event",
+            MessageUnit::Chunks => "chunk",
+            MessageUnit::Tokens => "token",
+        }
+    }
 }
 
 /// The messages of the streaming calls a recorder recorded.
@@ -135,6 +179,13 @@ impl Messages {
         }
     }
 
+    /// Records a streamed body as `unit`s, with its output `tokens` (LLM streams).
+    pub(crate) fn record_body(&mut self, call: &CallMessages<'_>, unit: MessageUnit, tokens: u64) {
+        self.counts.unit = unit;
+        self.counts.tokens += tokens;
+        self.record(call);
+    }
+
     pub(crate) fn record(&mut self, call: &CallMessages<'_>) {
         self.counts.calls += 1;
         self.counts.sent += call.sent;
@@ -152,6 +203,10 @@ impl Messages {
         self.counts.calls += other.counts.calls;
         self.counts.sent += other.counts.sent;
         self.counts.received += other.counts.received;
+        self.counts.tokens += other.counts.tokens;
+        if !other.counts.unit.is_grpc() {
+            self.counts.unit = other.counts.unit;
+        }
         // Same bounds on both sides by construction, so `add` cannot fail.
         self.first_message_us
             .add(&other.first_message_us)
@@ -201,6 +256,16 @@ impl Messages {
     /// Response messages received.
     pub fn received(&self) -> u64 {
         self.counts.received
+    }
+
+    /// What a message is.
+    pub fn unit(&self) -> MessageUnit {
+        self.counts.unit
+    }
+
+    /// LLM streams' output tokens.
+    pub fn tokens(&self) -> u64 {
+        self.counts.tokens
     }
 
     /// Time from a call's send to its first response message, microseconds (calls that had
@@ -267,6 +332,7 @@ mod tests {
             calls: 2,
             sent: 3,
             received: 5,
+            ..MessageCounts::default()
         };
         assert_eq!(m.counts(), counts);
         let summaries = [m.first_message(), m.gaps(), m.round_trips()];
