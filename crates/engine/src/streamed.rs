@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_crlf_split_across_reads_ends_one_line() {
-    // The event ends at the second `\r`; the `\n` after it belongs to it.
+        // The event ends at the second `\r`; the `\n` after it belongs to it.
         let (counts, _) = split(BodyStream::Sse, &[b"data: a\r", b"\n\r", b"\n"]);
         assert_eq!(counts, [0, 1, 0]);
     }

@@ -115,6 +115,15 @@ fn to_value(r: &Report) -> Value {
             "gap_us": recorded(&m.gaps, "gap"),
             "round_trip_us": recorded(&m.round_trips, "round_trip"),
         });
+        // A streamed body's messages say what they are (a gRPC run's keys are unchanged).
+        if !m.counts.unit.is_grpc() {
+            doc["messages"]["unit"] = json!(m.counts.unit);
+        }
+        if m.counts.unit == belier_stats::MessageUnit::Tokens {
+            doc["messages"]["tokens"] = json!(m.counts.tokens);
+            doc["messages"]["tokens_per_s"] = json!(m.token_rate);
+            doc["messages"]["tokens_per_s_per_stream"] = json!(m.tokens_per_stream_rate);
+        }
     }
     // Only a targets run has the key, likewise.
     if s.has_targets {
