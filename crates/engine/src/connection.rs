@@ -187,6 +187,19 @@ impl StreamProgress {
     }
 }
 
+impl StreamProgress {
+    /// What a streamed body `split` cut adds beside its messages.
+    pub(crate) fn body(&self, split: &Splitter) -> belier_stats::StreamedBody {
+        belier_stats::StreamedBody {
+            unit: split.mode().unit(),
+            tokens: split.tokens(),
+            first_to_last_us: self.first.zip(self.last).map_or(0, |(first, last)| {
+                micros(last.saturating_duration_since(first))
+            }),
+        }
+    }
+}
+
 fn micros(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

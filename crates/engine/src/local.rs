@@ -190,11 +190,8 @@ impl Local {
             match (&progress.stream, &progress.split) {
                 // A streamed body's first message is timed from when the request was due,
                 // as its latency is: a server that stalls an open loop's streams shows in it.
-                (Some(stream), Some(split)) => recorder.record_body_stream(
-                    &stream.call(Some(sample.intended)),
-                    split.mode().unit(),
-                    split.tokens(),
-                ),
+                (Some(stream), Some(split)) => recorder
+                    .record_body_stream(&stream.call(Some(sample.intended)), &stream.body(split)),
                 (Some(stream), None) => recorder.record_messages(&stream.call(progress.sent)),
                 (None, _) => {}
             }

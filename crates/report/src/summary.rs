@@ -77,17 +77,17 @@ pub(crate) struct MessageFigures {
     pub gaps: LatencySummary,
     /// From a request message to the response message that answered it.
     pub round_trips: LatencySummary,
-    /// LLM streams: output tokens per second of the run, and per second of a stream (a
-    /// stream's tokens over its latency, on average: tokens per stream over mean latency).
+    /// LLM streams: output tokens per second of the run, and per second of a stream once its
+    /// first token came (its tokens after the first over the time from first to last token,
+    /// summed over streams).
     pub token_rate: f64,
     pub tokens_per_stream_rate: f64,
 }
 
 impl MessageFigures {
-    fn of(m: &Messages, elapsed: std::time::Duration, mean_latency_us: f64) -> MessageFigures {
+    fn of(m: &Messages, elapsed: std::time::Duration) -> MessageFigures {
         let counts = m.counts();
         let per_call = |n: u64| ratio(n, counts.calls).unwrap_or(0.0);
-        let mean_latency_s = mean_latency_us / 1e6;
         MessageFigures {
             counts,
             sent_per_call: per_call(counts.sent),
@@ -98,9 +98,9 @@ impl MessageFigures {
             gaps: m.gaps(),
             round_trips: m.round_trips(),
             token_rate: per_second(counts.tokens, elapsed),
-            tokens_per_stream_rate: match mean_latency_s > 0.0 {
-                true => per_call(counts.tokens) / mean_latency_s,
-                false => 0.0,
+            tokens_per_stream_rate: match counts.generation_us {
+                0 => 0.0,
+                us => counts.generated_tokens as f64 / (us as f64 / 1e6),
             },
         }
     }
@@ -155,9 +155,7 @@ impl<'a> Summary<'a> {
             checks: steps::check_lines(report),
             metrics: crate::custom::metric_lines(report),
             iteration_rate: per_second(t.iterations(), report.elapsed),
-            messages: t
-                .messages()
-                .map(|m| MessageFigures::of(m, report.elapsed, t.latency_summary().mean_us)),
+            messages: t.messages().map(|m| MessageFigures::of(m, report.elapsed)),
         }
     }
 

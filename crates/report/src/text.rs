@@ -512,7 +512,7 @@ fn write_streamed(out: &mut String, m: &crate::summary::MessageFigures) -> std::
         )?;
         writeln!(
             out,
-            "  {:<14}{:>12}   {:.1} per stream (tokens over its latency)",
+            "  {:<14}{:>12}   {:.1} per stream after its first token",
             "tokens/s",
             crate::format::rate(m.token_rate),
             m.tokens_per_stream_rate

@@ -120,6 +120,28 @@ pub struct MessageCounts {
     /// else its chunks with content (absent unless counted).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tokens: u64,
+    /// LLM streams that had a first and a later token chunk: their tokens after the first
+    /// chunk's (a stream's tokens less its first chunk's share, taken as one), and the time
+    /// from their first chunk to their last, microseconds. Their ratio is a stream's output
+    /// rate once it has started (genai-perf's "output token throughput per user").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generated_tokens: u64,
+    /// The time those tokens took (see `generated_tokens`), microseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation_us: u64,
+}
+
+/// What a streamed body adds beside its messages (see [`Recorder::record_body_stream`]).
+///
+/// [`Recorder::record_body_stream`]: crate::Recorder::record_body_stream
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamedBody {
+    /// What its messages are.
+    pub unit: MessageUnit,
+    /// Its output tokens (LLM streams; 0 otherwise).
+    pub tokens: u64,
+    /// From its first message to its last, microseconds.
+    pub first_to_last_us: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -179,10 +201,16 @@ impl Messages {
         }
     }
 
-    /// Records a streamed body as `unit`s, with its output `tokens` (LLM streams).
-    pub(crate) fn record_body(&mut self, call: &CallMessages<'_>, unit: MessageUnit, tokens: u64) {
-        self.counts.unit = unit;
-        self.counts.tokens += tokens;
+    /// Records a streamed body's messages and what `body` adds.
+    pub(crate) fn record_body(&mut self, call: &CallMessages<'_>, body: &StreamedBody) {
+        self.counts.unit = body.unit;
+        self.counts.tokens += body.tokens;
+        if body.unit == MessageUnit::Tokens && call.received > 1 && body.first_to_last_us > 0 {
+            // Tokens counted by chunk make one a chunk; by `usage`, the first chunk is taken
+            // as one token too (its share is not told).
+            self.counts.generated_tokens += body.tokens.saturating_sub(1);
+            self.counts.generation_us += body.first_to_last_us;
+        }
         self.record(call);
     }
 
@@ -204,6 +232,8 @@ impl Messages {
         self.counts.sent += other.counts.sent;
         self.counts.received += other.counts.received;
         self.counts.tokens += other.counts.tokens;
+        self.counts.generated_tokens += other.counts.generated_tokens;
+        self.counts.generation_us += other.counts.generation_us;
         if !other.counts.unit.is_grpc() {
             self.counts.unit = other.counts.unit;
         }

@@ -20,38 +20,42 @@ belier_testsupport::binary!(BELIER);
 /// request arrived and when it wrote each event or token (monotonic seconds, taken as the
 /// write starts: a stamp after it would add the thread's wait for the GIL).
 const SERVER: &str = r#"
-import json, sys, threading, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+import json, socketserver, sys, threading, time
 mode, count = sys.argv[1], int(sys.argv[2])
 first, gap = float(sys.argv[3]) / 1e3, float(sys.argv[4]) / 1e3
 stall_at, stall, log = int(sys.argv[5]), float(sys.argv[6]) / 1e3, sys.argv[7]
 lock, seen = threading.Lock(), [0]
+HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n")
 ROLE = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
 TOKEN = b'data: {"choices":[{"index":0,"delta":{"content":"tok "}}]}\n\n'
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *args):
-        pass
-    def do_GET(self):
-        self.serve()
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.serve()
+# A minimal HTTP/1.1 server (keep-alive, bodies by Content-Length): http.server's header
+# parsing costs a loaded machine milliseconds, which would show in every first event.
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            length = None
+            line = self.rfile.readline()
+            if not line:
+                return
+            while line not in (b"\r\n", b"\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+                line = self.rfile.readline()
+            if length:
+                self.rfile.read(length)
+            self.serve()
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
     def serve(self):
         arrived = time.monotonic()
         with lock:
             i = seen[0]
             seen[0] += 1
         start = arrived + (stall if i == stall_at else 0.0)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.wfile.flush()
+        self.wfile.write(HEAD)
         if mode == "llm":
             self.chunk(ROLE)
         emits = []
@@ -69,12 +73,14 @@ class Handler(BaseHTTPRequestHandler):
             usage = b'data: {"choices":[],"usage":{"completion_tokens":%d}}\n\n' % count
             self.chunk(usage + b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
         with lock, open(log, "a") as f:
             f.write(json.dumps({"arrived": arrived, "emits": emits}) + "\n")
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
@@ -122,6 +128,29 @@ impl PyServer {
     /// Each stream the server logged: (arrived, emits), seconds.
     fn streams(&self) -> Vec<(f64, Vec<f64>)> {
         read_log(&self.log)
+    }
+
+    /// Runs belier with `args` (JSON out) until the server sent every stream's first event on
+    /// time (within 1 % of `first_ms` after the request came, by its own log), three times at
+    /// most: on a machine loaded by others a Python thread is sometimes woken milliseconds
+    /// late, which belier then measures rightly, but which is not the server the test sets
+    /// up. Returns the last run's report and what the server logged of it.
+    fn run_on_time(&self, first_ms: f64, args: &[&str]) -> (Value, Vec<(f64, Vec<f64>)>) {
+        let mut attempt = 1;
+        loop {
+            let _ = std::fs::remove_file(&self.log);
+            let doc = BELIER.json(args);
+            let streams = self.streams();
+            let latest = streams
+                .iter()
+                .map(|(a, e)| (e[0] - a) * 1e3)
+                .fold(0.0, f64::max);
+            if latest <= first_ms * 1.01 || attempt == 3 {
+                return (doc, streams);
+            }
+            eprintln!("the server sent a first event {latest:.3} ms after a request: again");
+            attempt += 1;
+        }
     }
 }
 
@@ -185,9 +214,10 @@ fn sse_first_event_and_gaps_match_the_server_and_events_are_counted_exactly() {
             stall: None,
         },
     );
-    let doc = BELIER.json(&["-n", "4", "-c", "2", "--stream", "sse", &server.url("/")]);
+    let url = server.url("/");
+    let (doc, streams) =
+        server.run_on_time(100.0, &["-n", "4", "-c", "2", "--stream", "sse", &url]);
     let m = &doc["messages"];
-    let streams = server.streams();
     let emitted: usize = streams.iter().map(|(_, e)| e.len()).sum();
     assert_eq!((streams.len(), emitted), (4, 200));
     assert_eq!(m["received"], 200, "{m}");
@@ -219,18 +249,10 @@ fn llm_ttft_itl_and_tokens_match_the_server() {
         },
     );
     let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-    let doc = BELIER.json(&[
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "--llm",
-        "-d",
-        body,
-        &server.url("/v1/chat/completions"),
-    ]);
+    let url = server.url("/v1/chat/completions");
+    let args = ["-n", "4", "-c", "2", "--llm", "-d", body, &url];
+    let (doc, streams) = server.run_on_time(80.0, &args);
     let m = &doc["messages"];
-    let streams = server.streams();
     assert_eq!(streams.len(), 4);
     // The role chunk without content is no token; the usage chunk gives the count.
     assert_eq!(
@@ -246,13 +268,12 @@ fn llm_ttft_itl_and_tokens_match_the_server() {
     assert_within("TTFT p50", belier_ttft, 80.0, 80.0 * 0.02);
     assert_within("ITL p50", belier_itl, 10.0, 10.0 * 0.02);
     assert_within("server's ITL p50", itl, 10.0, 10.0 * 0.02);
-    // Tokens/s per stream as the server computes it: its tokens over the time from the
-    // request's arrival to its last token.
-    let server_rate: f64 = streams
-        .iter()
-        .map(|(a, e)| e.len() as f64 / (e.last().unwrap() - a))
-        .sum::<f64>()
-        / streams.len() as f64;
+    // Tokens/s per stream as the server computes it: its tokens after the first over the
+    // time from its first to its last.
+    let (after_first, generation) = streams.iter().fold((0.0, 0.0), |(n, t), (_, e)| {
+        (n + (e.len() - 1) as f64, t + (e.last().unwrap() - e[0]))
+    });
+    let server_rate = after_first / generation;
     let belier_rate = m["tokens_per_s_per_stream"].as_f64().unwrap();
     eprintln!("tokens/s per stream: belier {belier_rate:.2} server {server_rate:.2}");
     assert!(
