@@ -378,6 +378,36 @@ mod tests {
     }
 
     #[test]
+    fn streamed_bodies_count_their_tokens_merge_and_store_only_what_they_have() {
+        let mut m = Messages::new(MessageCounts::default());
+        let body = StreamedBody {
+            unit: MessageUnit::Tokens,
+            tokens: 40,
+            first_to_last_us: 390_000,
+        };
+        let call = CallMessages::one_way(0, 40, Some(80_000), &times(&[10_000; 39]));
+        m.record_body(&call, &body);
+        let mut merged = Messages::new(MessageCounts::default());
+        merged.add(&m);
+        merged.add(&m);
+        let c = merged.counts();
+        assert_eq!((c.unit, c.tokens, c.received), (MessageUnit::Tokens, 80, 80));
+        assert_eq!((c.generated_tokens, c.generation_us), (78, 780_000));
+        let stored = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<MessageCounts>(&stored).unwrap(), c);
+        // A gRPC run's counts are stored as before, and such files read as gRPC's.
+        let grpc = MessageCounts {
+            calls: 1,
+            sent: 2,
+            received: 3,
+            ..MessageCounts::default()
+        };
+        let old = r#"{"calls":1,"sent":2,"received":3}"#;
+        assert_eq!(serde_json::to_string(&grpc).unwrap(), old);
+        assert_eq!(serde_json::from_str::<MessageCounts>(old).unwrap(), grpc);
+    }
+
+    #[test]
     fn a_long_stream_s_times_past_those_kept_go_to_a_histogram_and_all_are_counted() {
         let long: Vec<u64> = (0..3 * KEPT_TIMES as u64).map(|i| 1_000 + i % 7).collect();
         let g = times(&long);

@@ -4,6 +4,9 @@
 //! belier's time to first event or token, gaps and counts are checked against that log. The
 //! built-in target's streams over HTTP/1.1 and HTTP/2 (h2c) are counted too.
 
+// The measured figures are printed beside the server's (`--nocapture`), for the record.
+#![allow(clippy::print_stderr)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
