@@ -391,7 +391,10 @@ mod tests {
         merged.add(&m);
         merged.add(&m);
         let c = merged.counts();
-        assert_eq!((c.unit, c.tokens, c.received), (MessageUnit::Tokens, 80, 80));
+        assert_eq!(
+            (c.unit, c.tokens, c.received),
+            (MessageUnit::Tokens, 80, 80)
+        );
         assert_eq!((c.generated_tokens, c.generation_us), (78, 780_000));
         let stored = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<MessageCounts>(&stored).unwrap(), c);

@@ -378,3 +378,38 @@ fn llm_without_a_body_is_refused_with_exit_2() {
     belier_testsupport::assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--llm"));
 }
+
+#[test]
+fn llm_figures_are_saved_and_two_shards_merge_exactly() {
+    let s = Server::start(Config::default()).unwrap();
+    let dir = belier_testsupport::dirs::temp_dir("streams-results");
+    let llm = s.url("/v1/chat/completions?tokens=8&ttft=5&itl=2");
+    let shard = |i: usize| {
+        let file = dir.join(format!("llm-{i}.jsonl"));
+        let file = file.to_str().unwrap().to_owned();
+        let args = ["-n", "5", "-c", "5", "--llm", "-d", "{}", "--name", "llm"];
+        let live = BELIER.json(&[&args[..], &["--save", &file, &llm]].concat());
+        (live, file)
+    };
+    let ((live, a), (_, b)) = (shard(0), shard(1));
+    let report = |files: &[&str]| -> Value {
+        let out = BELIER.ok(&[&["report", "--type", "json"][..], files].concat());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let again = report(&[&a]);
+    for key in ["received", "tokens", "unit", "tokens_per_s_per_stream"] {
+        assert_eq!(live["messages"][key], again["messages"][key], "{key}");
+    }
+    let merged = report(&[&a, &b]);
+    let m = &merged["messages"];
+    assert_eq!(
+        (&m["calls"], &m["received"]),
+        (&Value::from(10), &Value::from(80)),
+        "{m}"
+    );
+    assert_eq!(
+        (&m["tokens"], &m["unit"]),
+        (&Value::from(80), &Value::from("tokens"))
+    );
+    assert_eq!(m["gap_us"]["count"], 70);
+}
