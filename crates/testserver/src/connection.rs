@@ -246,16 +246,8 @@ impl<S: Transport> Connection<S> {
             return answered(&self.shared, close);
         }
         // A stream's wait is its own: not held by the handler pool.
-        match request.streamed.take() {
-            Some(Ok(streamed)) => {
-                self.io.stream(&streamed, connection).await?;
-                return answered(&self.shared, close);
-            }
-            Some(Err(why)) => {
-                response::write_text(&mut self.io.out, 400, connection, &why);
-                return answered(&self.shared, close);
-            }
-            None => {}
+        if let Some(streamed) = request.streamed.take() {
+            return self.answer_streamed(streamed, connection, close).await;
         }
         if !self.wait_for_pool(connection).await? {
             return answered(&self.shared, close);
@@ -326,6 +318,21 @@ impl<S: Transport> Connection<S> {
             self.io.flush().await?;
         }
         Ok(())
+    }
+
+    /// Answers `/sse` and the LLM paths: the stream, or a `400` naming the knob that does not
+    /// read.
+    async fn answer_streamed(
+        &mut self,
+        streamed: Result<crate::streamed::Streamed, String>,
+        connection: ConnectionHeader,
+        close: bool,
+    ) -> Result<(), Finish> {
+        match streamed {
+            Ok(streamed) => self.io.stream(&streamed, connection).await?,
+            Err(why) => response::write_text(&mut self.io.out, 400, connection, &why),
+        }
+        answered(&self.shared, close)
     }
 
     /// Reads the request's body (after `100 Continue` if it asks for it), keeping what
