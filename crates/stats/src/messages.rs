@@ -385,7 +385,8 @@ mod tests {
             tokens: 40,
             first_to_last_us: 390_000,
         };
-        let call = CallMessages::one_way(0, 40, Some(80_000), &times(&[10_000; 39]));
+        let gaps = times(&[10_000; 39]);
+        let call = CallMessages::one_way(0, 40, Some(80_000), &gaps);
         m.record_body(&call, &body);
         let mut merged = Messages::new(MessageCounts::default());
         merged.add(&m);
