@@ -71,6 +71,18 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// The header `--compressed` sends: every coding the engine decodes.
 pub const ACCEPT_ENCODING: (&str, &str) = ("Accept-Encoding", belier_engine::ACCEPT_ENCODING);
 
+/// The headers `--llm` adds unless -H names them: a JSON body, a stream of events back.
+fn llm_headers(headers: &mut Vec<(String, String)>) {
+    for (name, value) in [
+        ("Content-Type", "application/json"),
+        ("Accept", "text/event-stream"),
+    ] {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            headers.push((name.into(), value.into()));
+        }
+    }
+}
+
 /// Why a file a flag names cannot be read, for [`InputError`]: "cannot read it: …", or what
 /// the file is when it is not one belier reads ("it is a named pipe (FIFO), …").
 pub(crate) fn read_error(e: &files::FileError) -> String {
@@ -105,6 +117,9 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     {
         headers.push((ACCEPT_ENCODING.0.into(), ACCEPT_ENCODING.1.into()));
     }
+    if r.llm {
+        llm_headers(&mut headers);
+    }
     // An Authorization header given with -H wins over the URL's credentials, as with curl.
     if let Some(auth) = auth {
         if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&auth.0)) {
@@ -115,10 +130,22 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         (Some(s), _) => s.clone().into_bytes(),
         (None, Some(path)) => files::read(path, files::MOST_BODY_BYTES)
             .map_err(|e| InputError::new("--body-file <PATH>", path.display(), read_error(&e)))?,
+        (None, None) if r.llm => {
+            return Err(InputError::new(
+                "--llm",
+                "",
+                "needs a request body (-d or -D): the API's JSON, with \"stream\": true",
+            ))
+        }
         (None, None) => Vec::new(),
     };
+    // --llm posts unless -m names another method.
+    let method = match (r.llm, r.method.as_str()) {
+        (true, "GET") => "POST".to_owned(),
+        _ => r.method.clone(),
+    };
     let mut engine = Config::new(RequestSpec {
-        method: r.method.clone(),
+        method,
         host,
         port,
         path_and_query,
@@ -128,6 +155,10 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     check_framing(&engine.request)?;
     engine.timeout = r.timeout;
     engine.compressed = r.every.compressed;
+    engine.stream = match r.llm {
+        true => Some(belier_engine::BodyStream::Llm),
+        false => r.stream.map(Into::into),
+    };
     engine.tls = tls;
     engine.connect_to = r.every.connect_to.or(resolved);
     engine.unix_socket.clone_from(&r.unix_socket);

@@ -106,6 +106,11 @@ pub struct Config {
     /// worker reads. `false` (or a socket without stamps) takes them when the read returns.
     /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
     pub kernel_stamps: bool,
+    /// Cut each response body into messages as it streams (Server-Sent Events, the chunks
+    /// reads bring, an LLM API's token chunks) and record them as a streaming gRPC call's
+    /// are: their count, the first one's time from when the request was due, the gaps
+    /// between them. `None` (the default) reads bodies whole.
+    pub stream: Option<crate::BodyStream>,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
     /// Time requests still in flight get to finish once the run stops.
@@ -191,6 +196,7 @@ impl std::fmt::Debug for Config {
             .field("resend", &self.resend)
             .field("compressed", &self.compressed)
             .field("kernel_stamps", &self.kernel_stamps)
+            .field("stream", &self.stream)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
             .field("interval", &self.interval)
@@ -267,6 +273,7 @@ impl Config {
             resend: true,
             compressed: false,
             kernel_stamps: true,
+            stream: None,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,

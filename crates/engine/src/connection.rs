@@ -16,6 +16,7 @@ use crate::body::keep_body;
 use crate::decode::{BodyDecoder, Coding, DecodeError};
 use crate::endpoint::Endpoint;
 use crate::http1::{parse_head, Framing};
+use crate::streamed::{BodyStream, Splitter};
 use crate::tls::{handshake_error_kind, Tls};
 
 mod failure;
@@ -74,8 +75,20 @@ pub(crate) struct Progress {
     pub compressed: bool,
     /// Body bytes after decoding (with `compressed`).
     pub decoded: u64,
-    /// A streaming gRPC call's messages so far; `None` for any other request.
+    /// A streaming gRPC call's messages so far, or a streamed body's (with `split`); `None`
+    /// for any other request.
     pub stream: Option<StreamProgress>,
+    /// `--stream`: cuts the response body into messages, counted in `stream` as reads bring
+    /// them. Boxed: a request without it carries one pointer.
+    pub split: Option<Box<Splitter>>,
+}
+
+impl Progress {
+    /// Cuts the response body into messages as `mode` says, counting them in `stream`.
+    pub(crate) fn split_body_as(&mut self, mode: BodyStream) {
+        self.stream = Some(StreamProgress::default());
+        self.split = Some(Box::new(Splitter::new(mode)));
+    }
 }
 
 /// A streaming gRPC call's messages, counted and stamped as they go.
@@ -174,23 +187,52 @@ impl StreamProgress {
     }
 }
 
+impl StreamProgress {
+    /// What a streamed body `split` cut adds beside its messages.
+    pub(crate) fn body(&self, split: &Splitter) -> belier_stats::StreamedBody {
+        belier_stats::StreamedBody {
+            unit: split.mode().unit(),
+            tokens: split.tokens(),
+            first_to_last_us: self.first.zip(self.last).map_or(0, |(first, last)| {
+                micros(last.saturating_duration_since(first))
+            }),
+        }
+    }
+}
+
 fn micros(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Hands a piece of the body to what wants it: the kept body, the decoder.
+/// Hands a piece of the body, which a read that arrived `at` brought, to what wants it: the
+/// kept body, the decoder, the splitter.
 fn take_body(
     p: &mut Progress,
     decoder: &mut Option<BodyDecoder>,
     data: &[u8],
+    at: Instant,
 ) -> Result<(), Failure> {
     if let Some(body) = &mut p.body {
         keep_body(body, &mut p.body_truncated, data);
     }
+    split_body(p, data, at)?;
     match decoder {
         Some(d) => d.feed(data).map_err(Failure::from),
         None => Ok(()),
     }
+}
+
+/// Cuts a piece of the body that arrived `at` into messages, with `--stream`.
+pub(crate) fn split_body(p: &mut Progress, data: &[u8], at: Instant) -> Result<(), Failure> {
+    if let (Some(split), Some(stream)) = (&mut p.split, &mut p.stream) {
+        let complete = split
+            .feed(data, at)
+            .map_err(|e| Failure::protocol(ErrorKind::MalformedResponse, e.0))?;
+        if complete > 0 {
+            stream.arrived(complete, at);
+        }
+    }
+    Ok(())
 }
 
 /// Ends the body for the decoder, counting its decoded bytes; a kept body is the decoded one.
@@ -543,6 +585,10 @@ impl Connection {
         let mut keep_alive = false;
         let mut framing = Framing::Empty;
         let mut decoder = None;
+        // When the read that brought what the buffer holds arrived (`--stream` stamps its
+        // messages with it).
+        let mut arrived = Instant::now();
+        let wants_body = p.body.is_some() || p.split.is_some();
         loop {
             // Consume what the buffer holds.
             loop {
@@ -572,22 +618,22 @@ impl Connection {
                     Framing::Empty => true,
                     Framing::Length(remaining) => {
                         let take = (*remaining).min((self.buf.len() - pos) as u64);
-                        if p.body.is_some() || decoder.is_some() {
+                        if wants_body || decoder.is_some() {
                             let data = &self.buf[pos..pos + take as usize];
-                            take_body(p, &mut decoder, data)?;
+                            take_body(p, &mut decoder, data, arrived)?;
                         }
                         pos += take as usize;
                         *remaining -= take;
                         *remaining == 0
                     }
                     Framing::Chunked(chunks) => {
-                        let (used, done) = if p.body.is_none() && decoder.is_none() {
+                        let (used, done) = if !wants_body && decoder.is_none() {
                             chunks.feed(&self.buf[pos..])?
                         } else {
                             let mut failed = Ok(());
                             let fed = chunks.feed_with(&self.buf[pos..], |data| {
                                 if failed.is_ok() {
-                                    failed = take_body(p, &mut decoder, data);
+                                    failed = take_body(p, &mut decoder, data, arrived);
                                 }
                             })?;
                             failed?;
@@ -597,7 +643,7 @@ impl Connection {
                         done
                     }
                     Framing::UntilClose => {
-                        take_body(p, &mut decoder, &self.buf[pos..])?;
+                        take_body(p, &mut decoder, &self.buf[pos..], arrived)?;
                         pos = self.buf.len();
                         false
                     }
@@ -672,6 +718,7 @@ impl Connection {
                 _ => None,
             };
             let at = p.completed.unwrap_or(now);
+            arrived = at;
             if p.first_byte.is_none() {
                 p.first_byte = Some(at);
             }

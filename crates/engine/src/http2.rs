@@ -31,8 +31,8 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    decoder, finish_body, io_kind, open_stream, Cause, Failure, OpenConnections, Phase, Progress,
-    Response, StreamProgress,
+    decoder, finish_body, io_kind, open_stream, split_body, Cause, Failure, OpenConnections, Phase,
+    Progress, Response, StreamProgress,
 };
 use crate::decode::Coding;
 
@@ -389,9 +389,9 @@ impl Group {
         // With stamps, completed when the frame that ended the stream reached the host. A
         // streaming call's messages are timed as they are read, which no stamp says: its end
         // is too, so that its latency, first message and gaps are read on one clock.
-        p.completed = match request.stream {
-            Some(_) => None,
-            None => stamped(wire.stream_stamps(id).end, p.sent, Instant::now()),
+        p.completed = match request.stream.is_some() || p.split.is_some() {
+            true => None,
+            false => stamped(wire.stream_stamps(id).end, p.sent, Instant::now()),
         };
         wire.forget(id);
         let status = head.status.as_u16();
@@ -418,7 +418,12 @@ impl Group {
         loop {
             // A streaming call counts its messages from here, whatever happens to it; a
             // stream the server never processed counts none.
-            p.stream = request.stream.as_ref().map(|_| StreamProgress::default());
+            // A streamed body (`--stream`) counts its messages the same way.
+            p.stream =
+                (request.stream.is_some() || p.split.is_some()).then(StreamProgress::default);
+            if let Some(split) = &mut p.split {
+                split.reset();
+            }
             let (response, generation, wire, rest) = self.start(target, request, p).await?;
             let sent = Instant::now();
             p.sent = Some(sent);
@@ -547,6 +552,7 @@ async fn read_body(
         if let Some(d) = &mut decoder {
             d.feed(&chunk)?;
         }
+        split_body(p, &chunk, Instant::now())?;
         if let (Some(incoming), Some(stream)) = (&mut incoming, &mut p.stream) {
             incoming
                 .feed(&chunk, Instant::now(), stream)

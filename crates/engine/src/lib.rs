@@ -45,6 +45,7 @@ pub mod request;
 mod shard;
 mod steered;
 mod step;
+mod streamed;
 mod timer;
 mod tls;
 mod together;
@@ -74,6 +75,7 @@ pub use load::Load;
 pub use probe::{probe, Phases, Probe};
 pub use profile::{Profile, Stage};
 pub use shard::{Shard, ShardError, Stripe};
+pub use streamed::{BodyStream, MAX_EVENT_BYTES};
 pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
@@ -407,6 +409,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         keepalive: config.keepalive,
         compressed: config.compressed,
         kernel_stamps: config.kernel_stamps,
+        body_stream: config.stream,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
         timeout: config.timeout,

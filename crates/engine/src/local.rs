@@ -187,8 +187,13 @@ impl Local {
             for _ in 0..progress.idle_closes {
                 recorder.record_server_close();
             }
-            if let Some(stream) = &progress.stream {
-                recorder.record_messages(&stream.call(progress.sent));
+            match (&progress.stream, &progress.split) {
+                // A streamed body's first message is timed from when the request was due,
+                // as its latency is: a server that stalls an open loop's streams shows in it.
+                (Some(stream), Some(split)) => recorder
+                    .record_body_stream(&stream.call(Some(sample.intended)), &stream.body(split)),
+                (Some(stream), None) => recorder.record_messages(&stream.call(progress.sent)),
+                (None, _) => {}
             }
         }
         if let Some(samples) = &self.recording.samples {

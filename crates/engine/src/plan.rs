@@ -19,6 +19,8 @@ pub(crate) struct Plan {
     pub compressed: bool,
     /// Read responses with the kernel's receive stamps (see `Config::kernel_stamps`).
     pub kernel_stamps: bool,
+    /// Cut response bodies into messages (see `Config::stream`).
+    pub body_stream: Option<crate::BodyStream>,
     /// Re-send once a request the server closed an idle connection under (see
     /// `Config::resend`); scripted users' requests only when their method is idempotent.
     pub resend: bool,

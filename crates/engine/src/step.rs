@@ -74,6 +74,9 @@ pub(crate) async fn send(
 ) -> (Result<Response, Failure>, Sample) {
     progress.compressed = plan.compressed;
     progress.kernel_stamps = plan.kernel_stamps;
+    if let Some(mode) = plan.body_stream {
+        progress.split_body_as(mode);
+    }
     let reused = link.is_open();
     // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
     // from the start of its connect, not once the exchange is over. Otherwise a connection

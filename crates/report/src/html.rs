@@ -330,7 +330,8 @@ fn write_summary(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> f
                   (any status), in milliseconds with microsecond resolution.</p>\n",
     );
     if !message_rows.is_empty() {
-        writeln!(out, "<p class=\"note\">{}</p>", esc(crate::messages::NOTE))?;
+        let note = crate::messages::note(summaries);
+        writeln!(out, "<p class=\"note\">{}</p>", esc(note))?;
     }
     Ok(())
 }

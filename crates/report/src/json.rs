@@ -115,6 +115,15 @@ fn to_value(r: &Report) -> Value {
             "gap_us": recorded(&m.gaps, "gap"),
             "round_trip_us": recorded(&m.round_trips, "round_trip"),
         });
+        // A streamed body's messages say what they are (a gRPC run's keys are unchanged).
+        if !m.counts.unit.is_grpc() {
+            doc["messages"]["unit"] = json!(m.counts.unit);
+        }
+        if m.counts.unit == belier_stats::MessageUnit::Tokens {
+            doc["messages"]["tokens"] = json!(m.counts.tokens);
+            doc["messages"]["tokens_per_s"] = json!(m.token_rate);
+            doc["messages"]["tokens_per_s_per_stream"] = json!(m.tokens_per_stream_rate);
+        }
     }
     // Only a targets run has the key, likewise.
     if s.has_targets {
@@ -341,6 +350,46 @@ mod tests {
             .unwrap()
             .remove("failures");
         assert!(!validator.is_valid(&broken));
+    }
+
+    /// `run`'s JSON report, which the schema must take.
+    fn valid_json(run: &crate::seeded::Run) -> Value {
+        let doc: Value = serde_json::from_str(&render_json(&run.report())).unwrap();
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        doc
+    }
+
+    #[test]
+    fn a_run_of_llm_streams_names_its_figures_in_text_json_and_markdown() {
+        let run = crate::seeded::llm_streams();
+        let m = &valid_json(&run)["messages"];
+        let (unit, tokens) = (&m["unit"], &m["tokens"]);
+        assert_eq!((unit, tokens), (&json!("tokens"), &json!(4_000)));
+        // 39 tokens after the first in 390 ms, each stream.
+        assert_eq!(m["tokens_per_s_per_stream"], 100.0);
+        let text = crate::render_text(&run.report());
+        let lines = [
+            "\nTokens  (100 streams)\n",
+            "  output tokens        4,000   40.0 per stream\n",
+            "  ttft             100     80.000",
+            "  itl            3,900     10.000",
+        ];
+        let missing: Vec<_> = lines.iter().filter(|l| !text.contains(*l)).collect();
+        assert!(missing.is_empty(), "{missing:?} not in {text}");
+        let plain = crate::seeded::base();
+        let reports = [plain.report(), run.report()];
+        let md = crate::render_markdown(&crate::seeded::named(&reports));
+        for row in [
+            "| Streams |",
+            "| First (TTFT) p50 |",
+            "| Tokens/s per stream |",
+        ] {
+            assert!(md.contains(row), "{row:?} in {md}");
+        }
+        assert!(!md.contains("Streaming calls"), "{md}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ fn write_markdown(out: &mut String, runs: &[NamedReport]) -> std::fmt::Result {
          responses only."
     )?;
     if !message_rows.is_empty() {
-        writeln!(out, "{}", crate::messages::NOTE)?;
+        writeln!(out, "{}", crate::messages::note(&summaries))?;
     }
 
     for (run, s) in runs.iter().zip(&summaries) {

@@ -1,5 +1,5 @@
-//! The messages of a run's streaming gRPC calls as rows of the markdown and HTML summary
-//! tables: one list, so that both formats show the same figures under the same labels. The
+//! The messages of a run's streaming gRPC calls (or streamed bodies') as rows of the
+//! markdown and HTML summary tables: one list, so that both formats show the same figures under the same labels. The
 //! rows appear only when a run had messages (a run of other requests has a dash in each), so
 //! a report of HTTP runs is unchanged.
 
@@ -12,7 +12,7 @@ use crate::summary::{MessageFigures, Summary};
 pub(crate) type Row = (&'static str, fn(&Summary) -> String);
 
 /// The note under a table with message rows: what the times measure.
-pub(crate) const NOTE: &str = "Message times: first, from a streaming call's send to its first \
+const NOTE: &str = "Message times: first, from a streaming call's send to its first \
      response message; gap, between a call's consecutive response messages; round trip, from a \
      request message to the response message that answered it.";
 
@@ -63,8 +63,63 @@ const ROUND_TRIP_ROWS: [Row; 2] = [
     ("Round trip p99", |s| cell(s, |m| at(&m.round_trips, 99.0))),
 ];
 
+/// The note under a table of streamed bodies' rows (`--stream`).
+const STREAM_NOTE: &str = "Streams: first, from when the request was due to its first event, \
+     chunk or token (TTFT); gap, between a stream's consecutive ones (ITL for tokens); tokens/s \
+     per stream, once its first token came.";
+
+/// The rows of runs of streamed bodies (`--stream`): what their messages are goes in the
+/// labels, since a run's unit may differ from the next run's.
+const STREAM_ROWS: [Row; 7] = [
+    ("Streams", |s| cell(s, |m| thousands(m.counts.calls))),
+    ("Events, chunks or tokens", |s| {
+        cell(s, |m| {
+            format!(
+                "{} {}s",
+                thousands(m.counts.received),
+                m.counts.unit.singular()
+            )
+        })
+    }),
+    ("Received/s", |s| {
+        cell(s, |m| format!("{}/s", rate(m.received_rate)))
+    }),
+    ("First (TTFT) p50", |s| cell(s, |m| at(&m.first, 50.0))),
+    ("First (TTFT) p99", |s| cell(s, |m| at(&m.first, 99.0))),
+    ("Gap (ITL) p50", |s| cell(s, |m| at(&m.gaps, 50.0))),
+    ("Gap (ITL) p99", |s| cell(s, |m| at(&m.gaps, 99.0))),
+];
+
+/// The rows of runs of LLM streams.
+const TOKEN_ROWS: [Row; 3] = [
+    ("Output tokens", |s| cell(s, |m| thousands(m.counts.tokens))),
+    ("Output tokens/s", |s| {
+        cell(s, |m| format!("{}/s", rate(m.token_rate)))
+    }),
+    ("Tokens/s per stream", |s| {
+        cell(s, |m| format!("{:.1}/s", m.tokens_per_stream_rate))
+    }),
+];
+
+/// Whether every run with messages streamed bodies (`--stream`) rather than gRPC calls.
+fn streamed(summaries: &[Summary]) -> bool {
+    let mut with = summaries
+        .iter()
+        .filter_map(|s| s.messages.as_ref())
+        .peekable();
+    with.peek().is_some() && with.all(|m| !m.counts.unit.is_grpc())
+}
+
+/// The note under a table with message rows.
+pub(crate) fn note(summaries: &[Summary]) -> &'static str {
+    match streamed(summaries) {
+        true => STREAM_NOTE,
+        false => NOTE,
+    }
+}
+
 /// The message rows `summaries` call for: none when no run had messages, the round trips'
-/// when any run had some.
+/// when any run had some; streamed bodies' own rows when every run with messages had them.
 pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     let with = |has: fn(&MessageFigures) -> bool| {
         summaries
@@ -72,6 +127,13 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
             .any(|s| s.messages.as_ref().is_some_and(has))
     };
     let mut rows = Vec::new();
+    if streamed(summaries) {
+        rows.extend(STREAM_ROWS);
+        if with(|m| m.counts.tokens > 0) {
+            rows.extend(TOKEN_ROWS);
+        }
+        return rows;
+    }
     if with(|_| true) {
         rows.extend(ROWS);
     }

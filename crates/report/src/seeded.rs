@@ -261,6 +261,30 @@ pub fn streaming() -> Run {
     run
 }
 
+/// [`base`]'s info and series with the totals of 100 LLM streams (`--stream llm`): 40 token
+/// chunks each, the first 80.000–80.099 ms after the request was due, the others 10 ms apart,
+/// 40 output tokens by their `usage`.
+pub fn llm_streams() -> Run {
+    let mut run = base();
+    let mut totals = Recorder::new();
+    let t = Instant::now();
+    let mut gaps = belier_stats::MessageTimes::default();
+    (0..39).for_each(|_| gaps.push(10_000));
+    let body = belier_stats::StreamedBody {
+        unit: belier_stats::MessageUnit::Tokens,
+        tokens: 40,
+        first_to_last_us: 390_000,
+    };
+    for i in 0..100u64 {
+        let outcome = Outcome::Response { status: 200 };
+        totals.record(&Sample::simulated(t, 0, 470_000 + i, outcome));
+        let call = belier_stats::CallMessages::one_way(0, 40, Some(80_000 + i), &gaps);
+        totals.record_body_stream(&call, &body);
+    }
+    run.totals = totals;
+    run
+}
+
 /// One bidirectional call on top of `run`'s: a message answered in 1.500 ms.
 pub fn add_round_trip(run: &mut Run) {
     let mut trips = belier_stats::MessageTimes::default();

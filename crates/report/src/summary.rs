@@ -77,6 +77,11 @@ pub(crate) struct MessageFigures {
     pub gaps: LatencySummary,
     /// From a request message to the response message that answered it.
     pub round_trips: LatencySummary,
+    /// LLM streams: output tokens per second of the run, and per second of a stream once its
+    /// first token came (its tokens after the first over the time from first to last token,
+    /// summed over streams).
+    pub token_rate: f64,
+    pub tokens_per_stream_rate: f64,
 }
 
 impl MessageFigures {
@@ -92,6 +97,11 @@ impl MessageFigures {
             first: m.first_message(),
             gaps: m.gaps(),
             round_trips: m.round_trips(),
+            token_rate: per_second(counts.tokens, elapsed),
+            tokens_per_stream_rate: match counts.generation_us {
+                0 => 0.0,
+                us => counts.generated_tokens as f64 / (us as f64 / 1e6),
+            },
         }
     }
 }

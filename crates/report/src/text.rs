@@ -438,6 +438,9 @@ fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
     let Some(m) = &s.messages else {
         return Ok(());
     };
+    if !m.counts.unit.is_grpc() {
+        return write_streamed(out, m);
+    }
     let c = m.counts;
     writeln!(out, "\nMessages  ({} streaming calls)", thousands(c.calls))?;
     writeln!(
@@ -474,6 +477,68 @@ fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
         )?;
     }
     Ok(())
+}
+
+/// The section of a run of streamed bodies (`--stream`): their events, chunks or tokens, in
+/// all and per stream; then the first one's time and the gaps, named for what they are.
+fn write_streamed(out: &mut String, m: &crate::summary::MessageFigures) -> std::fmt::Result {
+    let c = m.counts;
+    let unit = c.unit.singular();
+    let tokens = c.unit == belier_stats::MessageUnit::Tokens;
+    let title = match tokens {
+        true => "Tokens",
+        false => "Streams",
+    };
+    writeln!(out, "\n{title}  ({} streams)", thousands(c.calls))?;
+    let received = format!("{unit}s");
+    let received = match tokens {
+        true => "chunks",
+        false => received.as_str(),
+    };
+    writeln!(
+        out,
+        "  {received:<14}{:>12}   {:.1} per stream, {}/s",
+        thousands(c.received),
+        m.received_per_call,
+        crate::format::rate(m.received_rate)
+    )?;
+    if tokens {
+        writeln!(
+            out,
+            "  {:<14}{:>12}   {:.1} per stream",
+            "output tokens",
+            thousands(c.tokens),
+            crate::ratio(c.tokens, c.calls).unwrap_or(0.0)
+        )?;
+        writeln!(
+            out,
+            "  {:<14}{:>12}   {:.1} per stream after its first token",
+            "tokens/s",
+            crate::format::rate(m.token_rate),
+            m.tokens_per_stream_rate
+        )?;
+    }
+    write_times_heading(out)?;
+    let (first, gap) = match tokens {
+        true => ("ttft", "itl"),
+        false => ("first", "gap"),
+    };
+    write_times(out, first, &m.first)?;
+    if m.gaps.count > 0 {
+        write_times(out, gap, &m.gaps)?;
+    }
+    match tokens {
+        true => writeln!(
+            out,
+            "  (ms; ttft: time to first token, from when the request was due; itl: inter-token \
+             latency, between a stream's chunks with content)"
+        ),
+        false => writeln!(
+            out,
+            "  (ms; first: from when the request was due to its first {unit}; gap: between a \
+             stream's {unit}s)"
+        ),
+    }
 }
 
 // Microseconds as milliseconds with three decimals, without the unit.

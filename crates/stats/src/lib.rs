@@ -32,7 +32,9 @@ pub use error_kind::ErrorKind;
 pub use extremes::Range;
 pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
-pub use messages::{CallMessages, MessageCounts, MessageTimes, Messages, KEPT_TIMES};
+pub use messages::{
+    CallMessages, MessageCounts, MessageTimes, MessageUnit, Messages, StreamedBody, KEPT_TIMES,
+};
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};
 pub use row::{Row, RowCounts};

@@ -112,6 +112,72 @@ pub struct MessageCounts {
     pub sent: u64,
     /// Response messages received.
     pub received: u64,
+    /// What a message is: a gRPC message, or a streamed body's event, chunk or token chunk
+    /// (absent from the files of gRPC runs, and of runs before streamed bodies were read).
+    #[serde(default, skip_serializing_if = "MessageUnit::is_grpc")]
+    pub unit: MessageUnit,
+    /// LLM streams: output tokens, as each stream's `usage.completion_tokens` gave them, or
+    /// else its chunks with content (absent unless counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
+    /// LLM streams that had a first and a later token chunk: their tokens after the first
+    /// chunk's (a stream's tokens less its first chunk's share, taken as one), and the time
+    /// from their first chunk to their last, microseconds. Their ratio is a stream's output
+    /// rate once it has started (genai-perf's "output token throughput per user").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generated_tokens: u64,
+    /// The time those tokens took (see `generated_tokens`), microseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation_us: u64,
+}
+
+/// What a streamed body adds beside its messages (see [`Recorder::record_body_stream`]).
+///
+/// [`Recorder::record_body_stream`]: crate::Recorder::record_body_stream
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamedBody {
+    /// What its messages are.
+    pub unit: MessageUnit,
+    /// Its output tokens (LLM streams; 0 otherwise).
+    pub tokens: u64,
+    /// From its first message to its last, microseconds.
+    pub first_to_last_us: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What the messages of a recorder are, which the reports name them by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageUnit {
+    /// A streaming gRPC call's messages.
+    #[default]
+    Grpc,
+    /// A streamed body's Server-Sent Events (each ended by a blank line).
+    Events,
+    /// A streamed body's chunks, as each read brought them.
+    Chunks,
+    /// An LLM stream's chunks that carried output (`choices[].delta.content`).
+    Tokens,
+}
+
+impl MessageUnit {
+    /// Whether it is gRPC's (the default, left out of results files).
+    pub fn is_grpc(&self) -> bool {
+        *self == MessageUnit::Grpc
+    }
+
+    /// What one is called, singular (`message`, `event`, `chunk`, `token`).
+    pub fn singular(self) -> &'static str {
+        match self {
+            MessageUnit::Grpc => "message",
+            MessageUnit::Events => "event",
+            MessageUnit::Chunks => "chunk",
+            MessageUnit::Tokens => "token",
+        }
+    }
 }
 
 /// The messages of the streaming calls a recorder recorded.
@@ -135,6 +201,19 @@ impl Messages {
         }
     }
 
+    /// Records a streamed body's messages and what `body` adds.
+    pub(crate) fn record_body(&mut self, call: &CallMessages<'_>, body: &StreamedBody) {
+        self.counts.unit = body.unit;
+        self.counts.tokens += body.tokens;
+        if body.unit == MessageUnit::Tokens && call.received > 1 && body.first_to_last_us > 0 {
+            // Tokens counted by chunk make one a chunk; by `usage`, the first chunk is taken
+            // as one token too (its share is not told).
+            self.counts.generated_tokens += body.tokens.saturating_sub(1);
+            self.counts.generation_us += body.first_to_last_us;
+        }
+        self.record(call);
+    }
+
     pub(crate) fn record(&mut self, call: &CallMessages<'_>) {
         self.counts.calls += 1;
         self.counts.sent += call.sent;
@@ -152,6 +231,12 @@ impl Messages {
         self.counts.calls += other.counts.calls;
         self.counts.sent += other.counts.sent;
         self.counts.received += other.counts.received;
+        self.counts.tokens += other.counts.tokens;
+        self.counts.generated_tokens += other.counts.generated_tokens;
+        self.counts.generation_us += other.counts.generation_us;
+        if !other.counts.unit.is_grpc() {
+            self.counts.unit = other.counts.unit;
+        }
         // Same bounds on both sides by construction, so `add` cannot fail.
         self.first_message_us
             .add(&other.first_message_us)
@@ -201,6 +286,16 @@ impl Messages {
     /// Response messages received.
     pub fn received(&self) -> u64 {
         self.counts.received
+    }
+
+    /// What a message is.
+    pub fn unit(&self) -> MessageUnit {
+        self.counts.unit
+    }
+
+    /// LLM streams' output tokens.
+    pub fn tokens(&self) -> u64 {
+        self.counts.tokens
     }
 
     /// Time from a call's send to its first response message, microseconds (calls that had
@@ -267,6 +362,7 @@ mod tests {
             calls: 2,
             sent: 3,
             received: 5,
+            ..MessageCounts::default()
         };
         assert_eq!(m.counts(), counts);
         let summaries = [m.first_message(), m.gaps(), m.round_trips()];
@@ -279,6 +375,40 @@ mod tests {
         both.reset();
         assert_eq!(both.counts(), MessageCounts::default());
         assert!(both.gap_us().is_empty());
+    }
+
+    #[test]
+    fn streamed_bodies_count_their_tokens_merge_and_store_only_what_they_have() {
+        let mut m = Messages::new(MessageCounts::default());
+        let body = StreamedBody {
+            unit: MessageUnit::Tokens,
+            tokens: 40,
+            first_to_last_us: 390_000,
+        };
+        let gaps = times(&[10_000; 39]);
+        let call = CallMessages::one_way(0, 40, Some(80_000), &gaps);
+        m.record_body(&call, &body);
+        let mut merged = Messages::new(MessageCounts::default());
+        merged.add(&m);
+        merged.add(&m);
+        let c = merged.counts();
+        assert_eq!(
+            (c.unit, c.tokens, c.received),
+            (MessageUnit::Tokens, 80, 80)
+        );
+        assert_eq!((c.generated_tokens, c.generation_us), (78, 780_000));
+        let stored = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<MessageCounts>(&stored).unwrap(), c);
+        // A gRPC run's counts are stored as before, and such files read as gRPC's.
+        let grpc = MessageCounts {
+            calls: 1,
+            sent: 2,
+            received: 3,
+            ..MessageCounts::default()
+        };
+        let old = r#"{"calls":1,"sent":2,"received":3}"#;
+        assert_eq!(serde_json::to_string(&grpc).unwrap(), old);
+        assert_eq!(serde_json::from_str::<MessageCounts>(old).unwrap(), grpc);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::error_kind::ErrorKind;
 use crate::extremes::{Extremes, Range};
 use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
-use crate::messages::{CallMessages, MessageCounts, Messages};
+use crate::messages::{CallMessages, MessageCounts, Messages, StreamedBody};
 use crate::restore::RestoreError;
 use crate::row::row_mut;
 use crate::sample::{Outcome, Sample, GRPC_CODES};
@@ -158,6 +158,12 @@ impl Recorder {
     /// counts the call itself.
     pub fn record_messages(&mut self, call: &CallMessages<'_>) {
         self.messages_mut().record(call);
+    }
+
+    /// Records a streamed response body's messages (events, chunks or token chunks) and what
+    /// `body` adds (its unit, its output tokens), besides [`Recorder::record`].
+    pub fn record_body_stream(&mut self, call: &CallMessages<'_>, body: &StreamedBody) {
+        self.messages_mut().record_body(call, body);
     }
 
     /// Records a streaming gRPC call that ended OK `latency_us` after it was due, and its

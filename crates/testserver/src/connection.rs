@@ -245,6 +245,10 @@ impl<S: Transport> Connection<S> {
             response::write_text(&mut self.io.out, 200, connection, &body);
             return answered(&self.shared, close);
         }
+        // A stream's wait is its own: not held by the handler pool.
+        if let Some(streamed) = request.streamed.take() {
+            return self.answer_streamed(streamed, connection, close).await;
+        }
         if !self.wait_for_pool(connection).await? {
             return answered(&self.shared, close);
         }
@@ -314,6 +318,21 @@ impl<S: Transport> Connection<S> {
             self.io.flush().await?;
         }
         Ok(())
+    }
+
+    /// Answers `/sse` and the LLM paths: the stream, or a `400` naming the knob that does not
+    /// read.
+    async fn answer_streamed(
+        &mut self,
+        streamed: Result<crate::streamed::Streamed, String>,
+        connection: ConnectionHeader,
+        close: bool,
+    ) -> Result<(), Finish> {
+        match streamed {
+            Ok(streamed) => self.io.stream(&streamed, connection).await?,
+            Err(why) => response::write_text(&mut self.io.out, 400, connection, &why),
+        }
+        answered(&self.shared, close)
     }
 
     /// Reads the request's body (after `100 Continue` if it asks for it), keeping what
@@ -418,6 +437,27 @@ impl<S: Transport> Io<S> {
                 }
             }
         }
+    }
+
+    /// Sends a streamed answer, each piece a chunk written when it is due.
+    async fn stream(
+        &mut self,
+        streamed: &crate::streamed::Streamed,
+        connection: ConnectionHeader,
+    ) -> io::Result<()> {
+        response::write_stream_head(&mut self.out, connection);
+        self.flush().await?;
+        let start = std::time::Instant::now();
+        for (due, piece) in streamed.pieces() {
+            crate::delay::sleep((start + due).saturating_duration_since(std::time::Instant::now()))
+                .await;
+            response::write_chunk_size(&mut self.out, piece.len());
+            self.out.extend_from_slice(&piece);
+            self.out.extend_from_slice(b"\r\n");
+            self.flush().await?;
+        }
+        self.out.extend_from_slice(b"0\r\n\r\n");
+        Ok(())
     }
 
     /// Writes the response body `framing` announces, whole or in chunks.

@@ -167,6 +167,12 @@ impl Stream {
             .iter()
             .any(|v| accepts_gzip(v.as_bytes()));
         self.receive(&head, &target, &mut body).await?;
+        if let Some(streamed) = crate::streamed::Streamed::of(head.method.as_str(), &target) {
+            return match streamed {
+                Ok(streamed) => self.stream(respond, &streamed).await.map_err(Gone::from),
+                Err(why) => self.text(respond, 400, &why),
+            };
+        }
 
         let behaviour = match target.split_once('?') {
             Some((_, query)) if !query.is_empty() => {
@@ -388,6 +394,29 @@ impl Stream {
             return Ok(());
         }
         send_filler(&mut send, len, true).await
+    }
+
+    /// A streamed answer, each piece a DATA frame sent when it is due. (Not held by the
+    /// handler pool: a stream's wait is its own.)
+    async fn stream(
+        &self,
+        respond: &mut SendResponse<Bytes>,
+        streamed: &crate::streamed::Streamed,
+    ) -> Result<(), h2::Error> {
+        let mut response = head_of(200, None);
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(crate::streamed::CONTENT_TYPE),
+        );
+        let mut send = respond.send_response(response, false)?;
+        self.responded();
+        let start = std::time::Instant::now();
+        for (due, piece) in streamed.pieces() {
+            crate::delay::sleep((start + due).saturating_duration_since(std::time::Instant::now()))
+                .await;
+            send_flow(&mut send, Bytes::from(piece), false).await?;
+        }
+        send.send_data(Bytes::new(), true)
     }
 
     /// The `token` and `json` answers, as HTTP/1.1 gives them.

@@ -62,6 +62,7 @@ mod response;
 mod server;
 mod shared;
 mod socket;
+mod streamed;
 mod tls;
 
 pub use behaviour::{

@@ -39,6 +39,8 @@ pub(crate) struct Request {
     pub(crate) redirect: Option<String>,
     /// The client accepts gzip (`Accept-Encoding`): bodies framed by length go compressed.
     pub(crate) gzip: bool,
+    /// `/sse`, `/v1/chat/completions`: a streamed answer (its query holds its own knobs).
+    pub(crate) streamed: Option<Result<crate::streamed::Streamed, String>>,
 }
 
 impl Request {
@@ -82,8 +84,9 @@ impl Request {
         let smuggling = chunked && length.is_some();
         let keep_alive = !close && !smuggling && (!http10 || keep_alive);
 
+        let streamed = crate::streamed::Streamed::of(method, target);
         let knobs = match target.split_once('?') {
-            Some((_, query)) if !query.is_empty() => {
+            Some((_, query)) if !query.is_empty() && streamed.is_none() => {
                 let mut behaviour = shared.defaults.clone();
                 behaviour.apply_query(query).map(|()| Some(behaviour))
             }
@@ -127,6 +130,7 @@ impl Request {
             metrics: method == "GET" && target == "/metrics",
             redirect,
             gzip,
+            streamed,
         }))
     }
 }

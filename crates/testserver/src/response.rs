@@ -67,6 +67,16 @@ pub(crate) fn write_head(
     write_head_tail(out, framing, connection);
 }
 
+/// Appends the head of a streamed answer: `200`, an event stream, chunked.
+pub(crate) fn write_stream_head(out: &mut Vec<u8>, connection: ConnectionHeader) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nCache-Control: no-cache\r\n",
+        crate::streamed::CONTENT_TYPE
+    );
+    write_head_tail(out, Framing::Chunked, connection);
+}
+
 /// The framing and connection headers and the blank line that end a head.
 fn write_head_tail(out: &mut Vec<u8>, framing: Framing, connection: ConnectionHeader) {
     match framing {

@@ -51,6 +51,8 @@ use super::{parse_duration_or_zero, LoadArgs};
     mut_arg("order", |a| a.hide(true)),
     mut_arg("cookies", |a| a.hide(true)),
     mut_arg("follow", |a| a.hide(true)),
+    mut_arg("stream", |a| a.hide(true)),
+    mut_arg("llm", |a| a.hide(true)),
     mut_arg("call", |a| a.required(true)),
 )]
 pub struct GrpcArgs {

@@ -42,6 +42,22 @@ pub struct RequestArgs {
     #[arg(short = 'D', long = "body-file", value_name = "PATH")]
     pub body_file: Option<PathBuf>,
 
+    /// Read each response body as a stream of messages and time them: `sse` (Server-Sent
+    /// Events, each ended by a blank line), `chunks` (each read that brings body bytes), `llm`
+    /// (an OpenAI-compatible streaming API's chunks with content, its tokens). The report
+    /// gives their count, the time to the first from when the request was due (as latency
+    /// is), and the gaps between them. Without it bodies are read whole, whatever their type.
+    #[arg(long = "stream", value_name = "MODE", value_enum)]
+    pub stream: Option<StreamArg>,
+
+    /// One-line preset for an OpenAI-compatible streaming API (`/v1/chat/completions`,
+    /// `/v1/completions`): `--stream llm`, POST (unless -m names another method than GET),
+    /// `Content-Type: application/json` and `Accept: text/event-stream` (unless -H names
+    /// them). The body (-d or -D, required) is the API's JSON with `"stream": true`. The report
+    /// gives time to first token, inter-token latency, output tokens and tokens/s.
+    #[arg(long = "llm", conflicts_with = "stream")]
+    pub llm: bool,
+
     /// Per-request timeout, connect included.
     #[arg(long = "timeout", value_name = "D", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -101,6 +117,27 @@ pub struct RequestArgs {
         conflicts_with_all = ["connect_to", "resolve", "proxy"]
     )]
     pub unix_socket: Option<PathBuf>,
+}
+
+/// How `--stream` cuts response bodies into messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamArg {
+    /// Server-Sent Events: an event ends at a blank line; comments are none.
+    Sse,
+    /// Each read that brings body bytes.
+    Chunks,
+    /// OpenAI-compatible streaming: chunks with content are tokens; `usage` counts them.
+    Llm,
+}
+
+impl From<StreamArg> for belier_engine::BodyStream {
+    fn from(s: StreamArg) -> Self {
+        match s {
+            StreamArg::Sse => belier_engine::BodyStream::Sse,
+            StreamArg::Chunks => belier_engine::BodyStream::Chunks,
+            StreamArg::Llm => belier_engine::BodyStream::Llm,
+        }
+    }
 }
 
 /// The request flags a plan run takes as well (`belier run PLAN -H … -k`), there overriding

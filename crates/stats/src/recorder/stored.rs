@@ -162,7 +162,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
     let messages = c
         .messages
         .iter()
-        .flat_map(|m| [m.calls, m.sent, m.received]);
+        .flat_map(|m| [m.calls, m.sent, m.received, m.tokens, m.generated_tokens]);
     let largest = others
         .into_iter()
         .chain(steps)

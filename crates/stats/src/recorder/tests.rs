@@ -90,6 +90,7 @@ fn streaming_calls_messages_are_counted_merged_and_stored() {
         calls: 2,
         sent: 2,
         received: 6,
+        ..MessageCounts::default()
     };
     assert_eq!(m.counts(), counts);
     assert_eq!((m.first_message().count, m.gaps().count), (2, 4));
