@@ -661,6 +661,7 @@ mod tests {
             body: body.to_vec(),
             keep_body: false,
             timeout: None,
+            stream: None,
         }
     }
 

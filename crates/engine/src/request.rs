@@ -214,6 +214,7 @@ mod tests {
             body: s.body.clone(),
             keep_body: false,
             timeout: None,
+            stream: None,
         }
     }
 

@@ -74,7 +74,7 @@ pub(crate) async fn send(
 ) -> (Result<Response, Failure>, Sample) {
     progress.compressed = plan.compressed;
     progress.kernel_stamps = plan.kernel_stamps;
-    if let Some(mode) = plan.body_stream {
+    if let (Some(mode), None) = (plan.body_stream, &progress.split) {
         progress.split_body_as(mode);
     }
     let reused = link.is_open();

@@ -54,6 +54,9 @@ pub struct Outgoing {
     pub keep_body: bool,
     /// Timeout of this request, connect included, instead of the run's.
     pub timeout: Option<Duration>,
+    /// Cut the response body into messages in this mode (a plan step's `stream:`), as
+    /// [`crate::Config::stream`] does for every request of a run; `None`: read it whole.
+    pub stream: Option<crate::BodyStream>,
 }
 
 /// A complete response, as [`User::reply`] sees it.

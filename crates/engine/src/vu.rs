@@ -263,6 +263,9 @@ impl Vu {
             body: outgoing.keep_body.then(|| std::mem::take(&mut self.body)),
             ..Progress::default()
         };
+        if let Some(mode) = outgoing.stream {
+            progress.split_body_as(mode);
+        }
         let request = step::Request {
             intended,
             // An open loop hands an iteration only to a user that is free (or new): none

@@ -211,6 +211,7 @@ impl belier_engine::user::User for OneRequest {
             body: Vec::new(),
             keep_body: false,
             timeout: None,
+            stream: None,
         })
     }
 

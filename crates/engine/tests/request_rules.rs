@@ -145,6 +145,7 @@ fn good(step: usize) -> Outgoing {
         body: vec![],
         keep_body: false,
         timeout: None,
+        stream: None,
     }
 }
 

@@ -128,6 +128,7 @@ impl User for ScriptUser {
                 body: vec![],
                 keep_body: self.script.keep_body,
                 timeout: None,
+                stream: None,
             }),
             Op::Pause(d) => Action::Pause(*d),
         }

@@ -200,6 +200,7 @@ impl User for ScriptUser {
                     body: vec![],
                     keep_body: true,
                     timeout: None,
+                    stream: None,
                 })
             }
             Op::Pause(d) => Action::Pause(d),

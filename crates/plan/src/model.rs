@@ -285,6 +285,9 @@ pub struct Request {
     /// per request, and the reply judged by its gRPC status, its response message read back
     /// as JSON for checks and extractions.
     pub grpc: Option<belier_grpc::Method>,
+    /// `stream:`: the response body cut into messages (SSE events, chunks, LLM tokens) as
+    /// they come; `None`: read whole.
+    pub stream: Option<belier_engine::BodyStream>,
 }
 
 /// One instruction of a scenario, flattened (groups inlined, loops as jumps).

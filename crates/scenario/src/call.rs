@@ -120,6 +120,7 @@ impl User for CallUser {
             body: self.body(),
             keep_body: false,
             timeout: None,
+            stream: None,
         })
     }
 

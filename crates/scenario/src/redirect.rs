@@ -182,6 +182,7 @@ mod tests {
             body: b"x=1".to_vec(),
             keep_body: false,
             timeout: None,
+            stream: None,
         }
     }
 

@@ -458,6 +458,7 @@ impl Local {
             body,
             keep_body: request.keep_body,
             timeout: request.timeout,
+            stream: request.stream,
         };
         self.send(shared, outgoing, 0)
     }

@@ -413,3 +413,49 @@ fn llm_figures_are_saved_and_two_shards_merge_exactly() {
     );
     assert_eq!(m["gap_us"]["count"], 70);
 }
+
+#[test]
+fn a_plans_stream_step_counts_its_tokens_and_its_other_steps_stay_whole() {
+    // A warm-up request read whole, then a chat completion per iteration whose prompt comes
+    // from a data file, its body cut into tokens: only the second step's 10 streams count.
+    let s = Server::start(Config::default()).unwrap();
+    let dir = belier_testsupport::dirs::temp_dir("streams-plan");
+    std::fs::write(
+        dir.join("prompts.csv"),
+        "prompt\nhello\n\"say \"\"hi\"\"\"\nbye\n",
+    )
+    .unwrap();
+    let plan = dir.join("plan.yaml");
+    let text = format!(
+        r#"target: {}
+data:
+  prompts: {{ file: prompts.csv }}
+load: {{ vus: 2, iterations: 10 }}
+scenarios:
+  - steps:
+      - name: warm
+        get: /?size=64
+      - name: chat
+        post: /v1/chat/completions?tokens=6&ttft=5&itl=1
+        json: {{ model: m, stream: true, messages: [{{ role: user, content: "{{{{ prompts.prompt }}}}" }}] }}
+        stream: llm
+"#,
+        s.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = BELIER.ok(&["run", plan.to_str().unwrap(), "--output", "json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let m = &doc["messages"];
+    assert_eq!(
+        (&m["calls"], &m["unit"]),
+        (&Value::from(10), &Value::from("tokens")),
+        "{m}"
+    );
+    assert_eq!(
+        (&m["received"], &m["tokens"]),
+        (&Value::from(60), &Value::from(60)),
+        "{m}"
+    );
+    assert_eq!(m["first_message_us"]["count"], 10, "{m}");
+    assert_eq!(s.counts().requests, 20);
+}

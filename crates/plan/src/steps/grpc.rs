@@ -94,6 +94,7 @@ pub(super) fn grpc(
         before: None,
         after: None,
         grpc: Some(method),
+        stream: None,
     });
     Ok(c.requests.len() - 1)
 }

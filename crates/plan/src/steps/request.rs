@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belier_engine::request::{rules, InvalidRequest};
+use belier_engine::BodyStream;
 use regex::Regex;
 use serde_json_path::JsonPath;
 
@@ -56,6 +57,7 @@ pub(super) const REQUEST_KEYS: &[&str] = &[
     "after_response",
     "script",
     "grpc",
+    "stream",
 ];
 const CHECK_KEYS: &[&str] = &[
     "status",
@@ -218,6 +220,7 @@ pub(super) fn request(
         .transpose()?
         .unwrap_or(false);
     let timeout = timeout(c, f)?;
+    let stream = stream(c, f)?;
     let keep_body = extract.iter().any(|e| e.source.needs_body())
         || checks.iter().any(|c| c.kind.needs_body())
         || after.is_some();
@@ -241,6 +244,7 @@ pub(super) fn request(
         before,
         after,
         grpc: None,
+        stream,
     });
     Ok(c.requests.len() - 1)
 }
@@ -452,6 +456,23 @@ pub(super) fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duratio
         ));
     }
     Ok(timeout)
+}
+
+/// The step's `stream:` (`sse`, `chunks` or `llm`): its response body cut into messages as
+/// they come, as `belier URL --stream` does.
+fn stream(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<BodyStream>> {
+    let Some(node) = f.get("stream") else {
+        return Ok(None);
+    };
+    match c.rd.str(node, "stream")? {
+        "sse" => Ok(Some(BodyStream::Sse)),
+        "chunks" => Ok(Some(BodyStream::Chunks)),
+        "llm" => Ok(Some(BodyStream::Llm)),
+        other => Err(c.rd.err(
+            node,
+            format!("expected `stream: sse`, `chunks` or `llm`, found `{other}`"),
+        )),
+    }
 }
 
 /// The value of a JSON body with no template inside.

@@ -173,6 +173,7 @@ fn outgoing(target: Target, step: usize, origin: usize) -> Outgoing {
         body: target.body,
         keep_body: false,
         timeout: None,
+        stream: None,
     }
 }
 
