@@ -50,6 +50,7 @@ mod tls;
 mod together;
 pub mod user;
 mod vu;
+mod websocket;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -78,6 +79,7 @@ pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
 pub use user::Origin;
+pub use websocket::{Matching, WebSocket, ID_PLACEHOLDER};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -431,7 +433,27 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         host_header: request::host_header(&spec.host, spec.port),
         others: std::mem::take(&mut ready.others),
         shard: config.shard,
+        websocket: websocket_sessions(config)?,
     })
+}
+
+/// A WebSocket run's sessions, its handshake request built from the run's request.
+fn websocket_sessions(config: &Config) -> Result<Option<websocket::Sessions>, StartError> {
+    let Some(ws) = &config.websocket else {
+        return Ok(None);
+    };
+    if config.http2 || config.users.is_some() {
+        return Err(StartError::Invalid(
+            "a WebSocket run speaks HTTP/1.1 and has no scripted users",
+        ));
+    }
+    let spec = &config.request;
+    let host = request::host_header(&spec.host, spec.port);
+    let scheme = if config.tls.is_some() { "wss" } else { "ws" };
+    let uri = format!("{scheme}://{host}{}", spec.path_and_query);
+    websocket::Sessions::new(ws.clone(), &uri, &host, &spec.headers)
+        .map(Some)
+        .map_err(StartError::Invalid)
 }
 
 /// Starts one thread per worker, each on its runtime with its share of the budgets; if one

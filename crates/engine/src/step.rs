@@ -87,7 +87,13 @@ pub(crate) async fn send(
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);
     }
-    timer.as_mut().reset((dispatched + request.timeout).into());
+    // A WebSocket session lives until its messages or the run end (its upgrade has the
+    // timeout); a request is bounded by its timeout.
+    let limit = match plan.websocket {
+        Some(_) => crate::websocket::SOCKET_LIFE,
+        None => request.timeout,
+    };
+    timer.as_mut().reset((dispatched + limit).into());
     let result = tokio::select! {
         biased;
         r = exchange(link, plan, request, (dispatched, written), &mut *progress) => r,
@@ -126,7 +132,11 @@ pub(crate) async fn send(
     };
     local.record(sample, progress, &result, || link.tls_session());
     let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-    if plan.keepalive && server_ended(&result, reused, progress) && matches!(link, Link::Http1(_)) {
+    if plan.keepalive
+        && plan.websocket.is_none()
+        && server_ended(&result, reused, progress)
+        && matches!(link, Link::Http1(_))
+    {
         local.recording.recorder.borrow_mut().record_server_close();
     }
     if !reuse {
@@ -230,5 +240,10 @@ async fn exchange(
             return Err(Failure::io(e, true));
         }
     };
+    if let Some(sessions) = &plan.websocket {
+        // A socket of its own, closed at the session's end: the slot stays empty.
+        return crate::websocket::session(sessions, addr, tls, (plan.timeout, plan.deadline), p)
+            .await;
+    }
     exchange_http1(slot, addr, tls, &http1, p).await
 }

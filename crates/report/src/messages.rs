@@ -80,3 +80,10 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     }
     rows
 }
+
+/// Whether a run's URL is a WebSocket endpoint (`belier ws`): its messages are worded as a
+/// socket's rather than a streaming call's.
+pub(crate) fn is_websocket(url: &str) -> bool {
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss")
+}

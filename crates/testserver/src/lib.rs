@@ -63,6 +63,7 @@ mod server;
 mod shared;
 mod socket;
 mod tls;
+mod websocket;
 
 pub use behaviour::{
     Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY,

@@ -39,6 +39,8 @@ pub(crate) struct Request {
     pub(crate) redirect: Option<String>,
     /// The client accepts gzip (`Accept-Encoding`): bodies framed by length go compressed.
     pub(crate) gzip: bool,
+    /// A WebSocket upgrade: its `Sec-WebSocket-Key`, and the first subprotocol it offers.
+    pub(crate) websocket: Option<(String, Option<String>)>,
 }
 
 impl Request {
@@ -71,6 +73,8 @@ impl Request {
             chunked,
             expect_continue,
             gzip,
+            websocket_key,
+            subprotocol,
         } = Fields::of(parsed.headers)?;
         let body = match (chunked, length) {
             (true, _) => BodyFraming::Chunked,
@@ -127,6 +131,7 @@ impl Request {
             metrics: method == "GET" && target == "/metrics",
             redirect,
             gzip,
+            websocket: websocket_key.map(|key| (key, subprotocol)),
         }))
     }
 }
@@ -145,6 +150,10 @@ struct Fields {
     expect_continue: bool,
     /// The client accepts gzip.
     gzip: bool,
+    /// `Sec-WebSocket-Key`: a WebSocket upgrade.
+    websocket_key: Option<String>,
+    /// The first protocol of `Sec-WebSocket-Protocol`.
+    subprotocol: Option<String>,
 }
 
 impl Fields {
@@ -156,6 +165,7 @@ impl Fields {
         let mut chunked = false;
         let mut expect_continue = false;
         let mut gzip = false;
+        let (mut websocket_key, mut subprotocol) = (None, None);
         for header in headers.iter() {
             let name = header.name;
             if name.eq_ignore_ascii_case("accept-encoding") {
@@ -189,6 +199,15 @@ impl Fields {
                     .value
                     .trim_ascii()
                     .eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case("sec-websocket-key") {
+                websocket_key = Some(String::from_utf8_lossy(header.value).into_owned());
+            } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
+                let first = header
+                    .value
+                    .split(|&b| b == b',')
+                    .next()
+                    .unwrap_or_default();
+                subprotocol = Some(String::from_utf8_lossy(first.trim_ascii()).into_owned());
             }
         }
         Ok(Fields {
@@ -198,6 +217,8 @@ impl Fields {
             chunked,
             expect_continue,
             gzip,
+            websocket_key,
+            subprotocol,
         })
     }
 }
