@@ -23,12 +23,15 @@ use std::time::{Duration, Instant};
 use belier_stats::ErrorKind;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
-use crate::connection::{open_stream, Cause, Failure, Phase, Progress, Response, StreamProgress};
+use crate::connection::{
+    open_stream, stamp, Cause, Failure, Phase, Progress, Response, StreamProgress,
+};
 use crate::endpoint::Endpoint;
 use crate::tls::Tls;
 
@@ -251,6 +254,12 @@ async fn handshake(
     p: &mut Progress,
 ) -> Result<Socket, Result<Response, Failure>> {
     let stream = open_stream(addr, tls, p).await.map_err(Err)?;
+    // Each reply is timed by the kernel's receive stamp of the read that completed it, where
+    // the socket gives them: a worker woken late does not lengthen the round trip.
+    let stream = match p.kernel_stamps {
+        true => stream.keeping_stamps().0,
+        false => stream,
+    };
     let stream = Counted {
         inner: stream,
         counts: Rc::clone(counts),
@@ -355,7 +364,8 @@ impl<'a> Exchange<'a> {
             tokio::select! {
                 biased;
                 read = socket.next() => {
-                    if let Some(ended) = self.read(read, p)? {
+                    let stamp = socket.get_ref().inner.last_stamp();
+                    if let Some(ended) = self.read(read, stamp, p)? {
                         return Ok(ended);
                     }
                     note_bytes(counts, p);
@@ -398,13 +408,18 @@ impl<'a> Exchange<'a> {
             .map_err(failure)
     }
 
-    /// Takes what the socket read; `Some` when it ends the messages.
+    /// Takes what the socket read, `stamp` the kernel's receive stamp of the read that
+    /// completed it (if the socket keeps them); `Some` when it ends the messages.
     fn read(
         &mut self,
         read: Option<Result<Message, tungstenite::Error>>,
+        stamp: Option<Duration>,
         p: &mut Progress,
     ) -> Result<Option<Ended>, Failure> {
-        let at = Instant::now();
+        let now = Instant::now();
+        // Never before the oldest message waiting went, nor after the read returned.
+        let earliest = self.outstanding.front().map_or(now, |&(_, due, _)| due);
+        let at = stamp.map_or(now, |stamp| stamp::to_instant(stamp, earliest, now));
         let message = match read {
             None => return Err(abnormal(None)),
             Some(Err(e)) => return Err(failure(e)),
@@ -501,7 +516,11 @@ fn failure(e: tungstenite::Error) -> Failure {
     match e {
         tungstenite::Error::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => abnormal(None),
         tungstenite::Error::Io(e) => Failure::io(e, false),
-        tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed => abnormal(None),
+        tungstenite::Error::ConnectionClosed
+        | tungstenite::Error::AlreadyClosed
+        | tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            abnormal(None)
+        }
         other => Failure {
             kind: ErrorKind::MalformedResponse,
             cause: Cause::Io(io::Error::other(format!("WebSocket: {other}"))),

@@ -57,3 +57,4 @@ mod targets;
 mod tui;
 mod wakeups;
 mod web;
+mod websocket;
