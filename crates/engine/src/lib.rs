@@ -79,7 +79,7 @@ pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
 pub use user::Origin;
-pub use websocket::{Matching, WebSocket, ID_PLACEHOLDER};
+pub use websocket::{Frames, Matching, WebSocket, ID_PLACEHOLDER};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

@@ -41,8 +41,9 @@ pub struct WebSocket {
     /// The message, sent as it is but for each `{{id}}` in it, replaced by the message's
     /// number on its socket (0, 1, …): what [`Matching::Field`] finds in the reply.
     pub message: String,
-    /// Send it as a binary message rather than a text one.
-    pub binary: bool,
+    /// What frames carry it: text, binary, or pings (a held socket's: each answered by a
+    /// pong, its round trip timed).
+    pub frames: Frames,
     /// Messages each socket sends before it closes; `None`: until the run ends.
     pub messages: Option<u64>,
     /// Open loop on each socket: a message every `interval`, each timed from when it was due
@@ -57,6 +58,21 @@ pub struct WebSocket {
     /// Offered in `Sec-WebSocket-Protocol`, in order.
     pub subprotocols: Vec<String>,
 }
+
+/// The frames a socket's messages go in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frames {
+    /// Text messages.
+    Text,
+    /// Binary messages.
+    Binary,
+    /// Pings (at most 125 bytes of payload), answered by pongs: a held socket, kept alive
+    /// and its round trips timed, with no message of the application's.
+    Ping,
+}
+
+/// Longest payload of a ping (RFC 6455 §5.5: a control frame's).
+const MOST_PING_BYTES: usize = 125;
 
 /// How replies answer messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,7 +143,10 @@ impl Sessions {
             .body(())
             .map_err(|_| "a WebSocket header or the URL is not valid in an HTTP request")?;
         let pieces: Vec<String> = ws.message.split(ID_PLACEHOLDER).map(String::from).collect();
-        let fixed = message(&ws.message, ws.binary);
+        if ws.frames == Frames::Ping && ws.message.len() + 20 > MOST_PING_BYTES {
+            return Err("a ping's payload (--message) is at most 105 bytes");
+        }
+        let fixed = message(&ws.message, ws.frames);
         Ok(Sessions {
             ws,
             pieces,
@@ -142,14 +161,16 @@ impl Sessions {
             return self.fixed.clone();
         }
         let text = self.pieces.join(&id.to_string());
-        message(&text, self.ws.binary)
+        message(&text, self.ws.frames)
     }
 }
 
-fn message(text: &str, binary: bool) -> Message {
-    match binary {
-        true => Message::Binary(bytes::Bytes::copy_from_slice(text.as_bytes())),
-        false => Message::Text(Utf8Bytes::from(text)),
+fn message(text: &str, frames: Frames) -> Message {
+    let bytes = || bytes::Bytes::copy_from_slice(text.as_bytes());
+    match frames {
+        Frames::Text => Message::Text(Utf8Bytes::from(text)),
+        Frames::Binary => Message::Binary(bytes()),
+        Frames::Ping => Message::Ping(bytes()),
     }
 }
 
@@ -425,12 +446,14 @@ impl<'a> Exchange<'a> {
             Some(Err(e)) => return Err(failure(e)),
             Some(Ok(message)) => message,
         };
+        let pings = self.sessions.ws.frames == Frames::Ping;
         let payload: &[u8] = match &message {
-            Message::Text(text) => text.as_bytes(),
-            Message::Binary(bytes) => bytes,
+            Message::Text(text) if !pings => text.as_bytes(),
+            Message::Binary(bytes) | Message::Pong(bytes) if pings == message.is_pong() => bytes,
             Message::Close(frame) => return Ok(Some(Ended::Closed(frame.clone()))),
-            // Pings are answered by tungstenite as it reads; pongs answer nothing of ours.
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return Ok(None),
+            // Pings are answered by tungstenite as it reads; a pong answers only our pings,
+            // and a held socket's pings nothing but pongs.
+            _ => return Ok(None),
         };
         let sent = self.answered(payload);
         if let Some(stream) = &mut p.stream {
@@ -535,7 +558,7 @@ mod tests {
     fn sessions(message: &str, matching: Matching) -> Sessions {
         let ws = WebSocket {
             message: message.into(),
-            binary: false,
+            frames: Frames::Text,
             messages: Some(3),
             interval: None,
             matching,

@@ -63,8 +63,14 @@ pub struct WsMessageArgs {
     pub message_file: Option<PathBuf>,
 
     /// Send binary messages rather than text ones.
-    #[arg(long = "binary")]
+    #[arg(long = "binary", conflicts_with = "hold")]
     pub binary: bool,
+
+    /// Hold the sockets: each sends pings (the message as their payload, at most 105 bytes)
+    /// rather than messages, at --message-rate, each answered by a pong whose round trip is
+    /// timed; with -z and no --messages, until the run ends.
+    #[arg(long = "hold", conflicts_with = "match_field")]
+    pub hold: bool,
 
     /// Messages each socket sends, then closes with 1000 [default: until the run ends with
     /// -z, else 1].

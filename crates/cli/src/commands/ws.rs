@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use belier_engine::{Matching, WebSocket};
+use belier_engine::{Frames, Matching, WebSocket};
 use belier_plan::files;
 
 use crate::args::{LoadArgs, WsArgs, WsMessageArgs};
@@ -22,6 +22,10 @@ const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The message when neither --message nor --message-file is given.
 const DEFAULT_MESSAGE: &str = "hello";
+
+/// The longest message a ping carries with --hold (a control frame's 125 bytes, less room
+/// for each `{{id}}`'s number).
+const MOST_PING_MESSAGE: usize = 105;
 
 /// Validates `args`, runs the sockets and writes the report.
 pub fn run(args: WsArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
@@ -70,6 +74,13 @@ fn websocket(args: &WsMessageArgs, until_end: bool) -> Result<WebSocket, InputEr
         }
         (None, None) => DEFAULT_MESSAGE.into(),
     };
+    if args.hold && message.len() > MOST_PING_MESSAGE {
+        return Err(InputError::new(
+            "--message <TEXT>",
+            message.len(),
+            "bytes: a held socket's pings carry at most 105 bytes",
+        ));
+    }
     let interval = match args.message_rate {
         None => None,
         Some(rate) if rate.is_finite() && rate > 0.0 && rate <= 1e6 => {
@@ -85,7 +96,11 @@ fn websocket(args: &WsMessageArgs, until_end: bool) -> Result<WebSocket, InputEr
     };
     Ok(WebSocket {
         message,
-        binary: args.binary,
+        frames: match (args.hold, args.binary) {
+            (true, _) => Frames::Ping,
+            (false, true) => Frames::Binary,
+            (false, false) => Frames::Text,
+        },
         messages: args.messages.or((!until_end).then_some(1)),
         interval,
         matching: match &args.match_field {

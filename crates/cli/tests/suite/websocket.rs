@@ -177,3 +177,25 @@ fn a_url_that_is_not_a_websocket_is_exit_2() {
     let out = BELIER.output(&["ws", "ws://127.0.0.1:1/", "--message-rate", "0"]);
     belier_testsupport::binary::assert_exit(&out, 2);
 }
+
+#[test]
+fn held_sockets_ping_and_time_each_pong() {
+    let Some(server) = WsServer::go() else {
+        return;
+    };
+    let args = ["-c", "5", "-n", "5", "--hold", "--messages", "10"];
+    let doc = run(
+        &server.url("/echo"),
+        &[&args[..], &["--message-rate", "100"]].concat(),
+    );
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(messages(&doc), json!([5, 50, 50, 5, 45, 50]), "{doc}");
+    // Ten pings 10 ms apart: the socket lived at least 90 ms.
+    assert!(
+        doc["latency_us"]["min"].as_u64().unwrap() >= 90_000,
+        "{doc}"
+    );
+    // Pings are no messages of the application's.
+    let counted = server.counts();
+    assert_eq!((counted.sockets, counted.messages_in), (5, 0));
+}
