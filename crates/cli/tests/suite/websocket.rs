@@ -1,14 +1,16 @@
 //! `belier ws` against real WebSocket servers on 127.0.0.1 that count on their own side: a Go
 //! server on gorilla/websocket (built from crates/testsupport/ws-server with the Go
 //! toolchain) and a Python one on the `websockets` package; and the built-in target's echo.
-//! Every message counted on both sides, a refused upgrade by its status, abnormal closes by
-//! their kind (the code named), replies matched by a JSON field, the message round trip
-//! against an echo held 5 ms.
+//! Every message counted on both sides (directly, and through nginx proxying the Upgrade,
+//! over ws:// and wss://), a refused upgrade by its status, abnormal closes by their kind
+//! (the code named), replies matched by a JSON field, held sockets' pings, the message round
+//! trip against an echo held 5 ms.
 //!
-//! Needs Go 1.22 or later and Python's websockets (scripts/install-test-deps); without them
+//! Needs Go 1.22 or later, Python's websockets and nginx (scripts/install-test-deps); without them
 //! each test that needs one says it was skipped, except under CI, where it fails.
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::nginx::{Nginx, Options};
 use belier_testsupport::ws::{Counts, WsServer};
 use serde_json::{json, Value};
 
@@ -198,4 +200,43 @@ fn held_sockets_ping_and_time_each_pong() {
     // Pings are no messages of the application's.
     let counted = server.counts();
     assert_eq!((counted.sockets, counted.messages_in), (5, 0));
+}
+
+#[test]
+fn every_message_is_counted_through_nginx_proxying_the_upgrade_over_ws_and_wss() {
+    let Some(server) = WsServer::go() else {
+        return;
+    };
+    let options = Options {
+        tls: true,
+        websocket_upstream: Some(server.port),
+        ..Options::default()
+    };
+    let Some(nginx) = Nginx::start_with(options) else {
+        return;
+    };
+    let load = ["-c", "20", "-n", "20", "--messages", "50"];
+    let plain = nginx.http_url("/ws/echo").replacen("http://", "ws://", 1);
+    let doc = run(&plain, &load);
+    assert_eq!(doc["status_codes"], json!({"101": 20}), "{doc}");
+    assert_eq!(messages(&doc), json!([20, 1_000, 1_000, 20, 980, 1_000]));
+    let ca = nginx.ca_pem_path().display().to_string();
+    let tls = nginx
+        .https_url("/ws/echo")
+        .replacen("https://", "wss://", 1);
+    let doc = run(&tls, &[&load[..], &["--cacert", &ca]].concat());
+    assert_eq!(doc["status_codes"], json!({"101": 20}), "{doc}");
+    assert_eq!(messages(&doc), json!([20, 1_000, 1_000, 20, 980, 1_000]));
+    let counted = server.counts();
+    assert_eq!(
+        counted,
+        Counts {
+            sockets: 40,
+            messages_in: 2_000,
+            messages_out: 2_000
+        }
+    );
+    // nginx logged each upgrade.
+    let upgrades = nginx.requests().iter().filter(|r| r.status == 101).count();
+    assert_eq!(upgrades, 40);
 }
