@@ -348,7 +348,8 @@ fn preopening(
 ) -> (Vec<usize>, Duration) {
     let threads = open_connections.len();
     let preopen: Vec<usize> = match (&config.load, &config.users) {
-        (Load::Open { rate, .. }, None) => open_connections
+        // A WebSocket session opens its own connection: none is opened ahead for it.
+        (Load::Open { rate, .. }, None) if config.websocket.is_none() => open_connections
             .iter()
             .map(|&cap| {
                 let slots = (cap as usize).saturating_mul(streams);

@@ -240,3 +240,22 @@ fn every_message_is_counted_through_nginx_proxying_the_upgrade_over_ws_and_wss()
     let upgrades = nginx.requests().iter().filter(|r| r.status == 101).count();
     assert_eq!(upgrades, 40);
 }
+
+#[test]
+fn an_open_loop_of_sockets_opens_one_connection_each() {
+    let Some(server) = WsServer::go() else {
+        return;
+    };
+    let args = ["--rate", "100", "-z", "1s", "--messages", "3"];
+    let doc = run(&server.url("/echo"), &args);
+    let sockets = doc["summary"]["requests"].as_u64().unwrap();
+    assert!((95..=100).contains(&sockets), "{doc}");
+    assert_eq!(doc["summary"]["connections_opened"], sockets, "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(doc["messages"]["received"], 3 * sockets);
+    let counted = server.counts();
+    assert_eq!(
+        (counted.sockets, counted.messages_out),
+        (sockets, 3 * sockets)
+    );
+}
