@@ -18,6 +18,7 @@ mod servers;
 mod targets_file;
 mod tools;
 mod values;
+mod ws;
 pub use capacity::{CapacityArgs, CapacityFormat, DimensionArg};
 pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
@@ -37,6 +38,7 @@ pub use tools::{CompletionsArgs, ProbeArgs, ProbeFormat};
 #[cfg(test)]
 pub use values::LONGEST;
 pub use values::{parse_duration, parse_duration_or_zero, ArrivalsArg, Format, OnOff};
+pub use ws::{WsArgs, WsMessageArgs};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -113,6 +115,11 @@ pub enum Command {
     /// ones as failed calls), and a stream's messages; the schema from --proto or --protoset,
     /// else asked of the server (server reflection).
     Grpc(Box<GrpcArgs>),
+    /// Load-test a WebSocket endpoint: `belier ws ws://HOST/PATH -c 200 --messages 100
+    /// --message TEXT`, each socket's upgrade timed, its messages' round trips (from their
+    /// intended send with --message-rate), counts and bytes each way, closes other than
+    /// normal counted as failed sockets.
+    Ws(Box<WsArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),
 }

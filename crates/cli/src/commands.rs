@@ -17,6 +17,7 @@ mod shell;
 mod target;
 mod web;
 mod worker;
+mod ws;
 
 use crate::args::{Cli, Command};
 use crate::exit::{EXIT_FAILURE, EXIT_USAGE};
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> u8 {
             Some(Command::Record(a)) => record::run(a, &signals),
             Some(Command::K8s(a)) => k8s::run(a),
             Some(Command::Grpc(a)) => grpc::run(*a, &signals, cores()),
+            Some(Command::Ws(a)) => ws::run(*a, &signals, cores()),
             Some(Command::Web(a)) => web::run(a, &signals, cores()),
             Some(Command::Worker(a)) => worker::run(a, &signals),
             None => load::load_and_report(cli.load, &signals),

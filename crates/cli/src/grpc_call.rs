@@ -48,7 +48,8 @@ pub fn config(grpc: &GrpcCallArgs, request: &mut RequestArgs) -> anyhow::Result<
     request.url = Some(format!("{scheme}://{target}/"));
     request.every.headers.clear();
     let (mut engine, url) = settings::request_config(request)?;
-    // A call's messages are gRPC's own (`--stream`, hidden here, cuts HTTP bodies).
+    // A call's messages are gRPC's own (`--stream`, hidden and refused here, cuts HTTP
+    // bodies).
     engine.stream = None;
     let schema = match schema {
         Some(schema) => schema,

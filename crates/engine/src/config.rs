@@ -144,6 +144,10 @@ pub struct Config {
     /// timed ([`belier_stats::Messages`]), and a client stream's request messages sent in
     /// turn. `None`: a unary call (or no gRPC).
     pub grpc_stream: Option<GrpcStream>,
+    /// A WebSocket run: each request is one socket's life (upgrade, messages, close), its
+    /// messages recorded as a streaming call's ([`crate::WebSocket`]). Over HTTP/1.1 only.
+    /// [`Config::timeout`] then bounds each socket's connect, TLS and upgrade, not its life.
+    pub websocket: Option<crate::WebSocket>,
     /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
     /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
     /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
@@ -206,6 +210,7 @@ impl std::fmt::Debug for Config {
             .field("http2", &self.http2)
             .field("grpc", &self.grpc)
             .field("grpc_stream", &self.grpc_stream)
+            .field("websocket", &self.websocket)
             .field("max_streams", &self.max_streams)
             .field("keep_samples", &self.keep_samples)
             .field("timer_slack", &self.timer_slack)
@@ -283,6 +288,7 @@ impl Config {
             http2: false,
             grpc: false,
             grpc_stream: None,
+            websocket: None,
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,

@@ -108,6 +108,10 @@ pub(crate) struct StreamProgress {
     pub round_trips: belier_stats::MessageTimes,
     /// A response came with no request message left to answer: they do not correlate.
     pub uncorrelated: bool,
+    /// The caller matches each response to its request message itself (a WebSocket's
+    /// replies, [`StreamProgress::answered`]): round trips count whenever each matched, even
+    /// when the call ended with messages unanswered.
+    pub matched: bool,
 }
 
 /// Request messages not yet answered that a call keeps the send time of, at most: past them
@@ -135,6 +139,12 @@ impl SentMessages {
         }
     }
 
+    /// One more request message went whose answer the caller matches itself
+    /// ([`StreamProgress::answered`]): counted, its send time kept by the caller.
+    pub(crate) fn sent_matched(&self) {
+        self.count.set(self.count.get() + 1);
+    }
+
     /// How many went.
     pub(crate) fn count(&self) -> u64 {
         self.count.get()
@@ -154,26 +164,43 @@ impl StreamProgress {
     /// `count` more response messages were complete at `at` (read in one piece).
     pub(crate) fn arrived(&mut self, count: u64, at: Instant) {
         for _ in 0..count {
-            match self.last {
-                None => self.first = Some(at),
-                Some(last) => self.gaps.push(micros(at.saturating_duration_since(last))),
-            }
-            self.last = Some(at);
-            match self.sent.answered() {
-                Some(sent) => self
-                    .round_trips
-                    .push(micros(at.saturating_duration_since(sent))),
-                None => self.uncorrelated = true,
-            }
+            let sent = self.sent.answered();
+            self.answered(sent, at);
         }
-        self.received += count;
+    }
+
+    /// A calls whose caller matches responses to request messages itself (see
+    /// [`StreamProgress::matched`]).
+    pub(crate) fn matching() -> Self {
+        StreamProgress {
+            matched: true,
+            ..StreamProgress::default()
+        }
+    }
+
+    /// One response message, complete at `at`, answering the request message that went at
+    /// `sent` (`None`: it answers none).
+    pub(crate) fn answered(&mut self, sent: Option<Instant>, at: Instant) {
+        match self.last {
+            None => self.first = Some(at),
+            Some(last) => self.gaps.push(micros(at.saturating_duration_since(last))),
+        }
+        self.last = Some(at);
+        match sent {
+            Some(sent) => self
+                .round_trips
+                .push(micros(at.saturating_duration_since(sent))),
+            None => self.uncorrelated = true,
+        }
+        self.received += 1;
     }
 
     /// What the recorder keeps of it; `sent`: when the request went. Its round trips count
     /// when its responses answered its request messages one for one.
     pub(crate) fn call(&self, sent: Option<Instant>) -> belier_stats::CallMessages<'_> {
-        let one_for_one =
-            !self.uncorrelated && !self.sent.overflowed.get() && self.received == self.sent.count();
+        let one_for_one = !self.uncorrelated
+            && (self.matched
+                || (!self.sent.overflowed.get() && self.received == self.sent.count()));
         belier_stats::CallMessages {
             sent: self.sent.count(),
             received: self.received,

@@ -51,6 +51,7 @@ mod tls;
 mod together;
 pub mod user;
 mod vu;
+mod websocket;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -80,6 +81,7 @@ pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
 pub use user::Origin;
+pub use websocket::{Frames, Matching, WebSocket, ID_PLACEHOLDER};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -348,7 +350,8 @@ fn preopening(
 ) -> (Vec<usize>, Duration) {
     let threads = open_connections.len();
     let preopen: Vec<usize> = match (&config.load, &config.users) {
-        (Load::Open { rate, .. }, None) => open_connections
+        // A WebSocket session opens its own connection: none is opened ahead for it.
+        (Load::Open { rate, .. }, None) if config.websocket.is_none() => open_connections
             .iter()
             .map(|&cap| {
                 let slots = (cap as usize).saturating_mul(streams);
@@ -434,7 +437,27 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         host_header: request::host_header(&spec.host, spec.port),
         others: std::mem::take(&mut ready.others),
         shard: config.shard,
+        websocket: websocket_sessions(config)?,
     })
+}
+
+/// A WebSocket run's sessions, its handshake request built from the run's request.
+fn websocket_sessions(config: &Config) -> Result<Option<websocket::Sessions>, StartError> {
+    let Some(ws) = &config.websocket else {
+        return Ok(None);
+    };
+    if config.http2 || config.users.is_some() {
+        return Err(StartError::Invalid(
+            "a WebSocket run speaks HTTP/1.1 and has no scripted users",
+        ));
+    }
+    let spec = &config.request;
+    let host = request::host_header(&spec.host, spec.port);
+    let scheme = if config.tls.is_some() { "wss" } else { "ws" };
+    let uri = format!("{scheme}://{host}{}", spec.path_and_query);
+    websocket::Sessions::new(ws.clone(), &uri, &host, &spec.headers)
+        .map(Some)
+        .map_err(StartError::Invalid)
 }
 
 /// Starts one thread per worker, each on its runtime with its share of the budgets; if one

@@ -59,6 +59,8 @@ pub(crate) struct Plan {
     pub others: Vec<Dest>,
     /// The part of the run this process runs (`Config::shard`).
     pub shard: crate::Shard,
+    /// A WebSocket run's sessions (`Config::websocket`): each request is one socket's life.
+    pub websocket: Option<crate::websocket::Sessions>,
 }
 
 /// One of a run's other hosts, resolved.

@@ -90,7 +90,9 @@ pub(crate) async fn send(
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);
     }
-    timer.as_mut().reset((dispatched + request.timeout).into());
+    timer
+        .as_mut()
+        .reset((dispatched + time_limit(plan, request)).into());
     let result = tokio::select! {
         biased;
         r = exchange(link, plan, request, (dispatched, written), &mut *progress) => r,
@@ -129,7 +131,9 @@ pub(crate) async fn send(
     };
     local.record(sample, progress, &result, || link.tls_session());
     let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
-    if plan.keepalive && server_ended(&result, reused, progress) && matches!(link, Link::Http1(_)) {
+    // A WebSocket session's connection is never kept: its end is the session's.
+    let kept = plan.keepalive && plan.websocket.is_none();
+    if kept && server_ended(&result, reused, progress) && matches!(link, Link::Http1(_)) {
         local.recording.recorder.borrow_mut().record_server_close();
     }
     if !reuse {
@@ -157,6 +161,15 @@ fn failed(f: &Failure, plan: &Plan, request: &Request<'_>, past_deadline: bool) 
         }
     } else {
         Outcome::Error(f.kind)
+    }
+}
+
+/// How long `request` may take: its timeout; a WebSocket session lives until its messages or
+/// the run end (the timeout bounds its upgrade).
+fn time_limit(plan: &Plan, request: &Request<'_>) -> Duration {
+    match plan.websocket {
+        Some(_) => crate::websocket::SOCKET_LIFE,
+        None => request.timeout,
     }
 }
 
@@ -233,5 +246,10 @@ async fn exchange(
             return Err(Failure::io(e, true));
         }
     };
+    if let Some(sessions) = &plan.websocket {
+        // A socket of its own, closed at the session's end: the slot stays empty.
+        return crate::websocket::session(sessions, addr, tls, (plan.timeout, plan.deadline), p)
+            .await;
+    }
     exchange_http1(slot, addr, tls, &http1, p).await
 }

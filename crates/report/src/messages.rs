@@ -142,3 +142,23 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     }
     rows
 }
+
+/// Whether a run's URL is a WebSocket endpoint (`belier ws`): its messages are worded as a
+/// socket's rather than a streaming call's.
+pub(crate) fn is_websocket(url: &str) -> bool {
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    scheme.eq_ignore_ascii_case("ws") || scheme.eq_ignore_ascii_case("wss")
+}
+
+#[cfg(test)]
+mod websocket_tests {
+    #[test]
+    fn only_ws_and_wss_urls_are_websocket_runs() {
+        for url in ["ws://h/", "WSS://h:1/x", "wss://h"] {
+            assert!(super::is_websocket(url), "{url}");
+        }
+        for url in ["http://h/ws", "https://ws.example/", "h:1", "grpc://h"] {
+            assert!(!super::is_websocket(url), "{url}");
+        }
+    }
+}

@@ -28,7 +28,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     write_latency(out, &s)?;
     write_lag(out, &s)?;
     write_phases(out, &s)?;
-    write_messages(out, &s)?;
+    write_messages(out, &s, crate::messages::is_websocket(&r.info.url))?;
     write_status_codes(out, r)?;
     write_errors(out, &s)?;
     write_steps(out, &s)?;
@@ -432,9 +432,10 @@ fn write_times(out: &mut String, label: &str, l: &LatencySummary) -> std::fmt::R
     )
 }
 
-/// The "Messages" section of a run of streaming gRPC calls: messages each way, in all and
-/// per call, then the first message's time and the gaps between messages.
-fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
+/// The "Messages" section of a run of streaming gRPC calls (or, `websocket`, of a
+/// WebSocket run's sockets): messages each way, in all and per call, then the first
+/// message's time and the gaps between messages.
+fn write_messages(out: &mut String, s: &Summary, websocket: bool) -> std::fmt::Result {
     let Some(m) = &s.messages else {
         return Ok(());
     };
@@ -442,19 +443,35 @@ fn write_messages(out: &mut String, s: &Summary) -> std::fmt::Result {
         return write_streamed(out, m);
     }
     let c = m.counts;
-    writeln!(out, "\nMessages  ({} streaming calls)", thousands(c.calls))?;
+    let per = match websocket {
+        true => {
+            writeln!(
+                out,
+                "\nWebSocket messages  ({} sockets)",
+                thousands(c.calls)
+            )?;
+            "socket"
+        }
+        false => {
+            writeln!(out, "\nMessages  ({} streaming calls)", thousands(c.calls))?;
+            "call"
+        }
+    };
     writeln!(
         out,
-        "  Received      {:>12}   {:.1} per call",
+        "  Received      {:>12}   {:.1} per {per}",
         thousands(c.received),
         m.received_per_call
     )?;
     writeln!(
         out,
-        "  Sent          {:>12}   {:.1} per call",
+        "  Sent          {:>12}   {:.1} per {per}",
         thousands(c.sent),
         m.sent_per_call
     )?;
+    if websocket {
+        return write_websocket_times(out, m);
+    }
     write_times_heading(out)?;
     let rows = [
         ("first", &m.first),
@@ -539,6 +556,29 @@ fn write_streamed(out: &mut String, m: &crate::summary::MessageFigures) -> std::
              stream's {unit}s)"
         ),
     }
+}
+
+/// A WebSocket run's message times, worded for its sockets.
+fn write_websocket_times(out: &mut String, m: &crate::summary::MessageFigures) -> std::fmt::Result {
+    write_times_heading(out)?;
+    let rows = [
+        ("first", &m.first),
+        ("gap", &m.gaps),
+        ("round trip", &m.round_trips),
+    ];
+    for (label, times) in rows.iter().filter(|(_, t)| t.count > 0) {
+        write_times(out, label, times)?;
+    }
+    writeln!(
+        out,
+        "  (ms; first: from the upgrade request to the socket's first message in; gap: \
+         between a socket's messages in)"
+    )?;
+    writeln!(
+        out,
+        "  (round trip: WebSocket message round trips, from each message's intended send to \
+         the reply that answered it)"
+    )
 }
 
 // Microseconds as milliseconds with three decimals, without the unit.

@@ -86,6 +86,9 @@ enum Finish {
     Reset,
     /// Write what is pending, then hold the connection open without answering.
     Stall,
+    /// A WebSocket upgrade (its key and subprotocol): answer 101, then echo each message
+    /// after the delay.
+    WebSocket((String, Option<String>), Duration),
 }
 
 impl From<io::Error> for Finish {
@@ -189,6 +192,15 @@ impl<S: Transport> Connection<S> {
                     io.discard_until_eof().await;
                 }
             }
+            Finish::WebSocket((key, protocol), delay) => {
+                let upgrade = crate::websocket::Upgrade {
+                    key: &key,
+                    protocol: protocol.as_deref(),
+                    read: &io.buf[io.start..io.end],
+                    delay,
+                };
+                crate::websocket::echo(&mut io.stream, upgrade).await;
+            }
         }
     }
 
@@ -253,6 +265,9 @@ impl<S: Transport> Connection<S> {
             return answered(&self.shared, close);
         }
         let behaviour = knobs.as_ref().unwrap_or(&self.shared.defaults);
+        if let Some(upgrade) = request.websocket.take() {
+            return Err(Finish::WebSocket(upgrade, behaviour.delay));
+        }
         if !behaviour.delay.is_zero() {
             // Earlier pipelined responses are not held back by this request's delay.
             self.io.flush().await?;

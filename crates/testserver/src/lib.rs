@@ -64,6 +64,7 @@ mod shared;
 mod socket;
 mod streamed;
 mod tls;
+mod websocket;
 
 pub use behaviour::{
     Behaviour, Fault, KnobError, ParseFaultError, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY,

@@ -41,6 +41,8 @@ pub(crate) struct Request {
     pub(crate) gzip: bool,
     /// `/sse`, `/v1/chat/completions`: a streamed answer (its query holds its own knobs).
     pub(crate) streamed: Option<Result<crate::streamed::Streamed, String>>,
+    /// A WebSocket upgrade: its `Sec-WebSocket-Key`, and the first subprotocol it offers.
+    pub(crate) websocket: Option<(String, Option<String>)>,
 }
 
 impl Request {
@@ -73,6 +75,8 @@ impl Request {
             chunked,
             expect_continue,
             gzip,
+            websocket_key,
+            subprotocol,
         } = Fields::of(parsed.headers)?;
         let body = match (chunked, length) {
             (true, _) => BodyFraming::Chunked,
@@ -131,6 +135,7 @@ impl Request {
             redirect,
             gzip,
             streamed,
+            websocket: websocket_key.map(|key| (key, subprotocol)),
         }))
     }
 }
@@ -149,6 +154,10 @@ struct Fields {
     expect_continue: bool,
     /// The client accepts gzip.
     gzip: bool,
+    /// `Sec-WebSocket-Key`: a WebSocket upgrade.
+    websocket_key: Option<String>,
+    /// The first protocol of `Sec-WebSocket-Protocol`.
+    subprotocol: Option<String>,
 }
 
 impl Fields {
@@ -160,6 +169,7 @@ impl Fields {
         let mut chunked = false;
         let mut expect_continue = false;
         let mut gzip = false;
+        let (mut websocket_key, mut subprotocol) = (None, None);
         for header in headers.iter() {
             let name = header.name;
             if name.eq_ignore_ascii_case("accept-encoding") {
@@ -193,6 +203,15 @@ impl Fields {
                     .value
                     .trim_ascii()
                     .eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case("sec-websocket-key") {
+                websocket_key = Some(String::from_utf8_lossy(header.value).into_owned());
+            } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
+                let first = header
+                    .value
+                    .split(|&b| b == b',')
+                    .next()
+                    .unwrap_or_default();
+                subprotocol = Some(String::from_utf8_lossy(first.trim_ascii()).into_owned());
             }
         }
         Ok(Fields {
@@ -202,6 +221,8 @@ impl Fields {
             chunked,
             expect_continue,
             gzip,
+            websocket_key,
+            subprotocol,
         })
     }
 }

@@ -182,13 +182,19 @@ fn built() -> Option<PathBuf> {
 }
 
 fn build() -> Option<PathBuf> {
+    build_go_server("grpc-server", INSTALL)
+}
+
+/// Builds the Go module `name` of this crate (with its go.sum) into `target/NAME/NAME`;
+/// `None` (after [`missing`], `install` saying how to get Go) without a Go toolchain.
+pub(crate) fn build_go_server(name: &str, install: &str) -> Option<PathBuf> {
     let local = Path::new("/usr/local/go/bin/go");
     let go = match local.is_file() {
         true => local.to_path_buf(),
-        false => find_program("go", INSTALL)?,
+        false => find_program("go", install)?,
     };
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("grpc-server");
-    let out = target_dir().join("grpc-server").join("grpc-server");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    let out = target_dir().join(name).join(name);
     let built = Command::new(&go)
         .args(["build", "-o"])
         .arg(&out)
@@ -202,10 +208,10 @@ fn build() -> Option<PathBuf> {
         let why = String::from_utf8_lossy(&built.stderr);
         // An older Go refuses the module's `go 1.26` line: the toolchain is missing, not broken.
         if why.contains("requires go") {
-            missing(&format!("{} is too old: {why}", go.display()), INSTALL);
+            missing(&format!("{} is too old: {why}", go.display()), install);
             return None;
         }
-        panic!("go build of the grpc-go server failed: {why}");
+        panic!("go build of {name} failed: {why}");
     }
     Some(out)
 }

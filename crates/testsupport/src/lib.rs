@@ -30,6 +30,7 @@ pub mod process;
 pub mod prometheus;
 pub mod shop;
 pub mod webdriver;
+pub mod ws;
 
 pub use binary::{assert_exit, ok, Binary};
 pub use dirs::{fresh_dir, temp_dir};

@@ -108,6 +108,9 @@ pub struct Options {
     /// Also listen on Unix domain sockets in the temp dir: `http.sock` (HTTP/1.1), `h2c.sock`
     /// (HTTP/2 with prior knowledge) and, with `tls`, `tls.sock` (HTTPS offering h2).
     pub unix: bool,
+    /// Proxy `/ws/…` to a WebSocket server on this port of 127.0.0.1, passing the Upgrade
+    /// on (HTTP/1.1 upstream, `Upgrade` and `Connection` set), as nginx's docs say.
+    pub websocket_upstream: Option<u16>,
 }
 
 impl Default for Options {
@@ -121,6 +124,7 @@ impl Default for Options {
             keepalive_timeout: "60s".to_owned(),
             self_signed: false,
             unix: false,
+            websocket_upstream: None,
         }
     }
 }
@@ -280,10 +284,11 @@ http {{
             stub_status;
             access_log off;
         }}
-    }}
+{websocket}    }}
 }}
 ",
             http_port = self.http_port,
+            websocket = self.websocket_location(),
             keepalive_requests = self.options.keepalive_requests,
             keepalive_timeout = self.options.keepalive_timeout,
         )
@@ -373,6 +378,23 @@ http {{
     fn errors(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
         format!("{}{}", read("stderr.log"), read("error.log"))
+    }
+
+    /// The location that proxies WebSockets ([`Options::websocket_upstream`]), or nothing.
+    fn websocket_location(&self) -> String {
+        let Some(port) = self.options.websocket_upstream else {
+            return String::new();
+        };
+        format!(
+            "
+        location /ws/ {{
+            proxy_pass http://127.0.0.1:{port}/;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection \"upgrade\";
+        }}
+"
+        )
     }
 
     /// `http://127.0.0.1:PORT{path}`.

@@ -47,6 +47,8 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.no_keepalive, "--no-keepalive"),
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
+        (load.request.stream.is_some(), "--stream"),
+        (load.request.llm, "--llm"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

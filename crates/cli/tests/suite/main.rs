@@ -58,3 +58,4 @@ mod targets;
 mod tui;
 mod wakeups;
 mod web;
+mod websocket;
