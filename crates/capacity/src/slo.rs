@@ -183,7 +183,7 @@ impl FigureSlo {
         let latency = t.latency_summary();
         let us = match self.measure {
             Measure::Message(time, _, statistic) => {
-                let us = message_time_us(t, time, statistic)?;
+                let us = t.messages()?.time_us(time, statistic)?;
                 (us - discount_us as f64).max(0.0)
             }
             Measure::Errors => {
@@ -224,25 +224,6 @@ impl FigureSlo {
             )
         })
     }
-}
-
-/// `statistic` of a message time recorded in `t`, µs; `None` when none was.
-fn message_time_us(t: &Recorder, time: MessageTime, statistic: Statistic) -> Option<f64> {
-    let m = t.messages()?;
-    let h = match time {
-        MessageTime::FirstMessage => m.first_message_us(),
-        MessageTime::Gap => m.gap_us(),
-        MessageTime::RoundTrip => m.round_trip_us(),
-    };
-    if h.is_empty() {
-        return None;
-    }
-    Some(match statistic {
-        Statistic::Percentile(p) => belier_stats::value_at_percentile(h, p) as f64,
-        Statistic::Mean => h.mean(),
-        Statistic::Min => h.min() as f64,
-        Statistic::Max => h.max() as f64,
-    })
 }
 
 impl PromSlo {

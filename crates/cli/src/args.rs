@@ -126,3 +126,28 @@ pub enum Command {
 
 #[cfg(test)]
 mod tests;
+
+/// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
+/// `belier ws`, which refuse them when given.
+const HTTP_ONLY: [&str; 12] = [
+    "http2",
+    "method",
+    "compressed",
+    "no_keepalive",
+    "proxy",
+    "targets",
+    "format",
+    "order",
+    "cookies",
+    "follow",
+    "stream",
+    "llm",
+];
+
+/// Hides `a` if it is one of [`HTTP_ONLY`].
+fn hide_http_only(a: clap::Arg) -> clap::Arg {
+    match HTTP_ONLY.contains(&a.get_id().as_str()) {
+        true => a.hide(true),
+        false => a,
+    }
+}

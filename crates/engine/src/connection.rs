@@ -19,6 +19,7 @@ use crate::http1::{parse_head, Framing};
 use crate::streamed::{BodyStream, Splitter};
 use crate::tls::{handshake_error_kind, Tls};
 
+pub(crate) mod counted;
 mod failure;
 #[cfg(test)]
 mod late_reads;
@@ -279,6 +280,12 @@ pub(crate) fn finish_body(p: &mut Progress, decoder: Option<BodyDecoder>) -> Res
 /// body): it keeps the decoded bytes rather than the wire's.
 pub(crate) fn decoder(p: &mut Progress, coding: Coding) -> Result<BodyDecoder, DecodeError> {
     BodyDecoder::new(coding, p.body.take())
+}
+
+impl counted::LastStamp for Stream {
+    fn last_stamp(&self) -> Option<std::time::Duration> {
+        Stream::last_stamp(self)
+    }
 }
 
 /// A worker's open connections: how many now, the most at once since the last reading, and

@@ -40,12 +40,13 @@ mod stream;
 mod wire;
 
 use crate::body::keep_body;
+use crate::connection::counted::Counted;
 use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
 use crate::user::Outgoing;
 use crate::{GrpcStream, RequestSpec};
 use stream::{Incoming, Sending, Streaming};
-use wire::{Counted, Wire};
+use wire::Wire;
 
 /// Per-stream receive window: large enough that a response of a few hundred KiB flows
 /// without waiting for WINDOW_UPDATEs, the way browsers configure it.

@@ -15,20 +15,18 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use belier_stats::ErrorKind;
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
+use crate::connection::counted::{Counted, Watch};
 use crate::connection::{
     open_stream, stamp, Cause, Failure, Phase, Progress, Response, StreamProgress,
 };
@@ -181,53 +179,21 @@ struct Counts {
     written: Cell<u64>,
 }
 
-/// A stream that counts the bytes through it.
-struct Counted<S> {
-    inner: S,
-    counts: Rc<Counts>,
-}
+impl Watch for Counts {
+    fn wants_stamps(&self) -> bool {
+        false
+    }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        let read = (buf.filled().len() - before) as u64;
-        this.counts.read.set(this.counts.read.get() + read);
-        polled
+    fn read(&self, bytes: &[u8], _stamp: Option<Duration>) {
+        self.read.set(self.read.get() + bytes.len() as u64);
+    }
+
+    fn written(&self, n: u64) {
+        self.written.set(self.written.get() + n);
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            this.counts
-                .written
-                .set(this.counts.written.get() + n as u64);
-        }
-        polled
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
-type Socket = WebSocketStream<Counted<crate::connection::Stream>>;
+type Socket = WebSocketStream<Counted<crate::connection::Stream, Counts>>;
 
 /// One socket's life: open, upgrade, send and match the messages, close. `timeout`: the
 /// run's request timeout, which bounds the connect, TLS and upgrade together; `deadline`:
@@ -281,10 +247,7 @@ async fn handshake(
         true => stream.keeping_stamps().0,
         false => stream,
     };
-    let stream = Counted {
-        inner: stream,
-        counts: Rc::clone(counts),
-    };
+    let stream = Counted::new(stream, Rc::clone(counts));
     let mut request = sessions.request.clone();
     let key = tungstenite::handshake::client::generate_key();
     let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
@@ -385,7 +348,7 @@ impl<'a> Exchange<'a> {
             tokio::select! {
                 biased;
                 read = socket.next() => {
-                    let stamp = socket.get_ref().inner.last_stamp();
+                    let stamp = socket.get_ref().get_ref().last_stamp();
                     if let Some(ended) = self.read(read, stamp, p)? {
                         return Ok(ended);
                     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use belier_stats::Messages;
 use belier_vocabulary::condition::{self, Pick};
-use belier_vocabulary::message_metric::{self, Direction, MessageMetric, MessageTime, Statistic};
+use belier_vocabulary::message_metric::{self, Direction, MessageMetric};
 use belier_vocabulary::{format, rate};
 
 /// What a threshold measures.
@@ -326,7 +326,7 @@ fn measure_messages(
         MessageMetric::Time {
             time, statistic, ..
         } => {
-            let us = time_us(m, time, statistic)?;
+            let us = m.time_us(time, statistic)?;
             Some((us, format::latency(us)))
         }
         MessageMetric::Count(d) => Some((count(d) as f64, count(d).to_string())),
@@ -338,24 +338,6 @@ fn measure_messages(
             })
         }
     }
-}
-
-/// `statistic` of a message time in `m`, µs; `None` when no such time was recorded.
-fn time_us(m: &Messages, time: MessageTime, statistic: Statistic) -> Option<f64> {
-    let h = match time {
-        MessageTime::FirstMessage => m.first_message_us(),
-        MessageTime::Gap => m.gap_us(),
-        MessageTime::RoundTrip => m.round_trip_us(),
-    };
-    if h.is_empty() {
-        return None;
-    }
-    Some(match statistic {
-        Statistic::Percentile(p) => belier_stats::value_at_percentile(h, p) as f64,
-        Statistic::Mean => h.mean(),
-        Statistic::Min => h.min() as f64,
-        Statistic::Max => h.max() as f64,
-    })
 }
 
 /// Why a message figure had no data: no streaming calls, or none of its kind.

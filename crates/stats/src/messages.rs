@@ -315,6 +315,30 @@ impl Messages {
         &self.round_trip_us
     }
 
+    /// `statistic` of the message time `time`, µs (what a condition such as `ttft p99` or
+    /// `itl mean` names); `None` when no such time was recorded.
+    pub fn time_us(
+        &self,
+        time: belier_vocabulary::message_metric::MessageTime,
+        statistic: belier_vocabulary::message_metric::Statistic,
+    ) -> Option<f64> {
+        use belier_vocabulary::message_metric::{MessageTime, Statistic};
+        let h = match time {
+            MessageTime::FirstMessage => &self.first_message_us,
+            MessageTime::Gap => &self.gap_us,
+            MessageTime::RoundTrip => &self.round_trip_us,
+        };
+        if h.is_empty() {
+            return None;
+        }
+        Some(match statistic {
+            Statistic::Percentile(p) => crate::value_at_percentile(h, p) as f64,
+            Statistic::Mean => h.mean(),
+            Statistic::Min => h.min() as f64,
+            Statistic::Max => h.max() as f64,
+        })
+    }
+
     /// Summary of [`Messages::first_message_us`].
     pub fn first_message(&self) -> LatencySummary {
         LatencySummary::of(&self.first_message_us)

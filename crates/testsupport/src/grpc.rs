@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command};
 use std::sync::OnceLock;
 
 use crate::missing::{find_program, missing};
@@ -106,23 +106,8 @@ impl GrpcServer {
     /// `-max-connection-age D -max-connection-age-grace D`, `-pool-workers N -pool-service D`.
     pub fn start_with(flags: &[&str]) -> Option<GrpcServer> {
         let binary = built()?;
-        let mut child = Command::new(binary)
-            .args(flags)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the grpc-go server starts");
-        let stdin = child.stdin.take();
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .expect("the server says where it listens");
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line from the grpc-go server: {line:?}"));
+        let (child, stdin, stdout, port) =
+            crate::process::start_listening(Command::new(binary).args(flags), "grpc-go server");
         Some(GrpcServer {
             child,
             stdin,

@@ -117,3 +117,37 @@ impl Drop for Belier {
         let _ = self.child.wait();
     }
 }
+
+/// A server that counts on its own side (the grpc-go and WebSocket test servers): started
+/// with its stdin and stdout piped, it first prints `listening PORT`. Returns the child, its
+/// stdin (closing it asks for the counts), its stdout after that line, and the port; `what`
+/// names it in a panic.
+pub(crate) fn start_listening(
+    command: &mut std::process::Command,
+    what: &str,
+) -> (
+    std::process::Child,
+    Option<std::process::ChildStdin>,
+    std::io::BufReader<std::process::ChildStdout>,
+    u16,
+) {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("the {what} does not start: {e}"));
+    let stdin = child.stdin.take();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("the {what} does not say where it listens: {e}"));
+    let port = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line from the {what}: {line:?}"));
+    (child, stdin, stdout, port)
+}

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command};
 use std::sync::OnceLock;
 
 use crate::missing::{find_program, missing};
@@ -64,22 +64,8 @@ impl WsServer {
     }
 
     fn spawn(mut command: Command) -> WsServer {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the WebSocket server starts");
-        let stdin = child.stdin.take();
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut line = String::new();
-        stdout
-            .read_line(&mut line)
-            .expect("the server says where it listens");
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line from the WebSocket server: {line:?}"));
+        let (child, stdin, stdout, port) =
+            crate::process::start_listening(&mut command, "WebSocket server");
         WsServer {
             child,
             stdin,

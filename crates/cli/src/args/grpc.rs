@@ -41,18 +41,7 @@ use super::{parse_duration_or_zero, LoadArgs};
     mut_arg("cacert", |a| {
         a.help("TLS: trust the CA certificates in this PEM file instead of the system's")
     }),
-    mut_arg("http2", |a| a.hide(true)),
-    mut_arg("method", |a| a.hide(true)),
-    mut_arg("compressed", |a| a.hide(true)),
-    mut_arg("no_keepalive", |a| a.hide(true)),
-    mut_arg("proxy", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("format", |a| a.hide(true)),
-    mut_arg("order", |a| a.hide(true)),
-    mut_arg("cookies", |a| a.hide(true)),
-    mut_arg("follow", |a| a.hide(true)),
-    mut_arg("stream", |a| a.hide(true)),
-    mut_arg("llm", |a| a.hide(true)),
+    mut_args(super::hide_http_only),
     mut_arg("call", |a| a.required(true)),
 )]
 pub struct GrpcArgs {

@@ -28,18 +28,7 @@ use super::{parse_duration, LoadArgs};
     }),
     mut_arg("body", |a| a.hide(true)),
     mut_arg("body_file", |a| a.hide(true)),
-    mut_arg("http2", |a| a.hide(true)),
-    mut_arg("method", |a| a.hide(true)),
-    mut_arg("compressed", |a| a.hide(true)),
-    mut_arg("no_keepalive", |a| a.hide(true)),
-    mut_arg("proxy", |a| a.hide(true)),
-    mut_arg("targets", |a| a.hide(true)),
-    mut_arg("format", |a| a.hide(true)),
-    mut_arg("order", |a| a.hide(true)),
-    mut_arg("cookies", |a| a.hide(true)),
-    mut_arg("follow", |a| a.hide(true)),
-    mut_arg("stream", |a| a.hide(true)),
-    mut_arg("llm", |a| a.hide(true)),
+    mut_args(super::hide_http_only),
 )]
 pub struct WsArgs {
     /// The load and its outputs, as for a load test.

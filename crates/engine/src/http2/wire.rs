@@ -3,8 +3,9 @@
 //! …; over TLS the plaintext frames, as HTTP/1.1 counts its plaintext bytes), and whether the
 //! server sent a GOAWAY, which `h2` does not tell its client otherwise.
 //!
-//! The counting sits in an [`AsyncRead`]/[`AsyncWrite`] adapter around the stream `h2` drives,
-//! with per-connection counters in `Rc<Cell>`s: a worker's tasks share one thread.
+//! The counting sits in a [`Counted`](crate::connection::counted::Counted) adapter around the
+//! stream `h2` drives, a [`Wire`] its watcher, with per-connection counters in `Rc<Cell>`s: a
+//! worker's tasks share one thread.
 //!
 //! With the kernel's receive stamps ([`Wire::stamped`]) it also notes, per stream, the stamp of
 //! the read that brought the last byte of the stream's first HEADERS frame (its first byte) and
@@ -15,13 +16,9 @@
 //! a later one).
 
 use std::cell::{Cell, RefCell};
-use std::io;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use crate::connection::counted::Watch;
 
 /// The HTTP/2 frame type of GOAWAY (RFC 9113 §6.8).
 const GOAWAY: u8 = 0x7;
@@ -204,77 +201,25 @@ impl FrameCursor {
     }
 }
 
-/// A stream whose bytes are counted into a [`Wire`].
-pub(crate) struct Counted<S> {
-    inner: S,
-    wire: Rc<Wire>,
-}
-
-impl<S> Counted<S> {
-    pub(crate) fn new(inner: S, wire: Rc<Wire>) -> Self {
-        Counted { inner, wire }
-    }
-}
-
-/// A stream that may know the kernel's receive stamp of its last read.
-pub(crate) trait LastStamp {
-    /// The stamp of the last read, since the Unix epoch, if it carried one.
-    fn last_stamp(&self) -> Option<Duration>;
-}
-
-impl LastStamp for crate::connection::Stream {
-    fn last_stamp(&self) -> Option<Duration> {
-        crate::connection::Stream::last_stamp(self)
-    }
-}
-
-impl<S: AsyncRead + LastStamp + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            let stamp = if this.wire.stamped {
-                this.inner.last_stamp()
-            } else {
-                None
-            };
-            this.wire.saw(&buf.filled()[before..], stamp);
-        }
-        polled
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            this.wire.written.set(this.wire.written.get() + n as u64);
-        }
-        polled
+impl Watch for Wire {
+    fn wants_stamps(&self) -> bool {
+        self.stamped
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    fn read(&self, bytes: &[u8], stamp: Option<Duration>) {
+        self.saw(bytes, stamp);
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    fn written(&self, n: u64) {
+        self.written.set(self.written.get() + n);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::counted::{Counted, LastStamp};
+    use std::rc::Rc;
 
     impl LastStamp for tokio::io::DuplexStream {
         fn last_stamp(&self) -> Option<Duration> {
