@@ -595,8 +595,9 @@ fn the_documented_fragments_parse() {
         seen += 1;
     }
     assert_eq!(
-        seen, 6,
-        "closed and open load, scenarios with loads of their own, data, thresholds, aborting ones"
+        seen, 7,
+        "closed and open load, scenarios with loads of their own, data, thresholds, aborting ones, \
+         streamed messages' thresholds"
     );
 }
 
