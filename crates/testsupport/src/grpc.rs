@@ -5,12 +5,12 @@
 //! described in `grpc-server/main.go`, `streamer.go` and `pool.go`, [`GREETER_PROTO`],
 //! [`STREAMER_PROTO`] and [`POOL_PROTO`].
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::missing::{find_program, missing};
+use crate::process::CountingServer;
 
 /// The server's service as a `.proto` file (its messages are StringValue's wire format).
 pub const GREETER_PROTO: &str = r#"syntax = "proto3";
@@ -87,9 +87,7 @@ impl Calls {
 
 /// A running grpc-go server; stopped when [`GrpcServer::calls`] is called or it is dropped.
 pub struct GrpcServer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    server: CountingServer,
     /// Its port on 127.0.0.1.
     pub port: u16,
 }
@@ -106,13 +104,10 @@ impl GrpcServer {
     /// `-max-connection-age D -max-connection-age-grace D`, `-pool-workers N -pool-service D`.
     pub fn start_with(flags: &[&str]) -> Option<GrpcServer> {
         let binary = built()?;
-        let (child, stdin, stdout, port) =
-            crate::process::start_listening(Command::new(binary).args(flags), "grpc-go server");
+        let server = CountingServer::start(Command::new(binary).args(flags), "grpc-go server");
         Some(GrpcServer {
-            child,
-            stdin,
-            stdout,
-            port,
+            port: server.port,
+            server,
         })
     }
 
@@ -123,19 +118,7 @@ impl GrpcServer {
 
     /// Stops the server and returns what it counted.
     pub fn calls(mut self) -> Calls {
-        drop(self.stdin.take());
-        let mut line = String::new();
-        self.stdout
-            .read_line(&mut line)
-            .expect("the server prints its counts");
-        let count = |name: &str| -> u64 {
-            let field = line
-                .split_whitespace()
-                .find_map(|f| f.strip_prefix(&format!("{name}=")));
-            field
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("{name} in {line:?}"))
-        };
+        let count = self.server.counts();
         Calls {
             say_hello: count("SayHello"),
             limited: count("Limited"),
@@ -150,13 +133,6 @@ impl GrpcServer {
             pooled: count("Pooled"),
             pooled_nanos: count("PooledNanos"),
         }
-    }
-}
-
-impl Drop for GrpcServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

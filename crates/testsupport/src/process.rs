@@ -119,35 +119,66 @@ impl Drop for Belier {
 }
 
 /// A server that counts on its own side (the grpc-go and WebSocket test servers): started
-/// with its stdin and stdout piped, it first prints `listening PORT`. Returns the child, its
-/// stdin (closing it asks for the counts), its stdout after that line, and the port; `what`
-/// names it in a panic.
-pub(crate) fn start_listening(
-    command: &mut std::process::Command,
-    what: &str,
-) -> (
-    std::process::Child,
-    Option<std::process::ChildStdin>,
-    std::io::BufReader<std::process::ChildStdout>,
-    u16,
-) {
-    use std::io::BufRead as _;
-    use std::process::Stdio;
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("the {what} does not start: {e}"));
-    let stdin = child.stdin.take();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
-    let mut line = String::new();
-    stdout
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("the {what} does not say where it listens: {e}"));
-    let port = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line from the {what}: {line:?}"));
-    (child, stdin, stdout, port)
+/// with its stdin and stdout piped, it first prints `listening PORT`; once its stdin closes it
+/// prints its counts on one line (`Name=N` fields) and exits. Killed when dropped.
+pub(crate) struct CountingServer {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl CountingServer {
+    /// Starts `command`; `what` names the server in a panic.
+    pub(crate) fn start(command: &mut std::process::Command, what: &str) -> CountingServer {
+        use std::io::BufRead as _;
+        use std::process::Stdio;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("the {what} does not start: {e}"));
+        let stdin = child.stdin.take();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("the {what} does not say where it listens: {e}"));
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line from the {what}: {line:?}"));
+        CountingServer {
+            child,
+            stdin,
+            stdout,
+            port,
+        }
+    }
+
+    /// Closes its stdin and reads the counts it prints then: `count("Name")` is field
+    /// `Name=N`'s N (a panic naming the line when it has none).
+    pub(crate) fn counts(&mut self) -> impl Fn(&str) -> u64 {
+        use std::io::BufRead as _;
+        drop(self.stdin.take());
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the server prints its counts");
+        move |name: &str| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(&format!("{name}=")))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {line:?}"))
+        }
+    }
+}
+
+impl Drop for CountingServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

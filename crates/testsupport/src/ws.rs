@@ -4,12 +4,12 @@
 //! `websockets` package (`ws-server/echo.py`). Both print "listening PORT" once they listen
 //! on 127.0.0.1 and "counts Sockets=N In=N Out=N" when their standard input closes.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::missing::{find_program, missing};
+use crate::process::CountingServer;
 
 const GO_INSTALL: &str = "Go 1.22 or later: scripts/install-test-deps";
 const PYTHON_INSTALL: &str = "Python 3 with the websockets package: scripts/install-test-deps";
@@ -27,9 +27,7 @@ pub struct Counts {
 
 /// A running WebSocket server; stopped when [`WsServer::counts`] is called or it is dropped.
 pub struct WsServer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    server: CountingServer,
     /// Its port on 127.0.0.1.
     pub port: u16,
 }
@@ -64,13 +62,10 @@ impl WsServer {
     }
 
     fn spawn(mut command: Command) -> WsServer {
-        let (child, stdin, stdout, port) =
-            crate::process::start_listening(&mut command, "WebSocket server");
+        let server = CountingServer::start(&mut command, "WebSocket server");
         WsServer {
-            child,
-            stdin,
-            stdout,
-            port,
+            port: server.port,
+            server,
         }
     }
 
@@ -81,28 +76,11 @@ impl WsServer {
 
     /// Stops the server and returns what it counted.
     pub fn counts(mut self) -> Counts {
-        drop(self.stdin.take());
-        let mut line = String::new();
-        self.stdout
-            .read_line(&mut line)
-            .expect("the server prints its counts");
-        let count = |name: &str| -> u64 {
-            line.split_whitespace()
-                .find_map(|f| f.strip_prefix(&format!("{name}=")))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("{name} in {line:?}"))
-        };
+        let count = self.server.counts();
         Counts {
             sockets: count("Sockets"),
             messages_in: count("In"),
             messages_out: count("Out"),
         }
-    }
-}
-
-impl Drop for WsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -7,9 +7,9 @@
 
 use crate::args::{GrpcArgs, LoadArgs};
 use crate::cluster;
-use crate::load::report::{linger, write_report};
+use crate::load::report::report_and_linger;
 use crate::settings::{self, InputError, Settings};
-use crate::signals::{self, Signals};
+use crate::signals::Signals;
 
 /// Validates `args`, runs the calls (here, or over workers: `--workers`, `--spawn`) and
 /// writes the report.
@@ -19,15 +19,8 @@ pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8
     if cluster.active() {
         return cluster::run_and_report(&settings, &cluster, signals);
     }
-    let mut finished = crate::load::execute(&settings, signals)?;
-    let code = if finished.interrupted {
-        signals::INTERRUPTED
-    } else {
-        0
-    };
-    let written = write_report(&settings, &finished, code);
-    linger(&mut finished, signals);
-    written
+    let finished = crate::load::execute(&settings, signals)?;
+    report_and_linger(&settings, finished, signals)
 }
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the

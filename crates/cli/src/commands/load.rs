@@ -5,8 +5,8 @@ use crate::args::LoadArgs;
 use crate::cluster;
 use crate::habits;
 use crate::limits::cores;
-use crate::load::report::{linger, write_report};
-use crate::signals::{self, Signals};
+use crate::load::report::report_and_linger;
+use crate::signals::Signals;
 use crate::targets_file;
 
 /// Validates `args`, runs the load test and writes its report.
@@ -24,13 +24,7 @@ pub fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> 
         .targets
         .as_ref()
         .and_then(|t| targets_file::complete(t, &mut finished));
-    let code = if finished.interrupted {
-        signals::INTERRUPTED
-    } else {
-        0
-    };
-    let written = write_report(&settings, &finished, code);
-    linger(&mut finished, signals);
+    let written = report_and_linger(&settings, finished, signals);
     // A stream of targets that broke off: its report is out, and the line is named.
     match stream_error {
         Some(e) => Err(e.into()),

@@ -13,9 +13,9 @@ use belier_engine::{Frames, Matching, WebSocket};
 use belier_plan::files;
 
 use crate::args::{LoadArgs, WsArgs, WsMessageArgs};
-use crate::load::report::{linger, write_report};
+use crate::load::report::report_and_linger;
 use crate::settings::{self, InputError, Settings};
-use crate::signals::{self, Signals};
+use crate::signals::Signals;
 
 /// The reply timeout when --reply-timeout is not given.
 const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,15 +30,8 @@ const MOST_PING_MESSAGE: usize = 105;
 /// Validates `args`, runs the sockets and writes the report.
 pub fn run(args: WsArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let settings = settings(args, cores)?;
-    let mut finished = crate::load::execute(&settings, signals)?;
-    let code = if finished.interrupted {
-        signals::INTERRUPTED
-    } else {
-        0
-    };
-    let written = write_report(&settings, &finished, code);
-    linger(&mut finished, signals);
-    written
+    let finished = crate::load::execute(&settings, signals)?;
+    report_and_linger(&settings, finished, signals)
 }
 
 /// The run's settings: the upgrade request from the URL and headers, the messages, then the

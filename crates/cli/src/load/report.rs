@@ -8,6 +8,22 @@ use super::Finished;
 use crate::settings::Settings;
 use crate::signals::Signals;
 
+/// A finished flag run's report (exit 0, or [`crate::signals::INTERRUPTED`] when a signal
+/// cut it short), then the wait for the consoles that still read it ([`linger`]).
+pub fn report_and_linger(
+    settings: &Settings,
+    mut finished: Finished,
+    signals: &Signals,
+) -> anyhow::Result<u8> {
+    let code = match finished.interrupted {
+        true => crate::signals::INTERRUPTED,
+        false => 0,
+    };
+    let written = write_report(settings, &finished, code);
+    linger(&mut finished, signals);
+    written
+}
+
 /// Once the report is out: the web console offers it (and with `--web`, stays up for
 /// `--web-linger`); with `--metrics-listen`, the final figures are served for
 /// `--metrics-linger`.
