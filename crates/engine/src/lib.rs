@@ -81,7 +81,9 @@ pub use tls::{TlsOptions, TlsSetupError};
 pub use together::start_together;
 use tokio::sync::watch;
 pub use user::Origin;
-pub use websocket::{Frames, Matching, WebSocket, ID_PLACEHOLDER};
+pub use websocket::{
+    Frames, Matching, WebSocket, ID_PLACEHOLDER, MOST_MESSAGE_BYTES as MOST_WS_MESSAGE_BYTES,
+};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

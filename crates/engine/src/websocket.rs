@@ -94,6 +94,11 @@ const MOST_OUTSTANDING: usize = 4096;
 /// request timeout bounds its connect, TLS and upgrade.)
 pub(crate) const SOCKET_LIFE: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// The largest message, and frame, a socket reads (tungstenite's default is 64 MiB): a
+/// longer one fails the socket as a malformed response naming it, so that a server cannot make
+/// every socket of a run hold that much.
+pub const MOST_MESSAGE_BYTES: usize = 1 << 20;
+
 /// How long a socket waits for the server's answer to its close frame.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
@@ -256,7 +261,9 @@ async fn handshake(
     p.sent = Some(Instant::now());
     let config = WebSocketConfig::default()
         .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(0);
+        .write_buffer_size(0)
+        .max_message_size(Some(MOST_MESSAGE_BYTES))
+        .max_frame_size(Some(MOST_MESSAGE_BYTES));
     let upgraded = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await;
     p.first_byte = Some(Instant::now());
     match upgraded {

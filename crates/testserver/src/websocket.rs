@@ -41,7 +41,10 @@ pub(crate) async fn echo<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, upgr
     }
     let config = WebSocketConfig::default()
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(0);
+        .write_buffer_size(0)
+        // What a client can make the target hold per socket.
+        .max_message_size(Some(1 << 20))
+        .max_frame_size(Some(1 << 20));
     let mut socket = WebSocketStream::from_partially_read(
         stream,
         upgrade.read.to_vec(),

@@ -67,6 +67,17 @@ fn websocket(args: &WsMessageArgs, until_end: bool) -> Result<WebSocket, InputEr
         }
         (None, None) => DEFAULT_MESSAGE.into(),
     };
+    if message.len() > belier_engine::MOST_WS_MESSAGE_BYTES {
+        let flag = match args.message {
+            Some(_) => "--message <TEXT>",
+            None => "--message-file <FILE>",
+        };
+        return Err(InputError::new(
+            flag,
+            message.len(),
+            "bytes: a message is at most 1 MiB (the most a socket reads back of one)",
+        ));
+    }
     if args.hold && message.len() > MOST_PING_MESSAGE {
         return Err(InputError::new(
             "--message <TEXT>",

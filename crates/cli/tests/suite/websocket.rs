@@ -178,6 +178,21 @@ fn a_url_that_is_not_a_websocket_is_exit_2() {
     assert!(stderr.contains("expected ws://"), "{stderr}");
     let out = BELIER.output(&["ws", "ws://127.0.0.1:1/", "--message-rate", "0"]);
     belier_testsupport::binary::assert_exit(&out, 2);
+    // Past the most a socket reads back of one message.
+    let big = belier_testsupport::temp_dir("ws-big-message").join("big.txt");
+    std::fs::write(&big, vec![b'a'; (1 << 20) + 1]).unwrap();
+    let out = BELIER.output(&[
+        "ws",
+        "ws://127.0.0.1:1/",
+        "--message-file",
+        big.to_str().unwrap(),
+    ]);
+    belier_testsupport::binary::assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--message-file") && stderr.contains("at most 1 MiB"),
+        "{stderr}"
+    );
 }
 
 #[test]
