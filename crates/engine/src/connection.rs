@@ -113,6 +113,8 @@ pub(crate) struct StreamProgress {
     /// replies, [`StreamProgress::answered`]): round trips count whenever each matched, even
     /// when the call ended with messages unanswered.
     pub matched: bool,
+    /// A WebSocket's close code, once it ended (see `belier_stats::Messages::closes`).
+    pub close: Option<u16>,
 }
 
 /// Request messages not yet answered that a call keeps the send time of, at most: past them

@@ -195,6 +195,9 @@ impl Local {
                 (Some(stream), None) => recorder.record_messages(&stream.call(progress.sent)),
                 (None, _) => {}
             }
+            if let Some(code) = progress.stream.as_ref().and_then(|s| s.close) {
+                recorder.record_close(code);
+            }
         }
         if let Some(samples) = &self.recording.samples {
             let full = {

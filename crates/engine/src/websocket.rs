@@ -99,6 +99,13 @@ pub(crate) const SOCKET_LIFE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// every socket of a run hold that much.
 pub const MOST_MESSAGE_BYTES: usize = 1 << 20;
 
+/// The close codes a socket can end with besides the server's own (RFC 6455 §7.4.1): the
+/// one belier sends, the one a close frame without a code stands for, and the one for a
+/// connection that ended without any close frame (which no peer sends).
+const NORMAL_CLOSE: u16 = 1000;
+const NO_STATUS: u16 = 1005;
+const NO_CLOSE_FRAME: u16 = 1006;
+
 /// How long a socket waits for the server's answer to its close frame.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
@@ -223,11 +230,19 @@ pub(crate) async fn session(
     let exchanged = Exchange::new(sessions, deadline)
         .run(&mut socket, &counts, p)
         .await;
-    let ended = match exchanged {
-        Ok(Ended::Done) => close(&mut socket).await,
-        Ok(Ended::Closed(frame)) => closed_by_server(frame.as_ref()),
-        Err(f) => Err(f),
+    let (ended, code) = match exchanged {
+        Ok(Ended::Done) => (close(&mut socket).await, NORMAL_CLOSE),
+        Ok(Ended::Closed(frame)) => {
+            let code = frame.as_ref().map_or(NO_STATUS, |f| u16::from(f.code));
+            (closed_by_server(frame.as_ref()), code)
+        }
+        // A connection that ended without a close frame (the one failure counted so here).
+        Err(f) if f.kind == ErrorKind::ClosedMidBody => (Err(f), NO_CLOSE_FRAME),
+        Err(f) => (Err(f), 0),
     };
+    if let Some(stream) = p.stream.as_mut().filter(|_| code != 0) {
+        stream.close = Some(code);
+    }
     note_bytes(&counts, p);
     ended.map(|()| Response {
         status: 101,

@@ -119,6 +119,15 @@ fn to_value(r: &Report) -> Value {
         if !m.counts.unit.is_grpc() {
             doc["messages"]["unit"] = json!(m.counts.unit);
         }
+        // WebSocket runs: the sockets by the close code they ended with.
+        if !m.closes.is_empty() {
+            let closes: Map<String, Value> = m
+                .closes
+                .iter()
+                .map(|(code, n)| (code.to_string(), json!(n)))
+                .collect();
+            doc["messages"]["close_codes"] = json!(closes);
+        }
         if m.counts.unit == belier_stats::MessageUnit::Tokens {
             doc["messages"]["tokens"] = json!(m.counts.tokens);
             doc["messages"]["tokens_per_s"] = json!(m.token_rate);

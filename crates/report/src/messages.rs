@@ -140,8 +140,52 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     if with(|m| m.round_trips.count > 0) {
         rows.extend(ROUND_TRIP_ROWS);
     }
+    if with(|m| !m.closes.is_empty()) {
+        rows.extend(CLOSE_ROWS);
+    }
     rows
 }
+
+/// What RFC 6455 (§7.4.1) and IANA's registry call WebSocket close code `code`; `None` for
+/// a code they leave to applications (3000–4999) or do not assign.
+pub(crate) fn close_code_name(code: u16) -> Option<&'static str> {
+    Some(match code {
+        1000 => "normal",
+        1001 => "going away",
+        1002 => "protocol error",
+        1003 => "unsupported data",
+        1005 => "no status code",
+        1006 => "abnormal: no close frame",
+        1007 => "invalid data",
+        1008 => "policy violation",
+        1009 => "message too big",
+        1010 => "extension required",
+        1011 => "internal error",
+        1012 => "service restart",
+        1013 => "try again later",
+        1014 => "bad gateway",
+        1015 => "TLS handshake",
+        _ => return None,
+    })
+}
+
+/// WebSocket closes, `1000 normal ×190, 1011 internal error ×10`; a dash without any.
+pub(crate) fn closes_line(closes: &[(u16, u64)]) -> String {
+    if closes.is_empty() {
+        return "–".into();
+    }
+    closes
+        .iter()
+        .map(|&(code, n)| match close_code_name(code) {
+            Some(name) => format!("{code} {name} ×{}", thousands(n)),
+            None => format!("{code} ×{}", thousands(n)),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The row of WebSocket runs: their sockets' close codes.
+const CLOSE_ROWS: [Row; 1] = [("Close codes", |s| cell(s, |m| closes_line(&m.closes)))];
 
 /// Whether a run's URL is a WebSocket endpoint (`belier ws`): its messages are worded as a
 /// socket's rather than a streaming call's.
@@ -152,6 +196,16 @@ pub(crate) fn is_websocket(url: &str) -> bool {
 
 #[cfg(test)]
 mod websocket_tests {
+    #[test]
+    fn close_codes_are_named_where_the_rfc_names_them() {
+        assert_eq!(super::closes_line(&[]), "–");
+        let line = super::closes_line(&[(1000, 19_000), (1006, 3), (4001, 1)]);
+        assert_eq!(
+            line,
+            "1000 normal ×19,000, 1006 abnormal: no close frame ×3, 4001 ×1"
+        );
+    }
+
     #[test]
     fn only_ws_and_wss_urls_are_websocket_runs() {
         for url in ["ws://h/", "WSS://h:1/x", "wss://h"] {

@@ -82,6 +82,8 @@ pub(crate) struct MessageFigures {
     /// summed over streams).
     pub token_rate: f64,
     pub tokens_per_stream_rate: f64,
+    /// WebSocket sockets by the close code they ended with, by code.
+    pub closes: Vec<(u16, u64)>,
 }
 
 impl MessageFigures {
@@ -102,6 +104,7 @@ impl MessageFigures {
                 0 => 0.0,
                 us => counts.generated_tokens as f64 / (us as f64 / 1e6),
             },
+            closes: m.closes().iter().map(|(&code, &n)| (code, n)).collect(),
         }
     }
 }

@@ -470,6 +470,13 @@ fn write_messages(out: &mut String, s: &Summary, websocket: bool) -> std::fmt::R
         m.sent_per_call
     )?;
     if websocket {
+        if !m.closes.is_empty() {
+            writeln!(
+                out,
+                "  Closes        {}",
+                crate::messages::closes_line(&m.closes)
+            )?;
+        }
         return write_websocket_times(out, m);
     }
     write_times_heading(out)?;

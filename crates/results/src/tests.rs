@@ -222,6 +222,8 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
             gaps: &gaps,
             round_trips: round_trips.then_some(&trips),
         });
+        // A WebSocket's close code, as a socket's end records it.
+        r.record_close(if round_trips { 1000 } else { 1011 });
         r
     };
     let r = streaming(true);
@@ -233,6 +235,7 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!(got.first_message_us(), want.first_message_us());
     assert_eq!(got.gap_us(), want.gap_us());
     assert_eq!(got.round_trip_us(), want.round_trip_us());
+    assert_eq!(got.closes(), want.closes());
     // Two shards: the counts and histograms sum; a file without messages reads as none.
     let other = write(
         &header("s"),
@@ -245,6 +248,8 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!((m.calls(), m.sent(), m.received()), (2, 6, 6));
     let counts = [m.first_message(), m.gaps(), m.round_trips()].map(|s| s.count);
     assert_eq!(counts, [2, 4, 3]);
+    let closes: Vec<_> = m.closes().iter().map(|(&c, &n)| (c, n)).collect();
+    assert_eq!(closes, [(1000, 1), (1011, 1)]);
     let plain = write(&header("p"), &[settled(0, recorder_with(&[(9, 0)]))], None);
     assert!(!String::from_utf8_lossy(&plain).contains("messages"));
     let (_, back) = intervals_of(plain, "mem").unwrap();

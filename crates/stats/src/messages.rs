@@ -4,6 +4,8 @@
 //! has recorded a streaming call (boxed, absent otherwise), so that every other run pays
 //! nothing for them, in memory or in its results files.
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -187,6 +189,8 @@ pub struct Messages {
     first_message_us: Histogram<u64>,
     gap_us: Histogram<u64>,
     round_trip_us: Histogram<u64>,
+    /// WebSocket sockets by the close code they ended with (see [`Messages::closes`]).
+    closes: BTreeMap<u16, u64>,
 }
 
 impl Messages {
@@ -198,6 +202,19 @@ impl Messages {
             first_message_us: new_histogram(HISTOGRAM_SIGFIG),
             gap_us: new_histogram(HISTOGRAM_SIGFIG),
             round_trip_us: new_histogram(HISTOGRAM_SIGFIG),
+            closes: BTreeMap::new(),
+        }
+    }
+
+    /// A WebSocket ended with close code `code`.
+    pub(crate) fn record_close(&mut self, code: u16) {
+        *self.closes.entry(code).or_default() += 1;
+    }
+
+    /// Adds stored close counts (results files).
+    pub(crate) fn add_closes(&mut self, closes: &BTreeMap<u16, u64>) {
+        for (&code, &n) in closes {
+            *self.closes.entry(code).or_default() += n;
         }
     }
 
@@ -247,6 +264,7 @@ impl Messages {
         self.round_trip_us
             .add(&other.round_trip_us)
             .expect("message histograms share their bounds");
+        self.add_closes(&other.closes);
     }
 
     pub(crate) fn reset(&mut self) {
@@ -254,6 +272,7 @@ impl Messages {
         self.first_message_us.reset();
         self.gap_us.reset();
         self.round_trip_us.reset();
+        self.closes.clear();
     }
 
     /// Adds stored histograms of first messages, gaps and round trips (results files).
@@ -291,6 +310,14 @@ impl Messages {
     /// What a message is.
     pub fn unit(&self) -> MessageUnit {
         self.counts.unit
+    }
+
+    /// WebSocket sockets by the close code they ended with: the one belier sent when it
+    /// closed (1000) or the server's, and 1006 for a connection that ended without a close
+    /// frame (a code no peer sends, RFC 6455 §7.4.1). Sockets that never opened, or that the
+    /// run's end cut, have none. Empty for other streams.
+    pub fn closes(&self) -> &BTreeMap<u16, u64> {
+        &self.closes
     }
 
     /// LLM streams' output tokens.

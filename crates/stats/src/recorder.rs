@@ -166,6 +166,12 @@ impl Recorder {
         self.messages_mut().record_body(call, body);
     }
 
+    /// Records how a WebSocket ended: the close code it ended with (see
+    /// [`Messages::closes`]), besides [`Recorder::record_messages`].
+    pub fn record_close(&mut self, code: u16) {
+        self.messages_mut().record_close(code);
+    }
+
     /// Records a streaming gRPC call that ended OK `latency_us` after it was due, and its
     /// `messages`: a recorder as a run of such calls leaves it, for the tests of what reads
     /// one (as [`Sample::simulated`] is).

@@ -89,21 +89,30 @@ fn abnormal_closes_are_counted_exactly_with_their_code() {
     let example = errors[0]["example"].as_str().unwrap();
     assert!(example.contains("code 1011"), "{example}");
     assert_eq!(doc["messages"]["received"], 30);
+    assert_eq!(doc["messages"]["close_codes"], json!({"1011": 10}), "{doc}");
     // Three echoes, then the TCP connection dropped without a close frame: 1006.
     let doc = run(&server.url("/close?after=3&code=0"), &load);
     assert_eq!(doc["errors"][0]["kind"], "closed_mid_body", "{doc}");
     assert_eq!(doc["errors"][0]["count"], 10, "{doc}");
     let example = doc["errors"][0]["example"].as_str().unwrap();
     assert!(example.contains("1006"), "{example}");
+    assert_eq!(doc["messages"]["close_codes"], json!({"1006": 10}), "{doc}");
     // A normal close (1000) from the server ends a socket that succeeded.
     let doc = run(&server.url("/close?after=3&code=1000"), &load);
     assert_eq!(doc["status_codes"], json!({"101": 10}), "{doc}");
     assert_eq!(doc["errors"], json!([]), "{doc}");
-    // A refused upgrade counts under its status.
+    assert_eq!(doc["messages"]["close_codes"], json!({"1000": 10}), "{doc}");
+    // Sockets that send their two messages before the server's close are closed by belier,
+    // with 1000; a refused upgrade counts under its status and has no close code.
+    let doc = run(
+        &server.url("/close?after=3&code=1011"),
+        &["-n", "4", "--messages", "2"],
+    );
+    assert_eq!(doc["messages"]["close_codes"], json!({"1000": 4}), "{doc}");
     let doc = run(&server.url("/refuse"), &["-n", "7"]);
     assert_eq!(doc["status_codes"], json!({"403": 7}), "{doc}");
     let counted = server.counts();
-    assert_eq!((counted.sockets, counted.messages_in), (30, 90));
+    assert_eq!((counted.sockets, counted.messages_in), (34, 98));
 }
 
 #[test]

@@ -39,6 +39,14 @@ pub struct Counters {
     /// histograms are stored apart, see [`Recorder::messages`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<MessageCounts>,
+    /// WebSocket sockets by the close code they ended with (absent from files of runs
+    /// without WebSocket closes).
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "status_counts"
+    )]
+    pub ws_closes: BTreeMap<u16, u64>,
     /// Failed requests by error kind name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
@@ -168,6 +176,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(steps)
         .chain(checks)
         .chain(messages)
+        .chain(c.ws_closes.values().copied())
         .chain(c.metrics.iter().copied())
         .fold(requests, u64::max);
     if largest > MOST_STORED {
@@ -185,6 +194,10 @@ impl Recorder {
             status: self.status_counts().collect(),
             grpc: self.grpc_counts().collect(),
             messages: self.messages().map(Messages::counts),
+            ws_closes: self
+                .messages()
+                .map(|m| m.closes().clone())
+                .unwrap_or_default(),
             errors: ErrorKind::ALL
                 .iter()
                 .filter(|k| self.errors_of(**k) > 0)
@@ -236,6 +249,9 @@ impl Recorder {
             r.grpc[slot] = n;
         }
         r.messages = c.messages.map(|m| Box::new(Messages::new(m)));
+        if !c.ws_closes.is_empty() {
+            r.messages_mut().add_closes(&c.ws_closes);
+        }
         for (name, &n) in &c.errors {
             let kind = ErrorKind::from_name(name)
                 .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
