@@ -166,3 +166,32 @@ fn thresholds_and_fail_if_judge_a_server_stream_s_messages() {
     assert_eq!(gate("ttft p99>10ms"), Some(3));
     assert_eq!(gate("ttft p90>10ms"), Some(2));
 }
+
+#[test]
+fn a_capacity_search_of_a_call_refuses_a_streamed_body_flag_by_name() {
+    // A call's messages are gRPC's own: --stream and --llm would be dropped, so they are
+    // refused before anything connects.
+    let proto = proto();
+    for (flag, value) in [("--stream", Some("sse")), ("--llm", None)] {
+        let mut args = vec![
+            "capacity",
+            "127.0.0.1:1",
+            "--plaintext",
+            "--proto",
+            &proto,
+            "--call",
+            "belier.target.Target/Unary",
+            "--slo",
+            "p99<1s",
+            flag,
+        ];
+        args.extend(value);
+        let out = BELIER.output(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(flag) && stderr.contains("gRPC method"),
+            "{flag}: {stderr}"
+        );
+    }
+}

@@ -16,6 +16,9 @@ fn grpc_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         (r.method != "GET", "--method"),
         (r.every.compressed, "--compressed"),
         (r.proxy.is_some(), "--proxy"),
+        // A call's messages are gRPC's own, not a streamed body's events.
+        (r.stream.is_some(), "--stream"),
+        (r.llm, "--llm"),
         (
             args.dimension == DimensionArg::ConnectionRate,
             "--dimension connection-rate",
