@@ -411,6 +411,7 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
             }
         };
         doc["messages"] = json!({
+            "unit": m.unit(),
             "calls": m.calls(),
             "sent": m.sent(),
             "received": m.received(),
@@ -479,7 +480,7 @@ mod tests {
         }
         assert_eq!(
             totals(&total, &[], 2.0)["messages"],
-            json!({"calls": 3, "sent": 3, "received": 150, "sent_per_s": 1.5,
+            json!({"unit": "grpc", "calls": 3, "sent": 3, "received": 150, "sent_per_s": 1.5,
                    "received_per_s": 75.0})
         );
         let http = totals(&Recorder::new(), &[], 2.0);

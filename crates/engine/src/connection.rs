@@ -111,7 +111,8 @@ pub(crate) struct StreamProgress {
     pub uncorrelated: bool,
     /// The caller matches each response to its request message itself (a WebSocket's
     /// replies, [`StreamProgress::answered`]): round trips count whenever each matched, even
-    /// when the call ended with messages unanswered.
+    /// when the call ended with messages unanswered. Only a WebSocket's messages are so, and
+    /// they are recorded as a socket's.
     pub matched: bool,
     /// A WebSocket's close code, once it ended (see `belier_stats::Messages::closes`).
     pub close: Option<u16>,

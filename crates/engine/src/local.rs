@@ -192,6 +192,10 @@ impl Local {
                 // as its latency is: a server that stalls an open loop's streams shows in it.
                 (Some(stream), Some(split)) => recorder
                     .record_body_stream(&stream.call(Some(sample.intended)), &stream.body(split)),
+                // Only a WebSocket matches its replies itself.
+                (Some(stream), None) if stream.matched => {
+                    recorder.record_socket_messages(&stream.call(progress.sent))
+                }
                 (Some(stream), None) => recorder.record_messages(&stream.call(progress.sent)),
                 (None, _) => {}
             }

@@ -4,7 +4,7 @@
 //! of these, so the pull exporter and every push output show the same numbers under the same
 //! names (listed in docs/src/guide/outputs.md, "The series").
 
-use belier_stats::{ErrorKind, LatencySummary, Messages, Recorder};
+use belier_stats::{ErrorKind, LatencySummary, MessageUnit, Messages, Recorder};
 use hdrhistogram::Histogram;
 
 /// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
@@ -329,56 +329,134 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
     ]
 }
 
-/// A run of streaming gRPC calls' messages: `belier_grpc_messages_sent_total`,
-/// `belier_grpc_messages_received_total`, `belier_grpc_streaming_calls_total`, and the
-/// histograms of the first message (from a call's send), the gaps between a call's response
-/// messages and the round trips from a request message to its answer (0 in `_count` when the
-/// responses did not answer messages one for one).
+/// The names and help of a run's message families, by what its messages are.
+struct MessageNames {
+    calls: [&'static str; 2],
+    sent: [&'static str; 2],
+    received: [&'static str; 2],
+    first: [&'static str; 2],
+    gap: [&'static str; 2],
+    round_trip: [&'static str; 2],
+}
+
+/// Streaming gRPC calls' messages.
+const GRPC_NAMES: MessageNames = MessageNames {
+    calls: [
+        "belier_grpc_streaming_calls_total",
+        "Streaming gRPC calls that ended, whatever their status.",
+    ],
+    sent: [
+        "belier_grpc_messages_sent_total",
+        "Request messages of streaming gRPC calls sent.",
+    ],
+    received: [
+        "belier_grpc_messages_received_total",
+        "Response messages of streaming gRPC calls received.",
+    ],
+    first: [
+        "belier_grpc_first_message_seconds",
+        "From a streaming call's send to its first response message.",
+    ],
+    gap: [
+        "belier_grpc_message_gap_seconds",
+        "Between a streaming call's consecutive response messages.",
+    ],
+    round_trip: [
+        "belier_grpc_message_round_trip_seconds",
+        "From a request message to the response message that answered it (bidirectional calls whose responses answer their messages one for one).",
+    ],
+};
+
+/// A WebSocket run's messages (`belier ws`).
+const WEBSOCKET_NAMES: MessageNames = MessageNames {
+    calls: [
+        "belier_ws_sockets_total",
+        "WebSockets that ended after their upgrade, whatever their close.",
+    ],
+    sent: ["belier_ws_messages_sent_total", "WebSocket messages sent."],
+    received: [
+        "belier_ws_messages_received_total",
+        "WebSocket messages received.",
+    ],
+    first: [
+        "belier_ws_first_message_seconds",
+        "From a socket's upgrade request to its first message in.",
+    ],
+    gap: [
+        "belier_ws_message_gap_seconds",
+        "Between a socket's consecutive messages in.",
+    ],
+    round_trip: [
+        "belier_ws_message_round_trip_seconds",
+        "From a message's intended send to the reply that answered it.",
+    ],
+};
+
+/// A run's streamed response bodies (`--stream`): their events, chunks or token chunks.
+const STREAM_NAMES: MessageNames = MessageNames {
+    calls: [
+        "belier_streams_total",
+        "Streamed response bodies that ended, whatever their outcome.",
+    ],
+    sent: ["", ""],
+    received: [
+        "belier_stream_messages_received_total",
+        "Messages of streamed bodies received: events (sse), chunks, or token chunks with content (llm).",
+    ],
+    first: [
+        "belier_stream_first_message_seconds",
+        "From a stream's intended start to its first message (time to first token for llm).",
+    ],
+    gap: [
+        "belier_stream_message_gap_seconds",
+        "Between a stream's consecutive messages (inter-token latency for llm).",
+    ],
+    round_trip: ["", ""],
+};
+
+/// A run's messages, named for what they are (see [`MessageNames`]): counters of the
+/// streaming calls, sockets or streams and of the messages each way, and the histograms of
+/// the first message, the gaps between messages and, where replies answer messages, the
+/// round trips (0 in `_count` when they did not answer one for one). A streamed body's
+/// messages go one way and add their output tokens (`belier_stream_tokens_total`, llm).
 fn messages(m: &Messages) -> Vec<Family> {
-    let counter = |name, help, value: u64| Family {
+    let counter = |[name, help]: [&'static str; 2], value: u64| Family {
         name,
         help,
         kind: Type::Counter,
         points: vec![Point::plain(value as f64)],
     };
-    let histogram = |name, help, h| Family {
+    let histogram = |[name, help]: [&'static str; 2], h| Family {
         name,
         help,
         kind: Type::Histogram,
         points: buckets(h, &[]),
     };
-    vec![
-        counter(
-            "belier_grpc_streaming_calls_total",
-            "Streaming gRPC calls that ended, whatever their status.",
-            m.calls(),
-        ),
-        counter(
-            "belier_grpc_messages_sent_total",
-            "Request messages of streaming gRPC calls sent.",
-            m.sent(),
-        ),
-        counter(
-            "belier_grpc_messages_received_total",
-            "Response messages of streaming gRPC calls received.",
-            m.received(),
-        ),
-        histogram(
-            "belier_grpc_first_message_seconds",
-            "From a streaming call's send to its first response message.",
-            m.first_message_us(),
-        ),
-        histogram(
-            "belier_grpc_message_gap_seconds",
-            "Between a streaming call's consecutive response messages.",
-            m.gap_us(),
-        ),
-        histogram(
-            "belier_grpc_message_round_trip_seconds",
-            "From a request message to the response message that answered it (bidirectional calls whose responses answer their messages one for one).",
-            m.round_trip_us(),
-        ),
-    ]
+    let unit = m.unit();
+    let names = match unit {
+        MessageUnit::Grpc => &GRPC_NAMES,
+        MessageUnit::WebSocket => &WEBSOCKET_NAMES,
+        _ => &STREAM_NAMES,
+    };
+    let mut families = vec![
+        counter(names.calls, m.calls()),
+        counter(names.sent, m.sent()),
+        counter(names.received, m.received()),
+        histogram(names.first, m.first_message_us()),
+        histogram(names.gap, m.gap_us()),
+        histogram(names.round_trip, m.round_trip_us()),
+    ];
+    families.retain(|f| !f.name.is_empty());
+    if unit == MessageUnit::Tokens {
+        families.push(counter(
+            [
+                "belier_stream_tokens_total",
+                "Output tokens of llm streams (usage.completion_tokens, else chunks with content).",
+            ],
+            m.tokens(),
+        ));
+    }
+    families
 }
 
 #[cfg(test)]
@@ -479,6 +557,61 @@ pub(crate) mod tests {
             ..figures
         });
         assert!(plain.iter().all(|f| !f.name.starts_with("belier_grpc_")));
+    }
+
+    #[test]
+    fn sockets_and_streamed_bodies_name_their_messages_for_what_they_are() {
+        let mut gaps = belier_stats::MessageTimes::default();
+        gaps.push(20_000);
+        let call = belier_stats::CallMessages::one_way(2, 2, Some(100_000), &gaps);
+        let mut sockets = Recorder::new();
+        sockets.record(&sample(300_000));
+        sockets.record_socket_messages(&call);
+        let mut streams = Recorder::new();
+        streams.record(&sample(300_000));
+        let body = belier_stats::StreamedBody {
+            unit: MessageUnit::Tokens,
+            tokens: 7,
+            first_to_last_us: 20_000,
+        };
+        streams.record_body_stream(&call, &body);
+        let names = |total: &Recorder| -> Vec<&'static str> {
+            let figures = Figures {
+                total,
+                in_flight: 0,
+                target_rate: None,
+                ended: true,
+                steps: &[],
+            };
+            let all = families(&figures);
+            let messages = all.iter().filter(|f| {
+                ["belier_ws_", "belier_stream", "belier_grpc_"]
+                    .iter()
+                    .any(|p| f.name.starts_with(p))
+            });
+            messages.map(|f| f.name).collect()
+        };
+        assert_eq!(
+            names(&sockets),
+            [
+                "belier_ws_sockets_total",
+                "belier_ws_messages_sent_total",
+                "belier_ws_messages_received_total",
+                "belier_ws_first_message_seconds",
+                "belier_ws_message_gap_seconds",
+                "belier_ws_message_round_trip_seconds",
+            ]
+        );
+        assert_eq!(
+            names(&streams),
+            [
+                "belier_streams_total",
+                "belier_stream_messages_received_total",
+                "belier_stream_first_message_seconds",
+                "belier_stream_message_gap_seconds",
+                "belier_stream_tokens_total",
+            ]
+        );
     }
 
     #[test]

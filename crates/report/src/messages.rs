@@ -107,7 +107,7 @@ fn streamed(summaries: &[Summary]) -> bool {
         .iter()
         .filter_map(|s| s.messages.as_ref())
         .peekable();
-    with.peek().is_some() && with.all(|m| !m.counts.unit.is_grpc())
+    with.peek().is_some() && with.all(|m| m.counts.unit.is_streamed_body())
 }
 
 /// The note under a table with message rows.

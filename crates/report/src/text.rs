@@ -439,9 +439,11 @@ fn write_messages(out: &mut String, s: &Summary, websocket: bool) -> std::fmt::R
     let Some(m) = &s.messages else {
         return Ok(());
     };
-    if !m.counts.unit.is_grpc() {
+    if m.counts.unit.is_streamed_body() {
         return write_streamed(out, m);
     }
+    // Results files written before sockets were recorded as such say so by their URL only.
+    let websocket = websocket || m.counts.unit == belier_stats::MessageUnit::WebSocket;
     let c = m.counts;
     let per = match websocket {
         true => {

@@ -163,6 +163,9 @@ pub enum MessageUnit {
     Chunks,
     /// An LLM stream's chunks that carried output (`choices[].delta.content`).
     Tokens,
+    /// A WebSocket's messages (`belier ws`): a call is a socket.
+    #[serde(rename = "websocket")]
+    WebSocket,
 }
 
 impl MessageUnit {
@@ -171,10 +174,18 @@ impl MessageUnit {
         *self == MessageUnit::Grpc
     }
 
+    /// Whether they are a streamed response body's (`--stream`): events, chunks or tokens.
+    pub fn is_streamed_body(self) -> bool {
+        matches!(
+            self,
+            MessageUnit::Events | MessageUnit::Chunks | MessageUnit::Tokens
+        )
+    }
+
     /// What one is called, singular (`message`, `event`, `chunk`, `token`).
     pub fn singular(self) -> &'static str {
         match self {
-            MessageUnit::Grpc => "message",
+            MessageUnit::Grpc | MessageUnit::WebSocket => "message",
             MessageUnit::Events => "event",
             MessageUnit::Chunks => "chunk",
             MessageUnit::Tokens => "token",
@@ -228,6 +239,12 @@ impl Messages {
             self.counts.generated_tokens += body.tokens.saturating_sub(1);
             self.counts.generation_us += body.first_to_last_us;
         }
+        self.record(call);
+    }
+
+    /// Records a WebSocket's messages (a call is a socket).
+    pub(crate) fn record_socket(&mut self, call: &CallMessages<'_>) {
+        self.counts.unit = MessageUnit::WebSocket;
         self.record(call);
     }
 

@@ -166,6 +166,12 @@ impl Recorder {
         self.messages_mut().record_body(call, body);
     }
 
+    /// Records a WebSocket's messages (the socket is the call), besides
+    /// [`Recorder::record`], which counts the socket itself.
+    pub fn record_socket_messages(&mut self, call: &CallMessages<'_>) {
+        self.messages_mut().record_socket(call);
+    }
+
     /// Records how a WebSocket ended: the close code it ended with (see
     /// [`Messages::closes`]), besides [`Recorder::record_messages`].
     pub fn record_close(&mut self, code: u16) {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_engine::Steer;
-use belier_stats::{ErrorKind, Point, Recorder};
+use belier_stats::{ErrorKind, MessageUnit, Point, Recorder};
 use belier_vocabulary::format::thousands;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -142,7 +142,14 @@ fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
         (" Responses ", response_lines(s.settled)),
         (" Load ", load_lines(s)),
     ];
-    panels.extend(messages.map(|lines| (" Messages ", lines)));
+    let title = match s.settled.messages().map(|m| m.unit()) {
+        Some(MessageUnit::WebSocket) => " WebSocket ",
+        Some(MessageUnit::Events) => " Events ",
+        Some(MessageUnit::Chunks) => " Chunks ",
+        Some(MessageUnit::Tokens) => " Tokens ",
+        _ => " Messages ",
+    };
+    panels.extend(messages.map(|lines| (title, lines)));
     panels.push((" Generator ", generator_lines(s.points.last())));
     for ((title, lines), &panel) in panels.into_iter().zip(areas.iter()) {
         frame.render_widget(
@@ -152,7 +159,7 @@ fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
     }
 }
 
-/// A run of streaming gRPC calls' messages so far, each way, and their rate over the settled
+/// A run's messages so far (streaming gRPC calls', WebSockets', streamed bodies'), each way, and their rate over the settled
 /// intervals; `None` for any other run.
 fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
     let m = s.settled.messages()?;
@@ -172,10 +179,15 @@ fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
         let rate = thousands(per_s(n).round() as u64);
         Line::raw(format!("{what:<5}{:>8} {rate:>7}/s", thousands(n)))
     };
+    let what = match m.unit() {
+        MessageUnit::Grpc => "calls",
+        MessageUnit::WebSocket => "sockets",
+        _ => "streams",
+    };
     Some(vec![
         line("in", m.received()),
         line("out", m.sent()),
-        Line::raw(format!("calls{:>8}", thousands(m.calls()))),
+        Line::raw(format!("{what:<7}{:>6}", thousands(m.calls()))),
     ])
 }
 
@@ -589,5 +601,21 @@ mod tests {
         // At the narrowest the panels still fit their figures.
         let narrow = screen(MIN_WIDTH, 24, &snapshot(&points, &settled));
         assert!(narrow.contains("4,000"), "{narrow}");
+    }
+
+    #[test]
+    fn a_websocket_run_s_panel_is_titled_for_its_sockets() {
+        let mut settled = Recorder::new();
+        let gaps = belier_stats::MessageTimes::default();
+        for _ in 0..40 {
+            let call = belier_stats::CallMessages::one_way(10, 10, Some(500), &gaps);
+            settled.record_socket_messages(&call);
+        }
+        let points = seconds(&settled, 2);
+        let text = screen(120, 40, &snapshot(&points, &settled));
+        for want in ["WebSocket", "in        400     200/s", "sockets    40"] {
+            assert!(text.contains(want), "{want:?} missing from\n{text}");
+        }
+        assert!(!text.contains("calls"), "{text}");
     }
 }

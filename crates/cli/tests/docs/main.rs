@@ -270,8 +270,8 @@ fn served_streaming_metrics(dir: &std::path::Path) -> Vec<(String, String)> {
     served
 }
 
-/// The metrics page names exactly the families the exporter serves for a flag run, a plan run
-/// and a run of streaming gRPC calls together, with their types.
+/// The metrics page names exactly the families the exporter serves for a flag run, a plan run,
+/// a run of streaming gRPC calls, a WebSocket run and an LLM stream together, with their types.
 #[test]
 fn metric_names_are_what_the_exporter_serves() {
     let server = belier_testserver::Server::start(belier_testserver::Config::default())
@@ -287,6 +287,13 @@ fn metric_names_are_what_the_exporter_serves() {
     let mut served = served_metrics(&[&url, "--rate", "100", "-z", "1s", "-t", "1"], &dir);
     served.extend(served_metrics(&["run", "plan.yaml", "-t", "1"], &dir));
     served.extend(served_streaming_metrics(&dir));
+    // A WebSocket run's and an LLM stream's messages have families named for them.
+    let ws = server.url("/ws").replacen("http", "ws", 1);
+    let socket = ["ws", &ws, "-n", "5", "--messages", "2", "-t", "1"];
+    served.extend(served_metrics(&socket, &dir));
+    let llm = server.url("/v1/chat/completions");
+    let stream = [&llm, "--llm", "-d", "{}", "-n", "3", "-t", "1"];
+    served.extend(served_metrics(&stream, &dir));
     served.sort();
     served.dedup();
     let documented = documented_metrics();

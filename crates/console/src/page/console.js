@@ -148,13 +148,23 @@ function rows(table, data, cells) {
   table.hidden = data.length === 0;
 }
 
+const MESSAGE_CAPTIONS = {
+  grpc: "gRPC messages",
+  websocket: "WebSocket messages",
+  events: "Streamed events",
+  chunks: "Streamed chunks",
+  tokens: "Streamed token chunks",
+};
+
 function tables(totals) {
   rows($("statuses"), totals.statuses, (s) => [[s.status], [s.count, true]]);
   rows($("errors"), totals.error_kinds, (e) => [[e.kind], [e.count, true]]);
   rows($("steps"), totals.steps, (s) => [[s.step], [s.requests, true], [s.failures, true],
     [`p50 ${fixed(s.p50_ms, 2)} ms`], [`p99 ${fixed(s.p99_ms, 2)} ms`]]);
-  // Streaming gRPC calls only: the table stays hidden for any other run.
+  // Runs with messages only (streaming gRPC calls, WebSockets, streamed bodies): the table
+  // stays hidden for any other run, and its caption says what the messages are.
   const m = totals.messages;
+  if (m) $("messages").caption.textContent = MESSAGE_CAPTIONS[m.unit] || "Messages";
   const messages = m ? [["received", m.received, m.received_per_s],
     ["sent", m.sent, m.sent_per_s]] : [];
   rows($("messages"), messages, ([what, n, rate]) => [[what], [n, true],
