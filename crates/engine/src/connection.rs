@@ -114,6 +114,9 @@ pub(crate) struct StreamProgress {
     /// when the call ended with messages unanswered. Only a WebSocket's messages are so, and
     /// they are recorded as a socket's.
     pub matched: bool,
+    /// A WebSocket's round trips timed from each message's actual send rather than its
+    /// intended one ([`StreamProgress::answered_from_send`]).
+    pub round_trips_sent: belier_stats::MessageTimes,
     /// A WebSocket's close code, once it ended (see `belier_stats::Messages::closes`).
     pub close: Option<u16>,
 }
@@ -197,6 +200,13 @@ impl StreamProgress {
             None => self.uncorrelated = true,
         }
         self.received += 1;
+    }
+
+    /// The reply, complete at `at`, to the message that actually went at `sent` (a
+    /// WebSocket's, besides [`StreamProgress::answered`] from when it was due).
+    pub(crate) fn answered_from_send(&mut self, sent: Instant, at: Instant) {
+        self.round_trips_sent
+            .push(micros(at.saturating_duration_since(sent)));
     }
 
     /// What the recorder keeps of it; `sent`: when the request went. Its round trips count

@@ -194,7 +194,8 @@ impl Local {
                     .record_body_stream(&stream.call(Some(sample.intended)), &stream.body(split)),
                 // Only a WebSocket matches its replies itself.
                 (Some(stream), None) if stream.matched => {
-                    recorder.record_socket_messages(&stream.call(progress.sent))
+                    recorder.record_socket_messages(&stream.call(progress.sent));
+                    recorder.record_sent_round_trips(&stream.round_trips_sent);
                 }
                 (Some(stream), None) => recorder.record_messages(&stream.call(progress.sent)),
                 (None, _) => {}

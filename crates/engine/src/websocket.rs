@@ -313,8 +313,20 @@ struct Exchange<'a> {
     next: u64,
     /// When the next message is due (open loop), from the socket's upgrade.
     due: Instant,
-    /// Messages not yet answered, oldest first: number, when due (or sent), answered.
-    outstanding: VecDeque<(u64, Instant, bool)>,
+    /// Messages not yet answered, oldest first.
+    outstanding: VecDeque<Pending>,
+}
+
+/// A message sent and not yet answered (or answered after one that was not).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// Its number.
+    id: u64,
+    /// When it was due (open loop), or sent (closed loop): its round trip is timed from it.
+    due: Instant,
+    /// When it went: its round trip from the actual send is timed from it.
+    sent: Instant,
+    answered: bool,
 }
 
 impl<'a> Exchange<'a> {
@@ -361,7 +373,7 @@ impl<'a> Exchange<'a> {
             if more {
                 send_timer.as_mut().reset(self.due.into());
             }
-            let waiting = self.outstanding.front().map(|&(_, due, _)| due);
+            let waiting = self.outstanding.front().map(|m| m.due);
             if let Some(due) = waiting {
                 reply_timer
                     .as_mut()
@@ -404,7 +416,12 @@ impl<'a> Exchange<'a> {
             None => now,
         };
         self.next += 1;
-        self.outstanding.push_back((id, due, false));
+        self.outstanding.push_back(Pending {
+            id,
+            due,
+            sent: Instant::now(),
+            answered: false,
+        });
         if let Some(stream) = &p.stream {
             stream.sent.sent_matched();
         }
@@ -424,7 +441,7 @@ impl<'a> Exchange<'a> {
     ) -> Result<Option<Ended>, Failure> {
         let now = Instant::now();
         // Never before the oldest message waiting went, nor after the read returned.
-        let earliest = self.outstanding.front().map_or(now, |&(_, due, _)| due);
+        let earliest = self.outstanding.front().map_or(now, |m| m.due);
         let at = stamp.map_or(now, |stamp| stamp::to_instant(stamp, earliest, now));
         let message = match read {
             None => return Err(abnormal(None)),
@@ -440,35 +457,38 @@ impl<'a> Exchange<'a> {
             // and a held socket's pings nothing but pongs.
             _ => return Ok(None),
         };
-        let sent = self.answered(payload);
+        let answered = self.answered(payload);
         if let Some(stream) = &mut p.stream {
-            stream.answered(sent, at);
+            stream.answered(answered.map(|m| m.due), at);
+            if let Some(m) = answered {
+                stream.answered_from_send(m.sent, at);
+            }
         }
         Ok(None)
     }
 
-    /// When the message `payload` answers was due, taken off those outstanding; `None` when
-    /// it answers none of them.
-    fn answered(&mut self, payload: &[u8]) -> Option<Instant> {
+    /// The message `payload` answers, taken off those outstanding; `None` when it answers
+    /// none of them.
+    fn answered(&mut self, payload: &[u8]) -> Option<Pending> {
         let index = match &self.sessions.ws.matching {
-            Matching::Echo => self.outstanding.iter().position(|&(_, _, done)| !done)?,
+            Matching::Echo => self.outstanding.iter().position(|m| !m.answered)?,
             Matching::Field(field) => {
                 let id = field_id(payload, field)?;
-                let first = self.outstanding.front()?.0;
+                let first = self.outstanding.front()?.id;
                 let index = usize::try_from(id.checked_sub(first)?).ok()?;
                 match self.outstanding.get(index) {
-                    Some(&(_, _, false)) => index,
+                    Some(m) if !m.answered => index,
                     _ => return None,
                 }
             }
         };
         let entry = &mut self.outstanding[index];
-        entry.2 = true;
-        let due = entry.1;
-        while self.outstanding.front().is_some_and(|&(_, _, done)| done) {
+        entry.answered = true;
+        let answered = *entry;
+        while self.outstanding.front().is_some_and(|m| m.answered) {
             self.outstanding.pop_front();
         }
-        Some(due)
+        Some(answered)
     }
 }
 
@@ -568,23 +588,32 @@ mod tests {
         let s = sessions("{{id}}", Matching::Field("id".into()));
         let mut x = Exchange::new(&s, None);
         let t0 = Instant::now();
+        let pending = |id: u64| Pending {
+            id,
+            due: t0 + Duration::from_millis(id),
+            sent: t0 + Duration::from_millis(id + 10),
+            answered: false,
+        };
         for i in 0..3 {
-            x.outstanding
-                .push_back((i, t0 + Duration::from_millis(i), false));
+            x.outstanding.push_back(pending(i));
         }
+        let due_and_sent = |m: Pending| (m.due, m.sent);
         assert_eq!(
-            x.answered(br#"{"id":1}"#),
-            Some(t0 + Duration::from_millis(1))
+            x.answered(br#"{"id":1}"#).map(due_and_sent),
+            Some((
+                t0 + Duration::from_millis(1),
+                t0 + Duration::from_millis(11)
+            ))
         );
-        assert_eq!(x.answered(br#"{"id":1}"#), None, "answered once");
-        assert_eq!(x.answered(br#"{"id":"0"}"#), Some(t0));
+        assert!(x.answered(br#"{"id":1}"#).is_none(), "answered once");
+        assert_eq!(x.answered(br#"{"id":"0"}"#).map(|m| m.due), Some(t0));
         assert_eq!(x.outstanding.len(), 1);
-        assert_eq!(x.answered(br#"{"other":2}"#), None);
-        assert_eq!(x.answered(b"not json"), None);
+        assert!(x.answered(br#"{"other":2}"#).is_none());
+        assert!(x.answered(b"not json").is_none());
         let e = sessions("hi", Matching::Echo);
         let mut y = Exchange::new(&e, None);
-        y.outstanding.push_back((0, t0, false));
-        assert_eq!(y.answered(b"hi"), Some(t0));
-        assert_eq!(y.answered(b"hi"), None);
+        y.outstanding.push_back(pending(0));
+        assert_eq!(y.answered(b"hi").map(|m| m.due), Some(t0));
+        assert!(y.answered(b"hi").is_none());
     }
 }

@@ -119,6 +119,11 @@ fn to_value(r: &Report) -> Value {
         if !m.counts.unit.is_grpc() {
             doc["messages"]["unit"] = json!(m.counts.unit);
         }
+        // WebSocket runs: the round trips from each message's actual send, too.
+        if m.round_trips_sent.count > 0 {
+            doc["messages"]["round_trip_uncorrected_us"] =
+                recorded(&m.round_trips_sent, "round_trip_sent");
+        }
         // WebSocket runs: the sockets by the close code they ended with.
         if !m.closes.is_empty() {
             let closes: Map<String, Value> = m

@@ -77,6 +77,8 @@ pub(crate) struct MessageFigures {
     pub gaps: LatencySummary,
     /// From a request message to the response message that answered it.
     pub round_trips: LatencySummary,
+    /// The same round trips from each message's actual send (WebSocket runs).
+    pub round_trips_sent: LatencySummary,
     /// LLM streams: output tokens per second of the run, and per second of a stream once its
     /// first token came (its tokens after the first over the time from first to last token,
     /// summed over streams).
@@ -99,6 +101,7 @@ impl MessageFigures {
             first: m.first_message(),
             gaps: m.gaps(),
             round_trips: m.round_trips(),
+            round_trips_sent: m.round_trips_sent(),
             token_rate: per_second(counts.tokens, elapsed),
             tokens_per_stream_rate: match counts.generation_us {
                 0 => 0.0,

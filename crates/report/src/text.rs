@@ -574,6 +574,7 @@ fn write_websocket_times(out: &mut String, m: &crate::summary::MessageFigures) -
         ("first", &m.first),
         ("gap", &m.gaps),
         ("round trip", &m.round_trips),
+        ("  from send", &m.round_trips_sent),
     ];
     for (label, times) in rows.iter().filter(|(_, t)| t.count > 0) {
         write_times(out, label, times)?;
@@ -586,7 +587,8 @@ fn write_websocket_times(out: &mut String, m: &crate::summary::MessageFigures) -
     writeln!(
         out,
         "  (round trip: WebSocket message round trips, from each message's intended send to \
-         the reply that answered it)"
+         the reply that answered it; from send: the same from its actual send, as a generator \
+         that lets a late send hide the wait would show)"
     )
 }
 

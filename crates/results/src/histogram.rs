@@ -51,6 +51,14 @@ impl Encoder {
             .collect()
     }
 
+    /// `h` encoded, or `None` when it is empty (an optional histogram left out of the file).
+    pub(crate) fn encode_some(&mut self, h: &Histogram<u64>) -> io::Result<Option<String>> {
+        match h.is_empty() {
+            true => Ok(None),
+            false => self.encode(h).map(Some),
+        }
+    }
+
     pub(crate) fn encode(&mut self, h: &Histogram<u64>) -> io::Result<String> {
         self.buf.clear();
         self.serializer

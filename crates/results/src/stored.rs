@@ -59,6 +59,9 @@ pub(crate) struct StoredMessages {
     /// From a request message to the response that answered it, when there were any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     round_trips: Option<String>,
+    /// The same round trips from each message's actual send (WebSocket), when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    round_trips_sent: Option<String>,
 }
 
 impl StoredRecorder {
@@ -112,12 +115,14 @@ impl StoredRecorder {
         if let Some(m) = &self.messages {
             let first = decode(deserializer, &m.first_message, "messages.first_message")?;
             let gaps = decode(deserializer, &m.gaps, "messages.gaps")?;
-            let round_trips = match &m.round_trips {
-                Some(encoded) => decode(deserializer, encoded, "messages.round_trips")?,
-                None => Histogram::new(1).expect("an empty histogram"),
+            let mut optional = |encoded: &Option<String>, name| match encoded {
+                Some(encoded) => decode(deserializer, encoded, name),
+                None => Ok(Histogram::new(1).expect("an empty histogram")),
             };
+            let round_trips = optional(&m.round_trips, "messages.round_trips")?;
+            let sent = optional(&m.round_trips_sent, "messages.round_trips_sent")?;
             recorder
-                .add_message_histograms([&first, &gaps, &round_trips])
+                .add_message_histograms([&first, &gaps, &round_trips, &sent])
                 .map_err(|e| e.to_string())?;
         }
         Ok(recorder)
@@ -146,10 +151,8 @@ impl Encoder {
                 Some(m) => Some(StoredMessages {
                     first_message: self.encode(m.first_message_us())?,
                     gaps: self.encode(m.gap_us())?,
-                    round_trips: match m.round_trip_us().is_empty() {
-                        true => None,
-                        false => Some(self.encode(m.round_trip_us())?),
-                    },
+                    round_trips: self.encode_some(m.round_trip_us())?,
+                    round_trips_sent: self.encode_some(m.round_trip_sent_us())?,
                 }),
                 None => None,
             },

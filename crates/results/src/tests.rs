@@ -222,8 +222,14 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
             gaps: &gaps,
             round_trips: round_trips.then_some(&trips),
         });
-        // A WebSocket's close code, as a socket's end records it.
+        // A WebSocket's close code, as a socket's end records it, and its round trips from
+        // the actual send.
         r.record_close(if round_trips { 1000 } else { 1011 });
+        if round_trips {
+            let mut sent = MessageTimes::default();
+            [600, 700].into_iter().for_each(|us| sent.push(us));
+            r.record_sent_round_trips(&sent);
+        }
         r
     };
     let r = streaming(true);
@@ -236,6 +242,8 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!(got.gap_us(), want.gap_us());
     assert_eq!(got.round_trip_us(), want.round_trip_us());
     assert_eq!(got.closes(), want.closes());
+    assert_eq!(got.round_trip_sent_us(), want.round_trip_sent_us());
+    assert_eq!(got.round_trip_sent_us().len(), 2);
     // Two shards: the counts and histograms sum; a file without messages reads as none.
     let other = write(
         &header("s"),
@@ -243,6 +251,7 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
         Some(&end(1.0)),
     );
     assert!(!String::from_utf8_lossy(&other).contains("round_trips"));
+    assert!(String::from_utf8_lossy(&bytes).contains("round_trips_sent"));
     let run = read(vec![bytes, other], None, None).unwrap();
     let m = run.totals.messages().unwrap();
     assert_eq!((m.calls(), m.sent(), m.received()), (2, 6, 6));

@@ -200,6 +200,8 @@ pub struct Messages {
     first_message_us: Histogram<u64>,
     gap_us: Histogram<u64>,
     round_trip_us: Histogram<u64>,
+    /// The same round trips from each message's actual send (WebSocket).
+    round_trip_sent_us: Histogram<u64>,
     /// WebSocket sockets by the close code they ended with (see [`Messages::closes`]).
     closes: BTreeMap<u16, u64>,
 }
@@ -213,8 +215,14 @@ impl Messages {
             first_message_us: new_histogram(HISTOGRAM_SIGFIG),
             gap_us: new_histogram(HISTOGRAM_SIGFIG),
             round_trip_us: new_histogram(HISTOGRAM_SIGFIG),
+            round_trip_sent_us: new_histogram(HISTOGRAM_SIGFIG),
             closes: BTreeMap::new(),
         }
+    }
+
+    /// Records a socket's round trips timed from each message's actual send.
+    pub(crate) fn record_sent_round_trips(&mut self, times: &MessageTimes) {
+        times.record_in(&mut self.round_trip_sent_us);
     }
 
     /// A WebSocket ended with close code `code`.
@@ -281,6 +289,9 @@ impl Messages {
         self.round_trip_us
             .add(&other.round_trip_us)
             .expect("message histograms share their bounds");
+        self.round_trip_sent_us
+            .add(&other.round_trip_sent_us)
+            .expect("message histograms share their bounds");
         self.add_closes(&other.closes);
     }
 
@@ -289,19 +300,22 @@ impl Messages {
         self.first_message_us.reset();
         self.gap_us.reset();
         self.round_trip_us.reset();
+        self.round_trip_sent_us.reset();
         self.closes.clear();
     }
 
-    /// Adds stored histograms of first messages, gaps and round trips (results files).
+    /// Adds stored histograms of first messages, gaps, round trips and round trips from
+    /// the actual send (results files).
     pub(crate) fn add_histograms(
         &mut self,
-        stored: [&Histogram<u64>; 3],
+        stored: [&Histogram<u64>; 4],
     ) -> Result<(), RestoreError> {
         let fit = |e| RestoreError(format!("a message histogram does not fit: {e:?}"));
-        let [first_message, gaps, round_trips] = stored;
+        let [first_message, gaps, round_trips, round_trips_sent] = stored;
         self.first_message_us.add(first_message).map_err(fit)?;
         self.gap_us.add(gaps).map_err(fit)?;
-        self.round_trip_us.add(round_trips).map_err(fit)
+        self.round_trip_us.add(round_trips).map_err(fit)?;
+        self.round_trip_sent_us.add(round_trips_sent).map_err(fit)
     }
 
     /// The counts.
@@ -359,6 +373,13 @@ impl Messages {
         &self.round_trip_us
     }
 
+    /// WebSocket round trips timed from each message's actual send rather than its intended
+    /// one, microseconds: beside [`Messages::round_trip_us`], what a generator that measures
+    /// from its own send shows (coordinated omission: a late send hides the wait).
+    pub fn round_trip_sent_us(&self) -> &Histogram<u64> {
+        &self.round_trip_sent_us
+    }
+
     /// `statistic` of the message time `time`, µs (what a condition such as `ttft p99` or
     /// `itl mean` names); `None` when no such time was recorded.
     pub fn time_us(
@@ -396,6 +417,11 @@ impl Messages {
     /// Summary of [`Messages::round_trip_us`].
     pub fn round_trips(&self) -> LatencySummary {
         LatencySummary::of(&self.round_trip_us)
+    }
+
+    /// Summary of [`Messages::round_trip_sent_us`].
+    pub fn round_trips_sent(&self) -> LatencySummary {
+        LatencySummary::of(&self.round_trip_sent_us)
     }
 }
 

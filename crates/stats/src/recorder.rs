@@ -172,6 +172,12 @@ impl Recorder {
         self.messages_mut().record_socket(call);
     }
 
+    /// Records a WebSocket's round trips timed from each message's actual send (see
+    /// [`Messages::round_trip_sent_us`]), besides [`Recorder::record_socket_messages`].
+    pub fn record_sent_round_trips(&mut self, times: &crate::MessageTimes) {
+        self.messages_mut().record_sent_round_trips(times);
+    }
+
     /// Records how a WebSocket ended: the close code it ended with (see
     /// [`Messages::closes`]), besides [`Recorder::record_messages`].
     pub fn record_close(&mut self, code: u16) {

@@ -149,9 +149,20 @@ fn round_trip_p50(server: &Server, path: &str) -> u64 {
     let doc = run(&url, &["-c", "2", "-n", "2", "--messages", "200"]);
     assert_eq!(doc["errors"], json!([]), "{doc}");
     assert_eq!(messages(&doc)[5], 400, "{doc}");
-    doc["messages"]["round_trip_us"]["percentiles"]["p50"]
-        .as_u64()
-        .unwrap()
+    let p50 = |times: &str| {
+        doc["messages"][times]["percentiles"]["p50"]
+            .as_u64()
+            .unwrap()
+    };
+    // Each round trip is timed from the actual send too, which is never before it was due.
+    let sent = &doc["messages"]["round_trip_uncorrected_us"];
+    assert_eq!(sent["count"], 400, "{doc}");
+    assert_eq!(sent["measured_from"], "round_trip_sent", "{doc}");
+    assert!(
+        p50("round_trip_uncorrected_us") <= p50("round_trip_us"),
+        "{doc}"
+    );
+    p50("round_trip_us")
 }
 
 /// Against an echo held 5 ms (timerfd), belier's message round trip p50 is 5 ms plus the

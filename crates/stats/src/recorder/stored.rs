@@ -294,12 +294,12 @@ impl Recorder {
         Ok(r)
     }
 
-    /// Adds the values of stored histograms of streaming calls' first messages, gaps and
-    /// round trips, in that order, to [`Recorder::messages`]' (their counts come with
-    /// [`Recorder::from_counters`]).
+    /// Adds the values of stored histograms of streaming calls' first messages, gaps, round
+    /// trips and round trips from the actual send, in that order, to [`Recorder::messages`]'
+    /// (their counts come with [`Recorder::from_counters`]).
     pub fn add_message_histograms(
         &mut self,
-        stored: [&Histogram<u64>; 3],
+        stored: [&Histogram<u64>; 4],
     ) -> Result<(), RestoreError> {
         self.messages_mut().add_histograms(stored)
     }
