@@ -18,13 +18,15 @@ use crate::NamedReport;
 /// The header row of [`render_csv`].
 const HEADER: &str = "run,offset_s,width_s,requests,succeeded,errors,rate_per_s,\
                       target_rate_per_s,p50_ms,p90_ms,p99_ms,max_ms,dropped,lag_p99_ms,\
-                      in_flight,cpu_percent";
+                      in_flight,cpu_percent,messages_in,first_message_p99_ms,\
+                      message_gap_p99_ms";
 
 /// Renders each run's per-interval series as CSV with a header row.
 ///
 /// Latencies are milliseconds with three decimals, so microsecond resolution shows. The
 /// open-loop columns (`target_rate_per_s`, `dropped`, `lag_p99_ms`) are empty for closed-loop
-/// runs, where no arrival rate was set. Once a long run's series has coarsened (a point spans
+/// runs, where no arrival rate was set; the message columns (`messages_in`,
+/// `first_message_p99_ms`, `message_gap_p99_ms`) for runs without streamed messages. Once a long run's series has coarsened (a point spans
 /// several intervals, see `width_s`), its percentiles are the largest of the merged intervals'.
 pub fn render_csv(runs: &[NamedReport]) -> String {
     let points: usize = runs.iter().map(|r| r.report.series.points().len()).sum();
@@ -34,9 +36,11 @@ pub fn render_csv(runs: &[NamedReport]) -> String {
     for run in runs {
         let name = field(run.name);
         let open = run.report.is_open_loop();
+        let messages = run.report.totals.messages().is_some();
         for p in run.report.series.points() {
             // Writing into a String cannot fail.
             let _ = row(&mut out, &name, open, p);
+            let _ = message_cells(&mut out, messages, p);
         }
     }
     out
@@ -185,7 +189,23 @@ fn row(out: &mut String, name: &str, open: bool, p: &Point) -> std::fmt::Result 
     } else {
         out.push(',');
     }
-    writeln!(out, ",{},{:.1}", p.in_flight, p.cpu * 100.0)
+    write!(out, ",{},{:.1}", p.in_flight, p.cpu * 100.0)
+}
+
+/// The row's last cells: its streamed messages in, and the p99 of their first message and
+/// gaps (an empty cell where the interval timed none); all empty for a run without messages.
+fn message_cells(out: &mut String, messages: bool, p: &Point) -> std::fmt::Result {
+    if !messages {
+        return writeln!(out, ",,,");
+    }
+    let time = |us: u64| if us == 0 { String::new() } else { ms(us) };
+    writeln!(
+        out,
+        ",{},{},{}",
+        p.messages_in,
+        time(p.first_message_p99_us),
+        time(p.gap_p99_us)
+    )
 }
 
 // Microseconds as milliseconds with three decimals and no separators: `1234567` → `1234.567`.
@@ -332,7 +352,7 @@ mod tests {
         runs[0].name = awkward;
         let rows = parse(&render_csv(&runs));
         let columns = HEADER.split(',').count();
-        assert_eq!(columns, 16);
+        assert_eq!(columns, 19);
         assert!(rows.iter().all(|r| r.len() == columns), "{rows:?}");
         assert_eq!(rows[0].join(","), HEADER);
         let names: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
@@ -362,5 +382,49 @@ mod tests {
     #[test]
     fn no_runs_is_just_the_header() {
         assert_eq!(render_csv(&[]), format!("{HEADER}\n"));
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use std::time::Duration;
+
+    use belier_stats::{Gauges, Point, Series};
+
+    use super::*;
+    use crate::seeded;
+
+    #[test]
+    fn a_run_with_messages_has_their_cells_per_interval_and_others_empty_ones() {
+        let mut run = seeded::streaming();
+        let mut series = Series::new();
+        let second = Duration::from_secs(1);
+        series.push(Point::of(
+            &run.totals,
+            Gauges::default(),
+            Duration::ZERO,
+            second,
+        ));
+        run.series = series;
+        let plain = seeded::base();
+        let csv = render_csv(&[
+            NamedReport {
+                name: "streams",
+                report: &run.report(),
+            },
+            NamedReport {
+                name: "plain",
+                report: &plain.report(),
+            },
+        ]);
+        let mut lines = csv.lines();
+        assert!(lines
+            .next()
+            .unwrap()
+            .ends_with(",messages_in,first_message_p99_ms,message_gap_p99_ms"));
+        // 200 calls of 100 messages, the first after 1.000–1.199 ms, the others 0.250 ms apart.
+        let streams = lines.next().unwrap();
+        assert!(streams.ends_with(",20000,1.197,0.250"), "{streams}");
+        assert!(lines.all(|l| l.ends_with(",,,")), "{csv}");
     }
 }

@@ -75,6 +75,14 @@ pub struct Point {
     pub connections_opened: u64,
     /// Most connections open at once in the interval (summed over workers).
     pub connections_peak: u64,
+    /// Streamed messages received in the interval (streaming gRPC calls', WebSockets',
+    /// streamed bodies' events or tokens; 0 for other runs).
+    pub messages_in: u64,
+    /// 99th percentile of the time to a call's (socket's, stream's) first message, of the
+    /// calls that ended in the interval, microseconds (0 when none).
+    pub first_message_p99_us: u64,
+    /// 99th percentile of the gaps between a call's messages, likewise.
+    pub gap_p99_us: u64,
     /// True once this point merges several intervals; its percentiles are then the largest of
     /// the merged intervals' (an upper bound), while counts and max stay exact.
     pub coarsened: bool,
@@ -114,6 +122,9 @@ impl Point {
             cpu: gauges.cpu,
             connections_opened: r.connections_opened(),
             connections_peak: gauges.connections_peak,
+            messages_in: r.messages().map_or(0, |m| m.received()),
+            first_message_p99_us: r.messages().map_or(0, |m| p99(m.first_message_us())),
+            gap_p99_us: r.messages().map_or(0, |m| p99(m.gap_us())),
             coarsened: false,
         }
     }
@@ -152,7 +163,18 @@ impl Point {
         self.cpu = self.cpu.max(next.cpu);
         self.connections_opened += next.connections_opened;
         self.connections_peak = self.connections_peak.max(next.connections_peak);
+        self.messages_in += next.messages_in;
+        self.first_message_p99_us = self.first_message_p99_us.max(next.first_message_p99_us);
+        self.gap_p99_us = self.gap_p99_us.max(next.gap_p99_us);
         self.coarsened = true;
+    }
+}
+
+/// The 99th percentile of `h`; 0 when it is empty.
+fn p99(h: &hdrhistogram::Histogram<u64>) -> u64 {
+    match h.is_empty() {
+        true => 0,
+        false => h.value_at_quantile(0.99),
     }
 }
 
@@ -282,6 +304,9 @@ mod tests {
             cpu: 0.0,
             connections_opened: 0,
             connections_peak: 0,
+            messages_in: requests * 10,
+            first_message_p99_us: p99,
+            gap_p99_us: p99 / 10,
             coarsened: false,
         }
     }
@@ -296,6 +321,11 @@ mod tests {
         assert!(s.points().len() <= MAX_POINTS);
         let total: u64 = s.points().iter().map(|p| p.requests).sum();
         assert_eq!(total, (0..n).map(|i| i % 7).sum::<u64>());
+        let messages: u64 = s.points().iter().map(|p| p.messages_in).sum();
+        assert_eq!(messages, total * 10);
+        // Percentiles of merged points are the largest of theirs.
+        let first = s.points().iter().map(|p| p.first_message_p99_us).max();
+        assert_eq!(first, Some(999));
         // Points are contiguous and ordered.
         for w in s.points().windows(2) {
             assert_eq!(w[0].offset + w[0].width, w[1].offset);
