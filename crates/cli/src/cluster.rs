@@ -302,8 +302,23 @@ fn first_non_empty<T: Clone>(ends: &[End], field: impl Fn(&End) -> &Vec<T>) -> V
         .unwrap_or_default()
 }
 
+/// Runs `settings` here, or over the workers of `cluster` when it names some (`belier grpc`,
+/// `belier ws`), writes its report and lingers; returns its exit code.
+pub fn run_here_or_over(
+    settings: &Settings,
+    cluster: &ClusterArgs,
+    signals: &Signals,
+) -> anyhow::Result<u8> {
+    if cluster.active() {
+        return run_and_report(settings, cluster, signals);
+    }
+    let finished = crate::load::execute(settings, signals)?;
+    crate::load::report::report_and_linger(settings, finished, signals)
+}
+
 /// Runs `settings` over the workers of `cluster` (a run from flags: `belier URL`, `belier
-/// grpc`), writes its report and lingers as a run here does; returns its exit code.
+/// grpc`, `belier ws`), writes its report and lingers as a run here does; returns its exit
+/// code.
 pub fn run_and_report(
     settings: &Settings,
     cluster: &ClusterArgs,

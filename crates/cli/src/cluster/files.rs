@@ -9,7 +9,7 @@ use belier_cluster::protocol::SentFile;
 use belier_plan::{Copies, Plan};
 use clap::Parser;
 
-use crate::args::{Cli, Command, GrpcArgs, LoadArgs};
+use crate::args::{Cli, Command, GrpcArgs, LoadArgs, WsArgs};
 use crate::settings::InputError;
 
 /// The files to send with the job of the run of `args` (the run's own arguments), `plan`'s
@@ -20,23 +20,27 @@ pub fn sent(plan: Option<&Plan>, args: &[String]) -> anyhow::Result<Vec<SentFile
         None => {
             let argv = std::iter::once("belier".to_string()).chain(args.iter().cloned());
             match Cli::try_parse_from(argv) {
-                Ok(mut cli) if cli.command.is_none() => named(&mut cli.load)
-                    .into_iter()
-                    .map(|p| p.clone())
-                    .collect(),
-                Ok(Cli {
-                    command: Some(Command::Grpc(mut grpc)),
-                    ..
-                }) => named_by_grpc(&mut grpc)
+                Ok(mut cli) => named_by_run(&mut cli)
                     .into_iter()
                     .map(|p| p.clone())
                     .collect(),
                 // This process parsed these arguments already: nothing else names files.
-                _ => Vec::new(),
+                Err(_) => Vec::new(),
             }
         }
     };
     gather(&paths).map_err(|e| InputError::in_file(e.to_string()).into())
+}
+
+/// The files the run `cli` parsed reads: a load test's, a gRPC run's or a WebSocket run's
+/// (plans name theirs in the plan).
+fn named_by_run(cli: &mut Cli) -> Vec<&mut PathBuf> {
+    match &mut cli.command {
+        None => named(&mut cli.load),
+        Some(Command::Grpc(grpc)) => named_by_grpc(grpc),
+        Some(Command::Ws(ws)) => named_by_ws(ws),
+        Some(_) => Vec::new(),
+    }
 }
 
 /// The files a flag run reads, as its arguments name them.
@@ -67,6 +71,14 @@ pub(crate) fn named_by_grpc(grpc: &mut GrpcArgs) -> Vec<&mut PathBuf> {
     paths
 }
 
+/// The files a `belier ws` run's workers read, as its job's arguments name them: its
+/// --message-file and the upgrade request's files.
+pub(crate) fn named_by_ws(ws: &mut WsArgs) -> Vec<&mut PathBuf> {
+    let mut paths = named(&mut ws.load);
+    paths.extend(ws.ws.message_file.as_mut());
+    paths
+}
+
 /// A flag run's arguments reading the files they name from their `copies`.
 pub fn localise(load: &mut LoadArgs, copies: &Copies) {
     to_copies(named(load), copies);
@@ -75,6 +87,11 @@ pub fn localise(load: &mut LoadArgs, copies: &Copies) {
 /// A `belier grpc` job's arguments reading the files they name from their `copies`.
 pub fn localise_grpc(grpc: &mut GrpcArgs, copies: &Copies) {
     to_copies(named_by_grpc(grpc), copies);
+}
+
+/// A `belier ws` job's arguments reading the files they name from their `copies`.
+pub fn localise_ws(ws: &mut WsArgs, copies: &Copies) {
+    to_copies(named_by_ws(ws), copies);
 }
 
 fn to_copies(paths: Vec<&mut PathBuf>, copies: &Copies) {

@@ -7,7 +7,6 @@
 
 use crate::args::{GrpcArgs, LoadArgs};
 use crate::cluster;
-use crate::load::report::report_and_linger;
 use crate::settings::{self, InputError, Settings};
 use crate::signals::Signals;
 
@@ -16,11 +15,7 @@ use crate::signals::Signals;
 pub fn run(args: GrpcArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let cluster = args.load.cluster.clone();
     let settings = settings(args, cores)?;
-    if cluster.active() {
-        return cluster::run_and_report(&settings, &cluster, signals);
-    }
-    let finished = crate::load::execute(&settings, signals)?;
-    report_and_linger(&settings, finished, signals)
+    cluster::run_here_or_over(&settings, &cluster, signals)
 }
 
 /// The run's settings: the call built from the schema, the message and the metadata, then the

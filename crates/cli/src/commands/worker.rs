@@ -197,7 +197,19 @@ impl worker::Runner for Runner {
                 let settings = super::grpc::settings(*grpc, cores).map_err(|e| format!("{e:#}"))?;
                 (settings, None)
             }
-            Some(_) => return Err("a worker runs load tests, gRPC calls and plans only".into()),
+            Some(Command::Ws(mut ws)) => {
+                if !self.local_files {
+                    local::refuse_unsent_ws(&mut ws, files.copies())?;
+                }
+                crate::cluster::files::localise_ws(&mut ws, files.copies());
+                let settings = super::ws::settings(*ws, cores).map_err(|e| format!("{e:#}"))?;
+                (settings, None)
+            }
+            Some(_) => {
+                return Err(
+                    "a worker runs load tests, gRPC calls, WebSockets and plans only".into(),
+                )
+            }
         };
         // The coordinator reports, saves and shows the run: the worker only records.
         let output = &mut settings.output;

@@ -13,7 +13,6 @@ use belier_engine::{Frames, Matching, WebSocket};
 use belier_plan::files;
 
 use crate::args::{LoadArgs, WsArgs, WsMessageArgs};
-use crate::load::report::report_and_linger;
 use crate::settings::{self, InputError, Settings};
 use crate::signals::Signals;
 
@@ -27,11 +26,12 @@ const DEFAULT_MESSAGE: &str = "hello";
 /// for each `{{id}}`'s number).
 const MOST_PING_MESSAGE: usize = 105;
 
-/// Validates `args`, runs the sockets and writes the report.
+/// Validates `args`, runs the sockets (here, or over workers: `--workers`, `--spawn`) and
+/// writes the report.
 pub fn run(args: WsArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
+    let cluster = args.load.cluster.clone();
     let settings = settings(args, cores)?;
-    let finished = crate::load::execute(&settings, signals)?;
-    report_and_linger(&settings, finished, signals)
+    crate::cluster::run_here_or_over(&settings, &cluster, signals)
 }
 
 /// The run's settings: the upgrade request from the URL and headers, the messages, then the
@@ -144,7 +144,6 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.http2.http2, "--http2"),
         (load.request.stream.is_some(), "--stream"),
         (load.request.llm, "--llm"),
-        (load.cluster.active(), "--workers/--spawn"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

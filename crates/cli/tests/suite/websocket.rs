@@ -68,6 +68,44 @@ fn every_message_is_counted_by_a_gorilla_server_and_by_belier() {
 }
 
 #[test]
+fn spawned_workers_sockets_and_messages_merge_exactly_in_the_report() {
+    let Some(server) = WsServer::go() else {
+        return;
+    };
+    // The message comes from a file, which the coordinator sends with each worker's job.
+    let dir = belier_testsupport::temp_dir("ws-spawn");
+    let message = dir.join("message.txt");
+    std::fs::write(&message, "from a file").unwrap();
+    let load = [
+        "-c",
+        "8",
+        "-n",
+        "40",
+        "--messages",
+        "5",
+        "--message-file",
+        message.to_str().unwrap(),
+        "--spawn",
+        "2",
+    ];
+    let doc = run(&server.url("/echo"), &load);
+    let counted = server.counts();
+    assert_eq!(
+        counted,
+        Counts {
+            sockets: 40,
+            messages_in: 200,
+            messages_out: 200
+        }
+    );
+    assert_eq!(doc["run"]["workers"].as_array().map(Vec::len), Some(2));
+    assert_eq!(doc["status_codes"], json!({"101": 40}), "{doc}");
+    assert_eq!(messages(&doc), json!([40, 200, 200, 40, 160, 200]));
+    assert_eq!(doc["messages"]["close_codes"], json!({"1000": 40}), "{doc}");
+    assert_eq!(doc["messages"]["unit"], "websocket", "{doc}");
+}
+
+#[test]
 fn every_message_is_counted_by_a_python_websockets_server_and_by_belier() {
     let Some(server) = WsServer::python() else {
         return;

@@ -9,7 +9,7 @@ use belier_plan::{Copies, Plan};
 use belier_scenario::targets::Format;
 
 use crate::args::FormatArg;
-use crate::args::{GrpcArgs, LoadArgs};
+use crate::args::{GrpcArgs, LoadArgs, WsArgs};
 
 /// What the refusal adds after naming the file.
 const ONLY_SENT: &str = "a job reads only the files its coordinator sends with it \
@@ -53,6 +53,16 @@ pub fn refuse_unsent_grpc(grpc: &mut GrpcArgs, copies: &Copies) -> Result<(), St
     }
     grpc.grpc
         .protoset
+        .iter()
+        .try_for_each(|path| unsent(path, copies))
+}
+
+/// [`refuse_unsent`] for a `belier ws` job: its --message-file too is read from the copy
+/// sent with it.
+pub fn refuse_unsent_ws(ws: &mut WsArgs, copies: &Copies) -> Result<(), String> {
+    refuse_unsent(&mut ws.load, copies)?;
+    ws.ws
+        .message_file
         .iter()
         .try_for_each(|path| unsent(path, copies))
 }
