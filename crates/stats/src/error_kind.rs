@@ -12,6 +12,9 @@ pub enum ErrorKind {
     ConnectRefused,
     /// The TCP connect did not complete within the request timeout.
     ConnectTimeout,
+    /// The connect found no local port free (`EADDRNOTAVAIL`): every port of the source
+    /// address's range is in use or in TIME_WAIT towards this destination.
+    PortsExhausted,
     /// The TLS handshake failed on the server's certificate (unknown issuer, wrong name,
     /// expired) or because the server wanted a client certificate.
     TlsCertificate,
@@ -46,12 +49,13 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Number of kinds; recorders keep one counter per kind.
-    pub const COUNT: usize = 14;
+    pub const COUNT: usize = 15;
 
     /// Every kind, in report order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
+        ErrorKind::PortsExhausted,
         ErrorKind::TlsCertificate,
         ErrorKind::TlsProtocol,
         ErrorKind::TlsAlert,
@@ -76,6 +80,7 @@ impl ErrorKind {
         match self {
             ErrorKind::ConnectRefused => "connect_refused",
             ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::PortsExhausted => "ports_exhausted",
             ErrorKind::TlsCertificate => "tls_certificate",
             ErrorKind::TlsProtocol => "tls_protocol",
             ErrorKind::TlsAlert => "tls_alert",
@@ -101,6 +106,7 @@ impl ErrorKind {
         match self {
             ErrorKind::ConnectRefused => "connection refused",
             ErrorKind::ConnectTimeout => "connect timeout",
+            ErrorKind::PortsExhausted => "no local port left to connect from",
             ErrorKind::TlsCertificate => "TLS certificate rejected",
             ErrorKind::TlsProtocol => "TLS protocol failure",
             ErrorKind::TlsAlert => "TLS alert from server",

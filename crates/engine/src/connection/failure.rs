@@ -53,12 +53,24 @@ impl Failure {
     }
 
     pub(crate) fn io(e: io::Error, connecting: bool) -> Self {
-        Failure {
-            kind: io_kind(e.kind(), connecting),
-            cause: Cause::Io(e),
+        match io_kind(e.kind(), connecting) {
+            ErrorKind::PortsExhausted => Failure {
+                kind: ErrorKind::PortsExhausted,
+                cause: Cause::Message(format!("{e}: {PORTS_FIX}")),
+            },
+            kind => Failure {
+                kind,
+                cause: Cause::Io(e),
+            },
         }
     }
 }
+
+/// What a report says to do about [`ErrorKind::PortsExhausted`].
+const PORTS_FIX: &str = "no local port was free towards this destination; spread the \
+     connections over more source addresses (--local-address 127.0.1.0/28, or addresses the \
+     host has), keep connections alive rather than opening new ones, or widen \
+     net.ipv4.ip_local_port_range";
 
 /// The error kind of an I/O error.
 pub(crate) fn io_kind(kind: io::ErrorKind, connecting: bool) -> ErrorKind {
@@ -67,6 +79,7 @@ pub(crate) fn io_kind(kind: io::ErrorKind, connecting: bool) -> ErrorKind {
         E::ConnectionRefused => ErrorKind::ConnectRefused,
         E::ConnectionReset | E::ConnectionAborted | E::BrokenPipe => ErrorKind::ConnectionReset,
         E::TimedOut if connecting => ErrorKind::ConnectTimeout,
+        E::AddrNotAvailable if connecting => ErrorKind::PortsExhausted,
         E::TimedOut => ErrorKind::Timeout,
         _ => ErrorKind::OtherIo,
     }
@@ -115,5 +128,25 @@ impl From<crate::request::InvalidRequest> for Failure {
 impl From<Malformed> for Failure {
     fn from(m: Malformed) -> Self {
         Failure::protocol(ErrorKind::MalformedResponse, m.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_free_port_at_connect_is_its_own_kind_and_says_what_to_do() {
+        let e = io::Error::from(io::ErrorKind::AddrNotAvailable);
+        let f = Failure::io(e, true);
+        assert_eq!(f.kind, ErrorKind::PortsExhausted);
+        assert!(
+            f.cause.to_string().contains("--local-address"),
+            "{}",
+            f.cause
+        );
+        // Not while connecting: some other I/O error.
+        let later = Failure::io(io::Error::from(io::ErrorKind::AddrNotAvailable), false);
+        assert_eq!(later.kind, ErrorKind::OtherIo);
     }
 }
