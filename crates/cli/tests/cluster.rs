@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStderr, Command, Stdio};
+use std::process::{ChildStderr, Command};
 use std::time::{Duration, Instant};
 
 use belier_testserver::{Config, Server};
 use belier_testsupport::net::{free_port, local_ports};
+use belier_testsupport::netns::Namespace;
 use belier_testsupport::nginx as nginx_support;
 use belier_testsupport::noise::TimerNoise;
 use belier_testsupport::temp_dir;
@@ -418,99 +419,6 @@ fn a_worker_killed_mid_run_is_named_and_what_it_sent_is_kept() {
     assert_eq!(report(&[merged])["summary"]["requests"], requests);
 }
 
-/// A network namespace with a veth link to this one: `10.213.N.1` here, `10.213.N.2` there.
-struct Namespace {
-    name: String,
-}
-
-impl Namespace {
-    /// `None` (after saying why) where namespaces cannot be made; under CI that is a failure.
-    fn create(n: u8) -> Option<Namespace> {
-        let name = format!("belier-t{}-{n}", std::process::id() % 100_000);
-        let (here, there) = (
-            format!("bt{n}h{}", std::process::id() % 10_000),
-            format!("bt{n}n"),
-        );
-        let run = |args: &[&str]| -> Result<(), String> {
-            let out = Command::new("ip")
-                .args(args)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "ip {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr)
-                ))
-            }
-        };
-        let ns = Namespace { name: name.clone() };
-        let made = run(&["netns", "add", &name])
-            .and_then(|()| run(&["link", "add", &here, "type", "veth", "peer", "name", &there]))
-            .and_then(|()| run(&["link", "set", &there, "netns", &name]))
-            .and_then(|()| run(&["addr", "add", &format!("10.213.{n}.1/24"), "dev", &here]))
-            .and_then(|()| run(&["link", "set", &here, "up"]))
-            .and_then(|()| {
-                run(&[
-                    "-n",
-                    &name,
-                    "addr",
-                    "add",
-                    &format!("10.213.{n}.2/24"),
-                    "dev",
-                    &there,
-                ])
-            })
-            .and_then(|()| run(&["-n", &name, "link", "set", &there, "up"]))
-            .and_then(|()| run(&["-n", &name, "link", "set", "lo", "up"]));
-        match made {
-            Ok(()) => Some(ns),
-            Err(why) => {
-                let why = format!("network namespaces cannot be made here ({why})");
-                assert!(
-                    !std::env::var("CI").is_ok_and(|v| v == "true"),
-                    "{why}, and CI must run this test: run it as root"
-                );
-                eprintln!("skipped: {why}");
-                None
-            }
-        }
-    }
-
-    /// `belier ARGS` inside the namespace.
-    fn belier(&self, args: &[&str]) -> std::process::Child {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, env!("CARGO_BIN_EXE_belier")])
-            .args(args)
-            .env_remove("BELIER_WORKER_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        // The processes this test started in it first (a failed test leaves them running).
-        if let Ok(out) = Command::new("ip")
-            .args(["netns", "pids", &self.name])
-            .output()
-        {
-            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = Command::new("kill").args(["-9", pid]).status();
-            }
-        }
-        // Deleting the namespace deletes its end of the link, and so the link.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
 /// Waits for `child`'s stderr line containing `text`, and returns it with the reader.
 fn stderr_line(child: &mut std::process::Child, text: &str) -> (String, BufReader<ChildStderr>) {
     let mut reader = BufReader::new(child.stderr.take().unwrap());
@@ -546,10 +454,10 @@ fn workers_in_their_own_network_namespaces_take_work_with_the_token() {
         eprintln!("skipped: {why}");
         return;
     }
-    let Some(a) = Namespace::create(1) else {
+    let Some(a) = Namespace::linked(1) else {
         return;
     };
-    let Some(b) = Namespace::create(2) else {
+    let Some(b) = Namespace::linked(2) else {
         return;
     };
     let mut children = Vec::new();
@@ -557,10 +465,10 @@ fn workers_in_their_own_network_namespaces_take_work_with_the_token() {
     // In each namespace its own target on its loopback (the load stays on a loopback), and a
     // worker on the namespace's end of the link, with a token.
     for (n, ns) in [(1, &a), (2, &b)] {
-        let mut target = ns.belier(&["target", "--listen", "127.0.0.1:18080"]);
+        let mut target = ns.belier(&BELIER, &["target", "--listen", "127.0.0.1:18080"]);
         let (_, target_err) = stderr_line(&mut target, "listening on");
         let addr = format!("10.213.{n}.2:7979");
-        let mut worker = ns.belier(&["worker", "--listen", &addr, "--token", NS_TOKEN]);
+        let mut worker = ns.belier(&BELIER, &["worker", "--listen", &addr, "--token", NS_TOKEN]);
         let (_, worker_err) = stderr_line(&mut worker, "runs' results in");
         children.push((target, target_err, worker, worker_err));
         addrs.push(addr);

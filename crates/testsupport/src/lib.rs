@@ -24,6 +24,7 @@ pub mod hostile;
 pub mod missing;
 pub mod near_miss;
 pub mod net;
+pub mod netns;
 pub mod nginx;
 pub mod noise;
 pub mod process;

@@ -50,6 +50,7 @@ mod record;
 mod results;
 mod shard;
 mod shell;
+mod sources;
 mod streams;
 mod target_h2;
 mod target_tls;
