@@ -103,45 +103,51 @@ fn to_value(r: &Report) -> Value {
             .collect();
         doc["grpc_codes"] = json!(grpc);
     }
-    // Only a run of streaming gRPC calls has the key, likewise.
+    // Only a run with streamed messages has the key, likewise.
     if let Some(m) = &s.messages {
-        doc["messages"] = json!({
-            "calls": m.counts.calls,
-            "sent": m.counts.sent,
-            "received": m.counts.received,
-            "sent_per_call": m.sent_per_call,
-            "received_per_call": m.received_per_call,
-            "first_message_us": recorded(&m.first, "first_message"),
-            "gap_us": recorded(&m.gaps, "gap"),
-            "round_trip_us": recorded(&m.round_trips, "round_trip"),
-        });
-        // A streamed body's messages say what they are (a gRPC run's keys are unchanged).
-        if !m.counts.unit.is_grpc() {
-            doc["messages"]["unit"] = json!(m.counts.unit);
-        }
-        // WebSocket runs: the round trips from each message's actual send, too.
-        if m.round_trips_sent.count > 0 {
-            doc["messages"]["round_trip_uncorrected_us"] =
-                recorded(&m.round_trips_sent, "round_trip_sent");
-        }
-        // WebSocket runs: the sockets by the close code they ended with.
-        if !m.closes.is_empty() {
-            let closes: Map<String, Value> = m
-                .closes
-                .iter()
-                .map(|(code, n)| (code.to_string(), json!(n)))
-                .collect();
-            doc["messages"]["close_codes"] = json!(closes);
-        }
-        if m.counts.unit == belier_stats::MessageUnit::Tokens {
-            doc["messages"]["tokens"] = json!(m.counts.tokens);
-            doc["messages"]["tokens_per_s"] = json!(m.token_rate);
-            doc["messages"]["tokens_per_s_per_stream"] = json!(m.tokens_per_stream_rate);
-        }
+        doc["messages"] = messages(m);
     }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));
+    }
+    doc
+}
+
+/// The document's `messages`: a run's streamed messages (streaming gRPC calls', WebSockets',
+/// streamed bodies'), with the keys only some runs have.
+fn messages(m: &crate::summary::MessageFigures) -> Value {
+    let mut doc = json!({
+        "calls": m.counts.calls,
+        "sent": m.counts.sent,
+        "received": m.counts.received,
+        "sent_per_call": m.sent_per_call,
+        "received_per_call": m.received_per_call,
+        "first_message_us": recorded(&m.first, "first_message"),
+        "gap_us": recorded(&m.gaps, "gap"),
+        "round_trip_us": recorded(&m.round_trips, "round_trip"),
+    });
+    // What the messages are, but for a gRPC run's (whose keys are unchanged).
+    if !m.counts.unit.is_grpc() {
+        doc["unit"] = json!(m.counts.unit);
+    }
+    // WebSocket runs: the round trips from each message's actual send, too.
+    if m.round_trips_sent.count > 0 {
+        doc["round_trip_uncorrected_us"] = recorded(&m.round_trips_sent, "round_trip_sent");
+    }
+    // WebSocket runs: the sockets by the close code they ended with.
+    if !m.closes.is_empty() {
+        let closes: Map<String, Value> = m
+            .closes
+            .iter()
+            .map(|(code, n)| (code.to_string(), json!(n)))
+            .collect();
+        doc["close_codes"] = json!(closes);
+    }
+    if m.counts.unit == belier_stats::MessageUnit::Tokens {
+        doc["tokens"] = json!(m.counts.tokens);
+        doc["tokens_per_s"] = json!(m.token_rate);
+        doc["tokens_per_s_per_stream"] = json!(m.tokens_per_stream_rate);
     }
     doc
 }
