@@ -236,11 +236,12 @@ pub(crate) async fn session(
             let code = frame.as_ref().map_or(NO_STATUS, |f| u16::from(f.code));
             (closed_by_server(frame.as_ref()), code)
         }
-        // A connection that ended without a close frame (the one failure counted so here).
-        Err(f) if f.kind == ErrorKind::ClosedMidBody => (Err(f), NO_CLOSE_FRAME),
-        Err(f) => (Err(f), 0),
+        // Any other end of an upgraded socket is without a close handshake (a dropped or
+        // reset connection, a broken frame, an unanswered message): 1006, as RFC 6455
+        // §7.1.5 has it.
+        Err(f) => (Err(f), NO_CLOSE_FRAME),
     };
-    if let Some(stream) = p.stream.as_mut().filter(|_| code != 0) {
+    if let Some(stream) = p.stream.as_mut() {
         stream.close = Some(code);
     }
     note_bytes(&counts, p);
