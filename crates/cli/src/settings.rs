@@ -162,10 +162,22 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     engine.tls = tls;
     engine.connect_to = r.every.connect_to.or(resolved);
     engine.unix_socket.clone_from(&r.unix_socket);
+    engine.local_addresses = local_addresses(&r.local_address)?;
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;
     }
     Ok((engine, url))
+}
+
+/// The source addresses `--local-address` names, in the order given, each once.
+fn local_addresses(values: &[String]) -> Result<Vec<std::net::IpAddr>, InputError> {
+    let (mut addrs, mut seen) = (Vec::new(), std::collections::HashSet::new());
+    for value in values {
+        let range = belier_engine::source::parse_range(value)
+            .map_err(|e| InputError::new("--local-address", value, e.to_string()))?;
+        addrs.extend(range.into_iter().filter(|addr| seen.insert(*addr)));
+    }
+    Ok(addrs)
 }
 
 /// Validates `args`. `cores` is the default thread count.

@@ -132,6 +132,9 @@ pub struct Config {
     /// socket, the server name the URL's). Takes precedence over [`Config::connect_to`]; a
     /// socket serves one host, so it does not go with [`Config::origins`].
     pub unix_socket: Option<std::path::PathBuf>,
+    /// The local (source) addresses TCP connections are bound to, taken in turn (see
+    /// [`crate::source`]); empty: the kernel picks the source, as usual.
+    pub local_addresses: Vec<std::net::IpAddr>,
     /// Speak HTTP/2: over TLS offered with ALPN `h2` (a server that picks anything else
     /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
     pub http2: bool,
@@ -278,6 +281,7 @@ impl Config {
             resend: true,
             compressed: false,
             kernel_stamps: true,
+            local_addresses: Vec::new(),
             stream: None,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,

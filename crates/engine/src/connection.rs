@@ -54,6 +54,9 @@ pub(crate) struct Progress {
     /// Read with the kernel's receive stamps where the socket gives them (TCP, TLS
     /// included); set before the exchange, from `Config::kernel_stamps`.
     pub kernel_stamps: bool,
+    /// The source addresses a connection this exchange opens is bound to, in turn; set
+    /// before the exchange, from `Config::local_addresses`.
+    pub sources: Option<crate::source::Sources>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// When set (a probe, a scripted user), receives the raw response head.
@@ -436,7 +439,7 @@ pub(crate) async fn open_stream(
     p: &mut Progress,
 ) -> Result<Stream, Failure> {
     p.phase = Phase::Connecting;
-    let mut socket = Socket::connect(endpoint).await?;
+    let mut socket = Socket::connect(endpoint, p.sources.as_ref()).await?;
     p.connected = Some(Instant::now());
     if let Some(connect) = tls.and_then(|t| t.tunnel.as_deref()) {
         // Through a proxy: its tunnel is part of the handshake.

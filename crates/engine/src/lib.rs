@@ -43,6 +43,7 @@ mod probe;
 mod profile;
 pub mod request;
 mod shard;
+pub mod source;
 mod steered;
 mod step;
 mod streamed;
@@ -115,6 +116,14 @@ pub enum StartError {
     /// A worker thread or its runtime could not be created.
     #[error("cannot start worker: {0}")]
     Worker(std::io::Error),
+    /// A source address cannot be bound to (the host does not have it).
+    #[error("cannot bind a connection to the local address {addr}: {why}")]
+    LocalAddress {
+        /// The address.
+        addr: std::net::IpAddr,
+        /// Why not: the host has no such address (`EADDRNOTAVAIL`), most often.
+        why: std::io::Error,
+    },
 }
 
 /// What [`Run::next_event`] found.
@@ -439,6 +448,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         host_header: request::host_header(&spec.host, spec.port),
         others: std::mem::take(&mut ready.others),
         shard: config.shard,
+        sources: sources(config)?,
         websocket: websocket_sessions(config)?,
     })
 }
@@ -594,6 +604,19 @@ impl Run {
             .filter(Result::is_err)
             .count()
     }
+}
+
+/// The source addresses of `config`, each checked to be one this host can bind to; this
+/// shard's connections start at its share of them, so that workers spread over all.
+fn sources(config: &Config) -> Result<Option<source::Sources>, StartError> {
+    let addrs = &config.local_addresses;
+    if addrs.is_empty() {
+        return Ok(None);
+    }
+    source::check_bindable(addrs).map_err(|(addr, why)| StartError::LocalAddress { addr, why })?;
+    let (index, count) = (config.shard.index(), config.shard.count().max(1));
+    let start = (index * addrs.len() as u64 / count) as usize;
+    Ok(Some(source::Sources::new(addrs.clone(), start)))
 }
 
 /// Where to connect: the Unix domain socket, `connect_to`, or the host resolved once.

@@ -59,6 +59,8 @@ pub(crate) struct Plan {
     pub others: Vec<Dest>,
     /// The part of the run this process runs (`Config::shard`).
     pub shard: crate::Shard,
+    /// The source addresses connections are bound to in turn (`Config::local_addresses`).
+    pub sources: Option<crate::source::Sources>,
     /// A WebSocket run's sessions (`Config::websocket`): each request is one socket's life.
     pub websocket: Option<crate::websocket::Sessions>,
 }

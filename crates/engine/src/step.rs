@@ -74,6 +74,7 @@ pub(crate) async fn send(
 ) -> (Result<Response, Failure>, Sample) {
     progress.compressed = plan.compressed;
     progress.kernel_stamps = plan.kernel_stamps;
+    progress.sources.clone_from(&plan.sources);
     if let (Some(mode), None) = (plan.body_stream, &progress.split) {
         progress.split_body_as(mode);
     }

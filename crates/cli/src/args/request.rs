@@ -117,6 +117,16 @@ pub struct RequestArgs {
         conflicts_with_all = ["connect_to", "resolve", "proxy"]
     )]
     pub unix_socket: Option<PathBuf>,
+
+    /// Bind connections to these source addresses, taken in turn (repeatable): ADDR, a CIDR
+    /// block (127.0.1.0/28) or FIRST-LAST. Each source has ~28,000 ports per destination, and a
+    /// load balancer that hashes on the client address sees several clients.
+    #[arg(
+        long = "local-address",
+        value_name = "ADDR|CIDR|FIRST-LAST",
+        conflicts_with = "unix_socket"
+    )]
+    pub local_address: Vec<String>,
 }
 
 /// How `--stream` cuts response bodies into messages.

@@ -62,3 +62,73 @@ fn a_run_needing_more_ports_than_its_source_has_counts_them_exhausted() {
     assert!(example.contains("--local-address"), "{example}");
     let _ = target.kill();
 }
+
+#[test]
+fn with_several_source_addresses_the_same_run_gets_every_port_it_needs() {
+    let Some((ns, (mut target, _err))) = ten_ports("sources") else {
+        return;
+    };
+    // Thirty connections from four sources of ten ports each: all of them connect.
+    let args = [
+        "http://127.0.0.1:18080/",
+        "-c",
+        "30",
+        "-n",
+        "30",
+        "-t",
+        "1",
+        "--local-address",
+        "127.0.1.0/30",
+    ];
+    let doc = run_in(&ns, &args);
+    assert_eq!(doc["status_codes"]["200"], 30, "{doc}");
+    assert_eq!(doc["errors"], serde_json::json!([]), "{doc}");
+    let _ = target.kill();
+}
+
+#[test]
+fn connections_spread_evenly_over_the_source_addresses_as_the_server_sees_them() {
+    let server = belier_testserver::Server::start(belier_testserver::Config {
+        record_requests: 400,
+        ..belier_testserver::Config::default()
+    })
+    .expect("the target starts");
+    let url = server.url("/");
+    let out = BELIER.ok(&[
+        &url,
+        "-c",
+        "32",
+        "-n",
+        "320",
+        "--local-address",
+        "127.0.1.0/28",
+    ]);
+    assert!(out.status.success());
+    let mut by_source = std::collections::BTreeMap::new();
+    for connection in 1..=32 {
+        let peer = server.peer(connection).expect("a recorded peer");
+        *by_source.entry(peer.ip()).or_insert(0) += 1;
+    }
+    assert_eq!(server.peer(33), None, "32 connections, no more");
+    assert_eq!(by_source.len(), 16, "{by_source:?}");
+    assert!(by_source.values().all(|&n| n == 2), "{by_source:?}");
+    let from: Vec<_> = by_source.keys().map(ToString::to_string).collect();
+    assert_eq!(from.first().map(String::as_str), Some("127.0.1.0"));
+    assert_eq!(from.last().map(String::as_str), Some("127.0.1.15"));
+}
+
+#[test]
+fn a_source_the_host_lacks_or_a_bad_range_is_refused_by_name() {
+    let out = BELIER.output(&["http://127.0.0.1:1/", "--local-address", "10.0.0.0/15"]);
+    belier_testsupport::binary::assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--local-address") && stderr.contains("65536"),
+        "{stderr}"
+    );
+    // TEST-NET-1 (RFC 5737): no host has it.
+    let out = BELIER.output(&["http://127.0.0.1:1/", "--local-address", "192.0.2.7"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("local address 192.0.2.7"), "{stderr}");
+}

@@ -20,6 +20,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use super::{stamp, Cause, Failure};
 use crate::endpoint::Endpoint;
+use crate::source::Sources;
 
 /// A connected socket of either family.
 pub(crate) enum Socket {
@@ -36,12 +37,23 @@ impl Socket {
     ///
     /// A Unix socket path that does not exist is nothing listening, like a refused TCP
     /// connect, and counted so; the message names the path, which the OS error does not.
-    pub(crate) async fn connect(endpoint: &Endpoint) -> Result<Socket, Failure> {
+    /// A TCP connection is bound to the next of `sources` of its family when there are any
+    /// (`--local-address`), its port picked at connect.
+    pub(crate) async fn connect(
+        endpoint: &Endpoint,
+        sources: Option<&Sources>,
+    ) -> Result<Socket, Failure> {
         match endpoint {
             Endpoint::Tcp(addr) => {
-                let tcp = TcpStream::connect(addr)
-                    .await
-                    .map_err(|e| Failure::io(e, true))?;
+                let source = sources.and_then(|s| s.next_for(addr));
+                let connected = match source {
+                    Some(ip) => match crate::source::bound_socket(ip) {
+                        Ok(socket) => socket.connect(*addr).await,
+                        Err(e) => Err(e),
+                    },
+                    None => TcpStream::connect(addr).await,
+                };
+                let tcp = connected.map_err(|e| Failure::io(e, true))?;
                 tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
                 Ok(Socket::Tcp(tcp))
             }

@@ -109,6 +109,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
         // connects again, and counts its own failure); a success counts the connection.
         let mut p = Progress {
             kernel_stamps: plan.kernel_stamps,
+            sources: plan.sources.clone(),
             ..Progress::default()
         };
         let opened = match &mut link {
