@@ -327,6 +327,7 @@ fn settings_for(
         &Connection {
             tls_resume: args.every.tls_resume,
             connect_to: args.every.connect_to,
+            dns_policy: args.every.dns_policy.into(),
             no_resend: args.sending.no_resend,
         },
         users,
@@ -359,6 +360,8 @@ pub struct Connection {
     pub tls_resume: bool,
     /// `--connect-to`.
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Which of a host's addresses each new connection uses (`--dns-policy`).
+    pub dns_policy: belier_engine::DnsPolicy,
     /// `--no-resend`.
     pub no_resend: bool,
 }
@@ -415,6 +418,7 @@ pub fn engine_for(
         engine.timeout = t;
     }
     engine.connect_to = connection.connect_to;
+    engine.dns_policy = connection.dns_policy;
     engine.unix_socket.clone_from(&options.unix_socket);
     engine.keepalive = options.keepalive;
     engine.compressed = options.compressed;

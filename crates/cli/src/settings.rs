@@ -101,7 +101,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let (url, auth) = without_credentials(url);
     let (host, port, path_and_query, https) = parse_url(&url)?;
     let tls = tls_options(r, https)?;
-    let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
+    let resolved = crate::resolve::addresses(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
     let mut headers = r
         .every
@@ -160,7 +160,9 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         false => r.stream.map(Into::into),
     };
     engine.tls = tls;
-    engine.connect_to = r.every.connect_to.or(resolved);
+    engine.connect_to = r.every.connect_to;
+    crate::resolve::apply(&mut engine, resolved);
+    engine.dns_policy = r.every.dns_policy.into();
     engine.unix_socket.clone_from(&r.unix_socket);
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;

@@ -24,6 +24,7 @@
 //! in the totals and under its step (see the `vu` module).
 #![deny(missing_docs)]
 
+mod addresses;
 mod arrivals;
 mod body;
 mod config;
@@ -60,6 +61,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+pub use addresses::DnsPolicy;
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
@@ -324,7 +326,7 @@ fn other_hosts(config: &Config) -> Result<Vec<plan::Dest>, StartError> {
         .iter()
         .map(|Origin { host, port, tls }| {
             Ok(plan::Dest {
-                addr: Endpoint::Tcp(resolve_host(host, *port)?),
+                addr: Endpoint::of_addresses(resolve_host(host, *port)?, config.dns_policy),
                 tls: tls
                     .as_ref()
                     .map(|options| {
@@ -414,6 +416,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         keepalive: config.keepalive,
         compressed: config.compressed,
         kernel_stamps: config.kernel_stamps,
+        dns_policy: config.dns_policy,
         body_stream: config.stream,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
@@ -596,28 +599,44 @@ impl Run {
     }
 }
 
-/// Where to connect: the Unix domain socket, `connect_to`, or the host resolved once.
+/// Where to connect: the Unix domain socket, `connect_to`, the addresses given, or every
+/// address of the host, resolved once.
 fn resolve(config: &Config) -> Result<Endpoint, StartError> {
     let spec = &config.request;
     if let Some(path) = &config.unix_socket {
         return Ok(Endpoint::Unix(path.clone()));
     }
-    match config.connect_to {
-        Some(addr) => Ok(Endpoint::Tcp(addr)),
-        None => resolve_host(&spec.host, spec.port).map(Endpoint::Tcp),
+    if let Some(addr) = config.connect_to {
+        return Ok(Endpoint::Tcp(addr));
     }
+    let list = if config.addresses.is_empty() {
+        resolve_host(&spec.host, spec.port)?
+    } else {
+        config.addresses.clone()
+    };
+    Ok(Endpoint::of_addresses(list, config.dns_policy))
 }
 
-/// `host`'s first address, with `port`.
-fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, StartError> {
-    (host, port)
+/// Every address of `host` (A and AAAA records alike, in the resolver's order, each once),
+/// with `port`; at least one.
+fn resolve_host(host: &str, port: u16) -> Result<Vec<SocketAddr>, StartError> {
+    let mut list: Vec<SocketAddr> = Vec::new();
+    for addr in (host, port)
         .to_socket_addrs()
         .map_err(|source| StartError::Resolve {
             host: host.to_string(),
             source,
         })?
-        .next()
-        .ok_or_else(|| StartError::NoAddress(host.to_string()))
+    {
+        // getaddrinfo answers once per socket type unless told one; keep each address once.
+        if !list.contains(&addr) {
+            list.push(addr);
+        }
+    }
+    if list.is_empty() {
+        return Err(StartError::NoAddress(host.to_string()));
+    }
+    Ok(list)
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.

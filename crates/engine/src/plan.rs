@@ -19,6 +19,8 @@ pub(crate) struct Plan {
     pub compressed: bool,
     /// Read responses with the kernel's receive stamps (see `Config::kernel_stamps`).
     pub kernel_stamps: bool,
+    /// Which of a found host's addresses each new connection uses (`Config::dns_policy`).
+    pub dns_policy: crate::DnsPolicy,
     /// Cut response bodies into messages (see `Config::stream`).
     pub body_stream: Option<crate::BodyStream>,
     /// Re-send once a request the server closed an idle connection under (see
@@ -86,11 +88,18 @@ impl Plan {
             .as_ref()
             .and_then(|u| u.origin(origin))
             .ok_or(std::io::ErrorKind::NotFound)?;
-        let addr = (found.host.as_str(), found.port)
+        let mut list: Vec<std::net::SocketAddr> = Vec::new();
+        for addr in (found.host.as_str(), found.port)
             .to_socket_addrs()
             .map_err(|e| e.kind())?
-            .next()
-            .ok_or(std::io::ErrorKind::NotFound)?;
+        {
+            if !list.contains(&addr) {
+                list.push(addr);
+            }
+        }
+        if list.is_empty() {
+            return Err(std::io::ErrorKind::NotFound);
+        }
         let tls = found
             .tls
             .as_ref()
@@ -98,7 +107,7 @@ impl Plan {
             .transpose()
             .map_err(|_| std::io::ErrorKind::InvalidInput)?;
         Ok(Dest {
-            addr: Endpoint::Tcp(addr),
+            addr: Endpoint::of_addresses(list, self.dns_policy),
             tls,
             host_header: crate::request::host_header(&found.host, found.port),
         })

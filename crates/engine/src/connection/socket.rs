@@ -38,13 +38,8 @@ impl Socket {
     /// connect, and counted so; the message names the path, which the OS error does not.
     pub(crate) async fn connect(endpoint: &Endpoint) -> Result<Socket, Failure> {
         match endpoint {
-            Endpoint::Tcp(addr) => {
-                let tcp = TcpStream::connect(addr)
-                    .await
-                    .map_err(|e| Failure::io(e, true))?;
-                tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
-                Ok(Socket::Tcp(tcp))
-            }
+            Endpoint::Tcp(addr) => Socket::connect_tcp(*addr).await,
+            Endpoint::Addresses(list) => Socket::connect_tcp(list.pick().1).await,
             Endpoint::Unix(path) => {
                 UnixStream::connect(path)
                     .await
@@ -58,6 +53,15 @@ impl Socket {
                     })
             }
         }
+    }
+
+    /// Connects over TCP to `addr`, with `TCP_NODELAY`.
+    async fn connect_tcp(addr: std::net::SocketAddr) -> Result<Socket, Failure> {
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| Failure::io(e, true))?;
+        tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+        Ok(Socket::Tcp(tcp))
     }
 
     /// The socket, for `peek` and socket options.
