@@ -163,6 +163,8 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     engine.connect_to = r.every.connect_to;
     crate::resolve::apply(&mut engine, resolved);
     engine.dns_policy = r.every.dns_policy.into();
+    engine.dns_server = r.every.dns_server;
+    engine.dns_ttl = r.every.dns_ttl;
     engine.unix_socket.clone_from(&r.unix_socket);
     if let Some(proxy) = &r.proxy {
         crate::proxy::apply(&mut engine, proxy, &url)?;

@@ -140,6 +140,8 @@ fn configure(
         crate::resolve::addresses(&request.resolve, &origin.host, origin.port)?,
     );
     engine.dns_policy = request.every.dns_policy.into();
+    engine.dns_server = request.every.dns_server;
+    engine.dns_ttl = request.every.dns_ttl;
     if request.unix_socket.is_some() && !engine.origins.is_empty() {
         return Err(InputError::new(
             "--unix-socket",

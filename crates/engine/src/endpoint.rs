@@ -23,15 +23,17 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// `list` as an endpoint: one address alone, several shared out by `policy`.
+    /// `list` as an endpoint: one address alone, several shared out by `policy`, `shard`
+    /// taking its part of the turn.
     pub(crate) fn of_addresses(
         mut list: Vec<SocketAddr>,
-        policy: crate::addresses::DnsPolicy,
+        policy: crate::DnsPolicy,
+        shard: crate::Shard,
     ) -> Endpoint {
         if list.len() == 1 {
             Endpoint::Tcp(list.remove(0))
         } else {
-            Endpoint::Addresses(Arc::new(Addresses::new(list, policy)))
+            Endpoint::Addresses(Arc::new(Addresses::new(list, policy).striped(shard)))
         }
     }
 

@@ -39,9 +39,11 @@ mod http2;
 mod link;
 mod load;
 mod local;
+mod lookup;
 mod plan;
 mod probe;
 mod profile;
+mod refresh;
 pub mod request;
 mod shard;
 mod steered;
@@ -55,7 +57,6 @@ mod vu;
 mod websocket;
 mod worker;
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -326,7 +327,7 @@ fn other_hosts(config: &Config) -> Result<Vec<plan::Dest>, StartError> {
         .iter()
         .map(|Origin { host, port, tls }| {
             Ok(plan::Dest {
-                addr: Endpoint::of_addresses(resolve_host(host, *port)?, config.dns_policy),
+                addr: host_endpoint(config, host, *port)?,
                 tls: tls
                     .as_ref()
                     .map(|options| {
@@ -417,6 +418,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         compressed: config.compressed,
         kernel_stamps: config.kernel_stamps,
         dns_policy: config.dns_policy,
+        dns_server: config.dns_server,
         body_stream: config.stream,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
@@ -600,7 +602,7 @@ impl Run {
 }
 
 /// Where to connect: the Unix domain socket, `connect_to`, the addresses given, or every
-/// address of the host, resolved once.
+/// address of the host.
 fn resolve(config: &Config) -> Result<Endpoint, StartError> {
     let spec = &config.request;
     if let Some(path) = &config.unix_socket {
@@ -609,34 +611,42 @@ fn resolve(config: &Config) -> Result<Endpoint, StartError> {
     if let Some(addr) = config.connect_to {
         return Ok(Endpoint::Tcp(addr));
     }
-    let list = if config.addresses.is_empty() {
-        resolve_host(&spec.host, spec.port)?
-    } else {
-        config.addresses.clone()
-    };
-    Ok(Endpoint::of_addresses(list, config.dns_policy))
+    if !config.addresses.is_empty() {
+        return Ok(Endpoint::of_addresses(
+            config.addresses.clone(),
+            config.dns_policy,
+            config.shard,
+        ));
+    }
+    host_endpoint(config, &spec.host, spec.port)
 }
 
-/// Every address of `host` (A and AAAA records alike, in the resolver's order, each once),
-/// with `port`; at least one.
-fn resolve_host(host: &str, port: u16) -> Result<Vec<SocketAddr>, StartError> {
-    let mut list: Vec<SocketAddr> = Vec::new();
-    for addr in (host, port)
-        .to_socket_addrs()
-        .map_err(|source| StartError::Resolve {
+/// Every address of `host`, looked up as the run says (`Config::dns_server`), and again every
+/// `Config::dns_ttl` while the run goes.
+fn host_endpoint(config: &Config, host: &str, port: u16) -> Result<Endpoint, StartError> {
+    let lookup = lookup::Lookup {
+        server: config.dns_server,
+    };
+    let list = lookup.addresses(host, port).map_err(|e| match e {
+        lookup::Failed::Resolve(source) => StartError::Resolve {
             host: host.to_string(),
             source,
-        })?
-    {
-        // getaddrinfo answers once per socket type unless told one; keep each address once.
-        if !list.contains(&addr) {
-            list.push(addr);
+        },
+        lookup::Failed::NoAddress => StartError::NoAddress(host.to_string()),
+    })?;
+    match config.dns_ttl {
+        None => Ok(Endpoint::of_addresses(
+            list,
+            config.dns_policy,
+            config.shard,
+        )),
+        Some(every) => {
+            let addresses =
+                Arc::new(addresses::Addresses::new(list, config.dns_policy).striped(config.shard));
+            refresh::follow(&addresses, lookup, host, port, every);
+            Ok(Endpoint::Addresses(addresses))
         }
     }
-    if list.is_empty() {
-        return Err(StartError::NoAddress(host.to_string()));
-    }
-    Ok(list)
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.

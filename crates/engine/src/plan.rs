@@ -21,6 +21,8 @@ pub(crate) struct Plan {
     pub kernel_stamps: bool,
     /// Which of a found host's addresses each new connection uses (`Config::dns_policy`).
     pub dns_policy: crate::DnsPolicy,
+    /// The DNS server found hosts are looked up on (`Config::dns_server`).
+    pub dns_server: Option<std::net::SocketAddr>,
     /// Cut response bodies into messages (see `Config::stream`).
     pub body_stream: Option<crate::BodyStream>,
     /// Re-send once a request the server closed an idle connection under (see
@@ -82,24 +84,16 @@ impl Plan {
     /// Resolves found host `origin`: its address, TLS settings and `Host` header, or the kind
     /// of I/O error that makes it unreachable.
     pub(crate) fn find(&self, origin: usize) -> Result<Dest, std::io::ErrorKind> {
-        use std::net::ToSocketAddrs;
         let found = self
             .users
             .as_ref()
             .and_then(|u| u.origin(origin))
             .ok_or(std::io::ErrorKind::NotFound)?;
-        let mut list: Vec<std::net::SocketAddr> = Vec::new();
-        for addr in (found.host.as_str(), found.port)
-            .to_socket_addrs()
-            .map_err(|e| e.kind())?
-        {
-            if !list.contains(&addr) {
-                list.push(addr);
-            }
+        let list = crate::lookup::Lookup {
+            server: self.dns_server,
         }
-        if list.is_empty() {
-            return Err(std::io::ErrorKind::NotFound);
-        }
+        .addresses(&found.host, found.port)
+        .map_err(|e| e.kind())?;
         let tls = found
             .tls
             .as_ref()
@@ -107,7 +101,7 @@ impl Plan {
             .transpose()
             .map_err(|_| std::io::ErrorKind::InvalidInput)?;
         Ok(Dest {
-            addr: Endpoint::of_addresses(list, self.dns_policy),
+            addr: Endpoint::of_addresses(list, self.dns_policy, self.shard),
             tls,
             host_header: crate::request::host_header(&found.host, found.port),
         })

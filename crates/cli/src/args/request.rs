@@ -190,6 +190,17 @@ pub struct EveryRequestArgs {
     #[arg(long = "dns-policy", value_name = "POLICY", default_value = "first")]
     pub dns_policy: DnsPolicyArg,
 
+    /// Ask this DNS server (e.g. 127.0.0.1:5353) for hosts' addresses instead of the system's
+    /// resolver (/etc/hosts, /etc/resolv.conf), like vegeta's -resolvers.
+    #[arg(long = "dns-server", value_name = "ADDR:PORT")]
+    pub dns_server: Option<std::net::SocketAddr>,
+
+    /// Look hosts up again this often while the run goes (e.g. 1s, 30s): connections opened
+    /// after a changed answer go to the new addresses, and the changes are counted. Without
+    /// it, hosts are looked up once, at the start.
+    #[arg(long = "dns-ttl", value_name = "D", value_parser = parse_duration)]
+    pub dns_ttl: Option<Duration>,
+
     /// Ask for a compressed answer (Accept-Encoding: gzip, br, deflate, zstd) and decode it:
     /// the report gives wire bytes and decoded bytes; a body that fails to decode is an error
     /// of its own (curl's --compressed).
