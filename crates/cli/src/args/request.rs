@@ -191,14 +191,24 @@ pub struct EveryRequestArgs {
     pub dns_policy: DnsPolicyArg,
 
     /// Ask this DNS server (e.g. 127.0.0.1:5353) for hosts' addresses instead of the system's
-    /// resolver (/etc/hosts, /etc/resolv.conf), like vegeta's -resolvers.
-    #[arg(long = "dns-server", value_name = "ADDR:PORT")]
+    /// resolver (/etc/hosts, /etc/resolv.conf), like vegeta's -resolvers. --resolve's
+    /// addresses go first.
+    #[arg(
+        long = "dns-server",
+        value_name = "ADDR:PORT",
+        conflicts_with = "connect_to"
+    )]
     pub dns_server: Option<std::net::SocketAddr>,
 
     /// Look hosts up again this often while the run goes (e.g. 1s, 30s): connections opened
     /// after a changed answer go to the new addresses, and the changes are counted. Without
-    /// it, hosts are looked up once, at the start.
-    #[arg(long = "dns-ttl", value_name = "D", value_parser = parse_duration)]
+    /// it, hosts are looked up once, at the start. --resolve's addresses are not looked up.
+    #[arg(
+        long = "dns-ttl",
+        value_name = "D",
+        value_parser = parse_duration,
+        conflicts_with = "connect_to"
+    )]
     pub dns_ttl: Option<Duration>,
 
     /// Ask for a compressed answer (Accept-Encoding: gzip, br, deflate, zstd) and decode it:
