@@ -104,6 +104,13 @@ impl Addresses {
         true
     }
 
+    /// The first address of the other family than `addr`'s (IPv4, IPv6), if the name has
+    /// one: where happy eyeballs falls back to.
+    pub fn other_family(&self, addr: SocketAddr) -> Option<SocketAddr> {
+        let list = self.list.read().unwrap_or_else(|e| e.into_inner());
+        list.iter().find(|a| a.is_ipv4() != addr.is_ipv4()).copied()
+    }
+
     /// How many times the addresses changed while the run went.
     pub fn changes(&self) -> u64 {
         self.changes.load(Ordering::Relaxed)

@@ -39,7 +39,13 @@ impl Socket {
     pub(crate) async fn connect(endpoint: &Endpoint) -> Result<Socket, Failure> {
         match endpoint {
             Endpoint::Tcp(addr) => Socket::connect_tcp(*addr).await,
-            Endpoint::Addresses(list) => Socket::connect_tcp(list.pick().1).await,
+            Endpoint::Addresses(list) => {
+                let (_, addr) = list.pick();
+                match list.other_family(addr) {
+                    Some(other) => super::eyeballs::connect(addr, other, Socket::connect_tcp).await,
+                    None => Socket::connect_tcp(addr).await,
+                }
+            }
             Endpoint::Unix(path) => {
                 UnixStream::connect(path)
                     .await
