@@ -82,7 +82,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// Send one request on a new connection and show its phases, TLS session, status and
     /// response head (curl's --write-out use case).
-    Probe(ProbeArgs),
+    Probe(Box<ProbeArgs>),
     /// Print a shell completion script for belier, generated from its flags (bash: `belier
     /// completions bash > ~/.local/share/bash-completion/completions/belier`).
     Completions(CompletionsArgs),

@@ -35,7 +35,7 @@ pub fn run(cli: Cli) -> u8 {
             Some(Command::Demo(a)) => demo::run(a, &signals),
             Some(Command::Report(a)) => results::report(a),
             Some(Command::Compare(a)) => results::compare(a),
-            Some(Command::Probe(a)) => probe::run(a),
+            Some(Command::Probe(a)) => probe::run(*a),
             Some(Command::Completions(a)) => shell::completions(a.shell),
             Some(Command::Man) => shell::man(),
             Some(Command::Run(a)) => run::run(*a, &signals, cores()),

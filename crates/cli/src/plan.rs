@@ -327,6 +327,9 @@ fn settings_for(
         &Connection {
             tls_resume: args.every.tls_resume,
             connect_to: args.every.connect_to,
+            dns_policy: args.every.dns_policy.into(),
+            dns_server: args.every.dns_server,
+            dns_ttl: args.every.dns_ttl,
             no_resend: args.sending.no_resend,
         },
         users,
@@ -359,6 +362,12 @@ pub struct Connection {
     pub tls_resume: bool,
     /// `--connect-to`.
     pub connect_to: Option<std::net::SocketAddr>,
+    /// Which of a host's addresses each new connection uses (`--dns-policy`).
+    pub dns_policy: belier_engine::DnsPolicy,
+    /// The DNS server hosts are looked up on (`--dns-server`).
+    pub dns_server: Option<std::net::SocketAddr>,
+    /// How often hosts are looked up again (`--dns-ttl`).
+    pub dns_ttl: Option<std::time::Duration>,
     /// `--no-resend`.
     pub no_resend: bool,
 }
@@ -415,6 +424,9 @@ pub fn engine_for(
         engine.timeout = t;
     }
     engine.connect_to = connection.connect_to;
+    engine.dns_policy = connection.dns_policy;
+    engine.dns_server = connection.dns_server;
+    engine.dns_ttl = connection.dns_ttl;
     engine.unix_socket.clone_from(&options.unix_socket);
     engine.keepalive = options.keepalive;
     engine.compressed = options.compressed;

@@ -101,7 +101,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     let (url, auth) = without_credentials(url);
     let (host, port, path_and_query, https) = parse_url(&url)?;
     let tls = tls_options(r, https)?;
-    let resolved = crate::resolve::connect_to(&r.resolve, &host, port)?;
+    let resolved = crate::resolve::addresses(&r.resolve, &host, port)?;
     check_token("--method <METHOD>", &r.method)?;
     let mut headers = r
         .every
@@ -160,7 +160,11 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         false => r.stream.map(Into::into),
     };
     engine.tls = tls;
-    engine.connect_to = r.every.connect_to.or(resolved);
+    engine.connect_to = r.every.connect_to;
+    crate::resolve::apply(&mut engine, resolved);
+    engine.dns_policy = r.every.dns_policy.into();
+    engine.dns_server = r.every.dns_server;
+    engine.dns_ttl = r.every.dns_ttl;
     engine.unix_socket.clone_from(&r.unix_socket);
     engine.local_addresses = local_addresses(&r.local_address)?;
     if let Some(proxy) = &r.proxy {

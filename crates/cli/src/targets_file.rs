@@ -134,11 +134,14 @@ fn configure(
     // The other hosts of a file: a connection pool each.
     engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
     engine.tls = tls.filter(|_| https);
-    engine.connect_to = request.every.connect_to.or(crate::resolve::connect_to(
-        &request.resolve,
-        &origin.host,
-        origin.port,
-    )?);
+    engine.connect_to = request.every.connect_to;
+    crate::resolve::apply(
+        &mut engine,
+        crate::resolve::addresses(&request.resolve, &origin.host, origin.port)?,
+    );
+    engine.dns_policy = request.every.dns_policy.into();
+    engine.dns_server = request.every.dns_server;
+    engine.dns_ttl = request.every.dns_ttl;
     if request.unix_socket.is_some() && !engine.origins.is_empty() {
         return Err(InputError::new(
             "--unix-socket",

@@ -127,6 +127,17 @@ pub struct Config {
     /// Connect here instead of resolving the host (the Host header and TLS name stay the
     /// URL's), like curl's --connect-to.
     pub connect_to: Option<std::net::SocketAddr>,
+    /// The URL's host's addresses, given rather than resolved (`--resolve` with several); each
+    /// new connection takes one by [`Config::dns_policy`]. [`Config::connect_to`] goes first.
+    pub addresses: Vec<std::net::SocketAddr>,
+    /// Which of a name's addresses each new connection uses: the URL's host's and every other
+    /// host's of the run.
+    pub dns_policy: crate::DnsPolicy,
+    /// Ask this DNS server for hosts' addresses rather than the system's resolver.
+    pub dns_server: Option<std::net::SocketAddr>,
+    /// Look the hosts up again this often while the run goes; new connections follow a
+    /// changed answer. `None`: once, at the start.
+    pub dns_ttl: Option<std::time::Duration>,
     /// Connect to this Unix domain socket instead of over TCP (curl's --unix-socket); the
     /// URL still gives the `Host` header, the path and the scheme (https: TLS over the
     /// socket, the server name the URL's). Takes precedence over [`Config::connect_to`]; a
@@ -209,6 +220,10 @@ impl std::fmt::Debug for Config {
             .field("interval", &self.interval)
             .field("tls", &self.tls)
             .field("connect_to", &self.connect_to)
+            .field("addresses", &self.addresses)
+            .field("dns_policy", &self.dns_policy)
+            .field("dns_server", &self.dns_server)
+            .field("dns_ttl", &self.dns_ttl)
             .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
             .field("grpc", &self.grpc)
@@ -296,6 +311,10 @@ impl Config {
             max_streams: DEFAULT_MAX_STREAMS,
             tls: None,
             connect_to: None,
+            addresses: Vec::new(),
+            dns_policy: crate::DnsPolicy::First,
+            dns_server: None,
+            dns_ttl: None,
             unix_socket: None,
             users: None,
             pacing: None,

@@ -20,6 +20,7 @@ use crate::streamed::{BodyStream, Splitter};
 use crate::tls::{handshake_error_kind, Tls};
 
 pub(crate) mod counted;
+mod eyeballs;
 mod failure;
 #[cfg(test)]
 mod late_reads;

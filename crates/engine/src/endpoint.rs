@@ -3,6 +3,9 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::addresses::Addresses;
 
 /// The far end of a run's connections.
 ///
@@ -14,14 +17,40 @@ pub enum Endpoint {
     Tcp(SocketAddr),
     /// A Unix domain socket, by its path.
     Unix(PathBuf),
+    /// Several TCP addresses (every address of a name, or `--resolve`'s), each new connection
+    /// taking one by the run's policy.
+    Addresses(Arc<Addresses>),
+}
+
+impl Endpoint {
+    /// `list` as an endpoint: one address alone, several shared out by `policy`, `shard`
+    /// taking its part of the turn.
+    pub(crate) fn of_addresses(
+        mut list: Vec<SocketAddr>,
+        policy: crate::DnsPolicy,
+        shard: crate::Shard,
+    ) -> Endpoint {
+        if list.len() == 1 {
+            Endpoint::Tcp(list.remove(0))
+        } else {
+            Endpoint::Addresses(Arc::new(Addresses::new(list, policy).striped(shard)))
+        }
+    }
+
+    /// Whether connections go over TCP.
+    pub(crate) fn is_tcp(&self) -> bool {
+        matches!(self, Endpoint::Tcp(_) | Endpoint::Addresses(_))
+    }
 }
 
 impl fmt::Display for Endpoint {
-    /// The address (`127.0.0.1:8080`, `[::1]:443`), or the socket's path as given.
+    /// The address (`127.0.0.1:8080`, `[::1]:443`), the addresses comma-separated, or the
+    /// socket's path as given.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Endpoint::Tcp(addr) => addr.fmt(f),
             Endpoint::Unix(path) => path.display().fmt(f),
+            Endpoint::Addresses(list) => list.fmt(f),
         }
     }
 }

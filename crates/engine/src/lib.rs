@@ -24,6 +24,7 @@
 //! in the totals and under its step (see the `vu` module).
 #![deny(missing_docs)]
 
+mod addresses;
 mod arrivals;
 mod body;
 mod config;
@@ -38,9 +39,11 @@ mod http2;
 mod link;
 mod load;
 mod local;
+mod lookup;
 mod plan;
 mod probe;
 mod profile;
+mod refresh;
 pub mod request;
 mod shard;
 pub mod source;
@@ -55,12 +58,12 @@ mod vu;
 mod websocket;
 mod worker;
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+pub use addresses::DnsPolicy;
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
@@ -333,7 +336,7 @@ fn other_hosts(config: &Config) -> Result<Vec<plan::Dest>, StartError> {
         .iter()
         .map(|Origin { host, port, tls }| {
             Ok(plan::Dest {
-                addr: Endpoint::Tcp(resolve_host(host, *port)?),
+                addr: host_endpoint(config, host, *port)?,
                 tls: tls
                     .as_ref()
                     .map(|options| {
@@ -423,6 +426,8 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         keepalive: config.keepalive,
         compressed: config.compressed,
         kernel_stamps: config.kernel_stamps,
+        dns_policy: config.dns_policy,
+        dns_server: config.dns_server,
         body_stream: config.stream,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
@@ -619,28 +624,52 @@ fn sources(config: &Config) -> Result<Option<source::Sources>, StartError> {
     Ok(Some(source::Sources::new(addrs.clone(), start)))
 }
 
-/// Where to connect: the Unix domain socket, `connect_to`, or the host resolved once.
+/// Where to connect: the Unix domain socket, `connect_to`, the addresses given, or every
+/// address of the host.
 fn resolve(config: &Config) -> Result<Endpoint, StartError> {
     let spec = &config.request;
     if let Some(path) = &config.unix_socket {
         return Ok(Endpoint::Unix(path.clone()));
     }
-    match config.connect_to {
-        Some(addr) => Ok(Endpoint::Tcp(addr)),
-        None => resolve_host(&spec.host, spec.port).map(Endpoint::Tcp),
+    if let Some(addr) = config.connect_to {
+        return Ok(Endpoint::Tcp(addr));
     }
+    if !config.addresses.is_empty() {
+        return Ok(Endpoint::of_addresses(
+            config.addresses.clone(),
+            config.dns_policy,
+            config.shard,
+        ));
+    }
+    host_endpoint(config, &spec.host, spec.port)
 }
 
-/// `host`'s first address, with `port`.
-fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, StartError> {
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|source| StartError::Resolve {
+/// Every address of `host`, looked up as the run says (`Config::dns_server`), and again every
+/// `Config::dns_ttl` while the run goes.
+fn host_endpoint(config: &Config, host: &str, port: u16) -> Result<Endpoint, StartError> {
+    let lookup = lookup::Lookup {
+        server: config.dns_server,
+    };
+    let list = lookup.addresses(host, port).map_err(|e| match e {
+        lookup::Failed::Resolve(source) => StartError::Resolve {
             host: host.to_string(),
             source,
-        })?
-        .next()
-        .ok_or_else(|| StartError::NoAddress(host.to_string()))
+        },
+        lookup::Failed::NoAddress => StartError::NoAddress(host.to_string()),
+    })?;
+    match config.dns_ttl {
+        None => Ok(Endpoint::of_addresses(
+            list,
+            config.dns_policy,
+            config.shard,
+        )),
+        Some(every) => {
+            let addresses =
+                Arc::new(addresses::Addresses::new(list, config.dns_policy).striped(config.shard));
+            refresh::follow(&addresses, lookup, host, port, every);
+            Ok(Endpoint::Addresses(addresses))
+        }
+    }
 }
 
 /// Splits `total` into `parts` shares that differ by at most one, larger shares first.

@@ -19,6 +19,10 @@ pub(crate) struct Plan {
     pub compressed: bool,
     /// Read responses with the kernel's receive stamps (see `Config::kernel_stamps`).
     pub kernel_stamps: bool,
+    /// Which of a found host's addresses each new connection uses (`Config::dns_policy`).
+    pub dns_policy: crate::DnsPolicy,
+    /// The DNS server found hosts are looked up on (`Config::dns_server`).
+    pub dns_server: Option<std::net::SocketAddr>,
     /// Cut response bodies into messages (see `Config::stream`).
     pub body_stream: Option<crate::BodyStream>,
     /// Re-send once a request the server closed an idle connection under (see
@@ -82,17 +86,16 @@ impl Plan {
     /// Resolves found host `origin`: its address, TLS settings and `Host` header, or the kind
     /// of I/O error that makes it unreachable.
     pub(crate) fn find(&self, origin: usize) -> Result<Dest, std::io::ErrorKind> {
-        use std::net::ToSocketAddrs;
         let found = self
             .users
             .as_ref()
             .and_then(|u| u.origin(origin))
             .ok_or(std::io::ErrorKind::NotFound)?;
-        let addr = (found.host.as_str(), found.port)
-            .to_socket_addrs()
-            .map_err(|e| e.kind())?
-            .next()
-            .ok_or(std::io::ErrorKind::NotFound)?;
+        let list = crate::lookup::Lookup {
+            server: self.dns_server,
+        }
+        .addresses(&found.host, found.port)
+        .map_err(|e| e.kind())?;
         let tls = found
             .tls
             .as_ref()
@@ -100,7 +103,7 @@ impl Plan {
             .transpose()
             .map_err(|_| std::io::ErrorKind::InvalidInput)?;
         Ok(Dest {
-            addr: Endpoint::Tcp(addr),
+            addr: Endpoint::of_addresses(list, self.dns_policy, self.shard),
             tls,
             host_header: crate::request::host_header(&found.host, found.port),
         })

@@ -57,6 +57,7 @@ pub const REQUEST: &[(&str, Kind)] = &[
     ("--cert", File),
     ("--key", File),
     ("--sni", Text),
+    ("--dns-policy", Choice(&["first", "round-robin", "random"])),
 ];
 
 /// Flags that bound a load test (fixed when the binary runs, fuzzed in process).

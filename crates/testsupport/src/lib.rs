@@ -18,6 +18,7 @@ pub mod curl;
 pub mod daemons;
 pub mod demo;
 pub mod dirs;
+pub mod dnsmasq;
 pub mod grpc;
 pub mod gunicorn;
 pub mod hostile;

@@ -92,10 +92,10 @@ pub struct RequestArgs {
 
     /// Connect to ADDR for the URL's HOST and PORT instead of resolving it (curl's --resolve),
     /// e.g. api.test:443:127.0.0.1 or api.test:443:[::1]; the Host header and TLS name stay
-    /// the URL's.
+    /// the URL's. Several addresses, comma-separated, are shared out by --dns-policy.
     #[arg(
         long = "resolve",
-        value_name = "HOST:PORT:ADDR",
+        value_name = "HOST:PORT:ADDR[,ADDR...]",
         conflicts_with = "connect_to"
     )]
     pub resolve: Vec<String>,
@@ -127,6 +127,27 @@ pub struct RequestArgs {
         conflicts_with = "unix_socket"
     )]
     pub local_address: Vec<String>,
+}
+
+/// `--dns-policy`: which of a host's addresses each new connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DnsPolicyArg {
+    /// The first address, for every connection.
+    First,
+    /// Each new connection the next address, in turn.
+    RoundRobin,
+    /// Each new connection an address drawn at random.
+    Random,
+}
+
+impl From<DnsPolicyArg> for belier_engine::DnsPolicy {
+    fn from(p: DnsPolicyArg) -> Self {
+        match p {
+            DnsPolicyArg::First => belier_engine::DnsPolicy::First,
+            DnsPolicyArg::RoundRobin => belier_engine::DnsPolicy::RoundRobin,
+            DnsPolicyArg::Random => belier_engine::DnsPolicy::Random,
+        }
+    }
 }
 
 /// How `--stream` cuts response bodies into messages.
@@ -172,6 +193,33 @@ pub struct EveryRequestArgs {
     /// TLS name stay the URL's (curl's --connect-to), e.g. 127.0.0.1:8443.
     #[arg(long = "connect-to", value_name = "ADDR")]
     pub connect_to: Option<std::net::SocketAddr>,
+
+    /// Which of a host's addresses (every A and AAAA record, or --resolve's) each new
+    /// connection uses: first, round-robin (each the next in turn: spreads the connections
+    /// evenly) or random.
+    #[arg(long = "dns-policy", value_name = "POLICY", default_value = "first")]
+    pub dns_policy: DnsPolicyArg,
+
+    /// Ask this DNS server (e.g. 127.0.0.1:5353) for hosts' addresses instead of the system's
+    /// resolver (/etc/hosts, /etc/resolv.conf), like vegeta's -resolvers. --resolve's
+    /// addresses go first.
+    #[arg(
+        long = "dns-server",
+        value_name = "ADDR:PORT",
+        conflicts_with = "connect_to"
+    )]
+    pub dns_server: Option<std::net::SocketAddr>,
+
+    /// Look hosts up again this often while the run goes (e.g. 1s, 30s): connections opened
+    /// after a changed answer go to the new addresses, and the changes are counted. Without
+    /// it, hosts are looked up once, at the start. --resolve's addresses are not looked up.
+    #[arg(
+        long = "dns-ttl",
+        value_name = "D",
+        value_parser = parse_duration,
+        conflicts_with = "connect_to"
+    )]
+    pub dns_ttl: Option<Duration>,
 
     /// Ask for a compressed answer (Accept-Encoding: gzip, br, deflate, zstd) and decode it:
     /// the report gives wire bytes and decoded bytes; a body that fails to decode is an error

@@ -129,7 +129,10 @@ async fn call(
 /// `--resolve`, `--unix-socket`), then TLS offering HTTP/2 when the run speaks TLS.
 async fn connect(engine: &Config) -> anyhow::Result<Box<dyn Io>> {
     let spec = &engine.request;
-    let plain: Box<dyn Io> = match (&engine.unix_socket, engine.connect_to) {
+    let plain: Box<dyn Io> = match (
+        &engine.unix_socket,
+        engine.connect_to.or(engine.addresses.first().copied()),
+    ) {
         (Some(path), _) => Box::new(
             tokio::net::UnixStream::connect(path)
                 .await

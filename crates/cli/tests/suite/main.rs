@@ -16,6 +16,7 @@ mod cluster_guard;
 mod cluster_scenarios;
 mod compressed;
 mod credentials;
+mod dns;
 mod files;
 mod flags_never_panic;
 mod grpc;

@@ -44,18 +44,14 @@ impl Socket {
         sources: Option<&Sources>,
     ) -> Result<Socket, Failure> {
         match endpoint {
-            Endpoint::Tcp(addr) => {
-                let source = sources.and_then(|s| s.next_for(addr));
-                let connected = match source {
-                    Some(ip) => match crate::source::bound_socket(ip) {
-                        Ok(socket) => socket.connect(*addr).await,
-                        Err(e) => Err(e),
-                    },
-                    None => TcpStream::connect(addr).await,
-                };
-                let tcp = connected.map_err(|e| Failure::io(e, true))?;
-                tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
-                Ok(Socket::Tcp(tcp))
+            Endpoint::Tcp(addr) => Socket::connect_tcp(*addr, sources).await,
+            Endpoint::Addresses(list) => {
+                let (_, addr) = list.pick();
+                let attempt = |a| Socket::connect_tcp(a, sources);
+                match list.other_family(addr) {
+                    Some(other) => super::eyeballs::connect(addr, other, attempt).await,
+                    None => attempt(addr).await,
+                }
             }
             Endpoint::Unix(path) => {
                 UnixStream::connect(path)
@@ -70,6 +66,24 @@ impl Socket {
                     })
             }
         }
+    }
+
+    /// Connects over TCP to `addr`, with `TCP_NODELAY`, from the next of `sources` of its
+    /// family when there are any.
+    async fn connect_tcp(
+        addr: std::net::SocketAddr,
+        sources: Option<&Sources>,
+    ) -> Result<Socket, Failure> {
+        let connected = match sources.and_then(|s| s.next_for(&addr)) {
+            Some(ip) => match crate::source::bound_socket(ip) {
+                Ok(socket) => socket.connect(addr).await,
+                Err(e) => Err(e),
+            },
+            None => TcpStream::connect(addr).await,
+        };
+        let tcp = connected.map_err(|e| Failure::io(e, true))?;
+        tcp.set_nodelay(true).map_err(|e| Failure::io(e, true))?;
+        Ok(Socket::Tcp(tcp))
     }
 
     /// The socket, for `peek` and socket options.

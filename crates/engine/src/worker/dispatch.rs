@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use super::task::{connection, Source};
 use crate::arrivals::Arrivals;
-use crate::endpoint::Endpoint;
 use crate::local::{Due, Local};
 use crate::plan::{Plan, Share};
 use crate::timer::Timer;
@@ -247,9 +246,7 @@ impl Pacing {
     fn new(plan: &Plan) -> Pacing {
         Pacing {
             timer: Timer::new(),
-            stamps: plan.kernel_stamps
-                && plan.users.is_none()
-                && matches!(plan.addr, Endpoint::Tcp(_)),
+            stamps: plan.kernel_stamps && plan.users.is_none() && plan.addr.is_tcp(),
             handed: false,
             unread: false,
             last_wake: Instant::now(),

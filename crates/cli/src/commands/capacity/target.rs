@@ -141,6 +141,9 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         connection: crate::plan::Connection {
             tls_resume: r.every.tls_resume,
             connect_to: r.every.connect_to,
+            dns_policy: r.every.dns_policy.into(),
+            dns_server: r.every.dns_server,
+            dns_ttl: r.every.dns_ttl,
             no_resend: args.sending.no_resend,
         },
         setup: None,
