@@ -58,6 +58,9 @@ pub(crate) struct Progress {
     /// The source addresses a connection this exchange opens is bound to, in turn; set
     /// before the exchange, from `Config::local_addresses`.
     pub sources: Option<crate::source::Sources>,
+    /// The two ends of the connection the request went over, when the run records requests
+    /// by address: it spreads connections over several server addresses or source addresses.
+    pub route: Option<belier_stats::Route>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// When set (a probe, a scripted user), receives the raw response head.
@@ -430,6 +433,8 @@ pub(crate) struct Connection {
     reused: bool,
     /// Whether its reads carry the kernel's receive stamps (`SO_TIMESTAMPNS` is on).
     stamped: bool,
+    /// Its two ends, when the run records requests by address (see [`Progress::route`]).
+    route: Option<belier_stats::Route>,
 }
 
 /// Opens a connection to `endpoint` (TCP or a Unix domain socket), then a TLS session over it
@@ -442,6 +447,9 @@ pub(crate) async fn open_stream(
     p.phase = Phase::Connecting;
     let mut socket = Socket::connect(endpoint, p.sources.as_ref()).await?;
     p.connected = Some(Instant::now());
+    if matches!(endpoint, Endpoint::Addresses(_)) || p.sources.is_some() {
+        p.route = socket.route();
+    }
     if let Some(connect) = tls.and_then(|t| t.tunnel.as_deref()) {
         // Through a proxy: its tunnel is part of the handshake.
         p.phase = Phase::Handshaking;
@@ -546,6 +554,7 @@ impl Connection {
             buf: Vec::with_capacity(READ_BUFFER),
             idle_since: Instant::now(),
             reused: false,
+            route: p.route,
         })
     }
 
@@ -617,6 +626,9 @@ impl Connection {
         head_request: bool,
         p: &mut Progress,
     ) -> Result<Response, Failure> {
+        if self.route.is_some() {
+            p.route = self.route;
+        }
         self.stream
             .write_all(&request[written.min(request.len())..])
             .await

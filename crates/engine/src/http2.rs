@@ -229,6 +229,8 @@ struct Open {
     generation: u64,
     tls_session: Option<String>,
     wire: Rc<Wire>,
+    /// Its two ends, when the run records requests by address.
+    route: Option<belier_stats::Route>,
 }
 
 /// One HTTP/2 connection at a time, shared by the stream slots of a group.
@@ -348,6 +350,7 @@ impl Group {
             generation,
             tls_session,
             wire,
+            route: p.route,
         });
         Ok(())
     }
@@ -472,6 +475,8 @@ impl Group {
                 continue;
             };
             p.phase = Phase::Exchanging;
+            // The stream goes over the connection's route, whoever opened it.
+            p.route = self.open.borrow().as_ref().and_then(|o| o.route);
             // Waits for a free stream if the server's SETTINGS_MAX_CONCURRENT_STREAMS is lower
             // than the group's slots.
             let started = async {

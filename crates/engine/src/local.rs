@@ -203,6 +203,9 @@ impl Local {
             if let Some(code) = progress.stream.as_ref().and_then(|s| s.close) {
                 recorder.record_close(code);
             }
+            if let Some(route) = progress.route {
+                recorder.record_route(&sample, route, progress.connected.is_some());
+            }
         }
         if let Some(samples) = &self.recording.samples {
             let full = {

@@ -107,6 +107,10 @@ fn to_value(r: &Report) -> Value {
     if let Some(m) = &s.messages {
         doc["messages"] = messages(m);
     }
+    // Only a run over several server (or source) addresses has the keys, likewise.
+    for (key, table) in crate::routes::json(r) {
+        doc[key] = table;
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));

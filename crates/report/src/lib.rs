@@ -25,6 +25,7 @@ mod junit;
 mod markdown;
 mod messages;
 mod open_loop;
+mod routes;
 mod scenarios;
 mod steps;
 mod summary;

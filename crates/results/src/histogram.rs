@@ -51,6 +51,16 @@ impl Encoder {
             .collect()
     }
 
+    /// Each row's histogram, by its key written out: the address rows' latencies.
+    pub(crate) fn encode_keyed<K: ToString, C: RowCounts>(
+        &mut self,
+        rows: &std::collections::BTreeMap<K, Row<C>>,
+    ) -> io::Result<std::collections::BTreeMap<String, String>> {
+        rows.iter()
+            .map(|(key, row)| Ok((key.to_string(), self.encode(row.values_us())?)))
+            .collect()
+    }
+
     /// `h` encoded, or `None` when it is empty (an optional histogram left out of the file).
     pub(crate) fn encode_some(&mut self, h: &Histogram<u64>) -> io::Result<Option<String>> {
         match h.is_empty() {

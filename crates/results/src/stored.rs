@@ -47,6 +47,12 @@ pub struct StoredRecorder {
     /// `counters`). Absent for runs without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) messages: Option<StoredMessages>,
+    /// Runs over several server addresses: each address's latency histogram (its counts are
+    /// in `counters`), by address; likewise by source address.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) remote_latency: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) local_latency: BTreeMap<String, String>,
 }
 
 /// The histograms of streaming gRPC calls' messages, as stored.
@@ -112,6 +118,14 @@ impl StoredRecorder {
                 .add_metric_histogram(row, &hist)
                 .map_err(|e| e.to_string())?;
         }
+        for (remote, stored) in [(true, &self.remote_latency), (false, &self.local_latency)] {
+            for (addr, encoded) in stored {
+                let hist = decode(deserializer, encoded, &format!("latency of {addr}"))?;
+                recorder
+                    .add_route_histogram(remote, addr, &hist)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         if let Some(m) = &self.messages {
             let first = decode(deserializer, &m.first_message, "messages.first_message")?;
             let gaps = decode(deserializer, &m.gaps, "messages.gaps")?;
@@ -147,6 +161,14 @@ impl Encoder {
             phases,
             steps_latency: self.encode_rows(recorder.steps())?,
             metrics_values: self.encode_rows(recorder.metrics())?,
+            remote_latency: match recorder.routes() {
+                Some(r) => self.encode_keyed(&r.remote)?,
+                None => BTreeMap::new(),
+            },
+            local_latency: match recorder.routes() {
+                Some(r) => self.encode_keyed(&r.local)?,
+                None => BTreeMap::new(),
+            },
             messages: match recorder.messages() {
                 Some(m) => Some(StoredMessages {
                     first_message: self.encode(m.first_message_us())?,

@@ -576,3 +576,50 @@ fn executors_totals_ride_on_the_end_line_exactly_and_older_end_lines_read_as_non
     let (read, _) = intervals_of(older, "mem").unwrap();
     assert!(read.end.unwrap().scenario_totals.is_empty());
 }
+
+#[test]
+fn requests_by_address_round_trip_and_merge_across_shards() {
+    let shard = |remote: &str| {
+        let mut r = Recorder::new();
+        let route = belier_stats::Route {
+            remote: remote.parse().unwrap(),
+            local: "127.0.1.2".parse().unwrap(),
+        };
+        for (latency_us, opened) in [(1_000, true), (3_000, false)] {
+            let s = sample(latency_us, 0, Outcome::Response { status: 200 });
+            r.record(&s);
+            r.record_route(&s, route, opened);
+        }
+        r
+    };
+    let a = write(
+        &header("a"),
+        &[settled(0, shard("127.0.0.11:80"))],
+        Some(&end(1.0)),
+    );
+    let (_, back) = intervals_of(a.clone(), "mem").unwrap();
+    let routes = back[0].recorder.routes().unwrap();
+    let row = &routes.remote[&"127.0.0.11:80".parse().unwrap()];
+    assert_eq!((row.counts.requests, row.counts.connections), (2, 1));
+    assert_eq!(row.values_us().len(), 2);
+    let b = write(
+        &header("a"),
+        &[settled(0, shard("127.0.0.12:80"))],
+        Some(&end(1.0)),
+    );
+    let run = read(vec![a, b], None, None).unwrap();
+    let routes = run.totals.routes().unwrap();
+    assert_eq!(routes.remote.len(), 2);
+    let source = &routes.local[&"127.0.1.2".parse().unwrap()];
+    assert_eq!((source.counts.requests, source.counts.connections), (4, 2));
+    assert_eq!(source.values_us().len(), 4);
+    // A file whose address is not one says which.
+    let bad = String::from_utf8(write(
+        &header("a"),
+        &[settled(0, shard("127.0.0.11:80"))],
+        None,
+    ))
+    .unwrap()
+    .replace("127.0.0.11:80", "nowhere");
+    assert!(intervals_of(bad.into_bytes(), "mem").is_err());
+}

@@ -21,6 +21,7 @@ mod latency;
 mod messages;
 mod recorder;
 mod restore;
+mod routes;
 mod row;
 mod sample;
 pub mod series;
@@ -37,6 +38,7 @@ pub use messages::{
 };
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};
+pub use routes::{AddressCounts, AddressRow, Route, Routes};
 pub use row::{Row, RowCounts};
 pub use sample::{grpc_code_name, Outcome, Sample, GRPC_CODES};
 pub use series::{Gauges, Point, Series};

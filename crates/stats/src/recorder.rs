@@ -62,6 +62,9 @@ pub struct Recorder {
     metrics: Vec<MetricRow>,
     /// Scripted users: iterations completed.
     iterations: u64,
+    /// Requests by the addresses of their connections, from the first such request on (runs
+    /// that spread connections over several addresses).
+    routes: Option<Box<crate::routes::Routes>>,
 }
 
 impl Default for Recorder {
@@ -104,6 +107,7 @@ impl Recorder {
             checks: Vec::new(),
             metrics: Vec::new(),
             iterations: 0,
+            routes: None,
         }
     }
 
@@ -176,6 +180,21 @@ impl Recorder {
     /// [`Messages::round_trip_sent_us`]), besides [`Recorder::record_socket_messages`].
     pub fn record_sent_round_trips(&mut self, times: &crate::MessageTimes) {
         self.messages_mut().record_sent_round_trips(times);
+    }
+
+    /// Records `sample` under the addresses of the connection it went over (see
+    /// [`crate::Routes`]), besides [`Recorder::record`]; `opened`: it opened that connection.
+    pub fn record_route(&mut self, sample: &Sample, route: crate::Route, opened: bool) {
+        self.routes_mut().record(sample, route, opened);
+    }
+
+    /// The requests by address, when the run recorded them.
+    pub fn routes(&self) -> Option<&crate::Routes> {
+        self.routes.as_deref().filter(|r| !r.is_empty())
+    }
+
+    fn routes_mut(&mut self) -> &mut crate::Routes {
+        self.routes.get_or_insert_with(Box::default)
     }
 
     /// Records how a WebSocket ended: the close code it ended with (see
@@ -348,6 +367,10 @@ impl Recorder {
         self.checks.fill(CheckCounts::default());
         self.metrics.iter_mut().for_each(MetricRow::reset);
         self.iterations = 0;
+        // Kept, emptied: the next interval's requests reuse the rows.
+        if let Some(routes) = &mut self.routes {
+            routes.reset();
+        }
     }
 
     /// Records one request of step `step` (a scripted user's), besides [`Recorder::record`]

@@ -65,6 +65,16 @@ fn seen(servers: &[Server], what: impl Fn(&belier_testserver::Counts) -> u64) ->
     servers.iter().map(|s| what(&s.counts())).collect()
 }
 
+/// The report's per-backend table: `field` of each address's row, in address order.
+fn table(out: &Output, field: &str) -> Vec<u64> {
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["backends"]["addresses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    rows.iter().map(|r| r[field].as_u64().unwrap()).collect()
+}
+
 #[test]
 fn round_robin_gives_each_address_a_quarter_of_the_connections() {
     let (servers, port) = four_servers();
@@ -73,7 +83,16 @@ fn round_robin_gives_each_address_a_quarter_of_the_connections() {
     // How many requests each connection carries is each server's speed (a faster backend
     // answers more over its ten): their sum is exact, their split is the backends'.
     assert_eq!(seen(&servers, |c| c.requests).iter().sum::<u64>(), 40_000);
+    // The report's per-backend table is what each server counted.
+    assert_eq!(table(&out, "requests"), seen(&servers, |c| c.requests));
+    assert_eq!(table(&out, "connections"), [10, 10, 10, 10]);
+    assert_eq!(table(&out, "errors"), [0, 0, 0, 0]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (largest, smallest) = (
+        &doc["backends"]["largest_share"],
+        &doc["backends"]["smallest_share"],
+    );
+    assert!(largest.as_f64() >= smallest.as_f64(), "{}", doc["backends"]);
     assert_eq!(doc["summary"]["requests"], 40_000);
     assert_eq!(
         doc["run"]["address"],
@@ -84,12 +103,14 @@ fn round_robin_gives_each_address_a_quarter_of_the_connections() {
 #[test]
 fn round_robin_with_a_connection_per_request_gives_each_address_a_quarter_exactly() {
     let (servers, port) = four_servers();
-    run(
+    let out = run(
         port,
         "round-robin",
         &["-c", "40", "-n", "4000", "--no-keepalive"],
     );
     assert_eq!(seen(&servers, |c| c.requests), [1000, 1000, 1000, 1000]);
+    assert_eq!(table(&out, "requests"), [1000, 1000, 1000, 1000]);
+    assert_eq!(table(&out, "connections"), [1000, 1000, 1000, 1000]);
     assert_eq!(seen(&servers, |c| c.connections), [1000, 1000, 1000, 1000]);
 }
 
@@ -97,13 +118,16 @@ fn round_robin_with_a_connection_per_request_gives_each_address_a_quarter_exactl
 fn spawned_workers_go_round_the_addresses_as_one_process() {
     let (servers, port) = four_servers();
     // -c 6 over 3 workers: connections 0,3 | 1,4 | 2,5 go to addresses 0,3 | 1,0 | 2,1.
-    run(
+    let out = run(
         port,
         "round-robin",
         &["-c", "6", "-n", "600", "--spawn", "3"],
     );
     assert_eq!(seen(&servers, |c| c.connections), [2, 2, 1, 1]);
     assert_eq!(seen(&servers, |c| c.requests).iter().sum::<u64>(), 600);
+    // The workers' tables merge by address into the servers' counts.
+    assert_eq!(table(&out, "connections"), [2, 2, 1, 1]);
+    assert_eq!(table(&out, "requests"), seen(&servers, |c| c.requests));
 }
 
 #[test]

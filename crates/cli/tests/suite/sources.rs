@@ -94,7 +94,7 @@ fn connections_spread_evenly_over_the_source_addresses_as_the_server_sees_them()
     })
     .expect("the target starts");
     let url = server.url("/");
-    let out = BELIER.ok(&[
+    let doc = BELIER.json(&[
         &url,
         "-c",
         "32",
@@ -103,7 +103,32 @@ fn connections_spread_evenly_over_the_source_addresses_as_the_server_sees_them()
         "--local-address",
         "127.0.1.0/28",
     ]);
-    assert!(out.status.success());
+    // The report's per-source table: 16 sources of 2 connections each, and each source's
+    // requests as the server counted them by the peer of their connection.
+    let rows = doc["sources"]["addresses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 16, "{}", doc["sources"]);
+    assert!(
+        rows.iter().all(|r| r["connections"] == 2),
+        "{}",
+        doc["sources"]
+    );
+    let mut served = std::collections::BTreeMap::new();
+    for request in server.recent_requests() {
+        let peer = server.peer(request.connection).expect("a recorded peer");
+        *served.entry(peer.ip().to_string()).or_insert(0u64) += 1;
+    }
+    assert_eq!(served.values().sum::<u64>(), 320);
+    for row in &rows {
+        let address = row["address"].as_str().unwrap();
+        assert_eq!(
+            row["requests"].as_u64(),
+            served.get(address).copied(),
+            "{address}"
+        );
+    }
     let mut by_source = std::collections::BTreeMap::new();
     for connection in 1..=32 {
         let peer = server.peer(connection).expect("a recorded peer");

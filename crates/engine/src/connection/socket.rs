@@ -86,6 +86,17 @@ impl Socket {
         Ok(Socket::Tcp(tcp))
     }
 
+    /// A TCP socket's two ends; `None` for a Unix socket (or one the kernel cannot say).
+    pub(crate) fn route(&self) -> Option<belier_stats::Route> {
+        match self {
+            Socket::Tcp(s) | Socket::Stamped(s, _) => Some(belier_stats::Route {
+                remote: s.peer_addr().ok()?,
+                local: s.local_addr().ok()?.ip(),
+            }),
+            Socket::Unix(_) => None,
+        }
+    }
+
     /// The socket, for `peek` and socket options.
     pub(crate) fn sock_ref(&self) -> socket2::SockRef<'_> {
         match self {

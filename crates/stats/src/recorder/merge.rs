@@ -50,5 +50,8 @@ impl AddAssign<&Recorder> for Recorder {
         add_rows(&mut self.checks, &other.checks);
         add_rows(&mut self.metrics, &other.metrics);
         self.iterations += other.iterations;
+        if let Some(theirs) = other.routes() {
+            self.routes_mut().add(theirs);
+        }
     }
 }

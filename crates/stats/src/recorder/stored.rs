@@ -14,6 +14,7 @@ use crate::extremes::Range;
 use crate::histogram::Metric;
 use crate::messages::{MessageCounts, Messages};
 use crate::restore::{check_rows, RestoreError};
+use crate::routes::{AddressCounts, AddressRow, Routes};
 use crate::sample::GRPC_CODES;
 use crate::step::{CheckCounts, StepCounts, StepRow};
 
@@ -105,6 +106,13 @@ pub struct Counters {
     /// Scripted users: iterations completed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub iterations: u64,
+    /// Requests by server address (`127.0.0.11:80`), when the run spread its connections
+    /// over several (their latency histograms are stored apart, see [`Recorder::routes`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub remote: BTreeMap<String, AddressCounts>,
+    /// Requests by source address (`127.0.1.3`), likewise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub local: BTreeMap<String, AddressCounts>,
 }
 
 /// Reads the status counts with their codes as text, the way a JSON object's keys are written,
@@ -130,6 +138,29 @@ where
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Address rows' counts by the address written out.
+fn stored_rows<A: ToString>(rows: &BTreeMap<A, AddressRow>) -> BTreeMap<String, AddressCounts> {
+    rows.iter()
+        .map(|(a, row)| (a.to_string(), row.counts))
+        .collect()
+}
+
+/// Address rows from their stored counts, each address read back; `what` names them in errors.
+fn restored_rows<A: std::str::FromStr + Ord>(
+    stored: &BTreeMap<String, AddressCounts>,
+    what: &str,
+) -> Result<BTreeMap<A, AddressRow>, RestoreError> {
+    stored
+        .iter()
+        .map(|(key, &counts)| Ok((parse_key(key, what)?, AddressRow::from_counts(counts))))
+        .collect()
+}
+
+fn parse_key<A: std::str::FromStr>(key: &str, what: &str) -> Result<A, RestoreError> {
+    key.parse()
+        .map_err(|_| RestoreError(format!("'{key}' is not a {what}")))
 }
 
 /// Most requests, and most of any other count, one stored record may hold: 2^53, what ten
@@ -171,8 +202,15 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .messages
         .iter()
         .flat_map(|m| [m.calls, m.sent, m.received, m.tokens, m.generated_tokens]);
+    let addresses = c
+        .remote
+        .values()
+        .chain(c.local.values())
+        .flat_map(|a| [a.requests, a.errors, a.connections]);
+    check_rows("address rows", c.remote.len() + c.local.len())?;
     let largest = others
         .into_iter()
+        .chain(addresses)
         .chain(steps)
         .chain(checks)
         .chain(messages)
@@ -224,6 +262,12 @@ impl Recorder {
             checks: self.checks.clone(),
             metrics: self.metrics.iter().map(|m| m.counts).collect(),
             iterations: self.iterations,
+            remote: self
+                .routes()
+                .map_or_else(BTreeMap::new, |r| stored_rows(&r.remote)),
+            local: self
+                .routes()
+                .map_or_else(BTreeMap::new, |r| stored_rows(&r.local)),
         }
     }
 
@@ -291,7 +335,29 @@ impl Recorder {
             .map(|&n| MetricRow::from_counts(n))
             .collect();
         r.iterations = c.iterations;
+        if !c.remote.is_empty() || !c.local.is_empty() {
+            r.routes = Some(Box::new(Routes {
+                remote: restored_rows(&c.remote, "server address")?,
+                local: restored_rows(&c.local, "source address")?,
+            }));
+        }
         Ok(r)
+    }
+
+    /// Adds the values of a stored latency histogram to the row of address `addr` (a
+    /// server's, `remote`, else a source's), which [`Recorder::from_counters`] made.
+    pub fn add_route_histogram(
+        &mut self,
+        remote: bool,
+        addr: &str,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        let routes = self.routes_mut();
+        let row = match remote {
+            true => parse_key(addr, "server address").map(|a| routes.remote.entry(a).or_default()),
+            false => parse_key(addr, "source address").map(|a| routes.local.entry(a).or_default()),
+        }?;
+        row.add_values(h)
     }
 
     /// Adds the values of stored histograms of streaming calls' first messages, gaps, round
