@@ -131,6 +131,32 @@ fn a_failed_request_fails_the_group() {
     assert_eq!(s.counts().requests, 4);
 }
 
+/// Over HTTP/2 (h2c) the group's six requests are streams at once on the user's one
+/// connection: one connection for two users (they share it, as `max_streams` says), and the
+/// group still lasts its slowest request, not the sum.
+#[test]
+fn over_http2_a_group_is_concurrent_streams_on_one_connection() {
+    let s = Server::start(Config {
+        threads: 2,
+        http2: true,
+        ..Config::default()
+    })
+    .expect("test server starts");
+    let dir = temp_dir("parallel-h2");
+    let plan = parallel_plan(&s.url(""), 6, 2, 4).replacen("\n", "\nhttp2: true\n", 1);
+    let doc = run(&dir, &plan, &[]);
+    s.wait_idle(Duration::from_secs(5));
+    let counts = s.counts();
+    assert_eq!((counts.requests, counts.connections), (28, 1), "{counts:?}");
+    assert_eq!(row(&doc, "assets")["requests"], 4, "{}", doc["steps"]);
+    let (fastest, slowest) = group_ms(&doc);
+    assert!(
+        fastest >= 60,
+        "a group ends with its slowest request: {fastest} ms"
+    );
+    assert!(slowest < 210, "the six were sent one by one: {slowest} ms");
+}
+
 /// Over two spawned workers the same plan sends the same requests on the same number of
 /// connections, and the merged report has the group's row.
 #[test]
