@@ -411,6 +411,16 @@ pub fn engine_for(
     let any_https = discovering
         || target.scheme == Scheme::Https
         || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);
+    if connection.tls_resume && options.per_iteration {
+        return Err(InputError::new(
+            "--tls-resume",
+            "",
+            format!(
+                "contradicts the plan's `connection: per-iteration` ({}): each iteration is a new visitor, with full TLS handshakes",
+                plan.file.display()
+            ),
+        ));
+    }
     if any_https {
         engine.tls = Some(settings::tls_from_files(
             options.insecure,

@@ -16,6 +16,10 @@ use crate::tls::TlsOptions;
 pub use crate::body::MAX_KEPT_BODY_BYTES;
 pub use belier_stats::{CustomMetric, ErrorKind, MetricKind};
 
+/// Connections a user opens to one host for a parallel group unless told otherwise: six,
+/// as browsers do.
+pub const DEFAULT_CONNECTIONS_PER_HOST: usize = 6;
+
 /// One of a run's other hosts ([`Config::origins`](crate::Config::origins)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
@@ -109,6 +113,18 @@ impl<'a> Reply<'a> {
 pub enum Action {
     /// Send this request and report its end through [`User::reply`] or [`User::failed`].
     Send(Outgoing),
+    /// Send these requests at once (a plan's `parallel:` group), over up to
+    /// [`Users::connections_per_host`] connections to each host (over HTTP/2, as concurrent
+    /// streams on the user's connection), each recorded under its own step's row and the
+    /// group under row `step`: from the group's start to its slowest request's end. Once all
+    /// have ended, the engine reports each one's end through [`User::reply`] or
+    /// [`User::failed`], in the order given.
+    Parallel {
+        /// The group's statistics row (an index into [`Users::steps`]).
+        step: usize,
+        /// The group's requests.
+        requests: Vec<Outgoing>,
+    },
     /// Wait this long (think time). A pausing user costs no thread and no connection activity.
     Pause(Duration),
     /// The iteration is complete. In a closed loop the next [`User::next`] call starts the next
@@ -198,6 +214,19 @@ pub trait Users: Send + Sync {
     fn origin(&self, index: usize) -> Option<Origin> {
         let _ = index;
         None
+    }
+
+    /// Most connections a user opens to one host for an [`Action::Parallel`] group (a plan's
+    /// `connections_per_host`); at least 1.
+    fn connections_per_host(&self) -> usize {
+        DEFAULT_CONNECTIONS_PER_HOST
+    }
+
+    /// Whether a user closes its connections at the end of every iteration (a plan's
+    /// `connection: per-iteration`: each iteration a new visitor, with new connections and
+    /// TLS handshakes); false keeps them from one iteration to the next.
+    fn connection_per_iteration(&self) -> bool {
+        false
     }
 
     /// Whether no user will send anything any more: their requests came from a stream that

@@ -15,13 +15,12 @@ use std::time::Instant;
 
 use tokio::time::Sleep;
 
-use crate::connection::Progress;
 use crate::link::Link;
 use crate::load::Load;
-use crate::local::{next_arrival, Found, Local};
+use crate::local::{next_arrival, Local};
+use crate::parallel;
 use crate::plan::Plan;
-use crate::request::{encode_outgoing, is_head, is_idempotent, InvalidRequest};
-use crate::step;
+use crate::sending::{exchange, Ended, Lane};
 use crate::user::{Action, Outgoing, Reply, Tally, User, Users, Verdict};
 
 /// A kept body buffer larger than this is given back after the request, so that one large
@@ -51,6 +50,14 @@ struct Vu {
     body: Vec<u8>,
     /// The request timeout, re-armed for each request: cheaper than a new timer each time.
     timer: Pin<Box<Sleep>>,
+    /// The connections to each host (by `Outgoing::origin`) a parallel group uses beside the
+    /// one above, each with its `counted`.
+    extra: Vec<Vec<(Link, bool)>>,
+    /// Most connections to one host ([`Users::connections_per_host`]).
+    per_host: usize,
+    /// Close the connections at the end of every iteration
+    /// ([`Users::connection_per_iteration`]).
+    per_iteration: bool,
 }
 
 /// Closed loop: user `index` (numbered across workers) runs iterations back to back, or one
@@ -62,7 +69,7 @@ pub(crate) async fn closed(
     index: u64,
     link: Link,
 ) {
-    let mut vu = Vu::new(&plan, link);
+    let mut vu = Vu::new(&plan, users.as_ref(), link);
     // Made when the user first becomes active: a ramp's later users cost nothing before.
     let mut user: Option<Box<dyn User>> = None;
     // Only a ramp or a steering can make a user inactive between two actions; a constant
@@ -105,7 +112,7 @@ pub(crate) async fn open(
     vu: u64,
     link: Link,
 ) {
-    let mut state = Vu::new(&plan, link);
+    let mut state = Vu::new(&plan, users.as_ref(), link);
     let mut user = users.user(vu);
     while let Some(due) = next_arrival(&local).await {
         match state
@@ -137,8 +144,11 @@ fn halted(local: &Local, arrival: Option<Instant>) -> End {
 }
 
 impl Vu {
-    fn new(plan: &Plan, link: Link) -> Vu {
+    fn new(plan: &Plan, users: &dyn Users, link: Link) -> Vu {
         Vu {
+            extra: Vec::new(),
+            per_host: users.connections_per_host().max(1),
+            per_iteration: users.connection_per_iteration(),
             link,
             counted: false,
             others: Vec::new(),
@@ -152,7 +162,11 @@ impl Vu {
     fn close(&mut self, local: &Local) {
         self.link.release();
         local.connections.track_open(false, &mut self.counted);
-        for (link, counted) in &mut self.others {
+        for (link, counted) in self
+            .others
+            .iter_mut()
+            .chain(self.extra.iter_mut().flatten())
+        {
             link.release();
             local.connections.track_open(false, counted);
         }
@@ -222,6 +236,19 @@ impl Vu {
                     let intended = arrival.take().unwrap_or_else(Instant::now);
                     self.send(local, plan, user, &outgoing, intended).await;
                 }
+                Action::Parallel { step, requests } => {
+                    if !self.may_go_on(local, plan, ramp).await || !local.schedule.claim() {
+                        return halted(local, arrival);
+                    }
+                    // The group counts as one of the run's requests against its budget (its
+                    // requests as many in the totals): it was claimed as one.
+                    arrival.take();
+                    if requests.is_empty() {
+                        // Every request's hook refused it: the user counted them failed.
+                        continue;
+                    }
+                    self.parallel(local, plan, user, step, &requests).await;
+                }
                 Action::Pause(pause) => {
                     if !self.may_go_on(local, plan, ramp).await {
                         return halted(local, arrival);
@@ -230,6 +257,10 @@ impl Vu {
                 }
                 Action::EndIteration => {
                     local.recording.recorder.borrow_mut().record_iteration();
+                    if self.per_iteration {
+                        // A new visitor each iteration: new connections, full handshakes.
+                        self.close(local);
+                    }
                     return End::Completed;
                 }
                 Action::Stop => return End::Stopped,
@@ -246,89 +277,22 @@ impl Vu {
         outgoing: &Outgoing,
         intended: Instant,
     ) {
-        let http1 = matches!(self.link, Link::Http1(_));
-        let found = plan
-            .is_found(outgoing.origin)
-            .then(|| local.connections.found(plan, outgoing.origin));
-        // HTTP/2 builds (and checks) the head in the exchange.
-        let refused = if http1 {
-            self.encode(plan, outgoing, found.as_ref())
-        } else {
-            None
-        };
-        self.head.clear();
-        self.body.clear();
-        let mut progress = Progress {
-            head: Some(std::mem::take(&mut self.head)),
-            body: outgoing.keep_body.then(|| std::mem::take(&mut self.body)),
-            ..Progress::default()
-        };
-        if let Some(mode) = outgoing.stream {
-            progress.split_body_as(mode);
-        }
-        let request = step::Request {
-            intended,
-            // An open loop hands an iteration only to a user that is free (or new): none
-            // waits for a connection, so the whole lag is belier's own.
-            waiting_since: matches!(plan.load, Load::Open { .. }).then_some(None),
-            taken: None,
-            timeout: outgoing.timeout.unwrap_or(plan.timeout),
-            bytes: &self.request,
-            head: step::Head::Outgoing(outgoing),
-            head_request: http1 && is_head(&outgoing.method),
-            resend: http1 && plan.resend && plan.keepalive && is_idempotent(&outgoing.method),
-            origin: outgoing.origin,
-            found,
-            refused: refused.as_ref(),
-        };
-        step_active(local, outgoing.step, true);
         let (link, counted) = link_to(
             &mut self.link,
             &mut self.counted,
             &mut self.others,
             outgoing.origin,
         );
-        let (result, sample) = step::send(
-            local,
-            plan,
+        let mut lane = Lane {
             link,
             counted,
-            self.timer.as_mut(),
-            &request,
-            &mut progress,
-        )
-        .await;
-        step_active(local, outgoing.step, false);
-        self.head = progress.head.take().unwrap_or_default();
-        if let Some(body) = progress.body.take() {
-            self.body = body;
-        }
-        let latency = sample.done.saturating_duration_since(intended);
-        let verdict = match &result {
-            Ok(response) => {
-                let body = if outgoing.keep_body {
-                    &self.body[..]
-                } else {
-                    &[]
-                };
-                let reply = Reply {
-                    status: response.status,
-                    head: &self.head,
-                    body,
-                    body_truncated: progress.body_truncated,
-                    latency,
-                    grpc: response.grpc,
-                };
-                reply_to(local, user, &reply)
-            }
-            Err(failure) => user.failed(failure.kind),
+            request: &mut self.request,
+            head: &mut self.head,
+            body: &mut self.body,
+            timer: self.timer.as_mut(),
         };
-        drain(local, user);
-        local
-            .recording
-            .recorder
-            .borrow_mut()
-            .record_step(outgoing.step, &sample, verdict.failed);
+        let ended = exchange(local, plan, &mut lane, outgoing, intended).await;
+        conclude(local, user, outgoing, &ended, &self.head, &self.body);
         if self.body.capacity() > KEPT_BODY_RETAINED {
             self.body = Vec::new();
         }
@@ -337,23 +301,118 @@ impl Vu {
         }
     }
 
-    /// Encodes an HTTP/1.1 request into the user's buffer, with the Host header of the host it
-    /// goes to; the encoder's refusal if it must not be sent.
-    #[inline]
-    fn encode(
+    /// Sends a parallel group's requests at once, each host's over up to `per_host` of the
+    /// user's connections to it (over HTTP/2, every request a stream on the user's
+    /// connection), then tells the user how each ended, in order, and records the group under
+    /// row `step`.
+    async fn parallel(
         &mut self,
+        local: &Local,
         plan: &Plan,
-        outgoing: &Outgoing,
-        found: Option<&Found>,
-    ) -> Option<InvalidRequest> {
-        let host = match found {
-            None => plan.dest(outgoing.origin).2,
-            Some(Ok(dest)) => &dest.host_header,
-            // Not sent: the exchange fails first.
-            Some(Err(_)) => "",
-        };
-        encode_outgoing(&mut self.request, outgoing, host, plan.keepalive).err()
+        user: &mut dyn User,
+        step: usize,
+        requests: &[Outgoing],
+    ) {
+        let http2 = matches!(self.link, Link::Http2(_));
+        let placed = parallel::place(requests, if http2 { usize::MAX } else { self.per_host });
+        let mut lanes: Vec<parallel::Lane> = placed
+            .lanes
+            .iter()
+            .map(|&(origin, lane)| parallel::Lane::new(plan, self.take(origin, lane)))
+            .collect();
+        let started = Instant::now();
+        let ended = parallel::run(local, plan, &mut lanes, &placed, requests, started).await;
+        let mut verdicts = Vec::with_capacity(requests.len());
+        for (outgoing, (ended, head, body)) in requests.iter().zip(&ended) {
+            verdicts.push(conclude(local, user, outgoing, ended, head, body));
+        }
+        let group = parallel::group_sample(started, &ended, &verdicts);
+        let failed = verdicts.iter().any(|v| v.failed);
+        local
+            .recording
+            .recorder
+            .borrow_mut()
+            .record_step(step, &group, failed);
+        for (&(origin, lane), taken) in placed.lanes.iter().zip(lanes) {
+            self.put(origin, lane, taken.into_link());
+        }
     }
+
+    /// Takes connection `lane` to host `origin` out of the user's keeping for a parallel
+    /// group: lane 0 is the one single requests use. Over HTTP/2, a handle on the user's
+    /// shared connection.
+    fn take(&mut self, origin: usize, lane: usize) -> (Link, bool) {
+        if let Link::Http2(group) = &self.link {
+            return (Link::Http2(group.clone()), false);
+        }
+        let (link, counted) = self.slot(origin, lane);
+        (
+            std::mem::replace(link, Link::Http1(None)),
+            std::mem::take(counted),
+        )
+    }
+
+    /// Gives back what [`Vu::take`] took.
+    fn put(&mut self, origin: usize, lane: usize, taken: (Link, bool)) {
+        if matches!(self.link, Link::Http2(_)) {
+            return;
+        }
+        let (link, counted) = self.slot(origin, lane);
+        (*link, *counted) = taken;
+    }
+
+    fn slot(&mut self, origin: usize, lane: usize) -> (&mut Link, &mut bool) {
+        match lane.checked_sub(1) {
+            None => link_to(&mut self.link, &mut self.counted, &mut self.others, origin),
+            Some(extra) => {
+                if self.extra.len() <= origin {
+                    self.extra.resize_with(origin + 1, Vec::new);
+                }
+                let pool = &mut self.extra[origin];
+                if pool.len() <= extra {
+                    pool.resize_with(extra + 1, || (Link::Http1(None), false));
+                }
+                let (link, counted) = &mut pool[extra];
+                (link, counted)
+            }
+        }
+    }
+}
+
+/// Tells the user how its request ended and records it under its step's row.
+fn conclude(
+    local: &Local,
+    user: &mut dyn User,
+    outgoing: &Outgoing,
+    ended: &Ended,
+    head: &[u8],
+    body: &[u8],
+) -> Verdict {
+    let latency = ended
+        .sample
+        .done
+        .saturating_duration_since(ended.sample.intended);
+    let verdict = match &ended.result {
+        Ok(response) => {
+            let reply = Reply {
+                status: response.status,
+                head,
+                body: if outgoing.keep_body { body } else { &[] },
+                body_truncated: ended.body_truncated,
+                latency,
+                grpc: response.grpc,
+            };
+            reply_to(local, user, &reply)
+        }
+        Err(failure) => user.failed(failure.kind),
+    };
+    drain(local, user);
+    local
+        .recording
+        .recorder
+        .borrow_mut()
+        .record_step(outgoing.step, &ended.sample, verdict.failed);
+    verdict
 }
 
 /// The user's link to the host `origin` names, and whether its connection is counted open.
@@ -401,17 +460,4 @@ fn drain(local: &Local, user: &mut dyn User) {
             Tally::Value { metric, us } => recorder.record_value(metric, us),
         }
     });
-}
-
-/// Counts a request of `step` in flight (`started`) or no longer.
-fn step_active(local: &Local, step: usize, started: bool) {
-    let mut active = local.active_steps.borrow_mut();
-    if active.len() <= step {
-        active.resize(step + 1, 0);
-    }
-    if started {
-        active[step] += 1;
-    } else {
-        active[step] -= 1;
-    }
 }

@@ -318,6 +318,13 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
                 let _ = writeln!(out, "{pad}- group {name}:");
                 depth += 1;
             }
+            Op::Parallel { name, requests, .. } => {
+                let _ = writeln!(out, "{pad}- parallel {name} (sent at once):");
+                let inner = "  ".repeat(depth + 1);
+                for i in requests {
+                    request(out, &inner, p, &p.requests[*i], defaults, strict);
+                }
+            }
             Op::If { text, .. } => {
                 let _ = writeln!(out, "{pad}- if {text}:");
                 depth += 1;

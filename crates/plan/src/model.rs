@@ -79,6 +79,13 @@ pub struct Options {
     pub compressed: bool,
     /// Redirects followed per request step, each hop in a row of its own (0: none).
     pub follow: usize,
+    /// Most connections a user opens to one host for a `parallel:` group (default 6, as
+    /// browsers do).
+    pub connections_per_host: usize,
+    /// `connection: per-iteration`: a user closes its connections at the end of every
+    /// iteration, so each iteration is a new visitor with new connections and full TLS
+    /// handshakes; `connection: reuse` (the default) keeps them.
+    pub per_iteration: bool,
 }
 
 /// The shape of the load.
@@ -310,6 +317,16 @@ pub enum Op {
     LoopEnd {
         /// Index of its `LoopStart`.
         start: usize,
+    },
+    /// A `parallel:` group: its requests (indexes into [`Program::requests`]) sent at once,
+    /// the group timed as a whole under statistics row `step`.
+    Parallel {
+        /// The group's name.
+        name: String,
+        /// The group's statistics row.
+        step: usize,
+        /// Its request steps, in order.
+        requests: Vec<usize>,
     },
     /// Marks a group, for `describe` only.
     Group(String),

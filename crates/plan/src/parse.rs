@@ -42,6 +42,8 @@ const TOP_KEYS: &[&str] = &[
     "sni",
     "http2",
     "max_streams",
+    "connections_per_host",
+    "connection",
     "unix_socket",
     "keepalive",
     "cookies",

@@ -139,6 +139,8 @@ fn step(
         ops.push(Op::Group(name.to_string()));
         compile_steps(c, steps, ops, defined, feeders)?;
         ops.push(Op::GroupEnd);
+    } else if has("parallel") {
+        parallel(c, item, ops, defined, feeders)?;
     } else if has("loop") {
         loop_step(c, item, ops, defined, feeders)?;
     } else if has("choice") {
@@ -166,6 +168,70 @@ fn step(
         let index = request(c, &f, defined, feeders)?;
         ops.push(Op::Request(index));
     }
+    Ok(())
+}
+
+/// Keys that make a step something other than a request, refused inside a `parallel:` group.
+const NOT_REQUESTS: &[&str] = &[
+    "pause", "group", "parallel", "loop", "choice", "script", "if", "steps",
+];
+
+/// A `parallel:` group: request steps sent at once, named by `parallel:`. Each request's
+/// templates may use only the variables defined before the group (its requests are rendered
+/// together); what they extract is defined after it.
+fn parallel(
+    c: &mut Compiler<'_>,
+    item: &Node,
+    ops: &mut Vec<Op>,
+    defined: &mut HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<()> {
+    let rd = c.rd;
+    let f = rd.map(item, "a parallel step", &["parallel", "steps", "if"])?;
+    let name = rd.str(f.get("parallel").unwrap_or(item), "a parallel group's name")?;
+    let Some(steps) = f.get("steps") else {
+        return Err(rd.err(item, format!("parallel group `{name}` needs `steps:`")));
+    };
+    let items = rd.seq(steps, "steps")?;
+    if items.is_empty() {
+        return Err(rd.err(steps, "expected at least one request step"));
+    }
+    let row = c.step_row(name);
+    let before = defined.clone();
+    let mut requests = Vec::new();
+    for inner in items {
+        let Kind::Map(entries) = &inner.kind else {
+            return Err(rd.err(
+                inner,
+                format!("expected a request step, found {}", inner.describe()),
+            ));
+        };
+        if let Some((key, _)) = entries
+            .iter()
+            .find(|(k, _)| k.scalar().is_some_and(|k| NOT_REQUESTS.contains(&k)))
+        {
+            return Err(rd.err(
+                key,
+                format!(
+                    "a parallel group holds request steps only, not `{}`",
+                    key.scalar().unwrap_or("")
+                ),
+            ));
+        }
+        let mut seen = before.clone();
+        let mut one = Vec::new();
+        step(c, inner, entries, &mut one, &mut seen, feeders)?;
+        defined.extend(seen);
+        requests.extend(one.into_iter().filter_map(|op| match op {
+            Op::Request(i) => Some(i),
+            _ => None,
+        }));
+    }
+    ops.push(Op::Parallel {
+        name: name.to_string(),
+        step: row,
+        requests,
+    });
     Ok(())
 }
 

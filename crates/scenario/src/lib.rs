@@ -57,7 +57,7 @@ impl VirtualUsers for Plan {
             self.options.cookies,
             self.load.seed,
         );
-        Arc::new(follow(self, users))
+        Arc::new(configured(self, users))
     }
 
     fn executor_users(&self) -> Vec<Arc<PlanUsers>> {
@@ -65,7 +65,7 @@ impl VirtualUsers for Plan {
         self.executors
             .iter()
             .map(|e| {
-                Arc::new(follow(
+                Arc::new(configured(
                     self,
                     PlanUsers::of(
                         Arc::clone(self.program()),
@@ -88,6 +88,16 @@ impl VirtualUsers for Plan {
     }
 }
 
+/// `users` with the plan's connection options (`connections_per_host`, `connection:`) and
+/// following redirects as it says.
+fn configured(plan: &Plan, users: PlanUsers) -> PlanUsers {
+    let users = users.connecting(
+        plan.options.connections_per_host,
+        plan.options.per_iteration,
+    );
+    follow(plan, users)
+}
+
 /// `users` following redirects as [`belier_plan::Options::follow`] says, to the plan's hosts
 /// and (not over HTTP/2) to hosts they lead to.
 fn follow(plan: &Plan, users: PlanUsers) -> PlanUsers {
@@ -106,7 +116,7 @@ fn follow(plan: &Plan, users: PlanUsers) -> PlanUsers {
 }
 
 fn phase_users(plan: &Plan, phase: &Phase) -> Arc<PlanUsers> {
-    Arc::new(follow(
+    Arc::new(configured(
         plan,
         PlanUsers::phase(
             Arc::clone(&phase.program),

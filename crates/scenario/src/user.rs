@@ -99,6 +99,10 @@ struct Shared {
     phase: Option<PhaseLog>,
     /// Messages of the scripts' errors.
     script_errors: crate::script::ScriptErrors,
+    /// Most connections a user opens to one host for a parallel group.
+    per_host: usize,
+    /// Close a user's connections at the end of every iteration.
+    per_iteration: bool,
 }
 
 /// The plan's virtual users: hand it to the engine as `Arc<dyn Users>`.
@@ -135,6 +139,8 @@ impl PlanUsers {
                 from_setup: OnceLock::new(),
                 phase: None,
                 script_errors: Default::default(),
+                per_host: belier_engine::user::DEFAULT_CONNECTIONS_PER_HOST,
+                per_iteration: false,
             }),
         }
     }
@@ -173,6 +179,17 @@ impl PlanUsers {
                     discover: discover.then(|| crate::redirect::Discover::new(None)),
                 },
             });
+        }
+        self
+    }
+
+    /// Opens up to `per_host` connections to a host for a parallel group and, with
+    /// `per_iteration`, closes a user's connections at the end of every iteration. Call
+    /// before the run.
+    pub(crate) fn connecting(mut self, per_host: usize, per_iteration: bool) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.per_host = per_host;
+            shared.per_iteration = per_iteration;
         }
         self
     }
@@ -256,6 +273,14 @@ impl Users for PlanUsers {
         &self.shared.program.metrics
     }
 
+    fn connections_per_host(&self) -> usize {
+        self.shared.per_host
+    }
+
+    fn connection_per_iteration(&self) -> bool {
+        self.shared.per_iteration
+    }
+
     fn origin(&self, index: usize) -> Option<belier_engine::Origin> {
         self.shared.follow.as_ref()?.hosts.engine_origin(index)
     }
@@ -280,6 +305,7 @@ impl Users for PlanUsers {
                 iteration: 0,
                 state: State::Idle,
                 pending: None,
+                queued: std::collections::VecDeque::new(),
                 hop: None,
                 next_hop: None,
                 last_status: 0,
@@ -339,6 +365,9 @@ struct Local {
     iteration: u64,
     state: State,
     pending: Option<Pending>,
+    /// A parallel group's requests after the one pending, in the order the engine reports
+    /// their ends.
+    queued: std::collections::VecDeque<Pending>,
     /// Following redirects: the request in flight (before cookies) and its hop number; then
     /// the next hop to send, if its answer was a redirect.
     hop: Option<(Outgoing, usize)>,

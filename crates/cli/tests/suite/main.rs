@@ -43,6 +43,7 @@ mod plan_conditions;
 mod plan_executors;
 mod plan_grpc;
 mod plan_inputs;
+mod plan_parallel;
 mod plan_phases;
 mod plan_scripts;
 mod plans;

@@ -77,5 +77,58 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
             },
             None => 0,
         },
+        connections_per_host: connections_per_host(c, top)?,
+        per_iteration: per_iteration(c, top)?,
     })
+}
+
+/// Most connections a user opens to one host for a parallel group unless the plan says.
+pub const DEFAULT_CONNECTIONS_PER_HOST: usize = belier_engine::user::DEFAULT_CONNECTIONS_PER_HOST;
+
+/// Most `connections_per_host` a plan may ask for.
+pub const MAX_CONNECTIONS_PER_HOST: u64 = 256;
+
+/// `connections_per_host: N`, 1 to [`MAX_CONNECTIONS_PER_HOST`].
+fn connections_per_host(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<usize> {
+    let Some(n) = top.get("connections_per_host") else {
+        return Ok(DEFAULT_CONNECTIONS_PER_HOST);
+    };
+    match c.rd.u64(n, "connections_per_host")? {
+        v @ 1..=MAX_CONNECTIONS_PER_HOST => Ok(v as usize),
+        v => Err(c.rd.err(
+            n,
+            format!(
+                "expected connections_per_host from 1 to {MAX_CONNECTIONS_PER_HOST}, found {v}"
+            ),
+        )),
+    }
+}
+
+/// `connection: reuse` (the default) or `per-iteration`; per-iteration needs HTTP/1.1 and
+/// keep-alive (over HTTP/2 the users share connections; without keep-alive every request has
+/// a new one already).
+fn per_iteration(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
+    let rd = c.rd;
+    let Some(n) = top.get("connection") else {
+        return Ok(false);
+    };
+    match rd.str(n, "`connection: reuse` or `connection: per-iteration`")? {
+        "reuse" => Ok(false),
+        "per-iteration" => {
+            if top
+                .get("http2")
+                .is_some_and(|h| rd.bool(h, "http2").unwrap_or(false))
+            {
+                return Err(rd.err(
+                    n,
+                    "`connection: per-iteration` needs HTTP/1.1: over HTTP/2 the users share their connections",
+                ));
+            }
+            Ok(true)
+        }
+        other => Err(rd.err(
+            n,
+            format!("expected `connection: reuse` or `connection: per-iteration`, found `{other}`"),
+        )),
+    }
 }

@@ -64,6 +64,10 @@ impl Local {
                     .before_request(shared, index, outgoing)
                     .map(Action::Send);
             }
+            Op::Parallel { step, requests, .. } => {
+                let (step, requests) = (*step, requests.clone());
+                return Some(self.parallel(shared, step, &requests));
+            }
             Op::Script(index) => {
                 let index = *index;
                 self.script_step(shared, index);
@@ -140,6 +144,26 @@ impl Local {
         Action::EndIteration
     }
 
+    /// A parallel group's action: its requests rendered together, each one's pending state
+    /// queued for its reply. A request its `before_request` hook fails is not sent (and
+    /// fails its step); redirects are not followed inside a group.
+    fn parallel(&mut self, shared: &Shared, step: usize, requests: &[usize]) -> Action {
+        let mut out = Vec::with_capacity(requests.len());
+        for &index in requests {
+            let outgoing = self.render(shared, index);
+            self.hop = None;
+            if let Some(outgoing) = self.before_request(shared, index, outgoing) {
+                self.queued.extend(self.pending.take());
+                out.push(outgoing);
+            }
+        }
+        self.pending = self.queued.pop_front();
+        Action::Parallel {
+            step,
+            requests: out,
+        }
+    }
+
     pub(super) fn reply(
         &mut self,
         shared: &Shared,
@@ -153,6 +177,7 @@ impl Local {
         let Some(pending) = self.pending.take() else {
             return Verdict { failed: true };
         };
+        self.pending = self.queued.pop_front();
         let request = &shared.program.requests[pending.request];
         let now = SystemTime::now();
         let jar = jar(&mut self.jars, pending.origin);
@@ -209,7 +234,9 @@ impl Local {
     pub(super) fn failed(&mut self, shared: &Shared, kind: ErrorKind) -> Verdict {
         self.last_status = 0;
         self.hop = None;
-        match self.pending.take() {
+        let pending = self.pending.take();
+        self.pending = self.queued.pop_front();
+        match pending {
             Some(pending) => {
                 if let Some(phase) = &shared.phase {
                     let name = &shared.program.requests[pending.request].name;
