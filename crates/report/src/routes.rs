@@ -112,6 +112,45 @@ fn write_table(out: &mut String, title: &str, lines: &[AddressLine]) -> std::fmt
     Ok(())
 }
 
+/// The markdown report's tables, `Backends` then `Sources`, as the text report has them.
+pub(crate) fn write_markdown(out: &mut String, report: &Report) -> std::fmt::Result {
+    let (remote, local) = tables(report);
+    for (title, lines) in [("Backends", remote), ("Sources", local)] {
+        if lines.is_empty() {
+            continue;
+        }
+        let (largest, smallest) = skew(&lines);
+        writeln!(
+            out,
+            "\n{title}: {} addresses; largest share {:.1} %, smallest {:.1} %.\n",
+            lines.len(),
+            largest * 100.0,
+            smallest * 100.0
+        )?;
+        writeln!(
+            out,
+            "| Address | Requests | Share | Errors | Connections | p50 | p99 |\n\
+             | :-- | --: | --: | --: | --: | --: | --: |"
+        )?;
+        let ms =
+            |us: Option<u64>| us.map_or("–".into(), |us| format!("{:.3} ms", us as f64 / 1000.0));
+        for l in &lines {
+            writeln!(
+                out,
+                "| `{}` | {} | {:.1} % | {} | {} | {} | {} |",
+                l.address,
+                thousands(l.requests),
+                l.share * 100.0,
+                thousands(l.errors),
+                thousands(l.connections),
+                ms(l.p50_us),
+                ms(l.p99_us)
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// The JSON document's `backends` and `sources`, each present only when that side had more
 /// than one address: the rows, and the skew.
 pub(crate) fn json(report: &Report) -> Vec<(&'static str, Value)> {
@@ -143,4 +182,78 @@ pub(crate) fn json(report: &Report) -> Vec<(&'static str, Value)> {
             (key, doc)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use belier_stats::{Outcome, Route, Sample};
+
+    use crate::seeded;
+
+    /// [`seeded::base`] with 30 requests over two server addresses from one source: 20 to
+    /// the first (one connection, 2–3 ms), 10 to the second (one connection, one a refusal).
+    fn spread() -> seeded::Run {
+        let mut run = seeded::base();
+        let t = Instant::now();
+        let local = "127.0.1.1".parse().unwrap();
+        for i in 0..30u64 {
+            let (remote, outcome) = match i {
+                0..20 => ("127.0.0.11:80", Outcome::Response { status: 200 }),
+                29 => (
+                    "127.0.0.12:80",
+                    Outcome::Error(belier_stats::ErrorKind::ClosedMidBody),
+                ),
+                _ => ("127.0.0.12:80", Outcome::Response { status: 200 }),
+            };
+            let sample = Sample::simulated(t, 0, 2_000 + i * 50, outcome);
+            let route = Route {
+                remote: remote.parse().unwrap(),
+                local,
+            };
+            run.totals.record(&sample);
+            run.totals.record_route(&sample, route, matches!(i, 0 | 20));
+        }
+        run
+    }
+
+    #[test]
+    fn each_format_shows_the_backends_and_one_source_shows_no_table() {
+        let run = spread();
+        let report = run.report();
+        let text = crate::render_text(&report);
+        assert!(
+            text.contains("\nBackends  (2 addresses; largest share 66.7 %, smallest 33.3 %)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("Sources"), "one source: no table\n{text}");
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("127.0.0.12:80"))
+            .unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[..6],
+            ["127.0.0.12:80", "10", "33.3", "%", "1", "1"],
+            "{row}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&crate::render_json(&report)).unwrap();
+        let backends = &doc["backends"];
+        assert_eq!(backends["addresses"][0]["requests"], 20);
+        assert_eq!(backends["addresses"][1]["errors"], 1);
+        assert!(doc.get("sources").is_none());
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        let markdown = crate::render_markdown(&[crate::NamedReport {
+            name: "spread",
+            report: &report,
+        }]);
+        assert!(
+            markdown.contains("| `127.0.0.11:80` | 20 | 66.7 % | 0 | 1 |"),
+            "{markdown}"
+        );
+    }
 }
