@@ -445,9 +445,15 @@ pub(crate) async fn open_stream(
     p: &mut Progress,
 ) -> Result<Stream, Failure> {
     p.phase = Phase::Connecting;
-    let mut socket = Socket::connect(endpoint, p.sources.as_ref()).await?;
+    // A run that spreads its connections records each request under its route, a failed
+    // connect under the address it was tried at.
+    let track = matches!(endpoint, Endpoint::Addresses(_)) || p.sources.is_some();
+    let tried = std::cell::Cell::new(None);
+    let connected = Socket::connect(endpoint, p.sources.as_ref(), track.then_some(&tried)).await;
+    p.route = tried.get();
+    let mut socket = connected?;
     p.connected = Some(Instant::now());
-    if matches!(endpoint, Endpoint::Addresses(_)) || p.sources.is_some() {
+    if track {
         p.route = socket.route();
     }
     if let Some(connect) = tls.and_then(|t| t.tunnel.as_deref()) {

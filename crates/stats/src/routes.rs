@@ -62,10 +62,10 @@ impl Routes {
     pub(crate) fn record(&mut self, sample: &Sample, route: Route, opened: bool) {
         let answered = !matches!(sample.outcome, Outcome::Error(_));
         let latency = sample.latency_us();
-        for row in [
-            self.remote.entry(route.remote).or_default(),
-            self.local.entry(route.local).or_default(),
-        ] {
+        // A connect that failed before a source was bound has none to count under.
+        let local =
+            (!route.local.is_unspecified()).then(|| self.local.entry(route.local).or_default());
+        for row in std::iter::once(self.remote.entry(route.remote).or_default()).chain(local) {
             row.counts.requests += 1;
             row.counts.errors += u64::from(!answered);
             row.counts.connections += u64::from(opened);

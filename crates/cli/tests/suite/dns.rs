@@ -252,3 +252,29 @@ fn a_changed_answer_moves_new_connections_within_the_ttl() {
     assert!(servers[1].counts().requests > new_at_two_seconds);
     assert_eq!(seen(&servers[2..], |c| c.requests), [0, 0]);
 }
+
+#[test]
+fn a_backend_that_refuses_shows_its_refusals_in_its_own_row() {
+    let (mut servers, port) = four_servers();
+    // The third address has nothing listening any more.
+    servers.remove(2).stop();
+    let out = run(
+        port,
+        "round-robin",
+        &["-c", "8", "-n", "400", "--no-keepalive"],
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        table(&out, "requests"),
+        [100, 100, 100, 100],
+        "{}",
+        doc["backends"]
+    );
+    assert_eq!(table(&out, "errors"), [0, 0, 100, 0], "{}", doc["backends"]);
+    assert_eq!(seen(&servers, |c| c.requests), [100, 100, 100]);
+    let refused = &doc["errors"][0];
+    assert_eq!(
+        (&refused["kind"], &refused["count"]),
+        (&"connect_refused".into(), &100.into())
+    );
+}

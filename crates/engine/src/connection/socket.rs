@@ -21,6 +21,8 @@ use tokio::net::{TcpStream, UnixStream};
 use super::{stamp, Cause, Failure};
 use crate::endpoint::Endpoint;
 use crate::source::Sources;
+use belier_stats::Route;
+use std::cell::Cell;
 
 /// A connected socket of either family.
 pub(crate) enum Socket {
@@ -39,15 +41,20 @@ impl Socket {
     /// connect, and counted so; the message names the path, which the OS error does not.
     /// A TCP connection is bound to the next of `sources` of its family when there are any
     /// (`--local-address`), its port picked at connect.
+    ///
+    /// `tried`, when given, is left holding the route of the last TCP connect tried (its
+    /// source unspecified without `sources`), so that a connect that fails can be counted
+    /// under the address it failed at.
     pub(crate) async fn connect(
         endpoint: &Endpoint,
         sources: Option<&Sources>,
+        tried: Option<&Cell<Option<Route>>>,
     ) -> Result<Socket, Failure> {
         match endpoint {
-            Endpoint::Tcp(addr) => Socket::connect_tcp(*addr, sources).await,
+            Endpoint::Tcp(addr) => Socket::connect_tcp(*addr, sources, tried).await,
             Endpoint::Addresses(list) => {
                 let (_, addr) = list.pick();
-                let attempt = |a| Socket::connect_tcp(a, sources);
+                let attempt = |a| Socket::connect_tcp(a, sources, tried);
                 match list.other_family(addr) {
                     Some(other) => super::eyeballs::connect(addr, other, attempt).await,
                     None => attempt(addr).await,
@@ -73,8 +80,20 @@ impl Socket {
     async fn connect_tcp(
         addr: std::net::SocketAddr,
         sources: Option<&Sources>,
+        tried: Option<&Cell<Option<Route>>>,
     ) -> Result<Socket, Failure> {
-        let connected = match sources.and_then(|s| s.next_for(&addr)) {
+        let source = sources.and_then(|s| s.next_for(&addr));
+        if let Some(tried) = tried {
+            let unspecified = match addr {
+                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+                std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+            };
+            tried.set(Some(Route {
+                remote: addr,
+                local: source.unwrap_or(unspecified),
+            }));
+        }
+        let connected = match source {
             Some(ip) => match crate::source::bound_socket(ip) {
                 Ok(socket) => socket.connect(addr).await,
                 Err(e) => Err(e),
