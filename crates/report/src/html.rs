@@ -65,6 +65,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     write_runs(out, runs, &summaries)?;
     write_summary(out, runs, &summaries)?;
     write_steps(out, runs, &summaries)?;
+    write_routes(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
@@ -450,6 +451,47 @@ fn write_steps(out: &mut String, runs: &[HtmlRun], summaries: &[Summary]) -> fmt
                 )?;
             }
             out.push_str("</ul>\n");
+        }
+    }
+    Ok(())
+}
+
+/// Each run's Backends and Sources tables (see [`crate::routes`]), when it spread its
+/// connections over several addresses.
+fn write_routes(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let (remote, local) = crate::routes::tables(run.report);
+        for (title, lines) in [("Backends", remote), ("Sources", local)] {
+            if lines.is_empty() {
+                continue;
+            }
+            writeln!(
+                out,
+                "<h2 style=\"--c:{}\"><i class=\"sw\"></i>{title} of {}</h2>",
+                colour(i),
+                esc(&run.name)
+            )?;
+            out.push_str(
+                "<table class=\"steps\"><thead><tr><th>address</th><th>requests</th>\
+                 <th>share</th><th>errors</th><th>connections</th><th>p50</th><th>p99</th>\
+                 </tr></thead><tbody>\n",
+            );
+            let time = |us: Option<u64>| us.map_or("–".into(), ms);
+            for l in &lines {
+                writeln!(
+                    out,
+                    "<tr><th>{}</th><td>{}</td><td>{:.1} %</td><td>{}</td><td>{}</td>\
+                     <td>{}</td><td>{}</td></tr>",
+                    esc(&l.address),
+                    thousands(l.requests),
+                    l.share * 100.0,
+                    thousands(l.errors),
+                    thousands(l.connections),
+                    time(l.p50_us),
+                    time(l.p99_us)
+                )?;
+            }
+            out.push_str("</tbody></table>\n");
         }
     }
     Ok(())

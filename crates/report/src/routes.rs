@@ -255,5 +255,19 @@ mod tests {
             markdown.contains("| `127.0.0.11:80` | 20 | 66.7 % | 0 | 1 |"),
             "{markdown}"
         );
+        let html = crate::render_html(&[crate::HtmlRun {
+            name: "spread".into(),
+            report: &report,
+        }]);
+        assert!(
+            html.contains("Backends of spread</h2>"),
+            "no Backends table"
+        );
+        assert!(
+            html.contains(
+                "<tr><th>127.0.0.12:80</th><td>10</td><td>33.3 %</td><td>1</td><td>1</td>"
+            ),
+            "no row of the second address"
+        );
     }
 }
