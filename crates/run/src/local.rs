@@ -128,6 +128,18 @@ impl Source for LocalRun {
     }
 
     fn finish(&mut self, warnings: &mut Vec<String>) {
+        // A name looked up again while the run went (`--dns-ttl`) whose addresses changed:
+        // the reader must know the load did not go to one set of backends throughout.
+        if let Some(belier_engine::Endpoint::Addresses(list)) = self.run.as_ref().map(Run::addr) {
+            let changes = list.changes();
+            if changes > 0 {
+                warnings.push(format!(
+                    "the target's addresses changed {changes} time(s) during the run (looked up \
+                     again every --dns-ttl); connections opened after a change went to the new \
+                     addresses (the Backends table has every address used)"
+                ));
+            }
+        }
         let crashed = self.run.take().map_or(0, Run::join);
         if crashed > 0 {
             warnings.push(format!(

@@ -240,8 +240,14 @@ fn a_changed_answer_moves_new_connections_within_the_ttl() {
     std::thread::sleep(Duration::from_secs(2));
     let old_at_two_seconds = servers[0].counts().requests;
     let new_at_two_seconds = servers[1].counts().requests;
-    let (code, _, stderr) = belier.finish();
+    let (code, report, stderr) = belier.finish();
     assert_eq!(code, Some(0), "{stderr}");
+    // The report says the addresses changed, and its table has both.
+    assert!(
+        report.contains("the target's addresses changed 1 time(s)"),
+        "{report}"
+    );
+    assert!(report.contains("\nBackends  (2 addresses;"), "{report}");
     // Two seconds after the change no request reaches the old address any more; the new
     // one has had some by then and the rest of the run's after.
     assert_eq!(servers[0].counts().requests, old_at_two_seconds);
