@@ -62,7 +62,8 @@ const AGGREGATED: &str = "Aggregated";
 /// more). Latency cells are empty where no response arrived. The `Aggregated` rate is the
 /// report's attempted rate (an open loop's, per second of its schedule); a step's, its requests
 /// over the run's elapsed time. A run of streaming gRPC calls has rows of its messages after
-/// its `Aggregated` row (see `message_rows`).
+/// its `Aggregated` row (see `message_rows`), and a run over several server or source
+/// addresses a row for each (`backend 127.0.0.11:80`, `source 127.0.1.3`).
 pub fn render_csv_stats(runs: &[NamedReport]) -> String {
     let mut out = String::from(STATS_HEADER);
     out.push('\n');
@@ -100,6 +101,7 @@ pub fn render_csv_stats(runs: &[NamedReport]) -> String {
         if let Some(m) = &s.messages {
             let _ = message_rows(&mut out, &name, m, &per_s);
         }
+        let _ = crate::routes::write_csv(&mut out, &name, r, &per_s);
     }
     out
 }

@@ -151,6 +151,38 @@ pub(crate) fn write_markdown(out: &mut String, report: &Report) -> std::fmt::Res
     Ok(())
 }
 
+/// The statistics CSV's address rows, after a run's `Aggregated` row: `backend ADDRESS` and
+/// `source ADDRESS`, each with its requests, errors (as failures), rate over the run, and
+/// p50 and p99 (min, p90, max and bytes are empty: not kept by address).
+pub(crate) fn write_csv(
+    out: &mut String,
+    run: &str,
+    report: &Report,
+    per_s: &dyn Fn(u64) -> f64,
+) -> std::fmt::Result {
+    let (remote, local) = tables(report);
+    let rows = remote
+        .iter()
+        .map(|l| ("backend", l))
+        .chain(local.iter().map(|l| ("source", l)));
+    let ms = |us: Option<u64>| us.map_or(String::new(), |us| format!("{:.3}", us as f64 / 1000.0));
+    for (side, l) in rows {
+        let failed = l.errors as f64 / l.requests.max(1) as f64 * 100.0;
+        writeln!(
+            out,
+            "{run},{side} {},{},{},{failed:.2},{:.3},{:.3},,{},,{},,,",
+            l.address,
+            l.requests,
+            l.errors,
+            per_s(l.requests),
+            per_s(l.errors),
+            ms(l.p50_us),
+            ms(l.p99_us)
+        )?;
+    }
+    Ok(())
+}
+
 /// The JSON document's `backends` and `sources`, each present only when that side had more
 /// than one address: the rows, and the skew.
 pub(crate) fn json(report: &Report) -> Vec<(&'static str, Value)> {
@@ -262,6 +294,18 @@ mod tests {
         assert!(
             html.contains("Backends of spread</h2>"),
             "no Backends table"
+        );
+        let csv = crate::render_csv_stats(&[crate::NamedReport {
+            name: "spread",
+            report: &report,
+        }]);
+        let rows: Vec<&str> = csv.lines().filter(|l| l.contains(",backend ")).collect();
+        assert_eq!(rows.len(), 2, "{csv}");
+        let cells: Vec<&str> = rows[1].split(',').collect();
+        assert_eq!(cells.len(), 14, "{}", rows[1]);
+        assert_eq!(
+            cells[..5],
+            ["spread", "backend 127.0.0.12:80", "10", "1", "10.00"]
         );
         assert!(
             html.contains(
