@@ -145,6 +145,10 @@ pub fn families(figures: &Figures) -> Vec<Family> {
     if let Some(m) = total.messages() {
         out.extend(messages(m));
     }
+    if let Some(routes) = total.routes() {
+        out.extend(addresses(&BACKEND_NAMES, &routes.remote));
+        out.extend(addresses(&SOURCE_NAMES, &routes.local));
+    }
     let counter = |name, help, value: u64| Family {
         name,
         help,
@@ -295,14 +299,11 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
     let mut quantiles = Vec::new();
     for (row, name) in rows {
         let step = [("step", name.clone())];
-        let failed = row.counts.failures;
-        for (outcome, n) in [("ok", row.counts.requests - failed), ("failed", failed)] {
-            requests.push(Point {
-                suffix: "",
-                labels: vec![("step", name.clone()), ("outcome", outcome.to_string())],
-                value: n as f64,
-            });
-        }
+        requests.extend(outcome_points(
+            &step[0],
+            row.counts.requests,
+            row.counts.failures,
+        ));
         histograms.extend(buckets(row.values_us(), &step));
         quantiles.extend(quantile_points(&row.summary(), &step));
     }
@@ -325,6 +326,81 @@ fn steps(total: &Recorder, names: &[String]) -> Vec<Family> {
             help: "Latency quantiles of a plan step's complete responses so far.",
             kind: Type::Gauge,
             points: quantiles,
+        },
+    ]
+}
+
+/// A row's requests as two points labelled by the row (`label`) and `outcome`: `ok`, and
+/// `failed` (`failed` of the `requests`).
+fn outcome_points(label: &(&'static str, String), requests: u64, failed: u64) -> [Point; 2] {
+    [("ok", requests - failed), ("failed", failed)].map(|(outcome, n)| Point {
+        suffix: "",
+        labels: vec![label.clone(), ("outcome", outcome.to_string())],
+        value: n as f64,
+    })
+}
+
+/// The names of one side's address families: requests, connections, latency.
+struct AddressNames([&'static str; 3]);
+
+/// By server address (every address of a name, `--resolve`'s several).
+const BACKEND_NAMES: AddressNames = AddressNames([
+    "belier_backend_requests_total",
+    "belier_backend_connections_total",
+    "belier_backend_request_duration_seconds",
+]);
+
+/// By source address (`--local-address`).
+const SOURCE_NAMES: AddressNames = AddressNames([
+    "belier_source_requests_total",
+    "belier_source_connections_total",
+    "belier_source_request_duration_seconds",
+]);
+
+/// One side's requests by address, `outcome="ok"` or `"failed"` (an error kind), the
+/// connections each opened, and the latency of each one's complete responses; none unless
+/// the run used more than one address on that side.
+fn addresses<A: ToString>(
+    names: &AddressNames,
+    rows: &std::collections::BTreeMap<A, belier_stats::AddressRow>,
+) -> Vec<Family> {
+    if rows.len() < 2 {
+        return Vec::new();
+    }
+    let (mut requests, mut connections, mut histograms) = (Vec::new(), Vec::new(), Vec::new());
+    for (addr, row) in rows {
+        let address = [("address", addr.to_string())];
+        requests.extend(outcome_points(
+            &address[0],
+            row.counts.requests,
+            row.counts.errors,
+        ));
+        connections.push(Point {
+            suffix: "",
+            labels: address.to_vec(),
+            value: row.counts.connections as f64,
+        });
+        histograms.extend(buckets(row.values_us(), &address));
+    }
+    let [requests_name, connections_name, latency_name] = names.0;
+    vec![
+        Family {
+            name: requests_name,
+            help: "Requests by the address of their connection, outcome=\"ok\" or \"failed\" (no complete response).",
+            kind: Type::Counter,
+            points: requests,
+        },
+        Family {
+            name: connections_name,
+            help: "Connections opened, by address.",
+            kind: Type::Counter,
+            points: connections,
+        },
+        Family {
+            name: latency_name,
+            help: "Latency of complete responses from their intended start, by address.",
+            kind: Type::Histogram,
+            points: histograms,
         },
     ]
 }
@@ -612,6 +688,41 @@ pub(crate) mod tests {
                 "belier_stream_tokens_total",
             ]
         );
+    }
+
+    #[test]
+    fn requests_by_address_have_series_only_where_the_run_used_several() {
+        let mut total = Recorder::new();
+        let local = "127.0.1.1".parse().unwrap();
+        for (remote, latency_us, opened) in [
+            ("127.0.0.11:80", 1_000, true),
+            ("127.0.0.12:80", 2_000, true),
+            ("127.0.0.12:80", 3_000, false),
+        ] {
+            let s = sample(latency_us);
+            total.record(&s);
+            let route = belier_stats::Route {
+                remote: remote.parse().unwrap(),
+                local,
+            };
+            total.record_route(&s, route, opened);
+        }
+        let all = families(&Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &[],
+        });
+        let family = |name: &str| all.iter().find(|f| f.name == name);
+        let requests = family("belier_backend_requests_total").expect("backend requests");
+        let ok_at = |address: &str| value(requests, "", &[("address", address), ("outcome", "ok")]);
+        assert_eq!((ok_at("127.0.0.11:80"), ok_at("127.0.0.12:80")), (1.0, 2.0));
+        let connections = family("belier_backend_connections_total").unwrap();
+        assert_eq!(value(connections, "", &[("address", "127.0.0.12:80")]), 1.0);
+        assert!(family("belier_backend_request_duration_seconds").is_some());
+        // One source address: no series by source.
+        assert!(all.iter().all(|f| !f.name.starts_with("belier_source_")));
     }
 
     #[test]

@@ -271,7 +271,8 @@ fn served_streaming_metrics(dir: &std::path::Path) -> Vec<(String, String)> {
 }
 
 /// The metrics page names exactly the families the exporter serves for a flag run, a plan run,
-/// a run of streaming gRPC calls, a WebSocket run and an LLM stream together, with their types.
+/// a run of streaming gRPC calls, a WebSocket run, an LLM stream and a run over several
+/// addresses together, with their types.
 #[test]
 fn metric_names_are_what_the_exporter_serves() {
     let server = belier_testserver::Server::start(belier_testserver::Config::default())
@@ -294,6 +295,32 @@ fn metric_names_are_what_the_exporter_serves() {
     let llm = server.url("/v1/chat/completions");
     let stream = [&llm, "--llm", "-d", "{}", "-n", "3", "-t", "1"];
     served.extend(served_metrics(&stream, &dir));
+    // A run over two server addresses from two source addresses has families by address.
+    let port = server.addr().port();
+    let second = belier_testserver::Server::start(belier_testserver::Config {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 2], port)),
+        ..belier_testserver::Config::default()
+    })
+    .expect("a second target on 127.0.0.2");
+    let resolve = format!("two.test:{port}:127.0.0.1,127.0.0.2");
+    let url = format!("http://two.test:{port}/");
+    let spread = [
+        url.as_str(),
+        "--resolve",
+        &resolve,
+        "--dns-policy",
+        "round-robin",
+        "--local-address",
+        "127.0.1.0/31",
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "-t",
+        "1",
+    ];
+    served.extend(served_metrics(&spread, &dir));
+    second.stop();
     served.sort();
     served.dedup();
     let documented = documented_metrics();
