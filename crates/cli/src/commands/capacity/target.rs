@@ -63,34 +63,45 @@ pub(super) fn target(args: &CapacityArgs) -> anyhow::Result<Target> {
         return Err(InputError::new(flag, "", "is for a gRPC method: give --call too").into());
     }
     if !step::is_plan(given) {
-        if !args.vars.vars.is_empty() {
-            return Err(InputError::new(
-                "--var <NAME=VALUE>",
-                "",
-                "sets a plan's variable: give a plan file, not a URL",
-            )
-            .into());
-        }
-        let (mut engine, url) = settings::request_config(&args.request)?;
-        engine.resend = !args.sending.no_resend;
-        if args.dimension == DimensionArg::ConnectionRate && args.http2.http2 {
-            return Err(InputError::new(
-                "--dimension <D>",
-                "connection-rate",
-                "opens a connection per request: not with --http2, whose streams share them",
-            )
-            .into());
-        }
-        return Ok(Target::Url {
-            engine: Box::new(engine),
-            url,
-            http2: Http2 {
-                on: args.http2.http2,
-                max_streams: args.http2.max_streams,
-                origin: Origin::Flags,
-            },
-        });
+        return url_target(args);
     }
+    plan_target(args, given)
+}
+
+/// A URL, with the request flags applied.
+fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
+    if !args.vars.vars.is_empty() {
+        return Err(InputError::new(
+            "--var <NAME=VALUE>",
+            "",
+            "sets a plan's variable: give a plan file, not a URL",
+        )
+        .into());
+    }
+    let (mut engine, url) = settings::request_config(&args.request)?;
+    engine.resend = !args.sending.no_resend;
+    if args.dimension == DimensionArg::ConnectionRate && args.http2.http2 {
+        return Err(InputError::new(
+            "--dimension <D>",
+            "connection-rate",
+            "opens a connection per request: not with --http2, whose streams share them",
+        )
+        .into());
+    }
+    Ok(Target::Url {
+        engine: Box::new(engine),
+        url,
+        http2: Http2 {
+            on: args.http2.http2,
+            max_streams: args.http2.max_streams,
+            origin: Origin::Flags,
+        },
+    })
+}
+
+/// A plan file, `given`, which the request flags may not rewrite but for its headers, and
+/// the connection flags apply to.
+fn plan_target(args: &CapacityArgs, given: &str) -> anyhow::Result<Target> {
     let r = &args.request;
     for (given, flag) in [
         (r.method != "GET", "--method"),
