@@ -19,6 +19,9 @@ pub enum Dimension {
     Connections,
     /// New connections per second, one request each (no keep-alive).
     ConnectionRate,
+    /// Connections held open beside a load at a fixed rate (`--hold`): how many the server
+    /// keeps while the load still meets the SLOs.
+    HeldConnections,
 }
 
 impl Dimension {
@@ -29,18 +32,19 @@ impl Dimension {
             Dimension::IterationRate => "iteration-rate",
             Dimension::Connections => "connections",
             Dimension::ConnectionRate => "connection-rate",
+            Dimension::HeldConnections => "held-connections",
         }
     }
 
     /// Whether levels are whole numbers (connections are).
     pub fn whole(self) -> bool {
-        self == Dimension::Connections
+        matches!(self, Dimension::Connections | Dimension::HeldConnections)
     }
 
     /// Whether a level is a rate: the load is an open loop at that rate, and what a step
     /// sent is a rate to compare with it.
     pub fn is_rate(self) -> bool {
-        self != Dimension::Connections
+        !self.whole()
     }
 
     /// A level with its unit: `1,880/s`, `1,880 iterations/s`, `64 connections`, `300
@@ -54,6 +58,9 @@ impl Dimension {
                 format!("{n} connection{}", if level == 1.0 { "" } else { "s" })
             }
             Dimension::ConnectionRate => format!("{n} connections/s"),
+            Dimension::HeldConnections => {
+                format!("{n} held connection{}", if level == 1.0 { "" } else { "s" })
+            }
         }
     }
 
@@ -65,6 +72,7 @@ impl Dimension {
             Dimension::IterationRate => "iterations/s",
             Dimension::Connections => "connections",
             Dimension::ConnectionRate => "connections/s",
+            Dimension::HeldConnections => "held connections",
         }
     }
 }
@@ -86,6 +94,11 @@ mod tests {
         assert_eq!(Dimension::Connections.level(64.0), "64 connections");
         assert_eq!(Dimension::Connections.level(1.0), "1 connection");
         assert_eq!(Dimension::ConnectionRate.level(300.0), "300 connections/s");
+        assert_eq!(
+            Dimension::HeldConnections.level(45.0),
+            "45 held connections"
+        );
+        assert!(Dimension::HeldConnections.whole() && !Dimension::HeldConnections.is_rate());
     }
 
     #[test]

@@ -359,6 +359,7 @@ impl Outcome {
     fn quantity(&self) -> &'static str {
         match self.dimension {
             Dimension::Connections => "number of connections",
+            Dimension::HeldConnections => "number of held connections",
             _ => "rate",
         }
     }
@@ -384,6 +385,7 @@ impl Outcome {
             Dimension::IterationRate => ("iterations/s", "started/s"),
             Dimension::Connections => ("connections", "requests/s"),
             Dimension::ConnectionRate => ("connections/s", "sent/s"),
+            Dimension::HeldConnections => ("held", "held (fewest)"),
         }
     }
 }

@@ -26,7 +26,8 @@ pub use grpc::{GrpcArgs, GrpcCallArgs};
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};
 pub use load::{
-    Http2Args, LoadArgs, OpenLoopArgs, PaceArgs, SendingArgs, ShardArgs, NO_RESEND_BRIEF,
+    HoldArgs, HoldModeArg, Http2Args, LoadArgs, OpenLoopArgs, PaceArgs, SendingArgs, ShardArgs,
+    NO_RESEND_BRIEF,
 };
 pub use output::OutputArgs;
 pub use plan::{CheckArgs, RunArgs, VarArgs};
@@ -129,7 +130,7 @@ mod tests;
 
 /// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
 /// `belier ws`, which refuse them when given.
-const HTTP_ONLY: [&str; 12] = [
+const HTTP_ONLY: [&str; 15] = [
     "http2",
     "method",
     "compressed",
@@ -142,6 +143,9 @@ const HTTP_ONLY: [&str; 12] = [
     "follow",
     "stream",
     "llm",
+    "hold_connections",
+    "hold_mode",
+    "hold_interval",
 ];
 
 /// Hides `a` if it is one of [`HTTP_ONLY`].

@@ -25,7 +25,21 @@ pub fn fit_connections(engine: &mut Config, cap_given: bool) -> Result<u64, Inpu
     let (soft, hard) = rlimit::Resource::NOFILE
         .get()
         .unwrap_or((u64::MAX, u64::MAX));
+    // Held connections come first: they are asked for by number, never lowered to fit.
+    let held = engine.hold.map_or(0, |h| engine.shard.share(h.connections));
     let available = soft.saturating_sub(RESERVED_FDS);
+    if held > available {
+        let needed = held + RESERVED_FDS;
+        return Err(InputError::new(
+            "--hold <N>",
+            held,
+            format!(
+                "needs about {needed} open files but the limit is {soft} (hard limit {hard}); \
+                 raise it with 'ulimit -n {needed}', hold fewer, or spread them over workers (--spawn)"
+            ),
+        ));
+    }
+    let available = available - held;
     let wanted = engine.max_connections() as u64;
     if wanted <= available {
         return Ok(soft);

@@ -184,6 +184,36 @@ fn local_addresses(values: &[String]) -> Result<Vec<std::net::IpAddr>, InputErro
     Ok(addrs)
 }
 
+/// The connections `--hold` keeps beside the load: `connections` of them (the flag's, or a
+/// capacity step's level), held as `args` say; `None` for none.
+pub fn hold(
+    args: &crate::args::HoldArgs,
+    connections: Option<u64>,
+) -> Result<Option<belier_engine::Hold>, InputError> {
+    let Some(connections) = connections else {
+        return Ok(None);
+    };
+    check_range("--hold <N>", connections, 1, MAX_CONNECTIONS as u64)?;
+    let interval = args.hold_interval;
+    if interval < MIN_TRICKLE_INTERVAL || interval > MAX_TRICKLE_INTERVAL {
+        return Err(InputError::new(
+            "--hold-interval <D>",
+            humantime::format_duration(interval),
+            "must be from 1ms to 10m",
+        ));
+    }
+    Ok(Some(belier_engine::Hold {
+        connections,
+        mode: args.hold_mode.into(),
+        interval,
+    }))
+}
+
+/// Bounds of `--hold-interval`: a byte a millisecond is no longer slow, and a byte every ten
+/// minutes outlasts any server's patience.
+const MIN_TRICKLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+const MAX_TRICKLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Validates `args`. `cores` is the default thread count.
 pub fn from_args(args: LoadArgs, cores: usize) -> Result<Settings, InputError> {
     let (engine, url) = request_config(&args.request)?;
@@ -220,6 +250,7 @@ pub fn with_request(
         iterations: None,
     };
     engine.keep_samples = args.raw.is_some();
+    engine.hold = hold(&args.hold, args.hold.hold)?;
     engine.kernel_stamps = args.kernel_stamps != Some(crate::args::OnOff::Off);
     if let Some(slack) = args.timer_slack {
         if slack > MAX_TIMER_SLACK {

@@ -610,3 +610,50 @@ fn a_prometheus_slo_needs_a_prometheus() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--prometheus"), "{}", stderr(&out));
 }
+
+/// Apache with the prefork MPM gives each open connection a worker process of its own for as
+/// long as it stays open; with 50 of them, a load of 100/s over a few connections meets its
+/// SLO beside up to about 46-49 held connections, and not beside 50.
+#[test]
+fn apache_prefork_holds_what_its_workers_allow_beside_the_load() {
+    let Some(apache) = belier_testsupport::apache::Apache::start("capacity", 50) else {
+        return;
+    };
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--dimension",
+            "held-connections",
+            "--rate",
+            "100",
+            "--slo",
+            "p99<200ms",
+            "--start-rate",
+            "40",
+            "--warmup",
+            "2s",
+            "--window",
+            "4s",
+            "--no-overload",
+            &apache.url(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    assert_eq!(c["dimension"], "held_connections", "{c:#}");
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
+    assert!((45.0..=50.0).contains(&found), "{found} held\n{c:#}");
+    // What failed past it is said: the first failing level above it, with the SLO it broke.
+    let failed = steps(&doc)
+        .iter()
+        .filter(|s| s["pass"] == false && s["target_rate"].as_f64().unwrap() > found)
+        .map(|s| s["target_rate"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert!(failed <= 50.0, "{c:#}");
+    assert_eq!(c["failed_rate"].as_f64(), Some(failed), "{c:#}");
+    let why = c["failed_why"].as_str().unwrap_or_default();
+    assert!(why.contains("p99"), "{c:#}");
+}

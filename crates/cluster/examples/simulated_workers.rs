@@ -98,6 +98,7 @@ impl Prepared for Run {
                     in_flight: 3,
                     cpu: 0.2,
                     connections_peak: 4,
+                    held: 0,
                 },
             };
             w.interval(&settled).map_err(|e| e.to_string())?;

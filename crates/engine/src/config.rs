@@ -162,6 +162,9 @@ pub struct Config {
     /// messages recorded as a streaming call's ([`crate::WebSocket`]). Over HTTP/1.1 only.
     /// [`Config::timeout`] then bounds each socket's connect, TLS and upgrade, not its life.
     pub websocket: Option<crate::WebSocket>,
+    /// Connections held open beside the load, counted apart from it ([`crate::Hold`]).
+    /// HTTP/1.1 only, with the run's own request (no scripted users, no WebSocket).
+    pub hold: Option<Hold>,
     /// HTTP/2: how many concurrent requests share one connection. The load's concurrency is
     /// unchanged: a closed loop of `C` connections becomes `C` concurrent requests (users) on
     /// `ceil(C / max_streams)` connections, and the open loop opens a new connection only when
@@ -297,6 +300,7 @@ impl Config {
             compressed: false,
             kernel_stamps: true,
             local_addresses: Vec::new(),
+            hold: None,
             stream: None,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
@@ -325,6 +329,31 @@ impl Config {
         }
     }
 }
+
+/// Connections a run holds beside its load, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// Connections held across the whole run (its shards and workers share them).
+    pub connections: u64,
+    /// What each does while held.
+    pub mode: HoldMode,
+    /// Slow mode: the time between two bytes of the trickled request.
+    pub interval: Duration,
+}
+
+/// What a held connection does while held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HoldMode {
+    /// One keep-alive request answered, then nothing until the server ends the connection.
+    #[default]
+    Idle,
+    /// The run's request written a byte at a time, [`Hold::interval`] apart; once it is all
+    /// written and answered, the next one starts on the same connection.
+    Slow,
+}
+
+/// Default time between two bytes of a trickled request: a slow client's pace.
+pub const DEFAULT_TRICKLE_INTERVAL: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

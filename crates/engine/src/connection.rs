@@ -22,6 +22,7 @@ use crate::tls::{handshake_error_kind, Tls};
 pub(crate) mod counted;
 mod eyeballs;
 mod failure;
+mod held;
 #[cfg(test)]
 mod late_reads;
 mod reuse;

@@ -33,6 +33,7 @@ mod control;
 mod decode;
 mod endpoint;
 mod event;
+mod hold;
 pub mod host;
 mod http1;
 mod http2;
@@ -69,9 +70,10 @@ pub use addresses::DnsPolicy;
 pub use arrivals::{Arrivals, Spacing};
 pub use belier_stats::Recorder;
 pub use config::{
-    Config, GrpcStream, RequestSpec, StopWhen, ACCEPT_ENCODING, DEFAULT_CONNECTIONS,
-    DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
+    Config, GrpcStream, Hold, HoldMode, RequestSpec, StopWhen, ACCEPT_ENCODING,
+    DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_GRACE, DEFAULT_INTERVAL,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_STREAMS, DEFAULT_TIMEOUT, DEFAULT_TIMER_SLACK,
+    DEFAULT_TRICKLE_INTERVAL,
 };
 pub use connection::tunnel::Tunnel;
 pub use control::{Ceiling, Control, ControlError, Knob, Steer};
@@ -299,6 +301,13 @@ fn check(config: &Config) -> Result<(), StartError> {
             "several hosts in one run need HTTP/1.1 (HTTP/2 shares one connection per host)",
         ));
     }
+    if config.hold.is_some_and(|h| h.connections > 0)
+        && (config.http2 || config.users.is_some() || config.websocket.is_some())
+    {
+        return Err(StartError::Invalid(
+            "held connections speak HTTP/1.1 with the run's one request: not with HTTP/2, scripted users or WebSocket",
+        ));
+    }
     if config.unix_socket.is_some() && !config.origins.is_empty() {
         return Err(StartError::Invalid(
             "a Unix socket serves one host: several hosts in one run need TCP",
@@ -457,6 +466,15 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         shard: config.shard,
         sources: sources(config)?,
         websocket: websocket_sessions(config)?,
+        holding: config
+            .hold
+            .map(|hold| {
+                Ok::<_, StartError>(plan::Holding {
+                    hold,
+                    request: request::encode(spec, true)?,
+                })
+            })
+            .transpose()?,
     })
 }
 
@@ -504,6 +522,9 @@ fn spawn_workers(
         .iterations
         .map(|n| split(shard.share(n), threads));
     let requests = config.stop.requests.map(|n| split(shard.share(n), threads));
+    let held = config.hold.map_or(vec![0; threads], |h| {
+        split(shard.share(h.connections), threads)
+    });
     let stop_rx = stop.subscribe();
     let mut handles = Vec::with_capacity(threads);
     for (id, runtime) in runtimes.into_iter().enumerate() {
@@ -515,6 +536,7 @@ fn spawn_workers(
             max_in_flight: in_flight.as_ref().map(|c| c[id].max(1)),
             preopen: preopen[id],
             iterations: iterations.as_ref().map(|c| c[id]),
+            held: held[id],
         };
         let (plan, stop_rx, events_tx) = (Arc::clone(plan), stop_rx.clone(), events_tx.clone());
         let steering_rx = steering_rx.clone();

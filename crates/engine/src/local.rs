@@ -91,6 +91,8 @@ pub(crate) struct Connections {
     /// Hosts the users found during the run, as this worker resolved them (by
     /// `Outgoing::origin` past the run's own), or why they are unreachable.
     pub(crate) found: RefCell<Vec<Option<Found>>>,
+    /// Held connections open now (see `crate::hold`), apart from the load's.
+    pub(crate) held: Cell<u64>,
 }
 
 /// A found host, resolved once per worker.
@@ -138,6 +140,7 @@ impl Local {
                 preopening: Cell::new(0),
                 preopened: Notify::new(),
                 found: RefCell::new(Vec::new()),
+                held: Cell::new(0),
             },
             recording: Recording {
                 recorder: RefCell::new(Recorder::new()),

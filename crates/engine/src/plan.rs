@@ -67,6 +67,8 @@ pub(crate) struct Plan {
     pub sources: Option<crate::source::Sources>,
     /// A WebSocket run's sessions (`Config::websocket`): each request is one socket's life.
     pub websocket: Option<crate::websocket::Sessions>,
+    /// Connections held beside the load (`Config::hold`), with their keep-alive request.
+    pub holding: Option<Holding>,
 }
 
 /// One of a run's other hosts, resolved.
@@ -144,4 +146,13 @@ pub(crate) struct Share {
     pub preopen: usize,
     /// Scripted users in a closed loop: iterations this worker may start.
     pub iterations: Option<u64>,
+    /// Connections this worker holds beside the load (`Config::hold`).
+    pub held: u64,
+}
+
+/// What a worker's held connections share: the request they send (always keep-alive) and how
+/// they hold.
+pub(crate) struct Holding {
+    pub hold: crate::Hold,
+    pub request: Vec<u8>,
 }

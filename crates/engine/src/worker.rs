@@ -75,6 +75,11 @@ async fn drive(
         share.id,
         events.clone(),
     ));
+    // Held connections live beside the load, apart from its tasks: the load's end ends them.
+    let mut held = JoinSet::new();
+    for _ in 0..share.held {
+        held.spawn_local(crate::hold::keep(Rc::clone(&local), Arc::clone(&plan)));
+    }
     let mut tasks = JoinSet::new();
     let dispatcher = start_load(&local, &plan, share, &mut tasks);
     run_until_end(&local, &plan, dispatcher, &mut tasks, stop).await;
@@ -83,6 +88,7 @@ async fn drive(
     local.schedule.wake_all();
     let _ = tokio::time::timeout(plan.grace, until(|| local.active.get() == 0)).await;
     tasks.abort_all();
+    held.abort_all();
     ticker.abort();
     follower.abort();
     hand_over_the_rest(&local, &plan, share, &events);
@@ -229,6 +235,7 @@ fn hand_over_the_rest(local: &Local, plan: &Plan, share: Share, events: &Sender<
         recorder: Box::new(std::mem::take(&mut *recorder)),
         gauges: Gauges {
             connections_peak: local.connections.open.peak(),
+            held: local.connections.held.get(),
             ..Gauges::default()
         },
     });

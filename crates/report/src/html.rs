@@ -66,6 +66,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     write_summary(out, runs, &summaries)?;
     write_steps(out, runs, &summaries)?;
     write_routes(out, runs)?;
+    write_held(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
@@ -493,6 +494,42 @@ fn write_routes(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             }
             out.push_str("</tbody></table>\n");
         }
+    }
+    Ok(())
+}
+
+/// Each run's held connections (`--hold`), when it held some.
+fn write_held(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let Some(h) = crate::held::figures(run.report) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Held connections of {}</h2>",
+            colour(i),
+            esc(&run.name)
+        )?;
+        let failed: Vec<String> = h
+            .failed
+            .iter()
+            .map(|(kind, n)| format!("{} {}", esc(kind), thousands(*n)))
+            .collect();
+        writeln!(
+            out,
+            "<p>held {} at the end, {} at the fewest and {} at the most (at intervals' ends); \
+             opened {}, ended by the server {}, failed {}{}</p>",
+            thousands(h.at_end),
+            thousands(h.fewest),
+            thousands(h.most),
+            thousands(h.opened),
+            thousands(h.closed),
+            thousands(h.failed.values().sum()),
+            match failed.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", failed.join(", ")),
+            }
+        )?;
     }
     Ok(())
 }

@@ -111,6 +111,10 @@ fn to_value(r: &Report) -> Value {
     for (key, table) in crate::routes::json(r) {
         doc[key] = table;
     }
+    // Only a run that held connections has the key, likewise.
+    if let Some(held) = crate::held::json(r) {
+        doc["held"] = held;
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));

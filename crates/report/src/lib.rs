@@ -19,6 +19,7 @@ mod csv;
 mod custom;
 mod format;
 mod hdrlog;
+mod held;
 mod html;
 mod json;
 mod junit;

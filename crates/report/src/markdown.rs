@@ -197,6 +197,7 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     write_status_codes(out, r)?;
     write_errors(out, s)?;
     crate::routes::write_markdown(out, r)?;
+    crate::held::write_markdown(out, r)?;
     write_steps(out, s)?;
     write_scenarios(out, r)?;
     crate::changes::write_markdown(out, r)?;

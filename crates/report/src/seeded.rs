@@ -102,6 +102,7 @@ pub fn new() -> Run {
             in_flight: 3 + interval as u64,
             cpu: 0.42,
             connections_peak: 0,
+            held: 0,
         };
         c.add(0, interval as u64, &r, gauges);
     }
@@ -305,4 +306,14 @@ pub fn render_with_messages(render: impl Fn(&[NamedReport]) -> String) -> String
     add_round_trip(&mut streaming);
     let reports = [plain.report(), streaming.report()];
     render(&named(&reports))
+}
+
+/// A series of one-second intervals with nothing recorded but `gauges`, one per interval.
+pub fn series_with_gauges(gauges: &[Gauges]) -> Series {
+    let mut c = Collector::new(1, Duration::from_secs(1));
+    for (i, g) in gauges.iter().enumerate() {
+        c.add(0, i as u64, &Recorder::new(), *g);
+    }
+    c.finish_worker(0, Duration::from_secs(gauges.len() as u64));
+    c.finish().1
 }

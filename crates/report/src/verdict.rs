@@ -319,6 +319,7 @@ mod tests {
                 in_flight: 0,
                 cpu,
                 connections_peak: 0,
+                held: 0,
             },
         );
         c.finish_worker(0, Duration::from_secs(1));

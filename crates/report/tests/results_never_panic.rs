@@ -147,6 +147,7 @@ fn seed() -> &'static str {
                 in_flight: index,
                 cpu: 0.25,
                 connections_peak: 3,
+                held: 0,
             };
             w.interval(&Settled {
                 index,

@@ -87,6 +87,7 @@ fn main() -> std::io::Result<()> {
             in_flight: 3,
             cpu: 0.2,
             connections_peak: 0,
+            held: 0,
         };
         w.interval(&Settled {
             index: i,

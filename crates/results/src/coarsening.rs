@@ -118,6 +118,8 @@ pub(crate) fn over_time(a: Gauges, b: Gauges) -> Gauges {
         in_flight: a.in_flight.max(b.in_flight),
         cpu: a.cpu.max(b.cpu),
         connections_peak: a.connections_peak.max(b.connections_peak),
+        // The fewest held: a hold that broke in one of the intervals stays seen.
+        held: a.held.min(b.held),
     }
 }
 

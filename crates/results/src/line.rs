@@ -104,6 +104,9 @@ pub(crate) struct IntervalLine {
     pub(crate) cpu: f64,
     #[serde(default)]
     pub(crate) connections_peak: u64,
+    /// Held connections open at the record's end (`--hold`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) held: u64,
     /// What was recorded: counters and histograms, inline in the record's object.
     #[serde(flatten)]
     pub(crate) stored: StoredRecorder,
@@ -125,7 +128,12 @@ impl IntervalLine {
             in_flight: gauges.in_flight,
             cpu: gauges.cpu,
             connections_peak: gauges.connections_peak,
+            held: gauges.held,
             stored,
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

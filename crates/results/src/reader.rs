@@ -216,6 +216,7 @@ impl Reader {
                 in_flight: l.in_flight,
                 cpu: l.cpu,
                 connections_peak: l.connections_peak,
+                held: l.held,
             },
         })
     }

@@ -42,6 +42,7 @@ fn settled(index: u64, recorder: Recorder) -> Settled {
             in_flight: index,
             cpu: 0.5,
             connections_peak: 0,
+            held: 0,
         },
     }
 }
@@ -124,6 +125,7 @@ fn round_trip_is_exact() {
             in_flight: 1,
             cpu: 0.5,
             connections_peak: 0,
+            held: 0,
         }
     );
     let run = read(vec![bytes], None, None).unwrap();

@@ -208,6 +208,7 @@ mod tests {
                 in_flight: 3,
                 cpu: 0.5,
                 connections_peak: 0,
+                held: 0,
             },
         );
         c.add(0, 1, &recorder(&[100]), Gauges::default());
@@ -222,6 +223,7 @@ mod tests {
                 in_flight: 2,
                 cpu: 0.9,
                 connections_peak: 0,
+                held: 0,
             },
         );
         assert_eq!(c.series.points().len(), 1);

@@ -16,6 +16,7 @@ mod collector;
 mod custom;
 mod error_kind;
 mod extremes;
+mod held;
 mod histogram;
 mod latency;
 mod messages;
@@ -31,6 +32,7 @@ pub use collector::{Collector, Settled};
 pub use custom::{CustomMetric, MetricKind, MetricRow};
 pub use error_kind::ErrorKind;
 pub use extremes::Range;
+pub use held::Held;
 pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use messages::{

@@ -65,6 +65,8 @@ pub struct Recorder {
     /// Requests by the addresses of their connections, from the first such request on (runs
     /// that spread connections over several addresses).
     routes: Option<Box<crate::routes::Routes>>,
+    /// Held connections (`--hold`), from the first one counted on.
+    held: Option<Box<crate::held::Held>>,
 }
 
 impl Default for Recorder {
@@ -108,6 +110,7 @@ impl Recorder {
             metrics: Vec::new(),
             iterations: 0,
             routes: None,
+            held: None,
         }
     }
 
@@ -195,6 +198,30 @@ impl Recorder {
 
     fn routes_mut(&mut self) -> &mut crate::Routes {
         self.routes.get_or_insert_with(Box::default)
+    }
+
+    /// Counts one held connection opened (see [`crate::Held`]).
+    pub fn record_held_opened(&mut self) {
+        self.held_mut().opened += 1;
+    }
+
+    /// Counts one held connection the server ended.
+    pub fn record_held_closed(&mut self) {
+        self.held_mut().closed += 1;
+    }
+
+    /// Counts one attempt to open or keep a held connection that failed, under its kind.
+    pub fn record_held_failed(&mut self, kind: ErrorKind) {
+        self.held_mut().fail(kind);
+    }
+
+    /// What became of the run's held connections, when it held some.
+    pub fn held(&self) -> Option<&crate::Held> {
+        self.held.as_deref().filter(|h| !h.is_empty())
+    }
+
+    fn held_mut(&mut self) -> &mut crate::Held {
+        self.held.get_or_insert_with(Box::default)
     }
 
     /// Records how a WebSocket ended: the close code it ended with (see
@@ -371,6 +398,7 @@ impl Recorder {
         if let Some(routes) = &mut self.routes {
             routes.reset();
         }
+        self.held = None;
     }
 
     /// Records one request of step `step` (a scripted user's), besides [`Recorder::record`]

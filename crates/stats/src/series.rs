@@ -15,6 +15,8 @@ pub struct Gauges {
     pub cpu: f64,
     /// Most connections the worker had open at once during the interval.
     pub connections_peak: u64,
+    /// Held connections (`--hold`) open at the end of the interval.
+    pub held: u64,
 }
 
 impl Gauges {
@@ -28,6 +30,8 @@ impl Gauges {
             cpu: self.cpu.max(other.cpu),
             // Workers peak at different instants: the sum is an upper bound of the run's peak.
             connections_peak: self.connections_peak.saturating_add(other.connections_peak),
+            // Read at the same boundary by every worker: they add up.
+            held: self.held.saturating_add(other.held),
         }
     }
 }
@@ -83,6 +87,9 @@ pub struct Point {
     pub first_message_p99_us: u64,
     /// 99th percentile of the gaps between a call's messages, likewise.
     pub gap_p99_us: u64,
+    /// Held connections (`--hold`) open at the end of the interval (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub held: u64,
     /// True once this point merges several intervals; its percentiles are then the largest of
     /// the merged intervals' (an upper bound), while counts and max stay exact.
     pub coarsened: bool,
@@ -125,6 +132,7 @@ impl Point {
             messages_in: r.messages().map_or(0, |m| m.received()),
             first_message_p99_us: r.messages().map_or(0, |m| p99(m.first_message_us())),
             gap_p99_us: r.messages().map_or(0, |m| p99(m.gap_us())),
+            held: gauges.held,
             coarsened: false,
         }
     }
@@ -166,8 +174,14 @@ impl Point {
         self.messages_in += next.messages_in;
         self.first_message_p99_us = self.first_message_p99_us.max(next.first_message_p99_us);
         self.gap_p99_us = self.gap_p99_us.max(next.gap_p99_us);
+        // The fewest held at any merged interval's end: a hold that broke stays seen.
+        self.held = self.held.min(next.held);
         self.coarsened = true;
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The 99th percentile of `h`; 0 when it is empty.
@@ -272,15 +286,18 @@ mod tests {
             in_flight: u64::MAX,
             cpu: 0.5,
             connections_peak: u64::MAX,
+            held: u64::MAX,
         };
         let other = Gauges {
             in_flight: 3,
             cpu: 0.75,
             connections_peak: 2,
+            held: 5,
         };
         let both = most.combine(other);
         assert_eq!(both.in_flight, u64::MAX);
         assert_eq!(both.connections_peak, u64::MAX);
+        assert_eq!(both.held, u64::MAX);
         assert_eq!(both.cpu, 0.75);
         assert_eq!(other.combine(other).in_flight, 6);
     }
@@ -307,6 +324,7 @@ mod tests {
             messages_in: requests * 10,
             first_message_p99_us: p99,
             gap_p99_us: p99 / 10,
+            held: 0,
             coarsened: false,
         }
     }

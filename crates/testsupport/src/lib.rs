@@ -11,6 +11,7 @@
 //! says `NAME: skipped: <why> (<how to install>)` and returns; under CI (`CI=true`) it fails
 //! ([`missing`]).
 
+pub mod apache;
 pub mod argv;
 pub mod binary;
 pub mod capacity;

@@ -102,6 +102,9 @@ pub struct Options {
     pub keepalive_requests: u64,
     /// How long nginx keeps an idle keep-alive connection open, in nginx's syntax (`50ms`).
     pub keepalive_timeout: String,
+    /// How long nginx waits for a whole request head before it ends the connection (and
+    /// logs a 408), in nginx's syntax.
+    pub client_header_timeout: String,
     /// Serve a self-signed certificate with `CA:TRUE` (what `openssl req -x509` makes) as the
     /// server's own, rather than one signed by a test CA; `ca.pem` is then that certificate.
     pub self_signed: bool,
@@ -122,6 +125,7 @@ impl Default for Options {
             // after 1000.
             keepalive_requests: 100_000,
             keepalive_timeout: "60s".to_owned(),
+            client_header_timeout: "60s".to_owned(),
             self_signed: false,
             unix: false,
             websocket_upstream: None,
@@ -263,6 +267,7 @@ http {{
 
     keepalive_requests {keepalive_requests};
     keepalive_timeout {keepalive_timeout};
+    client_header_timeout {client_header_timeout};
 
     server {{
         listen 127.0.0.1:{http_port};
@@ -291,6 +296,7 @@ http {{
             websocket = self.websocket_location(),
             keepalive_requests = self.options.keepalive_requests,
             keepalive_timeout = self.options.keepalive_timeout,
+            client_header_timeout = self.options.client_header_timeout,
         )
     }
 

@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 
 use super::{parse_duration, parse_duration_or_zero};
 use super::{
-    GrpcCallArgs, Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs, NO_RESEND_BRIEF,
+    GrpcCallArgs, HoldArgs, Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs,
+    NO_RESEND_BRIEF,
 };
 
 /// What `--dimension` searches.
@@ -22,6 +23,9 @@ pub enum DimensionArg {
     Connections,
     /// New connections per second, one request each (over https, a full TLS handshake each).
     ConnectionRate,
+    /// Connections held open beside a load at a fixed --rate: the most the server keeps while
+    /// that load still meets the SLOs (a URL, over HTTP/1.1).
+    HeldConnections,
 }
 
 /// Report formats of `belier capacity`.
@@ -90,6 +94,11 @@ pub struct CapacityArgs {
     /// them unless an errors SLO is given
     #[arg(long = "slo", value_name = "EXPR", help_heading = "Search")]
     pub slo: Vec<String>,
+
+    /// With --dimension held-connections: the request rate every step sends beside the held
+    /// connections, whose SLOs decide how many the server can hold.
+    #[arg(long = "rate", value_name = "R", help_heading = "Search")]
+    pub rate: Option<f64>,
 
     /// First level tried: a rate per second, or a number of connections.
     #[arg(
@@ -183,6 +192,11 @@ pub struct CapacityArgs {
     /// HTTP/2.
     #[command(flatten)]
     pub http2: Http2Args,
+
+    /// Connections held beside every step (with --dimension held-connections, the level is
+    /// their number, and --hold is not given).
+    #[command(flatten)]
+    pub hold: HoldArgs,
 
     /// Report format.
     #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CapacityFormat::Text)]

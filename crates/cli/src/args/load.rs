@@ -75,6 +75,10 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub http2: Http2Args,
 
+    /// Connections held beside the load.
+    #[command(flatten)]
+    pub hold: HoldArgs,
+
     /// This process's shard.
     #[command(flatten)]
     pub shard: ShardArgs,
@@ -156,6 +160,55 @@ pub struct SendingArgs {
     /// connection (idempotent methods only; counted as re-sent in the report).
     #[arg(long = "no-resend")]
     pub no_resend: bool,
+}
+
+/// Connections held open beside the load, as clients that stay connected hold them: a flag
+/// run's, and a capacity search's (whose `held-connections` dimension searches their number).
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    /// Keep N connections open beside the load, counted apart from it (held, closed by the
+    /// server, failed); when the server ends one, another opens in its place. HTTP/1.1.
+    #[arg(
+        id = "hold_connections",
+        long = "hold",
+        value_name = "N",
+        help_heading = "Held connections"
+    )]
+    pub hold: Option<u64>,
+
+    /// What a held connection does: idle (one keep-alive request answered, then silence until
+    /// the server closes it) or slow (the request written a byte every --hold-interval, as a
+    /// slow client sends it, answer after answer)
+    #[arg(
+        long = "hold-mode",
+        value_name = "MODE",
+        value_enum,
+        default_value_t = HoldModeArg::Idle,
+        help_heading = "Held connections"
+    )]
+    pub hold_mode: HoldModeArg,
+
+    /// Slow mode: time between two bytes of the trickled request
+    #[arg(long = "hold-interval", value_name = "D", default_value = "1s", value_parser = parse_duration, help_heading = "Held connections")]
+    pub hold_interval: Duration,
+}
+
+/// `--hold-mode`: what a held connection does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HoldModeArg {
+    /// One keep-alive request answered, then idle until the server closes the connection.
+    Idle,
+    /// The request trickled a byte at a time.
+    Slow,
+}
+
+impl From<HoldModeArg> for belier_engine::HoldMode {
+    fn from(m: HoldModeArg) -> Self {
+        match m {
+            HoldModeArg::Idle => belier_engine::HoldMode::Idle,
+            HoldModeArg::Slow => belier_engine::HoldMode::Slow,
+        }
+    }
 }
 
 /// HTTP/2 and its streams per connection: a flag run's, and a capacity search's.

@@ -29,6 +29,9 @@ use super::{parse_duration, LoadArgs};
     mut_arg("body", |a| a.hide(true)),
     mut_arg("body_file", |a| a.hide(true)),
     mut_args(super::hide_http_only),
+    // `belier ws --hold` holds its sockets with pings; held HTTP connections are not for a
+    // WebSocket run, whose connections are its sockets.
+    mut_arg("hold_connections", |a| a.long("hold-connections")),
 )]
 pub struct WsArgs {
     /// The load and its outputs, as for a load test.

@@ -44,6 +44,7 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         (DimensionArg::Rate, Target::Url { .. }) => Dimension::Rate,
         (DimensionArg::Connections, _) => Dimension::Connections,
         (DimensionArg::ConnectionRate, _) => Dimension::ConnectionRate,
+        (DimensionArg::HeldConnections, _) => Dimension::HeldConnections,
     };
     let mut search = Search::new(search_settings(&args, dimension))
         .map_err(|e| InputError::new(e.flag, "", e.message))?;
@@ -145,7 +146,53 @@ fn shape(args: &CapacityArgs, dimension: Dimension, cores: usize) -> anyhow::Res
         max_in_flight: args.open_loop.max_in_flight,
         threads: settings::threads(args.sending.threads, cores)?,
         interval: step::interval(args.warmup)?,
+        hold_rate: hold_rate(args, dimension)?,
+        hold: match dimension {
+            // The level is the number held; one stands in until a step sets it.
+            Dimension::HeldConnections => settings::hold(&args.hold, Some(1))?,
+            _ => settings::hold(&args.hold, args.hold.hold)?,
+        },
     })
+}
+
+/// The rate every step of a held-connections search sends beside them (`--rate`), which only
+/// that search takes; and the `--hold` it must not be given, since it searches that number.
+fn hold_rate(args: &CapacityArgs, dimension: Dimension) -> Result<Option<f64>, InputError> {
+    if dimension != Dimension::HeldConnections {
+        return match args.rate {
+            Some(rate) => Err(InputError::new(
+                "--rate <R>",
+                rate,
+                "is the load beside held connections: give --dimension held-connections (other searches vary the rate themselves)",
+            )),
+            None => Ok(None),
+        };
+    }
+    if let Some(n) = args.hold.hold {
+        return Err(InputError::new(
+            "--hold <N>",
+            n,
+            "is what --dimension held-connections searches: leave it out",
+        ));
+    }
+    let Some(rate) = args.rate else {
+        return Err(InputError::new(
+            "--dimension <D>",
+            "held-connections",
+            "needs --rate R: the load every step sends beside the held connections",
+        ));
+    };
+    if !rate.is_finite() || rate <= 0.0 || rate > crate::limits::MAX_RATE {
+        return Err(InputError::new(
+            "--rate <R>",
+            rate,
+            format!(
+                "must be a positive number of requests per second, at most {}",
+                crate::limits::MAX_RATE
+            ),
+        ));
+    }
+    Ok(Some(rate))
 }
 
 /// How the service behaved past its capacity: goodput weighed against what it served at

@@ -37,6 +37,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.targets.targets.is_some(), "--targets"),
         (load.request.stream.is_some(), "--stream"),
         (load.request.llm, "--llm"),
+        (load.hold.hold.is_some(), "--hold"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

@@ -144,6 +144,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.http2.http2, "--http2"),
         (load.request.stream.is_some(), "--stream"),
         (load.request.llm, "--llm"),
+        (load.hold.hold.is_some(), "--hold-connections"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

@@ -38,6 +38,7 @@ pub(super) async fn hand_over_intervals(
                 0.0
             },
             connections_peak: local.connections.open.take_peak(),
+            held: local.connections.held.get(),
         };
         last = now;
         local.flush_samples();

@@ -53,5 +53,8 @@ impl AddAssign<&Recorder> for Recorder {
         if let Some(theirs) = other.routes() {
             self.routes_mut().add(theirs);
         }
+        if let Some(theirs) = other.held() {
+            self.held_mut().add(theirs);
+        }
     }
 }

@@ -113,6 +113,9 @@ pub struct Counters {
     /// Requests by source address (`127.0.1.3`), likewise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub local: BTreeMap<String, AddressCounts>,
+    /// Held connections (`--hold`): absent from files of runs that held none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<crate::Held>,
 }
 
 /// Reads the status counts with their codes as text, the way a JSON object's keys are written,
@@ -216,6 +219,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(messages)
         .chain(c.ws_closes.values().copied())
         .chain(c.metrics.iter().copied())
+        .chain(c.held.iter().flat_map(crate::Held::counts))
         .fold(requests, u64::max);
     if largest > MOST_STORED {
         return Err(RestoreError(format!(
@@ -268,6 +272,7 @@ impl Recorder {
             local: self
                 .routes()
                 .map_or_else(BTreeMap::new, |r| stored_rows(&r.local)),
+            held: self.held().cloned(),
         }
     }
 
@@ -340,6 +345,10 @@ impl Recorder {
                 remote: restored_rows(&c.remote, "server address")?,
                 local: restored_rows(&c.local, "source address")?,
             }));
+        }
+        if let Some(held) = &c.held {
+            held.check()?;
+            r.held = Some(Box::new(held.clone()));
         }
         Ok(r)
     }

@@ -36,9 +36,16 @@ impl Runner<'_> {
             .saturating_sub(plan.duration())
             .min(settings.engine.grace);
         let prometheus = super::judge::query_prometheus(self.slos, self.prometheus);
+        let achieved = match dimension {
+            // Held connections: the fewest the server kept at an interval's end of the window.
+            belier_capacity::Dimension::HeldConnections => {
+                fewest_held(&finished.series, plan.warmup) as f64
+            }
+            _ => step::achieved(dimension, &window, plan.window, tail),
+        };
         let mut figures = StepFigures {
             target_rate: plan.rate,
-            achieved_rate: step::achieved(dimension, &window, plan.window, tail),
+            achieved_rate: achieved,
             window: plan.window,
             totals: &window,
             generator: None,
@@ -59,4 +66,15 @@ impl Runner<'_> {
         }
         Ok(Some((step, verdict)))
     }
+}
+
+/// The fewest held connections at an interval's end from `warmup` on (0 when none ended).
+fn fewest_held(series: &belier_stats::Series, warmup: std::time::Duration) -> u64 {
+    series
+        .points()
+        .iter()
+        .filter(|p| p.offset >= warmup)
+        .map(|p| p.held)
+        .min()
+        .unwrap_or(0)
 }

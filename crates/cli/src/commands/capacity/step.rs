@@ -55,6 +55,11 @@ pub struct Shape {
     pub threads: usize,
     /// Recording interval.
     pub interval: Duration,
+    /// With the held-connections dimension: the request rate of every step.
+    pub hold_rate: Option<f64>,
+    /// Connections held beside every step (with the held-connections dimension, their
+    /// number is each step's level).
+    pub hold: Option<belier_engine::Hold>,
 }
 
 impl Target {
@@ -105,6 +110,12 @@ impl Target {
             Dimension::Connections => Load::Closed {
                 connections: Profile::constant(step.rate),
             },
+            Dimension::HeldConnections => Load::Open {
+                rate: Profile::constant(shape.hold_rate.unwrap_or(step.rate)),
+                spacing: shape.spacing,
+                max_connections: shape.max_connections.unwrap_or(open_default),
+                max_in_flight: shape.max_in_flight,
+            },
             Dimension::Rate | Dimension::IterationRate | Dimension::ConnectionRate => Load::Open {
                 rate: Profile::constant(step.rate),
                 spacing: shape.spacing,
@@ -115,6 +126,12 @@ impl Target {
         if shape.dimension == Dimension::ConnectionRate {
             engine.keepalive = false;
         }
+        engine.hold = shape.hold.map(|mut hold| {
+            if shape.dimension == Dimension::HeldConnections {
+                hold.connections = step.rate.round() as u64;
+            }
+            hold
+        });
         engine.interval = shape.interval;
         engine.stop = StopWhen {
             requests: None,

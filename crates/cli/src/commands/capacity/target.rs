@@ -88,6 +88,16 @@ fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         )
         .into());
     }
+    if (args.hold.hold.is_some() || args.dimension == DimensionArg::HeldConnections)
+        && args.http2.http2
+    {
+        return Err(InputError::new(
+            "--http2",
+            "",
+            "held connections speak HTTP/1.1: not with --hold or --dimension held-connections",
+        )
+        .into());
+    }
     Ok(Target::Url {
         engine: Box::new(engine),
         url,
@@ -121,6 +131,14 @@ fn plan_target(args: &CapacityArgs, given: &str) -> anyhow::Result<Target> {
             )
             .into());
         }
+    }
+    if args.hold.hold.is_some() || args.dimension == DimensionArg::HeldConnections {
+        return Err(InputError::new(
+            "--hold <N>",
+            "",
+            format!("holds connections beside a URL's load: a plan ({given}) has users, not one request to hold them with"),
+        )
+        .into());
     }
     if args.dimension == DimensionArg::Connections {
         return Err(InputError::new(
