@@ -19,14 +19,20 @@ const RESERVED_FDS: u64 = 64;
 /// Raises the soft RLIMIT_NOFILE to the hard limit, then makes sure the connections the run
 /// may open fit: an open-loop cap nobody asked for (`cap_given` false) is lowered to fit;
 /// anything asked for that cannot fit is refused. Returns the soft limit in force.
-pub fn fit_connections(engine: &mut Config, cap_given: bool) -> Result<u64, InputError> {
+pub fn fit_connections(
+    engine: &mut Config,
+    cap_given: bool,
+    part: belier_engine::Shard,
+) -> Result<u64, InputError> {
     // Failing to raise the limit is not fatal by itself: the check below decides.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     let (soft, hard) = rlimit::Resource::NOFILE
         .get()
         .unwrap_or((u64::MAX, u64::MAX));
+    // Over several processes, each opens its part's share.
+    let share = |n: u64| part.share(n);
     // Held connections come first: they are asked for by number, never lowered to fit.
-    let held = engine.hold.map_or(0, |h| engine.shard.share(h.connections));
+    let held = share(engine.hold.map_or(0, |h| h.connections));
     let available = soft.saturating_sub(RESERVED_FDS);
     if held > available {
         let needed = held + RESERVED_FDS;
@@ -40,7 +46,7 @@ pub fn fit_connections(engine: &mut Config, cap_given: bool) -> Result<u64, Inpu
         ));
     }
     let available = available - held;
-    let wanted = engine.max_connections() as u64;
+    let wanted = share(engine.max_connections() as u64);
     if wanted <= available {
         return Ok(soft);
     }
@@ -48,7 +54,7 @@ pub fn fit_connections(engine: &mut Config, cap_given: bool) -> Result<u64, Inpu
         Load::Open {
             max_connections, ..
         } if !cap_given => {
-            *max_connections = available.max(1) as usize;
+            *max_connections = available.max(1).saturating_mul(part.count()) as usize;
             return Ok(soft);
         }
         Load::Open { .. } => "--max-connections <N>",

@@ -351,6 +351,10 @@ fn settings_for(
         threads,
         // A plan's open loop names its users' cap (`max_vus`, or its default).
         cap_given: matches!(plan.load.model, LoadModel::Open { .. }),
+        part: args
+            .shard
+            .shard
+            .unwrap_or_else(|| args.cluster.first_part()),
     }
     .finish()
 }

@@ -284,6 +284,7 @@ pub fn with_request(
             origin: Origin::Flags,
         },
         cap_given: args.open_loop.max_connections.is_some(),
+        part: shard.unwrap_or_else(|| args.cluster.first_part()),
     }
     .finish()?;
     settings.targets = targets;

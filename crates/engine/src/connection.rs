@@ -424,6 +424,8 @@ impl AsyncWrite for Stream {
 pub(crate) struct Connection {
     stream: Stream,
     buf: Vec<u8>,
+    /// How much a read asks room for ([`READ_BUFFER`], or less for a held connection).
+    read_size: usize,
     /// When the connection last became idle: its last response ended (or it opened).
     idle_since: Instant,
     /// Whether its certificate was accepted as pinned by `--cacert`.
@@ -559,6 +561,7 @@ impl Connection {
             stream,
             pinned: tls.is_some_and(Tls::pinned),
             buf: Vec::with_capacity(READ_BUFFER),
+            read_size: READ_BUFFER,
             idle_since: Instant::now(),
             reused: false,
             route: p.route,
@@ -736,8 +739,8 @@ impl Connection {
                 self.buf.clear();
                 pos = 0;
             }
-            if self.buf.capacity() - self.buf.len() < READ_BUFFER / 4 {
-                self.buf.reserve(READ_BUFFER);
+            if self.buf.capacity() - self.buf.len() < self.read_size / 4 {
+                self.buf.reserve(self.read_size);
             }
             let read = match (&self.stream, self.stamped) {
                 (Stream::Plain(_), true) => recv_stamped(&self.stream, &mut self.buf).await,

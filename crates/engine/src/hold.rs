@@ -19,6 +19,9 @@ use crate::connection::{Connection, Failure, Progress};
 use crate::local::Local;
 use crate::plan::Plan;
 
+/// What a held connection reads in at a time: a response head and a short body fit.
+const HELD_READ_BUFFER: usize = 1024;
+
 /// Pause before a held connection opens again after an attempt failed, so that a server
 /// refusing them is not hammered by the hold itself.
 const RETRY_AFTER: Duration = Duration::from_millis(500);
@@ -39,7 +42,7 @@ pub(crate) async fn keep(local: Rc<Local>, plan: Arc<Plan>) {
             Connection::open(&plan.addr, plan.tls.as_ref(), &mut p),
         )
         .await;
-        let connection = match opened {
+        let mut connection = match opened {
             Ok(Ok(c)) => c,
             Ok(Err(failure)) => {
                 failed(&local, failure.kind).await;
@@ -50,6 +53,7 @@ pub(crate) async fn keep(local: Rc<Local>, plan: Arc<Plan>) {
                 continue;
             }
         };
+        connection.read_in(HELD_READ_BUFFER);
         let ended = match holding.hold.mode {
             HoldMode::Idle => idle(&local, &plan, holding, connection).await,
             HoldMode::Slow => slow(&local, &plan, holding, connection).await,
@@ -76,6 +80,7 @@ async fn idle(
         Err(_) => return Err(Failure::timeout(p.phase).kind),
     }
     let held = Held::opened(local);
+    c.idle_from_now_on();
     c.ended().await;
     held.closed_by_server();
     Ok(())

@@ -30,15 +30,19 @@ pub fn ephemeral_port_range() -> Option<(u16, u16)> {
     Some((it.next()??, it.next()??))
 }
 
-/// Reads the host now; `ports` is the ephemeral range to count in.
+/// Reads the host now; `ports` is the ephemeral range to count in, `walk` whether the exact
+/// count may walk the host's socket tables this time (see below).
 ///
 /// The exact count walks `/proc/net/tcp`, which the kernel formats line by line: about 3 ms of
 /// CPU per 1,000 sockets, taken every second on a core a worker may share, where it shows up
 /// as a stall of every request due meanwhile. `/proc/net/sockstat` gives the host's TCP socket
 /// count (established and the like, plus TIME_WAIT) in constant time, and that count bounds
 /// the ports in use from above; the exact walk is only worth its price once the bound reaches
-/// half the range, which is where running out becomes a question.
-pub fn read(ports: Option<(u16, u16)>) -> HostReading {
+/// half the range, which is where running out becomes a question. A host holding 200,000
+/// sockets makes each walk cost half a second of CPU: the caller then walks seldom (`walk`
+/// false), and the reading has no port count rather than the bound, which would claim
+/// exhaustion that is not there.
+pub fn read(ports: Option<(u16, u16)>, walk: bool) -> HostReading {
     HostReading {
         open_fds: open_fds(),
         ephemeral_ports_in_use: ports.and_then(|range| {
@@ -48,11 +52,20 @@ pub fn read(ports: Option<(u16, u16)>) -> HostReading {
                     return Some(bound);
                 }
             }
-            let v4 = fs::read_to_string("/proc/net/tcp").ok()?;
-            let v6 = fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
-            Some(count_ports(&v4, range) + count_ports(&v6, range))
+            if !walk {
+                return None;
+            }
+            let v4 = count_ports_in("/proc/net/tcp", range)?;
+            Some(v4 + count_ports_in("/proc/net/tcp6", range).unwrap_or(0))
         }),
     }
+}
+
+/// [`count_ports`] of the table at `path`, read a line at a time: the table of a host with
+/// 200,000 sockets is 30 MB of text, which a reading every second must not hold at once.
+fn count_ports_in(path: &str, range: (u16, u16)) -> Option<u64> {
+    let file = fs::File::open(path).ok()?;
+    Some(count_ports(std::io::BufReader::new(file), range))
 }
 
 /// File descriptors this process has open. Linux 6.2 and later give the count as the size
@@ -90,21 +103,25 @@ fn sockstat_tcp(text: &str) -> Option<u64> {
 }
 
 /// Counts `/proc/net/tcp` lines with a local port in `range` that are not listening.
-fn count_ports(table: &str, (low, high): (u16, u16)) -> u64 {
+fn count_ports(mut table: impl std::io::BufRead, (low, high): (u16, u16)) -> u64 {
     const LISTEN: &str = "0A";
-    table
-        .lines()
-        .skip(1)
-        .filter(|line| {
+    let (mut line, mut count, mut first) = (String::new(), 0, true);
+    while matches!(table.read_line(&mut line), Ok(n) if n > 0) {
+        // The first line names the columns.
+        if !std::mem::take(&mut first) {
             let mut fields = line.split_whitespace();
             let local = fields.nth(1);
             let state = fields.nth(1);
             let port = local
                 .and_then(|l| l.rsplit(':').next())
                 .and_then(|p| u16::from_str_radix(p, 16).ok());
-            matches!(port, Some(p) if (low..=high).contains(&p)) && state != Some(LISTEN)
-        })
-        .count() as u64
+            if matches!(port, Some(p) if (low..=high).contains(&p)) && state != Some(LISTEN) {
+                count += 1;
+            }
+        }
+        line.clear();
+    }
+    count
 }
 
 #[cfg(test)]
@@ -121,7 +138,7 @@ mod tests {
    4: 0100007F:EA60 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5 1\n";
         // 0xC350 = 50000 and 0xC351 (TIME_WAIT) count; 0x1F90 and 0x0050 are below the range;
         // 0xEA60 = 60000 is in range but listening.
-        assert_eq!(count_ports(table, (32768, 60999)), 2);
+        assert_eq!(count_ports(table.as_bytes(), (32768, 60999)), 2);
     }
 
     #[test]
@@ -143,7 +160,9 @@ mod tests {
         let v4 = fs::read_to_string("/proc/net/tcp").unwrap();
         let v6 = fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
         // Sockets may come and go between the reads; a few of slack.
-        assert!(count_ports(&v4, range) + count_ports(&v6, range) <= bound + 256);
+        assert!(
+            count_ports(v4.as_bytes(), range) + count_ports(v6.as_bytes(), range) <= bound + 256
+        );
     }
 
     #[test]
@@ -166,7 +185,7 @@ mod tests {
 
     #[test]
     fn reads_this_process() {
-        let r = read(ephemeral_port_range());
+        let r = read(ephemeral_port_range(), true);
         if cfg!(target_os = "linux") {
             assert!(r.open_fds.unwrap() >= 3);
             assert!(r.ephemeral_ports_in_use.is_some());

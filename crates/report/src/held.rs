@@ -18,9 +18,10 @@ pub(crate) struct HeldFigures {
     pub closed: u64,
     /// Attempts that failed, by error kind name.
     pub failed: BTreeMap<String, u64>,
-    /// Held at the end of the last interval.
+    /// Held at the end of the run's last whole interval.
     pub at_end: u64,
-    /// The fewest held at an interval's end after the first interval (which opens them).
+    /// The fewest held at an interval's end from the first at which the most were held on
+    /// (before, they were opening).
     pub fewest: u64,
     /// The most held at an interval's end.
     pub most: u64,
@@ -29,16 +30,22 @@ pub(crate) struct HeldFigures {
 /// The figures, when the run held connections.
 pub(crate) fn figures(report: &Report) -> Option<HeldFigures> {
     let held = report.totals.held()?;
-    let points = report.series.points();
-    let gauge = points.iter().map(|p| p.held);
-    let settled = || points.iter().skip(1).map(|p| p.held);
+    let gauge: Vec<u64> = report.series.points().iter().map(|p| p.held).collect();
+    let most = gauge.iter().copied().max().unwrap_or(0);
+    // The last point may be the sliver after the last whole interval, which the workers of a
+    // distributed run do not all record: its sum is not the run's.
+    let whole = match gauge.len() {
+        0 | 1 => &gauge[..],
+        n => &gauge[..n - 1],
+    };
+    let from = whole.iter().position(|&h| h == most).unwrap_or(0);
     Some(HeldFigures {
         opened: held.opened,
         closed: held.closed,
         failed: held.failed.clone(),
-        at_end: points.last().map_or(0, |p| p.held),
-        fewest: settled().min().or_else(|| gauge.clone().min()).unwrap_or(0),
-        most: gauge.max().unwrap_or(0),
+        at_end: whole.last().copied().unwrap_or(0),
+        fewest: whole[from..].iter().copied().min().unwrap_or(most),
+        most,
     })
 }
 
@@ -59,10 +66,11 @@ pub(crate) fn write_text(out: &mut String, report: &Report) -> std::fmt::Result 
     writeln!(out, "Held connections  (--hold, apart from the load)")?;
     writeln!(
         out,
-        "  held {} at the end, {} at the fewest and {} at the most (at intervals' ends)",
-        thousands(h.at_end),
+        "  held {} at the most, {} at the fewest once that many had opened, {} at the end \
+         (at intervals' ends)",
+        thousands(h.most),
         thousands(h.fewest),
-        thousands(h.most)
+        thousands(h.at_end)
     )?;
     let failed: u64 = h.failed.values().sum();
     write!(
@@ -86,11 +94,11 @@ pub(crate) fn write_markdown(out: &mut String, report: &Report) -> std::fmt::Res
     let failed: u64 = h.failed.values().sum();
     writeln!(
         out,
-        "**Held connections**: {} at the end ({} at the fewest, {} at the most); opened {}, \
-         ended by the server {}, failed {}{}\n",
-        thousands(h.at_end),
-        thousands(h.fewest),
+        "**Held connections**: {} at the most ({} at the fewest once that many had opened, {} at \
+         the end); opened {}, ended by the server {}, failed {}{}\n",
         thousands(h.most),
+        thousands(h.fewest),
+        thousands(h.at_end),
         thousands(h.opened),
         thousands(h.closed),
         thousands(failed),
@@ -136,11 +144,16 @@ mod tests {
             held,
             ..Gauges::default()
         };
-        run.series = seeded::series_with_gauges(&[gauges(4), gauges(10), gauges(9), gauges(10)]);
+        // Opening (4), all open (10), one ended and opened again (9), and the sliver after
+        // the last whole interval, which not every worker recorded (5).
+        run.series =
+            seeded::series_with_gauges(&[gauges(4), gauges(10), gauges(9), gauges(10), gauges(5)]);
         let report = run.report();
         let text = crate::text::render_text(&report);
         assert!(
-            text.contains("held 10 at the end, 9 at the fewest and 10 at the most"),
+            text.contains(
+                "held 10 at the most, 9 at the fewest once that many had opened, 10 at the end"
+            ),
             "{text}"
         );
         assert!(
@@ -155,7 +168,7 @@ mod tests {
         assert_eq!(doc["held"]["fewest"], 9);
         let mut md = String::new();
         super::write_markdown(&mut md, &report).unwrap();
-        assert!(md.contains("10 at the end (9 at the fewest"), "{md}");
+        assert!(md.contains("10 at the most (9 at the fewest"), "{md}");
     }
 
     #[test]

@@ -517,11 +517,11 @@ fn write_held(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             .collect();
         writeln!(
             out,
-            "<p>held {} at the end, {} at the fewest and {} at the most (at intervals' ends); \
-             opened {}, ended by the server {}, failed {}{}</p>",
-            thousands(h.at_end),
-            thousands(h.fewest),
+            "<p>held {} at the most, {} at the fewest once that many had opened, {} at the end \
+             (at intervals' ends); opened {}, ended by the server {}, failed {}{}</p>",
             thousands(h.most),
+            thousands(h.fewest),
+            thousands(h.at_end),
             thousands(h.opened),
             thousands(h.closed),
             thousands(h.failed.values().sum()),

@@ -92,3 +92,15 @@ pub struct WorkerArgs {
     #[arg(long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
+
+impl ClusterArgs {
+    /// The first part of a run spread over the spawned workers or the workers named (the
+    /// largest share), or the whole run.
+    pub fn first_part(&self) -> belier_engine::Shard {
+        let parts = match (self.spawn, self.workers.len()) {
+            (Some(n), _) => u64::from(n),
+            (None, n) => n as u64,
+        };
+        belier_engine::Shard::new(0, parts).unwrap_or(belier_engine::Shard::WHOLE)
+    }
+}

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use belier_engine::{Config, DEFAULT_DURATION, DEFAULT_MAX_STREAMS};
 
+use belier_engine::Shard;
+
 use super::{InputError, Output, Settings};
 use crate::limits::{self, check_range, MAX_STREAMS};
 
@@ -32,6 +34,10 @@ pub struct Draft {
     /// The open loop's connection cap was asked for: if it does not fit the open-file limit
     /// the run is refused, where a default cap would be lowered to fit.
     pub cap_given: bool,
+    /// The part of the run's connections this process opens, which must fit its open files: a
+    /// shard's (`--shard`, a worker's job), the first of `--spawn`'s or `--workers`' (the
+    /// coordinator checks what one of them will open), or the whole run.
+    pub part: Shard,
 }
 
 /// HTTP/2 and its streams per connection, as a source asked for them.
@@ -66,6 +72,7 @@ impl Draft {
             threads,
             http2,
             cap_given,
+            part,
         } = self;
         http2.apply(&mut engine)?;
         let stop = &mut engine.stop;
@@ -77,7 +84,7 @@ impl Draft {
         {
             stop.duration = Some(DEFAULT_DURATION);
         }
-        let fd_limit = limits::fit_connections(&mut engine, cap_given)?;
+        let fd_limit = limits::fit_connections(&mut engine, cap_given, part)?;
         engine.ceiling = Some(limits::ceiling(&engine, fd_limit));
         // Threads beyond the connections would sit idle (over HTTP/2, users share one
         // connection per `max_streams`); the engine lowers them too.

@@ -253,6 +253,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
         iterations: None,
     };
     Draft {
+        part: belier_engine::Shard::WHOLE,
         engine,
         url: "http://x/".into(),
         output: Output {

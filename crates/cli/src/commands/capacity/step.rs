@@ -158,6 +158,8 @@ impl Target {
             threads: shape.threads,
             http2,
             cap_given: shape.max_connections.is_some(),
+            // A search is never split.
+            part: belier_engine::Shard::WHOLE,
         }
         .finish()
     }
