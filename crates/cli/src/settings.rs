@@ -180,6 +180,18 @@ fn local_addresses(values: &[String]) -> Result<Vec<std::net::IpAddr>, InputErro
         let range = belier_engine::source::parse_range(value)
             .map_err(|e| InputError::new("--local-address", value, e.to_string()))?;
         addrs.extend(range.into_iter().filter(|addr| seen.insert(*addr)));
+        // Each value is bounded; so are they all together, or repeating one would hold any
+        // number of addresses in memory.
+        if addrs.len() as u128 > belier_engine::source::MOST_SOURCE_ADDRESSES {
+            return Err(InputError::new(
+                "--local-address",
+                value,
+                format!(
+                    "brings the source addresses to more than the {} belier takes in all",
+                    belier_engine::source::MOST_SOURCE_ADDRESSES
+                ),
+            ));
+        }
     }
     Ok(addrs)
 }

@@ -139,7 +139,7 @@ impl Hub {
             return;
         };
         let steer = run.control.state();
-        let interval = json!({
+        let mut interval = json!({
             "t_s": (point.offset + point.width).as_secs_f64(),
             "width_s": point.width.as_secs_f64(),
             "requests": point.requests,
@@ -153,6 +153,9 @@ impl Hub {
             "in_flight": point.in_flight,
             "connections": point.connections_peak,
         });
+        if total.held().is_some() {
+            interval["held"] = json!(point.held);
+        }
         if run.intervals.len() == KEPT_INTERVALS {
             run.intervals.pop_front();
         }
@@ -527,6 +530,10 @@ mod tests {
             KEPT_INTERVALS
         );
         assert_eq!(current["latest"]["requests"], 2);
+        assert!(
+            current["latest"].get("held").is_none(),
+            "no connections were held"
+        );
         assert_eq!(current["state"], "running");
         // A page that read too slowly skips to the latest events.
         assert!(matches!(
@@ -534,6 +541,20 @@ mod tests {
             Err(broadcast::error::TryRecvError::Lagged(_))
         ));
         assert!(events.try_recv().unwrap().starts_with("interval\n"));
+        // A run holding connections shows how many were open at the interval's end.
+        let mut holding = Recorder::new();
+        holding.record_held_opened();
+        let held = Point::of(
+            &Recorder::new(),
+            Gauges {
+                held: 40,
+                ..Gauges::default()
+            },
+            Duration::ZERO,
+            Duration::from_secs(1),
+        );
+        hub.interval(id, &held, &holding);
+        assert_eq!(hub.current()["latest"]["held"], 40);
         // Changes through the handle show in the steering and its history.
         assert_eq!(hub.steer(|c, _| c.set_level(3.0)), Some(Ok(())));
         assert_eq!(hub.current()["steering"]["history"][0]["level"], 3.0);

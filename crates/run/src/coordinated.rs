@@ -10,10 +10,14 @@ use belier_cluster::protocol::Steering;
 use belier_engine::Control;
 use belier_results::{merge_info, End, Header};
 use belier_results::{Change, RunInfo};
-use belier_stats::Collector;
+use belier_stats::{Collector, Recorder};
 
 use crate::source::{Flow, Source};
 use crate::watcher::{Seen, Stop};
+
+/// Most intervals of a coarsened record whose gauges are filled in (a worker's record may
+/// claim any width; past this many the series is coarse anyway).
+const MOST_FILLED: u64 = 64;
 
 /// Longest wait for a worker's line before the live views' changes are passed on: a change
 /// reaches the workers within about this long of being made.
@@ -162,6 +166,13 @@ impl Source for Coordinated {
                     recorder: &record.recorder,
                 });
                 collector.add(worker, record.index, &record.recorder, record.gauges);
+                // A record the worker's writer coarsened covers several intervals: its gauges
+                // (the peaks over them, the fewest held) stand for each of the others too, or
+                // those intervals would sum fewer workers' gauges than the run has.
+                let covered = record.intervals.clamp(1, MOST_FILLED);
+                for later in record.index + 1..record.index + covered {
+                    collector.add(worker, later, &Recorder::new(), record.gauges);
+                }
             }
             Some(Event::Ended { worker, end }) => self.ended(worker, end, collector),
             Some(Event::Lost { worker, why }) => {

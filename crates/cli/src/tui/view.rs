@@ -405,6 +405,9 @@ fn load_lines(s: &Snapshot) -> Vec<Line<'static>> {
     ))];
     if let Some(p) = s.points.last() {
         lines.push(Line::raw(format!("connections {}", p.connections_peak)));
+        if s.settled.held().is_some() {
+            lines.push(Line::raw(format!("held        {}", p.held)));
+        }
         lines.push(Line::raw(format!("in flight   {}", p.in_flight)));
         if s.unit.is_rate() {
             lines.push(Line::raw(format!("dropped     {}", s.settled.dropped())));

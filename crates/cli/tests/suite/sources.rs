@@ -151,6 +151,22 @@ fn a_source_the_host_lacks_or_a_bad_range_is_refused_by_name() {
         stderr.contains("--local-address") && stderr.contains("65536"),
         "{stderr}"
     );
+    // Two blocks each within the bound, more than it together.
+    let out = BELIER.output(&[
+        "http://127.0.0.1:1/",
+        "--local-address",
+        "10.0.0.0/16",
+        "--local-address",
+        "10.1.0.0/31",
+    ]);
+    belier_testsupport::binary::assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--local-address")
+            && stderr.contains("10.1.0.0/31")
+            && stderr.contains("in all"),
+        "{stderr}"
+    );
     // TEST-NET-1 (RFC 5737): no host has it.
     let out = BELIER.output(&["http://127.0.0.1:1/", "--local-address", "192.0.2.7"]);
     assert_eq!(out.status.code(), Some(1));
