@@ -19,7 +19,7 @@ mod record;
 mod schema;
 mod store;
 
-pub use record::{Intervals, Percentiles, RowKind, RunRecord, TableRow};
+pub use record::{Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS};
 pub use schema::SCHEMA_VERSION;
 pub use store::{default_path, HistoryError, Store, StoredRun, BUSY_TIMEOUT};
 

@@ -100,6 +100,8 @@ pub struct Intervals {
     pub width_s: Vec<f64>,
     /// Requests that finished in each interval.
     pub requests: Vec<u64>,
+    /// Responses with a status below 400 in each interval.
+    pub succeeded: Vec<u64>,
     /// Errors in each interval.
     pub errors: Vec<u64>,
     /// Median latency of each interval, microseconds.
@@ -137,6 +139,7 @@ impl Intervals {
             columns.offset_s.push(p.offset.as_secs_f64());
             columns.width_s.push(p.width.as_secs_f64());
             columns.requests.push(p.requests);
+            columns.succeeded.push(p.succeeded);
             columns.errors.push(p.errors);
             columns.p50_us.push(p.p50_us);
             columns.p90_us.push(p.p90_us);
@@ -188,6 +191,77 @@ impl RunRecord {
             capacity: None,
             results_path: None,
         }
+    }
+}
+
+/// The metrics a run's figures and per-interval values are given for ([`RunRecord::figure`],
+/// [`RunRecord::interval_values`]): latencies in ms, rates in requests per second, errors as
+/// the percentage of requests that did not succeed.
+pub const METRICS: [&str; 7] = ["rate", "throughput", "p50", "p90", "p99", "max", "errors"];
+
+impl RunRecord {
+    /// The whole run's value of `metric` (one of [`METRICS`]).
+    pub fn figure(&self, metric: &str) -> Option<f64> {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let per_s = |n: u64| match self.elapsed_s > 0.0 {
+            true => n as f64 / self.elapsed_s,
+            false => 0.0,
+        };
+        Some(match metric {
+            "rate" => per_s(self.requests),
+            "throughput" => per_s(self.succeeded),
+            "p50" => ms(self.latency.p50_us),
+            "p90" => ms(self.latency.p90_us),
+            "p99" => ms(self.latency.p99_us),
+            "max" => ms(self.latency.max_us),
+            "errors" => error_percent(self.requests, self.succeeded),
+            _ => return None,
+        })
+    }
+
+    /// The value of `metric` (one of [`METRICS`]) in each interval; latencies only of the
+    /// intervals that had responses.
+    pub fn interval_values(&self, metric: &str) -> Option<Vec<f64>> {
+        let c = &self.intervals;
+        let per_s = |n: &[u64]| -> Vec<f64> {
+            n.iter()
+                .zip(&c.width_s)
+                .filter(|(_, w)| **w > 0.0)
+                .map(|(n, w)| *n as f64 / w)
+                .collect()
+        };
+        let ms = |v: &[u64]| -> Vec<f64> {
+            v.iter()
+                .zip(&c.requests)
+                .zip(&c.errors)
+                .filter(|((_, r), e)| *r > *e)
+                .map(|((v, _), _)| *v as f64 / 1000.0)
+                .collect()
+        };
+        Some(match metric {
+            "rate" => per_s(&c.requests),
+            "throughput" => per_s(&c.succeeded),
+            "p50" => ms(&c.p50_us),
+            "p90" => ms(&c.p90_us),
+            "p99" => ms(&c.p99_us),
+            "max" => ms(&c.max_us),
+            "errors" => c
+                .requests
+                .iter()
+                .zip(&c.succeeded)
+                .filter(|(r, _)| **r > 0)
+                .map(|(r, s)| error_percent(*r, *s))
+                .collect(),
+            _ => return None,
+        })
+    }
+}
+
+/// The percentage of `requests` that did not succeed; 0 without requests.
+fn error_percent(requests: u64, succeeded: u64) -> f64 {
+    match requests {
+        0 => 0.0,
+        _ => requests.saturating_sub(succeeded) as f64 * 100.0 / requests as f64,
     }
 }
 

@@ -32,6 +32,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     ALTER TABLE runs ADD COLUMN results_path TEXT;
     CREATE INDEX runs_by_name ON runs(name, started_at);",
+    // Version 3: each name's baseline run (what `check --against baseline` compares to).
+    "CREATE TABLE baselines (
+        name TEXT PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE
+    );",
 ];
 
 /// Brings the database up to [`SCHEMA_VERSION`], one transaction per version, and returns the

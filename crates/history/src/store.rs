@@ -187,6 +187,39 @@ impl Store {
         Ok(runs)
     }
 
+    /// Makes the run `id` the baseline of its name, and returns the name; `None` when there
+    /// is no such run.
+    pub fn set_baseline(&mut self, id: i64) -> Result<Option<String>, HistoryError> {
+        let Some(run) = self.get(id)? else {
+            return Ok(None);
+        };
+        self.conn
+            .execute(
+                "INSERT INTO baselines (name, run_id) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET run_id = excluded.run_id",
+                params![run.record.name, id],
+            )
+            .map_err(|source| self.error(source))?;
+        Ok(Some(run.record.name))
+    }
+
+    /// The baseline run of `name`, if one was set.
+    pub fn baseline(&self, name: &str) -> Result<Option<StoredRun>, HistoryError> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT run_id FROM baselines WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|source| self.error(source))?;
+        match id {
+            Some(id) => self.get(id),
+            None => Ok(None),
+        }
+    }
+
     /// SQLite's own check of the database's structure: `ok`, or what is wrong.
     pub fn integrity_check(&self) -> Result<String, HistoryError> {
         self.conn

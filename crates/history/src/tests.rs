@@ -81,6 +81,17 @@ fn a_record_holds_the_runs_figures() {
     assert_eq!(r.intervals.len(), 3);
     assert_eq!(r.intervals.requests, vec![11, 11, 11]);
     assert_eq!(r.intervals.errors, vec![1, 1, 1]);
+    assert_eq!(r.intervals.succeeded, vec![10, 10, 10]);
+    // Per interval: 11 requests a second, 1 in 11 an error.
+    assert_eq!(r.interval_values("rate").unwrap(), vec![11.0; 3]);
+    assert_eq!(r.interval_values("throughput").unwrap(), vec![10.0; 3]);
+    let errors = 100.0 / 11.0;
+    assert_eq!(r.interval_values("errors").unwrap(), vec![errors; 3]);
+    assert_eq!(r.figure("errors"), Some(errors));
+    assert_eq!(r.figure("rate"), Some(11.0));
+    let p99 = r.interval_values("p99").unwrap();
+    assert!(p99.iter().all(|v| (9.99..=10.01).contains(v)), "{p99:?}");
+    assert_eq!(r.figure("p99.9"), None);
     // HdrHistogram keeps 3 significant digits: 10 ms reads back within 0.1 %.
     assert!(
         (9_990..=10_010).contains(&r.latency.p99_us),
@@ -158,7 +169,8 @@ fn a_version_1_database_opens_and_migrates() {
         .unwrap();
     }
     let mut store = Store::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 3);
     let runs = store.runs(Some("old")).unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].record, old);
@@ -174,7 +186,32 @@ fn a_version_1_database_opens_and_migrates() {
             .as_deref(),
         Some("run.jsonl")
     );
+    // And so are version 3's: the old run can be a baseline.
+    assert_eq!(
+        store.set_baseline(runs[0].id).unwrap().as_deref(),
+        Some("old")
+    );
+    assert_eq!(store.baseline("old").unwrap().unwrap().id, runs[0].id);
     assert_eq!(store.integrity_check().unwrap(), "ok");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_baseline_is_set_replaced_and_read_per_name() {
+    let dir = temp_dir("baseline");
+    let mut store = Store::open(&dir.join("history.db")).unwrap();
+    let (a1, a2) = (
+        store.insert(&record("a")).unwrap(),
+        store.insert(&record("a")).unwrap(),
+    );
+    let b = store.insert(&record("b")).unwrap();
+    assert_eq!(store.baseline("a").unwrap(), None);
+    store.set_baseline(a1).unwrap();
+    store.set_baseline(b).unwrap();
+    store.set_baseline(a2).unwrap();
+    assert_eq!(store.baseline("a").unwrap().unwrap().id, a2);
+    assert_eq!(store.baseline("b").unwrap().unwrap().id, b);
+    assert_eq!(store.set_baseline(999).unwrap(), None);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -189,7 +226,7 @@ fn a_database_of_a_newer_schema_is_refused_by_name() {
     drop(conn);
     let err = Store::open(&path).err().unwrap().to_string();
     assert!(
-        err.contains("history.db has schema version 99, newer than this belier's 2"),
+        err.contains("history.db has schema version 99, newer than this belier's 3"),
         "{err}"
     );
     std::fs::remove_dir_all(dir).unwrap();
