@@ -219,10 +219,18 @@ impl RunRecord {
         })
     }
 
-    /// The value of `metric` (one of [`METRICS`]) in each interval; latencies only of the
-    /// intervals that had responses.
+    /// The value of `metric` (one of [`METRICS`]) in each interval (see
+    /// [`Intervals::values`]).
     pub fn interval_values(&self, metric: &str) -> Option<Vec<f64>> {
-        let c = &self.intervals;
+        self.intervals.values(metric)
+    }
+}
+
+impl Intervals {
+    /// The value of `metric` (one of [`METRICS`]) in each interval; latencies only of the
+    /// intervals that had responses, rates only of intervals of some length.
+    pub fn values(&self, metric: &str) -> Option<Vec<f64>> {
+        let c = self;
         let per_s = |n: &[u64]| -> Vec<f64> {
             n.iter()
                 .zip(&c.width_s)

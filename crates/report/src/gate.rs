@@ -36,7 +36,10 @@ pub struct Judged {
     pub base: f64,
     /// The new run's figure.
     pub new: f64,
-    /// The relative change from base to new (`0.1` is +10 %); `None` when the base is 0.
+    /// The relative change from base to new (`0.1` is +10 %) of the median of the
+    /// per-interval values (of the figures when either side has no intervals); `None` when the
+    /// base is 0. Medians of intervals, not whole-run figures: one slow interval moves a
+    /// run's p99 by more than any limit, and not the median of its intervals' p99s.
     pub change: Option<f64>,
     /// The interval of the change of the per-interval medians at the confidence
     /// `1 - significance`; `None` without intervals on either side.
@@ -51,11 +54,15 @@ pub struct Judged {
 
 /// Judges `condition` from `base` to `new` at the `significance` level (e.g. 0.05).
 ///
-/// A relative condition (`p99>+5%`) holds when the change passes the limit, the p-value is
-/// below `significance`, and the new intervals moved the way the condition looks (up for `>`,
-/// down for `<`). An absolute one (`p99>250ms`) holds when the new figure passes the limit.
+/// A relative condition (`p99>+5%`) holds when the change of the per-interval medians passes
+/// the limit, the p-value is below `significance`, and the new intervals moved the way the
+/// condition looks (up for `>`, down for `<`). An absolute one (`p99>250ms`) holds when the new figure passes the limit.
 pub fn judge(condition: Condition, base: &Side, new: &Side, significance: f64) -> Judged {
-    let change = (base.figure != 0.0).then(|| (new.figure - base.figure) / base.figure);
+    let (b, n) = match base.intervals.is_empty() || new.intervals.is_empty() {
+        true => (base.figure, new.figure),
+        false => (median(&base.intervals), median(&new.intervals)),
+    };
+    let change = (b != 0.0).then(|| (n - b) / b);
     let interval = change_interval(&base.intervals, &new.intervals, 1.0 - significance, SEED);
     let p_value = mann_whitney_p(&base.intervals, &new.intervals);
     let beyond = |value: f64, limit: f64| match condition.op {
@@ -90,7 +97,8 @@ fn median(v: &[f64]) -> f64 {
     belier_stats::significance::median(v)
 }
 
-/// One line per judged condition: `p99: 20.4 → 23.5 (+15.2 %, 95 % interval +13.0 % …
+/// One line per judged condition: the figures, then the change of the per-interval medians,
+/// its interval and p-value: `p99: 20.4 → 23.5 (intervals +15.2 %, 95 % interval +13.0 % …
 /// +17.1 %, p = 0.0001): regression, p99>+5%`.
 pub fn render_judged_text(judged: &[Judged], significance: f64) -> String {
     let mut out = String::new();
@@ -116,7 +124,7 @@ pub fn render_judged_text(judged: &[Judged], significance: f64) -> String {
         };
         let _ = writeln!(
             out,
-            "{}: {:.3} → {:.3} ({change}, {interval}, p = {:.4}): {verdict}, {c}",
+            "{}: {:.3} → {:.3} (intervals {change}, {interval}, p = {:.4}): {verdict}, {c}",
             c.metric, j.base, j.new, j.p_value
         );
     }
@@ -142,9 +150,13 @@ mod tests {
         let up3: Vec<f64> = base.iter().map(|v| v * 1.03).collect();
         // Noise: the same spread, a 6 % higher figure, intervals that do not move.
         let noisy: Vec<f64> = base.iter().rev().copied().collect();
+        // A tail that jumped: the figure +12 %, the intervals +3 %, significant.
+        let up3_figure = 22.4;
         let table = [
             ("p99>+5%", &up15, 23.0, true),
             ("p99>+10%", &up3, 20.6, false),
+            ("p99>+10%", &up3, up3_figure, false),
+            ("p99>+2%", &up3, 20.6, true),
             ("p99>+5%", &noisy, 21.2, false),
             ("p99<-5%", &up15, 23.0, false),
             ("p99>22ms", &up3, 23.0, true),
@@ -162,11 +174,17 @@ mod tests {
         assert!(low <= 0.15 && 0.15 <= high, "{low} {high}");
         let text = render_judged_text(&[j], 0.05);
         assert!(
-            text.starts_with("p99: 20.000 → 23.000 (+15.0 %, 95 % interval +"),
+            text.starts_with("p99: 20.000 → 23.000 (intervals +15.0 %, 95 % interval +"),
             "{text}"
         );
         assert!(text.contains("p = 0.0000): regression, p99>+5%"), "{text}");
-        let j = judge(c, &side(20.0, &base), &side(21.2, &noisy), 0.05);
+        // Three intervals a side, far apart: the medians +25 %, not significant.
+        let (few, moved) = (
+            side(20.0, &[10.0, 30.0, 20.0]),
+            side(25.0, &[12.0, 33.0, 25.0]),
+        );
+        let j = judge(c, &few, &moved, 0.05);
+        assert!(!j.regression && j.p_value > 0.05, "{j:?}");
         assert!(render_judged_text(&[j], 0.05)
             .contains("): beyond the limit, not significant, p99>+5%"));
     }

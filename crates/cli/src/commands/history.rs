@@ -183,15 +183,7 @@ fn against(raw: &str) -> Result<Against, InputError> {
 /// `belier history check NAME`: the run judged (the latest of NAME, or `--run`) against
 /// what `--against` names, each condition at `--significance`.
 fn check(store: &Store, args: HistoryCheckArgs) -> anyhow::Result<u8> {
-    let conditions = check_conditions(&args.fail_if)?;
-    if !(args.significance > 0.0 && args.significance < 1.0) {
-        return Err(InputError::new(
-            "--significance <ALPHA>",
-            args.significance,
-            "must be between 0 and 1, e.g. 0.05",
-        )
-        .into());
-    }
+    let conditions = gate_conditions(&args.fail_if, args.significance)?;
     let against = against(&args.against)?;
     let runs = store.runs(Some(&args.name))?;
     let judged_at = match args.run {
@@ -257,8 +249,12 @@ fn check(store: &Store, args: HistoryCheckArgs) -> anyhow::Result<u8> {
 }
 
 /// `--fail-if` read with `belier compare`'s grammar, on the metrics the history keeps per
-/// interval.
-fn check_conditions(expr: &str) -> Result<Vec<Condition>, InputError> {
+/// interval, and the significance level checked.
+pub(super) fn gate_conditions(expr: &str, alpha: f64) -> Result<Vec<Condition>, InputError> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        let why = "must be between 0 and 1, e.g. 0.05";
+        return Err(InputError::new("--significance <ALPHA>", alpha, why));
+    }
     let conditions =
         parse_fail_if(expr).map_err(|e| InputError::new("--fail-if <EXPR>", expr, e))?;
     if let Some(c) = conditions

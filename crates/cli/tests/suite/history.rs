@@ -117,6 +117,25 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
         "{line}"
     );
     assert!(line.ends_with("): regression, p99>+5%"), "{line}");
+
+    // The same gate on two results files: the first run's and the slower one's.
+    let store = Store::open(&db).unwrap();
+    let file = |id| store.get(id).unwrap().unwrap().record.results_path.unwrap();
+    let compare = |output: &str| {
+        belier()
+            .args(["compare", &file(1), &file(12), "--fail-if", "p99>+5%"])
+            .args(["--significance", "0.05", "--output", output])
+            .output()
+            .unwrap()
+    };
+    let out = compare("text");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let line = text.lines().find(|l| l.starts_with("p99: ")).expect(&text);
+    assert!(line.ends_with("): regression, p99>+5%"), "{line}");
+    let out = compare("json");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gives text output only"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
