@@ -30,7 +30,8 @@ fn ok(out: Output) -> Output {
     out
 }
 
-/// A short run kept in `db` under `name`: 4 connections for 2 s, 20 intervals of 100 ms.
+/// A short run kept in `db` under `name`: 8 connections for 2 s, 20 intervals of 100 ms. The
+/// server's delay (50 ms) dwarfs the scheduling hiccups of a loaded machine.
 fn kept_run(s: &Server, db: &Path, name: &str, delay: &str) -> Output {
     belier()
         .args([
@@ -78,7 +79,7 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
     let dir = temp_dir("gate");
     let db = dir.join("history.db");
     for i in 1..=10 {
-        let out = ok(kept_run(&s, &db, "svc", "20ms"));
+        let out = ok(kept_run(&s, &db, "svc", "50ms"));
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(&format!("run {i} kept in the history"))
         );
@@ -99,12 +100,12 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
         .all(|r| r.record.intervals.len() >= 20 && r.record.errors == 0));
 
     // 3 % slower under a 10 % limit: passes.
-    ok(kept_run(&s, &db, "svc", "20600us"));
+    ok(kept_run(&s, &db, "svc", "51500us"));
     let (code, text) = check(&db, "svc", "p99>+10%");
     assert_eq!(code, Some(0), "{text}");
 
     // 15 % slower: a regression, named with its change, interval and p-value.
-    ok(kept_run(&s, &db, "svc", "23ms"));
+    ok(kept_run(&s, &db, "svc", "57500us"));
     let (code, text) = check(&db, "svc", "p99>+5%");
     assert_eq!(code, Some(3), "{text}");
     assert!(
