@@ -7,6 +7,7 @@ mod capacity;
 mod cluster;
 mod files;
 mod grpc;
+mod history;
 mod import;
 mod k8s;
 mod load;
@@ -23,6 +24,10 @@ pub use capacity::{CapacityArgs, CapacityFormat, DimensionArg};
 pub use cluster::{ClusterArgs, Loss, WorkerArgs, TOKEN_ENV};
 pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
 pub use grpc::{GrpcArgs, GrpcCallArgs};
+pub use history::{
+    BaselineArgs, BaselineCommand, ExportArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand,
+    HistoryImportArgs, KeepArgs, ListArgs, ShowArgs, ShowFormat,
+};
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};
 pub use load::{
@@ -46,7 +51,7 @@ Exit codes:
   0    the run completed (failed requests are results, shown in the report)
   1    belier could not run (name resolution, output file, crashed worker)
   2    invalid input (flag, URL, header, body file, connection limit, results file)
-  3    belier compare: a --fail-if condition held
+  3    belier compare, belier history check: a --fail-if condition held
   4    belier run: a threshold of the plan failed, or stopped the run (the report shows which)
   5    belier capacity: no rate met the SLOs, not even the start rate
   130  interrupted by Ctrl-C (the report is still printed)";
@@ -123,6 +128,9 @@ pub enum Command {
     Ws(Box<WsArgs>),
     /// Place a distributed run on Kubernetes: `render` its manifests, `run` them with kubectl.
     K8s(K8sArgs),
+    /// The run history (runs kept with --history): list, show, import, export, and check the
+    /// latest run of a name against earlier ones for significant regressions (exit 3).
+    History(HistoryArgs),
 }
 
 #[cfg(test)]

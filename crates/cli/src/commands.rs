@@ -6,6 +6,7 @@
 mod capacity;
 mod demo;
 mod grpc;
+mod history;
 mod import;
 mod k8s;
 mod load;
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> u8 {
             Some(Command::Ws(a)) => ws::run(*a, &signals, cores()),
             Some(Command::Web(a)) => web::run(a, &signals, cores()),
             Some(Command::Worker(a)) => worker::run(a, &signals),
+            Some(Command::History(a)) => history::run(a),
             None => load::load_and_report(cli.load, &signals),
         });
     match result {

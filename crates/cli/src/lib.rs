@@ -11,6 +11,7 @@ mod executors;
 mod exit;
 mod grpc_call;
 pub mod habits;
+mod history;
 mod limits;
 mod load;
 mod metrics;

@@ -37,11 +37,25 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
         ));
     }
     engine.interval = o.interval;
+    let name = run_name(o.name.as_deref(), o.save.as_deref())?;
+    let keep = crate::history::keep(o.keep, o.name.as_deref())?;
+    let save = match (&keep, o.save) {
+        (Some(keep), None) => Some(crate::history::results_path(keep)?),
+        (Some(_), Some(save)) if save.as_os_str() == "-" => {
+            return Err(InputError::new(
+                "--save <FILE>",
+                "-",
+                "a run kept with --history is read back from its results file: give a file",
+            ))
+        }
+        (_, save) => save,
+    };
     Ok(Output {
         format: o.output,
         out: o.out,
-        name: run_name(o.name.as_deref(), o.save.as_deref())?,
-        save: o.save,
+        name,
+        save,
+        keep,
         html: o.html,
         junit: o.junit,
         tui: o.tui,

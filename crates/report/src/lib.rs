@@ -18,6 +18,7 @@ pub mod compare;
 mod csv;
 mod custom;
 mod format;
+pub mod gate;
 mod hdrlog;
 mod held;
 mod html;

@@ -26,6 +26,7 @@ mod routes;
 mod row;
 mod sample;
 pub mod series;
+pub mod significance;
 mod step;
 
 pub use collector::{Collector, Settled};

@@ -46,6 +46,11 @@ pub struct CompareArgs {
     /// fail when the new run recorded none.
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Option<String>,
+    /// Judge the --fail-if conditions on the runs' per-interval values too: a relative one
+    /// then holds only when its change is also significant at this level (Mann–Whitney U
+    /// test), each shown with its change, interval and p-value (text output only).
+    #[arg(long = "significance", value_name = "ALPHA", requires = "fail_if")]
+    pub significance: Option<f64>,
     /// Output format.
     #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = CompareFormat::Text)]
     pub output: CompareFormat,

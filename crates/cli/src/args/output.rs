@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{parse_duration, parse_duration_or_zero, Format};
+use super::{parse_duration, parse_duration_or_zero, Format, KeepArgs};
 
 /// Where the report and the recorded results go: shared by load tests and plan runs.
 #[derive(Debug, Args)]
@@ -112,4 +112,8 @@ pub struct OutputArgs {
     /// (0: exit at once; Ctrl-C ends it early) [default: 1m]
     #[arg(long = "web-linger", value_name = "D", value_parser = parse_duration_or_zero, requires = "web", help_heading = "Web console")]
     pub web_linger: Option<Duration>,
+
+    /// Keeping the run in the history.
+    #[command(flatten)]
+    pub keep: KeepArgs,
 }

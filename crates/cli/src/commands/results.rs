@@ -234,6 +234,9 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
     }
     let (base, new) = (runs[0].report(), runs[1].report());
     let deltas = compare::compare(&base, &new);
+    if let Some(alpha) = args.significance {
+        return compare_significant(&runs, &deltas, args.fail_if.as_deref(), alpha, args.output);
+    }
     let failures = compare::failed(&deltas, &conditions);
     let out = match args.output {
         CompareFormat::Text => {
@@ -256,6 +259,50 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<u8> {
         0
     } else {
         EXIT_REGRESSION
+    })
+}
+
+/// `belier compare --significance ALPHA`: each `--fail-if` condition judged on the two runs'
+/// figures and per-interval values; exit 3 when one holds.
+fn compare_significant(
+    runs: &[Run],
+    deltas: &[belier_report::compare::Delta],
+    fail_if: Option<&str>,
+    alpha: f64,
+    output: CompareFormat,
+) -> anyhow::Result<u8> {
+    use belier_report::gate::{judge, render_judged_text, Side};
+    if output != CompareFormat::Text {
+        return Err(
+            InputError::new("--significance <ALPHA>", alpha, "gives text output only").into(),
+        );
+    }
+    let conditions = super::history::gate_conditions(fail_if.unwrap_or_default(), alpha)?;
+    let side = |run: &Run, metric: &str, figure: f64| Side {
+        figure,
+        intervals: belier_history::Intervals::of(&run.data.series)
+            .values(metric)
+            .unwrap_or_default(),
+    };
+    let judged: Vec<_> = conditions
+        .iter()
+        .map(|&c| {
+            let d = deltas.iter().find(|d| d.metric == c.metric);
+            let (b, n) = d.map_or((0.0, 0.0), |d| (d.base, d.new));
+            judge(
+                c,
+                &side(&runs[0], c.metric, b),
+                &side(&runs[1], c.metric, n),
+                alpha,
+            )
+        })
+        .collect();
+    let table =
+        belier_report::compare::render_comparison_text(&runs[0].name, &runs[1].name, deltas, &[]);
+    print!("{table}\n{}", render_judged_text(&judged, alpha));
+    Ok(match judged.iter().any(|j| j.regression) {
+        true => EXIT_REGRESSION,
+        false => 0,
     })
 }
 

@@ -211,9 +211,10 @@ impl worker::Runner for Runner {
                 )
             }
         };
-        // The coordinator reports, saves and shows the run: the worker only records.
+        // The coordinator reports, saves, keeps and shows the run: the worker only records.
         let output = &mut settings.output;
         output.save = Some(dir.join("results.jsonl"));
+        output.keep = None;
         (output.out, output.html, output.junit) = (None, None, None);
         (output.tui, output.metrics, output.web) = (false, None, None);
         output.metrics_out.clear();

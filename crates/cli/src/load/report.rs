@@ -37,9 +37,25 @@ pub fn linger(finished: &mut Finished, signals: &Signals) {
 }
 
 /// Writes the report of a finished run where `settings` say (and the HTML report if asked),
-/// and returns `code`, or an error if the report could not be written where asked (it is
-/// then printed to standard output, so the results are never lost).
+/// then keeps the run in the history if asked (`--history`), and returns `code`, or an error
+/// if the report could not be written where asked (it is then printed to standard output, so
+/// the results are never lost) or the run could not be kept.
 pub fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyhow::Result<u8> {
+    let written = write_reports(settings, finished, code);
+    let (Some(keep), Some(save)) = (&settings.output.keep, &settings.output.save) else {
+        return written;
+    };
+    match crate::history::keep_run(keep, save, None) {
+        Ok(id) => {
+            eprintln!("run {id} kept in the history {}", keep.db.display());
+            written
+        }
+        Err(e) => written.and(Err(e.context("cannot keep the run in the history"))),
+    }
+}
+
+/// The reports of [`write_report`].
+fn write_reports(settings: &Settings, finished: &Finished, code: u8) -> anyhow::Result<u8> {
     let report = finished.render(settings.output.format);
     let extra = [
         (

@@ -40,6 +40,8 @@ pub struct Output {
     pub save: Option<PathBuf>,
     /// Run name for the results file.
     pub name: String,
+    /// Where the run is kept at its end (`--history`), if it is.
+    pub keep: Option<crate::history::Keep>,
     /// HTML report file.
     pub html: Option<PathBuf>,
     /// JUnit XML report file.

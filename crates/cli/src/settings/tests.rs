@@ -260,6 +260,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             format: crate::args::Format::Text,
             out: None,
             save: None,
+            keep: None,
             name: "run".into(),
             html: None,
             junit: None,

@@ -25,6 +25,7 @@ mod grpc_options;
 mod grpc_outputs;
 mod grpc_target;
 mod hdr_java;
+mod history;
 mod hold;
 mod hosts;
 mod import;

@@ -145,6 +145,7 @@ impl Target {
                 format: Format::Text,
                 out: None,
                 save: None,
+                keep: None,
                 name: "capacity".into(),
                 html: None,
                 junit: None,

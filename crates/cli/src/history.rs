@@ -1,0 +1,179 @@
+//! Keeping finished runs in the run history (`--history`, `--label`, `BELIER_HISTORY`): which
+//! database, under which name and labels, and the run read back from its results file at the
+//! end, so that keeping it costs nothing while the run goes.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use belier_history::{RunRecord, Store};
+use belier_results::{read_run, Reader, RunInfo};
+
+use crate::args::KeepArgs;
+use crate::settings::InputError;
+
+/// The variable naming the history database; set, it keeps every run there.
+pub const DB_VARIABLE: &str = "BELIER_HISTORY";
+
+/// Where and how a run is kept, validated before it starts.
+#[derive(Debug, Clone)]
+pub struct Keep {
+    /// The history database.
+    pub db: PathBuf,
+    /// Labels given with `--label`, before the git ones are added.
+    pub labels: BTreeMap<String, String>,
+    /// The run's name as given with `--name`.
+    pub name: Option<String>,
+}
+
+/// The database named by `given` (`--history=DB`, `--db DB`; empty for none), else by
+/// [`DB_VARIABLE`], else the user's data directory's.
+pub fn db_path(given: Option<&str>) -> Result<PathBuf, InputError> {
+    let from_env = std::env::var(DB_VARIABLE).ok();
+    given
+        .filter(|g| !g.is_empty())
+        .or(from_env.as_deref().filter(|v| !v.is_empty()))
+        .map(PathBuf::from)
+        .or_else(belier_history::default_path)
+        .ok_or_else(|| {
+            InputError::new(
+                "--history <DB>",
+                "",
+                "has no default here: neither BELIER_HISTORY, XDG_DATA_HOME nor HOME is set",
+            )
+        })
+}
+
+/// What `args` ask: `None` when the run is not kept (no `--history`, no
+/// [`DB_VARIABLE`]). `name` is `--name`, if given.
+pub fn keep(args: KeepArgs, name: Option<&str>) -> Result<Option<Keep>, InputError> {
+    let by_env = std::env::var(DB_VARIABLE).is_ok_and(|v| !v.is_empty());
+    if args.history.is_none() && !by_env {
+        if let Some(label) = args.labels.first() {
+            return Err(InputError::new(
+                "--label <KEY=VALUE>",
+                label,
+                "labels a run kept in the history: give --history too",
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(Keep {
+        db: db_path(args.history.as_deref())?,
+        labels: labels(&args.labels, "--label <KEY=VALUE>")?,
+        name: name.map(str::to_string),
+    }))
+}
+
+/// `KEY=VALUE` pairs, each key non-empty and every part printable.
+pub fn labels(
+    given: &[String],
+    flag: &'static str,
+) -> Result<BTreeMap<String, String>, InputError> {
+    let mut labels = BTreeMap::new();
+    for raw in given {
+        let (key, value) = raw
+            .split_once('=')
+            .filter(|(k, _)| !k.trim().is_empty())
+            .ok_or_else(|| InputError::new(flag, raw, "expected KEY=VALUE, e.g. env=staging"))?;
+        if raw.chars().any(char::is_control) {
+            return Err(InputError::new(flag, raw, "must be printable"));
+        }
+        labels.insert(key.trim().to_string(), value.trim().to_string());
+    }
+    Ok(labels)
+}
+
+/// A new results file beside the database, for a run kept without `--save`: `runs/` next to
+/// it, named by the time and the process.
+pub fn results_path(keep: &Keep) -> Result<PathBuf, InputError> {
+    let dir = keep.db.parent().unwrap_or(Path::new(".")).join("runs");
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        InputError::new(
+            "--history <DB>",
+            dir.display(),
+            format!("cannot make it: {e}"),
+        )
+    })?;
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let stamp = now.replace(':', "-");
+    Ok(dir.join(format!("{stamp}-{}.jsonl", std::process::id())))
+}
+
+/// Reads the finished run back from `results` and keeps it; returns its id. `capacity` is a
+/// capacity search's answers, if the run was one.
+pub fn keep_run(
+    keep: &Keep,
+    results: &Path,
+    capacity: Option<serde_json::Value>,
+) -> anyhow::Result<i64> {
+    let mut record = read_record(results, keep.name.as_deref(), keep.labels.clone())?;
+    for (key, value) in git_labels() {
+        record.labels.entry(key).or_insert(value);
+    }
+    record.capacity = capacity;
+    let mut store = Store::open(&keep.db)?;
+    Ok(store.insert(&record)?)
+}
+
+/// The record of the run in `files` (the shards of one run), under `name` or the name
+/// [`run_name`] gives it; its results path is the first file's, made absolute.
+pub fn read_record(
+    results: &Path,
+    name: Option<&str>,
+    labels: BTreeMap<String, String>,
+) -> anyhow::Result<RunRecord> {
+    let file = std::fs::File::open(results)
+        .with_context(|| format!("cannot open the results file {}", results.display()))?;
+    let source = results.display().to_string();
+    let reader = Reader::open(Box::new(BufReader::new(file)), &source)
+        .map_err(|e| InputError::in_file(e.to_string()))?;
+    let run = read_run(vec![reader], None, None, false)
+        .map_err(|e| InputError::in_file(e.to_string()))?;
+    let name = name.map_or_else(|| run_name(&run.header.run), str::to_string);
+    let mut record = RunRecord::from_run(&run, &name, labels);
+    let absolute = std::path::absolute(results).unwrap_or_else(|_| results.to_path_buf());
+    record.results_path = Some(absolute.display().to_string());
+    Ok(record)
+}
+
+/// The name a run is kept under without `--name`: its plan file's name (`checkout` for
+/// `plans/checkout.yaml`), else its request's method, host and path (`GET api.test/users`).
+pub fn run_name(info: &RunInfo) -> String {
+    if let Some(stem) = info.plan.as_deref().and_then(|p| Path::new(p).file_stem()) {
+        return stem.to_string_lossy().into_owned();
+    }
+    match url::Url::parse(&info.url) {
+        Ok(u) => format!(
+            "{} {}{}{}",
+            info.method,
+            u.host_str().unwrap_or(""),
+            u.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            u.path()
+        ),
+        Err(_) => format!("{} {}", info.method, info.url),
+    }
+}
+
+/// `commit` and `branch` of the git repository the working directory is in; none outside one
+/// (or without git).
+fn git_labels() -> Vec<(String, String)> {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (!text.is_empty()).then_some(text)
+    };
+    [
+        ("commit", &["rev-parse", "HEAD"][..]),
+        ("branch", &["rev-parse", "--abbrev-ref", "HEAD"]),
+    ]
+    .into_iter()
+    .filter_map(|(key, args)| git(args).map(|v| (key.to_string(), v)))
+    .collect()
+}

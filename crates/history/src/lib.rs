@@ -1,0 +1,27 @@
+//! Run history: finished runs stored in a database and read back, so that runs of one name can
+//! be listed, shown and compared over time.
+//!
+//! A [`RunRecord`] is what the history keeps of a run: its settings, labels, host, belier
+//! version, totals, corrected and uncorrected latency percentiles, per-step, per-target and
+//! per-scenario rows, the per-interval series (in columns, compactly), threshold outcomes,
+//! capacity answers when there are some, and where its results file is. It is made from a run
+//! read back from its results files ([`RunRecord::from_run`]), the same record `belier report`
+//! reads, so writing the history costs nothing while the run goes.
+//!
+//! A [`Store`] is an SQLite database (built in, through rusqlite's `bundled` SQLite), by default
+//! at [`default_path`]. Its schema is versioned ([`SCHEMA_VERSION`]): opening a database
+//! written by an older version migrates it. The database is opened in WAL mode with a busy
+//! timeout, so several processes (shards, parallel CI jobs) may write at once.
+
+#![deny(missing_docs)]
+
+mod record;
+mod schema;
+mod store;
+
+pub use record::{Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS};
+pub use schema::SCHEMA_VERSION;
+pub use store::{default_path, HistoryError, Store, StoredRun, BUSY_TIMEOUT};
+
+#[cfg(test)]
+mod tests;
