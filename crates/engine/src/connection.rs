@@ -547,6 +547,16 @@ impl Connection {
         tls: Option<&Tls>,
         p: &mut Progress,
     ) -> Result<Connection, Failure> {
+        Connection::open_reading_in(endpoint, tls, p, READ_BUFFER).await
+    }
+
+    /// Opens a connection whose reads ask room for `read_size` bytes at a time.
+    pub(crate) async fn open_reading_in(
+        endpoint: &Endpoint,
+        tls: Option<&Tls>,
+        p: &mut Progress,
+        read_size: usize,
+    ) -> Result<Connection, Failure> {
         let stream = open_stream(endpoint, tls, p).await?;
         let stamped = p.kernel_stamps
             && match &stream {
@@ -560,8 +570,8 @@ impl Connection {
             stamped,
             stream,
             pinned: tls.is_some_and(Tls::pinned),
-            buf: Vec::with_capacity(READ_BUFFER),
-            read_size: READ_BUFFER,
+            buf: Vec::with_capacity(read_size),
+            read_size,
             idle_since: Instant::now(),
             reused: false,
             route: p.route,

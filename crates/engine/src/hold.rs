@@ -22,41 +22,63 @@ use crate::plan::Plan;
 /// What a held connection reads in at a time: a response head and a short body fit.
 const HELD_READ_BUFFER: usize = 1024;
 
+/// Most held connections a worker thread has opening at once (connecting, and for idle ones
+/// waiting for their answer). A hundred thousand connects at once overflow the server's
+/// listen queues (the kernel caps each at `net.core.somaxconn`, 4,096 by default) and the
+/// SYNs dropped there come back after the kernel's 1 s, 3 s, 7 s retries: opened a few
+/// hundred at a time, they all open sooner, and the load beside them waits less.
+const MOST_OPENING: usize = 256;
+
+/// The held connections of one worker thread that may be opening at once.
+pub(crate) fn opening() -> Rc<tokio::sync::Semaphore> {
+    Rc::new(tokio::sync::Semaphore::new(MOST_OPENING))
+}
+
 /// Pause before a held connection opens again after an attempt failed, so that a server
 /// refusing them is not hammered by the hold itself.
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 
 /// Keeps one held connection open until the run ends (the worker aborts the task): opens it,
 /// holds it while the server allows, and opens another when the server ends it.
-pub(crate) async fn keep(local: Rc<Local>, plan: Arc<Plan>) {
+pub(crate) async fn keep(local: Rc<Local>, plan: Arc<Plan>, opening: Rc<tokio::sync::Semaphore>) {
     let Some(holding) = plan.holding.as_ref() else {
         return;
     };
     while !local.schedule.stopping.get() {
+        // Never closed: acquiring fails only if it were.
+        let Ok(permit) = opening.acquire().await else {
+            return;
+        };
         let mut p = Progress {
             sources: plan.sources.clone(),
             ..Progress::default()
         };
         let opened = tokio::time::timeout(
             plan.timeout,
-            Connection::open(&plan.addr, plan.tls.as_ref(), &mut p),
+            // A held connection's few responses are small: a hundred thousand of them each
+            // with a load connection's 16 KiB buffer (a page of it touched) cost 400 MB.
+            Connection::open_reading_in(&plan.addr, plan.tls.as_ref(), &mut p, HELD_READ_BUFFER),
         )
         .await;
-        let mut connection = match opened {
+        let connection = match opened {
             Ok(Ok(c)) => c,
             Ok(Err(failure)) => {
+                drop(permit);
                 failed(&local, failure.kind).await;
                 continue;
             }
             Err(_) => {
+                drop(permit);
                 failed(&local, Failure::timeout(p.phase).kind).await;
                 continue;
             }
         };
-        connection.read_in(HELD_READ_BUFFER);
         let ended = match holding.hold.mode {
-            HoldMode::Idle => idle(&local, &plan, holding, connection).await,
-            HoldMode::Slow => slow(&local, &plan, holding, connection).await,
+            HoldMode::Idle => idle(&local, &plan, holding, connection, permit).await,
+            HoldMode::Slow => {
+                drop(permit);
+                slow(&local, &plan, holding, connection).await
+            }
         };
         if let Err(kind) = ended {
             failed(&local, kind).await;
@@ -71,6 +93,7 @@ async fn idle(
     plan: &Plan,
     holding: &crate::plan::Holding,
     mut c: Connection,
+    opening: tokio::sync::SemaphorePermit<'_>,
 ) -> Result<(), ErrorKind> {
     let mut p = Progress::default();
     let exchange = c.exchange(&holding.request, 0, plan.head_request, &mut p);
@@ -79,8 +102,8 @@ async fn idle(
         Ok(Err(failure)) => return Err(failure.kind),
         Err(_) => return Err(Failure::timeout(p.phase).kind),
     }
+    drop(opening);
     let held = Held::opened(local);
-    c.idle_from_now_on();
     c.ended().await;
     held.closed_by_server();
     Ok(())

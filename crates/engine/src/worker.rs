@@ -77,8 +77,10 @@ async fn drive(
     ));
     // Held connections live beside the load, apart from its tasks: the load's end ends them.
     let mut held = JoinSet::new();
+    let opening = crate::hold::opening();
     for _ in 0..share.held {
-        held.spawn_local(crate::hold::keep(Rc::clone(&local), Arc::clone(&plan)));
+        let keep = crate::hold::keep(Rc::clone(&local), Arc::clone(&plan), Rc::clone(&opening));
+        held.spawn_local(keep);
     }
     let mut tasks = JoinSet::new();
     let dispatcher = start_load(&local, &plan, share, &mut tasks);

@@ -16,21 +16,6 @@ impl Connection {
         let _ = self.stream.read(&mut byte).await;
     }
 
-    /// Reads in pieces of `size` bytes rather than [`super::READ_BUFFER`]'s: a held
-    /// connection's few responses are small, and a hundred thousand of them each with a page
-    /// of buffer would cost 400 MB.
-    pub(crate) fn read_in(&mut self, size: usize) {
-        self.read_size = size;
-        self.buf = Vec::with_capacity(size);
-    }
-
-    /// Lets go of the read buffer of a connection that carries no more exchanges, only waits
-    /// for its end ([`Connection::ended`]): a held idle connection then costs a few hundred
-    /// bytes rather than the page its last response was read into (100,000 of them: 400 MB).
-    pub(crate) fn idle_from_now_on(&mut self) {
-        self.buf = Vec::new();
-    }
-
     /// Writes `bytes` on the connection, as part of a request the next exchange completes.
     pub(crate) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes).await?;
