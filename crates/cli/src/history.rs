@@ -7,7 +7,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use belier_history::{RunRecord, Store};
+use belier_history::{Location, RunRecord, Store};
 use belier_results::{read_run, Reader, RunInfo};
 
 use crate::args::KeepArgs;
@@ -20,22 +20,22 @@ pub const DB_VARIABLE: &str = "BELIER_HISTORY";
 #[derive(Debug, Clone)]
 pub struct Keep {
     /// The history database.
-    pub db: PathBuf,
+    pub db: Location,
     /// Labels given with `--label`, before the git ones are added.
     pub labels: BTreeMap<String, String>,
     /// The run's name as given with `--name`.
     pub name: Option<String>,
 }
 
-/// The database named by `given` (`--history=DB`, `--db DB`; empty for none), else by
-/// [`DB_VARIABLE`], else the user's data directory's.
-pub fn db_path(given: Option<&str>) -> Result<PathBuf, InputError> {
+/// The database named by `given` (`--history=DB`, `--db DB`; empty for none: a file, or a
+/// `postgres://` URL), else by [`DB_VARIABLE`], else the user's data directory's file.
+pub fn db_path(given: Option<&str>) -> Result<Location, InputError> {
     let from_env = std::env::var(DB_VARIABLE).ok();
     given
         .filter(|g| !g.is_empty())
         .or(from_env.as_deref().filter(|v| !v.is_empty()))
-        .map(PathBuf::from)
-        .or_else(belier_history::default_path)
+        .map(Location::parse)
+        .or_else(|| belier_history::default_path().map(Location::File))
         .ok_or_else(|| {
             InputError::new(
                 "--history <DB>",
@@ -86,9 +86,22 @@ pub fn labels(
 }
 
 /// A new results file beside the database, for a run kept without `--save`: `runs/` next to
-/// it, named by the time and the process.
+/// it (for a PostgreSQL database, in the user's data directory), named by the time and the
+/// process.
 pub fn results_path(keep: &Keep) -> Result<PathBuf, InputError> {
-    let dir = keep.db.parent().unwrap_or(Path::new(".")).join("runs");
+    let beside =
+        keep.db.directory().map(Path::to_path_buf).or_else(|| {
+            belier_history::default_path().and_then(|p| p.parent().map(Path::to_path_buf))
+        });
+    let dir = beside
+        .ok_or_else(|| {
+            InputError::new(
+                "--history <DB>",
+                keep.db.shown(),
+                "has nowhere to keep the run's results file: give --save FILE",
+            )
+        })?
+        .join("runs");
     std::fs::create_dir_all(&dir).map_err(|e| {
         InputError::new(
             "--history <DB>",

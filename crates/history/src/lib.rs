@@ -9,19 +9,26 @@
 //! reads, so writing the history costs nothing while the run goes.
 //!
 //! A [`Store`] is an SQLite database (built in, through rusqlite's `bundled` SQLite), by default
-//! at [`default_path`]. Its schema is versioned ([`SCHEMA_VERSION`]): opening a database
-//! written by an older version migrates it. The database is opened in WAL mode with a busy
-//! timeout, so several processes (shards, parallel CI jobs) may write at once.
+//! at [`default_path`], or a PostgreSQL database named by a `postgres://` URL, a team's shared
+//! store. Its schema is versioned ([`SCHEMA_VERSION`]): opening a database written by an older
+//! version migrates it. SQLite is opened in WAL mode with a busy timeout, so several processes
+//! (shards, parallel CI jobs) may write at once; PostgreSQL orders its clients itself.
 
 #![deny(missing_docs)]
 
+mod backend;
+mod location;
+mod postgres;
 mod record;
 mod schema;
+mod sqlite;
 mod store;
 
+pub use location::Location;
 pub use record::{Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS};
 pub use schema::SCHEMA_VERSION;
-pub use store::{default_path, HistoryError, Store, StoredRun, BUSY_TIMEOUT};
+pub use sqlite::BUSY_TIMEOUT;
+pub use store::{default_path, HistoryError, Store, StoredRun};
 
 #[cfg(test)]
 mod tests;

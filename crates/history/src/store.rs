@@ -1,16 +1,13 @@
-//! The SQLite store: opening (and migrating) a database, writing a run, reading runs back.
+//! The store: opening (and migrating) a history database, SQLite or PostgreSQL, writing a run,
+//! reading runs back.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use rusqlite::{params, Connection, OptionalExtension};
-
+use crate::backend::{Backend, DbError, Row};
+use crate::location::Location;
+use crate::postgres::Postgres;
 use crate::record::RunRecord;
-use crate::schema::migrate;
-
-/// How long a writer waits for another's lock before it gives up. Writing a run takes
-/// milliseconds; the wait covers many writers finishing at once (shards, parallel CI jobs).
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::sqlite::Sqlite;
 
 /// Why the history could not be opened, written or read.
 #[derive(Debug, thiserror::Error)]
@@ -18,15 +15,15 @@ pub enum HistoryError {
     /// The database refused or failed.
     #[error("history database {path}: {source}")]
     Database {
-        /// The database's path.
+        /// The database's location, without its password.
         path: String,
-        /// What SQLite said.
-        source: rusqlite::Error,
+        /// What the database said.
+        source: DbError,
     },
     /// A stored record could not be read back.
     #[error("history database {path}: run {id}: {source}")]
     Record {
-        /// The database's path.
+        /// The database's location, without its password.
         path: String,
         /// The run's id.
         id: i64,
@@ -38,7 +35,7 @@ pub enum HistoryError {
         "history database {path} has schema version {found}, newer than this belier's {known}"
     )]
     Newer {
-        /// The database's path.
+        /// The database's location, without its password.
         path: String,
         /// The version found.
         found: i64,
@@ -58,8 +55,8 @@ pub struct StoredRun {
 
 /// An open history database.
 pub struct Store {
-    conn: Connection,
-    path: String,
+    db: Box<dyn Backend>,
+    shown: String,
 }
 
 /// Where the history is kept when no path is given: `$XDG_DATA_HOME/belier/history.db`, else
@@ -73,25 +70,29 @@ pub fn default_path() -> Option<PathBuf> {
 }
 
 impl Store {
-    /// Opens the database at `path`, creating it (and its directory) if need be, and migrates
-    /// it to this build's schema.
-    pub fn open(path: &Path) -> Result<Store, HistoryError> {
-        let shown = path.display().to_string();
-        let db = |source| HistoryError::Database {
+    /// Opens the database at `location` (a file is created, with its directory, if need be)
+    /// and migrates it to this build's schema.
+    pub fn open(location: impl Into<Location>) -> Result<Store, HistoryError> {
+        Store::open_at(location.into(), crate::SCHEMA_VERSION as usize)
+    }
+
+    /// Opens the database at `location`, migrating it no further than `version`: what an
+    /// older belier would have made of it, for tests of the migrations.
+    #[doc(hidden)]
+    pub fn open_at(location: Location, version: usize) -> Result<Store, HistoryError> {
+        let shown = location.shown();
+        let opened: Result<(Box<dyn Backend>, i64), DbError> = match &location {
+            Location::File(path) => {
+                Sqlite::open(path, version).map(|(db, found)| (Box::new(db) as _, found))
+            }
+            Location::Postgres(url) => {
+                Postgres::open(url, version).map(|(db, found)| (Box::new(db) as _, found))
+            }
+        };
+        let (db, found) = opened.map_err(|source| HistoryError::Database {
             path: shown.clone(),
             source,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // A directory that cannot be made shows as SQLite's "unable to open" below.
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let mut conn = Connection::open(path).map_err(db)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
-        // WAL: readers do not block the writer, and a writer's commit is one append.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(db)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(db)?;
-        let found = migrate(&mut conn).map_err(db)?;
+        })?;
         if found > crate::SCHEMA_VERSION {
             return Err(HistoryError::Newer {
                 path: shown,
@@ -99,92 +100,59 @@ impl Store {
                 known: crate::SCHEMA_VERSION,
             });
         }
-        Ok(Store { conn, path: shown })
+        Ok(Store { db, shown })
+    }
+
+    /// The database's location as messages show it (without a password).
+    pub fn shown(&self) -> &str {
+        &self.shown
     }
 
     /// The schema version the database is at.
     pub fn schema_version(&self) -> Result<i64, HistoryError> {
-        self.conn
-            .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
-            .map_err(|source| self.error(source))
+        self.db.schema_version().map_err(|e| self.error(e))
     }
 
     /// Stores `record` in one transaction, so a run is stored whole or not at all, and
     /// returns its id.
     pub fn insert(&mut self, record: &RunRecord) -> Result<i64, HistoryError> {
         let json = serde_json::to_string(record).map_err(|source| HistoryError::Record {
-            path: self.path.clone(),
+            path: self.shown.clone(),
             id: 0,
             source,
         })?;
-        let path = self.path.clone();
-        let db = |source| HistoryError::Database {
-            path: path.clone(),
-            source,
+        let row = Row {
+            name: &record.name,
+            started_at: &record.started_at,
+            belier_version: &record.belier_version,
+            host: record.host.as_deref(),
+            requests: record.requests as i64,
+            errors: record.errors as i64,
+            p99_us: record.latency.p99_us as i64,
+            record: &json,
+            results_path: record.results_path.as_deref(),
+            labels: record
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(db)?;
-        tx.execute(
-            "INSERT INTO runs (name, started_at, belier_version, host, requests, errors, p99_us,
-                               record, results_path)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                record.name,
-                record.started_at,
-                record.belier_version,
-                record.host,
-                record.requests as i64,
-                record.errors as i64,
-                record.latency.p99_us as i64,
-                json,
-                record.results_path,
-            ],
-        )
-        .map_err(db)?;
-        let id = tx.last_insert_rowid();
-        for (key, value) in &record.labels {
-            tx.execute(
-                "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)",
-                params![id, key, value],
-            )
-            .map_err(db)?;
-        }
-        tx.commit().map_err(db)?;
-        Ok(id)
+        self.db.insert(&row).map_err(|e| self.error(e))
     }
 
     /// The run stored under `id`, if there is one.
     pub fn get(&self, id: i64) -> Result<Option<StoredRun>, HistoryError> {
-        let json: Option<String> = self
-            .conn
-            .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|source| self.error(source))?;
+        let json = self.db.record(id).map_err(|e| self.error(e))?;
         json.map(|j| self.parse(id, &j)).transpose()
     }
 
     /// The runs of `name` (every run when `None`), oldest first by start, then by id.
     pub fn runs(&self, name: Option<&str>) -> Result<Vec<StoredRun>, HistoryError> {
-        let mut query = self
-            .conn
-            .prepare(
-                "SELECT id, record FROM runs WHERE ?1 IS NULL OR name = ?1
-                 ORDER BY started_at, id",
-            )
-            .map_err(|source| self.error(source))?;
-        let rows = query
-            .query_map([name], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(|source| self.error(source))?;
-        let mut runs = Vec::new();
-        for row in rows {
-            let (id, json) = row.map_err(|source| self.error(source))?;
-            runs.push(self.parse(id, &json)?);
-        }
-        Ok(runs)
+        let records = self.db.records(name).map_err(|e| self.error(e))?;
+        records
+            .iter()
+            .map(|(id, json)| self.parse(*id, json))
+            .collect()
     }
 
     /// Makes the run `id` the baseline of its name, and returns the name; `None` when there
@@ -193,52 +161,38 @@ impl Store {
         let Some(run) = self.get(id)? else {
             return Ok(None);
         };
-        self.conn
-            .execute(
-                "INSERT INTO baselines (name, run_id) VALUES (?1, ?2)
-                 ON CONFLICT(name) DO UPDATE SET run_id = excluded.run_id",
-                params![run.record.name, id],
-            )
-            .map_err(|source| self.error(source))?;
+        self.db
+            .set_baseline(&run.record.name, id)
+            .map_err(|e| self.error(e))?;
         Ok(Some(run.record.name))
     }
 
     /// The baseline run of `name`, if one was set.
     pub fn baseline(&self, name: &str) -> Result<Option<StoredRun>, HistoryError> {
-        let id: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT run_id FROM baselines WHERE name = ?1",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|source| self.error(source))?;
-        match id {
+        match self.db.baseline(name).map_err(|e| self.error(e))? {
             Some(id) => self.get(id),
             None => Ok(None),
         }
     }
 
-    /// SQLite's own check of the database's structure: `ok`, or what is wrong.
+    /// The database's own check of its structure (SQLite's `integrity_check`; on PostgreSQL,
+    /// that every record belongs to its row): `ok`, or what is wrong.
     pub fn integrity_check(&self) -> Result<String, HistoryError> {
-        self.conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .map_err(|source| self.error(source))
+        self.db.integrity_check().map_err(|e| self.error(e))
     }
 
     fn parse(&self, id: i64, json: &str) -> Result<StoredRun, HistoryError> {
         let record = serde_json::from_str(json).map_err(|source| HistoryError::Record {
-            path: self.path.clone(),
+            path: self.shown.clone(),
             id,
             source,
         })?;
         Ok(StoredRun { id, record })
     }
 
-    fn error(&self, source: rusqlite::Error) -> HistoryError {
+    fn error(&self, source: DbError) -> HistoryError {
         HistoryError::Database {
-            path: self.path.clone(),
+            path: self.shown.clone(),
             source,
         }
     }

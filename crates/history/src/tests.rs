@@ -9,7 +9,7 @@ use belier_stats::{Gauges, Outcome, Recorder, Sample, Settled};
 use rusqlite::Connection;
 
 use super::*;
-use crate::schema::MIGRATIONS;
+use crate::schema::SQLITE as MIGRATIONS;
 
 /// A fresh directory for one test's database, removed by the test.
 fn temp_dir(test: &str) -> PathBuf {

@@ -112,7 +112,7 @@ impl Apache {
 fn config(dir: &std::path::Path, port: u16, workers: u32) -> String {
     let d = dir.display();
     // Run as root (CI), the workers need a user to become; Debian's is www-data.
-    let user = match running_as_root() {
+    let user = match crate::process::running_as_root() {
         true => "User www-data\nGroup www-data\n",
         false => "",
     };
@@ -146,30 +146,9 @@ DocumentRoot {d}/htdocs
     )
 }
 
-/// Whether this process runs as root (read from /proc, without libc).
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1).map(|uid| uid == "0"))
-        .unwrap_or(false)
-}
-
 impl Drop for Apache {
     fn drop(&mut self) {
         // SIGTERM to the parent stops its workers too; a kill would leave them listening.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::process::stop(&mut self.child, "-TERM");
     }
 }

@@ -182,3 +182,30 @@ impl Drop for CountingServer {
         let _ = self.child.wait();
     }
 }
+
+/// Stops a server started by a test: `signal` (its graceful stop, e.g. `-TERM`), then up to
+/// 10 s for it to end, then a kill.
+pub(crate) fn stop(child: &mut Child, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Whether this process runs as root (read from /proc, without libc).
+pub(crate) fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1).map(|uid| uid == "0"))
+        .unwrap_or(false)
+}

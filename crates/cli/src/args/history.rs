@@ -8,8 +8,9 @@ use clap::{Args, Subcommand, ValueEnum};
 /// Keeping a run in the history: shared by flag runs, plan runs and capacity searches.
 #[derive(Debug, Args)]
 pub struct KeepArgs {
-    /// At the end of the run, keep it in the run history: DB is an SQLite file [default:
-    /// $BELIER_HISTORY, else $XDG_DATA_HOME/belier/history.db, else
+    /// At the end of the run, keep it in the run history: DB is an SQLite file, or a
+    /// PostgreSQL database's URL (postgres://USER:PASSWORD@HOST/DATABASE, a team's shared
+    /// store) [default: $BELIER_HISTORY, else $XDG_DATA_HOME/belier/history.db, else
     /// ~/.local/share/belier/history.db]. Give DB with '=' (--history=ci.db). Setting
     /// BELIER_HISTORY keeps every run there without the flag. The run is read back from its
     /// results file (--save; without it, one is kept beside the database).
@@ -28,8 +29,8 @@ pub struct HistoryArgs {
     /// What to do with the history.
     #[command(subcommand)]
     pub command: HistoryCommand,
-    /// The history database [default: $BELIER_HISTORY, else
-    /// $XDG_DATA_HOME/belier/history.db, else ~/.local/share/belier/history.db]
+    /// The history database: an SQLite file or a postgres:// URL [default: $BELIER_HISTORY,
+    /// else $XDG_DATA_HOME/belier/history.db, else ~/.local/share/belier/history.db]
     #[arg(long = "db", value_name = "DB", global = true)]
     pub db: Option<String>,
 }

@@ -47,7 +47,7 @@ pub fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyho
     };
     match crate::history::keep_run(keep, save, None) {
         Ok(id) => {
-            eprintln!("run {id} kept in the history {}", keep.db.display());
+            eprintln!("run {id} kept in the history {}", keep.db.shown());
             written
         }
         Err(e) => written.and(Err(e.context("cannot keep the run in the history"))),

@@ -3,11 +3,11 @@
 //! passes an unchanged server every time and fails a slower one naming the metric, its change
 //! interval and p-value, and many processes writing one database at once.
 
-use std::path::Path;
 use std::process::Output;
 
-use belier_history::Store;
+use belier_history::{Location, Store};
 use belier_testserver::{Config, Server};
+use belier_testsupport::postgres::{Postgres, PASSWORD};
 use belier_testsupport::temp_dir;
 
 belier_testsupport::binary!();
@@ -30,10 +30,60 @@ fn ok(out: Output) -> Output {
     out
 }
 
+/// The history of a test: an SQLite file in `dir`, or the database of a PostgreSQL server
+/// started for the test (`None` when PostgreSQL is missing outside CI: said and skipped).
+/// Runs kept without `--save` keep their results files in `dir` either way.
+struct History {
+    db: String,
+    dir: std::path::PathBuf,
+    server: Option<Postgres>,
+}
+
+impl History {
+    fn sqlite(test: &str) -> History {
+        let dir = temp_dir(test);
+        History {
+            db: dir.join("history.db").display().to_string(),
+            dir,
+            server: None,
+        }
+    }
+
+    fn postgres(test: &str) -> Option<History> {
+        let server = Postgres::start(test)?;
+        Some(History {
+            db: server.url(),
+            dir: temp_dir(test),
+            server: Some(server),
+        })
+    }
+
+    fn store(&self) -> Store {
+        Store::open(Location::parse(&self.db)).unwrap()
+    }
+
+    /// On PostgreSQL: runs, labels of no run, and the schema's version, counted by psql.
+    fn psql_counts(&self) -> String {
+        let pg = self.server.as_ref().expect("a PostgreSQL history");
+        pg.psql(
+            "SELECT (SELECT count(*) FROM runs),
+                    (SELECT count(*) FROM labels WHERE run_id NOT IN (SELECT id FROM runs)),
+                    (SELECT MAX(version) FROM schema_version)",
+        )
+    }
+
+    /// belier with the history's results files kept in the test's directory.
+    fn belier(&self) -> std::process::Command {
+        let mut c = belier();
+        c.env("XDG_DATA_HOME", &self.dir);
+        c
+    }
+}
+
 /// A short run kept in `db` under `name`: 8 connections for 2 s, 20 intervals of 100 ms. The
 /// server's delay (50 ms) dwarfs the scheduling hiccups of a loaded machine.
-fn kept_run(s: &Server, db: &Path, name: &str, delay: &str) -> Output {
-    belier()
+fn kept_run(s: &Server, h: &History, name: &str, delay: &str) -> Output {
+    h.belier()
         .args([
             "-c",
             "4",
@@ -46,15 +96,16 @@ fn kept_run(s: &Server, db: &Path, name: &str, delay: &str) -> Output {
             "--name",
             name,
         ])
-        .arg(format!("--history={}", db.display()))
+        .arg(format!("--history={}", h.db))
         .arg(s.url(&format!("/?delay={delay}")))
         .output()
         .expect("belier runs")
 }
 
 /// `belier history check NAME --against median-of-5 --fail-if EXPR`: exit code and output.
-fn check(db: &Path, name: &str, fail_if: &str) -> (Option<i32>, String) {
-    let out = belier()
+fn check(h: &History, name: &str, fail_if: &str) -> (Option<i32>, String) {
+    let out = h
+        .belier()
         .args([
             "history",
             "check",
@@ -64,8 +115,7 @@ fn check(db: &Path, name: &str, fail_if: &str) -> (Option<i32>, String) {
             "--fail-if",
             fail_if,
         ])
-        .arg("--db")
-        .arg(db)
+        .args(["--db", &h.db])
         .output()
         .expect("belier runs");
     let text =
@@ -75,18 +125,33 @@ fn check(db: &Path, name: &str, fail_if: &str) -> (Option<i32>, String) {
 
 #[test]
 fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
+    gate(&History::sqlite("gate"));
+}
+
+#[test]
+fn the_gate_on_postgresql_passes_an_unchanged_server_and_fails_a_slower_one() {
+    if let Some(h) = History::postgres("gate-pg") {
+        gate(&h);
+    }
+}
+
+/// Ten runs of an unchanged server pass; 3 % slower passes a 10 % limit; 15 % slower fails
+/// naming p99 with its interval and p-value; the same gate on two results files.
+fn gate(h: &History) {
     let s = server();
-    let dir = temp_dir("gate");
-    let db = dir.join("history.db");
+    let shown = Location::parse(&h.db).shown();
     for i in 1..=10 {
-        let out = ok(kept_run(&s, &db, "svc", "50ms"));
+        let out = ok(kept_run(&s, h, "svc", "50ms"));
+        let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains(&format!("run {i} kept in the history"))
+            err.contains(&format!("run {i} kept in the history {shown}\n")),
+            "{err}"
         );
-        let (code, text) = check(&db, "svc", "p99>+5%");
+        assert!(!err.contains(PASSWORD), "{err}");
+        let (code, text) = check(h, "svc", "p99>+5%");
         assert_eq!(code, Some(0), "run {i}, a false alarm: {text}");
     }
-    let store = Store::open(&db).unwrap();
+    let store = h.store();
     let runs = store.runs(Some("svc")).unwrap();
     assert_eq!(runs.len(), 10);
     let served: u64 = runs.iter().map(|r| r.record.requests).sum();
@@ -100,13 +165,13 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
         .all(|r| r.record.intervals.len() >= 20 && r.record.errors == 0));
 
     // 3 % slower under a 10 % limit: passes.
-    ok(kept_run(&s, &db, "svc", "51500us"));
-    let (code, text) = check(&db, "svc", "p99>+10%");
+    ok(kept_run(&s, h, "svc", "51500us"));
+    let (code, text) = check(h, "svc", "p99>+10%");
     assert_eq!(code, Some(0), "{text}");
 
     // 15 % slower: a regression, named with its change, interval and p-value.
-    ok(kept_run(&s, &db, "svc", "57500us"));
-    let (code, text) = check(&db, "svc", "p99>+5%");
+    ok(kept_run(&s, h, "svc", "57500us"));
+    let (code, text) = check(h, "svc", "p99>+5%");
     assert_eq!(code, Some(3), "{text}");
     assert!(
         text.contains("run 12 of 'svc' against median-of-5 (5 runs):"),
@@ -120,7 +185,7 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
     assert!(line.ends_with("): regression, p99>+5%"), "{line}");
 
     // The same gate on two results files: the first run's and the slower one's.
-    let store = Store::open(&db).unwrap();
+    let store = h.store();
     let file = |id| store.get(id).unwrap().unwrap().record.results_path.unwrap();
     let compare = |output: &str| {
         belier()
@@ -137,26 +202,37 @@ fn an_unchanged_server_passes_every_check_and_a_slower_one_fails_naming_p99() {
     let out = compare("json");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("gives text output only"));
-    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_dir_all(&h.dir).unwrap();
 }
 
 #[test]
 fn four_shards_and_two_runs_finishing_at_once_are_all_kept_whole() {
+    writers(&History::sqlite("writers"));
+}
+
+#[test]
+fn four_shards_and_two_runs_finishing_at_once_on_postgresql_are_all_kept_whole() {
+    if let Some(h) = History::postgres("writers-pg") {
+        writers(&h);
+        // Each run's labels once, and nothing else in the tables than the six runs.
+        assert_eq!(h.psql_counts(), "6|0|3\n");
+    }
+}
+
+fn writers(h: &History) {
     let s = server();
-    let dir = temp_dir("writers");
-    let db = dir.join("history.db");
-    let history = format!("--history={}", db.display());
+    let history = format!("--history={}", h.db);
     let url = s.url("/?delay=5ms");
     let mut children: Vec<_> = (1..=4)
         .map(|i| {
-            belier()
+            h.belier()
                 .args(["-c", "4", "-t", "1", "-n", "200", "--name", "split"])
                 .args(["--shard", &format!("{i}/4"), &history, &url])
                 .output_spawned()
         })
         .collect();
     children.extend((0..2).map(|_| {
-        belier()
+        h.belier()
             .args([
                 "-c", "2", "-t", "1", "-n", "100", "--name", "pair", &history, &url,
             ])
@@ -165,7 +241,7 @@ fn four_shards_and_two_runs_finishing_at_once_are_all_kept_whole() {
     for child in children {
         ok(child.wait_with_output().unwrap());
     }
-    let store = Store::open(&db).unwrap();
+    let store = h.store();
     let split = store.runs(Some("split")).unwrap();
     let pair = store.runs(Some("pair")).unwrap();
     assert_eq!((split.len(), pair.len()), (4, 2));
@@ -174,7 +250,6 @@ fn four_shards_and_two_runs_finishing_at_once_are_all_kept_whole() {
     assert!(pair.iter().all(|r| r.record.requests == 100));
     assert_eq!(s.counts().requests, 400);
     assert_eq!(store.integrity_check().unwrap(), "ok");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -247,4 +322,79 @@ impl Spawned for std::process::Command {
             .spawn()
             .expect("belier starts")
     }
+}
+
+#[test]
+fn a_postgresql_history_of_an_older_schema_migrates_and_its_password_never_shows() {
+    let Some(h) = History::postgres("migrate-pg") else {
+        return;
+    };
+    let s = server();
+    // A database as the previous schema version left it, with a run in it.
+    let older = belier_history::SCHEMA_VERSION as usize - 1;
+    // Its run is one kept in an SQLite file first, copied over.
+    let file = h.dir.join("first.db");
+    ok(h.belier()
+        .args(["-c", "1", "-n", "4", "--name", "older"])
+        .arg(format!("--history={}", file.display()))
+        .arg(s.url("/"))
+        .output()
+        .unwrap());
+    let record = Store::open(&file).unwrap().get(1).unwrap().unwrap().record;
+    let mut store = Store::open_at(Location::parse(&h.db), older).unwrap();
+    assert_eq!(store.schema_version().unwrap(), older as i64);
+    assert_eq!(store.insert(&record).unwrap(), 1);
+    drop(store);
+
+    // A run kept now migrates it; the older run reads back whole beside the new one.
+    ok(h.belier()
+        .args(["-c", "1", "-n", "5", "--name", "older"])
+        .arg(format!("--history={}", h.db))
+        .arg(s.url("/"))
+        .output()
+        .unwrap());
+    let store = h.store();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        belier_history::SCHEMA_VERSION
+    );
+    let runs = store.runs(Some("older")).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].record, record);
+    assert_eq!((runs[0].record.requests, runs[1].record.requests), (4, 5));
+    let set = ok(h
+        .belier()
+        .args(["history", "baseline", "set", "1", "--db", &h.db])
+        .output()
+        .unwrap());
+    assert_eq!(
+        String::from_utf8_lossy(&set.stdout),
+        "run 1 is the baseline of 'older'\n"
+    );
+
+    // A server that is not there: the error names the database without its password, and
+    // the run's report is still written.
+    let port = belier_testsupport::free_port();
+    let gone = format!("postgres://belier:{PASSWORD}@127.0.0.1:{port}/history");
+    let out = h
+        .belier()
+        .args(["-c", "1", "-n", "3"])
+        .arg(format!("--history={gone}"))
+        .arg(s.url("/"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "history database postgres://belier@127.0.0.1:{port}/history"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains(PASSWORD), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Requests"),
+        "{err}"
+    );
+    assert_eq!(s.counts().requests, 12);
 }
