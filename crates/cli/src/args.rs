@@ -26,7 +26,7 @@ pub use files::{CompareArgs, CompareFormat, ReportArgs, ReportType};
 pub use grpc::{GrpcArgs, GrpcCallArgs};
 pub use history::{
     BaselineArgs, BaselineCommand, ExportArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand,
-    HistoryImportArgs, KeepArgs, ListArgs, ShowArgs, ShowFormat,
+    HistoryImportArgs, KeepArgs, ListArgs, ShowArgs, ShowFormat, TrendArgs, TrendFormat,
 };
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};

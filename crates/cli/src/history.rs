@@ -7,7 +7,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use belier_history::{Location, RunRecord, Store};
+use belier_history::{CapacitySearch, Location, RunRecord, Store};
 use belier_results::{read_run, Reader, RunInfo};
 
 use crate::args::KeepArgs;
@@ -47,7 +47,7 @@ pub fn db_path(given: Option<&str>) -> Result<Location, InputError> {
 
 /// What `args` ask: `None` when the run is not kept (no `--history`, no
 /// [`DB_VARIABLE`]). `name` is `--name`, if given.
-pub fn keep(args: KeepArgs, name: Option<&str>) -> Result<Option<Keep>, InputError> {
+pub fn keep(args: &KeepArgs, name: Option<&str>) -> Result<Option<Keep>, InputError> {
     let by_env = std::env::var(DB_VARIABLE).is_ok_and(|v| !v.is_empty());
     if args.history.is_none() && !by_env {
         if let Some(label) = args.labels.first() {
@@ -114,18 +114,28 @@ pub fn results_path(keep: &Keep) -> Result<PathBuf, InputError> {
     Ok(dir.join(format!("{stamp}-{}.jsonl", std::process::id())))
 }
 
-/// Reads the finished run back from `results` and keeps it; returns its id. `capacity` is a
-/// capacity search's answers, if the run was one.
-pub fn keep_run(
-    keep: &Keep,
-    results: &Path,
-    capacity: Option<serde_json::Value>,
-) -> anyhow::Result<i64> {
-    let mut record = read_record(results, keep.name.as_deref(), keep.labels.clone())?;
+/// Reads the finished run back from `results` and keeps it; returns its id.
+pub fn keep_run(keep: &Keep, results: &Path) -> anyhow::Result<i64> {
+    let record = read_record(results, keep.name.as_deref(), keep.labels.clone())?;
+    keep_record(keep, record)
+}
+
+/// Keeps a finished capacity search (the history keeps its outcome, not a results file);
+/// returns its id. Its name is `--name`, else `capacity` and what it searched.
+pub fn keep_capacity(keep: &Keep, search: &CapacitySearch<'_>) -> anyhow::Result<i64> {
+    let name = keep
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("capacity {}", search.outcome.url));
+    let record = RunRecord::from_capacity(search, &name, keep.labels.clone());
+    keep_record(keep, record)
+}
+
+/// Adds the git labels `record` was not given, and stores it.
+fn keep_record(keep: &Keep, mut record: RunRecord) -> anyhow::Result<i64> {
     for (key, value) in git_labels() {
         record.labels.entry(key).or_insert(value);
     }
-    record.capacity = capacity;
     let mut store = Store::open(&keep.db)?;
     Ok(store.insert(&record)?)
 }

@@ -38,7 +38,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
     }
     engine.interval = o.interval;
     let name = run_name(o.name.as_deref(), o.save.as_deref())?;
-    let keep = crate::history::keep(o.keep, o.name.as_deref())?;
+    let keep = crate::history::keep(&o.keep, o.name.as_deref())?;
     let save = match (&keep, o.save) {
         (Some(keep), None) => Some(crate::history::results_path(keep)?),
         (Some(_), Some(save)) if save.as_os_str() == "-" => {

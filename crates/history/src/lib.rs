@@ -25,7 +25,10 @@ mod sqlite;
 mod store;
 
 pub use location::Location;
-pub use record::{Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS};
+pub use record::{
+    trend_unit, CapacitySearch, Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS,
+    TREND_METRICS,
+};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::BUSY_TIMEOUT;
 pub use store::{default_path, HistoryError, Store, StoredRun};

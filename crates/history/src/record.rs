@@ -73,6 +73,9 @@ pub enum RowKind {
     Target,
     /// A plan's scenario (no latency of its own: its percentiles are zero).
     Scenario,
+    /// A capacity search's step, named by its number, kind and level (its p90 and largest
+    /// latency are not measured: zero).
+    CapacityStep,
 }
 
 /// One row of a run's per-step, per-target or per-scenario table.
@@ -194,6 +197,107 @@ impl RunRecord {
     }
 }
 
+/// What a capacity search was, for [`RunRecord::from_capacity`]: besides its outcome, the
+/// run facts a results file would hold.
+pub struct CapacitySearch<'a> {
+    /// The search's outcome, as `belier capacity --save` writes it.
+    pub outcome: &'a belier_capacity::Outcome,
+    /// Start of the search, RFC 3339 UTC.
+    pub started_at: String,
+    /// belier's version.
+    pub belier_version: &'a str,
+    /// The machine's name, when the system said.
+    pub host: Option<String>,
+}
+
+impl RunRecord {
+    /// The record of a capacity search: its answers (the capacity document), a row per step,
+    /// the requests and errors of every step's judged window summed, and the latency of the
+    /// step that set the answer (the last that passed at the answer's level), if one did. A
+    /// search has no per-interval series.
+    pub fn from_capacity(
+        search: &CapacitySearch<'_>,
+        name: &str,
+        labels: BTreeMap<String, String>,
+    ) -> RunRecord {
+        let o = search.outcome;
+        let us = |ms: Option<f64>| ms.map_or(0, |v| (v * 1000.0).round().max(0.0) as u64);
+        let failed =
+            |s: &belier_capacity::Step| (s.requests as f64 * s.failed_share()).round() as u64;
+        let rows: Vec<TableRow> = o
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| TableRow {
+                kind: RowKind::CapacityStep,
+                name: format!(
+                    "step {} {} {}",
+                    i + 1,
+                    belier_capacity::kind_name(s.kind),
+                    o.dimension.level(s.target_rate)
+                ),
+                requests: s.requests,
+                failures: failed(s),
+                latency: Percentiles {
+                    p50_us: us(s.p50_ms),
+                    p99_us: us(s.p99_ms),
+                    p999_us: us(s.p999_ms),
+                    ..Percentiles::default()
+                },
+            })
+            .collect();
+        let answer = o.max_rate.and_then(|level| {
+            o.steps
+                .iter()
+                .rposition(|s| s.pass == Some(true) && s.target_rate == level)
+        });
+        let requests = o.steps.iter().map(|s| s.requests).sum();
+        let errors: u64 = o.steps.iter().map(failed).sum();
+        RunRecord {
+            name: name.to_string(),
+            started_at: search.started_at.clone(),
+            belier_version: search.belier_version.to_string(),
+            host: search.host.clone(),
+            labels,
+            settings: serde_json::json!({
+                "url": o.url,
+                "dimension": o.dimension,
+                "slos": o.slos,
+            }),
+            requests,
+            succeeded: requests - errors,
+            errors,
+            elapsed_s: o.elapsed_s,
+            latency: answer.map(|i| rows[i].latency).unwrap_or_default(),
+            uncorrected: Percentiles::default(),
+            rows,
+            intervals: Intervals::default(),
+            thresholds: Vec::new(),
+            // A capacity document is plain data: serialising it cannot fail.
+            capacity: serde_json::from_str(&o.to_json()).ok(),
+            results_path: None,
+        }
+    }
+
+    /// The capacity search's outcome in its document (`{"capacity": {…}, "schema_version"}`).
+    fn search(&self) -> Option<&serde_json::Value> {
+        self.capacity.as_ref()?.get("capacity")
+    }
+
+    /// Whether the run is a capacity search.
+    pub fn is_capacity(&self) -> bool {
+        self.capacity.is_some()
+    }
+
+    /// The unit of the capacity search's levels (`req/s`, `connections` …), when the run is
+    /// one.
+    pub fn capacity_unit(&self) -> Option<&'static str> {
+        let dimension = self.search()?.get("dimension")?.clone();
+        let dimension: belier_capacity::Dimension = serde_json::from_value(dimension).ok()?;
+        Some(dimension.unit())
+    }
+}
+
 /// The metrics a run's figures and per-interval values are given for ([`RunRecord::figure`],
 /// [`RunRecord::interval_values`]): latencies in ms, rates in requests per second, errors as
 /// the percentage of requests that did not succeed.
@@ -262,6 +366,68 @@ impl Intervals {
                 .collect(),
             _ => return None,
         })
+    }
+}
+
+/// The metrics a trend follows over runs ([`RunRecord::trend_value`]): those of [`METRICS`],
+/// the 99.9th percentile, and a capacity search's answer.
+pub const TREND_METRICS: [&str; 9] = [
+    "rate",
+    "throughput",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "max",
+    "errors",
+    "capacity",
+];
+
+/// The unit a trend of `metric` is given in: `ms`, `/s`, `%`, or the capacity search's own
+/// (its level: requests or iterations per second, connections, connections per second).
+pub fn trend_unit(metric: &str) -> &'static str {
+    match metric {
+        "rate" | "throughput" => "/s",
+        "errors" => "%",
+        "capacity" => "level",
+        _ => "ms",
+    }
+}
+
+impl RunRecord {
+    /// The value of `metric` (one of [`TREND_METRICS`]) for the whole run, or for its row
+    /// named `row` (a step, target or scenario); `None` when the run has no such row, no
+    /// latency there, or (for `capacity`) was not a capacity search or found none.
+    pub fn trend_value(&self, metric: &str, row: Option<&str>) -> Option<f64> {
+        if metric == "capacity" {
+            return match row {
+                Some(_) => None,
+                None => self.search()?.get("max_rate")?.as_f64(),
+            };
+        }
+        let Some(row) = row else {
+            return match metric {
+                "p99.9" => Some(self.latency.p999_us as f64 / 1000.0),
+                _ => self.figure(metric),
+            };
+        };
+        let row = self.rows.iter().find(|r| r.name == row)?;
+        let per_s = |n: u64| (self.elapsed_s > 0.0).then(|| n as f64 / self.elapsed_s);
+        let ms = |us: u64| (row.kind != RowKind::Scenario).then_some(us as f64 / 1000.0);
+        match metric {
+            "rate" => per_s(row.requests),
+            "throughput" => per_s(row.requests.saturating_sub(row.failures)),
+            "errors" => Some(match row.requests {
+                0 => 0.0,
+                n => row.failures as f64 * 100.0 / n as f64,
+            }),
+            "p50" => ms(row.latency.p50_us),
+            "p90" => ms(row.latency.p90_us),
+            "p99" => ms(row.latency.p99_us),
+            "p99.9" => ms(row.latency.p999_us),
+            "max" => ms(row.latency.max_us),
+            _ => None,
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod run;
 mod svg;
 #[cfg(test)]
 mod tests;
+mod trend;
 mod verdict;
 
 use std::fmt::{self, Write as _};
@@ -30,6 +31,7 @@ use crate::Report;
 
 pub use capacity::render_capacity_html;
 pub use run::HtmlRun;
+pub use trend::render_trend_html;
 
 use escape::esc;
 use head::write_head;

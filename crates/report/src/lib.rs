@@ -32,6 +32,7 @@ mod scenarios;
 mod steps;
 mod summary;
 mod text;
+mod trend;
 mod verdict;
 mod wording;
 
@@ -48,11 +49,13 @@ use belier_stats::{Recorder, Series};
 pub use capacity::render_capacity_text;
 pub use csv::{render_csv, render_csv_stats};
 pub use hdrlog::render_hdr_log;
+pub use html::render_trend_html;
 pub use html::{render_capacity_html, render_html, HtmlRun};
 pub use json::{render_json, SCHEMA, SCHEMA_VERSION};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use text::render_text;
+pub use trend::{render_trend_json, render_trend_text, sparkline, Trend, TrendPoint};
 pub use verdict::{
     lag_limit_us, verdict, Verdict, CPU_LIMIT, DEFAULT_TIMER_SLACK_US, LAG_LIMIT_US, RATE_TOLERANCE,
 };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::{parse_duration, parse_duration_or_zero};
+use super::{parse_duration, parse_duration_or_zero, KeepArgs};
 use super::{
     GrpcCallArgs, HoldArgs, Http2Args, OpenLoopArgs, RequestArgs, SendingArgs, VarArgs,
     NO_RESEND_BRIEF,
@@ -214,6 +214,15 @@ pub struct CapacityArgs {
     /// or Ctrl-C); `belier report FILE` shows it again.
     #[arg(long = "save", value_name = "FILE")]
     pub save: Option<PathBuf>,
+
+    /// Keeping the search in the run history, with its answers and steps.
+    #[command(flatten)]
+    pub keep: KeepArgs,
+
+    /// The name the search is kept under in the history [default: 'capacity ' and the URL
+    /// or plan searched].
+    #[arg(long = "name", value_name = "NAME", help_heading = "History")]
+    pub name: Option<String>,
 
     /// With --call: a gRPC method searched instead of a URL (the positional is HOST:PORT,
     /// -d/-D the message as JSON, -H metadata), as `belier grpc` sends it. Last:

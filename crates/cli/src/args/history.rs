@@ -51,6 +51,42 @@ pub enum HistoryCommand {
     Check(HistoryCheckArgs),
     /// Set or show the baseline run of a name (what 'check --against baseline' compares to).
     Baseline(BaselineArgs),
+    /// Follow one metric of NAME's runs, run after run: text (a sparkline and a line per run),
+    /// JSON, or a self-contained HTML chart whose points link to their runs.
+    Trend(TrendArgs),
+}
+
+/// Options of `belier history trend`.
+#[derive(Debug, Args)]
+pub struct TrendArgs {
+    /// The runs' name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The metric: rate, throughput, p50, p90, p99, p99.9, max, errors (latencies in ms, rates
+    /// per second, errors in % of requests), or capacity (a capacity search's answer).
+    #[arg(long = "metric", value_name = "METRIC", default_value = "p99")]
+    pub metric: String,
+    /// Take the metric from this step, target or scenario (as 'history show' names it) rather
+    /// than from the whole run.
+    #[arg(long = "step", value_name = "STEP")]
+    pub step: Option<String>,
+    /// Only the last N runs.
+    #[arg(long = "last", value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub last: u32,
+    /// Output format.
+    #[arg(long = "output", value_name = "FORMAT", value_enum, default_value_t = TrendFormat::Text)]
+    pub output: TrendFormat,
+}
+
+/// Output formats of `belier history trend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TrendFormat {
+    /// A sparkline and a line per run.
+    Text,
+    /// Every point as JSON.
+    Json,
+    /// A self-contained HTML page with the chart and the runs.
+    Html,
 }
 
 /// Options of `belier history list`.

@@ -38,6 +38,8 @@ const UNPROBED_PAUSE: Duration = Duration::from_secs(2);
 /// Runs the search and writes its report; the exit code says whether a capacity was found.
 pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Result<u8> {
     let slos = checked_slos(&args)?;
+    let keep = crate::history::keep(&args.keep, args.name.as_deref())?;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut target = target(&args)?;
     let dimension = match (args.dimension, &target) {
         (DimensionArg::Rate, Target::Plan { .. }) => Dimension::IterationRate,
@@ -128,7 +130,31 @@ pub fn run(args: CapacityArgs, signals: &Signals, cores: usize) -> anyhow::Resul
         0
     };
     write_report(&args, &outcome)?;
+    if let Some(keep) = &keep {
+        keep_search(keep, &outcome, started_at)?;
+    }
     Ok(code)
+}
+
+/// Keeps the finished search in the history (`--history`), after its report is written.
+fn keep_search(
+    keep: &crate::history::Keep,
+    outcome: &Outcome,
+    started_at: String,
+) -> anyhow::Result<()> {
+    let search = belier_history::CapacitySearch {
+        outcome,
+        started_at,
+        belier_version: env!("CARGO_PKG_VERSION"),
+        host: belier_engine::host::name(),
+    };
+    let id = crate::history::keep_capacity(keep, &search)
+        .map_err(|e| e.context("cannot keep the search in the history"))?;
+    eprintln!(
+        "capacity: search kept in the history {} as run {id}",
+        keep.db.shown()
+    );
+    Ok(())
 }
 
 /// How every step loads the target: its dimension, arrival spacing, limits, threads and

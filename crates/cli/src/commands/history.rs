@@ -6,9 +6,11 @@ use std::io::Write;
 use belier_history::{RunRecord, Store, StoredRun};
 use belier_report::compare::{parse_fail_if, Condition, METRICS as COMPARE_METRICS};
 use belier_report::gate::{judge, render_judged_text, Side};
+use belier_report::{render_trend_html, render_trend_json, render_trend_text, Trend, TrendPoint};
 
 use crate::args::{
     BaselineCommand, HistoryArgs, HistoryCheckArgs, HistoryCommand, HistoryImportArgs, ShowFormat,
+    TrendArgs, TrendFormat,
 };
 use crate::history::{db_path, labels, read_record};
 use crate::settings::InputError;
@@ -52,6 +54,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<u8> {
             },
         },
         HistoryCommand::Check(a) => return check(&store, a),
+        HistoryCommand::Trend(a) => trend(&store, a)?,
     };
     print(&out);
     Ok(0)
@@ -155,6 +158,60 @@ fn import(store: &mut Store, args: HistoryImportArgs) -> anyhow::Result<String> 
     Ok(out)
 }
 
+/// `belier history trend NAME`: one metric of NAME's last runs.
+fn trend(store: &Store, args: TrendArgs) -> anyhow::Result<String> {
+    if !belier_history::TREND_METRICS.contains(&args.metric.as_str()) {
+        let known = belier_history::TREND_METRICS.join(", ");
+        let why = format!("is not a metric the history keeps: use one of {known}");
+        return Err(InputError::new("--metric <METRIC>", &args.metric, why).into());
+    }
+    let runs = store.runs(Some(&args.name))?;
+    if runs.is_empty() {
+        let why = "no run of that name in the history ('history list' names them)";
+        return Err(InputError::new("<NAME>", &args.name, why).into());
+    }
+    if let Some(step) = &args.step {
+        if !runs
+            .iter()
+            .any(|r| r.record.rows.iter().any(|row| &row.name == step))
+        {
+            let why = format!("no run of '{}' has a step of that name", args.name);
+            return Err(InputError::new("--step <STEP>", step, why).into());
+        }
+    }
+    let skip = runs.len().saturating_sub(args.last as usize);
+    let points = runs[skip..]
+        .iter()
+        .map(|StoredRun { id, record: r }| TrendPoint {
+            run: *id,
+            started_at: r.started_at.clone(),
+            value: r.trend_value(&args.metric, args.step.as_deref()),
+            requests: r.requests,
+            errors: r.errors,
+            p50_ms: r.latency.p50_us as f64 / 1000.0,
+            p99_ms: r.latency.p99_us as f64 / 1000.0,
+            labels: r.labels.clone(),
+            results_path: r.results_path.clone(),
+        })
+        .collect();
+    let unit = match args.metric.as_str() {
+        "capacity" => runs.iter().rev().find_map(|r| r.record.capacity_unit()),
+        metric => Some(belier_history::trend_unit(metric)),
+    };
+    let trend = Trend {
+        name: args.name,
+        unit: unit.unwrap_or("level").to_string(),
+        metric: args.metric,
+        step: args.step,
+        points,
+    };
+    Ok(match args.output {
+        TrendFormat::Text => render_trend_text(&trend),
+        TrendFormat::Json => render_trend_json(&trend),
+        TrendFormat::Html => render_trend_html(&trend),
+    })
+}
+
 /// What `check --against` names.
 enum Against {
     Baseline,
@@ -207,6 +264,14 @@ fn check(store: &Store, args: HistoryCheckArgs) -> anyhow::Result<u8> {
         },
     };
     let new = &runs[judged_at].record;
+    if new.is_capacity() {
+        let why = format!(
+            "run {} is a capacity search, which has no per-interval values to test: follow it \
+             with 'belier history trend {} --metric capacity'",
+            runs[judged_at].id, args.name
+        );
+        return Err(InputError::new("<NAME>", &args.name, why).into());
+    }
     let earlier = runs[..judged_at].iter().map(|r| r.record.clone());
     let base: Vec<RunRecord> = match against {
         Against::Baseline => match store.baseline(&args.name)? {

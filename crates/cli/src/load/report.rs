@@ -45,7 +45,7 @@ pub fn write_report(settings: &Settings, finished: &Finished, code: u8) -> anyho
     let (Some(keep), Some(save)) = (&settings.output.keep, &settings.output.save) else {
         return written;
     };
-    match crate::history::keep_run(keep, save, None) {
+    match crate::history::keep_run(keep, save) {
         Ok(id) => {
             eprintln!("run {id} kept in the history {}", keep.db.shown());
             written

@@ -3,7 +3,9 @@
 //! passes an unchanged server every time and fails a slower one naming the metric, its change
 //! interval and p-value, and many processes writing one database at once.
 
+use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 
 use belier_history::{Location, Store};
 use belier_testserver::{Config, Server};
@@ -397,4 +399,278 @@ fn a_postgresql_history_of_an_older_schema_migrates_and_its_password_never_shows
         "{err}"
     );
     assert_eq!(s.counts().requests, 12);
+}
+
+/// `belier history trend ARGS…` on `h`: exit code, stdout, stderr.
+fn trend(h: &History, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = h
+        .belier()
+        .args(["history", "trend"])
+        .args(args)
+        .args(["--db", &h.db])
+        .output()
+        .expect("belier runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_trend_gives_one_point_per_run_in_text_json_and_in_a_browser() {
+    let s = server();
+    let h = History::sqlite("trend");
+    for delay in ["5ms", "10ms", "20ms", "40ms"] {
+        ok(h.belier()
+            .args(["-c", "2", "-n", "40", "--name", "api"])
+            .arg(format!("--history={}", h.db))
+            .arg(s.url(&format!("/?delay={delay}")))
+            .output()
+            .unwrap());
+    }
+    let runs = h.store().runs(Some("api")).unwrap();
+    let p99: Vec<f64> = runs
+        .iter()
+        .map(|r| r.record.latency.p99_us as f64 / 1000.0)
+        .collect();
+    assert!(p99.windows(2).all(|w| w[0] < w[1]), "{p99:?}");
+
+    let (code, text, err) = trend(&h, &["api"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(text.starts_with("p99 (ms) of 'api', 4 runs\n▁"), "{text}");
+    for (run, want) in runs.iter().zip(&p99) {
+        let line = format!("\n{}\t{}\t{want:.3}\t", run.id, run.record.started_at);
+        assert!(text.contains(&line), "{line:?} in\n{text}");
+    }
+
+    let (code, json, err) = trend(&h, &["api", "--output", "json", "--last", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let points = json["points"].as_array().unwrap();
+    let got: Vec<(i64, f64)> = points
+        .iter()
+        .map(|p| (p["run"].as_i64().unwrap(), p["value"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(got, vec![(3, p99[2]), (4, p99[3])]);
+
+    let (code, _, err) = trend(&h, &["api", "--step", "login"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--step <STEP>") && err.contains("login"),
+        "{err}"
+    );
+    let (code, _, err) = trend(&h, &["api", "--metric", "p42"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("rate, throughput, p50"), "{err}");
+
+    let (code, html, err) = trend(&h, &["api", "--output", "html"]);
+    assert_eq!(code, Some(0), "{err}");
+    let page = h.dir.join("trend.html");
+    std::fs::write(&page, html).unwrap();
+    trend_in_a_browser(&page, &p99);
+}
+
+/// The trend page as a person sees it: one point per run with its value, and a click on a
+/// point showing its run's row.
+fn trend_in_a_browser(page: &Path, p99: &[f64]) {
+    let Some(browser) = belier_testsupport::webdriver::Browser::start("trend") else {
+        return;
+    };
+    browser.goto(&format!("file://{}", page.display()));
+    let titles = browser.script(
+        "return Array.from(document.querySelectorAll('svg a circle')).map(c => c.textContent);",
+        &[],
+    );
+    let titles: Vec<&str> = titles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    for (i, (title, want)) in titles.iter().zip(p99).enumerate() {
+        assert!(
+            title.starts_with(&format!("run {} · ", i + 1))
+                && title.ends_with(&format!(" · p99 {want:.3} ms")),
+            "{title}"
+        );
+    }
+    browser.click("a[href='#run-3'] circle");
+    browser.wait_until("run 3's row", Duration::from_secs(10), |b| {
+        b.script("return location.hash;", &[]) == "#run-3"
+    });
+    assert_eq!(browser.text("#run-3 td.value"), format!("{:.3}", p99[2]));
+    browser.screenshot(&page.with_extension("png"));
+}
+
+#[test]
+fn a_capacity_search_is_kept_with_its_answer_and_followed_by_trend_not_check() {
+    let s = server();
+    let h = History::sqlite("capacity");
+    let out = ok(h
+        .belier()
+        .args(["capacity", "--slo", "p99 < 1s", "--start-rate", "20"])
+        .args(["--max-rate", "20", "--warmup", "500ms", "--window", "1s"])
+        .args(["--confirm", "0", "--no-overload", "--name", "search"])
+        .arg(format!("--history={}", h.db))
+        .arg(s.url("/"))
+        .output()
+        .unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "capacity: search kept in the history {} as run 1",
+            h.db
+        )),
+        "{err}"
+    );
+    let kept = h.store().get(1).unwrap().unwrap().record;
+    assert_eq!(
+        kept.capacity.as_ref().unwrap()["capacity"]["max_rate"],
+        20.0
+    );
+    assert!(!kept.rows.is_empty() && kept.requests >= 15, "{kept:?}");
+    assert_eq!(kept.rows[0].name, "step 1 grow 20/s");
+
+    let (code, text, err) = trend(&h, &["search", "--metric", "capacity"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.starts_with("capacity (req/s) of 'search', 1 runs\n"),
+        "{text}"
+    );
+    assert!(text.contains("\t20.000\t"), "{text}");
+    let (code, _, err) = trend(
+        &h,
+        &["search", "--metric", "p99", "--step", "step 1 grow 20/s"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (code, text) = check(&h, "search", "p99>+5%");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("is a capacity search"), "{text}");
+}
+
+/// The dashboard's SQL as Grafana would send it: its macros and variables replaced.
+fn grafana_sql(sql: &str, name: &str, step: &str) -> String {
+    sql.replace(
+        "$__timeFilter(runs.started_at)",
+        "runs.started_at BETWEEN '2000-01-01T00:00:00Z' AND '2100-01-01T00:00:00Z'",
+    )
+    .replace(
+        "$__timeFilter(started_at)",
+        "started_at BETWEEN '2000-01-01T00:00:00Z' AND '2100-01-01T00:00:00Z'",
+    )
+    .replace("$name", name)
+    .replace("$step", step)
+}
+
+/// psql's rows, each split into its columns.
+fn rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| l.split('|').map(str::to_string).collect())
+        .collect()
+}
+
+fn close(got: &str, want: f64) -> bool {
+    got.parse::<f64>()
+        .is_ok_and(|g| (g - want).abs() <= 1e-9 * want.abs().max(1.0))
+}
+
+#[test]
+fn the_grafana_dashboards_sql_reads_the_runs_kept_in_postgresql() {
+    let Some(h) = History::postgres("grafana") else {
+        return;
+    };
+    let s = server();
+    let plan = h.dir.join("shop.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nload: {{ vus: 2, iterations: 10 }}\nscenarios:\n  - name: buyer\n    \
+             steps:\n      - name: home\n        get: /?delay=2ms\n      - name: basket\n        \
+             get: /?delay=8ms\n",
+            s.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        ok(h.belier()
+            .args(["run", plan.to_str().unwrap()])
+            .arg(format!("--history={}", h.db))
+            .output()
+            .unwrap());
+    }
+    ok(h.belier()
+        .args(["capacity", "--slo", "p99 < 1s", "--start-rate", "20"])
+        .args(["--max-rate", "20", "--warmup", "500ms", "--window", "1s"])
+        .args(["--confirm", "0", "--no-overload", "--name", "shop"])
+        .arg(format!("--history={}", h.db))
+        .arg(s.url("/"))
+        .output()
+        .unwrap());
+    let runs = h.store().runs(Some("shop")).unwrap();
+    assert_eq!(runs.len(), 3);
+    let (plans, search) = (&runs[..2], &runs[2].record);
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../dashboards/grafana-history.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let pg = h.server.as_ref().unwrap();
+    let query = |sql: &str, step: &str| rows(&pg.psql(&grafana_sql(sql, "shop", step)));
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    assert_eq!(
+        query(variables[0]["query"].as_str().unwrap(), ""),
+        [["shop"]]
+    );
+    assert_eq!(
+        query(variables[1]["query"].as_str().unwrap(), ""),
+        [["basket"], ["home"]]
+    );
+    let sql = |id: u64| {
+        let panel = dashboard["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .unwrap();
+        panel["targets"][0]["rawSql"].as_str().unwrap().to_string()
+    };
+    let ms = |us: u64| us as f64 / 1000.0;
+    let latency = query(&sql(1), "");
+    assert_eq!(latency.len(), 2, "{latency:?}");
+    for (row, run) in latency.iter().zip(plans) {
+        let l = &run.record.latency;
+        assert!(
+            close(&row[1], ms(l.p50_us)) && close(&row[2], ms(l.p99_us)),
+            "{row:?}"
+        );
+        assert!(close(&row[3], ms(l.p999_us)), "{row:?}");
+    }
+    for (row, run) in query(&sql(2), "").iter().zip(plans) {
+        let r = &run.record;
+        assert!(close(&row[1], r.figure("rate").unwrap()), "{row:?}");
+        assert!(close(&row[2], r.figure("throughput").unwrap()), "{row:?}");
+    }
+    let errors = query(&sql(3), "");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|r| close(&r[1], 0.0)), "{errors:?}");
+    let capacity = query(&sql(4), "");
+    assert_eq!(capacity.len(), 1);
+    assert!(close(&capacity[0][1], 20.0), "{capacity:?}");
+    assert_eq!(search.trend_value("capacity", None), Some(20.0));
+    for step in ["home", "basket"] {
+        let per_step = query(&sql(5), step);
+        assert_eq!(per_step.len(), 2, "{step}: {per_step:?}");
+        for (row, run) in per_step.iter().zip(plans) {
+            let want = run.record.trend_value("p99", Some(step)).unwrap();
+            assert!(close(&row[1], want), "{step}: {row:?}");
+        }
+    }
+    let table = query(&sql(6), "");
+    let ids: Vec<&str> = table.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(ids, ["3", "2", "1"]);
+    assert!(table.iter().all(|r| r[5].contains("commit=")), "{table:?}");
 }

@@ -319,6 +319,14 @@ impl Chart {
         };
     }
 
+    /// A dot at a data point that links to `href` (a place in the page, `#…`), with its value
+    /// as a tooltip.
+    pub(super) fn linked_marker(&mut self, x: f64, y: f64, colour: &str, title: &str, href: &str) {
+        let _ = write!(self.data, "<a href=\"{}\">", esc(href));
+        self.mark(x, y, Mark::Dot, colour, title);
+        self.data.push_str("</a>");
+    }
+
     /// A dashed line across the plot at `x` (a data value), labelled at its top.
     pub(super) fn rule_x(&mut self, x: f64, colour: &str, label: &str) {
         let px = self.px(x);
