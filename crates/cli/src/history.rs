@@ -7,7 +7,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use belier_history::{CapacitySearch, Location, RunRecord, Store};
+use belier_history::{CapacitySearch, Location, PgTls, RunRecord, Store};
 use belier_results::{read_run, Reader, RunInfo};
 
 use crate::args::KeepArgs;
@@ -59,8 +59,12 @@ pub fn keep(args: &KeepArgs, name: Option<&str>) -> Result<Option<Keep>, InputEr
         }
         return Ok(None);
     }
+    let db = db_path(args.history.as_deref())?;
+    // A URL's TLS settings are read now, so that a wrong one stops the run before it starts.
+    db.postgres_tls()
+        .map_err(|why| InputError::new("--history <DB>", db.shown(), why))?;
     Ok(Some(Keep {
-        db: db_path(args.history.as_deref())?,
+        db,
         labels: labels(&args.labels, "--label <KEY=VALUE>")?,
         name: name.map(str::to_string),
     }))
@@ -136,8 +140,41 @@ fn keep_record(keep: &Keep, mut record: RunRecord) -> anyhow::Result<i64> {
     for (key, value) in git_labels() {
         record.labels.entry(key).or_insert(value);
     }
-    let mut store = Store::open(&keep.db)?;
+    let mut store = open_store(&keep.db)?;
     Ok(store.insert(&record)?)
+}
+
+/// Opens the history at `db`; a PostgreSQL connection encrypted as its URL's `sslmode` says:
+/// `prefer` and `require` without verifying the server's certificate (as libpq does),
+/// `verify-ca` and `verify-full` against `sslrootcert` (else the system's roots) and for the
+/// host's name, with the TLS client the runs use.
+pub fn open_store(db: &Location) -> anyhow::Result<Store> {
+    let bad = |why: String| InputError::new("--history/--db <DB>", db.shown(), why);
+    let options = match db.postgres_tls().map_err(bad)? {
+        None | Some(PgTls::Disable) => None,
+        Some(PgTls::Prefer | PgTls::Require) => Some(belier_engine::TlsOptions {
+            insecure: true,
+            ..belier_engine::TlsOptions::default()
+        }),
+        Some(PgTls::Verify { root }) => {
+            let ca_pem = match root {
+                Some(path) => Some(
+                    std::fs::read(&path)
+                        .map_err(|e| bad(format!("sslrootcert {}: {e}", path.display())))?,
+                ),
+                None => None,
+            };
+            Some(belier_engine::TlsOptions {
+                ca_pem,
+                ..belier_engine::TlsOptions::default()
+            })
+        }
+    };
+    let tls = options
+        .map(|o| o.client_config())
+        .transpose()
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(Store::open_tls(db, tls)?)
 }
 
 /// The record of the run in `files` (the shards of one run), under `name` or the name

@@ -77,9 +77,18 @@ pub(crate) struct Tls {
     pinned: Arc<AtomicBool>,
 }
 
-impl Tls {
-    /// Builds the client configuration for connections to `host`.
-    pub(crate) fn new(options: &TlsOptions, host: &str) -> Result<Tls, TlsSetupError> {
+impl TlsOptions {
+    /// The client configuration these options make (trust, client certificate, ALPN,
+    /// resumption), for a client of the caller's own that is not a run's connection (the run
+    /// history's PostgreSQL connection).
+    pub fn client_config(&self) -> Result<ClientConfig, TlsSetupError> {
+        self.config().map(|(config, _)| config)
+    }
+
+    /// The client configuration, and the flag it sets once a server certificate was accepted
+    /// as pinned (see [`PinnedOrChain`]).
+    fn config(&self) -> Result<(ClientConfig, Arc<AtomicBool>), TlsSetupError> {
+        let options = self;
         let provider = Arc::new(ring::default_provider());
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()?;
@@ -122,6 +131,14 @@ impl Tls {
         if !options.resume {
             config.resumption = Resumption::disabled();
         }
+        Ok((config, pinned))
+    }
+}
+
+impl Tls {
+    /// Builds the client configuration for connections to `host`.
+    pub(crate) fn new(options: &TlsOptions, host: &str) -> Result<Tls, TlsSetupError> {
+        let (config, pinned) = options.config()?;
         let name = options.server_name.as_deref().unwrap_or(host);
         let server_name = ServerName::try_from(name.to_string())
             .map_err(|_| TlsSetupError::ServerName(name.to_string()))?;

@@ -24,7 +24,7 @@ mod schema;
 mod sqlite;
 mod store;
 
-pub use location::Location;
+pub use location::{Location, PgTls};
 pub use record::{
     trend_unit, CapacitySearch, Intervals, Percentiles, RowKind, RunRecord, TableRow, METRICS,
     TREND_METRICS,

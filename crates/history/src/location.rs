@@ -42,6 +42,69 @@ impl Location {
     }
 }
 
+/// How the connection to PostgreSQL is encrypted, as the URL's `sslmode` says (libpq's
+/// words); `sslrootcert` names the certificates to trust for the verifying modes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PgTls {
+    /// `disable`: never.
+    Disable,
+    /// `prefer` (the default): when the server offers it, without verifying its certificate.
+    Prefer,
+    /// `require`: always, without verifying the server's certificate (as libpq does).
+    Require,
+    /// `verify-ca` or `verify-full`: always, the certificate verified against `root` (PEM;
+    /// the system's roots when `None`) and valid for the host's name.
+    Verify {
+        /// The certificates to trust.
+        root: Option<PathBuf>,
+    },
+}
+
+/// A PostgreSQL URL split into what the client library reads and the TLS settings belier
+/// reads itself (`sslmode`, `sslrootcert`).
+pub(crate) fn split_tls(url: &str) -> Result<(String, PgTls), String> {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, q),
+        None => (url, ""),
+    };
+    let (mut mode, mut root) = (None, None);
+    let mut kept = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("sslmode", v)) => mode = Some(v.to_string()),
+            Some(("sslrootcert", v)) => root = Some(PathBuf::from(v)),
+            _ => kept.push(pair),
+        }
+    }
+    let tls = match mode.as_deref().unwrap_or("prefer") {
+        "disable" => PgTls::Disable,
+        "prefer" | "allow" => PgTls::Prefer,
+        "require" => PgTls::Require,
+        "verify-ca" | "verify-full" => PgTls::Verify { root },
+        other => {
+            return Err(format!(
+                "sslmode={other}: expected disable, prefer, require, verify-ca or verify-full"
+            ))
+        }
+    };
+    let url = match kept.is_empty() {
+        true => base.to_string(),
+        false => format!("{base}?{}", kept.join("&")),
+    };
+    Ok((url, tls))
+}
+
+impl Location {
+    /// How a PostgreSQL location's connection is encrypted (`None` for a file), or what is
+    /// wrong with its `sslmode`.
+    pub fn postgres_tls(&self) -> Result<Option<PgTls>, String> {
+        match self {
+            Location::File(_) => Ok(None),
+            Location::Postgres(url) => split_tls(url).map(|(_, tls)| Some(tls)),
+        }
+    }
+}
+
 impl From<&Path> for Location {
     fn from(path: &Path) -> Location {
         Location::File(path.to_path_buf())
@@ -99,6 +162,31 @@ fn without_password(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tls_settings_are_taken_out_of_the_url() {
+        let split = |u: &str| split_tls(u).unwrap();
+        assert_eq!(
+            split("postgres://h/d"),
+            ("postgres://h/d".into(), PgTls::Prefer)
+        );
+        assert_eq!(
+            split("postgres://h/d?sslmode=require&application_name=ci"),
+            ("postgres://h/d?application_name=ci".into(), PgTls::Require)
+        );
+        assert_eq!(
+            split("postgres://h/d?sslrootcert=/ca.pem&sslmode=verify-full"),
+            (
+                "postgres://h/d".into(),
+                PgTls::Verify {
+                    root: Some("/ca.pem".into())
+                }
+            )
+        );
+        assert_eq!(split("postgres://h/d?sslmode=disable").1, PgTls::Disable);
+        let err = split_tls("postgres://h/d?sslmode=maybe").unwrap_err();
+        assert!(err.starts_with("sslmode=maybe: expected"), "{err}");
+    }
 
     #[test]
     fn a_postgres_url_is_shown_without_its_password() {

@@ -4,9 +4,12 @@
 
 use std::cell::RefCell;
 
-use postgres::{Client, NoTls};
+use postgres::config::SslMode;
+use postgres::{Client, Config, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::backend::{Backend, DbError, Row};
+use crate::location::{split_tls, PgTls};
 use crate::schema::POSTGRES;
 
 /// The key of the advisory lock held while the schema is migrated ("belier" in ASCII), so
@@ -20,10 +23,16 @@ pub(crate) struct Postgres {
 }
 
 impl Postgres {
-    /// Connects to the database `url` names and brings its schema up to `version`; returns it
-    /// and the version it was found at.
-    pub(crate) fn open(url: &str, version: usize) -> Result<(Postgres, i64), DbError> {
-        let mut client = Client::connect(url, NoTls)?;
+    /// Connects to the database `url` names, encrypted as its `sslmode` says with `tls` (a
+    /// client configuration that verifies as that mode asks; without one, only `disable` and
+    /// `prefer` connect, in the clear), and brings its schema up to `version`; returns it and
+    /// the version it was found at.
+    pub(crate) fn open(
+        url: &str,
+        tls: Option<rustls::ClientConfig>,
+        version: usize,
+    ) -> Result<(Postgres, i64), DbError> {
+        let mut client = connect(url, tls)?;
         // Quiet the server's notices ("relation already exists, skipping") on a shared store.
         client.batch_execute("SET client_min_messages = warning")?;
         let found = migrate(&mut client, version)?;
@@ -34,6 +43,23 @@ impl Postgres {
             found,
         ))
     }
+}
+
+/// The client of `url`, through TLS when its `sslmode` asks.
+fn connect(url: &str, tls: Option<rustls::ClientConfig>) -> Result<Client, DbError> {
+    let (url, mode) = split_tls(url)?;
+    let mut config: Config = url.parse()?;
+    let ssl_mode = match mode {
+        PgTls::Disable => SslMode::Disable,
+        PgTls::Prefer => SslMode::Prefer,
+        PgTls::Require | PgTls::Verify { .. } => SslMode::Require,
+    };
+    config.ssl_mode(ssl_mode);
+    Ok(match (ssl_mode, tls) {
+        (SslMode::Disable, _) | (SslMode::Prefer, None) => config.connect(NoTls)?,
+        (_, Some(tls)) => config.connect(MakeRustlsConnect::new(tls))?,
+        (_, None) => return Err("this sslmode needs a TLS client configuration".into()),
+    })
 }
 
 /// Brings the database up to `version` in one transaction holding [`MIGRATION_LOCK`]; returns

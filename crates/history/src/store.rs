@@ -73,20 +73,38 @@ impl Store {
     /// Opens the database at `location` (a file is created, with its directory, if need be)
     /// and migrates it to this build's schema.
     pub fn open(location: impl Into<Location>) -> Result<Store, HistoryError> {
-        Store::open_at(location.into(), crate::SCHEMA_VERSION as usize)
+        Store::open_with(location.into(), None, crate::SCHEMA_VERSION as usize)
+    }
+
+    /// Opens the database at `location` as [`Store::open`] does, a PostgreSQL connection
+    /// encrypted with `tls` when its URL's `sslmode` asks (see [`Location::postgres_tls`]: the
+    /// caller builds the client configuration that verifies as the mode says).
+    pub fn open_tls(
+        location: impl Into<Location>,
+        tls: Option<rustls::ClientConfig>,
+    ) -> Result<Store, HistoryError> {
+        Store::open_with(location.into(), tls, crate::SCHEMA_VERSION as usize)
     }
 
     /// Opens the database at `location`, migrating it no further than `version`: what an
     /// older belier would have made of it, for tests of the migrations.
     #[doc(hidden)]
     pub fn open_at(location: Location, version: usize) -> Result<Store, HistoryError> {
+        Store::open_with(location, None, version)
+    }
+
+    fn open_with(
+        location: Location,
+        tls: Option<rustls::ClientConfig>,
+        version: usize,
+    ) -> Result<Store, HistoryError> {
         let shown = location.shown();
         let opened: Result<(Box<dyn Backend>, i64), DbError> = match &location {
             Location::File(path) => {
                 Sqlite::open(path, version).map(|(db, found)| (Box::new(db) as _, found))
             }
             Location::Postgres(url) => {
-                Postgres::open(url, version).map(|(db, found)| (Box::new(db) as _, found))
+                Postgres::open(url, tls, version).map(|(db, found)| (Box::new(db) as _, found))
             }
         };
         let (db, found) = opened.map_err(|source| HistoryError::Database {

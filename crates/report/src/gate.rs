@@ -25,6 +25,9 @@ pub struct Side {
     pub figure: f64,
     /// The value in each interval (a base of several runs: all of theirs).
     pub intervals: Vec<f64>,
+    /// For a base of several runs, the median of each run's per-interval values: how much
+    /// runs of an unchanged target differ from one another (empty for a single run).
+    pub runs: Vec<f64>,
 }
 
 /// A condition judged.
@@ -46,6 +49,9 @@ pub struct Judged {
     pub interval: Option<(f64, f64)>,
     /// The Mann–Whitney U test's two-sided p-value over the per-interval values.
     pub p_value: f64,
+    /// How far the base's runs stray from their median (`0.03` is ±3 %), when the base has
+    /// several: a change within it is the runs' own variation, never a regression.
+    pub noise: Option<f64>,
     /// Whether the figure (or its change) passes the condition's limit, significant or not.
     pub beyond_limit: bool,
     /// Whether the condition holds: beyond its limit, and for a relative one, significant.
@@ -55,8 +61,12 @@ pub struct Judged {
 /// Judges `condition` from `base` to `new` at the `significance` level (e.g. 0.05).
 ///
 /// A relative condition (`p99>+5%`) holds when the change of the per-interval medians passes
-/// the limit, the p-value is below `significance`, and the new intervals moved the way the
-/// condition looks (up for `>`, down for `<`). An absolute one (`p99>250ms`) holds when the new figure passes the limit.
+/// the limit, the p-value is below `significance`, the new intervals moved the way the
+/// condition looks (up for `>`, down for `<`), and, for a base of several runs, the change is
+/// larger than the base's runs differ among themselves: the intervals of one run share its
+/// machine's state, so the test over them sees within-run noise only, and the base's runs
+/// show the between-run noise. An absolute one (`p99>250ms`) holds when the new figure passes
+/// the limit.
 pub fn judge(condition: Condition, base: &Side, new: &Side, significance: f64) -> Judged {
     let (b, n) = match base.intervals.is_empty() || new.intervals.is_empty() {
         true => (base.figure, new.figure),
@@ -65,6 +75,7 @@ pub fn judge(condition: Condition, base: &Side, new: &Side, significance: f64) -
     let change = (b != 0.0).then(|| (n - b) / b);
     let interval = change_interval(&base.intervals, &new.intervals, 1.0 - significance, SEED);
     let p_value = mann_whitney_p(&base.intervals, &new.intervals);
+    let noise = spread(&base.runs);
     let beyond = |value: f64, limit: f64| match condition.op {
         Op::Above => value > limit + 1e-9,
         Op::Below => value < limit - 1e-9,
@@ -78,7 +89,11 @@ pub fn judge(condition: Condition, base: &Side, new: &Side, significance: f64) -
                 Op::Below => moved < 0.0,
             };
             let beyond_limit = change.is_some_and(|c| beyond(c * 100.0, limit));
-            (beyond_limit, beyond_limit && p_value < significance && way)
+            let past_noise = change.is_some_and(|c| c.abs() > noise.unwrap_or(0.0));
+            (
+                beyond_limit,
+                beyond_limit && p_value < significance && way && past_noise,
+            )
         }
     };
     Judged {
@@ -88,9 +103,24 @@ pub fn judge(condition: Condition, base: &Side, new: &Side, significance: f64) -
         change,
         interval,
         p_value,
+        noise,
         beyond_limit,
         regression,
     }
+}
+
+/// The largest distance of `runs` from their median, relative to it; `None` for fewer than
+/// two runs or a median of 0.
+fn spread(runs: &[f64]) -> Option<f64> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let m = median(runs);
+    (m != 0.0).then(|| {
+        runs.iter()
+            .map(|r| (r - m).abs() / m.abs())
+            .fold(0.0, f64::max)
+    })
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -117,14 +147,22 @@ pub fn render_judged_text(judged: &[Judged], significance: f64) -> String {
                 )
             },
         );
-        let verdict = match (j.regression, j.beyond_limit) {
-            (true, _) => "regression",
-            (false, true) => "beyond the limit, not significant",
-            (false, false) => "ok",
+        let within_noise = j
+            .noise
+            .is_some_and(|n| j.change.is_some_and(|c| c.abs() <= n));
+        let verdict = match (j.regression, j.beyond_limit, within_noise) {
+            (true, _, _) => "regression",
+            (false, true, true) => "beyond the limit, within the runs' own variation",
+            (false, true, false) => "beyond the limit, not significant",
+            (false, false, _) => "ok",
         };
+        let noise = j
+            .noise
+            .map(|n| format!(", runs vary ±{:.1} %", n * 100.0))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{}: {:.3} → {:.3} (intervals {change}, {interval}, p = {:.4}): {verdict}, {c}",
+            "{}: {:.3} → {:.3} (intervals {change}, {interval}, p = {:.4}{noise}): {verdict}, {c}",
             c.metric, j.base, j.new, j.p_value
         );
     }
@@ -140,6 +178,7 @@ mod tests {
         Side {
             figure,
             intervals: intervals.to_vec(),
+            runs: Vec::new(),
         }
     }
 
@@ -187,5 +226,31 @@ mod tests {
         assert!(!j.regression && j.p_value > 0.05, "{j:?}");
         assert!(render_judged_text(&[j], 0.05)
             .contains("): beyond the limit, not significant, p99>+5%"));
+    }
+
+    #[test]
+    fn a_change_within_the_base_runs_own_variation_is_no_regression() {
+        let base: Vec<f64> = (0..30).map(|i| 20.0 + (i % 5) as f64 * 0.1).collect();
+        let up7: Vec<f64> = base.iter().map(|v| v * 1.07).collect();
+        let c = parse_fail_if("p99>+5%").unwrap()[0];
+        // Five base runs whose medians stray up to 10 % from theirs: +7 % is within it.
+        let noisy = Side {
+            runs: vec![20.0, 22.0, 19.0, 20.5, 18.0],
+            ..side(20.0, &base)
+        };
+        let j = judge(c, &noisy, &side(21.4, &up7), 0.05);
+        assert!(j.p_value < 0.05 && j.beyond_limit && !j.regression, "{j:?}");
+        assert_eq!(j.noise, Some(0.1));
+        let text = render_judged_text(&[j], 0.05);
+        assert!(
+            text.contains(", runs vary ±10.0 %): beyond the limit, within the runs' own variation"),
+            "{text}"
+        );
+        // Runs that agree within 2 %: the same +7 % is a regression.
+        let steady = Side {
+            runs: vec![20.0, 20.2, 19.8, 20.1, 20.0],
+            ..side(20.0, &base)
+        };
+        assert!(judge(c, &steady, &side(21.4, &up7), 0.05).regression);
     }
 }

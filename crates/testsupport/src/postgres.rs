@@ -5,6 +5,8 @@
 //! is not installed the test says it skipped; under CI (`CI=true`) that is a failure
 //! (scripts/install-test-deps installs it).
 
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -35,6 +37,22 @@ struct Cluster {
 impl Postgres {
     /// Starts the server. `None` (said on stderr) when PostgreSQL is not installed outside CI.
     pub fn start(test: &str) -> Option<Postgres> {
+        Postgres::start_with(test, false)
+    }
+
+    /// Starts a server that accepts TCP sessions over TLS only (`hostssl`), with a
+    /// self-signed certificate for `127.0.0.1` and `localhost` made by openssl
+    /// ([`Postgres::certificate`]). `None` as for [`Postgres::start`].
+    pub fn start_tls(test: &str) -> Option<Postgres> {
+        Postgres::start_with(test, true)
+    }
+
+    /// The server's certificate (PEM), when it was started with TLS.
+    pub fn certificate(&self) -> PathBuf {
+        self.cluster.dir.join("server.crt")
+    }
+
+    fn start_with(test: &str, tls: bool) -> Option<Postgres> {
         let Some(bin) = binaries() else {
             missing("PostgreSQL is not installed", "apt-get install postgresql");
             return None;
@@ -65,6 +83,9 @@ impl Postgres {
             ])
             .arg(&pwfile)
             .checked("initdb");
+        if tls {
+            pg.tls_only(&data);
+        }
         let log = std::fs::File::create(pg.dir.join("server.log")).unwrap();
         let port = pg.port.to_string();
         let sockets = pg.dir.display().to_string();
@@ -124,6 +145,40 @@ impl Postgres {
 }
 
 impl Cluster {
+    /// A self-signed certificate and its key, `ssl = on`, and TCP sessions over TLS only.
+    fn tls_only(&self, data: &std::path::Path) {
+        let (crt, key) = (self.dir.join("server.crt"), self.dir.join("server.key"));
+        Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+            .args(["-subj", "/CN=localhost", "-addext"])
+            .args(["subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&crt)
+            .checked("openssl req");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if let Some((uid, gid)) = self.user {
+            std::os::unix::fs::chown(&key, Some(uid), Some(gid)).unwrap();
+        }
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .unwrap();
+        let mut conf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        writeln!(
+            conf,
+            "ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'",
+            crt.display(),
+            key.display()
+        )
+        .unwrap();
+    }
+
     /// The server's log so far.
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
@@ -132,8 +187,12 @@ impl Cluster {
     /// A command of the server's binaries, as the server's user, with the password given.
     fn run(&self, program: &str, args: &[&str]) -> Command {
         let mut c = Command::new(self.bin.join(program));
+        // libpq looks for a client certificate in the user's ~/.postgresql, which the server's
+        // user may not read in root's home: point it at a file that is not there.
         c.args(args)
             .env("PGPASSWORD", PASSWORD)
+            .env("PGSSLCERT", self.dir.join("no-client.crt"))
+            .env("PGSSLKEY", self.dir.join("no-client.key"))
             .current_dir(&self.dir);
         if let Some((uid, gid)) = self.user {
             c.uid(uid).gid(gid);

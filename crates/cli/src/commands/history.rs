@@ -21,7 +21,7 @@ const EXIT_REGRESSION: u8 = 3;
 /// `belier history …`.
 pub fn run(args: HistoryArgs) -> anyhow::Result<u8> {
     let db = db_path(args.db.as_deref())?;
-    let mut store = Store::open(&db)?;
+    let mut store = crate::history::open_store(&db)?;
     let out = match args.command {
         HistoryCommand::List(a) => list(&store.runs(a.name.as_deref())?),
         HistoryCommand::Show(a) => {
@@ -288,6 +288,17 @@ fn check(store: &Store, args: HistoryCheckArgs) -> anyhow::Result<u8> {
         Against::MedianOf(n) => earlier.rev().take(n).collect(),
     };
     let head = format!("run {} of '{}'", runs[judged_at].id, args.name);
+    if let Against::MedianOf(n) = against {
+        if (1..n).contains(&base.len()) {
+            let had = base.len();
+            print(&format!(
+                "{head}: not judged: {had} earlier run{}, {} needs {n}\n",
+                if had == 1 { "" } else { "s" },
+                args.against
+            ));
+            return Ok(0);
+        }
+    }
     if base.is_empty() {
         print(&format!("{head}: no earlier run to compare with\n"));
         return Ok(0);
@@ -344,6 +355,7 @@ pub(super) fn gate_conditions(expr: &str, alpha: f64) -> Result<Vec<Condition>, 
 
 fn side(run: &RunRecord, metric: &str) -> Side {
     Side {
+        runs: Vec::new(),
         figure: run.figure(metric).unwrap_or(0.0),
         intervals: run.interval_values(metric).unwrap_or_default(),
     }
@@ -355,11 +367,17 @@ fn base_side(runs: &[RunRecord], metric: &str) -> Side {
         .iter()
         .map(|r| r.figure(metric).unwrap_or(0.0))
         .collect();
+    let per_run: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| r.interval_values(metric).unwrap_or_default())
+        .collect();
     Side {
         figure: belier_stats::significance::median(&figures),
-        intervals: runs
+        runs: per_run
             .iter()
-            .flat_map(|r| r.interval_values(metric).unwrap_or_default())
+            .filter(|v| !v.is_empty())
+            .map(|v| belier_stats::significance::median(v))
             .collect(),
+        intervals: per_run.concat(),
     }
 }

@@ -280,6 +280,7 @@ fn compare_significant(
     let conditions = super::history::gate_conditions(fail_if.unwrap_or_default(), alpha)?;
     let side = |run: &Run, metric: &str, figure: f64| Side {
         figure,
+        runs: Vec::new(),
         intervals: belier_history::Intervals::of(&run.data.series)
             .values(metric)
             .unwrap_or_default(),

@@ -152,6 +152,13 @@ fn gate(h: &History) {
         assert!(!err.contains(PASSWORD), "{err}");
         let (code, text) = check(h, "svc", "p99>+5%");
         assert_eq!(code, Some(0), "run {i}, a false alarm: {text}");
+        // median-of-5 judges from the sixth run on, against the five before it.
+        let said = match i {
+            1 => "no earlier run to compare with".to_string(),
+            2..=5 => format!("not judged: {} earlier run", i - 1),
+            _ => "against median-of-5 (5 runs):\np99: ".to_string(),
+        };
+        assert!(text.contains(&said), "run {i}: {text}");
     }
     let store = h.store();
     let runs = store.runs(Some("svc")).unwrap();
@@ -673,4 +680,50 @@ fn the_grafana_dashboards_sql_reads_the_runs_kept_in_postgresql() {
     let ids: Vec<&str> = table.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(ids, ["3", "2", "1"]);
     assert!(table.iter().all(|r| r[5].contains("commit=")), "{table:?}");
+}
+
+#[test]
+fn a_postgresql_history_over_tls_connects_as_its_sslmode_says() {
+    let Some(pg) = Postgres::start_tls("tls-pg") else {
+        return;
+    };
+    let s = server();
+    let dir = temp_dir("tls-pg");
+    let cert = pg.certificate();
+    let keep = |query: &str| {
+        belier()
+            .env("XDG_DATA_HOME", &dir)
+            .args(["-c", "1", "-n", "3"])
+            .arg(format!("--history={}{query}", pg.url()))
+            .arg(s.url("/"))
+            .output()
+            .unwrap()
+    };
+    // The server takes TCP sessions over TLS only: a run kept is a run sent encrypted.
+    for query in [
+        "",
+        "?sslmode=require",
+        &format!("?sslmode=verify-full&sslrootcert={}", cert.display()),
+    ] {
+        let out = keep(query);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{query}: {err}");
+        assert!(!err.contains(PASSWORD), "{err}");
+    }
+    let refused = [
+        ("?sslmode=disable", "no encryption"),
+        ("?sslmode=verify-full", "certificate"),
+        ("?sslmode=sometimes", "sslmode=sometimes: expected disable"),
+    ];
+    for (query, why) in refused {
+        let out = keep(query);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{query}: {err}");
+        assert!(err.contains(why), "{query}: {err}");
+        assert!(!err.contains(PASSWORD), "{err}");
+    }
+    assert_eq!(pg.psql("SELECT count(*) FROM runs"), "3\n");
+    // The runs that could not be kept were sent all the same (their reports written); the
+    // unknown sslmode stopped its run before it started.
+    assert_eq!(s.counts().requests, 15);
 }
