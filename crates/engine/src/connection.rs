@@ -821,6 +821,17 @@ async fn recv_stamped(
         unreachable!("stamps are read on plain TCP sockets only")
     };
     let fd = tcp.as_raw_fd();
-    tcp.async_io(tokio::io::Interest::READABLE, || stamp::recv(fd, buf))
-        .await
+    loop {
+        tcp.readable().await?;
+        let read = socket::try_read(tcp, || {
+            let room = buf.spare_capacity_mut().len();
+            let (n, stamp) = stamp::recv(fd, buf)?;
+            Ok(((n, stamp), socket::drained(n, room)))
+        });
+        match read {
+            // Readiness was stale; try_io cleared it, so the next wait is for more.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            other => return other,
+        }
+    }
 }

@@ -157,7 +157,12 @@ fn poll_read_stamped(
     let fd = tcp.as_raw_fd();
     loop {
         ready!(tcp.poll_read_ready(cx))?;
-        match tcp.try_io(Interest::READABLE, || stamp::recv_read_buf(fd, buf)) {
+        let read = try_read(tcp, || {
+            let (room, before) = (buf.remaining(), buf.filled().len());
+            let stamp = stamp::recv_read_buf(fd, buf)?;
+            Ok((stamp, drained(buf.filled().len() - before, room)))
+        });
+        match read {
             Ok(stamp) => {
                 *last = stamp;
                 return Poll::Ready(Ok(()));
@@ -166,6 +171,38 @@ fn poll_read_stamped(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Poll::Ready(Err(e)),
         }
+    }
+}
+
+/// Whether a read of `n` bytes into `room` emptied the socket's receive queue: it read
+/// something and less than it could take. A TCP receive copies all the queue holds up to its
+/// room, so a short read leaves nothing behind (tokio's own reads rely on this too).
+pub(crate) fn drained(n: usize, room: usize) -> bool {
+    n > 0 && n < room
+}
+
+/// Runs `read` on `tcp` if tokio holds it readable, as `try_io` does; a read that says it
+/// [`drained`] the socket also clears tokio's readiness, as a `WouldBlock` would, so that the
+/// next read waits for the kernel's next event rather than making a system call that finds
+/// nothing (`EAGAIN`: one per response otherwise, the read after the request is sent). The
+/// clearing is tokio's, which leaves the readiness alone when an event came in between, so
+/// no arrival is missed.
+pub(crate) fn try_read<T>(
+    tcp: &TcpStream,
+    read: impl FnOnce() -> io::Result<(T, bool)>,
+) -> io::Result<T> {
+    let mut kept = None;
+    let result = tcp.try_io(Interest::READABLE, || {
+        let (value, drained) = read()?;
+        if !drained {
+            return Ok(value);
+        }
+        kept = Some(value);
+        Err(io::ErrorKind::WouldBlock.into())
+    });
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => kept.ok_or(e),
+        other => other,
     }
 }
 
