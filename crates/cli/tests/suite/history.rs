@@ -441,13 +441,30 @@ fn a_trend_gives_one_point_per_run_in_text_json_and_in_a_browser() {
         .iter()
         .map(|r| r.record.latency.p99_us as f64 / 1000.0)
         .collect();
-    assert!(p99.windows(2).all(|w| w[0] < w[1]), "{p99:?}");
 
     let (code, text, err) = trend(&h, &["api"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(text.starts_with("p99 (ms) of 'api', 4 runs\n▁"), "{text}");
+    assert!(text.starts_with("p99 (ms) of 'api', 4 runs\n"), "{text}");
+    // A sparkline of four runs, from the lowest p99 to the highest.
+    let spark = text.lines().nth(1).unwrap();
+    assert_eq!(
+        spark
+            .chars()
+            .take_while(|c| "▁▂▃▄▅▆▇█".contains(*c))
+            .count(),
+        4
+    );
+    let (lo, hi) = (
+        p99.iter().copied().fold(f64::MAX, f64::min),
+        p99.iter().copied().fold(0.0, f64::max),
+    );
+    assert!(
+        spark.contains(&format!("lowest {}", fig(lo)))
+            && spark.contains(&format!("highest {}", fig(hi))),
+        "{spark}"
+    );
     for (run, want) in runs.iter().zip(&p99) {
-        let line = format!("\n{}\t{}\t{want:.3}\t", run.id, run.record.started_at);
+        let line = format!("\n{}\t{}\t{}\t", run.id, run.record.started_at, fig(*want));
         assert!(text.contains(&line), "{line:?} in\n{text}");
     }
 
@@ -478,6 +495,14 @@ fn a_trend_gives_one_point_per_run_in_text_json_and_in_a_browser() {
     trend_in_a_browser(&page, &p99);
 }
 
+/// A value as a trend prints it: three decimals below 100, one above.
+fn fig(v: f64) -> String {
+    match v < 100.0 {
+        true => format!("{v:.3}"),
+        false => format!("{v:.1}"),
+    }
+}
+
 /// The trend page as a person sees it: one point per run with its value, and a click on a
 /// point showing its run's row.
 fn trend_in_a_browser(page: &Path, p99: &[f64]) {
@@ -499,7 +524,7 @@ fn trend_in_a_browser(page: &Path, p99: &[f64]) {
     for (i, (title, want)) in titles.iter().zip(p99).enumerate() {
         assert!(
             title.starts_with(&format!("run {} · ", i + 1))
-                && title.ends_with(&format!(" · p99 {want:.3} ms")),
+                && title.ends_with(&format!(" · p99 {} ms", fig(*want))),
             "{title}"
         );
     }
@@ -507,7 +532,7 @@ fn trend_in_a_browser(page: &Path, p99: &[f64]) {
     browser.wait_until("run 3's row", Duration::from_secs(10), |b| {
         b.script("return location.hash;", &[]) == "#run-3"
     });
-    assert_eq!(browser.text("#run-3 td.value"), format!("{:.3}", p99[2]));
+    assert_eq!(browser.text("#run-3 td.value"), fig(p99[2]));
     browser.screenshot(&page.with_extension("png"));
 }
 
