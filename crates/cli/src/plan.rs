@@ -334,6 +334,7 @@ fn settings_for(
         },
         users,
     )?;
+    engine.server_timing = settings::server_timing(&args.every)?;
     engine.stop = StopWhen {
         requests: None,
         duration: plan.load.duration,
