@@ -174,9 +174,7 @@ impl ServerTimes {
         // Looked up by `&str` first: a name met before costs no allocation.
         let row = match self.metrics.get_mut(name) {
             Some(row) => row,
-            None if room => {
-                self.metrics.entry(name.to_string()).or_default()
-            }
+            None if room => self.metrics.entry(name.to_string()).or_default(),
             None => {
                 self.counts.dropped += 1;
                 return;

@@ -31,6 +31,7 @@ pub mod nginx;
 pub mod noise;
 pub mod process;
 pub mod prometheus;
+pub mod python;
 pub mod shop;
 pub mod webdriver;
 pub mod ws;

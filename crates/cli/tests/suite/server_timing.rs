@@ -8,15 +8,16 @@
 // The measured figures are printed beside the server's (`--nocapture`), for the record.
 #![allow(clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+
+use belier_testsupport::python::PythonServer;
 
 use serde_json::Value;
 
 belier_testsupport::binary!(BELIER);
 
-/// The server: `python3 -c SERVER MODE OUTSIDE_MS LOG`. Each request, numbered from 0 as it
+/// The server's handler (see [`belier_testsupport::python::SERVE`]), run with `MODE OUTSIDE_MS
+/// LOG`. Each request, numbered from 0 as it
 /// arrives, waits OUTSIDE_MS first (a queue in front of the application, outside what it
 /// measures), then its handler runs: it sleeps 1 + (i % 50) × 0.2 ms and measures itself from
 /// its start to just before it writes the answer. MODE says what the answer carries:
@@ -59,20 +60,11 @@ class Handler(socketserver.StreamRequestHandler):
         self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + header + b"\r\nok")
         with lock, open(log, "a") as f:
             f.write(json.dumps({"kind": kind, "dur": dur}) + "\n")
-
-class Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-server = Server(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
 "#;
 
-/// A Python server for one test, killed on drop.
+/// The Python server of one test and its log.
 struct PyServer {
-    child: Child,
-    port: u16,
+    server: PythonServer,
     log: PathBuf,
 }
 
@@ -81,22 +73,17 @@ impl PyServer {
     /// dir `name`.
     fn start(name: &str, mode: &str, outside_ms: u32) -> PyServer {
         let log = belier_testsupport::dirs::temp_dir(name).join("timings.jsonl");
-        let mut child = Command::new("python3")
-            .args(["-c", SERVER, mode, &outside_ms.to_string()])
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs (scripts/install-test-deps installs it)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the server prints its port");
-        PyServer { child, port, log }
+        let args = [
+            mode.to_string(),
+            outside_ms.to_string(),
+            log.display().to_string(),
+        ];
+        let server = PythonServer::start(SERVER, &args);
+        PyServer { server, log }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
+        self.server.url("/")
     }
 
     /// What the server logged: each request's kind and the duration it sent (ms).
@@ -121,13 +108,6 @@ impl PyServer {
             .filter(|(kind, _)| kind == "timed")
             .map(|(_, dur)| dur)
             .collect()
-    }
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
