@@ -244,3 +244,36 @@ fn a_single_figure_header_is_read_with_its_unit() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--server-time-header"));
     assert!(server.sent().len() == 20, "the refused run sent nothing");
 }
+
+#[test]
+fn the_built_in_targets_timing_is_read_over_http1_and_h2c() {
+    let s = belier_testserver::Server::start(belier_testserver::Config {
+        http2: true,
+        threads: 2,
+        ..belier_testserver::Config::default()
+    })
+    .unwrap();
+    let url = s.url("/?timing=1&delay=3ms");
+    for http2 in [false, true] {
+        let before = s.counts().responses;
+        let mut args = vec!["-n", "40", "-c", "4", "--server-timing", &url];
+        if http2 {
+            args.push("--http2");
+        }
+        let doc = BELIER.json(&args);
+        let st = &doc["server_timing"];
+        let answered = s.counts().responses - before;
+        assert_eq!(answered, 40);
+        assert_eq!(
+            (&st["timed"], &st["missing"]),
+            (&40.into(), &0.into()),
+            "http2 {http2}: {st}"
+        );
+        // Each handler slept its 3 ms delay at least, and said so.
+        let app = &st["metrics_us"]["app"];
+        assert!(
+            app["min"].as_u64().unwrap() >= 3_000,
+            "http2 {http2}: {app}"
+        );
+    }
+}
