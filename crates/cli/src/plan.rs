@@ -331,10 +331,10 @@ fn settings_for(
             dns_server: args.every.dns_server,
             dns_ttl: args.every.dns_ttl,
             no_resend: args.sending.no_resend,
+            server_timing: settings::server_timing(&args.every)?,
         },
         users,
     )?;
-    engine.server_timing = settings::server_timing(&args.every)?;
     engine.stop = StopWhen {
         requests: None,
         duration: plan.load.duration,
@@ -375,6 +375,10 @@ pub struct Connection {
     pub dns_ttl: Option<std::time::Duration>,
     /// `--no-resend`.
     pub no_resend: bool,
+    /// The header the server's own time is read from (`--server-timing`,
+    /// `--server-time-header`): not how connections are made, but read from every response
+    /// they bring.
+    pub server_timing: Option<belier_engine::ServerTimingHeader>,
 }
 
 /// HTTP/2 as `plan` (at `path`) asks for it: its `http2` and `max_streams` mean what
@@ -455,6 +459,7 @@ pub fn engine_for(
         engine.tls = None;
     }
     engine.resend = !connection.no_resend;
+    engine.server_timing.clone_from(&connection.server_timing);
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);

@@ -532,6 +532,7 @@ mod tests {
             host_cpu: None,
             drain_s: None,
             drained: None,
+            server_timing: None,
         }
     }
 

@@ -411,6 +411,7 @@ mod capacity {
             host_cpu: None,
             drain_s: None,
             drained: None,
+            server_timing: None,
             pass: Some(pass),
             why: (!pass).then(|| format!("p99 = {p99_ms:.1} ms (wanted p99<30ms)")),
         }
