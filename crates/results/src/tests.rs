@@ -503,6 +503,15 @@ fn recorded_in_shards(
         let s = sample(latency, lag, outcome);
         all.record(&s);
         shards[shard][interval as usize].record(&s);
+        // The server's time of each response: half its latency, a nested db metric on some,
+        // no header on one in five.
+        let value = format!("app;dur={}, db;dur={}", latency / 2_000, lag % 7);
+        let value = (latency % 5 != 0).then_some(value.as_bytes());
+        for r in [&mut all, &mut shards[shard][interval as usize]] {
+            if ok {
+                r.record_server_timing(belier_stats::TimingHeader::ServerTiming, value, latency);
+            }
+        }
         if users {
             let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
             for r in [&mut all, &mut shards[shard][interval as usize]] {
@@ -546,6 +555,17 @@ proptest! {
         for (got, want) in s.totals.steps().iter().zip(all.steps()) {
             prop_assert_eq!(got.counts, want.counts);
             prop_assert_eq!(got.values_us(), want.values_us());
+        }
+        match (s.totals.server_times(), all.server_times()) {
+            (Some(got), Some(want)) => {
+                prop_assert_eq!(got.server.values_us(), want.server.values_us());
+                prop_assert_eq!(got.outside.values_us(), want.outside.values_us());
+                prop_assert_eq!(got.metrics.len(), want.metrics.len());
+                for (name, row) in &want.metrics {
+                    prop_assert_eq!(got.metrics[name].values_us(), row.values_us());
+                }
+            }
+            (got, want) => prop_assert_eq!(got.is_some(), want.is_some()),
         }
     }
 }
