@@ -242,7 +242,17 @@ fn a_single_figure_header_is_read_with_its_unit() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--server-time-header"));
-    assert!(server.sent().len() == 20, "the refused run sent nothing");
+    // belier probe and belier ws refuse the flags rather than ignore them.
+    for args in [
+        vec!["probe", "--server-timing", &server.url()],
+        vec!["ws", "--server-timing", "-n", "1", "ws://127.0.0.1:9/"],
+    ] {
+        let refused = BELIER.output(&args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("--server-timing"), "{stderr}");
+    }
+    assert_eq!(server.sent().len(), 20, "the refused runs sent nothing");
 }
 
 #[test]
