@@ -287,3 +287,42 @@ fn the_built_in_targets_timing_is_read_over_http1_and_h2c() {
         );
     }
 }
+
+#[test]
+fn shards_saved_apart_merge_their_server_timing_exactly() {
+    let s = belier_testserver::Server::start(belier_testserver::Config::default()).unwrap();
+    let dir = belier_testsupport::temp_dir("server-timing-shards");
+    let url = s.url("/?timing=1");
+    let mut files = Vec::new();
+    let mut apps = Vec::new();
+    for i in 1..=2 {
+        let file = dir.join(format!("s{i}.jsonl"));
+        let shard = format!("{i}/2");
+        let file_arg = file.display().to_string();
+        let args = [
+            "-n", "100", "-c", "2", "-t", "2", "--name", "timed", "--shard", &shard,
+        ];
+        let doc =
+            BELIER.json(&[&args[..], &["--server-timing", "--save", &file_arg, &url]].concat());
+        apps.push(doc["server_timing"]["metrics_us"]["app"].clone());
+        files.push(file_arg);
+    }
+    let mut args = vec!["report", "--type", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let doc: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
+    let st = &doc["server_timing"];
+    // Each shard's responses, every one timed, and the figures of both in one histogram.
+    assert_eq!(s.counts().responses, 100);
+    assert_eq!(
+        (&st["timed"], &st["metrics_us"]["app"]["count"]),
+        (&100.into(), &100.into()),
+        "{st}"
+    );
+    let counts: Vec<u64> = apps.iter().map(|a| a["count"].as_u64().unwrap()).collect();
+    assert_eq!(counts, [50, 50]);
+    let max = |a: &Value| a["max"].as_u64().unwrap();
+    assert_eq!(
+        max(&st["metrics_us"]["app"]),
+        apps.iter().map(max).max().unwrap()
+    );
+}
