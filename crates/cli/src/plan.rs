@@ -459,7 +459,11 @@ pub fn engine_for(
         engine.tls = None;
     }
     engine.resend = !connection.no_resend;
-    engine.server_timing.clone_from(&connection.server_timing);
+    // The flags win over the plan's `server_timing`.
+    engine.server_timing = connection
+        .server_timing
+        .clone()
+        .or_else(|| options.server_timing.clone());
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);

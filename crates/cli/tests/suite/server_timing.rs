@@ -326,3 +326,36 @@ fn shards_saved_apart_merge_their_server_timing_exactly() {
         apps.iter().map(max).max().unwrap()
     );
 }
+
+#[test]
+fn a_plans_server_timing_option_reads_the_header_of_every_step() {
+    let s = belier_testserver::Server::start(belier_testserver::Config::default()).unwrap();
+    let dir = belier_testsupport::temp_dir("server-timing-plan");
+    let plan = dir.join("timed.yaml");
+    let text = format!(
+        "target: {}\nserver_timing: true\nload: {{ vus: 2 }}\nscenarios:\n  - steps:\n      - get: /?timing=1&delay=1ms\n      - get: /\n",
+        s.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let args = [
+        "run",
+        plan.to_str().unwrap(),
+        "--iterations",
+        "20",
+        "--output",
+        "json",
+    ];
+    let doc: Value = serde_json::from_slice(&BELIER.ok(&args).stdout).unwrap();
+    let st = &doc["server_timing"];
+    // Of each iteration's two requests, the first asked for the header and the second not.
+    assert_eq!(s.counts().responses, 40);
+    assert_eq!(
+        (&st["timed"], &st["missing"]),
+        (&20.into(), &20.into()),
+        "{st}"
+    );
+    assert!(
+        st["metrics_us"]["app"]["min"].as_u64().unwrap() >= 1_000,
+        "{st}"
+    );
+}
