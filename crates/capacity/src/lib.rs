@@ -24,7 +24,7 @@ mod search;
 mod slo;
 
 pub use dimension::{number, Dimension};
-pub use outcome::{kind_name, recovery, Outcome, Overload, Step, HOST_CPU_SATURATED};
+pub use outcome::{kind_name, recovery, Outcome, Overload, Step, StepTiming, HOST_CPU_SATURATED};
 pub use search::{
     Answer, LimitedBy, Search, SearchSettings, SettingsError, StepKind, StepPlan, DRAIN,
     VOIDED_STEPS,

@@ -65,6 +65,44 @@ pub struct Step {
     /// Whether the server drained within the longest wait (`null`: not probed).
     #[serde(default)]
     pub drained: Option<bool>,
+    /// The server's own account of the step's time (`--server-timing`), when its responses
+    /// gave one: how much of the latency was the server's work and how much waited outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<StepTiming>,
+}
+
+/// The server's time and the time outside it over a step's judged window (see
+/// `belier_stats::ServerTimes`), ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTiming {
+    /// Responses whose header gave the server's time.
+    pub timed: u64,
+    /// The server's time: p50.
+    pub server_p50_ms: f64,
+    /// The server's time: p99.
+    pub server_p99_ms: f64,
+    /// Latency minus the server's time: p50.
+    pub outside_p50_ms: f64,
+    /// Latency minus the server's time: p99.
+    pub outside_p99_ms: f64,
+}
+
+impl StepTiming {
+    /// The step's figures from what its window recorded, when any response was timed.
+    fn of(totals: &Recorder) -> Option<StepTiming> {
+        let times = totals.server_times().filter(|t| t.counts.timed > 0)?;
+        let ms = |row: &belier_stats::FigureRow, p: f64| {
+            belier_stats::value_at_percentile(row.values_us(), p) as f64 / 1000.0
+        };
+        let (server, outside) = (&times.server, &times.outside);
+        Some(StepTiming {
+            timed: times.counts.timed,
+            server_p50_ms: ms(server, 50.0),
+            server_p99_ms: ms(server, 99.0),
+            outside_p50_ms: ms(outside, 50.0),
+            outside_p99_ms: ms(outside, 99.0),
+        })
+    }
 }
 
 impl Step {
@@ -119,6 +157,7 @@ impl Step {
             host_cpu: None,
             drain_s: None,
             drained: None,
+            server_timing: StepTiming::of(totals),
         }
     }
 
@@ -557,6 +596,7 @@ mod tests {
             host_cpu: None,
             drain_s: drained.map(|d| d.1),
             drained: drained.map(|d| d.0),
+            server_timing: None,
         }
     }
 
@@ -641,5 +681,42 @@ mod tests {
         let old = o.to_json().replace("\"dimension\": \"rate\",", "");
         assert!(!old.contains("dimension"));
         assert_eq!(Outcome::from_json(&old).unwrap().unwrap(), o);
+    }
+
+    #[test]
+    fn a_step_splits_its_latency_into_the_servers_time_and_the_wait_outside_it() {
+        use belier_stats::{Sample, TimingHeader};
+        let mut totals = Recorder::new();
+        let now = std::time::Instant::now();
+        // 100 responses of 30 ms, each of which the server says took it 10 ms.
+        for _ in 0..100 {
+            let ok = belier_stats::Outcome::Response { status: 200 };
+            totals.record(&Sample::simulated(now, 0, 30_000, ok));
+            totals.record_server_timing(TimingHeader::ServerTiming, Some(b"app;dur=10"), 30_000);
+        }
+        let plan = StepPlan {
+            rate: 100.0,
+            kind: StepKind::Grow,
+            warmup: Duration::ZERO,
+            window: Duration::from_secs(1),
+        };
+        let second = Duration::from_secs(1);
+        let step = Step::measure(&plan, &Verdict::Pass, &totals, second, Duration::ZERO);
+        let t = step
+            .server_timing
+            .clone()
+            .expect("the step's server timing");
+        assert_eq!(t.timed, 100);
+        let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001;
+        assert!(
+            near(t.server_p99_ms, 10.0) && near(t.outside_p99_ms, 20.0),
+            "{t:?}"
+        );
+        // It rides in the document and reads back; a step without it has none.
+        let mut o = outcome(answer(Some(100.0), LimitedBy::Slo));
+        let untimed = Step::measure(&plan, &Verdict::Pass, &Recorder::new(), second, second);
+        o.steps = vec![step, untimed];
+        assert!(o.steps[1].server_timing.is_none());
+        assert_eq!(Outcome::from_json(&o.to_json()).unwrap().unwrap(), o);
     }
 }

@@ -331,6 +331,7 @@ fn settings_for(
             dns_server: args.every.dns_server,
             dns_ttl: args.every.dns_ttl,
             no_resend: args.sending.no_resend,
+            server_timing: settings::server_timing(&args.every)?,
         },
         users,
     )?;
@@ -374,6 +375,10 @@ pub struct Connection {
     pub dns_ttl: Option<std::time::Duration>,
     /// `--no-resend`.
     pub no_resend: bool,
+    /// The header the server's own time is read from (`--server-timing`,
+    /// `--server-time-header`): not how connections are made, but read from every response
+    /// they bring.
+    pub server_timing: Option<belier_engine::ServerTimingHeader>,
 }
 
 /// HTTP/2 as `plan` (at `path`) asks for it: its `http2` and `max_streams` mean what
@@ -454,6 +459,11 @@ pub fn engine_for(
         engine.tls = None;
     }
     engine.resend = !connection.no_resend;
+    // The flags win over the plan's `server_timing`.
+    engine.server_timing = connection
+        .server_timing
+        .clone()
+        .or_else(|| options.server_timing.clone());
     engine.load = plan.load.engine_load();
     engine.pacing = plan.load.pacing();
     engine.users = Some(users);

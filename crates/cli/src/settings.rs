@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use belier_engine::request::{rules, InvalidRequest};
 use belier_engine::{
-    Config, Load, Profile, RequestSpec, Spacing, Stage, StopWhen, TlsOptions,
+    Config, Load, Profile, RequestSpec, ServerTimingHeader, Spacing, Stage, StopWhen, TlsOptions,
     DEFAULT_MAX_CONNECTIONS,
 };
 
@@ -169,6 +169,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     check_framing(&engine.request)?;
     engine.timeout = r.timeout;
     engine.compressed = r.every.compressed;
+    engine.server_timing = server_timing(&r.every)?;
     engine.stream = match r.llm {
         true => Some(belier_engine::BodyStream::Llm),
         false => r.stream.map(Into::into),
@@ -610,6 +611,24 @@ fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The header the server's own time is read from (`--server-timing`, `--server-time-header`),
+/// if the run reads it.
+pub(crate) fn server_timing(
+    every: &crate::args::EveryRequestArgs,
+) -> Result<Option<ServerTimingHeader>, InputError> {
+    match (&every.server_time_header, every.server_timing) {
+        (Some(name), _) if name.eq_ignore_ascii_case("server-timing") => {
+            Ok(Some(ServerTimingHeader::ServerTiming))
+        }
+        (Some(name), _) => {
+            check_token("--server-time-header <NAME>", name)?;
+            Ok(Some(ServerTimingHeader::Figure(name.to_ascii_lowercase())))
+        }
+        (None, true) => Ok(Some(ServerTimingHeader::ServerTiming)),
+        (None, false) => Ok(None),
+    }
 }
 
 fn check_token(flag: &'static str, s: &str) -> Result<(), InputError> {

@@ -131,6 +131,7 @@ fn configure(
     });
     engine.timeout = request.timeout;
     engine.compressed = request.every.compressed;
+    engine.server_timing = crate::settings::server_timing(&request.every)?;
     // The other hosts of a file: a connection pool each.
     engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
     engine.tls = tls.filter(|_| https);

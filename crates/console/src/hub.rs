@@ -405,6 +405,9 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
         "error_kinds": errors,
         "steps": step_rows,
     });
+    if let Some(times) = total.server_times() {
+        doc["server_timing"] = server_timing(times, &ms);
+    }
     if let Some(m) = total.messages() {
         let per_s = |n: u64| {
             if settled_s > 0.0 {
@@ -423,6 +426,38 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
         });
     }
     doc
+}
+
+/// The run's server timing (`--server-timing`) so far: what became of the responses, and a
+/// row per metric, then the server's time and the time outside it (count, p50, p99).
+fn server_timing(
+    times: &belier_stats::ServerTimes,
+    ms: &dyn Fn(&hdrhistogram::Histogram<u64>, f64) -> f64,
+) -> Value {
+    let named = times.metrics.iter().map(|(name, row)| (name.as_str(), row));
+    let whole = [
+        ("server's time", &times.server),
+        ("outside", &times.outside),
+    ];
+    let rows: Vec<Value> = named
+        .chain(whole)
+        .filter(|(_, row)| row.counts.figures > 0)
+        .map(|(name, row)| {
+            json!({
+                "name": name,
+                "count": row.counts.figures,
+                "p50_ms": ms(row.values_us(), 0.5),
+                "p99_ms": ms(row.values_us(), 0.99),
+            })
+        })
+        .collect();
+    let c = times.counts;
+    json!({
+        "timed": c.timed,
+        "missing": c.missing,
+        "malformed": c.malformed,
+        "rows": rows,
+    })
 }
 
 #[cfg(test)]
@@ -488,6 +523,35 @@ mod tests {
         );
         let http = totals(&Recorder::new(), &[], 2.0);
         assert!(http.get("messages").is_none(), "{http}");
+    }
+
+    #[test]
+    fn server_timing_rows_are_in_the_totals_of_runs_that_read_it() {
+        let mut total = Recorder::new();
+        let now = std::time::Instant::now();
+        for value in [Some(&b"app;dur=4, db;dur=1"[..]), None] {
+            let ok = belier_stats::Outcome::Response { status: 200 };
+            total.record(&belier_stats::Sample::simulated(now, 0, 10_000, ok));
+            let header = belier_stats::TimingHeader::ServerTiming;
+            total.record_server_timing(header, value, 10_000);
+        }
+        let st = &totals(&total, &[], 1.0)["server_timing"];
+        assert_eq!(
+            (&st["timed"], &st["missing"]),
+            (&json!(1), &json!(1)),
+            "{st}"
+        );
+        let names: Vec<&str> = st["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["app", "db", "server's time", "outside"]);
+        let outside = st["rows"][3]["p50_ms"].as_f64().unwrap();
+        assert!((outside - 6.0).abs() <= 0.006, "{st}");
+        let plain = totals(&Recorder::new(), &[], 1.0);
+        assert!(plain.get("server_timing").is_none(), "{plain}");
     }
 
     fn point(requests: u64) -> Point {

@@ -106,6 +106,10 @@ pub struct Config {
     /// worker reads. `false` (or a socket without stamps) takes them when the read returns.
     /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
     pub kernel_stamps: bool,
+    /// `--server-timing`, `--server-time-header`: read the server's own time from this header
+    /// of each complete response and record it beside the latency
+    /// ([`belier_stats::Recorder::server_times`]). `None` (the default) reads no such header.
+    pub server_timing: Option<crate::ServerTimingHeader>,
     /// Cut each response body into messages as it streams (Server-Sent Events, the chunks
     /// reads bring, an LLM API's token chunks) and record them as a streaming gRPC call's
     /// are: their count, the first one's time from when the request was due, the gaps
@@ -217,6 +221,7 @@ impl std::fmt::Debug for Config {
             .field("resend", &self.resend)
             .field("compressed", &self.compressed)
             .field("kernel_stamps", &self.kernel_stamps)
+            .field("server_timing", &self.server_timing)
             .field("stream", &self.stream)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
@@ -299,6 +304,7 @@ impl Config {
             resend: true,
             compressed: false,
             kernel_stamps: true,
+            server_timing: None,
             local_addresses: Vec::new(),
             hold: None,
             stream: None,

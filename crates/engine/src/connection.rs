@@ -90,6 +90,9 @@ pub(crate) struct Progress {
     /// `--stream`: cuts the response body into messages, counted in `stream` as reads bring
     /// them. Boxed: a request without it carries one pointer.
     pub split: Option<Box<Splitter>>,
+    /// When the run reads the server's own time: the header's value this response brought
+    /// (set before the exchange, from `Config::server_timing`).
+    pub timing: Option<crate::server_timing::Capture>,
 }
 
 impl Progress {
@@ -676,11 +679,14 @@ impl Connection {
             // Consume what the buffer holds.
             loop {
                 let Some(code) = status else {
-                    match parse_head(&self.buf[pos..], head_request)? {
+                    match parse_head(&self.buf[pos..], head_request, p.timing.as_mut())? {
                         None => break,
                         Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
                             // Interim response (100 Continue, 103 Early Hints): the final one follows.
                             pos += head.len;
+                            if let Some(timing) = &mut p.timing {
+                                timing.clear();
+                            }
                         }
                         Some(head) => {
                             if let Some(keep) = &mut p.head {

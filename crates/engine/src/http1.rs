@@ -3,6 +3,7 @@
 //! Pure functions over byte slices, so every framing rule is table-tested without sockets.
 
 use crate::decode::Coding;
+use crate::server_timing::Capture;
 
 /// Most header lines a response may carry.
 const MAX_HEADERS: usize = 100;
@@ -47,7 +48,13 @@ impl std::fmt::Display for Malformed {
 
 /// Parses a response head at the start of `buf`; `Ok(None)` means more bytes are needed.
 /// `head_request` says the request was `HEAD`, whose response never has a body.
-pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malformed> {
+/// `timing`, when the run reads the server's own time, keeps that header's value once the
+/// head is complete.
+pub(crate) fn parse_head(
+    buf: &[u8],
+    head_request: bool,
+    mut timing: Option<&mut Capture>,
+) -> Result<Option<Head>, Malformed> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let len = match response.parse(buf) {
@@ -90,6 +97,8 @@ pub(crate) fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>,
                 close |= token.eq_ignore_ascii_case(b"close");
                 keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
+        } else if let Some(timing) = timing.as_deref_mut().filter(|t| t.wants(h.name.as_bytes())) {
+            timing.keep(h.value);
         }
     }
 
@@ -243,7 +252,7 @@ mod tests {
     use super::*;
 
     fn head(raw: &str) -> Head {
-        parse_head(raw.as_bytes(), false).unwrap().unwrap()
+        parse_head(raw.as_bytes(), false, None).unwrap().unwrap()
     }
 
     #[test]
@@ -306,7 +315,9 @@ mod tests {
             ),
         ];
         for (raw, head_request, framing, keep_alive) in cases {
-            let h = parse_head(raw.as_bytes(), *head_request).unwrap().unwrap();
+            let h = parse_head(raw.as_bytes(), *head_request, None)
+                .unwrap()
+                .unwrap();
             assert_eq!(&h.framing, framing, "{raw:?}");
             assert_eq!(h.keep_alive, *keep_alive, "{raw:?}");
             assert_eq!(h.len, raw.len());
@@ -316,10 +327,10 @@ mod tests {
     #[test]
     fn partial_and_malformed_heads() {
         assert_eq!(
-            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false, None),
             Ok(None)
         );
-        assert_eq!(parse_head(b"", false), Ok(None));
+        assert_eq!(parse_head(b"", false, None), Ok(None));
         for raw in [
             "HTTP/1.1 abc nonsense\r\n\r\n",
             "HTTP/9.1 200 OK\r\n\r\n",
@@ -327,10 +338,29 @@ mod tests {
             "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         ] {
-            assert!(parse_head(raw.as_bytes(), false).is_err(), "{raw:?}");
+            assert!(parse_head(raw.as_bytes(), false, None).is_err(), "{raw:?}");
         }
         let huge = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(MAX_HEAD_BYTES));
-        assert!(parse_head(huge.as_bytes(), false).is_err());
+        assert!(parse_head(huge.as_bytes(), false, None).is_err());
+    }
+
+    #[test]
+    fn the_server_timing_headers_of_a_complete_head_are_kept() {
+        let buffers = crate::server_timing::Buffers::default();
+        let header = std::sync::Arc::new(crate::ServerTimingHeader::ServerTiming);
+        let mut timing = buffers.capture(&header);
+        let raw = "HTTP/1.1 200 OK\r\nserver-timing: app;dur=4\r\nContent-Length: 0\r\n\
+                   SERVER-TIMING: db;dur=1\r\n\r\n";
+        // An incomplete head keeps nothing yet.
+        assert_eq!(
+            parse_head(&raw.as_bytes()[..40], false, Some(&mut timing)),
+            Ok(None)
+        );
+        assert_eq!(timing.value(), None);
+        parse_head(raw.as_bytes(), false, Some(&mut timing))
+            .unwrap()
+            .unwrap();
+        assert_eq!(timing.value(), Some(&b"app;dur=4,db;dur=1"[..]));
     }
 
     #[test]

@@ -376,6 +376,11 @@ impl Group {
         if let Some(kept) = &mut p.head {
             write_head(kept, &head);
         }
+        if let Some(timing) = &mut p.timing {
+            for value in head.headers.get_all(timing.header.name()) {
+                timing.keep(value.as_bytes());
+            }
+        }
         if !request.head_request {
             read_body(&head, &mut body, request, p)
                 .await

@@ -48,6 +48,7 @@ mod profile;
 mod refresh;
 pub mod request;
 mod sending;
+mod server_timing;
 mod shard;
 pub mod source;
 mod steered;
@@ -83,6 +84,7 @@ pub use http2::TemplateError;
 pub use load::Load;
 pub use probe::{probe, Phases, Probe};
 pub use profile::{Profile, Stage};
+pub use server_timing::ServerTimingHeader;
 pub use shard::{Shard, ShardError, Stripe};
 pub use streamed::{BodyStream, MAX_EVENT_BYTES};
 pub use tls::{TlsOptions, TlsSetupError};
@@ -437,6 +439,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         keepalive: config.keepalive,
         compressed: config.compressed,
         kernel_stamps: config.kernel_stamps,
+        server_timing: config.server_timing.clone().map(std::sync::Arc::new),
         dns_policy: config.dns_policy,
         dns_server: config.dns_server,
         body_stream: config.stream,

@@ -39,6 +39,9 @@ pub(crate) struct Local {
     pub(crate) schedule: Schedule,
     pub(crate) connections: Connections,
     pub(crate) recording: Recording,
+    /// Buffers for the server timing headers of requests in flight (see
+    /// `Config::server_timing`).
+    pub(crate) timing: crate::server_timing::Buffers,
 }
 
 /// What a worker sends next, and until when: its budgets, the open loop's due arrivals and
@@ -151,6 +154,7 @@ impl Local {
                 events,
                 wakeups_seen: Cell::new(thread_wakeups()),
             },
+            timing: crate::server_timing::Buffers::default(),
         }
     }
 
@@ -208,6 +212,11 @@ impl Local {
             }
             if let Some(route) = progress.route {
                 recorder.record_route(&sample, route, progress.connected.is_some());
+            }
+            // Complete responses only: a failed one's header, if it came, timed no answer.
+            if let (Some(capture), Ok(_)) = (&progress.timing, result) {
+                let header = capture.header.as_recorded();
+                recorder.record_server_timing(header, capture.value(), sample.latency_us());
             }
         }
         if let Some(samples) = &self.recording.samples {

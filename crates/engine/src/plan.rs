@@ -19,6 +19,8 @@ pub(crate) struct Plan {
     pub compressed: bool,
     /// Read responses with the kernel's receive stamps (see `Config::kernel_stamps`).
     pub kernel_stamps: bool,
+    /// Read the server's own time from this header (see `Config::server_timing`).
+    pub server_timing: Option<Arc<crate::ServerTimingHeader>>,
     /// Which of a found host's addresses each new connection uses (`Config::dns_policy`).
     pub dns_policy: crate::DnsPolicy,
     /// The DNS server found hosts are looked up on (`Config::dns_server`).

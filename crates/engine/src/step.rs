@@ -75,6 +75,9 @@ pub(crate) async fn send(
     progress.compressed = plan.compressed;
     progress.kernel_stamps = plan.kernel_stamps;
     progress.sources.clone_from(&plan.sources);
+    if let Some(header) = &plan.server_timing {
+        progress.timing = Some(local.timing.capture(header));
+    }
     if let (Some(mode), None) = (plan.body_stream, &progress.split) {
         progress.split_body_as(mode);
     }
@@ -131,6 +134,9 @@ pub(crate) async fn send(
         bytes_out: progress.bytes_out,
     };
     local.record(sample, progress, &result, || link.tls_session());
+    if let Some(capture) = progress.timing.take() {
+        local.timing.give_back(capture);
+    }
     let reuse = plan.keepalive && matches!(result, Ok(Response { reusable: true, .. }));
     // A WebSocket session's connection is never kept: its end is the session's.
     let kept = plan.keepalive && plan.websocket.is_none();

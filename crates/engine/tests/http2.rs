@@ -24,6 +24,8 @@ enum Mode {
     Stall,
     /// Drops the connection (no GOAWAY) at the first request.
     Drop,
+    /// 200 with two `server-timing` headers: `app;dur=7.5`, then `total;dur=9` (and a body).
+    Timed,
 }
 
 /// Requests the server took, on its own side.
@@ -78,6 +80,17 @@ where
                         let _ = send.send_data(Bytes::from(vec![b'x'; 1024]), true);
                     }
                 }
+                Mode::Timed => {
+                    let response = http::Response::builder()
+                        .status(200)
+                        .header("server-timing", "app;dur=7.5")
+                        .header("server-timing", "total;dur=9")
+                        .body(())
+                        .unwrap();
+                    if let Ok(mut send) = respond.send_response(response, false) {
+                        let _ = send.send_data(Bytes::from_static(b"ok"), true);
+                    }
+                }
                 Mode::Refuse => respond.send_reset(h2::Reason::REFUSED_STREAM),
                 Mode::Stall => {
                     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -93,6 +106,35 @@ fn h2_config(server: &H2Server, max_streams: usize) -> belier_engine::Config {
     c.http2 = true;
     c.max_streams = max_streams;
     c
+}
+
+#[test]
+fn server_timing_headers_of_every_stream_are_read_as_one_list() {
+    let s = H2Server::start(Mode::Timed);
+    let mut c = requests(200, 4, h2_config(&s, 10));
+    c.server_timing = Some(belier_engine::ServerTimingHeader::ServerTiming);
+    let out = run(&c);
+    assert_eq!(s.requests(), 200);
+    let times = out.totals.server_times().expect("server times recorded");
+    assert_eq!(
+        (
+            times.counts.timed,
+            times.counts.missing,
+            times.counts.malformed
+        ),
+        (200, 0, 0)
+    );
+    let names: Vec<&str> = times.metrics.keys().map(String::as_str).collect();
+    assert_eq!(names, ["app", "total"]);
+    let app = times.metrics["app"].values_us();
+    assert_eq!(app.len(), 200);
+    assert!(app.equivalent(app.min(), 7_500) && app.equivalent(app.max(), 7_500));
+    // The server's time is its `total`, not the larger sum of the two.
+    let server = times.server.values_us();
+    assert!(server.equivalent(server.max(), 9_000));
+    // Off, nothing is read.
+    let plain = run(&requests(20, 2, h2_config(&s, 10)));
+    assert!(plain.totals.server_times().is_none());
 }
 
 #[test]

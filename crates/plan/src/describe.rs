@@ -93,6 +93,9 @@ impl Plan {
             o.max_streams
                 .map_or(String::new(), |m| format!(" ({m} streams)")),
         );
+        if let Some(header) = &o.server_timing {
+            let _ = writeln!(out, "server timing: read from {}", header.name());
+        }
         if let Some(path) = &o.unix_socket {
             let _ = writeln!(out, "unix socket: {}", path.display());
         }

@@ -79,6 +79,10 @@ pub struct Options {
     pub compressed: bool,
     /// Redirects followed per request step, each hop in a row of its own (0: none).
     pub follow: usize,
+    /// `server_timing: true` reads the server's own time from each response's `Server-Timing`
+    /// header, `server_timing: NAME` from a single-figure header of that name (the CLI's
+    /// `--server-timing` and `--server-time-header`, which win over it); `None`: neither.
+    pub server_timing: Option<belier_engine::ServerTimingHeader>,
     /// Most connections a user opens to one host for a `parallel:` group (default 6, as
     /// browsers do).
     pub connections_per_host: usize,

@@ -49,6 +49,7 @@ const TOP_KEYS: &[&str] = &[
     "cookies",
     "compressed",
     "follow",
+    "server_timing",
     "variables",
     "data",
     "scenarios",

@@ -53,6 +53,7 @@ fn write_text(out: &mut String, o: &Outcome) -> std::fmt::Result {
             s.cancelled,
         )?;
     }
+    write_server_timing(out, o)?;
     writeln!(out, "\n{}", o.answer_line())?;
     let overloaded = o.steps.iter().any(|s| s.kind == StepKind::Overload);
     if o.overload.is_none() && overloaded {
@@ -68,6 +69,40 @@ fn write_text(out: &mut String, o: &Outcome) -> std::fmt::Result {
             o.behaviour.name(),
             o.behaviour.note(),
             o.recovery_line()
+        )?;
+    }
+    Ok(())
+}
+
+/// The steps' server timing (`--server-timing`), when their responses gave it: how the
+/// latency splits between the server's work and the wait in front of it, step by step.
+fn write_server_timing(out: &mut String, o: &Outcome) -> std::fmt::Result {
+    if o.steps.iter().all(|s| s.server_timing.is_none()) {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n  Server timing by step (the server's time: its `total` metric, else its largest; \
+         outside: latency minus it)"
+    )?;
+    writeln!(
+        out,
+        "  {:>3}  {:<9} {:>10} {:>13} {:>13} {:>14} {:>14}",
+        "#", "step", "p99", "server p50", "server p99", "outside p50", "outside p99"
+    )?;
+    let ms = |v: f64| format!("{v:.2} ms");
+    for (i, s) in o.steps.iter().enumerate() {
+        let Some(t) = &s.server_timing else { continue };
+        writeln!(
+            out,
+            "  {:>3}  {:<9} {:>10} {:>13} {:>13} {:>14} {:>14}",
+            i + 1,
+            kind_name(s.kind),
+            s.p99_ms.map_or("-".into(), ms),
+            ms(t.server_p50_ms),
+            ms(t.server_p99_ms),
+            ms(t.outside_p50_ms),
+            ms(t.outside_p99_ms)
         )?;
     }
     Ok(())

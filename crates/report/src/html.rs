@@ -69,6 +69,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     write_steps(out, runs, &summaries)?;
     write_routes(out, runs)?;
     write_held(out, runs)?;
+    write_server_timing(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
     out.push_str(&charts::latency_over_time(runs, &timeline));
@@ -496,6 +497,38 @@ fn write_routes(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
             }
             out.push_str("</tbody></table>\n");
         }
+    }
+    Ok(())
+}
+
+/// Each run's server timing table (see [`crate::server_timing`]), when it read the header.
+fn write_server_timing(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let Some(f) = crate::server_timing::figures(run.report) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Server timing of {}</h2>\n<p>{}; the \
+             server's time is its <code>total</code> metric, else its largest; outside is the \
+             latency minus it</p>",
+            colour(i),
+            esc(&run.name),
+            esc(&f.counted())
+        )?;
+        out.push_str(
+            "<table class=\"steps\"><thead><tr><th>metric</th><th>count</th><th>p50</th>\
+             <th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>\n",
+        );
+        for l in f.lines() {
+            writeln!(
+                out,
+                "<tr><th>{}</th><td>{}</td></tr>",
+                esc(&l.name),
+                l.cells(" ms").join("</td><td>")
+            )?;
+        }
+        out.push_str("</tbody></table>\n");
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The machine-readable report.
 
-use belier_stats::LatencySummary;
+use belier_stats::{FigureRow, LatencySummary};
 use serde_json::{json, Map, Value};
 
 use crate::format::percentile_label;
@@ -111,6 +111,10 @@ fn to_value(r: &Report) -> Value {
     for (key, table) in crate::routes::json(r) {
         doc[key] = table;
     }
+    // Only a run that read the server's own time has the key, likewise.
+    if let Some(timing) = server_timing(r) {
+        doc["server_timing"] = timing;
+    }
     // Only a run that held connections has the key, likewise.
     if let Some(held) = crate::held::json(r) {
         doc["held"] = held;
@@ -120,6 +124,33 @@ fn to_value(r: &Report) -> Value {
         doc["targets"] = json!(target_rows(&s));
     }
     doc
+}
+
+/// The document's `server_timing`, when the run read the server's own time (see
+/// [`crate::server_timing`]).
+fn server_timing(report: &Report) -> Option<Value> {
+    let times = report.totals.server_times()?;
+    let summary = |row: &FigureRow, from: &str| match row.counts.figures {
+        0 => Value::Null,
+        _ => latency(&row.summary(), from),
+    };
+    let metrics: Map<String, Value> = times
+        .metrics
+        .iter()
+        .filter(|(_, row)| row.counts.figures > 0)
+        .map(|(name, row)| (name.clone(), summary(row, "server")))
+        .collect();
+    let c = times.counts;
+    Some(json!({
+        "timed": c.timed,
+        "missing": c.missing,
+        "malformed": c.malformed,
+        "dropped": c.dropped,
+        "above_latency": c.above_latency,
+        "metrics_us": metrics,
+        "server_us": summary(&times.server, "server"),
+        "outside_us": summary(&times.outside, "outside"),
+    }))
 }
 
 /// The document's `messages`: a run's streamed messages (streaming gRPC calls', WebSockets',

@@ -29,6 +29,7 @@ mod messages;
 mod open_loop;
 mod routes;
 mod scenarios;
+mod server_timing;
 mod steps;
 mod summary;
 mod text;

@@ -316,6 +316,7 @@ fn step(kind: StepKind, level: f64, p99_ms: f64, error_share: f64, why: Option<&
         host_cpu: None,
         drain_s: None,
         drained: None,
+        server_timing: None,
         pass: Some(why.is_none()),
         why: why.map(String::from),
     }

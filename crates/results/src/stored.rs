@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use belier_stats::{check_rows, Counters, Metric, Recorder};
+use belier_stats::{check_rows, Counters, Metric, Recorder, TimingHistogram};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,22 @@ pub struct StoredRecorder {
     pub(crate) remote_latency: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) local_latency: BTreeMap<String, String>,
+    /// The server's own times (`--server-timing`): its histograms (their counts are in
+    /// `counters`). Absent for runs that did not read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) server_timing: Option<StoredServerTiming>,
+}
+
+/// The histograms of a run's server times, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredServerTiming {
+    /// The server's time of each timed response.
+    server: String,
+    /// Each timed response's latency minus its server's time.
+    outside: String,
+    /// Each metric's durations, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    metrics: BTreeMap<String, String>,
 }
 
 /// The histograms of streaming gRPC calls' messages, as stored.
@@ -126,6 +142,9 @@ impl StoredRecorder {
                     .map_err(|e| e.to_string())?;
             }
         }
+        if let Some(t) = &self.server_timing {
+            restore_server_timing(&mut recorder, deserializer, t)?;
+        }
         if let Some(m) = &self.messages {
             let first = decode(deserializer, &m.first_message, "messages.first_message")?;
             let gaps = decode(deserializer, &m.gaps, "messages.gaps")?;
@@ -141,6 +160,41 @@ impl StoredRecorder {
         }
         Ok(recorder)
     }
+}
+
+/// Adds the stored histograms of a run's server times to `recorder`, whose counters made
+/// their rows.
+fn restore_server_timing(
+    recorder: &mut Recorder,
+    deserializer: &mut Deserializer,
+    stored: &StoredServerTiming,
+) -> Result<(), String> {
+    let mut all = vec![
+        (
+            TimingHistogram::Server,
+            "server_timing.server".to_string(),
+            &stored.server,
+        ),
+        (
+            TimingHistogram::Outside,
+            "server_timing.outside".into(),
+            &stored.outside,
+        ),
+    ];
+    for (name, encoded) in &stored.metrics {
+        all.push((
+            TimingHistogram::Metric(name),
+            format!("server_timing.metrics.{name}"),
+            encoded,
+        ));
+    }
+    for (which, field, encoded) in all {
+        let hist = decode(deserializer, encoded, &field)?;
+        recorder
+            .add_server_timing_histogram(which, &hist)
+            .map_err(|e| format!("field `{field}`: {e}"))?;
+    }
+    Ok(())
 }
 
 impl Encoder {
@@ -168,6 +222,14 @@ impl Encoder {
             local_latency: match recorder.routes() {
                 Some(r) => self.encode_keyed(&r.local)?,
                 None => BTreeMap::new(),
+            },
+            server_timing: match recorder.server_times() {
+                Some(t) => Some(StoredServerTiming {
+                    server: self.encode(t.server.values_us())?,
+                    outside: self.encode(t.outside.values_us())?,
+                    metrics: self.encode_keyed(&t.metrics)?,
+                }),
+                None => None,
             },
             messages: match recorder.messages() {
                 Some(m) => Some(StoredMessages {

@@ -503,6 +503,15 @@ fn recorded_in_shards(
         let s = sample(latency, lag, outcome);
         all.record(&s);
         shards[shard][interval as usize].record(&s);
+        // The server's time of each response: half its latency, a nested db metric on some,
+        // no header on one in five.
+        let value = format!("app;dur={}, db;dur={}", latency / 2_000, lag % 7);
+        let value = (latency % 5 != 0).then_some(value.as_bytes());
+        for r in [&mut all, &mut shards[shard][interval as usize]] {
+            if ok {
+                r.record_server_timing(belier_stats::TimingHeader::ServerTiming, value, latency);
+            }
+        }
         if users {
             let (step, check) = ((lag % 3) as usize, (latency % 2) as usize);
             for r in [&mut all, &mut shards[shard][interval as usize]] {
@@ -546,6 +555,17 @@ proptest! {
         for (got, want) in s.totals.steps().iter().zip(all.steps()) {
             prop_assert_eq!(got.counts, want.counts);
             prop_assert_eq!(got.values_us(), want.values_us());
+        }
+        match (s.totals.server_times(), all.server_times()) {
+            (Some(got), Some(want)) => {
+                prop_assert_eq!(got.server.values_us(), want.server.values_us());
+                prop_assert_eq!(got.outside.values_us(), want.outside.values_us());
+                prop_assert_eq!(got.metrics.len(), want.metrics.len());
+                for (name, row) in &want.metrics {
+                    prop_assert_eq!(got.metrics[name].values_us(), row.values_us());
+                }
+            }
+            (got, want) => prop_assert_eq!(got.is_some(), want.is_some()),
         }
     }
 }
@@ -623,5 +643,67 @@ fn requests_by_address_round_trip_and_merge_across_shards() {
     ))
     .unwrap()
     .replace("127.0.0.11:80", "nowhere");
+    assert!(intervals_of(bad.into_bytes(), "mem").is_err());
+}
+
+#[test]
+fn server_times_round_trip_and_merge_across_shards_exactly() {
+    use belier_stats::TimingHeader::ServerTiming;
+    let shard = |values: &[(&[u8], u64)]| {
+        let mut r = Recorder::new();
+        for &(value, latency_us) in values {
+            r.record(&sample(latency_us, 0, Outcome::Response { status: 200 }));
+            r.record_server_timing(ServerTiming, Some(value), latency_us);
+        }
+        r.record_server_timing(ServerTiming, None, 9_000);
+        r
+    };
+    let one = shard(&[(b"app;dur=4, db;dur=1", 9_000), (b"app;dur=x", 9_000)]);
+    let other = shard(&[(b"app;dur=6, total;dur=7", 10_000)]);
+    let a = write(&header("a"), &[settled(0, one.clone())], Some(&end(1.0)));
+    let (_, back) = intervals_of(a.clone(), "mem").unwrap();
+    let times = back[0].recorder.server_times().unwrap();
+    assert_eq!(times.counts, one.server_times().unwrap().counts);
+    assert_eq!(
+        times.metrics["app"].values_us(),
+        one.server_times().unwrap().metrics["app"].values_us()
+    );
+    assert_eq!(times.outside.values_us().len(), 1);
+    let b = write(&header("a"), &[settled(0, other.clone())], Some(&end(1.0)));
+    let run = read(vec![a, b], None, None).unwrap();
+    let mut together = one;
+    together += &other;
+    let (merged, expected) = (
+        run.totals.server_times().unwrap(),
+        together.server_times().unwrap(),
+    );
+    assert_eq!(merged.counts, expected.counts);
+    assert_eq!(
+        (
+            merged.counts.timed,
+            merged.counts.missing,
+            merged.counts.malformed
+        ),
+        (2, 2, 1)
+    );
+    assert_eq!(
+        merged.metrics.keys().collect::<Vec<_>>(),
+        ["app", "db", "total"]
+    );
+    for (name, row) in &expected.metrics {
+        assert_eq!(merged.metrics[name].values_us(), row.values_us(), "{name}");
+    }
+    assert_eq!(merged.server.values_us(), expected.server.values_us());
+    assert_eq!(merged.outside.values_us(), expected.outside.values_us());
+    // A run without them stores none; a file with more names than a run keeps is refused.
+    assert!(Recorder::new().counters().server_timing.is_none());
+    let many: Vec<String> = (0..17).map(|i| format!("\"m{i}\":1")).collect();
+    let text = String::from_utf8(write(&header("a"), &[settled(0, other)], None)).unwrap();
+    let bad = text.replacen(
+        "\"metrics\":{",
+        &format!("\"metrics\":{{{},", many.join(",")),
+        1,
+    );
+    assert_ne!(bad, text);
     assert!(intervals_of(bad.into_bytes(), "mem").is_err());
 }

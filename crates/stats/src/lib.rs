@@ -26,6 +26,7 @@ mod routes;
 mod row;
 mod sample;
 pub mod series;
+mod server_timing;
 pub mod significance;
 mod step;
 
@@ -45,4 +46,8 @@ pub use routes::{AddressCounts, AddressRow, Route, Routes};
 pub use row::{Row, RowCounts};
 pub use sample::{grpc_code_name, Outcome, Sample, GRPC_CODES};
 pub use series::{Gauges, Point, Series};
+pub use server_timing::{
+    FigureCounts, FigureRow, ServerTimes, StoredTiming, TimingCounts, TimingHeader,
+    TimingHistogram, LONGEST_METRIC_NAME, MOST_SERVER_METRICS, TOTAL_METRIC,
+};
 pub use step::{CheckCounts, StepCounts, StepRow};

@@ -9,6 +9,7 @@ use crate::messages::{CallMessages, MessageCounts, Messages, StreamedBody};
 use crate::restore::RestoreError;
 use crate::row::row_mut;
 use crate::sample::{Outcome, Sample, GRPC_CODES};
+use crate::server_timing::{ServerTimes, TimingHeader};
 use crate::step::{CheckCounts, StepRow};
 
 mod merge;
@@ -67,6 +68,8 @@ pub struct Recorder {
     routes: Option<Box<crate::routes::Routes>>,
     /// Held connections (`--hold`), from the first one counted on.
     held: Option<Box<crate::held::Held>>,
+    /// The server's own times (`--server-timing`), from the first response read for them on.
+    server_times: Option<Box<ServerTimes>>,
 }
 
 impl Default for Recorder {
@@ -111,6 +114,7 @@ impl Recorder {
             iterations: 0,
             routes: None,
             held: None,
+            server_times: None,
         }
     }
 
@@ -198,6 +202,27 @@ impl Recorder {
 
     fn routes_mut(&mut self) -> &mut crate::Routes {
         self.routes.get_or_insert_with(Box::default)
+    }
+
+    /// Records one complete response's header for the server's time (see
+    /// [`crate::ServerTimes`]): `value` is the header's value (several joined by commas),
+    /// `None` when the response had none; `latency_us` is its latency from the intended start.
+    pub fn record_server_timing(
+        &mut self,
+        header: TimingHeader<'_>,
+        value: Option<&[u8]>,
+        latency_us: u64,
+    ) {
+        self.server_times_mut().record(header, value, latency_us);
+    }
+
+    /// The server's own times, when the run read them.
+    pub fn server_times(&self) -> Option<&ServerTimes> {
+        self.server_times.as_deref().filter(|t| !t.is_empty())
+    }
+
+    fn server_times_mut(&mut self) -> &mut ServerTimes {
+        self.server_times.get_or_insert_with(Box::default)
     }
 
     /// Counts one held connection opened (see [`crate::Held`]).
@@ -399,6 +424,10 @@ impl Recorder {
             routes.reset();
         }
         self.held = None;
+        // Kept, emptied: the next interval's responses reuse the rows.
+        if let Some(times) = &mut self.server_times {
+            times.reset();
+        }
     }
 
     /// Records one request of step `step` (a scripted user's), besides [`Recorder::record`]

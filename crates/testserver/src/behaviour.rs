@@ -48,6 +48,11 @@ pub struct Behaviour {
     /// that JSON checks and extractions have something to read. Takes precedence over `size`;
     /// never chunked.
     pub json: bool,
+    /// Send `Server-Timing: app;dur=D` with a plain answer (not a JSON, redirect or gzip one),
+    /// D the milliseconds (to the microsecond) from when a handler took the request, after any
+    /// wait for one ([`Config::handlers`](crate::Config::handlers)), to the answer's head: its
+    /// service time and delay, as a server that times its own handler reports them.
+    pub timing: bool,
     /// Answer with a redirect to the same path and query with this knob one less (`302 Found`,
     /// or `status` when it is 301, 303, 307 or 308), so `?redirect=3` is a chain of three
     /// redirects before the answer the other knobs ask for. At most [`MAX_REDIRECTS`].
@@ -74,6 +79,7 @@ impl Default for Behaviour {
             chunked: false,
             token: false,
             json: false,
+            timing: false,
             redirect: 0,
             redirect_to: None,
         }
@@ -81,8 +87,9 @@ impl Default for Behaviour {
 }
 
 /// Names of the query-string knobs, as accepted by [`Behaviour::apply_query`].
-pub const KNOBS: [&str; 10] = [
-    "delay", "status", "size", "fault", "close", "chunked", "token", "json", "redirect", "to",
+pub const KNOBS: [&str; 11] = [
+    "delay", "status", "size", "fault", "close", "chunked", "token", "json", "timing", "redirect",
+    "to",
 ];
 
 impl Behaviour {
@@ -149,7 +156,7 @@ impl Behaviour {
                         .map_err(|_| bad("an address such as 127.0.0.1:8081"))?,
                 );
             }
-            "close" | "chunked" | "token" | "json" => {
+            "close" | "chunked" | "token" | "json" | "timing" => {
                 let on = match value {
                     None => true,
                     Some("1" | "true" | "yes" | "on") => true,
@@ -160,6 +167,7 @@ impl Behaviour {
                     "close" => self.close = on,
                     "chunked" => self.chunked = on,
                     "token" => self.token = on,
+                    "timing" => self.timing = on,
                     _ => self.json = on,
                 }
             }
@@ -248,6 +256,9 @@ impl fmt::Display for Behaviour {
         }
         if self.json {
             knob(f, format_args!("json=1"))?;
+        }
+        if self.timing {
+            knob(f, format_args!("timing=1"))?;
         }
         if self.redirect > 0 {
             knob(f, format_args!("redirect={}", self.redirect))?;
@@ -438,6 +449,7 @@ mod tests {
             ("chunked=", "chunked"),
             ("token=2", "token"),
             ("json=yes please", "json"),
+            ("timing=soon", "timing"),
             ("to=localhost", "to"),
         ];
         for (query, knob) in cases {
@@ -468,6 +480,7 @@ mod tests {
                 chunked: true,
                 token: true,
                 json: true,
+                timing: true,
                 redirect: 2,
                 redirect_to: Some("127.0.0.1:8081".parse().unwrap()),
             },

@@ -15,7 +15,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -261,9 +261,9 @@ impl<S: Transport> Connection<S> {
         if let Some(streamed) = request.streamed.take() {
             return self.answer_streamed(streamed, connection, close).await;
         }
-        if !self.wait_for_pool(connection).await? {
+        let Some(handled) = self.wait_for_pool(connection).await? else {
             return answered(&self.shared, close);
-        }
+        };
         let behaviour = knobs.as_ref().unwrap_or(&self.shared.defaults);
         if let Some(upgrade) = request.websocket.take() {
             return Err(Finish::WebSocket(upgrade, behaviour.delay));
@@ -313,7 +313,10 @@ impl<S: Transport> Connection<S> {
             );
             return answered(&self.shared, close);
         }
-        if knobs.is_none() && !request.http10 {
+        if behaviour.timing {
+            let (status, out) = (behaviour.status, &mut self.io.out);
+            response::write_timed_head(out, status, framing, connection, handled);
+        } else if knobs.is_none() && !request.http10 {
             let head = if close {
                 &self.shared.default_head_close
             } else {
@@ -374,21 +377,23 @@ impl<S: Transport> Connection<S> {
 
     /// With a handler pool, waits for a handler and serves for its time; false if the pool
     /// shed the request instead (its `503` written).
-    async fn wait_for_pool(&mut self, connection: ConnectionHeader) -> Result<bool, Finish> {
+    async fn wait_for_pool(
+        &mut self,
+        connection: ConnectionHeader,
+    ) -> Result<Option<Instant>, Finish> {
         let Some(pool) = &self.shared.pool else {
-            return Ok(true);
+            return Ok(Some(Instant::now()));
         };
         // Earlier pipelined responses are not held back by this request's wait.
         self.io.flush().await?;
         match pool.admit().await {
-            Admission::Served(handler) => pool.serve(handler).await,
+            Admission::Served(handler) => Ok(Some(pool.serve(handler).await)),
             Admission::Rejected if pool.settings.shed => {
                 response::write_text(&mut self.io.out, 503, connection, "overloaded\n");
-                return Ok(false);
+                Ok(None)
             }
-            Admission::Rejected => return Err(Finish::Close),
+            Admission::Rejected => Err(Finish::Close),
         }
-        Ok(true)
     }
 }
 

@@ -86,13 +86,15 @@ impl Pool {
         Admission::Served(permit)
     }
 
-    /// Holds the handler for the service time, and counts what it really took.
-    pub(crate) async fn serve(&self, _handler: SemaphorePermit<'_>) {
+    /// Holds the handler for the service time, and counts what it really took; returns when
+    /// the handler took the request.
+    pub(crate) async fn serve(&self, _handler: SemaphorePermit<'_>) -> Instant {
         let start = Instant::now();
         tokio::time::sleep(self.settings.service_time).await;
         let took = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
         self.service_ns.fetch_add(took, Relaxed);
         self.served.fetch_add(1, Relaxed);
+        start
     }
 
     /// The figures so far.

@@ -187,8 +187,9 @@ impl Stream {
         if head.method == http::Method::GET && target == "/metrics" {
             return self.text(respond, 200, &self.shared.metrics());
         }
-        if let Some(pool) = &self.shared.pool {
-            match pool.admit().await {
+        let handled = match &self.shared.pool {
+            None => Instant::now(),
+            Some(pool) => match pool.admit().await {
                 Admission::Served(handler) => pool.serve(handler).await,
                 Admission::Rejected if pool.settings.shed => {
                     return self.text(respond, 503, "overloaded");
@@ -198,8 +199,8 @@ impl Stream {
                     respond.send_reset(Reason::REFUSED_STREAM);
                     return Ok(());
                 }
-            }
-        }
+            },
+        };
         if !behaviour.delay.is_zero() {
             crate::delay::sleep(behaviour.delay).await;
         }
@@ -214,7 +215,8 @@ impl Stream {
         } else if behaviour.token || behaviour.json {
             self.json(respond, &behaviour, is_head)
         } else {
-            self.plain(respond, &behaviour, is_head, gzip).await
+            let timed = behaviour.timing.then_some(handled);
+            self.plain(respond, &behaviour, is_head, gzip, timed).await
         };
         answered?;
         if behaviour.close {
@@ -234,7 +236,9 @@ impl Stream {
     ) -> Result<(), Gone> {
         if let Some(pool) = &self.shared.pool {
             match pool.admit().await {
-                Admission::Served(handler) => pool.serve(handler).await,
+                Admission::Served(handler) => {
+                    pool.serve(handler).await;
+                }
                 Admission::Rejected if pool.settings.shed => {
                     return Ok(crate::grpc::shed(&self.shared, respond)?);
                 }
@@ -349,13 +353,15 @@ impl Stream {
     }
 
     /// The ordinary answer: the default body or `size` filler bytes, gzipped when the client
-    /// takes gzip and the body is framed by length.
+    /// takes gzip and the body is framed by length; with `Server-Timing` when `timed` says
+    /// when its handler took it (and it is not gzipped).
     async fn plain(
         &self,
         respond: &mut SendResponse<Bytes>,
         behaviour: &Behaviour,
         is_head: bool,
         gzip: bool,
+        timed: Option<Instant>,
     ) -> Result<(), h2::Error> {
         let has_body = response::status_has_body(behaviour.status);
         let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
@@ -377,7 +383,13 @@ impl Stream {
         }
         let length = (has_body && !behaviour.chunked).then_some(len);
         let end = !has_body || is_head || len == 0;
-        let mut send = respond.send_response(head_of(behaviour.status, length), end)?;
+        let mut head = head_of(behaviour.status, length);
+        if let Some(handled) = timed {
+            let value = response::server_timing(handled);
+            let value = HeaderValue::from_str(&value).expect("digits and punctuation");
+            head.headers_mut().insert("server-timing", value);
+        }
+        let mut send = respond.send_response(head, end)?;
         self.responded();
         if end {
             return Ok(());

@@ -67,6 +67,30 @@ pub(crate) fn write_head(
     write_head_tail(out, framing, connection);
 }
 
+/// Appends a status line and headers with `Server-Timing: app;dur=D`, D the milliseconds
+/// since `handled` (see [`Behaviour::timing`]).
+pub(crate) fn write_timed_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    framing: Framing,
+    connection: ConnectionHeader,
+    handled: std::time::Instant,
+) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nServer-Timing: {}\r\n",
+        reason(status),
+        server_timing(handled)
+    );
+    write_head_tail(out, framing, connection);
+}
+
+/// The `Server-Timing` value of a handler that took its request at `handled`: `app;dur=D`,
+/// D in milliseconds to the microsecond.
+pub(crate) fn server_timing(handled: std::time::Instant) -> String {
+    format!("app;dur={:.3}", handled.elapsed().as_secs_f64() * 1e3)
+}
+
 /// Appends the head of a streamed answer: `200`, an event stream, chunked.
 pub(crate) fn write_stream_head(out: &mut Vec<u8>, connection: ConnectionHeader) {
     let _ = write!(

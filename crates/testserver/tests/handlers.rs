@@ -107,3 +107,32 @@ fn metrics_serve_the_counters_in_prometheus_text() {
     // /metrics itself does not wait for a handler.
     assert_eq!(s.pool_stats().unwrap().served, 2);
 }
+
+#[test]
+fn server_timing_gives_the_handlers_time_without_the_wait_for_one() {
+    let s = server(None, false);
+    let results: Vec<(f64, f64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| get(&s, "/?timing=1")))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let (response, took) = h.join().unwrap();
+                let dur = response
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Server-Timing: app;dur="))
+                    .unwrap_or_else(|| panic!("no Server-Timing in {response:?}"));
+                (dur.parse().unwrap(), took.as_secs_f64() * 1e3)
+            })
+            .collect()
+    });
+    // Each handler held its request for the 100 ms service time at least.
+    assert!(results.iter().all(|(dur, _)| *dur >= 100.0), "{results:?}");
+    // Two of the four waited for a handler first: outside the handler's own time.
+    let waited = results
+        .iter()
+        .filter(|(dur, took)| took - dur >= 50.0)
+        .count();
+    assert!(waited >= 2, "{results:?}");
+}

@@ -32,6 +32,7 @@ pub mod noise;
 pub mod postgres;
 pub mod process;
 pub mod prometheus;
+pub mod python;
 pub mod shop;
 pub mod webdriver;
 pub mod ws;

@@ -8,7 +8,9 @@
 //!   `--fail-if`, each caller naming its own metrics;
 //! - [`message_metric`]: the figures of streamed messages those conditions share (`ttft p99`,
 //!   `itl p99`, `ws_rtt p99`, `messages_received`), one table of names and aliases;
-//! - [`format`]: milliseconds, latencies, rates and counts as every report shows them.
+//! - [`format`]: milliseconds, latencies, rates and counts as every report shows them;
+//! - [`server_timing`]: the server's own account of its time, from `Server-Timing` or a
+//!   single-figure header such as `X-Response-Time`.
 //!
 //! Pure: no I/O, no printing. Errors are typed and name the text they refuse; callers add
 //! where it was (a plan's line and column, a flag's name).
@@ -20,5 +22,6 @@ pub mod format;
 pub mod message_metric;
 pub mod percent;
 pub mod rate;
+pub mod server_timing;
 
 pub use condition::Comparison;

@@ -226,4 +226,23 @@ pub struct EveryRequestArgs {
     /// of its own (curl's --compressed).
     #[arg(long = "compressed")]
     pub compressed: bool,
+
+    /// Read the server's own account of its time from each response's `Server-Timing` header
+    /// (`app;dur=12.3, db;dur=4`): the report gives each metric's percentiles, the server's
+    /// time (its `total` metric, else its largest) and the time outside the server (latency
+    /// minus the server's time). Responses without the header, or with one that gives no
+    /// duration, are counted.
+    #[arg(long = "server-timing", help_heading = "Server timing")]
+    pub server_timing: bool,
+
+    /// Read the server's time from this header of one figure instead, e.g. X-Response-Time
+    /// (`12.3ms`, `800us`, `0.2s`; a bare number is milliseconds), as --server-timing reads
+    /// `Server-Timing`.
+    #[arg(
+        long = "server-time-header",
+        value_name = "NAME",
+        conflicts_with = "server_timing",
+        help_heading = "Server timing"
+    )]
+    pub server_time_header: Option<String>,
 }

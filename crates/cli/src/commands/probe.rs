@@ -11,6 +11,21 @@ use crate::settings::request_config;
 
 /// Runs the probe and prints it; exits 0 when a response arrived (any status), 1 otherwise.
 pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
+    let every = &args.request.every;
+    for (given, flag) in [
+        (every.server_timing, "--server-timing"),
+        (every.server_time_header.is_some(), "--server-time-header"),
+    ] {
+        if given {
+            return Err(crate::settings::InputError::new(
+                flag,
+                "",
+                "is for load runs: belier probe shows the response's head, its Server-Timing \
+                 header among it",
+            )
+            .into());
+        }
+    }
     let (config, url) = request_config(&args.request)?;
     let probe = belier_engine::probe(&config).context("cannot probe")?;
     match args.output {

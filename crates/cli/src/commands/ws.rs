@@ -145,6 +145,11 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.request.stream.is_some(), "--stream"),
         (load.request.llm, "--llm"),
         (load.hold.hold.is_some(), "--hold-connections"),
+        (load.request.every.server_timing, "--server-timing"),
+        (
+            load.request.every.server_time_header.is_some(),
+            "--server-time-header",
+        ),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

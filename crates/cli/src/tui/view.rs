@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use belier_engine::Steer;
-use belier_stats::{ErrorKind, MessageUnit, Point, Recorder};
+use belier_stats::{value_at_percentile, ErrorKind, MessageUnit, Point, Recorder};
 use belier_vocabulary::format::thousands;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -129,13 +129,15 @@ pub fn draw(frame: &mut Frame, s: &Snapshot) {
 }
 
 /// The panels under the charts: responses, load, generator, and for a run of streaming gRPC
-/// calls their messages (only then, so any other run's panels are as they were).
+/// calls their messages, for a run that reads the server's own time that time (only then, so
+/// any other run's panels are as they were).
 fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
     let messages = message_lines(s);
-    let widths: &[u16] = if messages.is_some() {
-        &[30, 22, 26, 22]
-    } else {
-        &[40, 30, 30]
+    let server = server_lines(s.settled);
+    let widths: &[u16] = match (&messages, &server) {
+        (Some(_), Some(_)) => &[24, 18, 20, 20, 18],
+        (Some(_), None) | (None, Some(_)) => &[30, 22, 26, 22],
+        (None, None) => &[40, 30, 30],
     };
     let areas = Layout::horizontal(widths.iter().map(|&w| Constraint::Percentage(w))).split(area);
     let mut panels = vec![
@@ -150,6 +152,7 @@ fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
         _ => " Messages ",
     };
     panels.extend(messages.map(|lines| (title, lines)));
+    panels.extend(server.map(|lines| (" Server timing ", lines)));
     panels.push((" Generator ", generator_lines(s.points.last())));
     for ((title, lines), &panel) in panels.into_iter().zip(areas.iter()) {
         frame.render_widget(
@@ -188,6 +191,30 @@ fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
         line("in", m.received()),
         line("out", m.sent()),
         Line::raw(format!("{what:<7}{:>6}", thousands(m.calls()))),
+    ])
+}
+
+/// The server's own time so far (`--server-timing`): p99 of the server's time and of the time
+/// outside it, and the responses timed and not; `None` for a run that does not read it.
+fn server_lines(settled: &Recorder) -> Option<Vec<Line<'static>>> {
+    let times = settled.server_times()?;
+    // Compact: the panel is a fifth of the width at the least, some 20 columns.
+    let p99 = |what: &str, row: &belier_stats::FigureRow| {
+        let ms = match row.counts.figures {
+            0 => "–".to_string(),
+            _ => format!(
+                "{:.1}",
+                value_at_percentile(row.values_us(), 99.0) as f64 / 1e3
+            ),
+        };
+        Line::raw(format!("{what:<8}p99 {ms:>6} ms"))
+    };
+    let c = times.counts;
+    Some(vec![
+        p99("server", &times.server),
+        p99("outside", &times.outside),
+        Line::raw(format!("timed {:>8}", thousands(c.timed))),
+        Line::raw(format!("none  {:>8}", thousands(c.missing + c.malformed))),
     ])
 }
 
@@ -620,5 +647,33 @@ mod tests {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
         assert!(!text.contains("calls"), "{text}");
+    }
+
+    #[test]
+    fn a_run_that_reads_the_servers_time_has_a_panel_for_it() {
+        let mut settled = Recorder::new();
+        let now = std::time::Instant::now();
+        for i in 0..100u64 {
+            let ok = belier_stats::Outcome::Response { status: 200 };
+            settled.record(&belier_stats::Sample::simulated(now, 0, 30_000, ok));
+            let value = (i < 98).then_some(&b"app;dur=10"[..]);
+            let header = belier_stats::TimingHeader::ServerTiming;
+            settled.record_server_timing(header, value, 30_000);
+        }
+        let points = seconds(&settled, 2);
+        let text = screen(120, 40, &snapshot(&points, &settled));
+        for want in [
+            "Server timing",
+            "server  p99   10.0 ms",
+            "outside p99   20.0 ms",
+            "timed       98",
+            "none         2",
+            "Generator",
+        ] {
+            assert!(text.contains(want), "{want:?} missing from\n{text}");
+        }
+        let plain = Recorder::new();
+        let text = screen(120, 40, &snapshot(&points, &plain));
+        assert!(!text.contains("Server timing"), "{text}");
     }
 }

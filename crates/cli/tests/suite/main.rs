@@ -52,6 +52,7 @@ mod plans;
 mod proxy;
 mod record;
 mod results;
+mod server_timing;
 mod shard;
 mod shell;
 mod sources;

@@ -7,16 +7,16 @@
 // The measured figures are printed beside the server's (`--nocapture`), for the record.
 #![allow(clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use belier_testserver::{Config, Server};
+use belier_testsupport::python::PythonServer;
 use serde_json::Value;
 
 belier_testsupport::binary!(BELIER);
 
-/// The server: `python3 -c SERVER MODE COUNT FIRST_MS GAP_MS STALL_AT STALL_MS LOG`. MODE is
+/// The server's handler (see [`belier_testsupport::python::SERVE`]), run with `MODE COUNT
+/// FIRST_MS GAP_MS STALL_AT STALL_MS LOG`. MODE is
 /// `sse` (events, a comment block every 10th) or `llm` (a role chunk without content at
 /// once, COUNT token chunks, a `usage` chunk, `[DONE]`). The request numbered STALL_AT (from
 /// 0) waits STALL_MS more before its first. Each stream appends a JSON line to LOG: when its
@@ -78,20 +78,11 @@ class Handler(socketserver.StreamRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         with lock, open(log, "a") as f:
             f.write(json.dumps({"arrived": arrived, "emits": emits}) + "\n")
-
-class Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-server = Server(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
 "#;
 
 /// A Python stream server for one test, killed on drop.
 struct PyServer {
-    child: Child,
-    port: u16,
+    server: PythonServer,
     log: PathBuf,
 }
 
@@ -109,23 +100,16 @@ impl PyServer {
     fn start(name: &str, s: &Streams) -> PyServer {
         let log = belier_testsupport::dirs::temp_dir(name).join("emits.jsonl");
         let (stall_at, stall_ms) = s.stall.unwrap_or((u32::MAX, 0));
-        let mut child = Command::new("python3")
-            .args(["-c", SERVER, s.mode])
-            .args([s.count, s.first_ms, s.gap_ms, stall_at, stall_ms].map(|n| n.to_string()))
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs (scripts/install-test-deps installs it)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the server prints its port");
-        PyServer { child, port, log }
+        let numbers = [s.count, s.first_ms, s.gap_ms, stall_at, stall_ms].map(|n| n.to_string());
+        let mut args = vec![s.mode.to_string()];
+        args.extend(numbers);
+        args.push(log.display().to_string());
+        let server = PythonServer::start(SERVER, &args);
+        PyServer { server, log }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        self.server.url(path)
     }
 
     /// Each stream the server logged: (arrived, emits), seconds.
@@ -154,13 +138,6 @@ impl PyServer {
             eprintln!("the server sent a first event {latest:.3} ms after a request: again");
             attempt += 1;
         }
-    }
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -169,6 +169,13 @@ function tables(totals) {
     ["sent", m.sent, m.sent_per_s]] : [];
   rows($("messages"), messages, ([what, n, rate]) => [[what], [n, true],
     [`${fixed(rate)}/s`, true]]);
+  // Runs that read the server's own time only (--server-timing): each metric, the server's
+  // time and the time outside it; the caption counts the responses without a figure.
+  const st = totals.server_timing;
+  if (st) $("server-timing").caption.textContent =
+    `Server timing (${st.timed} timed, ${st.missing} without the header, ${st.malformed} unreadable)`;
+  rows($("server-timing"), st ? st.rows : [], (r) => [[r.name], [r.count, true],
+    [`p50 ${fixed(r.p50_ms, 2)} ms`], [`p99 ${fixed(r.p99_ms, 2)} ms`]]);
 }
 
 async function refreshRuns() {

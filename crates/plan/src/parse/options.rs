@@ -77,9 +77,40 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
             },
             None => 0,
         },
+        server_timing: server_timing(c, top)?,
         connections_per_host: connections_per_host(c, top)?,
         per_iteration: per_iteration(c, top)?,
     })
+}
+
+/// `server_timing: true` (the `Server-Timing` header), `false`, or the name of a header of one
+/// figure (`X-Response-Time`), which must be an HTTP token.
+fn server_timing(
+    c: &Compiler<'_>,
+    top: &yaml::Fields<'_>,
+) -> Result<Option<belier_engine::ServerTimingHeader>> {
+    use belier_engine::ServerTimingHeader;
+    let Some(n) = top.get("server_timing") else {
+        return Ok(None);
+    };
+    if let Ok(on) = c.rd.bool(n, "server_timing") {
+        return Ok(on.then_some(ServerTimingHeader::ServerTiming));
+    }
+    let name = c.rd.str(n, "server_timing")?;
+    if name.eq_ignore_ascii_case("server-timing") {
+        return Ok(Some(ServerTimingHeader::ServerTiming));
+    }
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(belier_engine::request::rules::is_token_byte)
+    {
+        return Err(c.rd.err(
+            n,
+            format!("expected server_timing: true, false or a header name, found {name:?}"),
+        ));
+    }
+    Ok(Some(ServerTimingHeader::Figure(name.to_ascii_lowercase())))
 }
 
 /// Most connections a user opens to one host for a parallel group unless the plan says.
@@ -130,5 +161,42 @@ fn per_iteration(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
             n,
             format!("expected `connection: reuse` or `connection: per-iteration`, found `{other}`"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use belier_engine::ServerTimingHeader;
+
+    fn server_timing(value: &str) -> Result<Option<ServerTimingHeader>, String> {
+        let text =
+            format!("target: http://127.0.0.1:1\n{value}scenarios:\n  - steps: [ {{ get: / }} ]\n");
+        crate::parse::plan(&text, Path::new("p.yaml"), &|_| {
+            Err(std::env::VarError::NotPresent)
+        })
+        .map(|p| p.options.server_timing)
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn server_timing_is_on_off_or_a_header_of_one_figure() {
+        let figure = |name: &str| Ok(Some(ServerTimingHeader::Figure(name.into())));
+        assert_eq!(server_timing(""), Ok(None));
+        assert_eq!(server_timing("server_timing: false\n"), Ok(None));
+        assert_eq!(
+            server_timing("server_timing: true\n"),
+            Ok(Some(ServerTimingHeader::ServerTiming))
+        );
+        assert_eq!(
+            server_timing("server_timing: X-Response-Time\n"),
+            figure("x-response-time")
+        );
+        let e = server_timing("server_timing: \"X Response\"\n").unwrap_err();
+        assert!(
+            e.starts_with("p.yaml:2:") && e.contains("a header name"),
+            "{e}"
+        );
     }
 }

@@ -50,6 +50,7 @@ fn overload_step() -> Step {
         host_cpu: Some(0.97),
         drain_s: Some(1.3),
         drained: Some(true),
+        server_timing: None,
     }
 }
 
@@ -85,4 +86,42 @@ fn connections_read_as_connections() {
     let text = render_capacity_text(&o);
     assert!(text.contains("connections under SLO p99<25ms"), "{text}");
     assert!(text.contains("connections  requests/s"), "{text}");
+}
+
+#[test]
+fn each_steps_server_timing_shows_beside_its_p99_and_its_document_meets_the_schema() {
+    let mut timed = overload_step();
+    timed.server_timing = Some(belier_capacity::StepTiming {
+        timed: 900,
+        server_p50_ms: 4.0,
+        server_p99_ms: 6.5,
+        outside_p50_ms: 120.0,
+        outside_p99_ms: 310.25,
+    });
+    let o = outcome(1_880.0, vec![overload_step(), timed]);
+    let text = render_capacity_text(&o);
+    assert!(text.contains("Server timing by step"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("2  overload") && l.contains("6.50 ms"))
+        .unwrap_or_else(|| panic!("no server timing row of step 2\n{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "2", "overload", "2.00", "ms", "4.00", "ms", "6.50", "ms", "120.00", "ms", "310.25",
+            "ms"
+        ]
+    );
+    // Step 1 has none, so no row.
+    assert_eq!(text.matches("1  overload").count(), 1, "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&o.to_json()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(belier_capacity::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(
+        doc["capacity"]["steps"][1]["server_timing"]["outside_p99_ms"],
+        310.25
+    );
 }

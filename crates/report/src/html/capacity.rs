@@ -142,6 +142,7 @@ fn write_page(out: &mut String, o: &Outcome) -> fmt::Result {
     out.push_str(&latency_chart(o, &curve, slo.as_ref()));
     out.push_str(&goodput_chart(o, &curve));
     write_steps(out, o)?;
+    write_server_timing(out, o)?;
     out.push_str("</main>\n</body>\n</html>\n");
     Ok(())
 }
@@ -509,6 +510,41 @@ fn write_steps(out: &mut String, o: &Outcome) -> fmt::Result {
     Ok(())
 }
 
+/// The steps' server timing (`--server-timing`), when their responses gave it: the latency's
+/// p99 beside the server's time and the time outside it.
+fn write_server_timing(out: &mut String, o: &Outcome) -> fmt::Result {
+    if o.steps.iter().all(|s| s.server_timing.is_none()) {
+        return Ok(());
+    }
+    out.push_str(
+        "<h2>Server timing by step</h2>\n<p>The server's time is its <code>total</code> metric, \
+         else its largest; outside is the latency minus it: a p99 that grows with the outside \
+         figures waited in front of the server, one that grows with the server's, in it.</p>\n\
+         <table class=\"steps\"><thead><tr><th>#</th><th class=\"kind\">step</th><th>p99 ms</th>\
+         <th>server p50 ms</th><th>server p99 ms</th><th>outside p50 ms</th>\
+         <th>outside p99 ms</th><th>timed</th></tr></thead><tbody>\n",
+    );
+    let ms = |v: f64| drawable(v).map_or("–".into(), |v| format!("{v:.2}"));
+    for (i, s) in o.steps.iter().enumerate() {
+        let Some(t) = &s.server_timing else { continue };
+        writeln!(
+            out,
+            "<tr><th>{}</th><td class=\"kind\">{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            kind_name(s.kind),
+            s.p99_ms.map_or("–".into(), ms),
+            ms(t.server_p50_ms),
+            ms(t.server_p99_ms),
+            ms(t.outside_p50_ms),
+            ms(t.outside_p99_ms),
+            number(t.timed as f64)
+        )?;
+    }
+    out.push_str("</tbody></table>\n");
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,6 +568,7 @@ mod tests {
             host_cpu: None,
             drain_s: None,
             drained: None,
+            server_timing: None,
         }
     }
 

@@ -411,6 +411,7 @@ mod capacity {
             host_cpu: None,
             drain_s: None,
             drained: None,
+            server_timing: None,
             pass: Some(pass),
             why: (!pass).then(|| format!("p99 = {p99_ms:.1} ms (wanted p99<30ms)")),
         }
@@ -454,6 +455,27 @@ mod capacity {
             .into_iter()
             .filter(|s| s.starts_with("<svg class=\"chart\""))
             .collect()
+    }
+
+    #[test]
+    fn the_steps_server_timing_has_a_table_only_when_a_step_has_it() {
+        let mut o = outcome();
+        assert!(!render_capacity_html(&o).contains("Server timing by step"));
+        o.steps[2].server_timing = Some(belier_capacity::StepTiming {
+            timed: 1_990,
+            server_p50_ms: 3.0,
+            server_p99_ms: 5.5,
+            outside_p50_ms: 20.0,
+            outside_p99_ms: 39.5,
+        });
+        let html = render_capacity_html(&o);
+        assert!(html.contains("<h2>Server timing by step</h2>"));
+        assert!(html.contains(
+            "<tr><th>3</th><td class=\"kind\">grow</td><td>45.00</td><td>3.00</td><td>5.50</td>\
+             <td>20.00</td><td>39.50</td><td>1,990</td></tr>"
+        ));
+        // One row: the other steps gave none.
+        assert_eq!(html.matches("<td>39.50</td>").count(), 1);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::messages::{MessageCounts, Messages};
 use crate::restore::{check_rows, RestoreError};
 use crate::routes::{AddressCounts, AddressRow, Routes};
 use crate::sample::GRPC_CODES;
+use crate::server_timing::{ServerTimes, StoredTiming, TimingHistogram};
 use crate::step::{CheckCounts, StepCounts, StepRow};
 
 /// Everything a recorder counts besides its histograms, in a form that stores and restores
@@ -116,6 +117,11 @@ pub struct Counters {
     /// Held connections (`--hold`): absent from files of runs that held none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<crate::Held>,
+    /// The server's own times (`--server-timing`): what became of the responses and each
+    /// metric's number of figures (the histograms are stored apart, see
+    /// [`Recorder::server_times`]). Absent from files of runs that did not read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<StoredTiming>,
 }
 
 /// Reads the status counts with their codes as text, the way a JSON object's keys are written,
@@ -220,6 +226,12 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(c.ws_closes.values().copied())
         .chain(c.metrics.iter().copied())
         .chain(c.held.iter().flat_map(crate::Held::counts))
+        .chain(c.server_timing.iter().flat_map(|t| t.counts.all()))
+        .chain(
+            c.server_timing
+                .iter()
+                .flat_map(|t| t.metrics.values().copied()),
+        )
         .fold(requests, u64::max);
     if largest > MOST_STORED {
         return Err(RestoreError(format!(
@@ -273,6 +285,7 @@ impl Recorder {
                 .routes()
                 .map_or_else(BTreeMap::new, |r| stored_rows(&r.local)),
             held: self.held().cloned(),
+            server_timing: self.server_times().map(ServerTimes::stored),
         }
     }
 
@@ -350,6 +363,9 @@ impl Recorder {
             held.check()?;
             r.held = Some(Box::new(held.clone()));
         }
+        if let Some(timing) = &c.server_timing {
+            r.server_times = Some(Box::new(ServerTimes::restored(timing)?));
+        }
         Ok(r)
     }
 
@@ -367,6 +383,21 @@ impl Recorder {
             false => parse_key(addr, "source address").map(|a| routes.local.entry(a).or_default()),
         }?;
         row.add_values(h)
+    }
+
+    /// Adds the values of a stored histogram of the server's times (see
+    /// [`Recorder::server_times`]) to its row, which [`Recorder::from_counters`] made.
+    pub fn add_server_timing_histogram(
+        &mut self,
+        which: TimingHistogram<'_>,
+        h: &Histogram<u64>,
+    ) -> Result<(), RestoreError> {
+        match &mut self.server_times {
+            Some(times) => times.add_values(which, h),
+            None => Err(RestoreError(
+                "server timing histograms without their counts".into(),
+            )),
+        }
     }
 
     /// Adds the values of stored histograms of streaming calls' first messages, gaps, round

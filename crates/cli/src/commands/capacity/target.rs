@@ -174,6 +174,7 @@ fn plan_target(args: &CapacityArgs, given: &str) -> anyhow::Result<Target> {
             dns_server: r.every.dns_server,
             dns_ttl: r.every.dns_ttl,
             no_resend: args.sending.no_resend,
+            server_timing: crate::settings::server_timing(&args.request.every)?,
         },
         setup: None,
     })
