@@ -238,13 +238,7 @@ impl<S: Transport> Connection<S> {
     async fn handle(&mut self, mut request: Request, index: u64) -> Result<(), Finish> {
         self.read_body(&mut request).await?;
         let close = !request.keep_alive;
-        let connection = if close {
-            ConnectionHeader::Close
-        } else if request.http10 {
-            ConnectionHeader::KeepAlive
-        } else {
-            ConnectionHeader::Omit
-        };
+        let connection = ConnectionHeader::of(close, request.http10);
         let knobs = match request.knobs {
             Ok(knobs) => knobs,
             Err(err) => {

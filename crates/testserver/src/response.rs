@@ -29,6 +29,18 @@ pub(crate) enum ConnectionHeader {
     KeepAlive,
 }
 
+impl ConnectionHeader {
+    /// The header of a response that `close`s its connection or not, to a client speaking
+    /// HTTP/1.0 (`http10`) or 1.1.
+    pub(crate) fn of(close: bool, http10: bool) -> ConnectionHeader {
+        match (close, http10) {
+            (true, _) => ConnectionHeader::Close,
+            (false, true) => ConnectionHeader::KeepAlive,
+            (false, false) => ConnectionHeader::Omit,
+        }
+    }
+}
+
 /// Bytes of zero-cost body: bodies of any size are written from this slice repeatedly.
 pub(crate) static FILLER: [u8; 16 * 1024] = [b'x'; 16 * 1024];
 
