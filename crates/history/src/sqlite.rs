@@ -31,7 +31,7 @@ impl Sqlite {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL: readers do not block the writer, and a writer's commit is one append.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        while_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let found = migrate(&mut conn, version)?;
         Ok((
@@ -40,6 +40,26 @@ impl Sqlite {
             },
             found,
         ))
+    }
+}
+
+/// Runs `statement` again while SQLite answers that the database is locked, for at most
+/// [`BUSY_TIMEOUT`]. Switching a new database to WAL needs its exclusive lock, and when
+/// several connections open it at once SQLite answers some of them `SQLITE_BUSY` at once,
+/// without waiting through the busy timeout (waiting could deadlock them): the switch is
+/// tried again until the first connection has made it.
+fn while_busy(mut statement: impl FnMut() -> rusqlite::Result<()>) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match statement() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
     }
 }
 
