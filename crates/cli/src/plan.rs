@@ -335,6 +335,7 @@ fn settings_for(
         },
         users,
     )?;
+    engine.trace_sample = settings::trace_sample(&args.every, &[])?;
     engine.stop = StopWhen {
         requests: None,
         duration: plan.load.duration,

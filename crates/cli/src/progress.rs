@@ -155,6 +155,7 @@ mod tests {
                 outcome: Outcome::Response { status: 200 },
                 bytes_in: 100,
                 bytes_out: 40,
+                trace: None,
             });
         }
         Point::of(

@@ -170,6 +170,7 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
     engine.timeout = r.timeout;
     engine.compressed = r.every.compressed;
     engine.server_timing = server_timing(&r.every)?;
+    engine.trace_sample = trace_sample(&r.every, &engine.request.headers)?;
     engine.stream = match r.llm {
         true => Some(belier_engine::BodyStream::Llm),
         false => r.stream.map(Into::into),
@@ -611,6 +612,27 @@ fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// The share of requests traced (`--trace-sample`); refused beside a `traceparent` of the
+/// request's own (`headers`), which would go instead.
+pub(crate) fn trace_sample(
+    every: &crate::args::EveryRequestArgs,
+    headers: &[(String, String)],
+) -> Result<f64, InputError> {
+    let share = every.trace_sample.unwrap_or(0.0);
+    if share > 0.0
+        && headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("traceparent"))
+    {
+        return Err(InputError::new(
+            "--trace-sample <SHARE>",
+            format!("{}", share * 100.0) + "%",
+            "the request has a traceparent header of its own (-H): give one or the other",
+        ));
+    }
+    Ok(share)
 }
 
 /// The header the server's own time is read from (`--server-timing`, `--server-time-header`),

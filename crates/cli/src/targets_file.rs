@@ -132,6 +132,7 @@ fn configure(
     engine.timeout = request.timeout;
     engine.compressed = request.every.compressed;
     engine.server_timing = crate::settings::server_timing(&request.every)?;
+    engine.trace_sample = crate::settings::trace_sample(&request.every, &[])?;
     // The other hosts of a file: a connection pool each.
     engine.origins = engine_origins(&users.origins()[1..], tls.as_ref());
     engine.tls = tls.filter(|_| https);

@@ -179,6 +179,16 @@ pub struct Config {
     /// Also hand over every sample, in batches ([`crate::Event::Samples`]), for a raw
     /// per-request stream. Off by default: it costs a copy per request.
     pub keep_samples: bool,
+    /// `--trace-sample`: the share of requests (`0.0..=1.0`) sent with a new W3C
+    /// `traceparent` (a new trace, the request its span, the sampled flag set); a scripted
+    /// user's iteration is drawn as a whole, one trace with a span per request. Their
+    /// samples carry the ids ([`belier_stats::Sample::trace`]), which the slowest requests'
+    /// exemplars keep. 0 (the default) adds no header. A request that has a `traceparent`
+    /// header of its own is sent with that one, untraced.
+    pub trace_sample: f64,
+    /// Also hand over the sampled requests, in batches ([`crate::Event::Traced`]), for
+    /// exporting their spans.
+    pub keep_traced: bool,
     /// Open loop: shortest time between two wake-ups of a worker's dispatcher
     /// ([`DEFAULT_TIMER_SLACK`]). Larger values trade scheduling lag (measured, and counted in
     /// the latency) for fewer wake-ups, which is most of the CPU an open loop costs at low rates.
@@ -239,6 +249,8 @@ impl std::fmt::Debug for Config {
             .field("websocket", &self.websocket)
             .field("max_streams", &self.max_streams)
             .field("keep_samples", &self.keep_samples)
+            .field("trace_sample", &self.trace_sample)
+            .field("keep_traced", &self.keep_traced)
             .field("timer_slack", &self.timer_slack)
             .field("users", &self.users.as_ref().map(|u| u.steps()))
             .field("pacing", &self.pacing)
@@ -313,6 +325,8 @@ impl Config {
             interval: DEFAULT_INTERVAL,
             start_at: None,
             keep_samples: false,
+            trace_sample: 0.0,
+            keep_traced: false,
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,
             grpc: false,

@@ -28,6 +28,14 @@ pub enum Event {
         /// The samples, in completion order.
         samples: Vec<belier_stats::Sample>,
     },
+    /// The sampled requests of a batch `worker` finished (only with
+    /// [`crate::Config::keep_traced`]), to export their spans.
+    Traced {
+        /// Worker number.
+        worker: usize,
+        /// The requests, in completion order.
+        requests: Vec<TracedRequest>,
+    },
     /// `worker` has stopped; everything it recorded was sent before this.
     Finished {
         /// Worker number.
@@ -35,6 +43,29 @@ pub enum Event {
         /// Time from the start of the run to the worker's end.
         elapsed: Duration,
     },
+}
+
+/// A request sent with a trace context (see [`crate::Config::trace_sample`]): what its span says.
+#[derive(Clone, Debug)]
+pub struct TracedRequest {
+    /// Its sample: its instants, its outcome, its trace and span ids.
+    pub sample: belier_stats::Sample,
+    /// A scripted user's request: which step sent it, and what. `None`: the run's own
+    /// request ([`crate::Config::request`]).
+    pub step: Option<TracedStep>,
+}
+
+/// A scripted user's traced request, as its step sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TracedStep {
+    /// The step's number.
+    pub step: usize,
+    /// Its method.
+    pub method: String,
+    /// Its path and query.
+    pub path_and_query: String,
+    /// Which of the run's hosts it went to (see [`crate::user::Outgoing::origin`]).
+    pub origin: usize,
 }
 
 impl Event {
@@ -48,7 +79,7 @@ impl Event {
                 gauges,
             } => collector.add(worker, index, &recorder, gauges),
             Event::Finished { worker, elapsed } => collector.finish_worker(worker, elapsed),
-            Event::Samples { .. } => {}
+            Event::Samples { .. } | Event::Traced { .. } => {}
         }
     }
 }

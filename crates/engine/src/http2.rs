@@ -195,6 +195,25 @@ impl Template {
 }
 
 impl Template {
+    /// A copy of the template whose head carries `trace`'s `traceparent` (a sampled
+    /// request; see `Config::trace_sample`).
+    pub(crate) fn with_traceparent(&self, trace: &belier_stats::Trace) -> Template {
+        let mut head = self.head.clone();
+        let value = trace.traceparent();
+        // Lower-case hex digits and dashes: always a valid header value.
+        if let Ok(value) = http::HeaderValue::from_bytes(&value) {
+            head.headers_mut()
+                .insert(crate::trace_context::TRACEPARENT, value);
+        }
+        Template {
+            head,
+            body: self.body.clone(),
+            head_request: self.head_request,
+            grpc: self.grpc,
+            stream: self.stream.clone(),
+        }
+    }
+
     /// Whether the request is a gRPC call.
     pub(crate) fn is_grpc(&self) -> bool {
         self.grpc

@@ -57,6 +57,7 @@ mod streamed;
 mod timer;
 mod tls;
 mod together;
+mod trace_context;
 pub mod user;
 mod vu;
 mod websocket;
@@ -79,7 +80,7 @@ pub use config::{
 pub use connection::tunnel::Tunnel;
 pub use control::{Ceiling, Control, ControlError, Knob, Steer};
 pub use endpoint::Endpoint;
-pub use event::Event;
+pub use event::{Event, TracedRequest, TracedStep};
 pub use http2::TemplateError;
 pub use load::Load;
 pub use probe::{probe, Phases, Probe};
@@ -423,6 +424,16 @@ fn launch(
     })
 }
 
+/// The share of requests traced: none of a run's own request that carries a `traceparent`
+/// of its own, nor of a WebSocket run (whose upgrade requests are not the run's request).
+fn trace_sample(config: &Config) -> f64 {
+    let own = request::Parts::of_spec(&config.request).has(trace_context::TRACEPARENT);
+    match own || config.websocket.is_some() {
+        true => 0.0,
+        false => config.trace_sample.clamp(0.0, 1.0),
+    }
+}
+
 /// What every worker of the load shares, taking the target's connection settings from `ready`.
 fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::Plan, StartError> {
     let spec = &config.request;
@@ -459,6 +470,8 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         workers: ready.threads,
         requests: config.stop.requests,
         keep_samples: config.keep_samples,
+        trace_sample: trace_sample(config),
+        keep_traced: config.keep_traced && trace_sample(config) > 0.0,
         timer_slack: config.timer_slack,
         http2: ready.http2.take(),
         users: config.users.clone(),

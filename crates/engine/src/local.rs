@@ -17,7 +17,8 @@ use crate::link::Link;
 use crate::plan::{Plan, Share};
 use crate::steered::Steered;
 use crate::timer::thread_wakeups;
-use crate::Event;
+use crate::trace_context::Sampler;
+use crate::{Event, TracedRequest, TracedStep};
 
 /// Samples per batch handed over; batches also go at every interval and at the end.
 const SAMPLE_BATCH: usize = 4096;
@@ -42,6 +43,8 @@ pub(crate) struct Local {
     /// Buffers for the server timing headers of requests in flight (see
     /// `Config::server_timing`).
     pub(crate) timing: crate::server_timing::Buffers,
+    /// Which requests carry a trace context, and their ids (see `Config::trace_sample`).
+    pub(crate) sampler: Sampler,
 }
 
 /// What a worker sends next, and until when: its budgets, the open loop's due arrivals and
@@ -106,6 +109,8 @@ pub(crate) struct Recording {
     pub(crate) recorder: RefCell<Recorder>,
     /// Samples not yet handed over (raw stream), when kept.
     pub(crate) samples: Option<RefCell<Vec<Sample>>>,
+    /// Traced requests not yet handed over, when kept (see `Config::keep_traced`).
+    pub(crate) traced: Option<RefCell<Vec<TracedRequest>>>,
     /// The first interval whose recordings have not been handed over yet.
     pub(crate) handed_over: Cell<u64>,
     pub(crate) events: Sender<Event>,
@@ -150,11 +155,13 @@ impl Local {
                 samples: plan
                     .keep_samples
                     .then(|| RefCell::new(Vec::with_capacity(SAMPLE_BATCH))),
+                traced: plan.keep_traced.then(|| RefCell::new(Vec::new())),
                 handed_over: Cell::new(0),
                 events,
                 wakeups_seen: Cell::new(thread_wakeups()),
             },
             timing: crate::server_timing::Buffers::default(),
+            sampler: Sampler::new(plan.trace_sample),
         }
     }
 
@@ -231,8 +238,38 @@ impl Local {
         }
     }
 
-    /// Hands the kept samples over.
+    /// Keeps a traced request for the hand-over, when the run exports spans.
+    pub(crate) fn keep_traced(&self, sample: &Sample, step: impl FnOnce() -> Option<TracedStep>) {
+        let Some(traced) = &self.recording.traced else {
+            return;
+        };
+        if sample.trace.is_none() {
+            return;
+        }
+        let full = {
+            let mut traced = traced.borrow_mut();
+            traced.push(TracedRequest {
+                sample: *sample,
+                step: step(),
+            });
+            traced.len() >= SAMPLE_BATCH
+        };
+        if full {
+            self.flush_samples();
+        }
+    }
+
+    /// Hands the kept samples (and traced requests) over.
     pub(crate) fn flush_samples(&self) {
+        if let Some(traced) = &self.recording.traced {
+            let requests = std::mem::take(&mut *traced.borrow_mut());
+            if !requests.is_empty() {
+                let _ = self.recording.events.send(Event::Traced {
+                    worker: self.id,
+                    requests,
+                });
+            }
+        }
         if let Some(samples) = &self.recording.samples {
             let batch =
                 std::mem::replace(&mut *samples.borrow_mut(), Vec::with_capacity(SAMPLE_BATCH));
@@ -370,6 +407,9 @@ pub(crate) struct Due {
     /// it wrote there (the connection's task writes the rest). The dispatcher counted it
     /// active.
     pub taken: Option<(Instant, usize)>,
+    /// Whether the dispatcher decided its trace context (`Some(None)`: untraced, and maybe
+    /// written already); `None`: its task draws.
+    pub trace: Option<Option<belier_stats::Trace>>,
 }
 
 impl Due {
@@ -379,6 +419,7 @@ impl Due {
             intended,
             waiting_since: None,
             taken: None,
+            trace: None,
         }
     }
 }

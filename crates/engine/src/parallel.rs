@@ -95,6 +95,7 @@ pub(crate) async fn run(
     placed: &Placed,
     requests: &[Outgoing],
     started: Instant,
+    trace_id: Option<belier_stats::TraceId>,
 ) -> Results {
     let runs = lanes.iter_mut().enumerate().map(|(l, lane)| async move {
         let mut out = Vec::new();
@@ -110,7 +111,7 @@ pub(crate) async fn run(
                 body: &mut lane.body,
                 timer: lane.timer.as_mut(),
             };
-            let ended = exchange(local, plan, &mut borrowed, outgoing, started).await;
+            let ended = exchange(local, plan, &mut borrowed, outgoing, started, trace_id).await;
             out.push((
                 i,
                 (
@@ -157,6 +158,8 @@ pub(crate) fn group_sample(started: Instant, ended: &Results, verdicts: &[Verdic
         outcome,
         bytes_in: ended.iter().map(|(e, _, _)| e.sample.bytes_in).sum(),
         bytes_out: ended.iter().map(|(e, _, _)| e.sample.bytes_out).sum(),
+        // A group is no request of its own: its requests carry their traces.
+        trace: None,
     }
 }
 

@@ -49,6 +49,10 @@ pub(crate) struct Plan {
     pub requests: Option<u64>,
     /// Hand every sample over in batches.
     pub keep_samples: bool,
+    /// The share of requests traced (see `Config::trace_sample`).
+    pub trace_sample: f64,
+    /// Hand the traced requests over in batches (see `Config::keep_traced`).
+    pub keep_traced: bool,
     /// Open loop: shortest time between two dispatcher wake-ups.
     pub timer_slack: Duration,
     /// `Some` to speak HTTP/2.

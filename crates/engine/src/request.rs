@@ -22,23 +22,24 @@ pub fn encode(spec: &RequestSpec, keepalive: bool) -> Result<Vec<u8>, InvalidReq
     let host = host_header(&spec.host, spec.port);
     parts.check(&host)?;
     let mut bytes = Vec::with_capacity(256 + spec.body.len());
-    write_request(&mut bytes, parts, &host, keepalive);
+    write_request(&mut bytes, parts, &host, keepalive, None);
     Ok(bytes)
 }
 
 /// Encodes a scripted user's request into `out` (cleared first, its allocation reused), with
-/// the same rules as [`encode`]; `host` is the `Host` header used unless the user gives one.
-/// A refused request leaves `out` empty.
+/// the same rules as [`encode`]; `host` is the `Host` header used unless the user gives one,
+/// `trace` the trace context of a sampled request. A refused request leaves `out` empty.
 pub(crate) fn encode_outgoing(
     out: &mut Vec<u8>,
     request: &Outgoing,
     host: &str,
     keepalive: bool,
+    trace: Option<&belier_stats::Trace>,
 ) -> Result<(), InvalidRequest> {
     out.clear();
     let parts = Parts::of_outgoing(request);
     parts.check(host)?;
-    write_request(out, parts, host, keepalive);
+    write_request(out, parts, host, keepalive, trace);
     Ok(())
 }
 
@@ -97,7 +98,13 @@ impl<'a> Parts<'a> {
     }
 }
 
-fn write_request(out: &mut Vec<u8>, r: Parts<'_>, host: &str, keepalive: bool) {
+fn write_request(
+    out: &mut Vec<u8>,
+    r: Parts<'_>,
+    host: &str,
+    keepalive: bool,
+    trace: Option<&belier_stats::Trace>,
+) {
     let has = |name: &str| r.has(name);
     // Writing to a Vec cannot fail.
     let _ = write!(out, "{} {} HTTP/1.1\r\n", r.method, r.path_and_query);
@@ -115,6 +122,9 @@ fn write_request(out: &mut Vec<u8>, r: Parts<'_>, host: &str, keepalive: bool) {
     }
     if !keepalive && !has("connection") {
         out.extend_from_slice(b"Connection: close\r\n");
+    }
+    if let Some(trace) = trace {
+        crate::trace_context::write_header(out, trace);
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(r.body);
@@ -226,7 +236,7 @@ mod tests {
         s.body = b"hi".to_vec();
         let outgoing = outgoing_of(&s);
         let mut buf = b"stale bytes".to_vec();
-        encode_outgoing(&mut buf, &outgoing, "127.0.0.1:8080", false).unwrap();
+        encode_outgoing(&mut buf, &outgoing, "127.0.0.1:8080", false, None).unwrap();
         assert_eq!(buf, encode(&s, false).unwrap());
     }
 
@@ -274,7 +284,7 @@ mod tests {
             let mut buf = b"stale bytes".to_vec();
             let host = host_header(&s.host, s.port);
             assert_eq!(
-                encode_outgoing(&mut buf, &outgoing, &host, true),
+                encode_outgoing(&mut buf, &outgoing, &host, true, None),
                 Err(expected)
             );
             assert!(buf.is_empty(), "nothing of a refused request is kept");

@@ -5,7 +5,7 @@
 use std::pin::Pin;
 use std::time::Instant;
 
-use belier_stats::Sample;
+use belier_stats::{Sample, Trace, TraceId};
 use tokio::time::Sleep;
 
 use crate::connection::{Failure, Progress, Response};
@@ -13,8 +13,9 @@ use crate::link::Link;
 use crate::load::Load;
 use crate::local::{Found, Local};
 use crate::plan::Plan;
-use crate::request::{encode_outgoing, is_head, is_idempotent, InvalidRequest};
+use crate::request::{encode_outgoing, is_head, is_idempotent, InvalidRequest, Parts};
 use crate::step;
+use crate::trace_context::TRACEPARENT;
 use crate::user::Outgoing;
 
 /// What one request in flight uses: the link it goes on and whether that link's connection
@@ -43,14 +44,20 @@ pub(crate) async fn exchange(
     lane: &mut Lane<'_>,
     outgoing: &Outgoing,
     intended: Instant,
+    trace_id: Option<TraceId>,
 ) -> Ended {
     let http1 = matches!(lane.link, Link::Http1(_));
+    // Each request of a traced iteration is a span of its trace, unless it carries a
+    // trace context of its own.
+    let trace = trace_id
+        .filter(|_| !Parts::of_outgoing(outgoing).has(TRACEPARENT))
+        .map(|id| local.sampler.span(id));
     let found = plan
         .is_found(outgoing.origin)
         .then(|| local.connections.found(plan, outgoing.origin));
     // HTTP/2 builds (and checks) the head in the exchange.
     let refused = if http1 {
-        encode(lane.request, plan, outgoing, found.as_ref())
+        encode(lane.request, plan, outgoing, found.as_ref(), trace.as_ref())
     } else {
         None
     };
@@ -78,6 +85,7 @@ pub(crate) async fn exchange(
         origin: outgoing.origin,
         found,
         refused: refused.as_ref(),
+        trace,
     };
     step_active(local, outgoing.step, true);
     let (result, sample) = step::send(
@@ -110,6 +118,7 @@ fn encode(
     plan: &Plan,
     outgoing: &Outgoing,
     found: Option<&Found>,
+    trace: Option<&Trace>,
 ) -> Option<InvalidRequest> {
     let host = match found {
         None => plan.dest(outgoing.origin).2,
@@ -117,7 +126,7 @@ fn encode(
         // Not sent: the exchange fails first.
         Some(Err(_)) => "",
     };
-    encode_outgoing(buffer, outgoing, host, plan.keepalive).err()
+    encode_outgoing(buffer, outgoing, host, plan.keepalive, trace).err()
 }
 
 /// Counts a request of `step` in flight (`started`) or no longer.

@@ -7,7 +7,7 @@
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use belier_stats::{ErrorKind, Outcome, Sample};
+use belier_stats::{ErrorKind, Outcome, Sample, Trace};
 use tokio::time::Sleep;
 
 use crate::connection::{exchange_http1, Cause, Failure, Http1Request, Progress, Response};
@@ -46,6 +46,9 @@ pub(crate) struct Request<'a> {
     /// A scripted user's request the encoder refused ([`crate::request::rules`]): it fails
     /// without a byte of it sent.
     pub refused: Option<&'a InvalidRequest>,
+    /// Its trace context, when it is sampled: HTTP/1.1 `bytes` carry its header already;
+    /// an HTTP/2 head gets it here.
+    pub trace: Option<Trace>,
 }
 
 /// Where an HTTP/2 request's head comes from.
@@ -132,8 +135,18 @@ pub(crate) async fn send(
         },
         bytes_in: progress.bytes_in,
         bytes_out: progress.bytes_out,
+        trace: request.trace,
     };
     local.record(sample, progress, &result, || link.tls_session());
+    local.keep_traced(&sample, || match request.head {
+        Head::Run => None,
+        Head::Outgoing(outgoing) => Some(crate::TracedStep {
+            step: outgoing.step,
+            method: outgoing.method.clone(),
+            path_and_query: outgoing.path_and_query.clone(),
+            origin: outgoing.origin,
+        }),
+    });
     if let Some(capture) = progress.timing.take() {
         local.timing.give_back(capture);
     }
@@ -215,7 +228,8 @@ async fn exchange(
         Link::Http1(slot) => slot,
         Link::Http2(group) => {
             let built;
-            let template = match request.head {
+            let traced;
+            let mut template = match request.head {
                 Head::Run => {
                     &plan
                         .http2
@@ -229,6 +243,10 @@ async fn exchange(
                     &built
                 }
             };
+            if let Some(trace) = &request.trace {
+                traced = template.with_traceparent(trace);
+                template = &traced;
+            }
             let target = Target {
                 addr: &plan.addr,
                 tls: plan.tls.as_ref(),

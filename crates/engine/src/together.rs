@@ -98,6 +98,10 @@ fn forward(
                         worker: first + worker,
                         samples,
                     },
+                    Event::Traced { worker, requests } => Event::Traced {
+                        worker: first + worker,
+                        requests,
+                    },
                     Event::Finished { worker, elapsed } => Event::Finished {
                         worker: first + worker,
                         elapsed,

@@ -50,6 +50,8 @@ struct Vu {
     body: Vec<u8>,
     /// The request timeout, re-armed for each request: cheaper than a new timer each time.
     timer: Pin<Box<Sleep>>,
+    /// The trace of the iteration under way, when it is sampled (see `Config::trace_sample`).
+    trace: Option<belier_stats::TraceId>,
     /// The connections to each host (by `Outgoing::origin`) a parallel group uses beside the
     /// one above, each with its `counted`.
     extra: Vec<Vec<(Link, bool)>>,
@@ -156,6 +158,7 @@ impl Vu {
             head: Vec::new(),
             body: Vec::new(),
             timer: Box::pin(tokio::time::sleep(plan.timeout)),
+            trace: None,
         }
     }
 
@@ -221,6 +224,8 @@ impl Vu {
         mut arrival: Option<Instant>,
         ramp: Option<u64>,
     ) -> End {
+        // A traced iteration is one trace, each of its requests a span.
+        self.trace = local.sampler.draw_trace();
         loop {
             // The run's end (or a ramp) is checked before each request or pause, not before
             // asking the user: an iteration whose last request finished as the run stopped
@@ -291,7 +296,7 @@ impl Vu {
             body: &mut self.body,
             timer: self.timer.as_mut(),
         };
-        let ended = exchange(local, plan, &mut lane, outgoing, intended).await;
+        let ended = exchange(local, plan, &mut lane, outgoing, intended, self.trace).await;
         conclude(local, user, outgoing, &ended, &self.head, &self.body);
         if self.body.capacity() > KEPT_BODY_RETAINED {
             self.body = Vec::new();
@@ -321,7 +326,10 @@ impl Vu {
             .map(|&(origin, lane)| parallel::Lane::new(plan, self.take(origin, lane)))
             .collect();
         let started = Instant::now();
-        let ended = parallel::run(local, plan, &mut lanes, &placed, requests, started).await;
+        let ended = parallel::run(
+            local, plan, &mut lanes, &placed, requests, started, self.trace,
+        )
+        .await;
         let mut verdicts = Vec::with_capacity(requests.len());
         for (outgoing, (ended, head, body)) in requests.iter().zip(&ended) {
             verdicts.push(conclude(local, user, outgoing, ended, head, body));

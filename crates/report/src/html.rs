@@ -69,6 +69,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     write_steps(out, runs, &summaries)?;
     write_routes(out, runs)?;
     write_held(out, runs)?;
+    write_slowest(out, runs)?;
     write_server_timing(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
     let timeline = charts::Timeline::of(runs);
@@ -526,6 +527,44 @@ fn write_server_timing(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 "<tr><th>{}</th><td>{}</td></tr>",
                 esc(&l.name),
                 l.cells(" ms").join("</td><td>")
+            )?;
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    Ok(())
+}
+
+/// Each run's slowest requests (see [`crate::exemplars`]), with their traces when traced.
+fn write_slowest(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let lines = crate::exemplars::lines(run.report);
+        if lines.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>Slowest requests of {}</h2>",
+            colour(i),
+            esc(&run.name)
+        )?;
+        out.push_str(
+            "<table class=\"steps slowest\"><thead><tr><th>latency</th><th>answer</th>\
+             <th>due</th><th>trace</th><th>span</th><th>step</th></tr></thead><tbody>\n",
+        );
+        for l in &lines {
+            let cells = [
+                l.answer.as_str(),
+                l.due.as_str(),
+                l.trace.as_deref().unwrap_or(""),
+                l.span.as_deref().unwrap_or(""),
+                l.step.as_deref().unwrap_or(""),
+            ];
+            let cells: Vec<String> = cells.iter().map(|c| esc(c).to_string()).collect();
+            writeln!(
+                out,
+                "<tr><th>{}</th><td>{}</td></tr>",
+                esc(&l.latency),
+                cells.join("</td><td>")
             )?;
         }
         out.push_str("</tbody></table>\n");

@@ -115,6 +115,10 @@ fn to_value(r: &Report) -> Value {
     if let Some(timing) = server_timing(r) {
         doc["server_timing"] = timing;
     }
+    // Only a run with responses has the key, likewise.
+    if let Some(slowest) = crate::exemplars::json(r) {
+        doc["slowest"] = slowest;
+    }
     // Only a run that held connections has the key, likewise.
     if let Some(held) = crate::held::json(r) {
         doc["held"] = held;

@@ -17,6 +17,7 @@ mod changes;
 pub mod compare;
 mod csv;
 mod custom;
+mod exemplars;
 mod format;
 pub mod gate;
 mod hdrlog;
@@ -314,6 +315,8 @@ pub(crate) mod fixtures {
             c.add(0, interval, &r, Gauges::default());
         }
         c.finish_worker(0, Duration::from_millis(1_500));
-        c.finish()
+        let (mut totals, series) = c.finish();
+        crate::seeded::fixed_dates(&mut totals);
+        (totals, series)
     }
 }

@@ -107,7 +107,8 @@ pub fn new() -> Run {
         c.add(0, interval as u64, &r, gauges);
     }
     c.finish_worker(0, Duration::from_millis(1_500));
-    let (totals, series) = c.finish();
+    let (mut totals, series) = c.finish();
+    fixed_dates(&mut totals);
     Run {
         info,
         totals,
@@ -148,6 +149,14 @@ pub fn named<'a>(reports: &'a [Report<'a>; 2]) -> [NamedReport<'a>; 2] {
             report: &reports[1],
         },
     ]
+}
+
+/// Dates the slowest requests kept in `totals` on a fixed day (2026-11-22, 10:00:00 UTC,
+/// plus their latency in ms as seconds), so that a report of seeded results reads the same
+/// whenever it is made.
+pub fn fixed_dates(totals: &mut belier_stats::Recorder) {
+    const TEN_O_CLOCK_US: u64 = 1_795_341_600_000_000;
+    totals.redate_exemplars(|e| TEN_O_CLOCK_US + e.latency_us / 1000 * 1_000_000);
 }
 
 /// `[base, new]` rendered by `render`: the golden file of a format that lists several runs.
@@ -219,7 +228,8 @@ pub fn with_steps() -> Run {
         c.add(0, interval, &r, Gauges::default());
     }
     c.finish_worker(0, Duration::from_millis(1_500));
-    let (totals, series) = c.finish();
+    let (mut totals, series) = c.finish();
+    fixed_dates(&mut totals);
     Run {
         info,
         totals,

@@ -26,6 +26,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     write_heading(out, r)?;
     write_summary(out, &s)?;
     write_latency(out, &s)?;
+    crate::exemplars::write_text(out, r)?;
     write_lag(out, &s)?;
     write_phases(out, &s)?;
     write_messages(out, &s, crate::messages::is_websocket(&r.info.url))?;

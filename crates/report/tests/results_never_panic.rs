@@ -139,6 +139,7 @@ fn seed() -> &'static str {
                     outcome,
                     bytes_in: 100,
                     bytes_out: 50,
+                    trace: None,
                 });
                 r.record_scheduled();
             }

@@ -15,6 +15,7 @@
 mod collector;
 mod custom;
 mod error_kind;
+mod exemplars;
 mod extremes;
 mod held;
 mod histogram;
@@ -29,10 +30,12 @@ pub mod series;
 mod server_timing;
 pub mod significance;
 mod step;
+mod trace;
 
 pub use collector::{Collector, Settled};
 pub use custom::{CustomMetric, MetricKind, MetricRow};
 pub use error_kind::ErrorKind;
+pub use exemplars::{unix_us, Exemplar, Exemplars, EXEMPLARS_KEPT};
 pub use extremes::Range;
 pub use held::Held;
 pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
@@ -51,3 +54,4 @@ pub use server_timing::{
     TimingHistogram, LONGEST_METRIC_NAME, MOST_SERVER_METRICS, TOTAL_METRIC,
 };
 pub use step::{CheckCounts, StepCounts, StepRow};
+pub use trace::{SpanId, Trace, TraceId, TRACEPARENT_LEN};

@@ -2,6 +2,7 @@ use hdrhistogram::Histogram;
 
 use crate::custom::MetricRow;
 use crate::error_kind::ErrorKind;
+use crate::exemplars::Exemplars;
 use crate::extremes::{Extremes, Range};
 use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
@@ -36,6 +37,8 @@ pub struct Recorder {
     transfer_us: Histogram<u64>,
     /// The exact smallest and largest value of each histogram.
     extremes: Extremes,
+    /// The slowest complete responses, one by one.
+    exemplars: Exemplars,
     scheduled: u64,
     dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
@@ -91,6 +94,7 @@ impl Recorder {
             ttfb_us: new_histogram(HISTOGRAM_SIGFIG),
             transfer_us: new_histogram(HISTOGRAM_SIGFIG),
             extremes: Extremes::default(),
+            exemplars: Exemplars::default(),
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
@@ -158,6 +162,7 @@ impl Recorder {
     #[inline]
     fn answered(&mut self, sample: &Sample) {
         self.value(Metric::Latency, sample.latency_us());
+        self.exemplars.offer(sample);
         self.value(Metric::Uncorrected, sample.uncorrected_latency_us());
         if let (Some(ttfb), Some(transfer)) = (sample.ttfb_us(), sample.transfer_us()) {
             self.value(Metric::Ttfb, ttfb);
@@ -394,6 +399,7 @@ impl Recorder {
             self.histogram_mut(m).reset();
         }
         self.extremes = Extremes::default();
+        self.exemplars = Exemplars::default();
         self.scheduled = 0;
         self.dropped = 0;
         self.status.fill(0);
@@ -434,6 +440,19 @@ impl Recorder {
     /// which counts it in the run's totals; `failed` is the user's verdict on it.
     pub fn record_step(&mut self, step: usize, sample: &Sample, failed: bool) {
         row_mut(&mut self.steps, step).record(sample, failed);
+        self.exemplars.name_step(sample, step);
+    }
+
+    /// The slowest complete responses recorded, slowest first (see [`Exemplars`]).
+    pub fn exemplars(&self) -> &[crate::Exemplar] {
+        self.exemplars.all()
+    }
+
+    /// Re-dates the slowest responses kept: `at` gives each its intended start (µs since
+    /// the Unix epoch). For recordings whose clock is known to be off, and for fixtures that
+    /// must read the same whenever they are made.
+    pub fn redate_exemplars(&mut self, at: impl FnMut(&crate::Exemplar) -> u64) {
+        self.exemplars.redate(at);
     }
 
     /// Counts `count` requests of step `step` that ended without a sample each (abandoned in

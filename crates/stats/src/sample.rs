@@ -89,6 +89,8 @@ pub struct Sample {
     pub bytes_in: u64,
     /// Bytes written to the socket for this request.
     pub bytes_out: u64,
+    /// Its trace context, when it was sampled for tracing (`--trace-sample`).
+    pub trace: Option<crate::Trace>,
 }
 
 impl Sample {
@@ -110,6 +112,7 @@ impl Sample {
             outcome,
             bytes_in: 0,
             bytes_out: 0,
+            trace: None,
         }
     }
 

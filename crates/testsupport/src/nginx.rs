@@ -65,12 +65,14 @@ pub struct LogLine {
     pub ssl_session_reused: String,
     /// Bytes nginx read for the request: request line, headers and body (HTTP/2: its frames).
     pub request_length: u64,
+    /// Its `traceparent` header, `-` without one.
+    pub traceparent: String,
 }
 
 impl LogLine {
     fn parse(line: &str) -> Option<LogLine> {
         let f: Vec<&str> = line.split(' ').collect();
-        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests, ssl_session_reused, request_length] =
+        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests, ssl_session_reused, request_length, traceparent] =
             f[..]
         else {
             return None;
@@ -86,6 +88,7 @@ impl LogLine {
             connection_requests: connection_requests.parse().ok()?,
             ssl_session_reused: ssl_session_reused.to_owned(),
             request_length: request_length.parse().ok()?,
+            traceparent: traceparent.to_owned(),
         })
     }
 }
@@ -262,7 +265,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
 
-    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests $ssl_session_reused $request_length';
+    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests $ssl_session_reused $request_length $http_traceparent';
     access_log {d}/access.log belier;
 
     keepalive_requests {keepalive_requests};

@@ -245,4 +245,18 @@ pub struct EveryRequestArgs {
         help_heading = "Server timing"
     )]
     pub server_time_header: Option<String>,
+
+    /// Trace this share of requests (`10%` or `0.1`): each one sampled carries a new W3C
+    /// `traceparent` (a new trace id, the request's span id, the sampled flag), which the
+    /// slowest requests' exemplars and the spans (--traces-out) keep; the others carry
+    /// none. A plan's iteration is sampled whole: one trace, a span per request. A
+    /// `tracestate` header given with -H goes along as it is; a request with its own
+    /// `traceparent` is sent with that one.
+    #[arg(
+        long = "trace-sample",
+        value_name = "SHARE",
+        value_parser = super::values::parse_sample_share,
+        help_heading = "Tracing"
+    )]
+    pub trace_sample: Option<f64>,
 }

@@ -49,6 +49,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 pub use belier_vocabulary::duration::LONGEST;
 
+/// A share of requests, `10%` or `0.1`, from none to all (`--trace-sample`).
+pub fn parse_sample_share(s: &str) -> Result<f64, String> {
+    let share = belier_vocabulary::percent::share(s).map_err(|e| e.to_string())?;
+    match (0.0..=1.0).contains(&share) {
+        true => Ok(share),
+        false => Err(format!("{s} is not a share from 0% to 100%")),
+    }
+}
+
 /// As [`parse_duration`], zero included (for settings where zero means "none").
 pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     belier_vocabulary::duration::parse(s).map_err(|e| e.problem)

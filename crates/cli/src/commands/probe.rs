@@ -26,6 +26,14 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
             .into());
         }
     }
+    if every.trace_sample.is_some() {
+        return Err(crate::settings::InputError::new(
+            "--trace-sample <SHARE>",
+            "",
+            "is for load runs: give the probe a trace context with -H 'traceparent: …'",
+        )
+        .into());
+    }
     let (config, url) = request_config(&args.request)?;
     let probe = belier_engine::probe(&config).context("cannot probe")?;
     match args.output {

@@ -150,6 +150,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
             load.request.every.server_time_header.is_some(),
             "--server-time-header",
         ),
+        (load.request.every.trace_sample.is_some(), "--trace-sample"),
     ];
     match refused.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(InputError::new(

@@ -61,6 +61,7 @@ mod target_h2;
 mod target_tls;
 mod target_unix;
 mod targets;
+mod traces;
 mod tui;
 mod wakeups;
 mod web;

@@ -328,11 +328,17 @@ impl Pacing {
             *conn = None;
             local.recording.recorder.borrow_mut().record_server_close();
         }
-        let written = conn.as_mut().map_or(0, |c| c.try_send(&plan.request));
+        // A sampled arrival goes with its own bytes, which its task writes.
+        let trace = local.sampler.draw();
+        let written = match trace {
+            None => conn.as_mut().map_or(0, |c| c.try_send(&plan.request)),
+            Some(_) => 0,
+        };
         drop(conn);
         self.handed |= written < plan.request.len();
         parked.job.set(Some(Due {
             taken: Some((reached, written)),
+            trace: Some(trace),
             ..Due::at(due)
         }));
         local.active.set(local.active.get() + 1);

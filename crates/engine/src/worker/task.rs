@@ -105,50 +105,25 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
         && plan.users.is_none())
     .then(|| Rc::new(Parked::default()));
     if let Source::Preopened = source {
-        // No request owns this connect: a failure here is not a result (the first request
-        // connects again, and counts its own failure); a success counts the connection.
-        let mut p = Progress {
-            kernel_stamps: plan.kernel_stamps,
-            sources: plan.sources.clone(),
-            ..Progress::default()
-        };
-        let opened = match &mut link {
-            Link::Http1(slot @ None) => {
-                match Connection::open(&plan.addr, plan.tls.as_ref(), &mut p).await {
-                    Ok(conn) => {
-                        *slot = Some(conn);
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
-            Link::Http2(group) => {
-                // The group's first slot opens its connection; the others find it open.
-                let target = Target {
-                    addr: &plan.addr,
-                    tls: plan.tls.as_ref(),
-                };
-                group.connect(&target, &mut p).await.is_ok() && p.connected.is_some()
-            }
-            Link::Http1(Some(_)) => false,
-        };
-        if opened {
-            record_connect(&mut local.recording.recorder.borrow_mut(), &p, || {
-                link.tls_session()
-            });
-        }
-        local.connections.track_open(link.is_open(), &mut counted);
-        local
-            .connections
-            .preopening
-            .set(local.connections.preopening.get() - 1);
-        if local.connections.preopening.get() == 0 {
-            local.connections.preopened.notify_one();
-        }
+        open_ahead(&local, &plan, &mut link, &mut counted).await;
     }
+    // A sampled request's bytes, with its trace header (see `crate::trace_context`).
+    let mut traced = Vec::new();
+    let head_end = crate::trace_context::head_end(&plan.request);
     while let Some((intended, due)) =
         next_request(&local, &plan, source, &mut link, parked.as_ref()).await
     {
+        let trace = match due.and_then(|d| d.trace) {
+            Some(decided) => decided,
+            None => local.sampler.draw(),
+        };
+        let bytes = match (&trace, &link) {
+            (Some(trace), Link::Http1(_)) => {
+                crate::trace_context::traced_request(&mut traced, &plan.request, head_end, trace);
+                &traced
+            }
+            _ => &plan.request,
+        };
         let request = step::Request {
             intended,
             waiting_since: due.map(|d| d.waiting_since),
@@ -156,7 +131,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             // and may have written it already.
             taken: due.and_then(|d| d.taken),
             timeout: plan.timeout,
-            bytes: &plan.request,
+            bytes,
             head: step::Head::Run,
             head_request: plan.head_request,
             resend: plan.resend && plan.idempotent && plan.keepalive,
@@ -164,6 +139,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             found: None,
             // The run's request was checked when the run started.
             refused: None,
+            trace,
         };
         let mut progress = Progress::default();
         let _ = step::send(
@@ -183,5 +159,49 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             .connections
             .tasks
             .set(local.connections.tasks.get() - 1);
+    }
+}
+
+/// Opens a connection ahead of the schedule (`Source::Preopened`) and counts it open.
+async fn open_ahead(local: &Local, plan: &Plan, link: &mut Link, counted: &mut bool) {
+    // No request owns this connect: a failure here is not a result (the first request
+    // connects again, and counts its own failure); a success counts the connection.
+    let mut p = Progress {
+        kernel_stamps: plan.kernel_stamps,
+        sources: plan.sources.clone(),
+        ..Progress::default()
+    };
+    let opened = match link {
+        Link::Http1(slot @ None) => {
+            match Connection::open(&plan.addr, plan.tls.as_ref(), &mut p).await {
+                Ok(conn) => {
+                    *slot = Some(conn);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        Link::Http2(group) => {
+            // The group's first slot opens its connection; the others find it open.
+            let target = Target {
+                addr: &plan.addr,
+                tls: plan.tls.as_ref(),
+            };
+            group.connect(&target, &mut p).await.is_ok() && p.connected.is_some()
+        }
+        Link::Http1(Some(_)) => false,
+    };
+    if opened {
+        record_connect(&mut local.recording.recorder.borrow_mut(), &p, || {
+            link.tls_session()
+        });
+    }
+    local.connections.track_open(link.is_open(), counted);
+    local
+        .connections
+        .preopening
+        .set(local.connections.preopening.get() - 1);
+    if local.connections.preopening.get() == 0 {
+        local.connections.preopened.notify_one();
     }
 }

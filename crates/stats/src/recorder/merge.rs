@@ -46,6 +46,7 @@ impl AddAssign<&Recorder> for Recorder {
         self.kernel_stamped += other.kernel_stamped;
         self.wakeups += other.wakeups;
         self.extremes.merge(&other.extremes);
+        self.exemplars.merge(&other.exemplars);
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);
         add_rows(&mut self.metrics, &other.metrics);

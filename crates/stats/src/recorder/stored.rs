@@ -122,6 +122,10 @@ pub struct Counters {
     /// [`Recorder::server_times`]). Absent from files of runs that did not read them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timing: Option<StoredTiming>,
+    /// The slowest complete responses, slowest first (absent from files written before
+    /// they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exemplars: Vec<crate::Exemplar>,
 }
 
 /// Reads the status counts with their codes as text, the way a JSON object's keys are written,
@@ -286,6 +290,7 @@ impl Recorder {
                 .map_or_else(BTreeMap::new, |r| stored_rows(&r.local)),
             held: self.held().cloned(),
             server_timing: self.server_times().map(ServerTimes::stored),
+            exemplars: self.exemplars.all().to_vec(),
         }
     }
 
@@ -324,6 +329,8 @@ impl Recorder {
                 .ok_or_else(|| RestoreError(format!("unknown error kind '{name}'")))?;
             r.error_examples[kind.index()] = Some(example.clone());
         }
+        check_rows("exemplars", c.exemplars.len())?;
+        r.exemplars = crate::Exemplars::restored(&c.exemplars);
         r.bytes_in = c.bytes_in;
         r.bytes_out = c.bytes_out;
         r.bytes_decoded = c.bytes_decoded;

@@ -1,0 +1,286 @@
+//! Trace context (`--trace-sample`) and the slowest requests' exemplars, checked from the
+//! server's side: nginx logs the `traceparent` of every request it serves (HTTP/1.1, h2c, a
+//! plan's steps), and a Python server that makes every 1,000th request 200 ms slow logs the
+//! trace of each slow one, which must then be among its interval's exemplars in the results
+//! file and among the report's slowest requests.
+//!
+//! Needs nginx and python3; without them a test says it was skipped (in CI nothing skips).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use belier_stats::Trace;
+use belier_testsupport::assert_exit;
+use belier_testsupport::nginx::{Nginx, Options};
+use belier_testsupport::python::PythonServer;
+use serde_json::Value;
+
+belier_testsupport::binary!(BELIER);
+
+/// Each traced request's trace context as nginx logged it, and how many came untraced.
+/// Every logged header must be a valid, sampled `traceparent` of version 00.
+fn logged_traces(nginx: &Nginx) -> (Vec<(String, Trace)>, usize) {
+    let mut traced = Vec::new();
+    let mut untraced = 0;
+    for line in nginx.requests() {
+        if line.traceparent == "-" {
+            untraced += 1;
+            continue;
+        }
+        let (trace, sampled) = Trace::parse_traceparent(&line.traceparent)
+            .unwrap_or_else(|| panic!("an invalid traceparent: {:?}", line.traceparent));
+        assert!(sampled, "{}", line.traceparent);
+        traced.push((line.uri, trace));
+    }
+    (traced, untraced)
+}
+
+fn distinct_traces(traced: &[(String, Trace)]) -> usize {
+    traced
+        .iter()
+        .map(|(_, t)| t.trace_id)
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// Runs belier with `args` against `nginx`, which must log `total` requests of which 2,000
+/// ± 150 traced (the tests draw 2,000 in expectation, a standard deviation of 42 at most),
+/// each with its own trace and span ids; returns the report and the traced requests.
+fn share_traced(nginx: &Nginx, args: &[&str], total: u64) -> (Value, Vec<(String, Trace)>) {
+    let doc = BELIER.json(args);
+    assert_eq!(doc["summary"]["requests"], total, "{doc}");
+    let (traced, untraced) = logged_traces(nginx);
+    assert_eq!((traced.len() + untraced) as u64, total);
+    assert!(
+        (1_850..=2_150).contains(&traced.len()),
+        "{} of {total} traced",
+        traced.len()
+    );
+    assert_eq!(distinct_traces(&traced), traced.len(), "trace ids repeat");
+    let spans: BTreeSet<_> = traced.iter().map(|(_, t)| t.span_id).collect();
+    assert_eq!(spans.len(), traced.len(), "span ids repeat");
+    (doc, traced)
+}
+
+#[test]
+fn a_tenth_of_twenty_thousand_requests_carry_a_new_trace_and_the_rest_none() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let url = nginx.http_url("/");
+    let args = [&url, "-n", "20000", "-c", "8", "--trace-sample", "10%"];
+    let (doc, traced) = share_traced(&nginx, &args, 20_000);
+    // The report's slowest requests, some of them maybe traced ones.
+    let slowest = doc["slowest"].as_array().expect("the slowest requests");
+    assert_eq!(slowest.len(), 5, "{doc}");
+    for e in slowest {
+        assert_eq!(e["status"], 200, "{e}");
+        if let Some(id) = e["trace_id"].as_str() {
+            assert!(
+                traced.iter().any(|(_, t)| t.trace_id.to_string() == id),
+                "exemplar trace {id} was not sent"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_open_loop_over_http2_traces_its_share_and_only_it() {
+    let Some(nginx) = Nginx::start_with(Options {
+        h2c: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let url = nginx.h2c_url("/");
+    let args = [
+        &url,
+        "--http2",
+        "--rate",
+        "2000",
+        "-z",
+        "2s",
+        "--trace-sample",
+        "0.5",
+    ];
+    share_traced(&nginx, &args, 4_000);
+}
+
+#[test]
+fn a_traced_iteration_is_one_trace_with_a_span_per_request() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let dir = belier_testsupport::dirs::temp_dir("traced-iterations");
+    let plan = dir.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nload: {{ vus: 3, duration: 20s }}\nscenarios:\n  - steps:\n      \
+             - {{ name: first, get: /a }}\n      - {{ name: second, get: /b }}\n",
+            nginx.http_url("")
+        ),
+    )
+    .unwrap();
+    let out = BELIER
+        .command()
+        .arg("run")
+        .arg(&plan)
+        .args(["-i", "60", "--trace-sample", "100%", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let (traced, untraced) = logged_traces(&nginx);
+    assert_eq!((traced.len(), untraced), (120, 0));
+    let mut by_trace: BTreeMap<_, Vec<(String, _)>> = BTreeMap::new();
+    for (uri, t) in &traced {
+        by_trace
+            .entry(t.trace_id)
+            .or_default()
+            .push((uri.clone(), t.span_id));
+    }
+    assert_eq!(by_trace.len(), 60, "one trace per iteration");
+    for (trace, mut spans) in by_trace {
+        spans.sort();
+        let uris: Vec<&str> = spans.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(uris, ["/a", "/b"], "trace {trace:?}");
+        assert_ne!(
+            spans[0].1, spans[1].1,
+            "trace {trace:?}: one span per request"
+        );
+    }
+}
+
+#[test]
+fn a_traceparent_of_the_requests_own_or_a_share_past_all_is_refused() {
+    let out = BELIER
+        .command()
+        .args([
+            "http://127.0.0.1:9/",
+            "-n",
+            "1",
+            "--trace-sample",
+            "5%",
+            "-H",
+            "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--trace-sample") && err.contains("traceparent header of its own"),
+        "{err}"
+    );
+    for bad in ["150%", "-0.1", "half"] {
+        let out = BELIER
+            .command()
+            .args([
+                "http://127.0.0.1:9/",
+                "-n",
+                "1",
+                &format!("--trace-sample={bad}"),
+            ])
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--trace-sample"), "{bad}: {err}");
+    }
+}
+
+/// A server (see [`belier_testsupport::python::SERVE`]) that counts the requests it reads
+/// and makes every 1,000th (the 1,000th, the 2,000th, …) wait 200 ms before it answers,
+/// logging that request's `traceparent` to the file given as its argument.
+const SLOW_EVERY_THOUSANDTH: &str = r#"
+import socketserver, sys, threading, time
+log = sys.argv[1]
+lock, seen = threading.Lock(), [0]
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            line = self.rfile.readline()
+            if not line:
+                return
+            trace = "-"
+            while line not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "traceparent":
+                    trace = value.strip()
+                line = self.rfile.readline()
+            with lock:
+                seen[0] += 1
+                slow = seen[0] % 1000 == 0
+            if slow:
+                time.sleep(0.2)
+                with lock, open(log, "a") as f:
+                    f.write(trace + "\n")
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+"#;
+
+#[test]
+fn every_slow_request_is_among_its_intervals_exemplars_with_the_trace_the_server_logged() {
+    let dir = belier_testsupport::dirs::temp_dir("slow-exemplars");
+    let log = dir.join("slow.log");
+    let server = PythonServer::start(SLOW_EVERY_THOUSANDTH, &[log.display().to_string()]);
+    let results = dir.join("run.jsonl");
+    let out = BELIER
+        .command()
+        .arg(server.url("/"))
+        .args(["--rate", "1000", "-z", "5s", "--trace-sample", "100%"])
+        .arg("--save")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let slow: Vec<Trace> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            Trace::parse_traceparent(l)
+                .expect("the slow request was traced")
+                .0
+        })
+        .collect();
+    assert_eq!(slow.len(), 5, "5,000 requests, every 1,000th slow");
+    let intervals = interval_exemplars(&results);
+    for trace in &slow {
+        let id = trace.trace_id.to_string();
+        let found = intervals
+            .iter()
+            .flatten()
+            .find(|e| e["trace_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("slow request {id} is no interval's exemplar"));
+        assert_eq!(found["span_id"], trace.span_id.to_string().as_str());
+        assert!(found["latency_us"].as_u64().unwrap() >= 200_000, "{found}");
+        assert_eq!(found["status"], 200);
+    }
+    // The report read back from the file lists the five as the run's slowest.
+    let report = BELIER
+        .command()
+        .arg("report")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_exit(&report, 0);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("Slowest requests"), "{text}");
+    for trace in &slow {
+        assert!(
+            text.contains(&format!("trace {} span {}", trace.trace_id, trace.span_id)),
+            "{} not among the slowest:\n{text}",
+            trace.trace_id
+        );
+    }
+}
+
+/// Each interval record's exemplars, in the file's order.
+fn interval_exemplars(results: &PathBuf) -> Vec<Vec<Value>> {
+    std::fs::read_to_string(results)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["interval"]["counters"]["exemplars"].as_array().cloned())
+        .collect()
+}
