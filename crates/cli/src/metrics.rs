@@ -113,7 +113,7 @@ pub fn listen(
 pub struct Exporter {
     /// Serving until dropped.
     server: Server,
-    page: Arc<Mutex<Arc<String>>>,
+    page: Arc<Mutex<Arc<Pages>>>,
     info: String,
     linger: Duration,
 }
@@ -133,7 +133,7 @@ impl Exporter {
             escape(&public_url(url)),
             escape(name)
         );
-        let page = Arc::new(Mutex::new(Arc::new(String::new())));
+        let page = Arc::new(Mutex::new(Arc::new(Pages::default())));
         let shared = Arc::new(Shared {
             page: Arc::clone(&page),
             token: listen.token.as_ref().map(|t| format!("Bearer {}", t.0)),
@@ -159,6 +159,7 @@ impl Exporter {
             target_rate: None,
             ended: false,
             steps: &[],
+            exemplars: None,
         });
         Ok(exporter)
     }
@@ -170,11 +171,15 @@ impl Exporter {
 
     /// Renders `figures` and serves them from now on.
     pub fn update(&self, figures: &Figures) {
-        let mut text = render(figures);
+        let families = belier_outputs::families(figures);
+        let mut text = belier_outputs::text::render(&families, &[]);
         text.push_str(&self.info);
-        let text = Arc::new(text);
+        let mut openmetrics = belier_outputs::text::render_openmetrics(&families, &[]);
+        openmetrics.push_str(&self.info);
+        openmetrics.push_str("# EOF\n");
+        let pages = Arc::new(Pages { text, openmetrics });
         // The lock only guards a pointer swap: the serving thread clones the Arc and lets go.
-        *self.page.lock().unwrap_or_else(|e| e.into_inner()) = text;
+        *self.page.lock().unwrap_or_else(|e| e.into_inner()) = pages;
     }
 
     /// Keeps serving the final figures for `--metrics-linger`, or until Ctrl-C; saying so on
@@ -199,10 +204,20 @@ impl Exporter {
     }
 }
 
+/// The latest figures in each format the page is served in.
+#[derive(Default)]
+struct Pages {
+    /// Prometheus' text format (0.0.4).
+    text: String,
+    /// OpenMetrics 1.0, with the latency buckets' exemplars, for scrapers that accept it
+    /// (Prometheus asks for it first).
+    openmetrics: String,
+}
+
 /// What the serving thread's handlers share.
 struct Shared {
-    /// The latest page, swapped in by [`Exporter::update`].
-    page: Arc<Mutex<Arc<String>>>,
+    /// The latest pages, swapped in by [`Exporter::update`].
+    page: Arc<Mutex<Arc<Pages>>>,
     /// `Bearer TOKEN`, the `Authorization` a scrape must send, if any.
     token: Option<String>,
     /// On the loopback without a token: `Host` must name the loopback (DNS rebinding).
@@ -256,9 +271,34 @@ async fn metrics(
             "GET only\n".into(),
         )
     } else {
-        let body = Arc::clone(&shared.page.lock().unwrap_or_else(|e| e.into_inner()));
-        text_response(StatusCode::OK, None, body.as_str().to_owned())
+        let pages = Arc::clone(&shared.page.lock().unwrap_or_else(|e| e.into_inner()));
+        match accepts_openmetrics(&headers) {
+            true => {
+                let mut response = text_response(StatusCode::OK, None, pages.openmetrics.clone());
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static(belier_outputs::text::OPENMETRICS_TYPE),
+                );
+                response
+            }
+            false => text_response(StatusCode::OK, None, pages.text.clone()),
+        }
     }
+}
+
+/// Whether the scrape's `Accept` names OpenMetrics' text format (with a weight above 0).
+fn accepts_openmetrics(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let refused = parts.any(|p| p.replace(' ', "") == "q=0" || p == "q=0.0");
+            media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+        })
 }
 
 fn text_response(
@@ -299,6 +339,7 @@ fn public_url(url: &str) -> String {
 
 /// `figures` in Prometheus' text exposition format (0.0.4), without `belier_run_info`: the
 /// outputs crate's families, so the page and every `--metrics-out` show the same series.
+#[cfg(test)]
 pub fn render(figures: &Figures) -> String {
     belier_outputs::text::render(&belier_outputs::families(figures), &[])
 }

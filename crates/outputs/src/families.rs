@@ -5,13 +5,11 @@
 //! names (listed in docs/src/guide/outputs.md, "The series").
 
 use belier_stats::{ErrorKind, LatencySummary, MessageUnit, Messages, Recorder};
-use hdrhistogram::Histogram;
 
-/// Upper bounds of the latency histogram's buckets, in seconds (`+Inf` follows).
-pub const BUCKETS_S: [f64; 18] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0, 30.0, 60.0,
-];
+use crate::buckets::bucket;
+pub use crate::buckets::BUCKETS_S;
+pub use crate::exemplars::PointExemplar;
+use hdrhistogram::Histogram;
 
 /// The quantiles of `belier_request_duration_quantile_seconds`, as report percentiles and
 /// label values: computed from the recorded
@@ -39,6 +37,8 @@ pub struct Figures<'a> {
     /// A plan's request steps, by step number (the recorder's per-step rows): their series
     /// carry `step="NAME"`. Empty for a flag run.
     pub steps: &'a [String],
+    /// The latency buckets' exemplars (traced runs), when kept.
+    pub exemplars: Option<&'a crate::LatestExemplars>,
 }
 
 /// What a family's series measure.
@@ -74,6 +74,9 @@ pub struct Point {
     pub labels: Vec<(&'static str, String)>,
     /// The value.
     pub value: f64,
+    /// A histogram bucket's exemplar: the latest traced request it counted (see
+    /// [`crate::LatestExemplars`]).
+    pub exemplar: Option<PointExemplar>,
 }
 
 impl Point {
@@ -84,6 +87,7 @@ impl Point {
             suffix,
             labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
             value,
+            exemplar: None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Point {
             suffix: "",
             labels: Vec::new(),
             value,
+            exemplar: None,
         }
     }
 
@@ -117,17 +122,20 @@ pub fn families(figures: &Figures) -> Vec<Family> {
             suffix: "",
             labels: vec![("status", code.to_string())],
             value: n as f64,
+            exemplar: None,
         })
         .collect();
     requests.extend(total.grpc_counts().map(|(code, n)| Point {
         suffix: "",
         labels: vec![("grpc_code", belier_stats::grpc_code_name(code).to_string())],
         value: n as f64,
+        exemplar: None,
     }));
     requests.extend(ErrorKind::ALL.iter().map(|kind| Point {
         suffix: "",
         labels: vec![("error", kind.name().to_string())],
         value: total.errors_of(*kind) as f64,
+        exemplar: None,
     }));
     let mut out = vec![
         Family {
@@ -136,7 +144,7 @@ pub fn families(figures: &Figures) -> Vec<Family> {
             kind: Type::Counter,
             points: requests,
         },
-        histogram(total),
+        histogram(total, figures.exemplars),
         quantiles(total),
     ];
     if !figures.steps.is_empty() {
@@ -205,12 +213,23 @@ pub fn families(figures: &Figures) -> Vec<Family> {
 
 /// `belier_request_duration_seconds`: the recorded latency histogram folded into
 /// [`BUCKETS_S`].
-fn histogram(total: &Recorder) -> Family {
+/// With `exemplars`, each bucket carries its own.
+fn histogram(total: &Recorder, exemplars: Option<&crate::LatestExemplars>) -> Family {
+    let mut points = buckets(total.latency_us(), &[]);
+    if let Some(exemplars) = exemplars {
+        for (i, point) in points
+            .iter_mut()
+            .filter(|p| p.suffix == "_bucket")
+            .enumerate()
+        {
+            point.exemplar = exemplars.of_bucket(i);
+        }
+    }
     Family {
         name: DURATION,
         help: "Latency of complete responses from their intended start (errors have none).",
         kind: Type::Histogram,
-        points: buckets(total.latency_us(), &[]),
+        points,
     }
 }
 
@@ -224,11 +243,7 @@ fn buckets(h: &Histogram<u64>, labels: &[(&'static str, String)]) -> Vec<Point> 
         let value = v.value_iterated_to();
         let n = v.count_at_value();
         sum_us += h.median_equivalent(value) as f64 * n as f64;
-        let slot = BUCKETS_S
-            .iter()
-            .position(|&b| value as f64 <= b * 1e6)
-            .unwrap_or(BUCKETS_S.len());
-        counts[slot] += n;
+        counts[bucket(value)] += n;
     }
     let with = |extra: Option<(&'static str, String)>| -> Vec<(&'static str, String)> {
         labels.iter().cloned().chain(extra).collect()
@@ -246,6 +261,7 @@ fn buckets(h: &Histogram<u64>, labels: &[(&'static str, String)]) -> Vec<Point> 
                 suffix: "_bucket",
                 labels: with(Some(("le", le))),
                 value: cumulative as f64,
+                exemplar: None,
             }
         })
         .collect();
@@ -253,11 +269,13 @@ fn buckets(h: &Histogram<u64>, labels: &[(&'static str, String)]) -> Vec<Point> 
         suffix: "_sum",
         labels: with(None),
         value: sum_us / 1e6,
+        exemplar: None,
     });
     points.push(Point {
         suffix: "_count",
         labels: with(None),
         value: h.len() as f64,
+        exemplar: None,
     });
     points
 }
@@ -284,6 +302,7 @@ fn quantile_points(summary: &LatencySummary, labels: &[(&'static str, String)]) 
                 .chain([("quantile", label.to_string())])
                 .collect(),
             value: summary.at(percentile).unwrap_or(0) as f64 / 1e6,
+            exemplar: None,
         })
         .collect()
 }
@@ -337,6 +356,7 @@ fn outcome_points(label: &(&'static str, String), requests: u64, failed: u64) ->
         suffix: "",
         labels: vec![label.clone(), ("outcome", outcome.to_string())],
         value: n as f64,
+        exemplar: None,
     })
 }
 
@@ -379,6 +399,7 @@ fn addresses<A: ToString>(
             suffix: "",
             labels: address.to_vec(),
             value: row.counts.connections as f64,
+            exemplar: None,
         });
         histograms.extend(buckets(row.values_us(), &address));
     }
@@ -585,6 +606,7 @@ pub(crate) mod tests {
             target_rate: None,
             ended: true,
             steps: &[],
+            exemplars: None,
         });
         let requests = all.iter().find(|f| f.name == REQUESTS).unwrap();
         assert_eq!(value(requests, "", &[("grpc_code", "OK")]), 3.0);
@@ -610,6 +632,7 @@ pub(crate) mod tests {
             target_rate: None,
             ended: true,
             steps: &[],
+            exemplars: None,
         };
         let all = families(&figures);
         let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
@@ -658,6 +681,7 @@ pub(crate) mod tests {
                 target_rate: None,
                 ended: true,
                 steps: &[],
+                exemplars: None,
             };
             let all = families(&figures);
             let messages = all.iter().filter(|f| {
@@ -713,6 +737,7 @@ pub(crate) mod tests {
             target_rate: None,
             ended: true,
             steps: &[],
+            exemplars: None,
         });
         let family = |name: &str| all.iter().find(|f| f.name == name);
         let requests = family("belier_backend_requests_total").expect("backend requests");
@@ -740,6 +765,7 @@ pub(crate) mod tests {
             target_rate: None,
             ended: true,
             steps: &names,
+            exemplars: None,
         };
         let all = families(&figures);
         let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
@@ -763,6 +789,7 @@ pub(crate) mod tests {
         // A flag run has none of them.
         let flags = families(&Figures {
             steps: &[],
+            exemplars: None,
             ..figures
         });
         assert!(flags.iter().all(|f| !f.name.starts_with("belier_step_")));

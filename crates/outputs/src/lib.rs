@@ -12,6 +12,8 @@
 
 #![deny(missing_docs)]
 
+mod buckets;
+mod exemplars;
 pub mod families;
 mod influx;
 mod labels;
@@ -27,7 +29,8 @@ mod transport;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-pub use families::{families, Family, Figures, Point, Type, BUCKETS_S};
+pub use exemplars::LatestExemplars;
+pub use families::{families, Family, Figures, Point, PointExemplar, Type, BUCKETS_S};
 pub use labels::RunLabels;
 pub use queue::{Batch, Delivery};
 pub use spec::{Credential, Kind, Spec, SpecError};

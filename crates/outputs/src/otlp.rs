@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{
-    metric::Data, number_data_point, AggregationTemporality, Gauge, Histogram, HistogramDataPoint,
-    Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+    exemplar, metric::Data, number_data_point, AggregationTemporality, Exemplar, Gauge, Histogram,
+    HistogramDataPoint, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
@@ -200,8 +200,27 @@ fn histogram_point(
         sum: Some(value("_sum")),
         bucket_counts,
         explicit_bounds,
+        exemplars: points
+            .iter()
+            .filter_map(|p| p.exemplar.as_ref())
+            .filter_map(exemplar)
+            .collect(),
         ..Default::default()
     }
+}
+
+/// A bucket's exemplar as OTLP carries it: the request's latency, when it ended, and its
+/// trace and span ids as bytes; `None` for ids that are not hex (none belier records).
+fn exemplar(e: &crate::PointExemplar) -> Option<Exemplar> {
+    let trace_id = u128::from_str_radix(&e.trace_id, 16).ok()?;
+    let span_id = u64::from_str_radix(&e.span_id, 16).ok()?;
+    Some(Exemplar {
+        time_unix_nano: (e.timestamp * 1e9) as u64,
+        value: Some(exemplar::Value::AsDouble(e.value)),
+        span_id: span_id.to_be_bytes().to_vec(),
+        trace_id: trace_id.to_be_bytes().to_vec(),
+        ..Default::default()
+    })
 }
 
 impl Sink for Otlp {
@@ -233,6 +252,7 @@ mod tests {
             target_rate: None,
             ended: true,
             steps: &[],
+            exemplars: None,
         });
         let latency = families.iter().find(|f| f.kind == Type::Histogram).unwrap();
         let groups = series(latency);
@@ -246,5 +266,36 @@ mod tests {
         expected[5] = 1; // ≤ 5 ms
         expected[crate::BUCKETS_S.len()] = 1; // over 60 s
         assert_eq!(point.bucket_counts, expected);
+    }
+
+    #[test]
+    fn a_buckets_exemplar_goes_with_its_trace_and_span_ids_as_bytes() {
+        let total = belier_stats::Recorder::new();
+        let mut latest = crate::LatestExemplars::default();
+        latest.update(&[belier_stats::Exemplar {
+            latency_us: 201_500,
+            intended_unix_us: 1_795_341_600_000_000,
+            status: 200,
+            grpc: None,
+            trace_id: Some(belier_stats::TraceId(0xabc)),
+            span_id: Some(belier_stats::SpanId(0xdef)),
+            step: None,
+        }]);
+        let families = families(&Figures {
+            total: &total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &[],
+            exemplars: Some(&latest),
+        });
+        let latency = families.iter().find(|f| f.kind == Type::Histogram).unwrap();
+        let point = histogram_point(&series(latency)[0].1, Vec::new(), 1, 2);
+        assert_eq!(point.exemplars.len(), 1);
+        let e = &point.exemplars[0];
+        assert_eq!(e.trace_id, 0xabc_u128.to_be_bytes().to_vec());
+        assert_eq!(e.span_id, 0xdef_u64.to_be_bytes().to_vec());
+        assert_eq!(e.value, Some(exemplar::Value::AsDouble(0.2015)));
+        assert_eq!(e.time_unix_nano / 1_000_000, 1_795_341_600_201);
     }
 }

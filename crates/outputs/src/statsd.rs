@@ -152,6 +152,7 @@ mod tests {
             suffix: "",
             labels,
             value,
+            exemplar: None,
         };
         Batch {
             at: std::time::SystemTime::now(),

@@ -19,6 +19,8 @@ pub struct Feed {
     steps: Vec<String>,
     /// Intervals settled since the figures were last sent.
     fresh: bool,
+    /// The latency buckets' latest traced requests.
+    exemplars: belier_outputs::LatestExemplars,
 }
 
 impl Feed {
@@ -42,6 +44,7 @@ impl Feed {
             open_loop: matches!(settings.engine.load, belier_engine::Load::Open { .. }),
             steps: Vec::new(),
             fresh: false,
+            exemplars: Default::default(),
         });
         Ok((feed, warnings))
     }
@@ -64,6 +67,7 @@ impl Feed {
             target_rate,
             ended,
             steps: &self.steps,
+            exemplars: Some(&self.exemplars),
         };
         if let Some(e) = &self.exporter {
             e.update(&figures);
@@ -80,8 +84,11 @@ impl Watcher for Feed {
         self.steps.clone_from(&run.info.steps);
     }
 
-    fn interval(&mut self, _: &[Settled], _: &Collector, _: &mut Vec<String>) {
+    fn interval(&mut self, settled: &[Settled], _: &Collector, _: &mut Vec<String>) {
         self.fresh = true;
+        for s in settled {
+            self.exemplars.update(s.recorder.exemplars());
+        }
     }
 
     fn tick(&mut self, now: &Now<'_>) -> Option<Stop> {

@@ -36,6 +36,7 @@ fn the_page_counts_what_the_recorder_holds() {
         target_rate: Some(250.0),
         ended: true,
         steps: &[],
+        exemplars: None,
     });
     let requests: f64 = text
         .lines()
@@ -93,6 +94,7 @@ fn a_closed_loop_has_no_target_rate() {
         target_rate: None,
         ended: false,
         steps: &[],
+        exemplars: None,
     });
     assert!(!text.contains("belier_target_rate"));
     assert_eq!(value(&text, "belier_request_duration_seconds_count"), 0.0);
@@ -134,4 +136,23 @@ fn labels_keep_no_secret_and_are_escaped() {
     assert!(same(b"Bearer t", b"Bearer t"));
     assert!(!same(b"Bearer t", b"Bearer u"));
     assert!(!same(b"Bearer t", b"Bearer tt"));
+}
+
+#[test]
+fn openmetrics_is_served_to_scrapers_that_accept_it() {
+    let accepts = |value: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, value.parse().unwrap());
+        accepts_openmetrics(&headers)
+    };
+    // What Prometheus sends.
+    assert!(accepts(
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+         version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+    ));
+    assert!(accepts("Application/OpenMetrics-Text"));
+    assert!(!accepts("text/plain;version=0.0.4"));
+    assert!(!accepts("*/*"));
+    assert!(!accepts("application/openmetrics-text; q=0"));
+    assert!(!accepts_openmetrics(&HeaderMap::new()));
 }

@@ -234,16 +234,7 @@ fn every_slow_request_is_among_its_intervals_exemplars_with_the_trace_the_server
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    let slow: Vec<Trace> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            Trace::parse_traceparent(l)
-                .expect("the slow request was traced")
-                .0
-        })
-        .collect();
-    assert_eq!(slow.len(), 5, "5,000 requests, every 1,000th slow");
+    let slow = slow_traces(&log);
     let intervals = interval_exemplars(&results);
     for trace in &slow {
         let id = trace.trace_id.to_string();
@@ -275,6 +266,21 @@ fn every_slow_request_is_among_its_intervals_exemplars_with_the_trace_the_server
     }
 }
 
+/// The traces of the slow requests the server logged: five, all traced.
+fn slow_traces(log: &std::path::Path) -> Vec<Trace> {
+    let slow: Vec<Trace> = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            Trace::parse_traceparent(l)
+                .expect("the slow request was traced")
+                .0
+        })
+        .collect();
+    assert_eq!(slow.len(), 5, "5,000 requests, every 1,000th slow");
+    slow
+}
+
 /// Each interval record's exemplars, in the file's order.
 fn interval_exemplars(results: &PathBuf) -> Vec<Vec<Value>> {
     std::fs::read_to_string(results)
@@ -283,4 +289,79 @@ fn interval_exemplars(results: &PathBuf) -> Vec<Vec<Value>> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["interval"]["counters"]["exemplars"].as_array().cloned())
         .collect()
+}
+
+/// Prometheus, scraping belier's page with its exemplar storage on, keeps every slow
+/// request's trace: each is its latency bucket's exemplar until the next slow one replaces
+/// it, 2.5 s later, so the scrapes (every second) see each.
+#[test]
+fn prometheus_keeps_each_slow_requests_trace_as_an_exemplar() {
+    let dir = belier_testsupport::dirs::temp_dir("prometheus-exemplars");
+    let log = dir.join("slow.log");
+    let server = PythonServer::start(SLOW_EVERY_THOUSANDTH, &[log.display().to_string()]);
+    let listen = format!("127.0.0.1:{}", belier_testsupport::process::free_port());
+    let target: std::net::SocketAddr = listen.parse().unwrap();
+    // Started first, so that it scrapes from the run's first seconds on.
+    let prometheus = std::thread::spawn(move || {
+        belier_testsupport::prometheus::Prometheus::start_with(
+            &[target],
+            &["--enable-feature=exemplar-storage"],
+        )
+    });
+    let mut belier = BELIER.spawn(&[
+        &server.url("/"),
+        "--rate",
+        "400",
+        "-z",
+        "12.5s",
+        "--trace-sample",
+        "100%",
+        "--metrics-listen",
+        &listen,
+        "--metrics-linger",
+        "60s",
+    ]);
+    let Some(prometheus) = prometheus.join().unwrap() else {
+        return;
+    };
+    belier.wait_for("serving the final metrics");
+    let slow = slow_traces(&log);
+    // The final page lingers: a scrape or two more, then every exemplar is stored.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let url = format!(
+        "{}/api/v1/query_exemplars?query=belier_request_duration_seconds_bucket&start={}&end={}",
+        prometheus.url(),
+        now - 120,
+        now + 5
+    );
+    let body = ureq::get(&url)
+        .call()
+        .expect("prometheus answers")
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let doc: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let stored: Vec<&Value> = doc["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .flat_map(|series| series["exemplars"].as_array().into_iter().flatten())
+        .collect();
+    for trace in &slow {
+        let id = trace.trace_id.to_string();
+        let e = stored
+            .iter()
+            .find(|e| e["labels"]["trace_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{id} is no stored exemplar: {body}"));
+        assert_eq!(e["labels"]["span_id"], trace.span_id.to_string().as_str());
+        let value: f64 = e["value"].as_str().unwrap().parse().unwrap();
+        assert!((0.2..0.25).contains(&value), "{e}");
+    }
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }
