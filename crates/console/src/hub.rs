@@ -408,6 +408,9 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
     if let Some(times) = total.server_times() {
         doc["server_timing"] = server_timing(times, &ms);
     }
+    if !total.exemplars().is_empty() {
+        doc["slowest"] = slowest(total.exemplars(), steps);
+    }
     if let Some(m) = total.messages() {
         let per_s = |n: u64| {
             if settled_s > 0.0 {
@@ -426,6 +429,32 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
         });
     }
     doc
+}
+
+/// The run's slowest responses so far, slowest first (see [`belier_stats::Exemplar`]): their
+/// latency, what they answered, when they were due (ms since the Unix epoch), their trace and
+/// span ids when traced, and their step's name in a plan.
+fn slowest(kept: &[belier_stats::Exemplar], steps: &[String]) -> Value {
+    let rows: Vec<Value> = kept
+        .iter()
+        .map(|e| {
+            let answer = match e.grpc {
+                Some(code) => belier_stats::grpc_code_name(code).to_string(),
+                None => e.status.to_string(),
+            };
+            json!({
+                "latency_ms": e.latency_us as f64 / 1e3,
+                "status": answer,
+                "due_unix_ms": e.intended_unix_us / 1000,
+                "trace_id": e.trace_id.map(|t| t.to_string()),
+                "span_id": e.span_id.map(|s| s.to_string()),
+                "step": e.step.map(|n| {
+                    steps.get(n as usize).cloned().unwrap_or_else(|| format!("step {}", n + 1))
+                }),
+            })
+        })
+        .collect();
+    json!(rows)
 }
 
 /// The run's server timing (`--server-timing`) so far: what became of the responses, and a
@@ -465,7 +494,7 @@ mod tests {
     use std::time::Duration;
 
     use belier_engine::{Config, Load, Profile, RequestSpec, Spacing};
-    use belier_stats::{Gauges, Point, Recorder};
+    use belier_stats::{Gauges, Outcome, Point, Recorder, Sample};
 
     use super::*;
 
@@ -523,6 +552,45 @@ mod tests {
         );
         let http = totals(&Recorder::new(), &[], 2.0);
         assert!(http.get("messages").is_none(), "{http}");
+    }
+
+    #[test]
+    fn the_slowest_responses_are_in_the_totals_with_their_traces_and_steps() {
+        assert!(totals(&Recorder::new(), &[], 1.0).get("slowest").is_none());
+        let mut total = Recorder::new();
+        let t = std::time::Instant::now();
+        let trace = belier_stats::Trace {
+            trace_id: belier_stats::TraceId(0xab),
+            span_id: belier_stats::SpanId(0xcd),
+        };
+        let slow = Sample {
+            trace: Some(trace),
+            ..Sample::simulated(t, 0, 250_000, Outcome::Response { status: 200 })
+        };
+        total.record(&slow);
+        total.record_step(1, &slow, false);
+        total.record(&Sample::simulated(
+            t,
+            0,
+            900,
+            Outcome::Response { status: 404 },
+        ));
+        let steps = ["login".to_string(), "browse".to_string()];
+        let slowest = &totals(&total, &steps, 1.0)["slowest"];
+        assert_eq!(slowest[0]["latency_ms"], 250.0, "{slowest}");
+        assert_eq!(
+            slowest[0]["trace_id"],
+            format!("{:032x}", 0xab),
+            "{slowest}"
+        );
+        assert_eq!(slowest[0]["span_id"], format!("{:016x}", 0xcd), "{slowest}");
+        assert_eq!(slowest[0]["step"], "browse", "{slowest}");
+        assert_eq!(slowest[1]["status"], "404", "{slowest}");
+        assert!(slowest[1]["trace_id"].is_null(), "{slowest}");
+        assert_eq!(
+            slowest[0]["due_unix_ms"].as_u64(),
+            Some(belier_stats::unix_us(t) / 1000)
+        );
     }
 
     #[test]

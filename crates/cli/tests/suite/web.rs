@@ -5,7 +5,8 @@
 //! without the token, 403 from another origin; and `--web` on a flag run offering its report
 //! and results file. And the hostile client (a page of another site, or one that rebinds its
 //! name to 127.0.0.1) refused by both kinds of console, steering above what the flags accept
-//! refused while the run goes on, and the page showing the failed share of a run of 400s.
+//! refused while the run goes on, the page showing the failed share of a run of 400s, and the
+//! slowest requests of a traced run with the trace ids the server received.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -565,6 +566,72 @@ fn the_page_shows_the_failed_share_of_a_run_of_400s() {
             "{line:?} not in the text report:\n{stdout}"
         );
     }
+}
+
+#[test]
+fn the_page_lists_the_slowest_requests_with_the_traces_the_server_received() {
+    let Some(browser) = Browser::start("web-slowest") else {
+        return;
+    };
+    let target = Server::start(Config {
+        record_requests: 1000,
+        ..Config::default()
+    })
+    .unwrap();
+    let port = free_port();
+    let mut belier = BELIER.spawn(&[
+        &target.url("/?delay=1ms"),
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--trace-sample",
+        "100%",
+        &format!("--web=127.0.0.1:{port}"),
+        "--web-linger",
+        "60s",
+    ]);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+    browser.goto(&format!("{console}/"));
+    browser.wait_until("the run ended", WAIT, |b| b.text("#state") == "ended");
+    browser.wait_until("the totals", WAIT, |b| b.text("#requests-now") == "50");
+    // What a person sees: the five slowest, slowest first, each with its trace id, which is
+    // one the server received in a traceparent header.
+    let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+    let slowest = run["totals"]["slowest"].as_array().expect("the slowest");
+    assert_eq!(slowest.len(), 5, "{slowest:?}");
+    let received: Vec<String> = target
+        .recent_requests()
+        .iter()
+        .flat_map(|r| r.headers.iter())
+        .filter(|(n, _)| n.eq_ignore_ascii_case("traceparent"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    assert_eq!(received.len(), 50);
+    for (row, e) in slowest.iter().enumerate() {
+        let cell = |n: usize| {
+            browser.text(&format!(
+                "#slowest tbody tr:nth-child({}) td:nth-child({n})",
+                row + 1
+            ))
+        };
+        let trace = e["trace_id"].as_str().unwrap();
+        assert_eq!(cell(4), trace);
+        assert_eq!(
+            cell(1),
+            format!("{:.2} ms", e["latency_ms"].as_f64().unwrap())
+        );
+        assert_eq!(cell(2), "200");
+        assert!(cell(3).ends_with(" UTC"), "{}", cell(3));
+        assert!(
+            received.iter().any(|tp| tp.contains(trace)),
+            "{trace} was not sent"
+        );
+    }
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]

@@ -176,6 +176,11 @@ function tables(totals) {
     `Server timing (${st.timed} timed, ${st.missing} without the header, ${st.malformed} unreadable)`;
   rows($("server-timing"), st ? st.rows : [], (r) => [[r.name], [r.count, true],
     [`p50 ${fixed(r.p50_ms, 2)} ms`], [`p99 ${fixed(r.p99_ms, 2)} ms`]]);
+  // The slowest responses so far, with their traces when the run traces (--trace-sample):
+  // when each was due, in UTC as servers log it.
+  rows($("slowest"), totals.slowest || [], (e) => [[`${fixed(e.latency_ms, 2)} ms`, true],
+    [e.status], [new Date(e.due_unix_ms).toISOString().slice(11, 23) + " UTC"],
+    [e.trace_id || ""], [e.step || ""]]);
 }
 
 async function refreshRuns() {
