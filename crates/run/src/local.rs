@@ -73,6 +73,12 @@ impl Source for LocalRun {
                     samples: &samples,
                 });
             }
+            Next::Event(Event::Traced { worker, requests }) => {
+                seen(Seen::Traced {
+                    worker,
+                    requests: &requests,
+                });
+            }
             Next::Event(event) => {
                 if let Event::Recorded {
                     worker,

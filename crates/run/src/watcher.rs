@@ -38,6 +38,13 @@ pub enum Seen<'a> {
         /// The samples, in completion order.
         samples: &'a [Sample],
     },
+    /// The traced requests of a batch `worker` finished (a local run exporting spans).
+    Traced {
+        /// Worker number.
+        worker: usize,
+        /// The requests, in completion order.
+        requests: &'a [belier_engine::TracedRequest],
+    },
     /// What `worker` (of the run's `part`) recorded during interval `index`.
     Recorded {
         /// Worker number.

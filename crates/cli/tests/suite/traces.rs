@@ -365,3 +365,48 @@ fn prometheus_keeps_each_slow_requests_trace_as_an_exemplar() {
     let (code, _, stderr) = belier.finish();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// Two shards of one run, each saving its own results file: the report of both lists the
+/// slowest five of all their intervals' exemplars, whichever shard recorded them.
+#[test]
+fn the_slowest_of_shards_merge_to_the_slowest_of_their_union() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let dir = belier_testsupport::dirs::temp_dir("slowest-shards");
+    let files: Vec<PathBuf> = (1..=2).map(|i| dir.join(format!("s{i}.jsonl"))).collect();
+    for (i, file) in files.iter().enumerate() {
+        let out = BELIER
+            .command()
+            .arg(nginx.http_url("/"))
+            .args(["--rate", "500", "-z", "2s", "--name", "split"])
+            .args(["--shard", &format!("{}/2", i + 1), "--trace-sample", "100%"])
+            .arg("--save")
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+    }
+    let mut union: Vec<Value> = files
+        .iter()
+        .flat_map(|f| interval_exemplars(f).into_iter().flatten())
+        .collect();
+    union.sort_by_key(|e| {
+        (
+            std::cmp::Reverse(e["latency_us"].as_u64().unwrap()),
+            e["intended_unix_us"].as_u64().unwrap(),
+        )
+    });
+    union.truncate(5);
+    let report = BELIER
+        .command()
+        .arg("report")
+        .args(&files)
+        .args(["--type", "json"])
+        .output()
+        .unwrap();
+    assert_exit(&report, 0);
+    let doc: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(doc["summary"]["requests"], 1_000, "{doc}");
+    assert_eq!(doc["slowest"], Value::Array(union), "{doc}");
+}
