@@ -673,7 +673,8 @@ impl Connection {
         let mut decoder = None;
         // When the read that brought what the buffer holds arrived (`--stream` stamps its
         // messages with it).
-        let mut arrived = Instant::now();
+        // (Set by each read before it is used: a response's bytes come from a read.)
+        let mut arrived = p.sent.unwrap_or_else(Instant::now);
         let wants_body = p.body.is_some() || p.split.is_some();
         loop {
             // Consume what the buffer holds.

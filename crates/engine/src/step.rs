@@ -93,7 +93,13 @@ pub(crate) async fn send(
     local
         .connections
         .track_open(reused || matches!(link, Link::Http1(None)), counted);
-    let (dispatched, written) = request.taken.unwrap_or_else(|| (Instant::now(), 0));
+    // A closed loop's request is taken up as it comes due: one clock reading for both.
+    let (dispatched, written) = request
+        .taken
+        .unwrap_or_else(|| match request.waiting_since {
+            None => (request.intended, 0),
+            Some(_) => (Instant::now(), 0),
+        });
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);
     }
@@ -105,7 +111,13 @@ pub(crate) async fn send(
         r = exchange(link, plan, request, (dispatched, written), &mut *progress) => r,
         _ = timer => Err(Failure::timeout(progress.phase)),
     };
-    let done = Instant::now();
+    // A response read with kernel stamps completed when its last byte reached the host (see
+    // `done` below): the clock is read only for the others.
+    let stamped = match (&result, progress.completed) {
+        (Ok(_), Some(completed)) => Some(completed),
+        _ => None,
+    };
+    let done = stamped.unwrap_or_else(Instant::now);
     local.active.set(local.active.get() - 1);
     local.connections.track_open(link.is_open(), counted);
 
@@ -120,9 +132,9 @@ pub(crate) async fn send(
         // A response read with kernel stamps completed when its last byte reached the host.
         // (Never before its first byte: each stamp is converted on its own, through an offset
         // that may be measured again in between.)
-        done: match (&result, progress.completed) {
-            (Ok(_), Some(completed)) => progress.first_byte.map_or(completed, |f| completed.max(f)),
-            _ => done,
+        done: match stamped {
+            Some(completed) => progress.first_byte.map_or(completed, |f| completed.max(f)),
+            None => done,
         },
         outcome: match &result {
             Ok(Response {

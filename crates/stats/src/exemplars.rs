@@ -145,19 +145,22 @@ fn slower(a: &Exemplar, b: &Exemplar) -> bool {
         > (b.latency_us, std::cmp::Reverse(b.intended_unix_us))
 }
 
-/// `at` on the wall clock, microseconds since the Unix epoch, through one reading of both
-/// clocks taken the first time (so that instants keep their order and spacing).
+/// `at` on the wall clock, microseconds since the Unix epoch (see [`wall_clock`]).
 pub fn unix_us(at: Instant) -> u64 {
-    static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
-    let (instant, wall) = *ANCHOR.get_or_init(|| {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        (Instant::now(), now)
-    });
+    wall_clock(at)
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// `at` on the wall clock, through one reading of both clocks taken the first time, so that
+/// instants keep their order and spacing to the nanosecond (what exemplars and spans are
+/// dated by).
+pub fn wall_clock(at: Instant) -> SystemTime {
+    static ANCHOR: OnceLock<(Instant, SystemTime)> = OnceLock::new();
+    let (instant, wall) = *ANCHOR.get_or_init(|| (Instant::now(), SystemTime::now()));
     match at.checked_duration_since(instant) {
-        Some(after) => wall + after.as_micros() as u64,
-        None => wall.saturating_sub(instant.duration_since(at).as_micros() as u64),
+        Some(after) => wall + after,
+        None => wall - instant.duration_since(at),
     }
 }
 

@@ -35,7 +35,7 @@ mod trace;
 pub use collector::{Collector, Settled};
 pub use custom::{CustomMetric, MetricKind, MetricRow};
 pub use error_kind::ErrorKind;
-pub use exemplars::{unix_us, Exemplar, Exemplars, EXEMPLARS_KEPT};
+pub use exemplars::{unix_us, wall_clock, Exemplar, Exemplars, EXEMPLARS_KEPT};
 pub use extremes::Range;
 pub use held::Held;
 pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};

@@ -57,12 +57,17 @@ pub(crate) async fn exchange_http1(
         .as_ref()
         .filter(|c| c.reused)
         .map(|c| c.idle_for(taken));
-    let conn = match slot {
-        Some(conn) => conn,
-        None => slot.insert(Connection::open(addr, tls, p).await?),
+    // On an open connection the request is written as it is taken up (or was, by the
+    // dispatcher): its send time is that. A new connection's comes after its handshake.
+    let (conn, sent) = match slot {
+        Some(conn) => (conn, taken),
+        None => (
+            slot.insert(Connection::open(addr, tls, p).await?),
+            Instant::now(),
+        ),
     };
     p.phase = Phase::Exchanging;
-    p.sent = Some(if written > 0 { taken } else { Instant::now() });
+    p.sent = Some(sent);
     let mut result = conn
         .exchange(request.bytes, written, request.head_request, p)
         .await;
