@@ -6,7 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
-use belier_outputs::traces::{Interval, Outcome, Phases, RequestSpan, TraceExporter, TracesSpec};
+use belier_outputs::traces::{
+    Interval, Outcome, Phases, RequestSpan, TraceExporter, TracesSpec, BATCH, QUEUE,
+};
 use belier_testsupport::otelcol::{Collector, ReceivedSpan};
 use belier_testsupport::temp_dir;
 
@@ -221,4 +223,41 @@ fn a_collector_down_mid_run_loses_exactly_the_spans_counted_as_dropped() {
         .collect();
     let got: HashSet<String> = requests.keys().map(|k| k.to_string()).collect();
     assert_eq!(got, want);
+}
+
+/// A receiver that takes connections and never answers holds the exporter's thread in its
+/// POST (until its 2 s timeout): the spans offered meanwhile fill the queue, the overflow is
+/// counted, `offer` never waits, and `finish` keeps its deadline.
+#[test]
+fn a_receiver_that_never_answers_costs_counted_spans_and_no_wait() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        // Keeps what it accepts open, silent, until the test ends.
+        listener.incoming().take(4).collect::<Vec<_>>()
+    });
+    let spec: TracesSpec = format!("otlp=http://127.0.0.1:{port}").parse().unwrap();
+    let exporter = TraceExporter::start(&spec).unwrap();
+    let base = SystemTime::now();
+    let extra = 100;
+    let offered = (QUEUE + BATCH + extra) as u32;
+    for n in 0..offered {
+        exporter.offer(request(n, base));
+    }
+    let so_far = exporter.so_far();
+    assert_eq!(so_far.offered, u64::from(offered));
+    assert!(so_far.queue_full >= extra as u64, "{so_far:?}");
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let delivery = exporter.finish(deadline);
+    assert!(
+        Instant::now() < deadline + Duration::from_secs(1),
+        "finish overran its deadline"
+    );
+    assert_eq!(
+        (delivery.sent, delivery.dropped()),
+        (0, u64::from(offered)),
+        "{delivery:?}"
+    );
+    assert!(delivery.warning().is_some());
+    drop(held);
 }
