@@ -29,7 +29,7 @@ pub struct Collector {
 
 impl Collector {
     /// Builds (once per process) and starts a collector writing to `dir/spans.jsonl`; `None`
-    /// after [`crate::missing`] (which fails under CI) when there is no Go toolchain.
+    /// after [`crate::missing()`] (which fails under CI) when there is no Go toolchain.
     pub fn start(dir: &Path) -> Option<Collector> {
         let binary = built()?;
         let port = free_port();
@@ -236,7 +236,7 @@ fn span(json: &serde_json::Value) -> ReceivedSpan {
     }
 }
 
-/// The collector binary, built once per process; `None` (after [`crate::missing`]) without Go.
+/// The collector binary, built once per process; `None` (after [`crate::missing()`]) without Go.
 fn built() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
