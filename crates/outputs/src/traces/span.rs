@@ -11,6 +11,7 @@ use opentelemetry_proto::tonic::trace::v1::{
     span::SpanKind, status::StatusCode, ResourceSpans, ScopeSpans, Span, Status,
 };
 
+use super::safe_url;
 use crate::otlp::{attribute, nanos};
 
 /// When one phase of a request began and ended.
@@ -84,8 +85,8 @@ pub struct RequestSpan {
     pub phases: Phases,
     /// The request's method (`http.request.method`).
     pub method: String,
-    /// The URL (`url.full`), already without credentials nor query values: see
-    /// [`safe_url`](super::safe_url).
+    /// The URL; `url.full` is what [`safe_url`] leaves of it (no credentials, no query
+    /// values), whatever the caller passes.
     pub url: String,
     /// The host the request went to (`server.address`).
     pub server_address: String,
@@ -125,7 +126,7 @@ fn child_id() -> [u8; 8] {
 fn request_attributes(span: &RequestSpan) -> (Vec<KeyValue>, Option<Status>) {
     let mut attributes = vec![
         attribute("http.request.method", &span.method),
-        attribute("url.full", &span.url),
+        attribute("url.full", &safe_url(&span.url)),
         attribute("server.address", &span.server_address),
         int_attribute("server.port", i64::from(span.server_port)),
     ];
@@ -239,7 +240,7 @@ mod tests {
                 transfer: interval(1_040, 1_050),
             },
             method: "GET".into(),
-            url: "http://a.test:8080/x?k=REDACTED".into(),
+            url: "http://u:pw@a.test:8080/x?k=secret".into(),
             server_address: "a.test".into(),
             server_port: 8080,
             outcome,
@@ -299,7 +300,10 @@ mod tests {
     fn the_request_span_carries_the_http_conventions_and_belier_s_own_attributes() {
         let mut with_parent = request(Outcome::Status(200));
         with_parent.parent_span_id = Some([3; 8]);
-        let span = &spans(&with_parent)[0];
+        let all = spans(&with_parent);
+        assert!(!format!("{all:?}").contains("pw"), "credentials sent");
+        assert!(!format!("{all:?}").contains("secret"), "a query value sent");
+        let span = &all[0];
         assert_eq!(span.parent_span_id, vec![3; 8]);
         assert_eq!(value(span, "http.request.method"), string("GET"));
         assert_eq!(
