@@ -9,6 +9,9 @@
 //! interval that could not be delivered loses no request from the totals a later one brings.
 //!
 //! The series are [`families::families`]; each output renders them in its own format.
+//!
+//! The spans of sampled requests (`--traces-out otlp=URL`) go out the same way, through
+//! [`traces`].
 
 #![deny(missing_docs)]
 
@@ -24,6 +27,7 @@ pub mod queue;
 mod spec;
 mod statsd;
 pub mod text;
+pub mod traces;
 mod transport;
 
 use std::sync::Arc;

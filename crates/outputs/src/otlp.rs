@@ -24,7 +24,8 @@ use crate::transport::Http;
 /// Every series is cumulated from the run's start.
 const CUMULATIVE: i32 = AggregationTemporality::Cumulative as i32;
 
-fn attribute(key: &str, value: &str) -> KeyValue {
+/// A string attribute.
+pub(crate) fn attribute(key: &str, value: &str) -> KeyValue {
     KeyValue {
         key: key.to_string(),
         value: Some(AnyValue {
@@ -34,7 +35,8 @@ fn attribute(key: &str, value: &str) -> KeyValue {
     }
 }
 
-fn nanos(t: SystemTime) -> u64 {
+/// `t` in nanoseconds since the Unix epoch (0 before it).
+pub(crate) fn nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }

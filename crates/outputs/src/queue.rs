@@ -110,14 +110,56 @@ pub trait Sink: Send {
     fn deliver(&mut self, batch: &Batch) -> Result<(), Failure>;
 }
 
-/// What the worker and the run loop's side count.
+/// What a worker and the run loop's side count (the span exporter's too, in its own units).
 #[derive(Default)]
-struct Counts {
-    offered: AtomicU64,
-    delivered: AtomicU64,
-    full: AtomicU64,
-    failed: AtomicU64,
+pub(crate) struct Counts {
+    pub(crate) offered: AtomicU64,
+    pub(crate) delivered: AtomicU64,
+    pub(crate) full: AtomicU64,
+    pub(crate) failed: AtomicU64,
     last_error: Mutex<Option<String>>,
+}
+
+impl Counts {
+    /// Queues `item` on `queue` without waiting, counted as offered; a full queue drops it,
+    /// counted, and a closed one (its thread gone) counts it failed.
+    pub(crate) fn offer<T>(&self, queue: &SyncSender<T>, item: T) {
+        self.offered.fetch_add(1, Ordering::Relaxed);
+        match queue.try_send(item) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.full.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Keeps `message` as the last error.
+    pub(crate) fn error(&self, message: String) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+    }
+
+    /// The last error, if any.
+    pub(crate) fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Waits for `thread` to end until `deadline`, and joins it if it did; else it is left to end
+/// on its own (a request in flight has its own timeout), and what it may still deliver is
+/// not counted as delivered.
+pub(crate) fn join_until(thread: JoinHandle<()>, deadline: Instant) {
+    while !thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if thread.is_finished() {
+        let _ = thread.join();
+    }
 }
 
 /// One running output.
@@ -154,16 +196,8 @@ impl Worker {
 
     /// Queues `batch` without waiting; a full queue drops it, counted.
     pub fn offer(&self, batch: &Arc<Batch>) {
-        let Some(queue) = &self.queue else { return };
-        self.counts.offered.fetch_add(1, Ordering::Relaxed);
-        match queue.try_send(Arc::clone(batch)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.counts.full.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                self.counts.failed.fetch_add(1, Ordering::Relaxed);
-            }
+        if let Some(queue) = &self.queue {
+            self.counts.offer(queue, Arc::clone(batch));
         }
     }
 
@@ -173,14 +207,7 @@ impl Worker {
         let _ = self.deadline.set(deadline);
         self.queue = None;
         if let Some(thread) = self.thread.take() {
-            while !thread.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            }
-            // Else it is left to end on its own (a request in flight has its own timeout):
-            // what it may still deliver is not counted as delivered.
+            join_until(thread, deadline);
         }
         let c = &self.counts;
         Delivery {
@@ -189,11 +216,7 @@ impl Worker {
             delivered: c.delivered.load(Ordering::Relaxed),
             queue_full: c.full.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
-            last_error: c
-                .last_error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            last_error: c.last_error(),
         }
     }
 }
@@ -221,7 +244,7 @@ fn deliver_all(
                 Err(Failure::Retry(e)) => (e, true),
             };
             let (message, retry) = error;
-            *counts.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+            counts.error(message);
             let until = Instant::now() + wait;
             if !retry || attempt == ATTEMPTS || deadline.get().is_some_and(|d| until > *d) {
                 counts.failed.fetch_add(1, Ordering::Relaxed);

@@ -29,6 +29,7 @@ pub mod net;
 pub mod netns;
 pub mod nginx;
 pub mod noise;
+pub mod otelcol;
 pub mod postgres;
 pub mod process;
 pub mod prometheus;
