@@ -18,6 +18,7 @@ mod info;
 mod live;
 mod narrator;
 pub mod report;
+mod spans;
 mod watchers;
 pub use finished::Finished;
 pub use info::load_info;

@@ -35,12 +35,23 @@ fn clap_error(e: clap::Error) -> u8 {
         }
         _ => {
             let rendered = e.render().to_string();
-            let line = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error: invalid arguments");
-            eprintln!("{line} (see 'belier --help')");
+            eprintln!("{} (see 'belier --help')", one_line(&rendered));
             EXIT_USAGE
         }
+    }
+}
+
+/// Clap's message on one line: its first paragraph, whose continuation lines name what it is
+/// about (the arguments missing under "the following required arguments were not provided:").
+fn one_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    match parts.is_empty() {
+        true => "error: invalid arguments".to_string(),
+        false => parts.join(" "),
     }
 }

@@ -65,6 +65,7 @@ pub fn output(o: OutputArgs, engine: &mut Config) -> Result<Output, InputError> 
             o.metrics_linger,
         )?,
         metrics_out: crate::outputs::specs(&o.metrics_out)?,
+        traces_out: o.traces_out,
         web: crate::web::listen(o.web, o.web_token, o.web_linger)?.map(crate::web::Web::Serve),
     })
 }

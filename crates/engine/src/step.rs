@@ -75,15 +75,7 @@ pub(crate) async fn send(
     request: &Request<'_>,
     progress: &mut Progress,
 ) -> (Result<Response, Failure>, Sample) {
-    progress.compressed = plan.compressed;
-    progress.kernel_stamps = plan.kernel_stamps;
-    progress.sources.clone_from(&plan.sources);
-    if let Some(header) = &plan.server_timing {
-        progress.timing = Some(local.timing.capture(header));
-    }
-    if let (Some(mode), None) = (plan.body_stream, &progress.split) {
-        progress.split_body_as(mode);
-    }
+    prepare(local, plan, progress);
     let reused = link.is_open();
     // An HTTP/1.1 request without a connection opens one in the exchange: it is counted open
     // from the start of its connect, not once the exchange is over. Otherwise a connection
@@ -150,15 +142,7 @@ pub(crate) async fn send(
         trace: request.trace,
     };
     local.record(sample, progress, &result, || link.tls_session());
-    local.keep_traced(&sample, || match request.head {
-        Head::Run => None,
-        Head::Outgoing(outgoing) => Some(crate::TracedStep {
-            step: outgoing.step,
-            method: outgoing.method.clone(),
-            path_and_query: outgoing.path_and_query.clone(),
-            origin: outgoing.origin,
-        }),
-    });
+    local.keep_traced(&sample, || request.traced_step());
     if let Some(capture) = progress.timing.take() {
         local.timing.give_back(capture);
     }
@@ -173,6 +157,35 @@ pub(crate) async fn send(
     }
     local.connections.track_open(link.is_open(), counted);
     (result, sample)
+}
+
+/// Sets what the exchange reads of the run's settings on `progress`: decoding, stamps, the
+/// source addresses, the server timing header's buffer and how a body is cut.
+fn prepare(local: &Local, plan: &Plan, progress: &mut Progress) {
+    progress.compressed = plan.compressed;
+    progress.kernel_stamps = plan.kernel_stamps;
+    progress.sources.clone_from(&plan.sources);
+    if let Some(header) = &plan.server_timing {
+        progress.timing = Some(local.timing.capture(header));
+    }
+    if let (Some(mode), None) = (plan.body_stream, &progress.split) {
+        progress.split_body_as(mode);
+    }
+}
+
+impl Request<'_> {
+    /// A scripted user's request as its traced span names it (`None`: the run's own).
+    fn traced_step(&self) -> Option<crate::TracedStep> {
+        match self.head {
+            Head::Run => None,
+            Head::Outgoing(outgoing) => Some(crate::TracedStep {
+                step: outgoing.step,
+                method: outgoing.method.clone(),
+                path_and_query: outgoing.path_and_query.clone(),
+                origin: outgoing.origin,
+            }),
+        }
+    }
 }
 
 /// The outcome of a request that failed: its error kind, but for a gRPC call (the run's, or a

@@ -89,6 +89,19 @@ pub struct OutputArgs {
         help_heading = "Metrics"
     )]
     pub metrics_out: Vec<String>,
+
+    /// Send each traced request (--trace-sample) as a span to an OpenTelemetry receiver:
+    /// otlp=http://H:4318 (OTLP/HTTP, to /v1/traces). A client span per request with a child
+    /// per phase (connect, tls, ttfb, transfer), batched by a thread of its own; spans the
+    /// receiver did not take are counted in the report's warnings.
+    #[arg(
+        long = "traces-out",
+        value_name = "otlp=URL",
+        value_parser = parse_traces_out,
+        requires = "trace_sample",
+        help_heading = "Tracing"
+    )]
+    pub traces_out: Option<belier_outputs::traces::TracesSpec>,
     /// Watch and steer the run in a browser: a web console at http://ADDR/ [default:
     /// 127.0.0.1:5665] with live charts, tables and controls (rate or users, pause, resume,
     /// stop), and the report at the end. Give ADDR with '=' (--web=127.0.0.1:8000). An address
@@ -116,4 +129,10 @@ pub struct OutputArgs {
     /// Keeping the run in the history.
     #[command(flatten)]
     pub keep: KeepArgs,
+}
+
+/// `otlp=URL` of `--traces-out`.
+fn parse_traces_out(text: &str) -> Result<belier_outputs::traces::TracesSpec, String> {
+    text.parse()
+        .map_err(|e: belier_outputs::traces::TracesError| e.to_string())
 }

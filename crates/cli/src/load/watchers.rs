@@ -13,6 +13,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
+
 use belier_engine::Control;
 use belier_results::{End, HostUsage, RunInfo, ScenarioFigures, TargetInfo};
 use belier_run::watchers::host::HostWatch;
@@ -26,6 +28,7 @@ use super::feed::Feed;
 use super::finished::Finished;
 use super::live::{live_view, Live};
 use super::narrator::Narrator;
+use super::spans::Spans;
 use crate::executors::Part;
 use crate::plan::{Watch, Watching};
 use crate::settings::{InputError, Settings};
@@ -60,6 +63,8 @@ pub struct Opened {
     feed: Option<Feed>,
     /// `--web`, or the console of `belier web`.
     web: Option<crate::web::Live>,
+    /// `--traces-out`.
+    spans: Option<Spans>,
     warnings: Vec<String>,
 }
 
@@ -74,10 +79,18 @@ impl Opened {
             .transpose()?;
         let (feed, warnings) = Feed::start(settings)?;
         let web = crate::web::Live::open(settings)?;
+        let spans = match &settings.output.traces_out {
+            Some(spec) => Some(
+                Spans::start(spec, &settings.engine, &settings.url)
+                    .context("--traces-out: cannot start the span exporter")?,
+            ),
+            None => None,
+        };
         Ok(Opened {
             save,
             feed,
             web,
+            spans,
             warnings,
         })
     }
@@ -97,6 +110,7 @@ impl Opened {
             save,
             feed,
             web,
+            spans,
             mut warnings,
         } = self;
         let (name, interval) = (&settings.output.name, settings.engine.interval);
@@ -122,6 +136,7 @@ impl Opened {
             results,
             feed,
             web,
+            spans,
             host,
             raw,
             window: asked.judge_from.map(|d| Window::from(d, interval)),
@@ -139,6 +154,7 @@ pub struct Watchers<'a, 'p> {
     results: Option<ResultsFile>,
     feed: Option<Feed>,
     web: Option<crate::web::Live>,
+    spans: Option<Spans>,
     host: Option<HostWatch>,
     raw: Option<RawFile>,
     window: Option<Window>,
@@ -183,6 +199,9 @@ impl<'a> Watchers<'a, '_> {
             all.push(w);
         }
         if let Some(w) = &mut self.web {
+            all.push(w);
+        }
+        if let Some(w) = &mut self.spans {
             all.push(w);
         }
         if let Some(w) = &mut self.host {

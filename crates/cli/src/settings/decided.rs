@@ -52,6 +52,8 @@ pub struct Output {
     pub metrics: Option<crate::metrics::Listen>,
     /// Where the metrics are sent (`--metrics-out`).
     pub metrics_out: Vec<belier_outputs::Spec>,
+    /// Where the traced requests' spans are sent (`--traces-out`).
+    pub traces_out: Option<belier_outputs::traces::TracesSpec>,
     /// The web console, if asked for (`--web`), or the one of `belier web` the run reports to.
     pub web: Option<crate::web::Web>,
 }

@@ -89,6 +89,8 @@ impl Draft {
         // Threads beyond the connections would sit idle (over HTTP/2, users share one
         // connection per `max_streams`); the engine lowers them too.
         engine.threads = threads.min(engine.max_connections().max(1));
+        // The traced requests are handed over only when their spans go somewhere.
+        engine.keep_traced = output.traces_out.is_some();
         Ok(Settings {
             engine,
             url,

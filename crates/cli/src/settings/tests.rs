@@ -267,6 +267,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
             tui: false,
             metrics: None,
             metrics_out: Vec::new(),
+            traces_out: None,
             web: None,
         },
         raw: None,

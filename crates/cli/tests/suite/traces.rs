@@ -410,3 +410,132 @@ fn the_slowest_of_shards_merge_to_the_slowest_of_their_union() {
     assert_eq!(doc["summary"]["requests"], 1_000, "{doc}");
     assert_eq!(doc["slowest"], Value::Array(union), "{doc}");
 }
+
+/// The request spans the collector wrote, by span id, and each one's children.
+struct Received {
+    requests: BTreeMap<String, belier_testsupport::otelcol::ReceivedSpan>,
+    children: BTreeMap<String, Vec<belier_testsupport::otelcol::ReceivedSpan>>,
+}
+
+fn received(spans: Vec<belier_testsupport::otelcol::ReceivedSpan>) -> Received {
+    let mut r = Received {
+        requests: BTreeMap::new(),
+        children: BTreeMap::new(),
+    };
+    for span in spans {
+        match span.parent_span_id.is_empty() {
+            true => {
+                assert!(r.requests.insert(span.span_id.clone(), span).is_none());
+            }
+            false => r
+                .children
+                .entry(span.parent_span_id.clone())
+                .or_default()
+                .push(span),
+        }
+    }
+    r
+}
+
+/// `--traces-out` to the real OpenTelemetry Collector: exactly the requests nginx saw with a
+/// traceparent arrive as spans, under the same trace and span ids, each with its phases
+/// inside it and adding up to it within 1 %.
+#[test]
+fn the_collector_receives_exactly_the_sampled_requests_spans() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let dir = belier_testsupport::dirs::temp_dir("spans-collector");
+    let Some(collector) = belier_testsupport::otelcol::Collector::start(&dir) else {
+        return;
+    };
+    let out = BELIER
+        .command()
+        .arg(nginx.http_url("/?page=2&token=secret"))
+        .args(["--rate", "500", "-z", "2s", "--trace-sample", "30%"])
+        .args(["--traces-out", &format!("otlp={}", collector.url())])
+        .args(["--output", "json"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["warnings"], serde_json::json!([]), "{doc}");
+    let (traced, _) = logged_traces(&nginx);
+    assert!(traced.len() > 200, "{} traced", traced.len());
+    let r = received(collector.spans());
+    assert_eq!(
+        r.requests.len(),
+        traced.len(),
+        "one span per traced request"
+    );
+    for (_, trace) in &traced {
+        let span = &r.requests[&trace.span_id.to_string()];
+        assert_eq!(span.trace_id, trace.trace_id.to_string());
+        assert_eq!(span.name, "GET");
+        assert_eq!(span.attribute("http.response.status_code"), Some("200"));
+        let url = span.attribute("url.full").unwrap();
+        assert!(!url.contains("secret") && url.contains("token="), "{url}");
+        let children = &r.children[&span.span_id];
+        let mut names: Vec<&str> = children.iter().map(|c| c.name.as_str()).collect();
+        names.retain(|n| *n != "connect");
+        assert_eq!(names, ["ttfb", "transfer"], "{children:?}");
+        let mut sum = 0;
+        for c in children {
+            assert_eq!(c.trace_id, span.trace_id);
+            assert!(
+                c.start >= span.start && c.end <= span.end,
+                "{c:?} out of {span:?}"
+            );
+            sum += c.end - c.start;
+        }
+        let whole = span.end - span.start;
+        assert!(
+            whole - sum <= whole / 100,
+            "children {sum} ns of {whole} ns: {children:?}"
+        );
+    }
+}
+
+/// The collector stopped for part of the run: the run records every request, and what the
+/// collector did not take is counted in the report's warnings, exactly.
+#[test]
+fn a_collector_down_mid_run_loses_nothing_of_the_run_and_its_spans_are_counted() {
+    let Some(nginx) = Nginx::start(false) else {
+        return;
+    };
+    let dir = belier_testsupport::dirs::temp_dir("spans-collector-down");
+    let Some(mut collector) = belier_testsupport::otelcol::Collector::start(&dir) else {
+        return;
+    };
+    let url = collector.url();
+    let run = std::thread::spawn(move || {
+        BELIER
+            .command()
+            .arg(nginx.http_url("/"))
+            .args(["--rate", "300", "-z", "6s", "--trace-sample", "100%"])
+            .args(["--traces-out", &format!("otlp={url}")])
+            .args(["--output", "json"])
+            .output()
+            .map(|out| (out, nginx))
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    collector.stop();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    collector.restart();
+    let (out, nginx) = run.join().unwrap().unwrap();
+    assert_exit(&out, 0);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["summary"]["requests"], 1_800, "{doc}");
+    assert_eq!(doc["summary"]["errors"], 0, "{doc}");
+    let (traced, untraced) = logged_traces(&nginx);
+    assert_eq!((traced.len(), untraced), (1_800, 0));
+    let arrived = received(collector.spans()).requests.len();
+    assert!(arrived < 1_800 && arrived > 0, "{arrived} arrived");
+    let warning = doc["warnings"][0].as_str().unwrap_or_default();
+    let lost = 1_800 - arrived;
+    assert!(
+        warning.starts_with("--traces-out otlp=")
+            && warning.contains(&format!(": {lost} of 1800 requests' spans not sent")),
+        "{lost} lost: {doc}"
+    );
+}

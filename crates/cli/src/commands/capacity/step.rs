@@ -152,6 +152,7 @@ impl Target {
                 tui: false,
                 metrics: None,
                 metrics_out: Vec::new(),
+                traces_out: None,
                 web: None,
             },
             raw: None,
