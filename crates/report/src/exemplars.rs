@@ -92,16 +92,36 @@ pub(crate) fn write_text(out: &mut String, report: &Report) -> std::fmt::Result 
         }
     )?;
     for l in &lines {
-        write!(out, "  {:>10}  {:<5} due {}", l.latency, l.answer, l.due)?;
-        if let (Some(trace), Some(span)) = (&l.trace, &l.span) {
-            write!(out, "  trace {trace} span {span}")?;
+        write_line(out, l)?;
+    }
+    let of_steps = step_lines(report);
+    if of_steps.len() > 1 {
+        writeln!(out, "  the slowest of each step:")?;
+        for l in &of_steps {
+            write_line(out, l)?;
         }
-        if let Some(step) = &l.step {
-            write!(out, "  step '{}'", cut(step, NAME_COLUMN))?;
-        }
-        writeln!(out)?;
     }
     Ok(())
+}
+
+fn write_line(out: &mut String, l: &Line) -> std::fmt::Result {
+    write!(out, "  {:>10}  {:<5} due {}", l.latency, l.answer, l.due)?;
+    if let (Some(trace), Some(span)) = (&l.trace, &l.span) {
+        write!(out, "  trace {trace} span {span}")?;
+    }
+    if let Some(step) = &l.step {
+        write!(out, "  step '{}'", cut(step, NAME_COLUMN))?;
+    }
+    writeln!(out)
+}
+
+/// A plan's steps' slowest responses, one line each: every step has its own exemplars,
+/// so a fast step's slowest request is kept beside a slow step's.
+pub(crate) fn step_lines(report: &Report) -> Vec<Line> {
+    (0..report.totals.steps().len())
+        .filter_map(|i| report.totals.step_exemplars(i).first())
+        .map(|e| line(report, e))
+        .collect()
 }
 
 /// The JSON report's `slowest`: the exemplars as recorded, slowest first; `None` without

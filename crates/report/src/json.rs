@@ -256,7 +256,19 @@ fn errors(s: &Summary) -> Vec<Value> {
 
 /// Locust's table as JSON: one object per request step.
 fn step_rows(s: &Summary) -> Vec<Value> {
-    s.steps.iter().map(step_row).collect()
+    let totals = s.report.totals;
+    s.steps
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut row = step_row(l);
+            // Only a step with responses has the key.
+            if !totals.step_exemplars(i).is_empty() {
+                row["slowest"] = json!(totals.step_exemplars(i));
+            }
+            row
+        })
+        .collect()
 }
 
 /// A targets run's per-target table: each step row under its target's method and URL, with

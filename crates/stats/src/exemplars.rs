@@ -48,6 +48,14 @@ pub struct Exemplar {
 pub struct Exemplars(Vec<Exemplar>);
 
 impl Exemplars {
+    /// Keeps `sample`, a request of step `step`, if it is among the step's slowest.
+    pub(crate) fn offer_step(&mut self, sample: &Sample, step: usize) {
+        if self.would_keep(sample.latency_us()) {
+            self.offer(sample);
+            self.name_step(sample, step);
+        }
+    }
+
     /// Keeps `sample` if it is among the slowest complete responses so far.
     #[inline]
     pub(crate) fn offer(&mut self, sample: &Sample) {

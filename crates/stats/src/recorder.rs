@@ -39,6 +39,8 @@ pub struct Recorder {
     extremes: Extremes,
     /// The slowest complete responses, one by one.
     exemplars: Exemplars,
+    /// Scripted users: each step's slowest, by step number (empty without users).
+    step_exemplars: Vec<Exemplars>,
     scheduled: u64,
     dropped: u64,
     status: Box<[u64; STATUS_SLOTS]>,
@@ -95,6 +97,7 @@ impl Recorder {
             transfer_us: new_histogram(HISTOGRAM_SIGFIG),
             extremes: Extremes::default(),
             exemplars: Exemplars::default(),
+            step_exemplars: Vec::new(),
             scheduled: 0,
             dropped: 0,
             status: Box::new([0; STATUS_SLOTS]),
@@ -400,6 +403,8 @@ impl Recorder {
         }
         self.extremes = Extremes::default();
         self.exemplars = Exemplars::default();
+        // Kept, emptied: the next interval's steps reuse them.
+        self.step_exemplars.fill_with(Exemplars::default);
         self.scheduled = 0;
         self.dropped = 0;
         self.status.fill(0);
@@ -441,6 +446,17 @@ impl Recorder {
     pub fn record_step(&mut self, step: usize, sample: &Sample, failed: bool) {
         row_mut(&mut self.steps, step).record(sample, failed);
         self.exemplars.name_step(sample, step);
+        if self.step_exemplars.len() <= step {
+            self.step_exemplars
+                .resize_with(step + 1, Exemplars::default);
+        }
+        self.step_exemplars[step].offer_step(sample, step);
+    }
+
+    /// Step `step`'s slowest complete responses, slowest first (empty for a step without
+    /// any, or a run without steps).
+    pub fn step_exemplars(&self, step: usize) -> &[crate::Exemplar] {
+        self.step_exemplars.get(step).map_or(&[], Exemplars::all)
     }
 
     /// The slowest complete responses recorded, slowest first (see [`Exemplars`]).
@@ -451,8 +467,11 @@ impl Recorder {
     /// Re-dates the slowest responses kept: `at` gives each its intended start (µs since
     /// the Unix epoch). For recordings whose clock is known to be off, and for fixtures that
     /// must read the same whenever they are made.
-    pub fn redate_exemplars(&mut self, at: impl FnMut(&crate::Exemplar) -> u64) {
-        self.exemplars.redate(at);
+    pub fn redate_exemplars(&mut self, mut at: impl FnMut(&crate::Exemplar) -> u64) {
+        self.exemplars.redate(&mut at);
+        for step in &mut self.step_exemplars {
+            step.redate(&mut at);
+        }
     }
 
     /// Counts `count` requests of step `step` that ended without a sample each (abandoned in

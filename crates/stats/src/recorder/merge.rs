@@ -47,6 +47,13 @@ impl AddAssign<&Recorder> for Recorder {
         self.wakeups += other.wakeups;
         self.extremes.merge(&other.extremes);
         self.exemplars.merge(&other.exemplars);
+        if self.step_exemplars.len() < other.step_exemplars.len() {
+            self.step_exemplars
+                .resize_with(other.step_exemplars.len(), Default::default);
+        }
+        for (mine, theirs) in self.step_exemplars.iter_mut().zip(&other.step_exemplars) {
+            mine.merge(theirs);
+        }
         add_rows(&mut self.steps, &other.steps);
         add_rows(&mut self.checks, &other.checks);
         add_rows(&mut self.metrics, &other.metrics);

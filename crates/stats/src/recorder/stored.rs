@@ -126,6 +126,10 @@ pub struct Counters {
     /// they were kept).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exemplars: Vec<crate::Exemplar>,
+    /// Scripted users: each step's slowest, by step number (absent without steps, and from
+    /// files written before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_exemplars: Vec<Vec<crate::Exemplar>>,
 }
 
 /// Reads the status counts with their codes as text, the way a JSON object's keys are written,
@@ -291,6 +295,14 @@ impl Recorder {
             held: self.held().cloned(),
             server_timing: self.server_times().map(ServerTimes::stored),
             exemplars: self.exemplars.all().to_vec(),
+            step_exemplars: match self.step_exemplars.iter().all(|e| e.all().is_empty()) {
+                true => Vec::new(),
+                false => self
+                    .step_exemplars
+                    .iter()
+                    .map(|e| e.all().to_vec())
+                    .collect(),
+            },
         }
     }
 
@@ -331,6 +343,15 @@ impl Recorder {
         }
         check_rows("exemplars", c.exemplars.len())?;
         r.exemplars = crate::Exemplars::restored(&c.exemplars);
+        check_rows("step exemplars", c.step_exemplars.len())?;
+        for stored in &c.step_exemplars {
+            check_rows("exemplars", stored.len())?;
+        }
+        r.step_exemplars = c
+            .step_exemplars
+            .iter()
+            .map(|s| crate::Exemplars::restored(s))
+            .collect();
         r.bytes_in = c.bytes_in;
         r.bytes_out = c.bytes_out;
         r.bytes_decoded = c.bytes_decoded;

@@ -302,3 +302,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn each_step_keeps_its_own_slowest_merged_and_stored() {
+    let ok = Outcome::Response { status: 200 };
+    let (mut a, mut b) = (Recorder::new(), Recorder::new());
+    // Step 0 is slow (1–2 s), step 1 fast (1–20 ms): the run's five are all step 0's.
+    for i in 0..20u64 {
+        let r = if i % 2 == 0 { &mut a } else { &mut b };
+        let slow = sample(1_000_000 + i * 50_000, ok);
+        r.record(&slow);
+        r.record_step(0, &slow, false);
+        let fast = sample(1_000 + i * 1_000, ok);
+        r.record(&fast);
+        r.record_step(1, &fast, false);
+    }
+    a += &b;
+    assert!(a.exemplars().iter().all(|e| e.step == Some(0)));
+    let fast: Vec<u64> = a.step_exemplars(1).iter().map(|e| e.latency_us).collect();
+    assert_eq!(fast, [20_000, 19_000, 18_000, 17_000, 16_000]);
+    assert!(a.step_exemplars(1).iter().all(|e| e.step == Some(1)));
+    assert_eq!(a.step_exemplars(0)[0].latency_us, 1_950_000);
+    assert!(a.step_exemplars(2).is_empty());
+    let back = Recorder::from_counters(&a.counters()).unwrap();
+    assert_eq!(back.step_exemplars(1), a.step_exemplars(1));
+    assert_eq!(back.exemplars(), a.exemplars());
+    a.reset();
+    assert!(a.step_exemplars(1).is_empty() && a.exemplars().is_empty());
+}
