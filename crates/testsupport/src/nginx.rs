@@ -67,12 +67,14 @@ pub struct LogLine {
     pub request_length: u64,
     /// Its `traceparent` header, `-` without one.
     pub traceparent: String,
+    /// Its `tracestate` header (without spaces, as the tests send it), `-` without one.
+    pub tracestate: String,
 }
 
 impl LogLine {
     fn parse(line: &str) -> Option<LogLine> {
         let f: Vec<&str> = line.split(' ').collect();
-        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests, ssl_session_reused, request_length, traceparent] =
+        let [method, uri, status, bytes_sent, ssl_protocol, server_protocol, connection, connection_requests, ssl_session_reused, request_length, traceparent, tracestate] =
             f[..]
         else {
             return None;
@@ -89,6 +91,7 @@ impl LogLine {
             ssl_session_reused: ssl_session_reused.to_owned(),
             request_length: request_length.parse().ok()?,
             traceparent: traceparent.to_owned(),
+            tracestate: tracestate.to_owned(),
         })
     }
 }
@@ -265,7 +268,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
 
-    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests $ssl_session_reused $request_length $http_traceparent';
+    log_format belier '$request_method $request_uri $status $bytes_sent $ssl_protocol $server_protocol $connection $connection_requests $ssl_session_reused $request_length $http_traceparent $http_tracestate';
     access_log {d}/access.log belier;
 
     keepalive_requests {keepalive_requests};

@@ -68,8 +68,23 @@ fn a_tenth_of_twenty_thousand_requests_carry_a_new_trace_and_the_rest_none() {
         return;
     };
     let url = nginx.http_url("/");
-    let args = [&url, "-n", "20000", "-c", "8", "--trace-sample", "10%"];
+    let args = [
+        &url,
+        "-n",
+        "20000",
+        "-c",
+        "8",
+        "--trace-sample",
+        "10%",
+        "-H",
+        "tracestate: belier=t61rcWkgMzE",
+    ];
     let (doc, traced) = share_traced(&nginx, &args, 20_000);
+    // The user's tracestate goes along on every request, traced or not.
+    assert!(nginx
+        .requests()
+        .iter()
+        .all(|l| l.tracestate == "belier=t61rcWkgMzE"));
     // The report's slowest requests, some of them maybe traced ones.
     let slowest = doc["slowest"].as_array().expect("the slowest requests");
     assert_eq!(slowest.len(), 5, "{doc}");
