@@ -25,7 +25,10 @@ fn header(name: &str) -> Header {
 }
 
 fn sample(latency_us: u64, lag_us: u64, outcome: Outcome) -> Sample {
-    let t = Instant::now();
+    // One instant for every sample, so that recordings made apart keep the same slowest
+    // requests (exemplars are dated) and compare equal.
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = *T0.get_or_init(Instant::now);
     Sample {
         bytes_in: 10,
         bytes_out: 5,
