@@ -3,6 +3,9 @@
 //! process. The binary (`main.rs`) only parses and dispatches. This is the only crate that
 //! prints or exits.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+// The flags' doc comments are their help text, written for a terminal: `[::1]` there is an
+// address, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 pub mod args;
 mod cluster;

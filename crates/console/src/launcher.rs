@@ -35,7 +35,7 @@ pub struct Form {
 
 /// Starts runs for a console without one (`belier web`).
 pub trait Launcher: Send + Sync {
-    /// Validates `form` and starts its run, which then reports to the console's [`Hub`]; or
+    /// Validates `form` and starts its run, which then reports to the console's [`Hub`](crate::hub::Hub); or
     /// says what is wrong with the form, naming the field's flag.
     fn launch(&self, form: Form) -> Result<(), String>;
     /// The plan files the form may offer.

@@ -21,7 +21,7 @@ pub enum Event {
         gauges: belier_stats::Gauges,
     },
     /// Every sample of a batch of requests `worker` finished (only with
-    /// [`Config::keep_samples`]); batches come before the interval that counts them ends.
+    /// [`crate::Config::keep_samples`]); batches come before the interval that counts them ends.
     Samples {
         /// Worker number.
         worker: usize,

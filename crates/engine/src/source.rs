@@ -10,7 +10,7 @@
 //! connections in all rather than per destination.
 //!
 //! Unsafe code here, by necessity: neither socket2 nor rustix sets `IP_BIND_ADDRESS_NO_PORT`,
-//! so [`bound_socket`] makes that one `setsockopt` call through libc, its soundness beside it.
+//! so `bound_socket` makes that one `setsockopt` call through libc, its soundness beside it.
 #![allow(unsafe_code)]
 
 use std::fmt;

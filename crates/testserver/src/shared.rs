@@ -13,7 +13,7 @@ use crate::counts::{Counters, Counts};
 use crate::handlers::{Handlers, Pool};
 use crate::response::{self, ConnectionHeader};
 
-/// A request as the server saw it, kept when [`Config::record_requests`] is non-zero.
+/// A request as the server saw it, kept when [`crate::Config::record_requests`] is non-zero.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeenRequest {
     /// Method, as sent.

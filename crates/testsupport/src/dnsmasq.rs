@@ -19,7 +19,7 @@ pub struct Dnsmasq {
 
 impl Dnsmasq {
     /// Starts dnsmasq on 127.0.0.1 answering `name` with `addrs` and nothing else (no
-    /// upstream, no /etc/hosts), its hosts file in `dir`; `None` after [`crate::missing`] when
+    /// upstream, no /etc/hosts), its hosts file in `dir`; `None` after [`crate::missing()`] when
     /// dnsmasq is not installed.
     pub fn start(dir: &Path, name: &str, addrs: &[IpAddr]) -> Option<Dnsmasq> {
         let program = find_program(

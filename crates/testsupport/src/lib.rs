@@ -9,7 +9,7 @@
 //!
 //! A real component that is not installed is never passed over in silence: outside CI the test
 //! says `NAME: skipped: <why> (<how to install>)` and returns; under CI (`CI=true`) it fails
-//! ([`missing`]).
+//! ([`missing()`]).
 
 pub mod apache;
 pub mod argv;

@@ -8,7 +8,7 @@
 //!   `--fail-if`, each caller naming its own metrics;
 //! - [`message_metric`]: the figures of streamed messages those conditions share (`ttft p99`,
 //!   `itl p99`, `ws_rtt p99`, `messages_received`), one table of names and aliases;
-//! - [`format`]: milliseconds, latencies, rates and counts as every report shows them;
+//! - [`format`](mod@format): milliseconds, latencies, rates and counts as every report shows them;
 //! - [`server_timing`]: the server's own account of its time, from `Server-Timing` or a
 //!   single-figure header such as `X-Response-Time`.
 //!
