@@ -85,13 +85,15 @@ pub(crate) async fn send(
     local
         .connections
         .track_open(reused || matches!(link, Link::Http1(None)), counted);
-    // A closed loop's request is taken up as it comes due: one clock reading for both.
-    let (dispatched, written) = request
-        .taken
-        .unwrap_or_else(|| match request.waiting_since {
-            None => (request.intended, 0),
-            Some(_) => (Instant::now(), 0),
-        });
+    // The closed loop's own request is taken up as it comes due: one clock reading for both.
+    // (A scripted user's may have waited for its lane in a parallel group since it was due.)
+    let (dispatched, written) =
+        request
+            .taken
+            .unwrap_or_else(|| match (request.waiting_since, &request.head) {
+                (None, Head::Run) => (request.intended, 0),
+                _ => (Instant::now(), 0),
+            });
     if request.taken.is_none() {
         local.active.set(local.active.get() + 1);
     }
