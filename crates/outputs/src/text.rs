@@ -47,7 +47,8 @@ pub fn render_openmetrics(families: &[Family], common: &[(String, String)]) -> S
         let _ = writeln!(
             out,
             "# HELP {name} {}\n# TYPE {name} {}",
-            family.help.replace('\\', "\\\\"),
+            // OpenMetrics' HELP is an escaped string: no bare backslash, quote or newline.
+            escape(family.help),
             kind(family)
         );
         for point in &family.points {
@@ -119,7 +120,7 @@ mod tests {
         vec![
             Family {
                 name: "belier_requests_total",
-                help: "Requests that ended.",
+                help: "Requests that ended: status=\"CODE\".",
                 kind: Type::Counter,
                 points: vec![point("", vec![("status", "200".into())], 7.0, None)],
             },
@@ -153,7 +154,7 @@ mod tests {
         let page = render_openmetrics(&families(), &common);
         assert_eq!(
             page,
-            "# HELP belier_requests Requests that ended.\n\
+            "# HELP belier_requests Requests that ended: status=\\\"CODE\\\".\n\
              # TYPE belier_requests counter\n\
              belier_requests_total{run=\"a\",status=\"200\"} 7\n\
              # HELP belier_request_duration_seconds Latency.\n\
