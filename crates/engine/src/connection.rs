@@ -213,6 +213,15 @@ impl StreamProgress {
         self.received += 1;
     }
 
+    /// One message, complete at `at`, that answers none and asks for no answer (a message a
+    /// scripted user's socket reads beside those it awaits): counted, its gap timed, the
+    /// socket's round trips kept.
+    pub(crate) fn unasked(&mut self, at: Instant) {
+        let uncorrelated = self.uncorrelated;
+        self.answered(None, at);
+        self.uncorrelated = uncorrelated;
+    }
+
     /// The reply, complete at `at`, to the message that actually went at `sent` (a
     /// WebSocket's, besides [`StreamProgress::answered`] from when it was due).
     pub(crate) fn answered_from_send(&mut self, sent: Instant, at: Instant) {

@@ -59,6 +59,7 @@ mod tls;
 mod together;
 mod trace_context;
 pub mod user;
+mod user_socket;
 mod vu;
 mod websocket;
 mod worker;

@@ -125,6 +125,12 @@ pub enum Action {
         /// The group's requests.
         requests: Vec<Outgoing>,
     },
+    /// Act on the user's WebSocket (a plan's `ws:` step): open it, send a message, wait for
+    /// messages, ping, close. Its end is reported through [`User::reply`] (status 101, the
+    /// upgrade's answer as the head and the last message awaited as the body) or
+    /// [`User::failed`], and recorded under its step's row; the socket's whole life counts
+    /// once in the run's totals, as a `belier ws` socket does, when it ends.
+    Socket(SocketAction),
     /// Wait this long (think time). A pausing user costs no thread and no connection activity.
     Pause(Duration),
     /// The iteration is complete. In a closed loop the next [`User::next`] call starts the next
@@ -134,6 +140,60 @@ pub enum Action {
     /// This user is finished for the rest of the run (its data ran out, or a failed step had
     /// `abort_on_fail` and the plan says to stop).
     Stop,
+}
+
+/// One action on a user's WebSocket ([`Action::Socket`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SocketAction {
+    /// Statistics row: an index into [`Users::steps`].
+    pub step: usize,
+    /// The host an [`SocketOp::Open`] connects to, as [`Outgoing::origin`] counts them.
+    pub origin: usize,
+    /// How long it may take (an open's connect, TLS and upgrade; a send's or a receive's wait
+    /// for its messages; a ping's for its pong) instead of the run's request timeout.
+    pub timeout: Option<Duration>,
+    /// What it does.
+    pub op: SocketOp,
+}
+
+/// What a [`SocketAction`] does. A user holds one socket at a time; the engine closes it
+/// (code 1000) at the end of the iteration that opened it, if no [`SocketOp::Close`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SocketOp {
+    /// Opens the user's socket (closing normally one it still holds): the HTTP/1.1 upgrade
+    /// of this path, with these headers and offering these subprotocols.
+    Open {
+        /// Origin-form target: path and query, starting with `/`.
+        path_and_query: String,
+        /// Header lines besides the upgrade's own.
+        headers: Vec<(String, String)>,
+        /// Offered in `Sec-WebSocket-Protocol`, in order.
+        subprotocols: Vec<String>,
+    },
+    /// Sends a message, then waits for `awaited` messages the user awaits ([`User::awaits`]);
+    /// 0: only sends.
+    Send {
+        /// The payload.
+        message: Vec<u8>,
+        /// A binary message rather than a text one.
+        binary: bool,
+        /// Messages to wait for.
+        awaited: u64,
+    },
+    /// Waits for `awaited` messages the user awaits.
+    Receive {
+        /// Messages to wait for (at least 1).
+        awaited: u64,
+    },
+    /// Sends a ping with this payload (at most 125 bytes) and waits for its pong.
+    Ping(Vec<u8>),
+    /// Closes the socket with this code and reason, and waits a moment for the server's close.
+    Close {
+        /// The close code (1000: normal).
+        code: u16,
+        /// The reason, at most 123 bytes.
+        reason: String,
+    },
 }
 
 /// What a user concluded from how its request ended.
@@ -184,6 +244,14 @@ pub trait User {
     /// The request of the last [`Action::Send`] got no complete response; `kind` says why
     /// (it is counted among the run's errors). The step has failed.
     fn failed(&mut self, kind: ErrorKind) -> Verdict;
+
+    /// A message came on the user's socket while a [`SocketOp::Send`] or [`SocketOp::Receive`]
+    /// waits: whether it is one of those awaited. Every message counts among the socket's
+    /// messages in; only those awaited end the wait.
+    fn awaits(&mut self, message: &[u8]) -> bool {
+        let _ = message;
+        true
+    }
 
     /// Hands over what the user counted since the last call besides a reply's checks (script
     /// steps' checks, custom metrics). The engine calls it after [`User::next`],

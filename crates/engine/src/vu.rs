@@ -21,7 +21,8 @@ use crate::local::{next_arrival, Local};
 use crate::parallel;
 use crate::plan::Plan;
 use crate::sending::{exchange, Ended, Lane};
-use crate::user::{Action, Outgoing, Reply, Tally, User, Users, Verdict};
+use crate::user::{Action, Outgoing, Reply, SocketAction, SocketOp, Tally, User, Users, Verdict};
+use crate::user_socket::{self, UserSocket};
 
 /// A kept body buffer larger than this is given back after the request, so that one large
 /// response does not make a user hold a megabyte for the rest of the run.
@@ -60,6 +61,8 @@ struct Vu {
     /// Close the connections at the end of every iteration
     /// ([`Users::connection_per_iteration`]).
     per_iteration: bool,
+    /// The user's WebSocket, while a plan's `ws:` steps hold one open.
+    socket: Option<Box<UserSocket>>,
 }
 
 /// Closed loop: user `index` (numbered across workers) runs iterations back to back, or one
@@ -159,6 +162,7 @@ impl Vu {
             body: Vec::new(),
             timer: Box::pin(tokio::time::sleep(plan.timeout)),
             trace: None,
+            socket: None,
         }
     }
 
@@ -221,6 +225,21 @@ impl Vu {
         local: &Local,
         plan: &Plan,
         user: &mut dyn User,
+        arrival: Option<Instant>,
+        ramp: Option<u64>,
+    ) -> End {
+        let end = self.actions(local, plan, user, arrival, ramp).await;
+        // A socket lives no longer than the iteration that opened it.
+        user_socket::end(local, &mut self.socket).await;
+        end
+    }
+
+    /// Takes the user's actions until its iteration ends (see [`Vu::iteration`]).
+    async fn actions(
+        &mut self,
+        local: &Local,
+        plan: &Plan,
+        user: &mut dyn User,
         mut arrival: Option<Instant>,
         ramp: Option<u64>,
     ) -> End {
@@ -253,6 +272,18 @@ impl Vu {
                         continue;
                     }
                     self.parallel(local, plan, user, step, &requests).await;
+                }
+                Action::Socket(action) => {
+                    let opens = matches!(action.op, SocketOp::Open { .. });
+                    // An open is one of the run's requests, against its budget.
+                    if !self.may_go_on(local, plan, ramp).await
+                        || (opens && !local.schedule.claim())
+                    {
+                        return halted(local, arrival);
+                    }
+                    let intended = arrival.take().unwrap_or_else(Instant::now);
+                    self.socket_action(local, plan, user, &action, intended)
+                        .await;
                 }
                 Action::Pause(pause) => {
                     if !self.may_go_on(local, plan, ramp).await {
@@ -304,6 +335,40 @@ impl Vu {
         if self.head.capacity() > KEPT_BODY_RETAINED {
             self.head = Vec::new();
         }
+    }
+
+    /// Performs an action on the user's WebSocket, records it under its step's row and tells
+    /// the user how it ended.
+    async fn socket_action(
+        &mut self,
+        local: &Local,
+        plan: &Plan,
+        user: &mut dyn User,
+        action: &SocketAction,
+        intended: Instant,
+    ) {
+        let acted = user_socket::act(local, plan, &mut self.socket, user, action, intended).await;
+        let latency = acted.sample.done.saturating_duration_since(intended);
+        let verdict = match &acted.result {
+            Ok((status, message)) => {
+                let reply = Reply {
+                    status: *status,
+                    head: &acted.head,
+                    body: message,
+                    body_truncated: false,
+                    latency,
+                    grpc: None,
+                };
+                reply_to(local, user, &reply)
+            }
+            Err(kind) => user.failed(*kind),
+        };
+        drain(local, user);
+        local.recording.recorder.borrow_mut().record_step(
+            action.step,
+            &acted.sample,
+            verdict.failed,
+        );
     }
 
     /// Sends a parallel group's requests at once, each host's over up to `per_host` of the

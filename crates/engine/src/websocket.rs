@@ -102,12 +102,12 @@ pub const MOST_MESSAGE_BYTES: usize = 1 << 20;
 /// The close codes a socket can end with besides the server's own (RFC 6455 §7.4.1): the
 /// one belier sends, the one a close frame without a code stands for, and the one for a
 /// connection that ended without any close frame (which no peer sends).
-const NORMAL_CLOSE: u16 = 1000;
-const NO_STATUS: u16 = 1005;
-const NO_CLOSE_FRAME: u16 = 1006;
+pub(crate) const NORMAL_CLOSE: u16 = 1000;
+pub(crate) const NO_STATUS: u16 = 1005;
+pub(crate) const NO_CLOSE_FRAME: u16 = 1006;
 
 /// How long a socket waits for the server's answer to its close frame.
-const CLOSE_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Per socket, the frame buffers stay small: a held socket costs little, and messages of a
 /// load test are small. Bigger messages grow the buffer as they come.
@@ -134,24 +134,7 @@ impl Sessions {
         host_header: &str,
         headers: &[(String, String)],
     ) -> Result<Sessions, &'static str> {
-        let mut builder = http::Request::builder()
-            .method("GET")
-            .uri(uri)
-            .header("Connection", "Upgrade")
-            .header("Upgrade", "websocket")
-            .header("Sec-WebSocket-Version", "13");
-        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-            builder = builder.header("Host", host_header);
-        }
-        for (name, value) in headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        if !ws.subprotocols.is_empty() {
-            builder = builder.header("Sec-WebSocket-Protocol", ws.subprotocols.join(", "));
-        }
-        let request = builder
-            .body(())
-            .map_err(|_| "a WebSocket header or the URL is not valid in an HTTP request")?;
+        let request = upgrade_request(uri, host_header, headers, &ws.subprotocols)?;
         let pieces: Vec<String> = ws.message.split(ID_PLACEHOLDER).map(String::from).collect();
         if ws.frames == Frames::Ping && ws.message.len() + 20 > MOST_PING_BYTES {
             return Err("a ping's payload (--message) is at most 105 bytes");
@@ -175,6 +158,34 @@ impl Sessions {
     }
 }
 
+/// The upgrade request to `uri` (`ws://host/path`) but for its key, with `headers` besides
+/// its own (a `Host` among them replaces `host_header`), offering `subprotocols`.
+pub(crate) fn upgrade_request(
+    uri: &str,
+    host_header: &str,
+    headers: &[(String, String)],
+    subprotocols: &[String],
+) -> Result<http::Request<()>, &'static str> {
+    let mut builder = http::Request::builder()
+        .method("GET")
+        .uri(uri)
+        .header("Connection", "Upgrade")
+        .header("Upgrade", "websocket")
+        .header("Sec-WebSocket-Version", "13");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        builder = builder.header("Host", host_header);
+    }
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    if !subprotocols.is_empty() {
+        builder = builder.header("Sec-WebSocket-Protocol", subprotocols.join(", "));
+    }
+    builder
+        .body(())
+        .map_err(|_| "a WebSocket header or the URL is not valid in an HTTP request")
+}
+
 fn message(text: &str, frames: Frames) -> Message {
     let bytes = || bytes::Bytes::copy_from_slice(text.as_bytes());
     match frames {
@@ -186,9 +197,9 @@ fn message(text: &str, frames: Frames) -> Message {
 
 /// Bytes each way on a socket, shared between its stream and the session that reads them.
 #[derive(Default)]
-struct Counts {
-    read: Cell<u64>,
-    written: Cell<u64>,
+pub(crate) struct Counts {
+    pub(crate) read: Cell<u64>,
+    pub(crate) written: Cell<u64>,
 }
 
 impl Watch for Counts {
@@ -205,7 +216,7 @@ impl Watch for Counts {
     }
 }
 
-type Socket = WebSocketStream<Counted<crate::connection::Stream, Counts>>;
+pub(crate) type Socket = WebSocketStream<Counted<crate::connection::Stream, Counts>>;
 
 /// One socket's life: open, upgrade, send and match the messages, close. `timeout`: the
 /// run's request timeout, which bounds the connect, TLS and upgrade together; `deadline`:
@@ -261,6 +272,20 @@ async fn handshake(
     counts: &Rc<Counts>,
     p: &mut Progress,
 ) -> Result<Socket, Result<Response, Failure>> {
+    let (socket, _) = upgrade(sessions.request.clone(), addr, tls, counts, p).await?;
+    Ok(socket)
+}
+
+/// Opens the connection and upgrades it with `request` (its key added here), returning the
+/// socket and the server's answer; `Err` holds how the socket ends instead: a response (the
+/// upgrade refused with a status) or a failure.
+pub(crate) async fn upgrade(
+    mut request: http::Request<()>,
+    addr: &Endpoint,
+    tls: Option<&Tls>,
+    counts: &Rc<Counts>,
+    p: &mut Progress,
+) -> Result<(Socket, Upgraded), Result<Response, Failure>> {
     let stream = open_stream(addr, tls, p).await.map_err(Err)?;
     // Each reply is timed by the kernel's receive stamp of the read that completed it, where
     // the socket gives them: a worker woken late does not lengthen the round trip.
@@ -269,7 +294,6 @@ async fn handshake(
         false => stream,
     };
     let stream = Counted::new(stream, Rc::clone(counts));
-    let mut request = sessions.request.clone();
     let key = tungstenite::handshake::client::generate_key();
     let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
     request.headers_mut().insert("Sec-WebSocket-Key", key);
@@ -283,7 +307,7 @@ async fn handshake(
     let upgraded = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await;
     p.first_byte = Some(Instant::now());
     match upgraded {
-        Ok((socket, _)) => Ok(socket),
+        Ok(done) => Ok(done),
         Err(tungstenite::Error::Http(response)) => Err(Ok(Response {
             status: response.status().as_u16(),
             grpc: None,
@@ -293,7 +317,10 @@ async fn handshake(
     }
 }
 
-fn note_bytes(counts: &Counts, p: &mut Progress) {
+/// The server's answer to an upgrade.
+pub(crate) type Upgraded = tungstenite::handshake::client::Response;
+
+pub(crate) fn note_bytes(counts: &Counts, p: &mut Progress) {
     p.bytes_in = counts.read.get();
     p.bytes_out = counts.written.get();
 }
@@ -504,7 +531,7 @@ fn field_id(payload: &[u8], field: &str) -> Option<u64> {
 }
 
 /// Closes with 1000 and waits a moment for the server's close frame.
-async fn close(socket: &mut Socket) -> Result<(), Failure> {
+pub(crate) async fn close(socket: &mut Socket) -> Result<(), Failure> {
     let frame = CloseFrame {
         code: CloseCode::Normal,
         reason: Utf8Bytes::default(),
@@ -519,7 +546,7 @@ async fn close(socket: &mut Socket) -> Result<(), Failure> {
 
 /// The server closed first: fine with 1000 (normal) or 1001 (going away), else a failure
 /// naming the code.
-fn closed_by_server(frame: Option<&CloseFrame>) -> Result<(), Failure> {
+pub(crate) fn closed_by_server(frame: Option<&CloseFrame>) -> Result<(), Failure> {
     match frame.map(|f| f.code) {
         Some(CloseCode::Normal | CloseCode::Away) => Ok(()),
         code => Err(abnormal(code.map(u16::from))),
@@ -528,7 +555,7 @@ fn closed_by_server(frame: Option<&CloseFrame>) -> Result<(), Failure> {
 
 /// A close other than a normal one: with the server's code, or without a close frame
 /// (1006, which no peer sends).
-fn abnormal(code: Option<u16>) -> Failure {
+pub(crate) fn abnormal(code: Option<u16>) -> Failure {
     let message = match code {
         Some(code) => format!("the server closed the WebSocket with code {code}"),
         None => "the WebSocket closed without a close frame (1006)".to_string(),
@@ -541,7 +568,7 @@ fn abnormal(code: Option<u16>) -> Failure {
 
 /// The failure of a WebSocket error: I/O as any request's, a broken protocol as a
 /// malformed response.
-fn failure(e: tungstenite::Error) -> Failure {
+pub(crate) fn failure(e: tungstenite::Error) -> Failure {
     match e {
         tungstenite::Error::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => abnormal(None),
         tungstenite::Error::Io(e) => Failure::io(e, false),

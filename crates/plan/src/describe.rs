@@ -348,6 +348,42 @@ fn steps(out: &mut String, p: &Program, ops: &[Op], defaults: &[(String, String)
     }
 }
 
+/// A `ws:` step's action, as its line shows it.
+fn ws_step(step: &crate::model::WsStep, path: &str) -> String {
+    use crate::model::{WsMatch, WsStep};
+    let awaited = |a: &crate::model::Awaited| {
+        let what = match &a.matching {
+            WsMatch::Any => "any message".to_string(),
+            WsMatch::Echo => "its echo".to_string(),
+            WsMatch::Contains(_) => "a message containing a text".to_string(),
+            WsMatch::Json(_, path, _) => format!("a JSON message by {path}"),
+        };
+        match a.count {
+            1 => what,
+            n => format!("{n} × {what}"),
+        }
+    };
+    match step {
+        WsStep::Connect { subprotocols } if subprotocols.is_empty() => format!("ws connect {path}"),
+        WsStep::Connect { subprotocols } => {
+            format!(
+                "ws connect {path} (subprotocols {})",
+                subprotocols.join(", ")
+            )
+        }
+        WsStep::Send { binary, reply } => {
+            let kind = if *binary { "binary" } else { "text" };
+            match reply {
+                None => format!("ws send ({kind})"),
+                Some(a) => format!("ws send ({kind}), awaiting {}", awaited(a)),
+            }
+        }
+        WsStep::Receive(a) => format!("ws receive {}", awaited(a)),
+        WsStep::Ping => "ws ping".to_string(),
+        WsStep::Close { code, .. } => format!("ws close {code}"),
+    }
+}
+
 /// A request step's lines: its request line (a `grpc:` step's method), its headers (a `grpc:`
 /// step's metadata), extractions, checks, how its status is judged, hooks and options.
 fn request(
@@ -358,13 +394,18 @@ fn request(
     defaults: &[(String, String)],
     strict: bool,
 ) {
-    let (what, body, judged) = match &r.grpc {
-        Some(method) => (
+    let (what, body, judged) = match (&r.grpc, &r.ws) {
+        (_, Some(step)) => (
+            ws_step(step, &r.path_text),
+            String::new(),
+            "fails on a refused upgrade, a broken or closed socket, or what it awaits not coming",
+        ),
+        (Some(method), None) => (
             format!("grpc {}", method.name()),
             " [message]".to_string(),
             "fails on a status other than OK",
         ),
-        None => (
+        (None, None) => (
             format!("{} {}", r.method, r.path_text),
             body_label(&r.body),
             if strict {

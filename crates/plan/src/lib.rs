@@ -47,7 +47,9 @@ pub use threshold::{Comparison, Figures, Metric, Outcome, Threshold, DEFAULT_ABO
 /// A compiled plan as its virtual users walk it: the program shared by a run's users, its
 /// steps, requests and bodies. Built by [`load`]; read by the runtime (`belier-scenario`).
 pub mod program {
-    pub use crate::model::{Body, JsonTemplate, Op, Phase, Program, Request, Scenario};
+    pub use crate::model::{
+        Awaited, Body, JsonTemplate, Op, Phase, Program, Request, Scenario, WsMatch, WsStep,
+    };
 }
 
 /// Reads and parses the plan at `path`, and the data and body files it names (relative to

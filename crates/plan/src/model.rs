@@ -299,6 +299,60 @@ pub struct Request {
     /// `stream:`: the response body cut into messages (SSE events, chunks, LLM tokens) as
     /// they come; `None`: read whole.
     pub stream: Option<belier_engine::BodyStream>,
+    /// A `ws:` step: what it does on the user's WebSocket (its `path` is a connect's, its
+    /// body a send's message or a ping's payload); `None`: an HTTP request.
+    pub ws: Option<WsStep>,
+}
+
+/// What a `ws:` step does on the user's WebSocket.
+#[derive(Clone, Debug)]
+pub enum WsStep {
+    /// Opens it: the step's path, with its headers, offering these subprotocols.
+    Connect {
+        /// Offered in `Sec-WebSocket-Protocol`, in order.
+        subprotocols: Vec<String>,
+    },
+    /// Sends the step's body as a message, then waits for the messages `reply` awaits.
+    Send {
+        /// A binary message rather than a text one.
+        binary: bool,
+        /// What answers it; `None`: only sends.
+        reply: Option<Awaited>,
+    },
+    /// Waits for messages.
+    Receive(Awaited),
+    /// Sends a ping whose payload is the step's body and waits for its pong.
+    Ping,
+    /// Closes with this code and reason.
+    Close {
+        /// The close code.
+        code: u16,
+        /// The reason.
+        reason: String,
+    },
+}
+
+/// The messages a `ws:` step waits for: `count` of those that match.
+#[derive(Clone, Debug)]
+pub struct Awaited {
+    /// Which messages count.
+    pub matching: WsMatch,
+    /// How many to wait for (at least 1).
+    pub count: u64,
+}
+
+/// Which messages a `ws:` step awaits.
+#[derive(Clone, Debug)]
+pub enum WsMatch {
+    /// Any message.
+    Any,
+    /// A message equal to the one the step sent.
+    Echo,
+    /// A message that contains this text.
+    Contains(Template),
+    /// A JSON message whose value at this path (the path's text beside it) reads as this
+    /// text (a string as it is, any other value as JSON).
+    Json(serde_json_path::JsonPath, String, Template),
 }
 
 /// One instruction of a scenario, flattened (groups inlined, loops as jumps).

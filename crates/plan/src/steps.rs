@@ -19,6 +19,7 @@ mod form;
 mod framing;
 pub(crate) mod grpc;
 mod request;
+mod ws;
 
 use request::{request, REQUEST_KEYS};
 
@@ -149,6 +150,10 @@ fn step(
         let f = rd.map(item, "a grpc step", grpc::GRPC_KEYS)?;
         let index = grpc::grpc(c, &f, defined, feeders)?;
         ops.push(Op::Request(index));
+    } else if has("ws") {
+        let f = rd.map(item, "a ws step", ws::WS_STEP_KEYS)?;
+        let index = ws::ws(c, &f, defined, feeders)?;
+        ops.push(Op::Request(index));
     } else if has("script") {
         let f = rd.map(item, "a script step", &["script", "name", "if"])?;
         let name = match f.get("name") {
@@ -173,7 +178,7 @@ fn step(
 
 /// Keys that make a step something other than a request, refused inside a `parallel:` group.
 const NOT_REQUESTS: &[&str] = &[
-    "pause", "group", "parallel", "loop", "choice", "script", "if", "steps",
+    "pause", "group", "parallel", "loop", "choice", "script", "if", "steps", "ws",
 ];
 
 /// A `parallel:` group: request steps sent at once, named by `parallel:`. Each request's

@@ -18,6 +18,7 @@ use belier_plan::template::{escape_header, escape_path, Env};
 mod follow;
 mod phase;
 mod script;
+mod socket;
 mod walk;
 
 pub use phase::PhaseOutcome;
@@ -312,6 +313,7 @@ impl Users for PlanUsers {
                 last_failed: false,
                 check_results: vec![false; program.checks.len()],
                 tallies: Vec::new(),
+                awaiting: None,
             },
         })
     }
@@ -341,6 +343,15 @@ struct Pending {
     path: String,
     /// Some variable the request uses had no value when it was rendered.
     missing_var: bool,
+}
+
+/// What the step under way awaits, its templates rendered.
+#[derive(Debug)]
+struct Awaiting {
+    /// The step (an index into the program's requests).
+    request: usize,
+    /// The message it sent (for `echo`), or its rendered `contains:` or `equals:` text.
+    text: Vec<u8>,
 }
 
 /// A virtual user: the run's shared plan, and its own state.
@@ -379,6 +390,8 @@ struct Local {
     check_results: Vec<bool>,
     /// Script checks and custom metrics counted since the engine last drained them.
     tallies: Vec<Tally>,
+    /// The messages the `ws:` step under way awaits.
+    awaiting: Option<Awaiting>,
 }
 
 impl Local {
@@ -416,17 +429,22 @@ impl Local {
         Some(scenario)
     }
 
-    fn render(&mut self, shared: &Shared, index: usize) -> Outgoing {
-        let program = &shared.program;
-        let request = &program.requests[index];
-        let mut env = Env {
+    /// What the user's templates read: its variables, data rows, numbers and random draws.
+    fn env<'a>(&'a mut self, program: &'a Program) -> Env<'a> {
+        Env {
             vars: &self.vars,
             feeders: &program.feeders,
             rows: &self.rows,
             vu: self.vu,
             iteration: self.iteration,
             rng: &mut self.rng,
-        };
+        }
+    }
+
+    fn render(&mut self, shared: &Shared, index: usize) -> Outgoing {
+        let program = &shared.program;
+        let request = &program.requests[index];
+        let mut env = self.env(program);
         let mut missing = false;
         let mut path = String::new();
         missing |= request
@@ -515,6 +533,10 @@ impl User for VirtualUser {
 
     fn failed(&mut self, kind: ErrorKind) -> Verdict {
         self.local.failed(&self.shared, kind)
+    }
+
+    fn awaits(&mut self, message: &[u8]) -> bool {
+        self.local.awaits(&self.shared, message)
     }
 
     fn drain(&mut self, record: &mut dyn FnMut(Tally)) {

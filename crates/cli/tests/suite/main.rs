@@ -48,6 +48,7 @@ mod plan_inputs;
 mod plan_parallel;
 mod plan_phases;
 mod plan_scripts;
+mod plan_ws;
 mod plans;
 mod proxy;
 mod record;

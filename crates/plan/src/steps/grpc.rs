@@ -67,11 +67,7 @@ pub(super) fn grpc(
     let (checks, status_checked) = http::checks(c, f, &name, check_kinds)?;
     let extract = http::extractions(c, f, &name, source)?;
     defined.extend(extract.iter().map(|e| e.slot));
-    let abort_on_fail = f
-        .get("abort_on_fail")
-        .map(|n| rd.bool(n, "abort_on_fail"))
-        .transpose()?
-        .unwrap_or(false);
+    let abort_on_fail = http::abort_on_fail(c, f)?;
     let keep_body =
         extract.iter().any(|e| e.source.needs_body()) || checks.iter().any(|c| c.kind.needs_body());
     c.grpc = true;
@@ -95,6 +91,7 @@ pub(super) fn grpc(
         after: None,
         grpc: Some(method),
         stream: None,
+        ws: None,
     });
     Ok(c.requests.len() - 1)
 }

@@ -188,13 +188,7 @@ pub(super) fn request(
     };
     let step = c.step_row(&name);
 
-    let mut headers = c.default_headers.clone();
-    if let Some(n) = f.get("headers") {
-        for (h, t) in c.headers(n, defined, feeders)? {
-            headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(&h));
-            headers.push((h, t));
-        }
-    }
+    let mut headers = step_headers(c, f, defined, feeders)?;
     let body = body(c, f, &mut headers, defined, feeders)?;
     super::framing::check(c, f, &headers, &body)?;
 
@@ -214,11 +208,7 @@ pub(super) fn request(
         defined.insert(e.slot);
     }
     let after = hook(c, Hook::AfterResponse, defined)?;
-    let abort_on_fail = f
-        .get("abort_on_fail")
-        .map(|n| rd.bool(n, "abort_on_fail"))
-        .transpose()?
-        .unwrap_or(false);
+    let abort_on_fail = abort_on_fail(c, f)?;
     let timeout = timeout(c, f)?;
     let stream = stream(c, f)?;
     let keep_body = extract.iter().any(|e| e.source.needs_body())
@@ -245,6 +235,7 @@ pub(super) fn request(
         after,
         grpc: None,
         stream,
+        ws: None,
     });
     Ok(c.requests.len() - 1)
 }
@@ -442,6 +433,32 @@ pub(super) fn extractions(
     Ok(extract)
 }
 
+/// The step's `abort_on_fail` (false unless given).
+pub(super) fn abort_on_fail(c: &Compiler<'_>, f: &Fields<'_>) -> Result<bool> {
+    let given = f
+        .get("abort_on_fail")
+        .map(|n| c.rd.bool(n, "abort_on_fail"));
+    Ok(given.transpose()?.unwrap_or(false))
+}
+
+/// The plan's default headers with the step's `headers:` over them (a step's header
+/// replaces a default of the same name).
+pub(super) fn step_headers(
+    c: &Compiler<'_>,
+    f: &Fields<'_>,
+    defined: &HashSet<usize>,
+    feeders: &mut Vec<usize>,
+) -> Result<Vec<(String, Template)>> {
+    let mut headers = c.default_headers.clone();
+    if let Some(n) = f.get("headers") {
+        for (h, t) in c.headers(n, defined, feeders)? {
+            headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(&h));
+            headers.push((h, t));
+        }
+    }
+    Ok(headers)
+}
+
 /// The step's own `timeout`, above 0.
 pub(super) fn timeout(c: &Compiler<'_>, f: &Fields<'_>) -> Result<Option<Duration>> {
     let rd = c.rd;
@@ -560,7 +577,7 @@ pub(super) fn json_path(c: &Compiler<'_>, node: &Node) -> Result<(JsonPath, Stri
     Ok((path, text.to_string()))
 }
 
-fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
+pub(super) fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
     let rd = c.rd;
     let f = rd.map(
         node,
@@ -590,7 +607,7 @@ fn source(c: &Compiler<'_>, node: &Node) -> Result<Source> {
     })
 }
 
-fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
+pub(super) fn check_kinds(c: &Compiler<'_>, node: &Node) -> Result<Vec<check::Kind>> {
     let rd = c.rd;
     let f = rd.map(node, "check", CHECK_KEYS)?;
     let mut out = Vec::new();

@@ -57,6 +57,10 @@ impl Local {
         };
         *pc += 1;
         match op {
+            Op::Request(index) if shared.program.requests[*index].ws.is_some() => {
+                let index = *index;
+                return Some(self.render_socket(shared, index));
+            }
             Op::Request(index) => {
                 let index = *index;
                 let outgoing = self.render(shared, index);

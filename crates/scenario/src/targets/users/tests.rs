@@ -108,7 +108,10 @@ fn a_stream_sends_each_target_once_then_stops() {
     loop {
         match user.next() {
             Action::Send(o) => got.push((o.step, o.path_and_query)),
-            Action::EndIteration | Action::Pause(_) | Action::Parallel { .. } => {}
+            Action::EndIteration
+            | Action::Pause(_)
+            | Action::Parallel { .. }
+            | Action::Socket(_) => {}
             Action::Stop => break,
         }
     }
