@@ -138,8 +138,9 @@ mod tests;
 
 /// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
 /// `belier ws`, which refuse them when given.
-const HTTP_ONLY: [&str; 15] = [
+const HTTP_ONLY: [&str; 16] = [
     "http2",
+    "http3",
     "method",
     "compressed",
     "no_keepalive",

@@ -387,6 +387,7 @@ pub struct Connection {
 pub fn http2(plan: &Plan, path: &std::path::Path) -> Http2 {
     Http2 {
         on: plan.options.http2,
+        http3: false,
         max_streams: plan.options.max_streams,
         origin: Origin::Plan(path.to_path_buf()),
     }

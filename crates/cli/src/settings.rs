@@ -309,6 +309,7 @@ pub fn with_request(
         threads,
         http2: Http2 {
             on: args.http2.http2,
+            http3: args.http2.http3,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },

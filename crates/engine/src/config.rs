@@ -153,6 +153,9 @@ pub struct Config {
     /// Speak HTTP/2: over TLS offered with ALPN `h2` (a server that picks anything else
     /// fails every request as `tls_protocol`), over plain TCP with prior knowledge (h2c).
     pub http2: bool,
+    /// Speak HTTP/3 over QUIC (an `https` target: TLS 1.3 with ALPN `h3`), streams multiplexed
+    /// on shared connections as with [`Config::http2`] (`max_streams` each).
+    pub http3: bool,
     /// The request is a gRPC call (its body a framed message, its headers gRPC's; needs
     /// [`Config::http2`]): its response's trailers are read and the call's status recorded as
     /// its outcome ([`belier_stats::Outcome::Grpc`]), and a call the timeout cuts short is
@@ -244,6 +247,7 @@ impl std::fmt::Debug for Config {
             .field("dns_ttl", &self.dns_ttl)
             .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
+            .field("http3", &self.http3)
             .field("grpc", &self.grpc)
             .field("grpc_stream", &self.grpc_stream)
             .field("websocket", &self.websocket)
@@ -269,7 +273,7 @@ impl Config {
     pub fn max_connections(&self) -> usize {
         let most = self.shard.share(self.load.max_connections() as u64) as usize;
         let users = matches!(self.load, Load::Closed { .. }) || self.users.is_some();
-        if self.http2 && users {
+        if (self.http2 || self.http3) && users {
             most.div_ceil(self.max_streams.max(1))
         } else {
             most
@@ -329,6 +333,7 @@ impl Config {
             keep_traced: false,
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,
+            http3: false,
             grpc: false,
             grpc_stream: None,
             websocket: None,

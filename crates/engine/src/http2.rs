@@ -214,6 +214,16 @@ impl Template {
         }
     }
 
+    /// The request's head.
+    pub(crate) fn head(&self) -> &http::Request<()> {
+        &self.head
+    }
+
+    /// The request's body.
+    pub(crate) fn body(&self) -> &Bytes {
+        &self.body
+    }
+
     /// Whether the request is a gRPC call.
     pub(crate) fn is_grpc(&self) -> bool {
         self.grpc
@@ -630,7 +640,7 @@ fn take_bytes(wire: &Wire, p: &mut Progress) {
 /// Appends the response head to `out` in HTTP/1.1's textual form (`HTTP/2 200`, then one
 /// `name: value` line per field, then an empty line), so that a scripted user reads the
 /// headers of either protocol the same way.
-fn write_head(out: &mut Vec<u8>, head: &http::response::Parts) {
+pub(crate) fn write_head(out: &mut Vec<u8>, head: &http::response::Parts) {
     out.extend_from_slice(b"HTTP/2 ");
     out.extend_from_slice(head.status.as_str().as_bytes());
     out.extend_from_slice(b"\r\n");

@@ -37,6 +37,7 @@ mod hold;
 pub mod host;
 mod http1;
 mod http2;
+mod http3;
 mod link;
 mod load;
 mod local;
@@ -83,6 +84,7 @@ pub use control::{Ceiling, Control, ControlError, Knob, Steer};
 pub use endpoint::Endpoint;
 pub use event::{Event, TracedRequest, TracedStep};
 pub use http2::TemplateError;
+pub use http3::Http3Error;
 pub use load::Load;
 pub use probe::{probe, Phases, Probe};
 pub use profile::{Profile, Stage};
@@ -100,6 +102,9 @@ pub use websocket::{
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The QUIC client of an HTTP/3 run could not be set up.
+    #[error(transparent)]
+    Http3(#[from] Http3Error),
     /// The target host name could not be resolved.
     #[error("cannot resolve {host}: {source}")]
     Resolve {
@@ -197,6 +202,7 @@ struct Ready {
     tls: Option<tls::Tls>,
     others: Vec<plan::Dest>,
     http2: Option<plan::Http2>,
+    http3: Option<http3::Client>,
     threads: usize,
     runtimes: Vec<tokio::runtime::Runtime>,
     open_connections: Vec<u64>,
@@ -217,7 +223,7 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
     let dns = dns_started.elapsed();
     let tls = target_tls(config)?;
     let others = other_hosts(config)?;
-    let http2 = if config.http2 {
+    let http2 = if config.http2 || config.http3 {
         Some(plan::Http2 {
             request: http2::Template::new(spec, tls.is_some(), config.grpc)?
                 .streaming(config.grpc_stream)?,
@@ -227,6 +233,15 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
         None
     };
 
+    let http3 = match (config.http3, &tls) {
+        (false, _) => None,
+        (true, Some(tls)) => Some(http3::Client::new(tls)?),
+        (true, None) => {
+            return Err(StartError::Invalid(
+                "HTTP/3 goes over QUIC, which is always TLS: an https:// URL",
+            ))
+        }
+    };
     // A closed loop over HTTP/2 needs a connection per `max_streams` users: no more workers
     // than that, or a worker would have no connection of its own.
     let threads = config.threads.min(config.max_connections());
@@ -259,6 +274,7 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
         tls,
         others,
         http2,
+        http3,
         threads,
         runtimes,
         open_connections,
@@ -284,6 +300,7 @@ fn check(config: &Config) -> Result<(), StartError> {
     if config.interval.is_zero() {
         return Err(StartError::Invalid("interval must be positive"));
     }
+    check_http3(config)?;
     if config.http2 && config.max_streams == 0 {
         return Err(StartError::Invalid("max_streams must be at least 1"));
     }
@@ -318,6 +335,59 @@ fn check(config: &Config) -> Result<(), StartError> {
         ));
     }
     Ok(())
+}
+
+/// Refuses what an HTTP/3 run does not do (yet): each named.
+fn check_http3(config: &Config) -> Result<(), StartError> {
+    if !config.http3 {
+        return Ok(());
+    }
+    let refused = [
+        (config.http2, "HTTP/3 or HTTP/2, not both"),
+        (config.max_streams == 0, "max_streams must be at least 1"),
+        (
+            config.users.is_some(),
+            "HTTP/3 runs have no scripted users yet",
+        ),
+        (
+            config.websocket.is_some(),
+            "WebSocket goes over HTTP/1.1, not HTTP/3",
+        ),
+        (config.grpc, "gRPC goes over HTTP/2, not HTTP/3"),
+        (
+            config.unix_socket.is_some(),
+            "HTTP/3 goes over UDP, not a Unix socket",
+        ),
+        (
+            config.tunnel.is_some(),
+            "HTTP/3 does not go through an HTTP proxy",
+        ),
+        (!config.origins.is_empty(), "HTTP/3 runs go to one host"),
+        (
+            config.hold.is_some_and(|h| h.connections > 0),
+            "held connections speak HTTP/1.1",
+        ),
+        (
+            config.stream.is_some(),
+            "streamed bodies (--stream) are not read over HTTP/3 yet",
+        ),
+        (
+            config.compressed,
+            "compressed bodies (--compressed) are not decoded over HTTP/3 yet",
+        ),
+        (
+            config.server_timing.is_some(),
+            "the server's timing header is not read over HTTP/3 yet",
+        ),
+        (
+            !config.local_addresses.is_empty(),
+            "source addresses are not bound over HTTP/3 yet",
+        ),
+    ];
+    match refused.iter().find(|(refused, _)| *refused) {
+        Some((_, why)) => Err(StartError::Invalid(why)),
+        None => Ok(()),
+    }
 }
 
 /// TLS to the target, if it speaks TLS: through the proxy's tunnel when there is one.
@@ -475,6 +545,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         keep_traced: config.keep_traced && trace_sample(config) > 0.0,
         timer_slack: config.timer_slack,
         http2: ready.http2.take(),
+        http3: ready.http3.take(),
         users: config.users.clone(),
         pacing: config.pacing,
         iterations: config.stop.iterations,

@@ -1,5 +1,5 @@
 //! What a task sends its requests on: a connection of its own (HTTP/1.1) or a stream slot on
-//! a connection a group of tasks shares (HTTP/2).
+//! a connection a group of tasks shares (HTTP/2, HTTP/3).
 
 use std::rc::Rc;
 
@@ -12,6 +12,8 @@ pub(crate) enum Link {
     Http1(Option<Connection>),
     /// A stream slot on a connection the group's slots share.
     Http2(Rc<Group>),
+    /// A stream slot on an HTTP/3 connection the group's slots share.
+    Http3(Rc<crate::http3::Group>),
 }
 
 impl Link {
@@ -32,6 +34,7 @@ impl Link {
         match self {
             Link::Http1(conn) => conn.as_ref()?.tls_session(),
             Link::Http2(group) => group.tls_session(),
+            Link::Http3(group) => group.tls_session(),
         }
     }
 }

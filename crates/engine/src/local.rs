@@ -83,6 +83,8 @@ pub(crate) struct Connections {
     pub(crate) open: Rc<OpenConnections>,
     /// HTTP/2: the worker's connection groups, each shared by up to `max_streams` slots.
     pub(crate) groups: RefCell<Vec<Rc<Group>>>,
+    /// HTTP/3: the worker's connection groups, as HTTP/2's.
+    pub(crate) groups3: RefCell<Vec<Rc<crate::http3::Group>>>,
     /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
     pub(crate) tasks: Cell<usize>,
     /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
@@ -142,6 +144,7 @@ impl Local {
             connections: Connections {
                 open: Rc::new(OpenConnections::default()),
                 groups: RefCell::new(Vec::new()),
+                groups3: RefCell::new(Vec::new()),
                 tasks: Cell::new(0),
                 spawned: Cell::new(0),
                 starting: Cell::new(0),
@@ -375,6 +378,14 @@ impl Connections {
         let Some(http2) = &plan.http2 else {
             return Link::Http1(None);
         };
+        if plan.http3.is_some() {
+            let mut groups = self.groups3.borrow_mut();
+            while groups.len() <= k {
+                let group = crate::http3::Group::new(Rc::clone(&self.open));
+                groups.push(Rc::new(group));
+            }
+            return Link::Http3(Rc::clone(&groups[k]));
+        }
         let mut groups = self.groups.borrow_mut();
         while groups.len() <= k {
             let streaming = http2.request.streams();

@@ -73,6 +73,9 @@ pub(crate) struct Plan {
     pub sources: Option<crate::source::Sources>,
     /// A WebSocket run's sessions (`Config::websocket`): each request is one socket's life.
     pub websocket: Option<crate::websocket::Sessions>,
+    /// HTTP/3 (`Config::http3`): the QUIC client its connections share. The run's request
+    /// and its streams per connection are in `http2`, as for HTTP/2.
+    pub http3: Option<crate::http3::Client>,
     /// Connections held beside the load (`Config::hold`), with their keep-alive request.
     pub holding: Option<Holding>,
 }

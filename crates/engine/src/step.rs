@@ -35,8 +35,8 @@ pub(crate) struct Request<'a> {
     pub head: Head<'a>,
     /// HTTP/1.1: whether it is a `HEAD` request (its response has no body).
     pub head_request: bool,
-    /// HTTP/1.1: whether it may go again on a new connection after the server closed the
-    /// idle one under it (see [`exchange_http1`]).
+    /// HTTP/1.1 and HTTP/3: whether it may go again on a new connection after the server
+    /// closed the idle one under it (see [`exchange_http1`] and the `http3` module).
     pub resend: bool,
     /// Which of the run's hosts it goes to (see [`Outgoing::origin`]); 0 for the run's own.
     pub origin: usize,
@@ -237,6 +237,36 @@ fn server_ended(result: &Result<Response, Failure>, reused: bool, progress: &Pro
     }
 }
 
+/// The HTTP/2 (or HTTP/3) head of `request`: the run's, built once, or one built in `built`
+/// for a scripted user's request; with its `traceparent` when it is sampled.
+fn template<'a>(
+    plan: &'a Plan,
+    request: &Request<'_>,
+    built: &'a mut Option<Template>,
+) -> Result<&'a Template, Failure> {
+    let run = || {
+        &plan
+            .http2
+            .as_ref()
+            .expect("a multiplexed link in an HTTP/2 or HTTP/3 run")
+            .request
+    };
+    let own = match request.head {
+        Head::Run => None,
+        Head::Outgoing(outgoing) => Some(Template::for_outgoing(
+            outgoing,
+            &plan.host_header,
+            plan.tls.is_some(),
+        )?),
+    };
+    Ok(match (own, &request.trace) {
+        (None, None) => run(),
+        (None, Some(trace)) => built.insert(run().with_traceparent(trace)),
+        (Some(own), None) => built.insert(own),
+        (Some(own), Some(trace)) => built.insert(own.with_traceparent(trace)),
+    })
+}
+
 /// Writes the request on the link and reads its response. HTTP/1.1: opens the connection if
 /// needed; `written` is when the request was taken up and how many of its bytes are written
 /// already. HTTP/2: sends it on the group's connection, its head built first for a scripted
@@ -254,31 +284,24 @@ async fn exchange(
     let slot = match link {
         Link::Http1(slot) => slot,
         Link::Http2(group) => {
-            let built;
-            let traced;
-            let mut template = match request.head {
-                Head::Run => {
-                    &plan
-                        .http2
-                        .as_ref()
-                        .expect("an HTTP/2 link in an HTTP/2 run")
-                        .request
-                }
-                Head::Outgoing(outgoing) => {
-                    built =
-                        Template::for_outgoing(outgoing, &plan.host_header, plan.tls.is_some())?;
-                    &built
-                }
-            };
-            if let Some(trace) = &request.trace {
-                traced = template.with_traceparent(trace);
-                template = &traced;
-            }
+            let mut built = None;
+            let template = template(plan, request, &mut built)?;
             let target = Target {
                 addr: &plan.addr,
                 tls: plan.tls.as_ref(),
             };
             return group.exchange(&target, template, p).await;
+        }
+        Link::Http3(group) => {
+            let client = plan
+                .http3
+                .as_ref()
+                .expect("an HTTP/3 link in an HTTP/3 run");
+            let mut built = None;
+            let template = template(plan, request, &mut built)?;
+            return group
+                .exchange(client, &plan.addr, (template, request.resend), p)
+                .await;
         }
     };
     let http1 = Http1Request {

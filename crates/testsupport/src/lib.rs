@@ -22,6 +22,7 @@ pub mod dirs;
 pub mod dnsmasq;
 pub mod grpc;
 pub mod gunicorn;
+pub mod h3;
 pub mod hostile;
 pub mod missing;
 pub mod near_miss;

@@ -220,6 +220,11 @@ pub struct Http2Args {
     #[arg(long = "http2", help_heading = "HTTP/2")]
     pub http2: bool,
 
+    /// Speak HTTP/3 over QUIC (an https URL: TLS 1.3, ALPN h3, UDP). -c stays the number of
+    /// concurrent requests; --max-streams of them share a connection, as with --http2.
+    #[arg(long = "http3", help_heading = "HTTP/2", conflicts_with = "http2")]
+    pub http3: bool,
+
     /// HTTP/2: concurrent requests (streams) per connection, so '-c 100 --max-streams 10'
     /// opens 10 connections of 10 streams each. Open loop: a new connection opens when every
     /// stream of the existing ones is busy, up to --max-connections. [default: 100]

@@ -20,7 +20,12 @@ pub fn run_info(settings: &Settings, run: &Run) -> RunInfo {
         connections: config.load.max_connections(),
         threads: run.workers(),
         keepalive: config.keepalive,
-        protocol: if config.http2 { "HTTP/2" } else { "HTTP/1.1" }.into(),
+        protocol: match (config.http2, config.http3) {
+            (_, true) => "HTTP/3",
+            (true, false) => "HTTP/2",
+            (false, false) => "HTTP/1.1",
+        }
+        .into(),
         requests: config.stop.requests,
         duration_s: config.stop.duration.map(|d| d.as_secs_f64()),
         schedule_s: open_loop

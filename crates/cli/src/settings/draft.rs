@@ -45,6 +45,8 @@ pub struct Draft {
 pub struct Http2 {
     /// Speak HTTP/2.
     pub on: bool,
+    /// Speak HTTP/3 (over QUIC) instead, its streams shared as HTTP/2's are.
+    pub http3: bool,
     /// Concurrent streams per connection, if given.
     pub max_streams: Option<usize>,
     /// Where they were asked for, which errors name.
@@ -121,12 +123,14 @@ impl Http2 {
                 "`keepalive: false`",
             ),
         };
-        if !self.on && self.max_streams.is_some() {
+        let on = self.on || self.http3;
+        let http2 = if self.http3 { "--http3" } else { http2 };
+        if !on && self.max_streams.is_some() {
             return Err(self
                 .origin
                 .refuse(streams, format!("only applies to HTTP/2: add {http2}")));
         }
-        if !self.on {
+        if !on {
             return Ok(());
         }
         let max_streams = self.max_streams.unwrap_or(DEFAULT_MAX_STREAMS);
@@ -138,9 +142,61 @@ impl Http2 {
                 format!("does not apply to {http2}: streams share their connections"),
             ));
         }
-        engine.http2 = true;
+        if self.http3 {
+            refuse_for_http3(engine)?;
+        }
+        engine.http2 = !self.http3;
+        engine.http3 = self.http3;
         engine.max_streams = max_streams;
         Ok(())
+    }
+}
+
+/// What `--http3` cannot go with (yet), each refused by its own flag.
+fn refuse_for_http3(engine: &Config) -> Result<(), InputError> {
+    if engine.tls.is_none() {
+        return Err(InputError::new(
+            "--http3",
+            "",
+            "needs an https:// URL: QUIC is always TLS 1.3",
+        ));
+    }
+    let refused = [
+        (
+            engine.stream.is_some(),
+            "--stream",
+            "streamed bodies are not read over HTTP/3 yet",
+        ),
+        (
+            engine.compressed,
+            "--compressed",
+            "bodies are not decoded over HTTP/3 yet",
+        ),
+        (
+            engine.server_timing.is_some(),
+            "--server-timing",
+            "is not read over HTTP/3 yet",
+        ),
+        (
+            engine.unix_socket.is_some(),
+            "--unix-socket",
+            "HTTP/3 goes over UDP",
+        ),
+        (
+            engine.tunnel.is_some(),
+            "--proxy",
+            "HTTP/3 does not go through an HTTP proxy",
+        ),
+        (
+            !engine.local_addresses.is_empty(),
+            "--local-address",
+            "is not bound over HTTP/3 yet",
+        ),
+        (!engine.origins.is_empty(), "--http3", "goes to one host"),
+    ];
+    match refused.into_iter().find(|(refused, _, _)| *refused) {
+        Some((_, flag, why)) => Err(InputError::new(flag, "", format!("{why} (with --http3)"))),
+        None => Ok(()),
     }
 }
 

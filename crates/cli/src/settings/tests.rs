@@ -275,6 +275,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
         threads: 8,
         http2: Http2 {
             on: http2,
+            http3: false,
             max_streams,
             origin: Origin::Plan("plan.yaml".into()),
         },

@@ -28,6 +28,7 @@ mod hdr_java;
 mod history;
 mod hold;
 mod hosts;
+mod http3;
 mod import;
 mod k8s;
 mod kernel_stamps;

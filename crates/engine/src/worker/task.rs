@@ -189,6 +189,14 @@ async fn open_ahead(local: &Local, plan: &Plan, link: &mut Link, counted: &mut b
             };
             group.connect(&target, &mut p).await.is_ok() && p.connected.is_some()
         }
+        Link::Http3(group) => {
+            let client = plan
+                .http3
+                .as_ref()
+                .expect("an HTTP/3 link in an HTTP/3 run");
+            let opened = group.connect(client, &plan.addr, &mut p).await;
+            opened.is_ok() && p.connected.is_some()
+        }
         Link::Http1(Some(_)) => false,
     };
     if opened {

@@ -40,6 +40,7 @@ fn grpc_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         url,
         http2: Http2 {
             on: true,
+            http3: false,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },
@@ -103,6 +104,7 @@ fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         url,
         http2: Http2 {
             on: args.http2.http2,
+            http3: args.http2.http3,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },

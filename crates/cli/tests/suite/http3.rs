@@ -1,0 +1,118 @@
+//! `--http3` against real HTTP/3 servers on 127.0.0.1 that count on their own side: Caddy
+//! (built from the Go module proxy, HTTP/3 only, its access log on) and quic-go's `http3`
+//! server: every request in the server's count, each over HTTP/3, none an error, in a closed
+//! loop and in an open one; a server whose idle timeout ends connections between requests
+//! makes no false error; what HTTP/3 cannot do is refused by name.
+//!
+//! Needs Go (scripts/install-test-deps); without it each test says it was skipped, except
+//! under CI, where it fails.
+
+use belier_testsupport::assert_exit;
+use belier_testsupport::h3::{Caddy, Counts, QuicGo};
+use serde_json::{json, Value};
+
+belier_testsupport::binary!(BELIER);
+
+/// `belier URL --http3 -k EXTRA --output json`; its JSON report.
+fn run(url: &str, extra: &[&str]) -> Value {
+    let mut args = vec![url, "--http3", "-k", "--output", "json"];
+    args.extend_from_slice(extra);
+    let out = BELIER.ok(&args);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+#[test]
+fn caddy_logs_every_request_over_http3() {
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let doc = run(&caddy.url("/"), &["-n", "20000", "-c", "50"]);
+    let log = caddy.access_log();
+    assert_eq!(log.len(), 20_000);
+    assert!(log.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"));
+    assert!(log.iter().all(|l| l["status"] == 200));
+    assert_eq!(doc["status_codes"], json!({"200": 20_000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
+}
+
+#[test]
+fn an_open_loop_over_http3_sends_every_request_on_time() {
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let doc = run(&caddy.url("/"), &["--rate", "1000", "-z", "3s"]);
+    let log = caddy.access_log();
+    assert_eq!(doc["status_codes"], json!({"200": 3000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(log.len(), 3000);
+    assert!(log.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"));
+}
+
+#[test]
+fn quic_go_counts_every_request_and_the_certificate_is_checked() {
+    let Some(server) = QuicGo::start(&[]) else {
+        return;
+    };
+    let ca = server.ca.display().to_string();
+    let out = BELIER.ok(&[
+        &server.url("/"),
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "20000",
+        "-c",
+        "50",
+        "--output",
+        "json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counted = server.counts();
+    assert_eq!(counted.requests, 20_000);
+    assert_eq!(counted.h3, 20_000);
+    assert_eq!(doc["status_codes"], json!({"200": 20_000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    // 50 streams at once, 100 a connection by default: one connection per worker thread.
+    assert!(counted.connections <= 2, "{counted:?}");
+}
+
+#[test]
+fn a_server_that_ends_idle_connections_makes_no_false_error() {
+    let Some(server) = QuicGo::start(&["-idle", "150ms"]) else {
+        return;
+    };
+    // A request every 250 ms on one connection: each finds the last one's connection ended.
+    let doc = run(&server.url("/"), &["--rate", "4", "-z", "3s", "-t", "1"]);
+    let counted = server.counts();
+    assert_eq!(doc["status_codes"], json!({"200": 12}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(
+        counted,
+        Counts {
+            requests: 12,
+            h3: 12,
+            connections: counted.connections
+        }
+    );
+    // Without the idle timeout they would all go on one connection.
+    assert!(counted.connections >= 3, "{counted:?}");
+}
+
+#[test]
+fn what_http3_cannot_do_is_refused_by_name() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["http://127.0.0.1:9/", "--http3"], "https://"),
+        (&["https://127.0.0.1:9/", "--http3", "--http2"], "--http2"),
+        (
+            &["https://127.0.0.1:9/", "--http3", "--stream", "sse"],
+            "--stream",
+        ),
+    ];
+    for (args, named) in cases {
+        let out = BELIER.output(args);
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,375 @@
+//! HTTP/3 connections (QUIC v1, TLS 1.3, ALPN `h3`) shared by groups of stream slots, as
+//! HTTP/2's are (see the `http2` module): the first slot that needs the group's connection
+//! opens it (that request records the QUIC handshake as its connect and TLS phases, and counts
+//! the connection), its driver runs as a local task, and once it ends (the server's idle
+//! timeout, a CONNECTION_CLOSE, a GOAWAY) the next slot that needs it opens a new one.
+//!
+//! QUIC and HTTP/3 framing, QPACK and flow control are `quinn`'s and `h3`'s; each connection
+//! has a UDP socket of its own (quinn's endpoint, with GSO/GRO where the kernel has them).
+//! The request's head is the run's HTTP/2 template (`:method`, `:scheme`, `:authority`,
+//! `:path` and the headers), built once.
+//!
+//! A stream the server refused before processing it (`H3_REQUEST_REJECTED`), or one that
+//! could not start because the connection was closing (after a GOAWAY), goes again on a new
+//! connection, counted as re-sent, as HTTP/2's streams above a GOAWAY's id do (RFC 9114
+//! §4.1.1, §5.2); any other failure is the request's, never retried. Bytes are the UDP
+//! payloads the connection carried since the previous exchange on it ended.
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::Instant;
+
+use belier_stats::ErrorKind;
+use bytes::Bytes;
+use h3::error::{Code, ConnectionError, StreamError};
+
+use crate::connection::{Cause, Failure, OpenConnections, Phase, Progress, Response};
+use crate::endpoint::Endpoint;
+use crate::http2::Template;
+use crate::tls::Tls;
+
+/// What an HTTP/3 run shares among its workers: the QUIC client configuration (TLS 1.3 from
+/// the run's TLS settings, ALPN `h3`) and the server name it checks.
+#[derive(Clone)]
+pub(crate) struct Client {
+    config: quinn::ClientConfig,
+    server_name: String,
+}
+
+/// Why HTTP/3 cannot be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("HTTP/3: {0}")]
+pub struct Http3Error(String);
+
+impl Client {
+    /// The client of a run whose TLS settings are `tls`.
+    pub(crate) fn new(tls: &Tls) -> Result<Client, Http3Error> {
+        let mut config = (**tls.connector.config()).clone();
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(config))
+            .map_err(|e| Http3Error(e.to_string()))?;
+        Ok(Client {
+            config: quinn::ClientConfig::new(Arc::new(quic)),
+            server_name: tls.server_name.to_str().into_owned(),
+        })
+    }
+}
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// An open connection: the handle that starts streams on it, and its byte counts so far.
+struct Open {
+    send: SendRequest,
+    connection: quinn::Connection,
+    generation: u64,
+    /// UDP payload bytes received and sent that earlier exchanges took.
+    taken: Cell<(u64, u64)>,
+    /// The endpoint (UDP socket) the connection lives on: dropped with it.
+    _endpoint: quinn::Endpoint,
+}
+
+/// One HTTP/3 connection at a time, shared by the stream slots of a group.
+pub(crate) struct Group {
+    open: RefCell<Option<Rc<Open>>>,
+    /// Held while a slot opens the connection, so that the group's other slots wait for it.
+    opening: tokio::sync::Mutex<()>,
+    generations: Cell<u64>,
+    /// The worker's count of open connections, which this group's connections join.
+    connections: Rc<OpenConnections>,
+}
+
+impl Group {
+    /// A group whose connections count among `connections`.
+    pub(crate) fn new(connections: Rc<OpenConnections>) -> Group {
+        Group {
+            open: RefCell::new(None),
+            opening: tokio::sync::Mutex::new(()),
+            generations: Cell::new(0),
+            connections,
+        }
+    }
+
+    fn current(&self) -> Option<Rc<Open>> {
+        self.open.borrow().clone()
+    }
+
+    /// Forgets connection `generation` (ended); a newer one stays.
+    fn closed(&self, generation: u64) {
+        let mut open = self.open.borrow_mut();
+        if open.as_ref().is_some_and(|o| o.generation == generation) {
+            *open = None;
+        }
+    }
+
+    /// The TLS description of the current connection.
+    pub(crate) fn tls_session(&self) -> Option<String> {
+        self.open.borrow().as_ref()?;
+        Some("TLSv1.3 (QUIC), ALPN h3".to_string())
+    }
+
+    /// Opens the group's connection unless another slot did while this one waited (then `p`
+    /// is left as it was).
+    pub(crate) async fn connect(
+        self: &Rc<Self>,
+        client: &Client,
+        addr: &Endpoint,
+        p: &mut Progress,
+    ) -> Result<(), Failure> {
+        let _opening = self.opening.lock().await;
+        if self.open.borrow().is_some() {
+            return Ok(());
+        }
+        let to = remote(addr)?;
+        let local: SocketAddr = match to {
+            SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        p.phase = Phase::Handshaking;
+        let endpoint = quinn::Endpoint::client(local).map_err(|e| Failure::io(e, true))?;
+        let connecting = endpoint
+            .connect_with(client.config.clone(), to, &client.server_name)
+            .map_err(|e| failed(&e.to_string(), ErrorKind::OtherIo))?;
+        let connection = connecting.await.map_err(|e| quic_failure(&e, true))?;
+        // QUIC's handshake is its connect and its TLS at once.
+        let now = Instant::now();
+        p.connected = Some(now);
+        p.handshaken = Some(now);
+        p.phase = Phase::Exchanging;
+        let quic = h3_quinn::Connection::new(connection.clone());
+        let (mut driver, send) = h3::client::new(quic)
+            .await
+            .map_err(|e| h3_connection_failure(&e))?;
+        let generation = self.generations.get() + 1;
+        self.generations.set(generation);
+        let group: Weak<Group> = Rc::downgrade(self);
+        let connections = Rc::clone(&self.connections);
+        connections.opened();
+        tokio::task::spawn_local(async move {
+            // Ends when the connection does: closed by belier letting go of it, or ended by
+            // the server (its idle timeout, a GOAWAY, a CONNECTION_CLOSE).
+            let ended = driver.wait_idle().await;
+            connections.closed(!matches!(ended, ConnectionError::Local { .. }));
+            if let Some(group) = group.upgrade() {
+                group.closed(generation);
+            }
+        });
+        *self.open.borrow_mut() = Some(Rc::new(Open {
+            send,
+            connection,
+            generation,
+            taken: Cell::new((0, 0)),
+            _endpoint: endpoint,
+        }));
+        Ok(())
+    }
+
+    /// Sends `request` as a stream on the group's connection (opening it if needed) and reads
+    /// the response, recording progress into `p`; `resend`: it may go again on a new
+    /// connection when the one it went on turns out to have ended idle under it.
+    pub(crate) async fn exchange(
+        self: &Rc<Self>,
+        client: &Client,
+        addr: &Endpoint,
+        (request, resend): (&Template, bool),
+        p: &mut Progress,
+    ) -> Result<Response, Failure> {
+        let mut mine = None;
+        loop {
+            let Some(open) = self.current() else {
+                let before = p.connected;
+                self.connect(client, addr, p).await?;
+                if p.connected != before {
+                    mine = Some(self.generations.get());
+                }
+                continue;
+            };
+            p.phase = Phase::Exchanging;
+            let result = exchange(&open, request, p).await;
+            take_bytes(&open, p);
+            match result {
+                Ok(response) => return Ok(response),
+                // Not processed, or sent on a connection the server had let go of: on a new
+                // connection, unless this one was opened for it (then its failure is the
+                // request's).
+                Err(Attempt::Unprocessed(failure) | Attempt::Idle(failure))
+                    if mine == Some(open.generation) =>
+                {
+                    self.closed(open.generation);
+                    return Err(failure);
+                }
+                Err(Attempt::Idle(failure)) if !resend => {
+                    self.closed(open.generation);
+                    return Err(failure);
+                }
+                Err(Attempt::Unprocessed(_) | Attempt::Idle(_)) => {
+                    self.closed(open.generation);
+                    p.resent = true;
+                }
+                Err(Attempt::Failed(failure)) => {
+                    if open.connection.close_reason().is_some() {
+                        self.closed(open.generation);
+                    }
+                    return Err(failure);
+                }
+            }
+        }
+    }
+}
+
+/// How an attempt on a connection failed.
+enum Attempt {
+    /// The server said it did not process the request (`H3_REQUEST_REJECTED`), or the
+    /// connection was going away (GOAWAY) before the request started: it goes again.
+    Unprocessed(Failure),
+    /// The connection ended by its idle timeout before any of the response came: QUIC ends
+    /// an idle connection silently (RFC 9000 §10.1), so a request sent as the server's timer
+    /// ran out is lost with it. It goes again when re-sending is allowed, as an HTTP/1.1
+    /// request does on a connection the server closed idle.
+    Idle(Failure),
+    /// For good: the request's failure.
+    Failed(Failure),
+}
+
+/// One request on `open`.
+async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<Response, Attempt> {
+    let mut send = open.send.clone();
+    let mut stream = send
+        .send_request(request.head().clone())
+        .await
+        .map_err(|e| attempt(&e, false))?;
+    p.sent = Some(Instant::now());
+    if !request.body().is_empty() {
+        stream
+            .send_data(request.body().clone())
+            .await
+            .map_err(|e| attempt(&e, false))?;
+    }
+    stream.finish().await.map_err(|e| attempt(&e, false))?;
+    let response = stream
+        .recv_response()
+        .await
+        .map_err(|e| attempt(&e, false))?;
+    p.first_byte = Some(Instant::now());
+    let status = response.status().as_u16();
+    if let Some(kept) = &mut p.head {
+        crate::http2::write_head(kept, &response.into_parts().0);
+    }
+    while let Some(chunk) = stream
+        .recv_data()
+        .await
+        .map_err(|e| Attempt::Failed(stream_failure(&e, true)))?
+    {
+        // Counted as the connection's bytes (see `take_bytes`); the body is not kept.
+        drop(chunk);
+    }
+    Ok(Response {
+        status,
+        grpc: None,
+        reusable: true,
+    })
+}
+
+/// Counts into `p` the UDP payload bytes `open` carried since the last exchange took them.
+fn take_bytes(open: &Open, p: &mut Progress) {
+    let stats = open.connection.stats();
+    let (rx, tx) = (stats.udp_rx.bytes, stats.udp_tx.bytes);
+    let (taken_rx, taken_tx) = open.taken.replace((rx, tx));
+    p.bytes_in += rx.saturating_sub(taken_rx);
+    p.bytes_out += tx.saturating_sub(taken_tx);
+}
+
+/// The server's address: HTTP/3 goes over UDP to an IP address.
+fn remote(addr: &Endpoint) -> Result<SocketAddr, Failure> {
+    match addr {
+        Endpoint::Tcp(a) => Ok(*a),
+        Endpoint::Addresses(list) => Ok(list.pick().1),
+        Endpoint::Unix(_) => Err(failed(
+            "HTTP/3 goes over UDP, not a Unix socket",
+            ErrorKind::OtherIo,
+        )),
+    }
+}
+
+fn failed(why: &str, kind: ErrorKind) -> Failure {
+    Failure {
+        kind,
+        cause: Cause::Message(format!("HTTP/3: {why}")),
+    }
+}
+
+/// A failed attempt, before any of the response came (see [`Attempt`]).
+fn attempt(e: &StreamError, body: bool) -> Attempt {
+    match e {
+        StreamError::RemoteTerminate { code, .. } if *code == Code::H3_REQUEST_REJECTED => {
+            Attempt::Unprocessed(stream_failure(e, body))
+        }
+        StreamError::RemoteClosing { .. } => Attempt::Unprocessed(stream_failure(e, body)),
+        StreamError::ConnectionError {
+            0: ConnectionError::Timeout { .. },
+            ..
+        } => Attempt::Idle(stream_failure(e, body)),
+        _ => Attempt::Failed(stream_failure(e, body)),
+    }
+}
+
+/// The failure of a stream: reset by the server, or its connection's end (`body`: after the
+/// response's head came).
+fn stream_failure(e: &StreamError, body: bool) -> Failure {
+    match e {
+        StreamError::RemoteTerminate { .. } => failed(&e.to_string(), ErrorKind::StreamReset),
+        StreamError::ConnectionError { 0: c, .. } => {
+            let mut f = h3_connection_failure(c);
+            if f.kind == ErrorKind::ClosedBeforeResponse && body {
+                f.kind = ErrorKind::ClosedMidBody;
+            }
+            f
+        }
+        StreamError::RemoteClosing { .. } => {
+            failed(&e.to_string(), ErrorKind::ClosedBeforeResponse)
+        }
+        _ => failed(&e.to_string(), ErrorKind::MalformedResponse),
+    }
+}
+
+/// The failure of a connection's end as h3 saw it.
+fn h3_connection_failure(e: &ConnectionError) -> Failure {
+    match e {
+        ConnectionError::Timeout { .. } => failed(&e.to_string(), ErrorKind::Timeout),
+        ConnectionError::Remote { .. } => failed(&e.to_string(), ErrorKind::ClosedBeforeResponse),
+        _ => failed(&e.to_string(), ErrorKind::OtherIo),
+    }
+}
+
+/// The failure of QUIC's handshake or connection (`connecting`: before it was up).
+fn quic_failure(e: &quinn::ConnectionError, connecting: bool) -> Failure {
+    use quinn::ConnectionError as E;
+    let kind = match e {
+        E::TimedOut if connecting => ErrorKind::ConnectTimeout,
+        E::TimedOut => ErrorKind::Timeout,
+        E::TransportError(t) if is_crypto_code(u64::from(t.code)) => tls_kind(t.code),
+        E::ConnectionClosed(c) if is_crypto_code(u64::from(c.error_code)) => ErrorKind::TlsAlert,
+        E::Reset => ErrorKind::ConnectionReset,
+        E::ApplicationClosed(_) | E::ConnectionClosed(_) => ErrorKind::ClosedBeforeResponse,
+        E::VersionMismatch | E::TransportError(_) => ErrorKind::MalformedResponse,
+        E::LocallyClosed | E::CidsExhausted => ErrorKind::OtherIo,
+    };
+    failed(&e.to_string(), kind)
+}
+
+/// Whether a QUIC error code is a TLS alert's (0x0100–0x01ff, RFC 9001 §4.8).
+fn is_crypto_code(code: u64) -> bool {
+    (0x100..0x200).contains(&code)
+}
+
+/// A TLS failure of belier's side: the server's certificate (bad certificate alerts belier
+/// sends) or the protocol.
+fn tls_kind(code: quinn::TransportErrorCode) -> ErrorKind {
+    let alert = u64::from(code).saturating_sub(0x100);
+    match alert {
+        // bad_certificate, unsupported, revoked, expired, unknown, unknown_ca.
+        42..=46 | 48 => ErrorKind::TlsCertificate,
+        _ => ErrorKind::TlsProtocol,
+    }
+}

@@ -1,0 +1,120 @@
+// An HTTP/3 server on quic-go for belier's HTTP/3 tests. It listens on a UDP port of
+// 127.0.0.1 with a certificate it makes at start (its CA written to the file given by -ca),
+// prints "listening PORT" once it serves, counts on its own side, and prints
+// "counts Requests=N H3=N Conns=N" when its standard input closes, then exits.
+//
+//	-idle 200ms    closes a connection idle that long (QUIC's idle timeout)
+//	-after N       closes each connection gracefully (H3_NO_ERROR) once it served N requests
+//
+// Paths: /delay?d=5ms answers after the delay; any other path answers "ok\n" (200).
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+var requests, h3, conns atomic.Int64
+
+type served struct{ n atomic.Int64 }
+
+type connKey struct{}
+
+func certificate(caPath string) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	template := x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "localhost"},
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	if caPath != "" {
+		pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		if err := os.WriteFile(caPath, pemBytes, 0o644); err != nil {
+			panic(err)
+		}
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func main() {
+	idle := flag.Duration("idle", 30*time.Second, "QUIC idle timeout")
+	after := flag.Int64("after", 0, "close each connection after this many requests (0: never)")
+	caPath := flag.String("ca", "", "where to write the CA certificate (PEM)")
+	flag.Parse()
+
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.ProtoMajor == 3 {
+			h3.Add(1)
+		}
+		if d, err := time.ParseDuration(r.URL.Query().Get("d")); err == nil && r.URL.Path == "/delay" {
+			time.Sleep(d)
+		}
+		io.WriteString(w, "ok\n")
+		if *after > 0 {
+			if s, ok := r.Context().Value(connKey{}).(*served); ok && s.n.Add(1) == *after {
+				go func(c *quic.Conn) {
+					// Let the response go first.
+					time.Sleep(20 * time.Millisecond)
+					c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "served enough")
+				}(r.Context().Value(quicConnKey{}).(*quic.Conn))
+			}
+		}
+	})
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	server := &http3.Server{
+		Handler:   handler,
+		TLSConfig: http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{certificate(*caPath)}}),
+		QUICConfig: &quic.Config{
+			MaxIdleTimeout:     *idle,
+			MaxIncomingStreams: 1000,
+		},
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			conns.Add(1)
+			ctx = context.WithValue(ctx, connKey{}, &served{})
+			return context.WithValue(ctx, quicConnKey{}, c)
+		},
+	}
+	fmt.Printf("listening %d\n", udp.LocalAddr().(*net.UDPAddr).Port)
+	go server.Serve(udp)
+	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
+	fmt.Printf("counts Requests=%d H3=%d Conns=%d\n", requests.Load(), h3.Load(), conns.Load())
+}
+
+type quicConnKey struct{}

@@ -1,0 +1,196 @@
+//! The HTTP/3 servers of the HTTP/3 tests, each built from the Go module proxy into
+//! `target/NAME/` on first use (as the grpc-go server is): quic-go's `http3` server
+//! (`h3-server/main.go`: it counts requests, HTTP/3 requests and connections on its own side,
+//! with knobs for a short idle timeout), and Caddy itself (`caddy-server/`: the released
+//! program with its standard modules) serving HTTP/3 only, with its JSON access log on.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::process::CountingServer;
+
+const GO_INSTALL: &str = "Go 1.26 or later: scripts/install-test-deps";
+
+/// What the quic-go server counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests answered.
+    pub requests: u64,
+    /// Of them, over HTTP/3.
+    pub h3: u64,
+    /// QUIC connections accepted.
+    pub connections: u64,
+}
+
+/// quic-go's HTTP/3 server on a UDP port of 127.0.0.1; stopped by [`QuicGo::counts`] or
+/// when dropped.
+pub struct QuicGo {
+    server: CountingServer,
+    /// Its UDP port.
+    pub port: u16,
+    /// The PEM certificate it serves (self-signed), for `--cacert`.
+    pub ca: PathBuf,
+}
+
+impl QuicGo {
+    /// Starts the server with `args` (`-idle 200ms`, `-after N`); `None` (after
+    /// [`crate::missing::missing`]) without Go.
+    pub fn start(args: &[&str]) -> Option<QuicGo> {
+        static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let binary = BUILT
+            .get_or_init(|| crate::grpc::build_go_server("h3-server", GO_INSTALL))
+            .clone()?;
+        let ca = crate::dirs::temp_dir(&format!("h3-server-{}", instance())).join("ca.pem");
+        let mut command = Command::new(binary);
+        command.args(args).arg("-ca").arg(&ca);
+        let server = CountingServer::start(&mut command, "quic-go HTTP/3 server");
+        Some(QuicGo {
+            port: server.port,
+            server,
+            ca,
+        })
+    }
+
+    /// `https://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Stops the server and returns what it counted.
+    pub fn counts(mut self) -> Counts {
+        let count = self.server.counts();
+        Counts {
+            requests: count("Requests"),
+            h3: count("H3"),
+            connections: count("Conns"),
+        }
+    }
+}
+
+/// Caddy serving HTTP/3 only (`servers { protocols h3 }`) on a UDP port of 127.0.0.1, its
+/// certificate from its internal CA, `ok` on every path, each request logged as JSON. Killed
+/// when dropped.
+pub struct Caddy {
+    child: Child,
+    /// Its UDP port.
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl Caddy {
+    /// Starts Caddy and waits until it serves; `None` (after [`crate::missing::missing`])
+    /// without Go.
+    pub fn start() -> Option<Caddy> {
+        static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let binary = BUILT
+            .get_or_init(|| crate::grpc::build_go_server("caddy-server", GO_INSTALL))
+            .clone()?;
+        let port = free_udp_port();
+        let dir = crate::dirs::temp_dir(&format!("caddy-{port}"));
+        let config = CADDYFILE
+            .replace("PORT", &port.to_string())
+            .replace("LOG", &dir.join("access.log").display().to_string());
+        std::fs::write(dir.join("Caddyfile"), config).expect("write the Caddyfile");
+        let output = std::fs::File::create(dir.join("caddy.log")).expect("caddy.log");
+        let child = Command::new(binary)
+            .args(["run", "--config", "Caddyfile", "--adapter", "caddyfile"])
+            .current_dir(&dir)
+            // Its internal CA and state stay in the test's directory.
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().expect("caddy.log"))
+            .stderr(output)
+            .spawn()
+            .expect("Caddy starts");
+        let caddy = Caddy { child, port, dir };
+        caddy.wait_serving();
+        Some(caddy)
+    }
+
+    fn wait_serving(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let log = self.dir.join("caddy.log");
+        while Instant::now() < deadline {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("serving initial configuration") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "Caddy did not start within 30 s: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    /// `https://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Stops Caddy (gracefully: it writes out its log) and returns its access log's lines,
+    /// one JSON object a request.
+    pub fn access_log(mut self) -> Vec<serde_json::Value> {
+        crate::process::stop(&mut self.child, "-INT");
+        let text = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON access log line"))
+            .collect()
+    }
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const CADDYFILE: &str = r#"{
+	admin off
+	skip_install_trust
+	auto_https disable_redirects
+	servers {
+		protocols h3
+	}
+}
+https://127.0.0.1:PORT {
+	tls internal
+	log {
+		output file LOG
+		format json
+	}
+	respond "ok" 200
+}
+"#;
+
+/// A number of its own for each server a test process starts (their files apart).
+fn instance() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A UDP port of 127.0.0.1 free a moment ago.
+fn free_udp_port() -> u16 {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
+    socket.local_addr().expect("its address").port()
+}
+
+#[cfg(test)]
+mod tests {
+    /// `scripts/test` runs these before the tests it times, so that the first HTTP/3 test does
+    /// not pay Go's cold builds (quic-go's server about 20 s, Caddy about 90 s from an empty
+    /// Go cache on two cores) inside the suite's clock; each is also an ordinary test of its
+    /// build.
+    #[test]
+    fn the_http3_servers_build() {
+        for name in ["h3-server", "caddy-server"] {
+            if let Some(built) = crate::grpc::build_go_server(name, super::GO_INSTALL) {
+                assert!(built.is_file(), "{} was not written", built.display());
+            }
+        }
+    }
+}
