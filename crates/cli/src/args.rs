@@ -138,7 +138,7 @@ mod tests;
 
 /// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
 /// `belier ws`, which refuse them when given.
-const HTTP_ONLY: [&str; 15] = [
+const HTTP_ONLY: [&str; 16] = [
     "http2",
     "method",
     "compressed",
@@ -150,6 +150,7 @@ const HTTP_ONLY: [&str; 15] = [
     "cookies",
     "follow",
     "stream",
+    "sse_reconnect",
     "llm",
     "hold_connections",
     "hold_mode",
