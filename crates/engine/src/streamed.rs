@@ -61,6 +61,8 @@ pub(crate) struct Splitter {
     done: bool,
     /// SSE: the fields a reconnection carries on (see [`EventSource`]).
     source: EventSource,
+    /// Body bytes came: a byte order mark is no longer the stream's first.
+    begun: bool,
 }
 
 /// What an SSE stream tells the client that reconnects it (WHATWG HTML §9.2.6): the last
@@ -91,6 +93,7 @@ impl Splitter {
             usage: None,
             done: false,
             source: EventSource::default(),
+            begun: false,
         }
     }
 
@@ -135,6 +138,15 @@ impl Splitter {
             }
             return Ok(u64::from(new));
         }
+        // An event stream may open with a UTF-8 byte order mark, which is not part of its
+        // first line (one split across two pieces of the body is not recognised).
+        let data = match self.begun || data.is_empty() {
+            true => data,
+            false => {
+                self.begun = true;
+                data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data)
+            }
+        };
         let mut complete = 0;
         for &b in data {
             let after_cr = std::mem::replace(&mut self.after_cr, b == b'\r');
@@ -346,6 +358,9 @@ mod tests {
         // Only one leading space goes; an id without data still sets it at its blank line.
         assert_eq!(last(&[b"id:  x y\n\n"]), Some(" x y".into()));
         assert_eq!(last(&[b"id:7\r\n", b"\r\n"]), Some("7".into()));
+        // A leading byte order mark is not part of the first field's name; a later one is.
+        assert_eq!(last(&[b"", b"\xEF\xBB\xBFid: 3\n\n"]), Some("3".into()));
+        assert_eq!(last(&[b"\n", b"\xEF\xBB\xBFid: 3\n\n"]), None);
         // An event the stream's end cut sets none.
         assert_eq!(last(&[b"id: 1\n\nid: 2\ndata: b\n"]), Some("1".into()));
         // An id with NUL is ignored; an empty one resets it (no colon: an empty value too).
