@@ -151,8 +151,16 @@ fn check_reconnections(logged: &[Logged], retry_ms: f64) -> usize {
 fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() {
     // Two connections, eight streams: each connection's first is new, its next three
     // reconnect. The flag's own delay (3s) would make the run last seconds: `retry: 50` rules.
+    let saved = belier_testsupport::dirs::temp_dir("sse-reconnect-saved").join("run.jsonl");
+    let saved = saved.to_str().unwrap();
+    let save = ["--save", saved];
     let args = ["-n", "8", "-c", "2", "--stream", "sse", "--sse-reconnect"];
-    let (doc, logged) = run("sse-reconnect", u32::MAX, u32::MAX, &args);
+    let (doc, logged) = run(
+        "sse-reconnect",
+        u32::MAX,
+        u32::MAX,
+        &[&args[..], &save].concat(),
+    );
     assert_eq!(logged.len(), 8);
     let with_id = check_reconnections(&logged, 50.0);
     assert_eq!(with_id, 6);
@@ -181,6 +189,22 @@ fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() 
         .filter_map(|p| p["reconnections"].as_u64())
         .sum();
     assert_eq!(in_series, 6);
+    // So does the results file, and the CSV series made from it.
+    let out = BELIER.ok(&["report", "--type", "json", saved]);
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["messages"]["reconnections"], m["reconnections"]);
+    let out = BELIER.ok(&["report", "--type", "csv", saved]);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        csv.lines().next().unwrap().ends_with(",reconnections"),
+        "{csv}"
+    );
+    let column: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(column, 6, "{csv}");
     // Without the flag, every request is a new stream: no id, no reconnection.
     let (doc, logged) = run("sse-no-reconnect", u32::MAX, u32::MAX, &args[..6]);
     assert_eq!(logged.len(), 8);
