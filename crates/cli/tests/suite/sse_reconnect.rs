@@ -154,7 +154,8 @@ fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() 
     let saved = belier_testsupport::dirs::temp_dir("sse-reconnect-saved").join("run.jsonl");
     let saved = saved.to_str().unwrap();
     let save = ["--save", saved];
-    let args = ["-n", "8", "-c", "2", "--stream", "sse", "--sse-reconnect"];
+    // (Two threads: each holds one connection and four of the requests.)
+    let args = ["-n", "8", "-c", "2", "-t", "2", "--stream", "sse", "--sse-reconnect"];
     let (doc, logged) = run(
         "sse-reconnect",
         u32::MAX,
@@ -164,6 +165,20 @@ fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() 
     assert_eq!(logged.len(), 8);
     let with_id = check_reconnections(&logged, 50.0);
     assert_eq!(with_id, 6);
+    // Followed from each connection's first stream, the reconnections make two chains of four.
+    let chain = |first: &Logged| {
+        let mut length = 1;
+        let mut at = first;
+        while let Some(next) = logged
+            .iter()
+            .find(|l| l.last_event_id.is_some() && l.last_event_id == at.last_id)
+        {
+            (length, at) = (length + 1, next);
+        }
+        length
+    };
+    let firsts = logged.iter().filter(|l| l.last_event_id.is_none());
+    assert_eq!(firsts.map(chain).collect::<Vec<_>>(), [4, 4]);
     let m = &doc["messages"];
     assert_eq!(
         (&m["calls"], &m["received"], &m["unit"]),
@@ -206,7 +221,7 @@ fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() 
         .sum();
     assert_eq!(column, 6, "{csv}");
     // Without the flag, every request is a new stream: no id, no reconnection.
-    let (doc, logged) = run("sse-no-reconnect", u32::MAX, u32::MAX, &args[..6]);
+    let (doc, logged) = run("sse-no-reconnect", u32::MAX, u32::MAX, &args[..8]);
     assert_eq!(logged.len(), 8);
     assert!(logged
         .iter()
