@@ -333,7 +333,8 @@ pub fn with_request(
 
 /// `--sse-reconnect` makes each connection of a closed loop over HTTP/1.1 an `EventSource`:
 /// an open loop's arrivals are independent clients, HTTP/2's slots share connections, and
-/// targets are scripted users; each is refused by name.
+/// users with cookie jars or redirects to follow are scripted users; each is refused by name
+/// (targets files are, where they are read).
 fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputError> {
     if engine.sse_reconnect.is_none() {
         return Ok(());
@@ -349,10 +350,11 @@ fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputErro
             "--http2",
             "it reconnects HTTP/1.1 connections",
         ),
+        // Users with cookie jars or hops (`--cookies`, `--follow`) send the run's request.
         (
             engine.users.is_some(),
-            "--targets",
-            "it reconnects the run's one request",
+            "--cookies or --follow",
+            "it reconnects the run's one request, not users'",
         ),
     ];
     match refused.iter().find(|(given, ..)| *given) {

@@ -155,7 +155,17 @@ fn each_connection_reconnects_with_its_last_event_id_after_the_server_s_retry() 
     let saved = saved.to_str().unwrap();
     let save = ["--save", saved];
     // (Two threads: each holds one connection and four of the requests.)
-    let args = ["-n", "8", "-c", "2", "-t", "2", "--stream", "sse", "--sse-reconnect"];
+    let args = [
+        "-n",
+        "8",
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "--stream",
+        "sse",
+        "--sse-reconnect",
+    ];
     let (doc, logged) = run(
         "sse-reconnect",
         u32::MAX,
@@ -300,6 +310,14 @@ fn reconnection_is_refused_where_it_cannot_apply_with_exit_2() {
         (
             &["--stream", "sse", "--sse-reconnect", "--http2", url],
             "--http2",
+        ),
+        (
+            &["--stream", "sse", "--sse-reconnect", "--cookies", url],
+            "--cookies",
+        ),
+        (
+            &["--stream", "sse", "--sse-reconnect", "--targets", "-"],
+            "--targets",
         ),
         // A plan's `stream: sse` step sends what the plan says: `belier run` has no such flag.
         (&["run", "plan.yaml", "--sse-reconnect"], "--sse-reconnect"),
