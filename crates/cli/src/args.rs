@@ -151,6 +151,7 @@ const HTTP_ONLY: [&str; 16] = [
     "cookies",
     "follow",
     "stream",
+    "sse_reconnect",
     "llm",
     "hold_connections",
     "hold_mode",

@@ -176,6 +176,14 @@ pub fn request_config(r: &RequestArgs) -> Result<(Config, String), InputError> {
         true => Some(belier_engine::BodyStream::Llm),
         false => r.stream.map(Into::into),
     };
+    if r.sse_reconnect.is_some() && engine.stream != Some(belier_engine::BodyStream::Sse) {
+        return Err(InputError::new(
+            "--sse-reconnect",
+            "",
+            "needs --stream sse: it reconnects Server-Sent Events streams",
+        ));
+    }
+    engine.sse_reconnect = r.sse_reconnect;
     engine.tls = tls;
     engine.connect_to = r.every.connect_to;
     crate::resolve::apply(&mut engine, resolved);
@@ -260,6 +268,7 @@ pub fn with_request(
     targets: Option<TargetsRun>,
 ) -> Result<Settings, InputError> {
     let (shard, seed_given) = (args.shard.shard, args.open_loop.seed.is_some());
+    let open_loop = args.pace.rate.is_some();
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -317,9 +326,46 @@ pub fn with_request(
         part: shard.unwrap_or_else(|| args.cluster.first_part()),
     }
     .finish()?;
+    refuse_reconnection(&settings.engine, open_loop)?;
     settings.targets = targets;
     crate::shard::apply(&mut settings.engine, shard, seed_given)?;
     Ok(settings)
+}
+
+/// `--sse-reconnect` makes each connection of a closed loop over HTTP/1.1 an `EventSource`:
+/// an open loop's arrivals are independent clients, HTTP/2's slots share connections, and
+/// users with cookie jars or redirects to follow are scripted users; each is refused by name
+/// (targets files are, where they are read).
+fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputError> {
+    if engine.sse_reconnect.is_none() {
+        return Ok(());
+    }
+    let refused = [
+        (
+            open_loop,
+            "--rate",
+            "an open loop's arrivals are new clients",
+        ),
+        (
+            engine.http2,
+            "--http2",
+            "it reconnects HTTP/1.1 connections",
+        ),
+        // Users with cookie jars or hops (`--cookies`, `--follow`) send the run's request.
+        (
+            engine.users.is_some(),
+            "--cookies or --follow",
+            "it reconnects the run's one request, not users'",
+        ),
+    ];
+    match refused.iter().find(|(given, ..)| *given) {
+        Some((_, flag, why)) => Err(InputError::new(
+            "--sse-reconnect",
+            "",
+            format!("does not apply with {flag}: {why} (the closed loop's connections reconnect)"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The load model the flags ask for.

@@ -84,6 +84,14 @@ fn configure(
     let Some(path) = &args.targets else {
         return Ok(None);
     };
+    if request.sse_reconnect.is_some() {
+        return Err(InputError::new(
+            "--sse-reconnect",
+            "",
+            "does not apply with --targets: it reconnects the run's one request",
+        )
+        .into());
+    }
     let format = args.format.map(|f| match f {
         FormatArg::Http => Format::Http,
         FormatArg::Json => Format::Json,

@@ -115,6 +115,14 @@ pub struct Config {
     /// are: their count, the first one's time from when the request was due, the gaps
     /// between them. `None` (the default) reads bodies whole.
     pub stream: Option<crate::BodyStream>,
+    /// `--sse-reconnect`: with `stream` SSE in a closed loop over HTTP/1.1, each connection
+    /// slot is one `EventSource`: once its stream ends (closed cleanly or failed), its next
+    /// request is a reconnection, sent after the stream's reconnection time (its last
+    /// `retry:`, else this delay) with `Last-Event-ID` when the stream set one. A response
+    /// that is not a 200 with `Content-Type: text/event-stream` stops it: the slot's next
+    /// request is a new stream, at once and without an id. `None` (the default): every
+    /// request is a new stream.
+    pub sse_reconnect: Option<Duration>,
     /// Per-request timeout, connect included.
     pub timeout: Duration,
     /// Time requests still in flight get to finish once the run stops.
@@ -236,6 +244,7 @@ impl std::fmt::Debug for Config {
             .field("kernel_stamps", &self.kernel_stamps)
             .field("server_timing", &self.server_timing)
             .field("stream", &self.stream)
+            .field("sse_reconnect", &self.sse_reconnect)
             .field("timeout", &self.timeout)
             .field("grace", &self.grace)
             .field("interval", &self.interval)
@@ -324,6 +333,7 @@ impl Config {
             local_addresses: Vec::new(),
             hold: None,
             stream: None,
+            sse_reconnect: None,
             timeout: DEFAULT_TIMEOUT,
             grace: DEFAULT_GRACE,
             interval: DEFAULT_INTERVAL,

@@ -90,6 +90,9 @@ pub(crate) struct Progress {
     /// `--stream`: cuts the response body into messages, counted in `stream` as reads bring
     /// them. Boxed: a request without it carries one pointer.
     pub split: Option<Box<Splitter>>,
+    /// `--sse-reconnect`: how this request went out in its slot's reconnections, and whether
+    /// its response allows another (see [`crate::reconnection`]).
+    pub reconnect: Option<crate::reconnection::attempt::Attempt>,
     /// When the run reads the server's own time: the header's value this response brought
     /// (set before the exchange, from `Config::server_timing`).
     pub timing: Option<crate::server_timing::Capture>,
@@ -249,9 +252,16 @@ impl StreamProgress {
 }
 
 impl StreamProgress {
-    /// What a streamed body `split` cut adds beside its messages.
-    pub(crate) fn body(&self, split: &Splitter) -> belier_stats::StreamedBody {
+    /// What a streamed body `split` cut adds beside its messages, and how it went in its
+    /// slot's reconnections (`attempt`).
+    pub(crate) fn body(
+        &self,
+        split: &Splitter,
+        attempt: Option<crate::reconnection::attempt::Attempt>,
+    ) -> belier_stats::StreamedBody {
         belier_stats::StreamedBody {
+            reconnection: attempt.and_then(|a| a.sent_as),
+            stopped_reconnection: attempt.is_some_and(|a| a.stopped()),
             unit: split.mode().unit(),
             tokens: split.tokens(),
             first_to_last_us: self.first.zip(self.last).map_or(0, |(first, last)| {
@@ -699,8 +709,13 @@ impl Connection {
                             }
                         }
                         Some(head) => {
+                            let whole = &self.buf[pos..pos + head.len];
                             if let Some(keep) = &mut p.head {
-                                keep.extend_from_slice(&self.buf[pos..pos + head.len]);
+                                keep.extend_from_slice(whole);
+                            }
+                            if let Some(attempt) = &mut p.reconnect {
+                                let event_stream = crate::http1::is_event_stream(whole);
+                                attempt.accepted = Some(head.status == 200 && event_stream);
                             }
                             pos += head.len;
                             status = Some(head.status);

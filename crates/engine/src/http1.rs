@@ -123,6 +123,27 @@ pub(crate) fn parse_head(
     }))
 }
 
+/// Whether a complete response head (as [`parse_head`] took it) says its body is an event
+/// stream: `Content-Type: text/event-stream`, parameters aside. Read again only for the
+/// responses that ask (SSE reconnection), so that every other head costs nothing more.
+pub(crate) fn is_event_stream(head: &[u8]) -> bool {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    if !matches!(response.parse(head), Ok(httparse::Status::Complete(_))) {
+        return false;
+    }
+    response
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .is_some_and(|h| {
+            let media = h.value.split(|&b| b == b';').next().unwrap_or_default();
+            media
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"text/event-stream")
+        })
+}
+
 fn last_token(value: &[u8]) -> &[u8] {
     value
         .rsplit(|&b| b == b',')
@@ -250,6 +271,24 @@ fn hex(b: u8) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_stream_is_told_by_its_media_type_alone() {
+        let head = |content_type: &str| {
+            format!("HTTP/1.1 200 OK\r\n{content_type}Content-Length: 0\r\n\r\n").into_bytes()
+        };
+        assert!(is_event_stream(&head(
+            "Content-Type: text/event-stream\r\n"
+        )));
+        assert!(is_event_stream(&head(
+            "content-type: Text/Event-Stream; charset=utf-8\r\n"
+        )));
+        assert!(!is_event_stream(&head("Content-Type: text/plain\r\n")));
+        assert!(!is_event_stream(&head(
+            "Content-Type: text/event-streams\r\n"
+        )));
+        assert!(!is_event_stream(&head("")));
+    }
 
     fn head(raw: &str) -> Head {
         parse_head(raw.as_bytes(), false, None).unwrap().unwrap()

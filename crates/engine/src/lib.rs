@@ -46,6 +46,7 @@ mod parallel;
 mod plan;
 mod probe;
 mod profile;
+mod reconnection;
 mod refresh;
 pub mod request;
 mod sending;
@@ -329,6 +330,17 @@ fn check(config: &Config) -> Result<(), StartError> {
             "held connections speak HTTP/1.1 with the run's one request: not with HTTP/2, scripted users or WebSocket",
         ));
     }
+    if config.sse_reconnect.is_some()
+        && (config.stream != Some(BodyStream::Sse)
+            || !matches!(config.load, Load::Closed { .. })
+            || config.http2
+            || config.users.is_some()
+            || config.websocket.is_some())
+    {
+        return Err(StartError::Invalid(
+            "SSE reconnection needs SSE streams in a closed loop of the run's one request over HTTP/1.1",
+        ));
+    }
     if config.unix_socket.is_some() && !config.origins.is_empty() {
         return Err(StartError::Invalid(
             "a Unix socket serves one host: several hosts in one run need TCP",
@@ -525,6 +537,7 @@ fn plan_of(config: &Config, ready: &mut Ready, start: Instant) -> Result<plan::P
         dns_policy: config.dns_policy,
         dns_server: config.dns_server,
         body_stream: config.stream,
+        sse_reconnect: config.sse_reconnect,
         resend: config.resend,
         idempotent: request::is_idempotent(&spec.method),
         timeout: config.timeout,

@@ -207,8 +207,10 @@ impl Local {
             match (&progress.stream, &progress.split) {
                 // A streamed body's first message is timed from when the request was due,
                 // as its latency is: a server that stalls an open loop's streams shows in it.
-                (Some(stream), Some(split)) => recorder
-                    .record_body_stream(&stream.call(Some(sample.intended)), &stream.body(split)),
+                (Some(stream), Some(split)) => recorder.record_body_stream(
+                    &stream.call(Some(sample.intended)),
+                    &stream.body(split, progress.reconnect),
+                ),
                 // Only a WebSocket matches its replies itself.
                 (Some(stream), None) if stream.matched => {
                     recorder.record_socket_messages(&stream.call(progress.sent));

@@ -27,6 +27,9 @@ pub(crate) struct Plan {
     pub dns_server: Option<std::net::SocketAddr>,
     /// Cut response bodies into messages (see `Config::stream`).
     pub body_stream: Option<crate::BodyStream>,
+    /// Reconnect SSE streams, this delay unless a stream's `retry:` says otherwise (see
+    /// `Config::sse_reconnect`).
+    pub sse_reconnect: Option<Duration>,
     /// Re-send once a request the server closed an idle connection under (see
     /// `Config::resend`); scripted users' requests only when their method is idempotent.
     pub resend: bool,

@@ -6,6 +6,7 @@ use std::io::Write as _;
 use crate::user::Outgoing;
 use crate::RequestSpec;
 
+pub(crate) mod added;
 pub mod rules;
 
 pub use rules::InvalidRequest;

@@ -59,6 +59,25 @@ pub(crate) struct Splitter {
     usage: Option<u64>,
     /// LLM: `[DONE]` came; what follows counts no more.
     done: bool,
+    /// SSE: the fields a reconnection carries on (see [`EventSource`]).
+    source: EventSource,
+    /// Body bytes came: a byte order mark is no longer the stream's first.
+    begun: bool,
+}
+
+/// What an SSE stream tells the client that reconnects it (WHATWG HTML §9.2.6): the last
+/// event id and the reconnection time. Other modes read no such field.
+#[derive(Debug, Default)]
+struct EventSource {
+    /// The last event ID buffer: the latest `id` field's value.
+    id_buffer: Vec<u8>,
+    /// An `id` field came since the last event was dispatched.
+    id_pending: bool,
+    /// The last event id this stream set (at the blank line after its `id`); `None`: it set
+    /// none, and the one before it stands. Empty: reset (a reconnection carries none).
+    last_id: Option<Vec<u8>>,
+    /// The latest valid `retry` field, milliseconds.
+    retry_ms: Option<u64>,
 }
 
 impl Splitter {
@@ -73,7 +92,23 @@ impl Splitter {
             chunks_with_content: 0,
             usage: None,
             done: false,
+            source: EventSource::default(),
+            begun: false,
         }
+    }
+
+    /// The last event id this stream set, as an `EventSource` keeps it for its reconnection:
+    /// the value of the latest `id` field (without NUL) before a blank line, empty when that
+    /// field had none; `None` when the stream set none (an event that did not end before the
+    /// stream did sets none).
+    pub(crate) fn last_event_id(&self) -> Option<&[u8]> {
+        self.source.last_id.as_deref()
+    }
+
+    /// The reconnection time the stream's latest valid `retry` field gave (ASCII digits
+    /// only), milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.source.retry_ms
     }
 
     /// How it cuts.
@@ -103,6 +138,15 @@ impl Splitter {
             }
             return Ok(u64::from(new));
         }
+        // An event stream may open with a UTF-8 byte order mark, which is not part of its
+        // first line (one split across two pieces of the body is not recognised).
+        let data = match self.begun || data.is_empty() {
+            true => data,
+            false => {
+                self.begun = true;
+                data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data)
+            }
+        };
         let mut complete = 0;
         for &b in data {
             let after_cr = std::mem::replace(&mut self.after_cr, b == b'\r');
@@ -132,6 +176,9 @@ impl Splitter {
             Some(i) => (&line[..i], &line[i + 1..]),
             None => (&line[..], &line[line.len()..]),
         };
+        if self.mode == BodyStream::Sse {
+            self.source.field(field, value);
+        }
         if field == b"data" {
             if self.mode == BodyStream::Llm {
                 let value = value.strip_prefix(b" ").unwrap_or(value);
@@ -153,6 +200,10 @@ impl Splitter {
 
     /// The blank line: whether the event it ends is a message.
     fn end_event(&mut self) -> bool {
+        if std::mem::take(&mut self.source.id_pending) {
+            let last = self.source.last_id.get_or_insert_with(Vec::new);
+            last.clone_from(&self.source.id_buffer);
+        }
         let had_data = std::mem::take(&mut self.has_data);
         let message = match self.mode {
             BodyStream::Llm => had_data && self.llm_event(),
@@ -186,6 +237,30 @@ impl Splitter {
         });
         self.chunks_with_content += u64::from(content);
         content
+    }
+}
+
+impl EventSource {
+    /// Reads a field of the line: `id` and `retry` are this struct's.
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        // A value's one leading space is not part of it.
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        match name {
+            // An id with NUL in it is ignored (it could not go back in a header).
+            b"id" if !value.contains(&0) => {
+                self.id_buffer.clear();
+                self.id_buffer.extend_from_slice(value);
+                self.id_pending = true;
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Digits past what a u64 holds mean "longer than any run": saturate.
+                let ms = value.iter().fold(0u64, |ms, &d| {
+                    ms.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                });
+                self.retry_ms = Some(ms);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -267,6 +342,58 @@ mod tests {
         assert_eq!(s.tokens(), 5);
         let (_, without_usage) = split(BodyStream::Llm, &[tok, b"\n\n", tok, b"\n\n"]);
         assert_eq!(without_usage.tokens(), 2);
+    }
+
+    #[test]
+    fn the_last_event_id_is_set_at_the_blank_line_after_its_field() {
+        let last = |pieces: &[&[u8]]| {
+            let (_, s) = split(BodyStream::Sse, pieces);
+            s.last_event_id()
+                .map(|id| String::from_utf8(id.to_vec()).unwrap())
+        };
+        assert_eq!(last(&[b"data: a\n\n"]), None);
+        assert_eq!(last(&[b"id: 1\ndata: a\n\n"]), Some("1".into()));
+        // An id stands for the events after it that name none.
+        assert_eq!(last(&[b"id: 1\ndata: a\n\ndata: b\n\n"]), Some("1".into()));
+        // Only one leading space goes; an id without data still sets it at its blank line.
+        assert_eq!(last(&[b"id:  x y\n\n"]), Some(" x y".into()));
+        assert_eq!(last(&[b"id:7\r\n", b"\r\n"]), Some("7".into()));
+        // A leading byte order mark is not part of the first field's name; a later one is.
+        assert_eq!(last(&[b"", b"\xEF\xBB\xBFid: 3\n\n"]), Some("3".into()));
+        assert_eq!(last(&[b"\n", b"\xEF\xBB\xBFid: 3\n\n"]), None);
+        // An event the stream's end cut sets none.
+        assert_eq!(last(&[b"id: 1\n\nid: 2\ndata: b\n"]), Some("1".into()));
+        // An id with NUL is ignored; an empty one resets it (no colon: an empty value too).
+        assert_eq!(last(&[b"id: 1\n\nid: 2\0\n\n"]), Some("1".into()));
+        assert_eq!(last(&[b"id: 1\n\nid:\n\n"]), Some(String::new()));
+        assert_eq!(last(&[b"id: 1\n\nid\n\n"]), Some(String::new()));
+        // Not a field named id.
+        assert_eq!(last(&[b"ids: 1\n\n: id: 2\n\n"]), None);
+        // Other modes read no id.
+        let (_, chunks) = split(BodyStream::Chunks, &[b"id: 1\n\n"]);
+        assert_eq!(chunks.last_event_id(), None);
+    }
+
+    #[test]
+    fn retry_takes_ascii_digits_only_at_once() {
+        let retry = |pieces: &[&[u8]]| split(BodyStream::Sse, pieces).1.retry_ms();
+        assert_eq!(retry(&[b"retry: 50\n"]), Some(50));
+        assert_eq!(retry(&[b"retry:50\n\nretry: 2000\n\n"]), Some(2000));
+        for ignored in [
+            &b"retry: 50\nretry: 5s\n"[..],
+            b"retry: 50\nretry: -1\n",
+            b"retry: 50\nretry: 1.5\n",
+            b"retry: 50\nretry:\n",
+            b"retry: 50\nretry:  60\n",
+            b"retry: 50\nretry\n",
+        ] {
+            assert_eq!(retry(&[ignored]), Some(50), "{ignored:?}");
+        }
+        assert_eq!(
+            retry(&[b"retry: 99999999999999999999999\n"]),
+            Some(u64::MAX)
+        );
+        assert_eq!(retry(&[b"data: retry: 5\n\n"]), None);
     }
 
     #[test]

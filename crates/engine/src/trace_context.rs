@@ -2,7 +2,7 @@
 //! `traceparent`, their new ids, and the request bytes that carry it.
 //!
 //! A run's request is encoded once and written as it is; a sampled one is copied with its
-//! `traceparent` line added at the end of its head, into a buffer its task reuses. Requests
+//! `traceparent` line added (see [`crate::request::added`]). Requests
 //! that are not sampled carry no trace header and cost one random draw. A scripted user's
 //! iteration is one trace: the draw is made when it starts, and each of its requests is a
 //! span of that trace.
@@ -63,7 +63,9 @@ impl Sampler {
 }
 
 /// The `traceparent` header line for `trace`, with its line end.
-fn header_line(trace: &Trace) -> [u8; TRACEPARENT.len() + 2 + belier_stats::TRACEPARENT_LEN + 2] {
+pub(crate) fn header_line(
+    trace: &Trace,
+) -> [u8; TRACEPARENT.len() + 2 + belier_stats::TRACEPARENT_LEN + 2] {
     let mut line = [0u8; TRACEPARENT.len() + 2 + belier_stats::TRACEPARENT_LEN + 2];
     let (name, rest) = line.split_at_mut(TRACEPARENT.len());
     name.copy_from_slice(TRACEPARENT.as_bytes());
@@ -71,24 +73,6 @@ fn header_line(trace: &Trace) -> [u8; TRACEPARENT.len() + 2 + belier_stats::TRAC
     rest[2..2 + belier_stats::TRACEPARENT_LEN].copy_from_slice(&trace.traceparent());
     rest[2 + belier_stats::TRACEPARENT_LEN..].copy_from_slice(b"\r\n");
     line
-}
-
-/// Where the header lines of an encoded HTTP/1.1 request end: the offset of the empty line
-/// that ends its head (a trace header goes there). Requests belier encodes always have one.
-pub(crate) fn head_end(request: &[u8]) -> usize {
-    request
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(request.len(), |at| at + 2)
-}
-
-/// Copies `request` into `out` (cleared first) with `trace`'s header added at `head_end`
-/// (see [`head_end`]).
-pub(crate) fn traced_request(out: &mut Vec<u8>, request: &[u8], head_end: usize, trace: &Trace) {
-    out.clear();
-    out.extend_from_slice(&request[..head_end]);
-    out.extend_from_slice(&header_line(trace));
-    out.extend_from_slice(&request[head_end..]);
 }
 
 /// Adds `trace`'s header to the end of a request head being written into `out`.
@@ -101,20 +85,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_traced_request_carries_one_header_before_its_body() {
-        let request = b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbody";
-        let at = head_end(request);
-        assert_eq!(&request[at..], b"\r\nbody");
+    fn a_trace_s_header_line_is_its_traceparent() {
         let trace = Trace {
             trace_id: TraceId(0xab),
             span_id: SpanId(0xcd),
         };
-        let mut out = b"left over".to_vec();
-        traced_request(&mut out, request, at, &trace);
         assert_eq!(
-            std::str::from_utf8(&out).unwrap(),
-            "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\
-             traceparent: 00-000000000000000000000000000000ab-00000000000000cd-01\r\n\r\nbody"
+            std::str::from_utf8(&header_line(&trace)).unwrap(),
+            "traceparent: 00-000000000000000000000000000000ab-00000000000000cd-01\r\n"
         );
     }
 

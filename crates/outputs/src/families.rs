@@ -672,6 +672,7 @@ pub(crate) mod tests {
             unit: MessageUnit::Tokens,
             tokens: 7,
             first_to_last_us: 20_000,
+            ..belier_stats::StreamedBody::default()
         };
         streams.record_body_stream(&call, &body);
         let names = |total: &Recorder| -> Vec<&'static str> {

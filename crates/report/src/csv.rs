@@ -19,14 +19,15 @@ use crate::NamedReport;
 const HEADER: &str = "run,offset_s,width_s,requests,succeeded,errors,rate_per_s,\
                       target_rate_per_s,p50_ms,p90_ms,p99_ms,max_ms,dropped,lag_p99_ms,\
                       in_flight,cpu_percent,messages_in,first_message_p99_ms,\
-                      message_gap_p99_ms";
+                      message_gap_p99_ms,reconnections";
 
 /// Renders each run's per-interval series as CSV with a header row.
 ///
 /// Latencies are milliseconds with three decimals, so microsecond resolution shows. The
 /// open-loop columns (`target_rate_per_s`, `dropped`, `lag_p99_ms`) are empty for closed-loop
 /// runs, where no arrival rate was set; the message columns (`messages_in`,
-/// `first_message_p99_ms`, `message_gap_p99_ms`) for runs without streamed messages. Once a long run's series has coarsened (a point spans
+/// `first_message_p99_ms`, `message_gap_p99_ms`) for runs without streamed messages, and
+/// `reconnections` (SSE streams sent as a reconnection, `--sse-reconnect`) for runs without any. Once a long run's series has coarsened (a point spans
 /// several intervals, see `width_s`), its percentiles are the largest of the merged intervals'.
 pub fn render_csv(runs: &[NamedReport]) -> String {
     let points: usize = runs.iter().map(|r| r.report.series.points().len()).sum();
@@ -36,11 +37,16 @@ pub fn render_csv(runs: &[NamedReport]) -> String {
     for run in runs {
         let name = field(run.name);
         let open = run.report.is_open_loop();
-        let messages = run.report.totals.messages().is_some();
+        let messages = run.report.totals.messages();
+        let reconnecting = messages.is_some_and(|m| m.counts().reconnections > 0);
         for p in run.report.series.points() {
             // Writing into a String cannot fail.
             let _ = row(&mut out, &name, open, p);
-            let _ = message_cells(&mut out, messages, p);
+            let _ = message_cells(&mut out, messages.is_some(), p);
+            let _ = match reconnecting {
+                true => writeln!(out, ",{}", p.reconnections),
+                false => writeln!(out, ","),
+            };
         }
     }
     out
@@ -194,14 +200,14 @@ fn row(out: &mut String, name: &str, open: bool, p: &Point) -> std::fmt::Result 
     write!(out, ",{},{:.1}", p.in_flight, p.cpu * 100.0)
 }
 
-/// The row's last cells: its streamed messages in, and the p99 of their first message and
+/// The row's message cells: its streamed messages in, and the p99 of their first message and
 /// gaps (an empty cell where the interval timed none); all empty for a run without messages.
 fn message_cells(out: &mut String, messages: bool, p: &Point) -> std::fmt::Result {
     if !messages {
-        return writeln!(out, ",,,");
+        return write!(out, ",,,");
     }
     let time = |us: u64| if us == 0 { String::new() } else { ms(us) };
-    writeln!(
+    write!(
         out,
         ",{},{},{}",
         p.messages_in,
@@ -354,7 +360,7 @@ mod tests {
         runs[0].name = awkward;
         let rows = parse(&render_csv(&runs));
         let columns = HEADER.split(',').count();
-        assert_eq!(columns, 19);
+        assert_eq!(columns, 20);
         assert!(rows.iter().all(|r| r.len() == columns), "{rows:?}");
         assert_eq!(rows[0].join(","), HEADER);
         let names: Vec<&str> = rows[1..].iter().map(|r| r[0].as_str()).collect();
@@ -423,10 +429,26 @@ mod message_tests {
         assert!(lines
             .next()
             .unwrap()
-            .ends_with(",messages_in,first_message_p99_ms,message_gap_p99_ms"));
+            .ends_with(",messages_in,first_message_p99_ms,message_gap_p99_ms,reconnections"));
         // 200 calls of 100 messages, the first after 1.000–1.199 ms, the others 0.250 ms apart.
         let streams = lines.next().unwrap();
-        assert!(streams.ends_with(",20000,1.197,0.250"), "{streams}");
-        assert!(lines.all(|l| l.ends_with(",,,")), "{csv}");
+        assert!(streams.ends_with(",20000,1.197,0.250,"), "{streams}");
+        assert!(lines.all(|l| l.ends_with(",,,,")), "{csv}");
+    }
+
+    #[test]
+    fn a_run_that_reconnected_counts_its_reconnections_per_interval() {
+        let mut run = seeded::sse_reconnections();
+        let mut series = Series::new();
+        let second = Duration::from_secs(1);
+        let point = Point::of(&run.totals, Gauges::default(), Duration::ZERO, second);
+        series.push(point);
+        run.series = series;
+        let csv = render_csv(&[NamedReport {
+            name: "sse",
+            report: &run.report(),
+        }]);
+        let row = csv.lines().nth(1).unwrap();
+        assert!(row.ends_with(",600,100.095,20.015,40"), "{row}");
     }
 }

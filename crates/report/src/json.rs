@@ -192,6 +192,16 @@ fn messages(m: &crate::summary::MessageFigures) -> Value {
         doc["tokens_per_s"] = json!(m.token_rate);
         doc["tokens_per_s_per_stream"] = json!(m.tokens_per_stream_rate);
     }
+    let c = m.counts;
+    if c.reconnections > 0 || c.reconnection_stops > 0 {
+        doc["reconnections"] = json!({
+            "count": c.reconnections,
+            "with_last_event_id": c.reconnections_with_id,
+            "wait_us": c.reconnection_wait_us,
+            "wait_mean_us": m.reconnection_wait_mean_us,
+            "stops": c.reconnection_stops,
+        });
+    }
     doc
 }
 
@@ -437,6 +447,20 @@ mod tests {
         doc
     }
 
+    /// Checks that `run`'s text report holds each of `lines` and the markdown report of it
+    /// beside a run without messages each of `rows`; returns that markdown.
+    fn text_and_markdown_hold(run: &crate::seeded::Run, lines: &[&str], rows: &[&str]) -> String {
+        let text = crate::render_text(&run.report());
+        let missing: Vec<_> = lines.iter().filter(|l| !text.contains(*l)).collect();
+        assert!(missing.is_empty(), "{missing:?} not in {text}");
+        let plain = crate::seeded::base();
+        let reports = [plain.report(), run.report()];
+        let md = crate::render_markdown(&crate::seeded::named(&reports));
+        let missing: Vec<_> = rows.iter().filter(|r| !md.contains(*r)).collect();
+        assert!(missing.is_empty(), "{missing:?} not in {md}");
+        md
+    }
+
     #[test]
     fn a_run_of_llm_streams_names_its_figures_in_text_json_and_markdown() {
         let run = crate::seeded::llm_streams();
@@ -445,26 +469,51 @@ mod tests {
         assert_eq!((unit, tokens), (&json!("tokens"), &json!(4_000)));
         // 39 tokens after the first in 390 ms, each stream.
         assert_eq!(m["tokens_per_s_per_stream"], 100.0);
-        let text = crate::render_text(&run.report());
         let lines = [
             "\nTokens  (100 streams)\n",
             "  output tokens        4,000   40.0 per stream\n",
             "  ttft             100     80.000",
             "  itl            3,900     10.000",
         ];
-        let missing: Vec<_> = lines.iter().filter(|l| !text.contains(*l)).collect();
-        assert!(missing.is_empty(), "{missing:?} not in {text}");
-        let plain = crate::seeded::base();
-        let reports = [plain.report(), run.report()];
-        let md = crate::render_markdown(&crate::seeded::named(&reports));
-        for row in [
+        let rows = [
             "| Streams |",
             "| First (TTFT) p50 |",
             "| Tokens/s per stream |",
-        ] {
-            assert!(md.contains(row), "{row:?} in {md}");
-        }
+        ];
+        let md = text_and_markdown_hold(&run, &lines, &rows);
         assert!(!md.contains("Streaming calls"), "{md}");
+    }
+
+    #[test]
+    fn a_run_of_sse_reconnections_counts_them_in_text_json_and_markdown() {
+        let run = crate::seeded::sse_reconnections();
+        let r = &valid_json(&run)["messages"]["reconnections"];
+        assert_eq!(
+            r,
+            &json!({
+                "count": 40,
+                "with_last_event_id": 30,
+                "wait_us": 2_000_000,
+                "wait_mean_us": 50_000.0,
+                "stops": 2,
+            })
+        );
+        let lines = [
+            "\nStreams  (60 streams)\n",
+            "  reconnections           40   30 with Last-Event-ID, each after 50.000 ms on average\n",
+            "  stopped                  2   responses not a 200 event stream",
+        ];
+        let rows = [
+            "| Reconnections | – | 40 |",
+            "| With Last-Event-ID | – | 30 |",
+            "| Reconnection wait (mean) | – | 50.000 ms |",
+            "| Reconnections stopped | – | 2 |",
+        ];
+        text_and_markdown_hold(&run, &lines, &rows);
+        // LLM streams, which never reconnect, have none of it.
+        let llm = crate::seeded::llm_streams();
+        assert!(valid_json(&llm)["messages"]["reconnections"].is_null());
+        assert!(!crate::render_text(&llm.report()).contains("reconnections"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use belier_stats::LatencySummary;
 
-use crate::format::{ms, rate, thousands};
+use crate::format::{ms, ms_f, rate, thousands};
 use crate::summary::{MessageFigures, Summary};
 
 /// A row: its label and the cell of one run.
@@ -101,6 +101,22 @@ const TOKEN_ROWS: [Row; 3] = [
     }),
 ];
 
+/// The rows of runs of SSE streams that reconnected (`--sse-reconnect`).
+const RECONNECTION_ROWS: [Row; 4] = [
+    ("Reconnections", |s| {
+        cell(s, |m| thousands(m.counts.reconnections))
+    }),
+    ("With Last-Event-ID", |s| {
+        cell(s, |m| thousands(m.counts.reconnections_with_id))
+    }),
+    ("Reconnection wait (mean)", |s| {
+        cell(s, |m| ms_f(m.reconnection_wait_mean_us))
+    }),
+    ("Reconnections stopped", |s| {
+        cell(s, |m| thousands(m.counts.reconnection_stops))
+    }),
+];
+
 /// Whether every run with messages streamed bodies (`--stream`) rather than gRPC calls.
 fn streamed(summaries: &[Summary]) -> bool {
     let mut with = summaries
@@ -131,6 +147,9 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
         rows.extend(STREAM_ROWS);
         if with(|m| m.counts.tokens > 0) {
             rows.extend(TOKEN_ROWS);
+        }
+        if with(|m| m.counts.reconnections > 0 || m.counts.reconnection_stops > 0) {
+            rows.extend(RECONNECTION_ROWS);
         }
         return rows;
     }

@@ -285,11 +285,40 @@ pub fn llm_streams() -> Run {
         unit: belier_stats::MessageUnit::Tokens,
         tokens: 40,
         first_to_last_us: 390_000,
+        ..belier_stats::StreamedBody::default()
     };
     for i in 0..100u64 {
         let outcome = Outcome::Response { status: 200 };
         totals.record(&Sample::simulated(t, 0, 470_000 + i, outcome));
         let call = belier_stats::CallMessages::one_way(0, 40, Some(80_000 + i), &gaps);
+        totals.record_body_stream(&call, &body);
+    }
+    run.totals = totals;
+    run
+}
+
+/// [`base`]'s info and series with the totals of 60 SSE streams (`--stream sse
+/// --sse-reconnect`): 10 events each; 40 of them reconnections, 30 with a `Last-Event-ID`,
+/// each after 50 ms; 2 responses stopped reconnection.
+pub fn sse_reconnections() -> Run {
+    let mut run = base();
+    let mut totals = Recorder::new();
+    let t = Instant::now();
+    let mut gaps = belier_stats::MessageTimes::default();
+    (0..9).for_each(|_| gaps.push(20_000));
+    for i in 0..60u64 {
+        let outcome = Outcome::Response { status: 200 };
+        totals.record(&Sample::simulated(t, 0, 300_000 + i, outcome));
+        let call = belier_stats::CallMessages::one_way(0, 10, Some(100_000 + i), &gaps);
+        let body = belier_stats::StreamedBody {
+            unit: belier_stats::MessageUnit::Events,
+            reconnection: (i < 40).then_some(belier_stats::Reconnection {
+                with_id: i < 30,
+                waited_us: 50_000,
+            }),
+            stopped_reconnection: i >= 58,
+            ..belier_stats::StreamedBody::default()
+        };
         totals.record_body_stream(&call, &body);
     }
     run.totals = totals;

@@ -86,6 +86,9 @@ pub(crate) struct MessageFigures {
     pub tokens_per_stream_rate: f64,
     /// WebSocket sockets by the close code they ended with, by code.
     pub closes: Vec<(u16, u64)>,
+    /// SSE reconnections' mean wait, from the end of the stream before each to its start,
+    /// microseconds (0 without any).
+    pub reconnection_wait_mean_us: f64,
 }
 
 impl MessageFigures {
@@ -108,6 +111,8 @@ impl MessageFigures {
                 us => counts.generated_tokens as f64 / (us as f64 / 1e6),
             },
             closes: m.closes().iter().map(|(&code, &n)| (code, n)).collect(),
+            reconnection_wait_mean_us: ratio(counts.reconnection_wait_us, counts.reconnections)
+                .unwrap_or(0.0),
         }
     }
 }

@@ -532,6 +532,7 @@ fn write_streamed(out: &mut String, m: &crate::summary::MessageFigures) -> std::
         m.received_per_call,
         crate::format::rate(m.received_rate)
     )?;
+    write_reconnections(out, m)?;
     if tokens {
         writeln!(
             out,
@@ -569,6 +570,31 @@ fn write_streamed(out: &mut String, m: &crate::summary::MessageFigures) -> std::
              stream's {unit}s)"
         ),
     }
+}
+
+/// SSE reconnections (`--sse-reconnect`), when there were any or a response stopped them.
+fn write_reconnections(out: &mut String, m: &crate::summary::MessageFigures) -> std::fmt::Result {
+    let c = m.counts;
+    if c.reconnections == 0 && c.reconnection_stops == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {:<14}{:>12}   {} with Last-Event-ID, each after {} on average",
+        "reconnections",
+        thousands(c.reconnections),
+        thousands(c.reconnections_with_id),
+        crate::format::ms_f(m.reconnection_wait_mean_us)
+    )?;
+    if c.reconnection_stops > 0 {
+        writeln!(
+            out,
+            "  {:<14}{:>12}   responses not a 200 event stream (a 204): a new stream next",
+            "stopped",
+            thousands(c.reconnection_stops)
+        )?;
+    }
+    Ok(())
 }
 
 /// A WebSocket run's message times, worded for its sockets.

@@ -271,6 +271,40 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
 }
 
 #[test]
+fn sse_reconnections_round_trip_and_merge_exactly_across_shards() {
+    let shard = |reconnections: u64| {
+        let mut r = Recorder::new();
+        let gaps = MessageTimes::default();
+        for i in 0..=reconnections {
+            r.record(&sample(9_000, 0, Outcome::Response { status: 200 }));
+            let body = belier_stats::StreamedBody {
+                unit: belier_stats::MessageUnit::Events,
+                reconnection: (i > 0).then_some(belier_stats::Reconnection {
+                    with_id: i % 2 == 0,
+                    waited_us: 50_001,
+                }),
+                stopped_reconnection: i == reconnections,
+                ..belier_stats::StreamedBody::default()
+            };
+            r.record_body_stream(&CallMessages::one_way(0, 3, Some(100), &gaps), &body);
+        }
+        write(&header("s"), &[settled(0, r)], Some(&end(1.0)))
+    };
+    let run = read(vec![shard(3), shard(4)], None, None).unwrap();
+    let c = run.totals.messages().unwrap().counts();
+    assert_eq!(
+        (
+            c.calls,
+            c.reconnections,
+            c.reconnections_with_id,
+            c.reconnection_wait_us,
+            c.reconnection_stops
+        ),
+        (9, 7, 3, 7 * 50_001, 2)
+    );
+}
+
+#[test]
 fn files_without_steps_write_and_read_none() {
     let bytes = write(
         &header("a"),

@@ -41,7 +41,8 @@ pub use held::Held;
 pub use histogram::{Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG};
 pub use latency::{value_at_percentile, LatencySummary, REPORTED_PERCENTILES};
 pub use messages::{
-    CallMessages, MessageCounts, MessageTimes, MessageUnit, Messages, StreamedBody, KEPT_TIMES,
+    CallMessages, MessageCounts, MessageTimes, MessageUnit, Messages, Reconnection, StreamedBody,
+    KEPT_TIMES,
 };
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};

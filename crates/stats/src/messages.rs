@@ -131,6 +131,21 @@ pub struct MessageCounts {
     /// The time those tokens took (see `generated_tokens`), microseconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub generation_us: u64,
+    /// SSE streams sent as a reconnection of the stream before them (`--sse-reconnect`)
+    /// (absent unless counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnections: u64,
+    /// Of those, the ones that carried a `Last-Event-ID`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnections_with_id: u64,
+    /// The time those reconnections waited, from the end of the stream before them to their
+    /// start (the server's `retry:`, or the run's delay), microseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnection_wait_us: u64,
+    /// Responses that stopped reconnection as an `EventSource` stops it: not a 200 with
+    /// `Content-Type: text/event-stream` (a 204 among them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reconnection_stops: u64,
 }
 
 /// What a streamed body adds beside its messages (see [`Recorder::record_body_stream`]).
@@ -144,6 +159,19 @@ pub struct StreamedBody {
     pub tokens: u64,
     /// From its first message to its last, microseconds.
     pub first_to_last_us: u64,
+    /// It was sent as a reconnection of the stream before it (`--sse-reconnect`).
+    pub reconnection: Option<Reconnection>,
+    /// Its response stopped reconnection (see [`MessageCounts::reconnection_stops`]).
+    pub stopped_reconnection: bool,
+}
+
+/// How an SSE stream was sent as a reconnection (see [`StreamedBody::reconnection`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reconnection {
+    /// It carried a `Last-Event-ID`.
+    pub with_id: bool,
+    /// From the end of the stream before it to its start, microseconds.
+    pub waited_us: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -241,6 +269,12 @@ impl Messages {
     pub(crate) fn record_body(&mut self, call: &CallMessages<'_>, body: &StreamedBody) {
         self.counts.unit = body.unit;
         self.counts.tokens += body.tokens;
+        if let Some(r) = body.reconnection {
+            self.counts.reconnections += 1;
+            self.counts.reconnections_with_id += u64::from(r.with_id);
+            self.counts.reconnection_wait_us += r.waited_us;
+        }
+        self.counts.reconnection_stops += u64::from(body.stopped_reconnection);
         if body.unit == MessageUnit::Tokens && call.received > 1 && body.first_to_last_us > 0 {
             // Tokens counted by chunk make one a chunk; by `usage`, the first chunk is taken
             // as one token too (its share is not told).
@@ -276,6 +310,10 @@ impl Messages {
         self.counts.tokens += other.counts.tokens;
         self.counts.generated_tokens += other.counts.generated_tokens;
         self.counts.generation_us += other.counts.generation_us;
+        self.counts.reconnections += other.counts.reconnections;
+        self.counts.reconnections_with_id += other.counts.reconnections_with_id;
+        self.counts.reconnection_wait_us += other.counts.reconnection_wait_us;
+        self.counts.reconnection_stops += other.counts.reconnection_stops;
         if !other.counts.unit.is_grpc() {
             self.counts.unit = other.counts.unit;
         }
@@ -478,6 +516,7 @@ mod tests {
             unit: MessageUnit::Tokens,
             tokens: 40,
             first_to_last_us: 390_000,
+            ..StreamedBody::default()
         };
         let gaps = times(&[10_000; 39]);
         let call = CallMessages::one_way(0, 40, Some(80_000), &gaps);
@@ -503,6 +542,45 @@ mod tests {
         let old = r#"{"calls":1,"sent":2,"received":3}"#;
         assert_eq!(serde_json::to_string(&grpc).unwrap(), old);
         assert_eq!(serde_json::from_str::<MessageCounts>(old).unwrap(), grpc);
+    }
+
+    #[test]
+    fn reconnections_count_with_their_ids_waits_and_stops_and_merge() {
+        let mut m = Messages::new(MessageCounts::default());
+        let gaps = times(&[]);
+        let call = CallMessages::one_way(0, 2, Some(1_000), &gaps);
+        let sse = |reconnection, stopped_reconnection| StreamedBody {
+            unit: MessageUnit::Events,
+            reconnection,
+            stopped_reconnection,
+            ..StreamedBody::default()
+        };
+        m.record_body(&call, &sse(None, false));
+        let with_id = Reconnection {
+            with_id: true,
+            waited_us: 50_000,
+        };
+        m.record_body(&call, &sse(Some(with_id), false));
+        let without = Reconnection {
+            with_id: false,
+            waited_us: 3_000,
+        };
+        m.record_body(&call, &sse(Some(without), true));
+        let mut merged = m.clone();
+        merged.add(&m);
+        let c = merged.counts();
+        assert_eq!(
+            (
+                c.reconnections,
+                c.reconnections_with_id,
+                c.reconnection_wait_us,
+                c.reconnection_stops
+            ),
+            (4, 2, 106_000, 2)
+        );
+        let stored = serde_json::to_string(&c).unwrap();
+        assert!(stored.contains(r#""reconnections":4,"reconnections_with_id":2"#));
+        assert_eq!(serde_json::from_str::<MessageCounts>(&stored).unwrap(), c);
     }
 
     #[test]

@@ -87,6 +87,10 @@ pub struct Point {
     pub first_message_p99_us: u64,
     /// 99th percentile of the gaps between a call's messages, likewise.
     pub gap_p99_us: u64,
+    /// SSE streams sent as a reconnection in the interval (`--sse-reconnect`; absent when
+    /// none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reconnections: u64,
     /// Held connections (`--hold`) open at the end of the interval (absent when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub held: u64,
@@ -132,6 +136,7 @@ impl Point {
             messages_in: r.messages().map_or(0, |m| m.received()),
             first_message_p99_us: r.messages().map_or(0, |m| p99(m.first_message_us())),
             gap_p99_us: r.messages().map_or(0, |m| p99(m.gap_us())),
+            reconnections: r.messages().map_or(0, |m| m.counts().reconnections),
             held: gauges.held,
             coarsened: false,
         }
@@ -174,6 +179,7 @@ impl Point {
         self.messages_in += next.messages_in;
         self.first_message_p99_us = self.first_message_p99_us.max(next.first_message_p99_us);
         self.gap_p99_us = self.gap_p99_us.max(next.gap_p99_us);
+        self.reconnections += next.reconnections;
         // The fewest held at any merged interval's end: a hold that broke stays seen.
         self.held = self.held.min(next.held);
         self.coarsened = true;
@@ -324,6 +330,7 @@ mod tests {
             messages_in: requests * 10,
             first_message_p99_us: p99,
             gap_p99_us: p99 / 10,
+            reconnections: requests / 2,
             held: 0,
             coarsened: false,
         }
@@ -341,6 +348,8 @@ mod tests {
         assert_eq!(total, (0..n).map(|i| i % 7).sum::<u64>());
         let messages: u64 = s.points().iter().map(|p| p.messages_in).sum();
         assert_eq!(messages, total * 10);
+        let reconnections: u64 = s.points().iter().map(|p| p.reconnections).sum();
+        assert_eq!(reconnections, (0..n).map(|i| i % 7 / 2).sum::<u64>());
         // Percentiles of merged points are the largest of theirs.
         let first = s.points().iter().map(|p| p.first_message_p99_us).max();
         assert_eq!(first, Some(999));

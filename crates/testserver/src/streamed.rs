@@ -4,7 +4,9 @@
 //!
 //! Knobs (query string): `events` (or `tokens`): how many (default 10); `first` (or `ttft`):
 //! the wait before the first; `gap` (or `itl`): between one and the next (durations such as
-//! `20ms`; a bare number is milliseconds; default 0 and 10ms). An LLM stream starts with a
+//! `20ms`; a bare number is milliseconds; default 0 and 10ms); `/sse` only: `retry`, the
+//! reconnection time (milliseconds) a `retry:` field asks for before the first event (none
+//! by default), for `--sse-reconnect`. An LLM stream starts with a
 //! role chunk without content at once, as OpenAI's does, and ends with a `finish_reason`
 //! chunk, a `usage` chunk giving `completion_tokens` and `data: [DONE]`.
 
@@ -28,6 +30,8 @@ pub(crate) struct Streamed {
     count: u64,
     first: Duration,
     gap: Duration,
+    /// SSE: the `retry:` field sent at once, milliseconds.
+    retry: Option<u64>,
 }
 
 /// The content type of every streamed answer.
@@ -49,6 +53,7 @@ impl Streamed {
             count: 10,
             first: Duration::ZERO,
             gap: Duration::from_millis(10),
+            retry: None,
         };
         Some(s.apply(query).map(|()| s))
     }
@@ -66,6 +71,12 @@ impl Streamed {
                 }
                 "first" | "ttft" => self.first = duration(name, value)?,
                 "gap" | "itl" => self.gap = duration(name, value)?,
+                "retry" if self.kind == Kind::Sse => {
+                    let ms = value.parse().map_err(|_| {
+                        format!("retry={value}: a reconnection time in milliseconds")
+                    })?;
+                    self.retry = Some(ms);
+                }
                 _ => return Err(format!("unknown stream knob {name:?}")),
             }
         }
@@ -75,7 +86,13 @@ impl Streamed {
     /// The pieces of the body in order, each with when it is due from the start of the answer.
     pub(crate) fn pieces(&self) -> impl Iterator<Item = (Duration, Vec<u8>)> + '_ {
         let due = |i: u64| self.first + self.gap * u32::try_from(i).unwrap_or(u32::MAX);
-        let opening = (self.kind != Kind::Sse).then(|| (Duration::ZERO, self.chunk(None)));
+        let opening = match (self.kind, self.retry) {
+            (Kind::Sse, None) => None,
+            (Kind::Sse, Some(ms)) => {
+                Some((Duration::ZERO, format!("retry: {ms}\n\n").into_bytes()))
+            }
+            _ => Some((Duration::ZERO, self.chunk(None))),
+        };
         let events = (0..self.count).map(move |i| (due(i), self.event(i)));
         let last = due(self.count.saturating_sub(1));
         let closing = (self.kind != Kind::Sse).then(|| (last, self.closing()));
@@ -141,6 +158,21 @@ mod tests {
         let dues: Vec<_> = s.pieces().map(|(d, _)| d.as_millis()).collect();
         assert_eq!(dues, [100, 120, 140]);
         assert!(Streamed::of("GET", "/sse?nope=1").unwrap().is_err());
+        let s = Streamed::of("GET", "/sse?events=1&retry=250")
+            .unwrap()
+            .unwrap();
+        let pieces: Vec<_> = s
+            .pieces()
+            .map(|(_, p)| String::from_utf8(p).unwrap())
+            .collect();
+        assert_eq!(
+            pieces,
+            ["retry: 250\n\n", "id: 0\nevent: tick\ndata: event 0\n\n"]
+        );
+        assert!(Streamed::of("GET", "/sse?retry=soon").unwrap().is_err());
+        assert!(Streamed::of("POST", "/v1/completions?retry=5")
+            .unwrap()
+            .is_err());
         assert!(Streamed::of("GET", "/sse?gap=soon").unwrap().is_err());
     }
 

@@ -62,6 +62,8 @@ pub enum CapacityFormat {
     mut_arg("max_streams", |a| {
         a.help("HTTP/2: concurrent requests (streams) per connection [default: 100]")
     }),
+    // Refused (see `commands::capacity::target`): each step is a new run of new clients.
+    mut_arg("sse_reconnect", |a| a.hide(true)),
 )]
 pub struct CapacityArgs {
     /// What to request, and how; instead of a URL, a plan file (its scripted users, searching

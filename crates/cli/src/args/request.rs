@@ -50,6 +50,22 @@ pub struct RequestArgs {
     #[arg(long = "stream", value_name = "MODE", value_enum)]
     pub stream: Option<StreamArg>,
 
+    /// With `--stream sse`, each connection is an `EventSource`: once its stream ends (the
+    /// server closed it, or it failed), its next request is a reconnection, sent after the
+    /// stream's last `retry:` (else DELAY; 3s when not given) with `Last-Event-ID` when the
+    /// stream set an id. A response other than a 200 `text/event-stream` (a 204) stops it: the
+    /// connection's next request is a new stream, at once. The closed loop over HTTP/1.1 only.
+    /// The report counts reconnections, those with an id, their wait and the stops.
+    #[arg(
+        long = "sse-reconnect",
+        value_name = "DELAY",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_SSE_RECONNECT,
+        value_parser = parse_duration
+    )]
+    pub sse_reconnect: Option<Duration>,
+
     /// One-line preset for an OpenAI-compatible streaming API (`/v1/chat/completions`,
     /// `/v1/completions`): `--stream llm`, POST (unless -m names another method than GET),
     /// `Content-Type: application/json` and `Accept: text/event-stream` (unless -H names
@@ -149,6 +165,10 @@ impl From<DnsPolicyArg> for belier_engine::DnsPolicy {
         }
     }
 }
+
+/// `--sse-reconnect`'s delay when it names none: Chromium's `EventSource` default (Firefox
+/// waits 5s), until a stream's `retry:` says otherwise.
+const DEFAULT_SSE_RECONNECT: &str = "3s";
 
 /// How `--stream` cuts response bodies into messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

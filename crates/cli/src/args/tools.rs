@@ -13,10 +13,12 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `belier probe`: the request, and how to show what it did. (`--stream` is hidden: a probe
-/// shows one exchange's phases, not a stream's messages; `--llm` still shapes its request.)
+/// `belier probe`: the request, and how to show what it did. (`--stream` and
+/// `--sse-reconnect` are hidden: a probe shows one exchange's phases, not a stream's
+/// messages; `--llm` still shapes its request.)
 #[derive(Debug, Args)]
 #[command(mut_arg("stream", |a| a.hide(true)))]
+#[command(mut_arg("sse_reconnect", |a| a.hide(true)))]
 pub struct ProbeArgs {
     #[command(flatten)]
     pub request: RequestArgs,

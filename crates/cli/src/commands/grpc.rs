@@ -37,6 +37,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
         (load.request.stream.is_some(), "--stream"),
+        (load.request.sse_reconnect.is_some(), "--sse-reconnect"),
         (load.request.llm, "--llm"),
         (load.hold.hold.is_some(), "--hold"),
     ];

@@ -144,6 +144,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.http2.http2, "--http2"),
         (load.http2.http3, "--http3"),
         (load.request.stream.is_some(), "--stream"),
+        (load.request.sse_reconnect.is_some(), "--sse-reconnect"),
         (load.request.llm, "--llm"),
         (load.hold.hold.is_some(), "--hold-connections"),
         (load.request.every.server_timing, "--server-timing"),

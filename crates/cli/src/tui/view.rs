@@ -163,7 +163,7 @@ fn draw_panels(frame: &mut Frame, area: Rect, s: &Snapshot) {
 }
 
 /// A run's messages so far (streaming gRPC calls', WebSockets', streamed bodies'), each way, and their rate over the settled
-/// intervals; `None` for any other run.
+/// intervals, and the SSE reconnections when there were any; `None` for any other run.
 fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
     let m = s.settled.messages()?;
     let settled = s
@@ -187,11 +187,21 @@ fn message_lines(s: &Snapshot) -> Option<Vec<Line<'static>>> {
         MessageUnit::WebSocket => "sockets",
         _ => "streams",
     };
-    Some(vec![
+    let mut lines = vec![
         line("in", m.received()),
         line("out", m.sent()),
         Line::raw(format!("{what:<7}{:>6}", thousands(m.calls()))),
-    ])
+    ];
+    // SSE streams sent as a reconnection (`--sse-reconnect`).
+    let reconnections = m.counts().reconnections;
+    if reconnections > 0 {
+        lines.push(Line::raw(format!(
+            "{:<7}{:>6}",
+            "recon",
+            thousands(reconnections)
+        )));
+    }
+    Some(lines)
 }
 
 /// The server's own time so far (`--server-timing`): p99 of the server's time and of the time
@@ -647,6 +657,26 @@ mod tests {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
         assert!(!text.contains("calls"), "{text}");
+    }
+
+    #[test]
+    fn a_run_that_reconnected_its_sse_streams_counts_them_in_its_events_panel() {
+        let mut settled = Recorder::new();
+        let gaps = belier_stats::MessageTimes::default();
+        for i in 0..12 {
+            let call = belier_stats::CallMessages::one_way(0, 5, Some(500), &gaps);
+            let body = belier_stats::StreamedBody {
+                unit: MessageUnit::Events,
+                reconnection: (i >= 2).then_some(belier_stats::Reconnection::default()),
+                ..belier_stats::StreamedBody::default()
+            };
+            settled.record_body_stream(&call, &body);
+        }
+        let points = seconds(&settled, 2);
+        let text = screen(120, 40, &snapshot(&points, &settled));
+        for want in ["Events", "streams    12", "recon      10"] {
+            assert!(text.contains(want), "{want:?} missing from\n{text}");
+        }
     }
 
     #[test]

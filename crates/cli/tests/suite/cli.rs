@@ -35,7 +35,8 @@ fn json_run(args: &[&str]) -> (Value, Output) {
     (doc, out)
 }
 
-fn error_count(doc: &Value, kind: &str) -> u64 {
+/// How many requests of the JSON report `doc` failed with error kind `kind`.
+pub(crate) fn error_count(doc: &Value, kind: &str) -> u64 {
     doc["errors"]
         .as_array()
         .unwrap()

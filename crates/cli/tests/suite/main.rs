@@ -58,6 +58,7 @@ mod server_timing;
 mod shard;
 mod shell;
 mod sources;
+mod sse_reconnect;
 mod streams;
 mod target_h2;
 mod target_tls;

@@ -6,11 +6,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
+use belier_stats::Trace;
+
 use crate::connection::{Connection, Progress};
 use crate::http2::Target;
 use crate::link::Link;
 use crate::local::{next_arrival, record_connect, Due, Local, Parked};
 use crate::plan::Plan;
+use crate::reconnection::Session;
 use crate::step;
 
 /// Where a connection's next request comes from.
@@ -107,23 +110,38 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
     if let Source::Preopened = source {
         open_ahead(&local, &plan, &mut link, &mut counted).await;
     }
-    // A sampled request's bytes, with its trace header (see `crate::trace_context`).
-    let mut traced = Vec::new();
-    let head_end = crate::trace_context::head_end(&plan.request);
-    while let Some((intended, due)) =
-        next_request(&local, &plan, source, &mut link, parked.as_ref()).await
-    {
+    // A request that carries a header of its own (a sampled trace's, a reconnection's): its
+    // bytes (see `crate::request::added`).
+    let mut added = Vec::new();
+    let head_end = crate::request::added::head_end(&plan.request);
+    // `--sse-reconnect`: this slot's `EventSource` (a closed loop's slot only, as checked).
+    let mut session = match source {
+        Source::Closed { .. } => plan.sse_reconnect.map(Session::new),
+        _ => None,
+    };
+    loop {
+        let mut attempt = match &session {
+            Some(session) => Some(session.wait(&local, &plan).await),
+            None => None,
+        };
+        let Some((intended, due)) =
+            next_request(&local, &plan, source, &mut link, parked.as_ref()).await
+        else {
+            break;
+        };
         let trace = match due.and_then(|d| d.trace) {
             Some(decided) => decided,
             None => local.sampler.draw(),
         };
-        let bytes = match (&trace, &link) {
-            (Some(trace), Link::Http1(_)) => {
-                crate::trace_context::traced_request(&mut traced, &plan.request, head_end, trace);
-                &traced
+        let id_line = match (&session, &mut attempt) {
+            (Some(session), Some(attempt)) => {
+                session.started(attempt, intended);
+                session.header_line(attempt)
             }
-            _ => &plan.request,
+            _ => None,
         };
+        let run = (&plan.request[..], head_end);
+        let bytes = request_bytes(run, &link, &mut added, trace.as_ref(), id_line);
         let request = step::Request {
             intended,
             waiting_since: due.map(|d| d.waiting_since),
@@ -141,7 +159,10 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             refused: None,
             trace,
         };
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            reconnect: attempt,
+            ..Progress::default()
+        };
         let _ = step::send(
             &local,
             &plan,
@@ -152,6 +173,9 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             &mut progress,
         )
         .await;
+        if let Some(session) = &mut session {
+            session.ended(&progress, Instant::now());
+        }
     }
     local.connections.track_open(false, &mut counted);
     if let Source::Open | Source::Preopened = source {
@@ -159,6 +183,34 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
             .connections
             .tasks
             .set(local.connections.tasks.get() - 1);
+    }
+}
+
+/// The bytes of the run's request `run` (its bytes, and where its head's lines end) as this
+/// one goes on `link`: as they are, or copied into `added` with the header lines this one
+/// carries of its own, its trace context's and its reconnection's `Last-Event-ID` (HTTP/1.1;
+/// an HTTP/2 head gets its trace context in the step). A request without either is not
+/// copied.
+fn request_bytes<'a>(
+    run: (&'a [u8], usize),
+    link: &Link,
+    added: &'a mut Vec<u8>,
+    trace: Option<&Trace>,
+    id_line: Option<&[u8]>,
+) -> &'a [u8] {
+    let (request, head_end) = run;
+    let trace_line = trace.map(crate::trace_context::header_line);
+    match (link, &trace_line, id_line) {
+        (Link::Http1(_), None, None) | (Link::Http2(_), ..) => request,
+        (Link::Http1(_), trace_line, id_line) => {
+            let lines = trace_line
+                .as_ref()
+                .map(|l| &l[..])
+                .into_iter()
+                .chain(id_line);
+            crate::request::added::with_lines(added, request, head_end, lines);
+            added
+        }
     }
 }
 

@@ -215,10 +215,19 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .iter()
         .flat_map(|s| [s.requests, s.failures, s.bytes_in, s.bytes_out]);
     let checks = c.checks.iter().flat_map(|k| [k.passed, k.failed]);
-    let messages = c
-        .messages
-        .iter()
-        .flat_map(|m| [m.calls, m.sent, m.received, m.tokens, m.generated_tokens]);
+    let messages = c.messages.iter().flat_map(|m| {
+        [
+            m.calls,
+            m.sent,
+            m.received,
+            m.tokens,
+            m.generated_tokens,
+            m.reconnections,
+            m.reconnections_with_id,
+            m.reconnection_wait_us,
+            m.reconnection_stops,
+        ]
+    });
     let addresses = c
         .remote
         .values()

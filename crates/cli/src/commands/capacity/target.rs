@@ -79,6 +79,14 @@ fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         )
         .into());
     }
+    if args.request.sse_reconnect.is_some() {
+        return Err(InputError::new(
+            "--sse-reconnect",
+            "",
+            "is not for capacity searches: it makes a closed loop's connections EventSources",
+        )
+        .into());
+    }
     let (mut engine, url) = settings::request_config(&args.request)?;
     engine.resend = !args.sending.no_resend;
     if args.dimension == DimensionArg::ConnectionRate && args.http2.http2 {
