@@ -607,6 +607,27 @@ proptest! {
     }
 }
 
+/// A case the property above found: a step whose only sample in one shard failed (no
+/// exemplar) must not leave an empty list that the merged shards do not have.
+#[test]
+fn a_failed_step_leaves_no_empty_exemplar_list_behind() {
+    let samples = [(1, 202, 0, 0, false), (1, 684, 0, 1, true)];
+    let (all, shards) = recorded_in_shards(&samples, 4, true);
+    let files: Vec<Vec<u8>> = shards
+        .into_iter()
+        .map(|intervals| {
+            let settled: Vec<Settled> = intervals
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| settled(i as u64, r))
+                .collect();
+            write(&header("same"), &settled, Some(&end(4.0)))
+        })
+        .collect();
+    let s = read(files, None, None).unwrap();
+    assert_eq!(s.totals.counters(), all.counters());
+}
+
 #[test]
 fn executors_totals_ride_on_the_end_line_exactly_and_older_end_lines_read_as_none() {
     let mut a = recorder_with(&[(100, 0), (2_500, 10), (77_777, 3)]);

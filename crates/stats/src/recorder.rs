@@ -446,6 +446,11 @@ impl Recorder {
     pub fn record_step(&mut self, step: usize, sample: &Sample, failed: bool) {
         row_mut(&mut self.steps, step).record(sample, failed);
         self.exemplars.name_step(sample, step);
+        // Only a complete response is a step's exemplar: a failed one leaves the list as it
+        // was, so that a recording and the merge of its shards hold the same lists.
+        if matches!(sample.outcome, Outcome::Error(_)) {
+            return;
+        }
         if self.step_exemplars.len() <= step {
             self.step_exemplars
                 .resize_with(step + 1, Exemplars::default);
