@@ -138,7 +138,7 @@ mod tests;
 
 /// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
 /// `belier ws`, which refuse them when given.
-const HTTP_ONLY: [&str; 16] = [
+const HTTP_ONLY: [&str; 17] = [
     "http2",
     "http3",
     "method",

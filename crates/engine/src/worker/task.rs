@@ -189,7 +189,7 @@ pub(super) async fn connection(local: Rc<Local>, plan: Arc<Plan>, source: Source
 /// The bytes of the run's request `run` (its bytes, and where its head's lines end) as this
 /// one goes on `link`: as they are, or copied into `added` with the header lines this one
 /// carries of its own, its trace context's and its reconnection's `Last-Event-ID` (HTTP/1.1;
-/// an HTTP/2 head gets its trace context in the step). A request without either is not
+/// an HTTP/2 or HTTP/3 head gets its trace context in the step). A request without either is not
 /// copied.
 fn request_bytes<'a>(
     run: (&'a [u8], usize),
@@ -201,7 +201,7 @@ fn request_bytes<'a>(
     let (request, head_end) = run;
     let trace_line = trace.map(crate::trace_context::header_line);
     match (link, &trace_line, id_line) {
-        (Link::Http1(_), None, None) | (Link::Http2(_), ..) => request,
+        (Link::Http1(_), None, None) | (Link::Http2(_) | Link::Http3(_), ..) => request,
         (Link::Http1(_), trace_line, id_line) => {
             let lines = trace_line
                 .as_ref()
