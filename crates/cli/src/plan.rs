@@ -382,12 +382,12 @@ pub struct Connection {
     pub server_timing: Option<belier_engine::ServerTimingHeader>,
 }
 
-/// HTTP/2 as `plan` (at `path`) asks for it: its `http2` and `max_streams` mean what
-/// `--http2` and `--max-streams` do.
+/// HTTP/2 or HTTP/3 as `plan` (at `path`) asks for it: its `http2`, `http3` and
+/// `max_streams` mean what `--http2`, `--http3` and `--max-streams` do.
 pub fn http2(plan: &Plan, path: &std::path::Path) -> Http2 {
     Http2 {
         on: plan.options.http2,
-        http3: false,
+        http3: plan.options.http3,
         max_streams: plan.options.max_streams,
         origin: Origin::Plan(path.to_path_buf()),
     }
@@ -418,7 +418,7 @@ pub fn engine_for(
     });
     // Redirects may lead to https hosts the plan does not name (not over HTTP/2): they get
     // the plan's TLS settings too.
-    let discovering = options.follow > 0 && !options.http2;
+    let discovering = options.follow > 0 && !options.http2 && !options.http3;
     let any_https = discovering
         || target.scheme == Scheme::Https
         || plan.hosts.iter().any(|h| h.scheme == Scheme::Https);

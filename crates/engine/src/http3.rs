@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use belier_stats::ErrorKind;
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use h3::error::{Code, ConnectionError, StreamError};
 
 use crate::connection::{Cause, Failure, OpenConnections, Phase, Progress, Response};
@@ -256,13 +256,20 @@ async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<R
     if let Some(kept) = &mut p.head {
         crate::http2::write_head(kept, &response.into_parts().0);
     }
-    while let Some(chunk) = stream
+    while let Some(mut chunk) = stream
         .recv_data()
         .await
         .map_err(|e| Attempt::Failed(stream_failure(&e, true)))?
     {
-        // Counted as the connection's bytes (see `take_bytes`); the body is not kept.
-        drop(chunk);
+        // Counted as the connection's bytes (see `take_bytes`); kept when a user reads it.
+        if let Some(kept) = &mut p.body {
+            while chunk.has_remaining() {
+                let piece = chunk.chunk();
+                crate::body::keep_body(kept, &mut p.body_truncated, piece);
+                let n = piece.len();
+                chunk.advance(n);
+            }
+        }
     }
     Ok(Response {
         status,

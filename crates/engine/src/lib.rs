@@ -358,10 +358,6 @@ fn check_http3(config: &Config) -> Result<(), StartError> {
         (config.http2, "HTTP/3 or HTTP/2, not both"),
         (config.max_streams == 0, "max_streams must be at least 1"),
         (
-            config.users.is_some(),
-            "HTTP/3 runs have no scripted users yet",
-        ),
-        (
             config.websocket.is_some(),
             "WebSocket goes over HTTP/1.1, not HTTP/3",
         ),

@@ -23,6 +23,20 @@ impl Link {
         matches!(self, Link::Http1(Some(_)))
     }
 
+    /// Whether its requests are streams on a connection others share (HTTP/2, HTTP/3).
+    pub(crate) fn is_multiplexed(&self) -> bool {
+        !matches!(self, Link::Http1(_))
+    }
+
+    /// Another handle on the shared connection of a multiplexed link (`None` for HTTP/1.1).
+    pub(crate) fn share(&self) -> Option<Link> {
+        match self {
+            Link::Http1(_) => None,
+            Link::Http2(group) => Some(Link::Http2(Rc::clone(group))),
+            Link::Http3(group) => Some(Link::Http3(Rc::clone(group))),
+        }
+    }
+
     /// Lets go of the connection (HTTP/1.1) when the task stops sending for a while.
     pub(crate) fn release(&mut self) {
         if let Link::Http1(conn) = self {

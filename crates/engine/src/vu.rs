@@ -383,7 +383,7 @@ impl Vu {
         step: usize,
         requests: &[Outgoing],
     ) {
-        let http2 = matches!(self.link, Link::Http2(_));
+        let http2 = self.link.is_multiplexed();
         let placed = parallel::place(requests, if http2 { usize::MAX } else { self.per_host });
         let mut lanes: Vec<parallel::Lane> = placed
             .lanes
@@ -415,8 +415,8 @@ impl Vu {
     /// group: lane 0 is the one single requests use. Over HTTP/2, a handle on the user's
     /// shared connection.
     fn take(&mut self, origin: usize, lane: usize) -> (Link, bool) {
-        if let Link::Http2(group) = &self.link {
-            return (Link::Http2(group.clone()), false);
+        if let Some(shared) = self.link.share() {
+            return (shared, false);
         }
         let (link, counted) = self.slot(origin, lane);
         (
@@ -427,7 +427,7 @@ impl Vu {
 
     /// Gives back what [`Vu::take`] took.
     fn put(&mut self, origin: usize, lane: usize, taken: (Link, bool)) {
-        if matches!(self.link, Link::Http2(_)) {
+        if self.link.is_multiplexed() {
             return;
         }
         let (link, counted) = self.slot(origin, lane);

@@ -65,6 +65,8 @@ pub struct Options {
     pub sni: Option<String>,
     /// Speak HTTP/2.
     pub http2: bool,
+    /// Speak HTTP/3 over QUIC (an `https` target), its streams shared as HTTP/2's.
+    pub http3: bool,
     /// HTTP/2: concurrent streams per connection; `None`: the CLI's default.
     pub max_streams: Option<usize>,
     /// Connect to this Unix domain socket instead of over TCP (resolved from the plan's

@@ -41,6 +41,7 @@ const TOP_KEYS: &[&str] = &[
     "key",
     "sni",
     "http2",
+    "http3",
     "max_streams",
     "connections_per_host",
     "connection",
@@ -266,6 +267,11 @@ fn grpc_http2(c: &Compiler<'_>, top: &Fields<'_>, options: &mut Options) -> Resu
     if let (Some(node), false) = (top.get("http2"), options.http2) {
         return Err(c.rd.err(node, "a plan with grpc steps speaks HTTP/2"));
     }
+    if let (Some(node), true) = (top.get("http3"), options.http3) {
+        return Err(c
+            .rd
+            .err(node, "a plan with grpc steps speaks HTTP/2, not HTTP/3"));
+    }
     options.http2 = true;
     Ok(())
 }
@@ -277,13 +283,14 @@ fn check_one_host(
     root: &Node,
     options: &Options,
 ) -> Result<()> {
-    if !options.http2 || c.hosts.is_empty() {
+    if !(options.http2 || options.http3) || c.hosts.is_empty() {
         return Ok(());
     }
+    let key = if options.http3 { "http3" } else { "http2" };
     Err(c.rd.err(
-        top.get("http2").unwrap_or(root),
+        top.get(key).unwrap_or(root),
         format!(
-            "http2 takes a plan on one host: its steps also go to {} (several hosts need \
+            "{key} takes a plan on one host: its steps also go to {} (several hosts need \
              HTTP/1.1)",
             c.hosts
                 .iter()

@@ -111,8 +111,9 @@ fn follow(plan: &Plan, users: PlanUsers) -> PlanUsers {
         port: target.port,
     };
     let origins = std::iter::once(first).chain(plan.hosts.iter().cloned());
-    // Hosts found on the way are spoken to over HTTP/1.1 only.
-    users.following(plan.options.follow, origins.collect(), !plan.options.http2)
+    // Hosts found on the way are spoken to over HTTP/1.1 only: not in HTTP/2 or HTTP/3 plans.
+    let multiplexed = plan.options.http2 || plan.options.http3;
+    users.following(plan.options.follow, origins.collect(), !multiplexed)
 }
 
 fn phase_users(plan: &Plan, phase: &Phase) -> Arc<PlanUsers> {

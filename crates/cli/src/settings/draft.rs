@@ -124,7 +124,11 @@ impl Http2 {
             ),
         };
         let on = self.on || self.http3;
-        let http2 = if self.http3 { "--http3" } else { http2 };
+        let http2 = match (self.http3, &self.origin) {
+            (false, _) => http2,
+            (true, Origin::Flags) => "--http3",
+            (true, Origin::Plan(_)) => "`http3: true`",
+        };
         if !on && self.max_streams.is_some() {
             return Err(self
                 .origin
@@ -143,7 +147,7 @@ impl Http2 {
             ));
         }
         if self.http3 {
-            refuse_for_http3(engine)?;
+            refuse_for_http3(engine, &self.origin)?;
         }
         engine.http2 = !self.http3;
         engine.http3 = self.http3;
@@ -153,13 +157,10 @@ impl Http2 {
 }
 
 /// What `--http3` cannot go with (yet), each refused by its own flag.
-fn refuse_for_http3(engine: &Config) -> Result<(), InputError> {
+fn refuse_for_http3(engine: &Config, origin: &Origin) -> Result<(), InputError> {
     if engine.tls.is_none() {
-        return Err(InputError::new(
-            "--http3",
-            "",
-            "needs an https:// URL: QUIC is always TLS 1.3",
-        ));
+        let reason = "needs an https:// target: QUIC is always TLS 1.3".to_string();
+        return Err(origin.refuse("--http3", reason));
     }
     let refused = [
         (
@@ -195,7 +196,7 @@ fn refuse_for_http3(engine: &Config) -> Result<(), InputError> {
         (!engine.origins.is_empty(), "--http3", "goes to one host"),
     ];
     match refused.into_iter().find(|(refused, _, _)| *refused) {
-        Some((_, flag, why)) => Err(InputError::new(flag, "", format!("{why} (with --http3)"))),
+        Some((_, flag, why)) => Err(origin.refuse(flag, format!("{why} (with HTTP/3)"))),
         None => Ok(()),
     }
 }

@@ -116,3 +116,64 @@ fn what_http3_cannot_do_is_refused_by_name() {
         assert!(err.contains(named), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_plans_users_speak_http3_each_step_and_parallel_group_logged_by_caddy() {
+    let Some(caddy) = Caddy::start() else {
+        return;
+    };
+    let dir = belier_testsupport::dirs::temp_dir("plan-h3");
+    let plan = dir.join("plan.yaml");
+    let text = format!(
+        r#"
+target: {}
+http3: true
+insecure: true
+load: {{vus: 4, iterations: 40}}
+scenarios:
+  - steps:
+      - name: home
+        get: /
+        check: {{status: 200, body_contains: ok}}
+      - name: send
+        post: /items
+        json: {{n: "{{{{iteration}}}}"}}
+      - parallel: assets
+        steps:
+          - get: /a.css
+          - get: /b.js
+"#,
+        caddy.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = BELIER.ok(&[
+        "run".as_ref(),
+        plan.as_os_str(),
+        "--output".as_ref(),
+        "json".as_ref(),
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = caddy.access_log();
+    assert_eq!(log.len(), 160);
+    assert!(log.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"));
+    let posts = log
+        .iter()
+        .filter(|l| l["request"]["method"] == "POST")
+        .count();
+    assert_eq!(posts, 40);
+    assert_eq!(doc["status_codes"], json!({"200": 160}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    let rows: Vec<(String, u64)> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["failures"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(rows.iter().all(|(_, failures)| *failures == 0), "{rows:?}");
+    assert_eq!(doc["checks"][1]["passed"], 40, "{}", doc["checks"]);
+}

@@ -56,6 +56,7 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
             .map(|n| rd.str(n, "sni").map(str::to_string))
             .transpose()?,
         http2: flag("http2", false)?,
+        http3: http3(c, top)?,
         max_streams,
         // A socket, not a file the plan reads.
         unix_socket: top
@@ -135,6 +136,20 @@ fn connections_per_host(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<usiz
     }
 }
 
+/// `http3: true`: HTTP/3 over QUIC, which leaves no room for `http2: true`.
+fn http3(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
+    let rd = c.rd;
+    let Some(n) = top.get("http3") else {
+        return Ok(false);
+    };
+    let on = rd.bool(n, "http3")?;
+    let http2 = top.get("http2").map(|h| rd.bool(h, "http2")).transpose()?;
+    if on && http2 == Some(true) {
+        return Err(rd.err(n, "`http3: true` or `http2: true`, not both"));
+    }
+    Ok(on)
+}
+
 /// `connection: reuse` (the default) or `per-iteration`; per-iteration needs HTTP/1.1 and
 /// keep-alive (over HTTP/2 the users share connections; without keep-alive every request has
 /// a new one already).
@@ -146,14 +161,16 @@ fn per_iteration(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
     match rd.str(n, "`connection: reuse` or `connection: per-iteration`")? {
         "reuse" => Ok(false),
         "per-iteration" => {
-            if top
-                .get("http2")
-                .is_some_and(|h| rd.bool(h, "http2").unwrap_or(false))
-            {
-                return Err(rd.err(
-                    n,
-                    "`connection: per-iteration` needs HTTP/1.1: over HTTP/2 the users share their connections",
-                ));
+            for multiplexed in ["http2", "http3"] {
+                if top
+                    .get(multiplexed)
+                    .is_some_and(|h| rd.bool(h, multiplexed).unwrap_or(false))
+                {
+                    return Err(rd.err(
+                        n,
+                        format!("`connection: per-iteration` needs HTTP/1.1: with `{multiplexed}: true` the users share their connections"),
+                    ));
+                }
             }
             Ok(true)
         }
