@@ -4,7 +4,8 @@
 // "counts Requests=N H3=N Conns=N" when its standard input closes, then exits.
 //
 //	-idle 200ms    closes a connection idle that long (QUIC's idle timeout)
-//	-after N       closes each connection gracefully (H3_NO_ERROR) once it served N requests
+//	-goaway N      sends each connection a GOAWAY once it served N requests (serving those
+//	               in flight, rejecting any above the GOAWAY's id), then closes it
 //
 // Paths: /delay?d=5ms answers after the delay; any other path answers "ok\n" (200).
 package main
@@ -34,10 +35,6 @@ import (
 )
 
 var requests, h3, conns atomic.Int64
-
-type served struct{ n atomic.Int64 }
-
-type connKey struct{}
 
 func certificate(caPath string) tls.Certificate {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -71,7 +68,7 @@ func certificate(caPath string) tls.Certificate {
 
 func main() {
 	idle := flag.Duration("idle", 30*time.Second, "QUIC idle timeout")
-	after := flag.Int64("after", 0, "close each connection after this many requests (0: never)")
+	goaway := flag.Int64("goaway", 0, "send each connection a GOAWAY after this many requests (0: never)")
 	caPath := flag.String("ca", "", "where to write the CA certificate (PEM)")
 	flag.Parse()
 
@@ -84,37 +81,40 @@ func main() {
 			time.Sleep(d)
 		}
 		io.WriteString(w, "ok\n")
-		if *after > 0 {
-			if s, ok := r.Context().Value(connKey{}).(*served); ok && s.n.Add(1) == *after {
-				go func(c *quic.Conn) {
-					// Let the response go first.
-					time.Sleep(20 * time.Millisecond)
-					c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "served enough")
-				}(r.Context().Value(quicConnKey{}).(*quic.Conn))
-			}
-		}
 	})
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		panic(err)
 	}
-	server := &http3.Server{
-		Handler:   handler,
-		TLSConfig: http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{certificate(*caPath)}}),
-		QUICConfig: &quic.Config{
-			MaxIdleTimeout:     *idle,
-			MaxIncomingStreams: 1000,
-		},
-		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
-			conns.Add(1)
-			ctx = context.WithValue(ctx, connKey{}, &served{})
-			return context.WithValue(ctx, quicConnKey{}, c)
-		},
+	tlsConf := http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{certificate(*caPath)}})
+	quicConf := &quic.Config{MaxIdleTimeout: *idle, MaxIncomingStreams: 1000}
+	listener, err := quic.ListenEarly(udp, tlsConf, quicConf)
+	if err != nil {
+		panic(err)
 	}
+	go accept(listener, handler, *goaway)
 	fmt.Printf("listening %d\n", udp.LocalAddr().(*net.UDPAddr).Port)
-	go server.Serve(udp)
 	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
 	fmt.Printf("counts Requests=%d H3=%d Conns=%d\n", requests.Load(), h3.Load(), conns.Load())
 }
 
-type quicConnKey struct{}
+// accept serves each connection with an HTTP/3 server of its own, so that a GOAWAY goes to
+// that connection alone.
+func accept(listener *quic.EarlyListener, handler http.Handler, goaway int64) {
+	for {
+		conn, err := listener.Accept(context.Background())
+		if err != nil {
+			return
+		}
+		conns.Add(1)
+		server := &http3.Server{}
+		var served atomic.Int64
+		server.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handler.ServeHTTP(w, r)
+			if goaway > 0 && served.Add(1) == goaway {
+				go server.Shutdown(context.Background())
+			}
+		})
+		go server.ServeQUICConn(conn)
+	}
+}

@@ -1,7 +1,7 @@
 //! The HTTP/3 servers of the HTTP/3 tests, each built from the Go module proxy into
 //! `target/NAME/` on first use (as the grpc-go server is): quic-go's `http3` server
 //! (`h3-server/main.go`: it counts requests, HTTP/3 requests and connections on its own side,
-//! with knobs for a short idle timeout), and Caddy itself (`caddy-server/`: the released
+//! with knobs for a short idle timeout and a GOAWAY after N requests), and Caddy itself (`caddy-server/`: the released
 //! program with its standard modules) serving HTTP/3 only, with its JSON access log on.
 
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ pub struct QuicGo {
 }
 
 impl QuicGo {
-    /// Starts the server with `args` (`-idle 200ms`, `-after N`); `None` (after
+    /// Starts the server with `args` (`-idle 200ms`, `-goaway N`); `None` (after
     /// [`crate::missing::missing`]) without Go.
     pub fn start(args: &[&str]) -> Option<QuicGo> {
         static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -115,7 +115,11 @@ impl Caddy {
         let log = self.dir.join("caddy.log");
         while Instant::now() < deadline {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if text.contains("serving initial configuration") {
+            // Its certificate comes from its internal CA as it starts: a handshake before it
+            // fails with an alert.
+            if text.contains("serving initial configuration")
+                && text.contains("certificate obtained successfully")
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -131,9 +135,22 @@ impl Caddy {
         format!("https://127.0.0.1:{}{path}", self.port)
     }
 
-    /// Stops Caddy (gracefully: it writes out its log) and returns its access log's lines,
-    /// one JSON object a request.
+    /// Stops Caddy once its access log stopped growing (it writes each line after its
+    /// response went; a loaded machine can hold some back a moment), and returns the log's
+    /// lines, one JSON object a request.
     pub fn access_log(mut self) -> Vec<serde_json::Value> {
+        let log = self.dir.join("access.log");
+        let size = || std::fs::metadata(&log).map_or(0, |m| m.len());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = size();
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = size();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
         crate::process::stop(&mut self.child, "-INT");
         let text = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
         text.lines()
@@ -173,10 +190,20 @@ fn instance() -> u32 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// A UDP port of 127.0.0.1 free a moment ago.
+/// A UDP port of 127.0.0.1 free a moment ago, and never handed out before in this process:
+/// Caddy binds its port with `SO_REUSEPORT`, so two servers of the same process given the same
+/// free port would share its datagrams (and each log the other's requests).
 fn free_udp_port() -> u16 {
-    let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
-    socket.local_addr().expect("its address").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
+        let port = socket.local_addr().expect("its address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 #[cfg(test)]

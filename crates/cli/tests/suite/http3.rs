@@ -1,8 +1,9 @@
 //! `--http3` against real HTTP/3 servers on 127.0.0.1 that count on their own side: Caddy
 //! (built from the Go module proxy, HTTP/3 only, its access log on) and quic-go's `http3`
 //! server: every request in the server's count, each over HTTP/3, none an error, in a closed
-//! loop and in an open one; a server whose idle timeout ends connections between requests
-//! makes no false error; what HTTP/3 cannot do is refused by name.
+//! loop and in an open one; a server whose idle timeout ends connections between requests, or
+//! that sends GOAWAY after 100 requests, makes no false error; a plan's users speak it; what
+//! HTTP/3 cannot do is refused by name.
 //!
 //! Needs Go (scripts/install-test-deps); without it each test says it was skipped, except
 //! under CI, where it fails.
@@ -97,6 +98,23 @@ fn a_server_that_ends_idle_connections_makes_no_false_error() {
     );
     // Without the idle timeout they would all go on one connection.
     assert!(counted.connections >= 3, "{counted:?}");
+}
+
+#[test]
+fn a_server_that_sends_goaway_makes_no_false_error_and_no_request_twice() {
+    let Some(server) = QuicGo::start(&["-goaway", "100"]) else {
+        return;
+    };
+    let doc = run(&server.url("/"), &["-n", "2000", "-c", "20"]);
+    let counted = server.counts();
+    // Each connection serves 100, then a GOAWAY: the streams above its id go again on a new
+    // connection, counted as re-sent, and the server processed each request once.
+    assert_eq!(counted.requests, 2000);
+    assert_eq!(doc["status_codes"], json!({"200": 2000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert!(counted.connections >= 19, "{counted:?}");
+    let opened = doc["summary"]["connections_opened"].as_u64().unwrap();
+    assert_eq!(opened, counted.connections, "{}", doc["summary"]);
 }
 
 #[test]
