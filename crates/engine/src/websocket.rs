@@ -8,7 +8,9 @@
 //! time to the first reply, gaps, and each message's round trip from its intended send.
 //!
 //! Framing and the handshake's rules (key, accept, masking, fragments, control frames, close
-//! codes) are `tungstenite`'s, run over the engine's own stream with `client_async`.
+//! codes) are `tungstenite`'s, run over the engine's own stream with `client_async`; with
+//! [`WebSocket::deflate`], permessage-deflate (RFC 7692) is a layer below it
+//! ([`deflating`], where the choice is explained).
 //!
 //! [`Config::websocket`]: crate::Config::websocket
 
@@ -32,6 +34,10 @@ use crate::connection::{
 };
 use crate::endpoint::Endpoint;
 use crate::tls::Tls;
+use deflating::Deflating;
+
+mod deflate;
+mod deflating;
 
 /// What each socket of a WebSocket run sends and how ([`crate::Config::websocket`]).
 #[derive(Clone, Debug)]
@@ -55,6 +61,10 @@ pub struct WebSocket {
     pub reply_timeout: Duration,
     /// Offered in `Sec-WebSocket-Protocol`, in order.
     pub subprotocols: Vec<String>,
+    /// Offer permessage-deflate (RFC 7692), as browsers do: where the server agrees, messages
+    /// go compressed both ways; where it declines, uncompressed. Either way the socket
+    /// records which ([`crate::connection::StreamProgress::extension`]).
+    pub deflate: bool,
 }
 
 /// The frames a socket's messages go in.
@@ -106,6 +116,9 @@ const NORMAL_CLOSE: u16 = 1000;
 const NO_STATUS: u16 = 1005;
 const NO_CLOSE_FRAME: u16 = 1006;
 
+/// What a socket that offered permessage-deflate records when the server declined it.
+pub const DECLINED: &str = "declined";
+
 /// How long a socket waits for the server's answer to its close frame.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
@@ -145,6 +158,9 @@ impl Sessions {
         }
         for (name, value) in headers {
             builder = builder.header(name.as_str(), value.as_str());
+        }
+        if ws.deflate {
+            builder = builder.header("Sec-WebSocket-Extensions", deflate::OFFER);
         }
         if !ws.subprotocols.is_empty() {
             builder = builder.header("Sec-WebSocket-Protocol", ws.subprotocols.join(", "));
@@ -205,7 +221,7 @@ impl Watch for Counts {
     }
 }
 
-type Socket = WebSocketStream<Counted<crate::connection::Stream, Counts>>;
+type Socket = WebSocketStream<Deflating<Counted<crate::connection::Stream, Counts>>>;
 
 /// One socket's life: open, upgrade, send and match the messages, close. `timeout`: the
 /// run's request timeout, which bounds the connect, TLS and upgrade together; `deadline`:
@@ -227,6 +243,12 @@ pub(crate) async fn session(
         Ok(Ok(socket)) => socket,
     };
     p.stream = Some(StreamProgress::matching());
+    if sessions.ws.deflate {
+        let agreed = socket.get_ref().agreed();
+        if let Some(stream) = p.stream.as_mut() {
+            stream.extension = Some(agreed.map_or_else(|| DECLINED.into(), |a| a.label()));
+        }
+    }
     let exchanged = Exchange::new(sessions, deadline)
         .run(&mut socket, &counts, p)
         .await;
@@ -268,7 +290,8 @@ async fn handshake(
         true => stream.keeping_stamps().0,
         false => stream,
     };
-    let stream = Counted::new(stream, Rc::clone(counts));
+    let counted = Counted::new(stream, Rc::clone(counts));
+    let stream = Deflating::new(counted, sessions.ws.deflate, MOST_MESSAGE_BYTES);
     let mut request = sessions.request.clone();
     let key = tungstenite::handshake::client::generate_key();
     let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
@@ -283,6 +306,13 @@ async fn handshake(
     let upgraded = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await;
     p.first_byte = Some(Instant::now());
     match upgraded {
+        Ok((mut socket, answer)) if sessions.ws.deflate => {
+            let answer = answer.headers().get_all("Sec-WebSocket-Extensions");
+            let agreed = deflate::Agreed::from_answer(answer.iter().map(|v| v.as_bytes()))
+                .map_err(|e| Err(Failure::protocol(ErrorKind::MalformedResponse, e)))?;
+            socket.get_mut().agree(agreed);
+            Ok(socket)
+        }
         Ok((socket, _)) => Ok(socket),
         Err(tungstenite::Error::Http(response)) => Err(Ok(Response {
             status: response.status().as_u16(),
@@ -383,7 +413,7 @@ impl<'a> Exchange<'a> {
             tokio::select! {
                 biased;
                 read = socket.next() => {
-                    let stamp = socket.get_ref().get_ref().last_stamp();
+                    let stamp = socket.get_ref().get_ref().get_ref().last_stamp();
                     if let Some(ended) = self.read(read, stamp, p)? {
                         return Ok(ended);
                     }
@@ -544,6 +574,10 @@ fn abnormal(code: Option<u16>) -> Failure {
 fn failure(e: tungstenite::Error) -> Failure {
     match e {
         tungstenite::Error::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => abnormal(None),
+        tungstenite::Error::Io(e) if deflate::Broken::of(&e).is_some() => Failure {
+            kind: ErrorKind::MalformedResponse,
+            cause: Cause::Io(e),
+        },
         tungstenite::Error::Io(e) => Failure::io(e, false),
         tungstenite::Error::ConnectionClosed
         | tungstenite::Error::AlreadyClosed
@@ -570,6 +604,7 @@ mod tests {
             matching,
             reply_timeout: Duration::from_secs(1),
             subprotocols: vec!["chat".into()],
+            deflate: false,
         };
         Sessions::new(ws, "ws://h:1/ws", "h:1", &[("X-A".into(), "b".into())]).unwrap()
     }

@@ -86,6 +86,9 @@ pub(crate) struct MessageFigures {
     pub tokens_per_stream_rate: f64,
     /// WebSocket sockets by the close code they ended with, by code.
     pub closes: Vec<(u16, u64)>,
+    /// WebSocket sockets that offered permessage-deflate by what they agreed: its
+    /// parameters, or `declined`.
+    pub extensions: Vec<(String, u64)>,
 }
 
 impl MessageFigures {
@@ -108,6 +111,11 @@ impl MessageFigures {
                 us => counts.generated_tokens as f64 / (us as f64 / 1e6),
             },
             closes: m.closes().iter().map(|(&code, &n)| (code, n)).collect(),
+            extensions: m
+                .extensions()
+                .iter()
+                .map(|(e, &n)| (e.clone(), n))
+                .collect(),
         }
     }
 }
