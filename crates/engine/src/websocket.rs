@@ -620,6 +620,38 @@ mod tests {
     }
 
     #[test]
+    fn a_server_message_that_does_not_inflate_is_a_malformed_response_naming_it() {
+        for broken in [deflate::Broken::Inflate, deflate::Broken::TooLong] {
+            let f = failure(tungstenite::Error::Io(broken.into_io()));
+            assert_eq!(f.kind, ErrorKind::MalformedResponse);
+            assert_eq!(f.cause.to_string(), broken.to_string());
+        }
+        assert!(deflate::Broken::Inflate
+            .to_string()
+            .contains("does not inflate"));
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert_ne!(
+            failure(tungstenite::Error::Io(reset)).kind,
+            ErrorKind::MalformedResponse
+        );
+    }
+
+    #[test]
+    fn the_offer_goes_in_the_upgrade_only_with_deflate() {
+        let mut ws = sessions("hi", Matching::Echo).ws;
+        let plain = Sessions::new(ws.clone(), "ws://h:1/", "h:1", &[]).unwrap();
+        assert!(plain
+            .request
+            .headers()
+            .get("Sec-WebSocket-Extensions")
+            .is_none());
+        ws.deflate = true;
+        let offering = Sessions::new(ws, "ws://h:1/", "h:1", &[]).unwrap();
+        let offer = &offering.request.headers()["Sec-WebSocket-Extensions"];
+        assert_eq!(offer, "permessage-deflate; client_max_window_bits");
+    }
+
+    #[test]
     fn replies_match_by_field_in_any_order_and_by_echo_in_turn() {
         let s = sessions("{{id}}", Matching::Field("id".into()));
         let mut x = Exchange::new(&s, None);

@@ -12,6 +12,7 @@
 use belier_testsupport::ws::{Counts, WsServer};
 use serde_json::{json, Value};
 
+use crate::cli::validate;
 use crate::websocket::{messages, run};
 
 /// 20 sockets of 50 messages each: 1,000 messages each way.
@@ -68,6 +69,7 @@ fn compressed_both_ways(deflating: WsServer, plain: WsServer, path: &str, agreed
         json!({ agreed: 20 }),
         "{doc}"
     );
+    validate(&doc);
     let uncompressed = echoes(&plain, path, &[]);
     all_counted(&uncompressed, plain.counts(), 0);
     assert_eq!(uncompressed["messages"].get("extensions"), None);
@@ -109,4 +111,5 @@ fn a_server_that_declines_is_counted_and_its_messages_go_uncompressed() {
         json!({"declined": 20}),
         "{doc}"
     );
+    validate(&doc);
 }
