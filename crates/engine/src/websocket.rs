@@ -7,8 +7,9 @@
 //! recorded as a streaming gRPC call's are ([`belier_stats::Messages`]): counts each way,
 //! time to the first reply, gaps, and each message's round trip from its intended send.
 //!
-//! Framing and the handshake's rules (key, accept, masking, fragments, control frames, close
-//! codes) are `tungstenite`'s, run over the engine's own stream with `client_async`; with
+//! The Upgrade is sent and its answer checked by belier ([`upgrade`], which says why); the
+//! framing rules (masking, fragments, control frames, close codes) are `tungstenite`'s, run
+//! over the engine's own stream from the answer on; with
 //! [`WebSocket::deflate`], permessage-deflate (RFC 7692) is a layer below it
 //! ([`deflating`], where the choice is explained).
 //!
@@ -24,7 +25,7 @@ use belier_stats::ErrorKind;
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
@@ -38,6 +39,7 @@ use deflating::Deflating;
 
 mod deflate;
 mod deflating;
+mod upgrade;
 
 /// What each socket of a WebSocket run sends and how ([`crate::Config::websocket`]).
 #[derive(Clone, Debug)]
@@ -123,8 +125,19 @@ pub const DECLINED: &str = "declined";
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Per socket, the frame buffers stay small: a held socket costs little, and messages of a
-/// load test are small. Bigger messages grow the buffer as they come.
-const READ_BUFFER: usize = 4 * 1024;
+/// load test are small. Each socket's read buffer is sized for a reply as long as its message
+/// (an echo's), within these bounds; a longer message grows the buffer as it comes.
+/// tungstenite zeroes the buffer's free room before each read and keeps it for the socket's
+/// life, so every byte of it is resident: 4 KiB for each of 2,000 idle sockets that send
+/// "hello" was a quarter of their memory (bench/README.md, "Idle sockets").
+const READ_BUFFER: std::ops::RangeInclusive<usize> = 512..=4 * 1024;
+
+/// The read buffer of a socket whose messages are `message_len` bytes: room for a reply as
+/// long and its frame header, rounded up to a power of two, within [`READ_BUFFER`].
+fn read_buffer(message_len: usize) -> usize {
+    let frame = message_len.saturating_add(14).next_power_of_two();
+    frame.clamp(*READ_BUFFER.start(), *READ_BUFFER.end())
+}
 
 /// A WebSocket run's sessions as the workers share them: the messages and the handshake's
 /// request, built once.
@@ -136,6 +149,8 @@ pub(crate) struct Sessions {
     fixed: Message,
     /// The handshake request but for its key.
     request: http::Request<()>,
+    /// Each socket's read buffer ([`read_buffer`]).
+    read_buffer: usize,
 }
 
 impl Sessions {
@@ -173,7 +188,10 @@ impl Sessions {
             return Err("a ping's payload (--message) is at most 105 bytes");
         }
         let fixed = message(&ws.message, ws.frames);
+        // A numbered message is at most 20 digits longer per placeholder.
+        let longest = ws.message.len() + 20 * (pieces.len() - 1);
         Ok(Sessions {
+            read_buffer: read_buffer(longest),
             ws,
             pieces,
             fixed,
@@ -235,7 +253,10 @@ pub(crate) async fn session(
     p: &mut Progress,
 ) -> Result<Response, Failure> {
     let counts = Rc::new(Counts::default());
-    let opened = tokio::time::timeout(timeout, handshake(sessions, addr, tls, &counts, p)).await;
+    // Boxed: the connect, TLS and upgrade futures (2.6 KiB) are held only while they run, not
+    // in every idle socket's task for its whole life (bench/README.md, "Idle sockets").
+    let handshaking = Box::pin(handshake(sessions, addr, tls, &counts, p));
+    let opened = tokio::time::timeout(timeout, handshaking).await;
     note_bytes(&counts, p);
     let mut socket = match opened {
         Err(_) => return Err(Failure::timeout(p.phase)),
@@ -291,7 +312,7 @@ async fn handshake(
         false => stream,
     };
     let counted = Counted::new(stream, Rc::clone(counts));
-    let stream = Deflating::new(counted, sessions.ws.deflate, MOST_MESSAGE_BYTES);
+    let mut stream = Deflating::new(counted, sessions.ws.deflate, MOST_MESSAGE_BYTES);
     let mut request = sessions.request.clone();
     let key = tungstenite::handshake::client::generate_key();
     let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
@@ -299,28 +320,30 @@ async fn handshake(
     p.phase = Phase::Exchanging;
     p.sent = Some(Instant::now());
     let config = WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER)
+        .read_buffer_size(sessions.read_buffer)
         .write_buffer_size(0)
         .max_message_size(Some(MOST_MESSAGE_BYTES))
         .max_frame_size(Some(MOST_MESSAGE_BYTES));
-    let upgraded = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await;
+    let answer = upgrade::upgrade(&mut stream, request, &sessions.ws.subprotocols).await;
     p.first_byte = Some(Instant::now());
-    match upgraded {
-        Ok((mut socket, answer)) if sessions.ws.deflate => {
-            let answer = answer.headers().get_all("Sec-WebSocket-Extensions");
-            let agreed = deflate::Agreed::from_answer(answer.iter().map(|v| v.as_bytes()))
-                .map_err(|e| Err(Failure::protocol(ErrorKind::MalformedResponse, e)))?;
-            socket.get_mut().agree(agreed);
-            Ok(socket)
+    let (headers, leftover) = match answer {
+        Ok(upgrade::Answer::Upgraded { headers, leftover }) => (headers, leftover),
+        Ok(upgrade::Answer::Refused(status)) => {
+            return Err(Ok(Response {
+                status,
+                grpc: None,
+                reusable: false,
+            }))
         }
-        Ok((socket, _)) => Ok(socket),
-        Err(tungstenite::Error::Http(response)) => Err(Ok(Response {
-            status: response.status().as_u16(),
-            grpc: None,
-            reusable: false,
-        })),
-        Err(e) => Err(Err(failure(e))),
+        Err(e) => return Err(Err(failure(e))),
+    };
+    if sessions.ws.deflate {
+        let answer = headers.get_all("Sec-WebSocket-Extensions");
+        let agreed = deflate::Agreed::from_answer(answer.iter().map(|v| v.as_bytes()))
+            .map_err(|e| Err(Failure::protocol(ErrorKind::MalformedResponse, e)))?;
+        stream.agree(agreed);
     }
+    Ok(WebSocketStream::from_partially_read(stream, leftover, Role::Client, Some(config)).await)
 }
 
 fn note_bytes(counts: &Counts, p: &mut Progress) {
@@ -634,6 +657,16 @@ mod tests {
             failure(tungstenite::Error::Io(reset)).kind,
             ErrorKind::MalformedResponse
         );
+    }
+
+    #[test]
+    fn the_read_buffer_fits_an_echo_of_the_message_within_its_bounds() {
+        assert_eq!(read_buffer(5), 512);
+        assert_eq!(read_buffer(500), 1024);
+        assert_eq!(read_buffer(1010), 1024);
+        assert_eq!(read_buffer(1011), 2048);
+        assert_eq!(read_buffer(1 << 20), 4096);
+        assert_eq!(sessions("{{id}}", Matching::Echo).read_buffer, 512);
     }
 
     #[test]

@@ -92,8 +92,8 @@ impl<S> Deflating<S> {
         &self.inner
     }
 
-    /// What the server answered to the offer (`None`: it declined), once tungstenite has
-    /// read the answer.
+    /// What the server answered to the offer (`None`: it declined), once its answer to the
+    /// Upgrade was read.
     pub(crate) fn agree(&mut self, agreed: Option<Agreed>) {
         if let Some(codec) = &mut self.codec {
             codec.phase = match agreed {
