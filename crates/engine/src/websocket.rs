@@ -65,7 +65,7 @@ pub struct WebSocket {
     pub subprotocols: Vec<String>,
     /// Offer permessage-deflate (RFC 7692), as browsers do: where the server agrees, messages
     /// go compressed both ways; where it declines, uncompressed. Either way the socket
-    /// records which ([`crate::connection::StreamProgress::extension`]).
+    /// records which (`belier_stats::Messages::extensions`).
     pub deflate: bool,
 }
 
