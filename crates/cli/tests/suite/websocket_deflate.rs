@@ -113,3 +113,93 @@ fn a_server_that_declines_is_counted_and_its_messages_go_uncompressed() {
     );
     validate(&doc);
 }
+
+/// A server that upgrades every socket and answers as its first argument says: `garbage`
+/// agrees to permessage-deflate, then sends a compressed message that does not inflate;
+/// `bomb` agrees, then sends one that inflates to 2 MiB; `unknown` agrees to an extension
+/// belier did not offer. Each socket it upgrades adds a line to the file its second argument
+/// names.
+const HOSTILE: &str = r#"
+import base64, hashlib, socketserver, struct, sys, zlib
+MODE, LOG = sys.argv[1], sys.argv[2]
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+def frame(payload):
+    return bytes([0xc1, 127]) + struct.pack(">Q", len(payload)) + payload
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        key = ""
+        while True:
+            line = self.rfile.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.strip().lower() == "sec-websocket-key":
+                key = value.strip()
+        accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+        extension = "x-unknown" if MODE == "unknown" else "permessage-deflate"
+        self.wfile.write((
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Extensions: {extension}\r\n\r\n"
+        ).encode())
+        with open(LOG, "a") as log:
+            log.write("upgraded\n")
+        if MODE == "garbage":
+            self.wfile.write(frame(b"\xff\xff\xff\xff"))
+        elif MODE == "bomb":
+            packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+            packed = packer.compress(bytes(2 << 20)) + packer.flush(zlib.Z_SYNC_FLUSH)
+            self.wfile.write(frame(packed[:-4]))
+        self.rfile.read()
+"#;
+
+/// `belier ws --deflate` with 3 sockets against the hostile server in `mode`: its JSON report
+/// and how many sockets the server upgraded.
+fn against_hostile(mode: &str) -> (Value, usize) {
+    let log = belier_testsupport::temp_dir("ws-hostile").join("upgraded");
+    let log = log.to_str().unwrap();
+    let server = belier_testsupport::python::PythonServer::start(HOSTILE, &[mode, log]);
+    let url = format!("ws://127.0.0.1:{}/", server.port);
+    let doc = run(&url, &["-n", "3", "--deflate", "--reply-timeout", "5s"]);
+    drop(server);
+    let upgraded = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    (doc, upgraded)
+}
+
+/// The report's only error: its kind, count and example.
+fn only_error(doc: &Value) -> (String, u64, String) {
+    let errors = doc["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{doc}");
+    let e = &errors[0];
+    let text = |key: &str| e[key].as_str().unwrap_or_default().to_string();
+    (text("kind"), e["count"].as_u64().unwrap(), text("example"))
+}
+
+#[test]
+fn a_message_that_does_not_inflate_or_inflates_too_far_is_a_malformed_response_naming_it() {
+    for (mode, names) in [
+        ("garbage", "does not inflate"),
+        ("bomb", "inflates past 1 MiB"),
+    ] {
+        let (doc, upgraded) = against_hostile(mode);
+        assert_eq!(upgraded, 3);
+        let (kind, count, example) = only_error(&doc);
+        assert_eq!((kind.as_str(), count), ("malformed_response", 3), "{doc}");
+        assert!(example.contains(names), "{example}");
+        assert_eq!(doc["messages"]["close_codes"], json!({"1006": 3}), "{doc}");
+        assert_eq!(doc["messages"]["received"], 0, "{doc}");
+    }
+}
+
+#[test]
+fn an_extension_belier_did_not_offer_fails_the_socket_naming_it() {
+    let (doc, upgraded) = against_hostile("unknown");
+    assert_eq!(upgraded, 3);
+    let (kind, count, example) = only_error(&doc);
+    assert_eq!((kind.as_str(), count), ("malformed_response", 3), "{doc}");
+    assert!(example.contains("did not offer"), "{example}");
+}
