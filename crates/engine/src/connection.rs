@@ -133,6 +133,9 @@ pub(crate) struct StreamProgress {
     pub round_trips_sent: belier_stats::MessageTimes,
     /// A WebSocket's close code, once it ended (see `belier_stats::Messages::closes`).
     pub close: Option<u16>,
+    /// What a WebSocket that offered permessage-deflate agreed to: the parameters, or
+    /// `declined` (see `belier_stats::Messages::extensions`).
+    pub extension: Option<String>,
 }
 
 /// Request messages not yet answered that a call keeps the send time of, at most: past them

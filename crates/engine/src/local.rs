@@ -222,6 +222,13 @@ impl Local {
             if let Some(code) = progress.stream.as_ref().and_then(|s| s.close) {
                 recorder.record_close(code);
             }
+            if let Some(extension) = progress
+                .stream
+                .as_ref()
+                .and_then(|s| s.extension.as_deref())
+            {
+                recorder.record_extension(extension);
+            }
             if let Some(route) = progress.route {
                 recorder.record_route(&sample, route, progress.connected.is_some());
             }

@@ -26,8 +26,8 @@ use crate::local::Local;
 use crate::plan::Plan;
 use crate::user::{SocketAction, SocketOp, User};
 use crate::websocket::{
-    abnormal, closed_by_server, failure, note_bytes, upgrade, upgrade_request, Counts, Socket,
-    Upgraded, CLOSE_WAIT, NORMAL_CLOSE, NO_CLOSE_FRAME, NO_STATUS,
+    abnormal, closed_by_server, failure, note_bytes, upgrade_request, Counts, Socket, Upgrade,
+    CLOSE_WAIT, NORMAL_CLOSE, NO_CLOSE_FRAME, NO_STATUS, USER_READ_BUFFER,
 };
 
 /// The longest payload of a ping (RFC 6455 §5.5: a control frame's).
@@ -187,13 +187,26 @@ async fn open(
     };
     let counts = Rc::new(Counts::default());
     let uri = format!("{scheme}://{host_header}{}", target.path);
-    let opened = match upgrade_request(&uri, host_header, target.headers, target.subprotocols) {
+    let request = upgrade_request(
+        &uri,
+        host_header,
+        target.headers,
+        target.subprotocols,
+        false,
+    );
+    let opened = match request {
         Err(why) => Err(Err(Failure {
             kind: ErrorKind::OtherIo,
             cause: Cause::Io(std::io::Error::other(why)),
         })),
         Ok(request) => {
-            let upgrading = upgrade(request, addr, tls, &counts, &mut life);
+            let upgrade = Upgrade {
+                request,
+                subprotocols: target.subprotocols,
+                deflate: false,
+                read_buffer: USER_READ_BUFFER,
+            };
+            let upgrading = Box::pin(upgrade.open(addr, tls, &counts, &mut life));
             match tokio::time::timeout(timeout, upgrading).await {
                 Ok(opened) => opened,
                 Err(_) => Err(Err(Failure::timeout(life.phase))),
@@ -257,15 +270,11 @@ async fn open(
     (acted, Some(Box::new(held)))
 }
 
-/// The upgrade's answer written out as a response head, for checks and extractions.
-fn answer_head(answer: &Upgraded) -> Vec<u8> {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\n",
-        answer.status().as_u16(),
-        answer.status().canonical_reason().unwrap_or("")
-    )
-    .into_bytes();
-    for (name, value) in answer.headers() {
+/// The upgrade's answer (its headers) written out as a response head, for checks and
+/// extractions.
+fn answer_head(headers: &http::HeaderMap) -> Vec<u8> {
+    let mut head = b"HTTP/1.1 101 Switching Protocols\r\n".to_vec();
+    for (name, value) in headers {
         head.extend_from_slice(name.as_str().as_bytes());
         head.extend_from_slice(b": ");
         head.extend_from_slice(value.as_bytes());
@@ -409,7 +418,7 @@ impl UserSocket {
                 Ok(read) => read,
             };
             let now = Instant::now();
-            let stamp = self.socket.get_ref().get_ref().last_stamp();
+            let stamp = self.socket.get_ref().get_ref().get_ref().last_stamp();
             let at = stamp.map_or(now, |stamp| stamp::to_instant(stamp, self.dispatched, now));
             let message = match read {
                 None => return Waited::Ended(broken(abnormal(None))),

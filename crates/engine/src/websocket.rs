@@ -7,8 +7,11 @@
 //! recorded as a streaming gRPC call's are ([`belier_stats::Messages`]): counts each way,
 //! time to the first reply, gaps, and each message's round trip from its intended send.
 //!
-//! Framing and the handshake's rules (key, accept, masking, fragments, control frames, close
-//! codes) are `tungstenite`'s, run over the engine's own stream with `client_async`.
+//! The Upgrade is sent and its answer checked by belier ([`upgrade`], which says why); the
+//! framing rules (masking, fragments, control frames, close codes) are `tungstenite`'s, run
+//! over the engine's own stream from the answer on; with
+//! [`WebSocket::deflate`], permessage-deflate (RFC 7692) is a layer below it
+//! ([`deflating`], where the choice is explained).
 //!
 //! [`Config::websocket`]: crate::Config::websocket
 
@@ -22,7 +25,7 @@ use belier_stats::ErrorKind;
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
@@ -32,6 +35,11 @@ use crate::connection::{
 };
 use crate::endpoint::Endpoint;
 use crate::tls::Tls;
+use deflating::Deflating;
+
+mod deflate;
+mod deflating;
+mod upgrade;
 
 /// What each socket of a WebSocket run sends and how ([`crate::Config::websocket`]).
 #[derive(Clone, Debug)]
@@ -55,6 +63,10 @@ pub struct WebSocket {
     pub reply_timeout: Duration,
     /// Offered in `Sec-WebSocket-Protocol`, in order.
     pub subprotocols: Vec<String>,
+    /// Offer permessage-deflate (RFC 7692), as browsers do: where the server agrees, messages
+    /// go compressed both ways; where it declines, uncompressed. Either way the socket
+    /// records which (`belier_stats::Messages::extensions`).
+    pub deflate: bool,
 }
 
 /// The frames a socket's messages go in.
@@ -106,12 +118,26 @@ pub(crate) const NORMAL_CLOSE: u16 = 1000;
 pub(crate) const NO_STATUS: u16 = 1005;
 pub(crate) const NO_CLOSE_FRAME: u16 = 1006;
 
+/// What a socket that offered permessage-deflate records when the server declined it.
+pub const DECLINED: &str = "declined";
+
 /// How long a socket waits for the server's answer to its close frame.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Per socket, the frame buffers stay small: a held socket costs little, and messages of a
-/// load test are small. Bigger messages grow the buffer as they come.
-const READ_BUFFER: usize = 4 * 1024;
+/// load test are small. Each socket's read buffer is sized for a reply as long as its message
+/// (an echo's), within these bounds; a longer message grows the buffer as it comes.
+/// tungstenite zeroes the buffer's free room before each read and keeps it for the socket's
+/// life, so every byte of it is resident: 4 KiB for each of 2,000 idle sockets that send
+/// "hello" was a quarter of their memory (bench/README.md, "Idle sockets").
+const READ_BUFFER: std::ops::RangeInclusive<usize> = 512..=4 * 1024;
+
+/// The read buffer of a socket whose messages are `message_len` bytes: room for a reply as
+/// long and its frame header, rounded up to a power of two, within [`READ_BUFFER`].
+fn read_buffer(message_len: usize) -> usize {
+    let frame = message_len.saturating_add(14).next_power_of_two();
+    frame.clamp(*READ_BUFFER.start(), *READ_BUFFER.end())
+}
 
 /// A WebSocket run's sessions as the workers share them: the messages and the handshake's
 /// request, built once.
@@ -123,6 +149,8 @@ pub(crate) struct Sessions {
     fixed: Message,
     /// The handshake request but for its key.
     request: http::Request<()>,
+    /// Each socket's read buffer ([`read_buffer`]).
+    read_buffer: usize,
 }
 
 impl Sessions {
@@ -134,13 +162,16 @@ impl Sessions {
         host_header: &str,
         headers: &[(String, String)],
     ) -> Result<Sessions, &'static str> {
-        let request = upgrade_request(uri, host_header, headers, &ws.subprotocols)?;
+        let request = upgrade_request(uri, host_header, headers, &ws.subprotocols, ws.deflate)?;
         let pieces: Vec<String> = ws.message.split(ID_PLACEHOLDER).map(String::from).collect();
         if ws.frames == Frames::Ping && ws.message.len() + 20 > MOST_PING_BYTES {
             return Err("a ping's payload (--message) is at most 105 bytes");
         }
         let fixed = message(&ws.message, ws.frames);
+        // A numbered message is at most 20 digits longer per placeholder.
+        let longest = ws.message.len() + 20 * (pieces.len() - 1);
         Ok(Sessions {
+            read_buffer: read_buffer(longest),
             ws,
             pieces,
             fixed,
@@ -159,12 +190,14 @@ impl Sessions {
 }
 
 /// The upgrade request to `uri` (`ws://host/path`) but for its key, with `headers` besides
-/// its own (a `Host` among them replaces `host_header`), offering `subprotocols`.
+/// its own (a `Host` among them replaces `host_header`), offering `subprotocols` and, with
+/// `deflate`, permessage-deflate.
 pub(crate) fn upgrade_request(
     uri: &str,
     host_header: &str,
     headers: &[(String, String)],
     subprotocols: &[String],
+    deflate: bool,
 ) -> Result<http::Request<()>, &'static str> {
     let mut builder = http::Request::builder()
         .method("GET")
@@ -177,6 +210,9 @@ pub(crate) fn upgrade_request(
     }
     for (name, value) in headers {
         builder = builder.header(name.as_str(), value.as_str());
+    }
+    if deflate {
+        builder = builder.header("Sec-WebSocket-Extensions", deflate::OFFER);
     }
     if !subprotocols.is_empty() {
         builder = builder.header("Sec-WebSocket-Protocol", subprotocols.join(", "));
@@ -216,7 +252,7 @@ impl Watch for Counts {
     }
 }
 
-pub(crate) type Socket = WebSocketStream<Counted<crate::connection::Stream, Counts>>;
+pub(crate) type Socket = WebSocketStream<Deflating<Counted<crate::connection::Stream, Counts>>>;
 
 /// One socket's life: open, upgrade, send and match the messages, close. `timeout`: the
 /// run's request timeout, which bounds the connect, TLS and upgrade together; `deadline`:
@@ -230,7 +266,10 @@ pub(crate) async fn session(
     p: &mut Progress,
 ) -> Result<Response, Failure> {
     let counts = Rc::new(Counts::default());
-    let opened = tokio::time::timeout(timeout, handshake(sessions, addr, tls, &counts, p)).await;
+    // Boxed: the connect, TLS and upgrade futures (2.6 KiB) are held only while they run, not
+    // in every idle socket's task for its whole life (bench/README.md, "Idle sockets").
+    let handshaking = Box::pin(handshake(sessions, addr, tls, &counts, p));
+    let opened = tokio::time::timeout(timeout, handshaking).await;
     note_bytes(&counts, p);
     let mut socket = match opened {
         Err(_) => return Err(Failure::timeout(p.phase)),
@@ -238,6 +277,12 @@ pub(crate) async fn session(
         Ok(Ok(socket)) => socket,
     };
     p.stream = Some(StreamProgress::matching());
+    if sessions.ws.deflate {
+        let agreed = socket.get_ref().agreed();
+        if let Some(stream) = p.stream.as_mut() {
+            stream.extension = Some(agreed.map_or_else(|| DECLINED.into(), |a| a.label()));
+        }
+    }
     let exchanged = Exchange::new(sessions, deadline)
         .run(&mut socket, &counts, p)
         .await;
@@ -272,53 +317,84 @@ async fn handshake(
     counts: &Rc<Counts>,
     p: &mut Progress,
 ) -> Result<Socket, Result<Response, Failure>> {
-    let (socket, _) = upgrade(sessions.request.clone(), addr, tls, counts, p).await?;
+    let upgrade = Upgrade {
+        request: sessions.request.clone(),
+        subprotocols: &sessions.ws.subprotocols,
+        deflate: sessions.ws.deflate,
+        read_buffer: sessions.read_buffer,
+    };
+    let (socket, _) = upgrade.open(addr, tls, counts, p).await?;
     Ok(socket)
 }
 
-/// Opens the connection and upgrades it with `request` (its key added here), returning the
-/// socket and the server's answer; `Err` holds how the socket ends instead: a response (the
-/// upgrade refused with a status) or a failure.
-pub(crate) async fn upgrade(
-    mut request: http::Request<()>,
-    addr: &Endpoint,
-    tls: Option<&Tls>,
-    counts: &Rc<Counts>,
-    p: &mut Progress,
-) -> Result<(Socket, Upgraded), Result<Response, Failure>> {
-    let stream = open_stream(addr, tls, p).await.map_err(Err)?;
-    // Each reply is timed by the kernel's receive stamp of the read that completed it, where
-    // the socket gives them: a worker woken late does not lengthen the round trip.
-    let stream = match p.kernel_stamps {
-        true => stream.keeping_stamps().0,
-        false => stream,
-    };
-    let stream = Counted::new(stream, Rc::clone(counts));
-    let key = tungstenite::handshake::client::generate_key();
-    let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
-    request.headers_mut().insert("Sec-WebSocket-Key", key);
-    p.phase = Phase::Exchanging;
-    p.sent = Some(Instant::now());
-    let config = WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER)
-        .write_buffer_size(0)
-        .max_message_size(Some(MOST_MESSAGE_BYTES))
-        .max_frame_size(Some(MOST_MESSAGE_BYTES));
-    let upgraded = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await;
-    p.first_byte = Some(Instant::now());
-    match upgraded {
-        Ok(done) => Ok(done),
-        Err(tungstenite::Error::Http(response)) => Err(Ok(Response {
-            status: response.status().as_u16(),
-            grpc: None,
-            reusable: false,
-        })),
-        Err(e) => Err(Err(failure(e))),
+/// An upgrade to make: its request but for its key, what it offers, and the socket's read
+/// buffer.
+pub(crate) struct Upgrade<'a> {
+    pub request: http::Request<()>,
+    pub subprotocols: &'a [String],
+    pub deflate: bool,
+    pub read_buffer: usize,
+}
+
+impl Upgrade<'_> {
+    /// Opens the connection and upgrades it, returning the socket and the answer's headers;
+    /// `Err` holds how the socket ends instead: a response (the upgrade refused with a status)
+    /// or a failure.
+    pub(crate) async fn open(
+        self,
+        addr: &Endpoint,
+        tls: Option<&Tls>,
+        counts: &Rc<Counts>,
+        p: &mut Progress,
+    ) -> Result<(Socket, http::HeaderMap), Result<Response, Failure>> {
+        let stream = open_stream(addr, tls, p).await.map_err(Err)?;
+        // Each reply is timed by the kernel's receive stamp of the read that completed it,
+        // where the socket gives them: a worker woken late does not lengthen the round trip.
+        let stream = match p.kernel_stamps {
+            true => stream.keeping_stamps().0,
+            false => stream,
+        };
+        let counted = Counted::new(stream, Rc::clone(counts));
+        let mut stream = Deflating::new(counted, self.deflate, MOST_MESSAGE_BYTES);
+        let mut request = self.request;
+        let key = tungstenite::handshake::client::generate_key();
+        let key = http::HeaderValue::from_str(&key).expect("a base64 key is a header value");
+        request.headers_mut().insert("Sec-WebSocket-Key", key);
+        p.phase = Phase::Exchanging;
+        p.sent = Some(Instant::now());
+        let config = WebSocketConfig::default()
+            .read_buffer_size(self.read_buffer)
+            .write_buffer_size(0)
+            .max_message_size(Some(MOST_MESSAGE_BYTES))
+            .max_frame_size(Some(MOST_MESSAGE_BYTES));
+        let answer = upgrade::upgrade(&mut stream, request, self.subprotocols).await;
+        p.first_byte = Some(Instant::now());
+        let (headers, leftover) = match answer {
+            Ok(upgrade::Answer::Upgraded { headers, leftover }) => (headers, leftover),
+            Ok(upgrade::Answer::Refused(status)) => {
+                return Err(Ok(Response {
+                    status,
+                    grpc: None,
+                    reusable: false,
+                }))
+            }
+            Err(e) => return Err(Err(failure(e))),
+        };
+        if self.deflate {
+            let answer = headers.get_all("Sec-WebSocket-Extensions");
+            let agreed = deflate::Agreed::from_answer(answer.iter().map(|v| v.as_bytes()))
+                .map_err(|e| Err(Failure::protocol(ErrorKind::MalformedResponse, e)))?;
+            stream.agree(agreed);
+        }
+        let socket =
+            WebSocketStream::from_partially_read(stream, leftover, Role::Client, Some(config))
+                .await;
+        Ok((socket, headers))
     }
 }
 
-/// The server's answer to an upgrade.
-pub(crate) type Upgraded = tungstenite::handshake::client::Response;
+/// The read buffer of a scripted user's socket, whose messages are not known ahead.
+pub(crate) const USER_READ_BUFFER: usize = 4 * 1024;
 
 pub(crate) fn note_bytes(counts: &Counts, p: &mut Progress) {
     p.bytes_in = counts.read.get();
@@ -410,7 +486,7 @@ impl<'a> Exchange<'a> {
             tokio::select! {
                 biased;
                 read = socket.next() => {
-                    let stamp = socket.get_ref().get_ref().last_stamp();
+                    let stamp = socket.get_ref().get_ref().get_ref().last_stamp();
                     if let Some(ended) = self.read(read, stamp, p)? {
                         return Ok(ended);
                     }
@@ -571,6 +647,10 @@ pub(crate) fn abnormal(code: Option<u16>) -> Failure {
 pub(crate) fn failure(e: tungstenite::Error) -> Failure {
     match e {
         tungstenite::Error::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => abnormal(None),
+        tungstenite::Error::Io(e) if deflate::Broken::of(&e).is_some() => Failure {
+            kind: ErrorKind::MalformedResponse,
+            cause: Cause::Io(e),
+        },
         tungstenite::Error::Io(e) => Failure::io(e, false),
         tungstenite::Error::ConnectionClosed
         | tungstenite::Error::AlreadyClosed
@@ -597,6 +677,7 @@ mod tests {
             matching,
             reply_timeout: Duration::from_secs(1),
             subprotocols: vec!["chat".into()],
+            deflate: false,
         };
         Sessions::new(ws, "ws://h:1/ws", "h:1", &[("X-A".into(), "b".into())]).unwrap()
     }
@@ -609,6 +690,48 @@ mod tests {
         assert_eq!(plain.message(7), Message::Text("hello".into()));
         assert_eq!(s.request.headers()["Sec-WebSocket-Protocol"], "chat");
         assert_eq!(s.request.headers()["Host"], "h:1");
+    }
+
+    #[test]
+    fn a_server_message_that_does_not_inflate_is_a_malformed_response_naming_it() {
+        for broken in [deflate::Broken::Inflate, deflate::Broken::TooLong] {
+            let f = failure(tungstenite::Error::Io(broken.into_io()));
+            assert_eq!(f.kind, ErrorKind::MalformedResponse);
+            assert_eq!(f.cause.to_string(), broken.to_string());
+        }
+        assert!(deflate::Broken::Inflate
+            .to_string()
+            .contains("does not inflate"));
+        let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+        assert_ne!(
+            failure(tungstenite::Error::Io(reset)).kind,
+            ErrorKind::MalformedResponse
+        );
+    }
+
+    #[test]
+    fn the_read_buffer_fits_an_echo_of_the_message_within_its_bounds() {
+        assert_eq!(read_buffer(5), 512);
+        assert_eq!(read_buffer(500), 1024);
+        assert_eq!(read_buffer(1010), 1024);
+        assert_eq!(read_buffer(1011), 2048);
+        assert_eq!(read_buffer(1 << 20), 4096);
+        assert_eq!(sessions("{{id}}", Matching::Echo).read_buffer, 512);
+    }
+
+    #[test]
+    fn the_offer_goes_in_the_upgrade_only_with_deflate() {
+        let mut ws = sessions("hi", Matching::Echo).ws;
+        let plain = Sessions::new(ws.clone(), "ws://h:1/", "h:1", &[]).unwrap();
+        assert!(plain
+            .request
+            .headers()
+            .get("Sec-WebSocket-Extensions")
+            .is_none());
+        ws.deflate = true;
+        let offering = Sessions::new(ws, "ws://h:1/", "h:1", &[]).unwrap();
+        let offer = &offering.request.headers()["Sec-WebSocket-Extensions"];
+        assert_eq!(offer, "permessage-deflate; client_max_window_bits");
     }
 
     #[test]

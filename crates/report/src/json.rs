@@ -187,6 +187,15 @@ fn messages(m: &crate::summary::MessageFigures) -> Value {
             .collect();
         doc["close_codes"] = json!(closes);
     }
+    // WebSocket runs with --deflate: the sockets by what they agreed.
+    if !m.extensions.is_empty() {
+        let extensions: Map<String, Value> = m
+            .extensions
+            .iter()
+            .map(|(extension, n)| (extension.clone(), json!(n)))
+            .collect();
+        doc["extensions"] = json!(extensions);
+    }
     if m.counts.unit == belier_stats::MessageUnit::Tokens {
         doc["tokens"] = json!(m.counts.tokens);
         doc["tokens_per_s"] = json!(m.token_rate);

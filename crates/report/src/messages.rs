@@ -162,6 +162,9 @@ pub(crate) fn rows(summaries: &[Summary]) -> Vec<Row> {
     if with(|m| !m.closes.is_empty()) {
         rows.extend(CLOSE_ROWS);
     }
+    if with(|m| !m.extensions.is_empty()) {
+        rows.extend(EXTENSION_ROWS);
+    }
     rows
 }
 
@@ -203,8 +206,26 @@ pub(crate) fn closes_line(closes: &[(u16, u64)]) -> String {
         .join(", ")
 }
 
+/// What sockets that offered permessage-deflate agreed,
+/// `permessage-deflate; client_max_window_bits=12 ×190, declined ×10`; a dash without any.
+pub(crate) fn extensions_line(extensions: &[(String, u64)]) -> String {
+    if extensions.is_empty() {
+        return "–".into();
+    }
+    extensions
+        .iter()
+        .map(|(extension, n)| format!("{extension} ×{}", thousands(*n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The row of WebSocket runs: their sockets' close codes.
 const CLOSE_ROWS: [Row; 1] = [("Close codes", |s| cell(s, |m| closes_line(&m.closes)))];
+
+/// The row of WebSocket runs with --deflate: what their sockets agreed.
+const EXTENSION_ROWS: [Row; 1] = [("Compression", |s| {
+    cell(s, |m| extensions_line(&m.extensions))
+})];
 
 /// Whether a run's URL is a WebSocket endpoint (`belier ws`): its messages are worded as a
 /// socket's rather than a streaming call's.

@@ -89,6 +89,9 @@ pub(crate) struct MessageFigures {
     /// SSE reconnections' mean wait, from the end of the stream before each to its start,
     /// microseconds (0 without any).
     pub reconnection_wait_mean_us: f64,
+    /// WebSocket sockets that offered permessage-deflate by what they agreed: its
+    /// parameters, or `declined`.
+    pub extensions: Vec<(String, u64)>,
 }
 
 impl MessageFigures {
@@ -113,6 +116,11 @@ impl MessageFigures {
             closes: m.closes().iter().map(|(&code, &n)| (code, n)).collect(),
             reconnection_wait_mean_us: ratio(counts.reconnection_wait_us, counts.reconnections)
                 .unwrap_or(0.0),
+            extensions: m
+                .extensions()
+                .iter()
+                .map(|(e, &n)| (e.clone(), n))
+                .collect(),
         }
     }
 }

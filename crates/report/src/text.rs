@@ -483,6 +483,13 @@ fn write_messages(out: &mut String, s: &Summary, websocket: bool) -> std::fmt::R
                 crate::messages::closes_line(&m.closes)
             )?;
         }
+        if !m.extensions.is_empty() {
+            writeln!(
+                out,
+                "  Compression   {}",
+                crate::messages::extensions_line(&m.extensions)
+            )?;
+        }
         return write_websocket_times(out, m);
     }
     write_times_heading(out)?;

@@ -230,6 +230,10 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
         // A WebSocket's close code, as a socket's end records it, and its round trips from
         // the actual send.
         r.record_close(if round_trips { 1000 } else { 1011 });
+        // What its offer of permessage-deflate agreed.
+        let agreed = "permessage-deflate; client_max_window_bits=12";
+        r.record_extension(if round_trips { agreed } else { "declined" });
+        r.record_extension(agreed);
         if round_trips {
             let mut sent = MessageTimes::default();
             [600, 700].into_iter().for_each(|us| sent.push(us));
@@ -247,6 +251,7 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!(got.gap_us(), want.gap_us());
     assert_eq!(got.round_trip_us(), want.round_trip_us());
     assert_eq!(got.closes(), want.closes());
+    assert_eq!(got.extensions(), want.extensions());
     assert_eq!(got.round_trip_sent_us(), want.round_trip_sent_us());
     assert_eq!(got.round_trip_sent_us().len(), 2);
     // Two shards: the counts and histograms sum; a file without messages reads as none.
@@ -264,6 +269,13 @@ fn streaming_calls_messages_round_trip_and_merge_across_shards() {
     assert_eq!(counts, [2, 4, 3]);
     let closes: Vec<_> = m.closes().iter().map(|(&c, &n)| (c, n)).collect();
     assert_eq!(closes, [(1000, 1), (1011, 1)]);
+    let extensions: Vec<_> = m
+        .extensions()
+        .iter()
+        .map(|(e, &n)| (e.as_str(), n))
+        .collect();
+    let agreed = "permessage-deflate; client_max_window_bits=12";
+    assert_eq!(extensions, [("declined", 1), (agreed, 3)]);
     let plain = write(&header("p"), &[settled(0, recorder_with(&[(9, 0)]))], None);
     assert!(!String::from_utf8_lossy(&plain).contains("messages"));
     let (_, back) = intervals_of(plain, "mem").unwrap();

@@ -232,6 +232,9 @@ pub struct Messages {
     round_trip_sent_us: Histogram<u64>,
     /// WebSocket sockets by the close code they ended with (see [`Messages::closes`]).
     closes: BTreeMap<u16, u64>,
+    /// WebSocket sockets that offered permessage-deflate by what they agreed (see
+    /// [`Messages::extensions`]).
+    extensions: BTreeMap<String, u64>,
 }
 
 impl Messages {
@@ -245,6 +248,7 @@ impl Messages {
             round_trip_us: new_histogram(HISTOGRAM_SIGFIG),
             round_trip_sent_us: new_histogram(HISTOGRAM_SIGFIG),
             closes: BTreeMap::new(),
+            extensions: BTreeMap::new(),
         }
     }
 
@@ -262,6 +266,24 @@ impl Messages {
     pub(crate) fn add_closes(&mut self, closes: &BTreeMap<u16, u64>) {
         for (&code, &n) in closes {
             *self.closes.entry(code).or_default() += n;
+        }
+    }
+
+    /// A WebSocket that offered permessage-deflate agreed to `extension` (its parameters, or
+    /// `declined`).
+    pub(crate) fn record_extension(&mut self, extension: &str) {
+        match self.extensions.get_mut(extension) {
+            Some(n) => *n += 1,
+            None => {
+                self.extensions.insert(extension.to_string(), 1);
+            }
+        }
+    }
+
+    /// Adds stored extension counts (results files).
+    pub(crate) fn add_extensions(&mut self, extensions: &BTreeMap<String, u64>) {
+        for (extension, &n) in extensions {
+            *self.extensions.entry(extension.clone()).or_default() += n;
         }
     }
 
@@ -331,6 +353,7 @@ impl Messages {
             .add(&other.round_trip_sent_us)
             .expect("message histograms share their bounds");
         self.add_closes(&other.closes);
+        self.add_extensions(&other.extensions);
     }
 
     pub(crate) fn reset(&mut self) {
@@ -340,6 +363,7 @@ impl Messages {
         self.round_trip_us.reset();
         self.round_trip_sent_us.reset();
         self.closes.clear();
+        self.extensions.clear();
     }
 
     /// Adds stored histograms of first messages, gaps, round trips and round trips from
@@ -387,6 +411,14 @@ impl Messages {
     /// run's end cut, have none. Empty for other streams.
     pub fn closes(&self) -> &BTreeMap<u16, u64> {
         &self.closes
+    }
+
+    /// WebSocket sockets that offered permessage-deflate (`belier ws --deflate`) by what the
+    /// server's answer agreed to: `permessage-deflate` and its parameters that differ from
+    /// the defaults (`permessage-deflate; client_max_window_bits=12`), or `declined`. Sockets
+    /// whose upgrade failed have none. Empty for other streams and sockets that offered none.
+    pub fn extensions(&self) -> &BTreeMap<String, u64> {
+        &self.extensions
     }
 
     /// LLM streams' output tokens.

@@ -263,6 +263,12 @@ impl Recorder {
         self.messages_mut().record_close(code);
     }
 
+    /// Records what a WebSocket that offered permessage-deflate agreed to (see
+    /// [`Messages::extensions`]).
+    pub fn record_extension(&mut self, extension: &str) {
+        self.messages_mut().record_extension(extension);
+    }
+
     /// Records a streaming gRPC call that ended OK `latency_us` after it was due, and its
     /// `messages`: a recorder as a run of such calls leaves it, for the tests of what reads
     /// one (as [`Sample::simulated`] is).

@@ -1,6 +1,8 @@
 // A gorilla/websocket server for belier's WebSocket tests. It prints "listening PORT" once it
 // listens on 127.0.0.1, counts on its own side, and prints "counts Sockets=N In=N Out=N"
-// when its standard input closes, then exits. Paths:
+// when its standard input closes, then exits. With -deflate it agrees to permessage-deflate
+// (gorilla's answer: no context takeover either way) where a client offers it, and counts
+// the sockets that agreed in Deflate=N. Paths:
 //
 //	/echo            echoes each message (text or binary) as it came
 //	/echo?delay=5ms  echoes each message after the delay (one timer per message, in order)
@@ -14,25 +16,42 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
 )
 
-var sockets, in, out atomic.Int64
+var sockets, in, out, deflated atomic.Int64
 
 var upgrader = websocket.Upgrader{
 	ReadBufferSize:  4096,
 	WriteBufferSize: 4096,
 	CheckOrigin:     func(*http.Request) bool { return true },
 	Subprotocols:    []string{"chat"},
+}
+
+// upgrade upgrades the request, counting the socket and whether it agreed to compress
+// (gorilla agrees to every offer of permessage-deflate when its compression is enabled).
+func upgrade(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	sockets.Add(1)
+	offered := strings.Contains(r.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate")
+	if upgrader.EnableCompression && offered {
+		deflated.Add(1)
+	}
+	return conn, nil
 }
 
 func echo(w http.ResponseWriter, r *http.Request) {
@@ -45,11 +64,10 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	if c := r.URL.Query().Get("code"); c != "" {
 		code, _ = strconv.Atoi(c)
 	}
-	conn, err := upgrader.Upgrade(w, r, nil)
+	conn, err := upgrade(w, r)
 	if err != nil {
 		return
 	}
-	sockets.Add(1)
 	defer conn.Close()
 	for n := 0; ; n++ {
 		if n == after {
@@ -80,11 +98,10 @@ func echo(w http.ResponseWriter, r *http.Request) {
 }
 
 func swapped(w http.ResponseWriter, r *http.Request) {
-	conn, err := upgrader.Upgrade(w, r, nil)
+	conn, err := upgrade(w, r)
 	if err != nil {
 		return
 	}
-	sockets.Add(1)
 	defer conn.Close()
 	var held []byte
 	for {
@@ -113,6 +130,8 @@ func swapped(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
+	flag.BoolVar(&upgrader.EnableCompression, "deflate", false, "agree to permessage-deflate")
+	flag.Parse()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/echo", echo)
 	mux.HandleFunc("/close", echo)
@@ -127,5 +146,6 @@ func main() {
 	fmt.Printf("listening %d\n", ln.Addr().(*net.TCPAddr).Port)
 	go http.Serve(ln, mux)
 	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
-	fmt.Printf("counts Sockets=%d In=%d Out=%d\n", sockets.Load(), in.Load(), out.Load())
+	fmt.Printf("counts Sockets=%d In=%d Out=%d Deflate=%d\n",
+		sockets.Load(), in.Load(), out.Load(), deflated.Load())
 }

@@ -94,4 +94,10 @@ pub struct WsMessageArgs {
     /// A subprotocol offered in Sec-WebSocket-Protocol (repeatable, in order).
     #[arg(long = "subprotocol", value_name = "NAME")]
     pub subprotocols: Vec<String>,
+
+    /// Offer permessage-deflate compression (RFC 7692) as browsers do, both sides keeping
+    /// their context; where the server agrees, messages go compressed both ways, where it
+    /// declines, uncompressed. The report counts which.
+    #[arg(long)]
+    pub deflate: bool,
 }

@@ -113,6 +113,7 @@ fn websocket(args: &WsMessageArgs, until_end: bool) -> Result<WebSocket, InputEr
         },
         reply_timeout: args.reply_timeout.unwrap_or(DEFAULT_REPLY_TIMEOUT),
         subprotocols: args.subprotocols.clone(),
+        deflate: args.deflate,
     })
 }
 

@@ -63,7 +63,7 @@ fn assert_conserved(doc: &Value) {
     assert_eq!(s["requests"].as_u64().unwrap(), statuses + errors, "{s}");
 }
 
-fn validate(doc: &Value) {
+pub(crate) fn validate(doc: &Value) {
     let schema: Value = serde_json::from_str(belier_report::SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator

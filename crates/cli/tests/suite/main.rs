@@ -69,3 +69,4 @@ mod tui;
 mod wakeups;
 mod web;
 mod websocket;
+mod websocket_deflate;

@@ -107,7 +107,8 @@ fn a_plans_ws_steps_are_counted_exactly_by_the_server_and_by_each_row() {
         Counts {
             sockets: 200,
             messages_in: 600,
-            messages_out: 600
+            messages_out: 600,
+            deflated: 0
         }
     );
     assert_eq!(doc["status_codes"], json!({"101": 200}), "{doc}");

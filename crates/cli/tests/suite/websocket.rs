@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 belier_testsupport::binary!(BELIER);
 
 /// A run of `belier ws URL` with `extra` flags; its JSON report.
-fn run(url: &str, extra: &[&str]) -> Value {
+pub(crate) fn run(url: &str, extra: &[&str]) -> Value {
     let mut args = vec!["ws", url, "--output", "json"];
     args.extend_from_slice(extra);
     let out = BELIER.ok(&args);
@@ -26,7 +26,7 @@ fn run(url: &str, extra: &[&str]) -> Value {
 
 /// The report's messages: sockets, sent, received, and how many first replies, gaps and
 /// round trips were timed (null: none).
-fn messages(doc: &Value) -> Value {
+pub(crate) fn messages(doc: &Value) -> Value {
     let m = &doc["messages"];
     let timed = |times: &str| m[times]["count"].clone();
     json!([
@@ -50,7 +50,8 @@ fn twenty_thousand_echoes(server: WsServer, path: &str) {
         Counts {
             sockets: 200,
             messages_in: 20_000,
-            messages_out: 20_000
+            messages_out: 20_000,
+            deflated: 0
         }
     );
     assert_eq!(doc["status_codes"], json!({"101": 200}), "{doc}");
@@ -95,7 +96,8 @@ fn spawned_workers_sockets_and_messages_merge_exactly_in_the_report() {
         Counts {
             sockets: 40,
             messages_in: 200,
-            messages_out: 200
+            messages_out: 200,
+            deflated: 0
         }
     );
     assert_eq!(doc["run"]["workers"].as_array().map(Vec::len), Some(2));
@@ -327,7 +329,8 @@ fn every_message_is_counted_through_nginx_proxying_the_upgrade_over_ws_and_wss()
         Counts {
             sockets: 40,
             messages_in: 2_000,
-            messages_out: 2_000
+            messages_out: 2_000,
+            deflated: 0
         }
     );
     // nginx logged each upgrade.

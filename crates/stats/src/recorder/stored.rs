@@ -49,6 +49,10 @@ pub struct Counters {
         deserialize_with = "status_counts"
     )]
     pub ws_closes: BTreeMap<u16, u64>,
+    /// WebSocket sockets that offered permessage-deflate by what they agreed (absent from
+    /// files of runs that offered none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ws_extensions: BTreeMap<String, u64>,
     /// Failed requests by error kind name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
@@ -234,6 +238,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(c.local.values())
         .flat_map(|a| [a.requests, a.errors, a.connections]);
     check_rows("address rows", c.remote.len() + c.local.len())?;
+    check_rows("WebSocket extensions", c.ws_extensions.len())?;
     let largest = others
         .into_iter()
         .chain(addresses)
@@ -241,6 +246,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(checks)
         .chain(messages)
         .chain(c.ws_closes.values().copied())
+        .chain(c.ws_extensions.values().copied())
         .chain(c.metrics.iter().copied())
         .chain(c.held.iter().flat_map(crate::Held::counts))
         .chain(c.server_timing.iter().flat_map(|t| t.counts.all()))
@@ -268,6 +274,10 @@ impl Recorder {
             ws_closes: self
                 .messages()
                 .map(|m| m.closes().clone())
+                .unwrap_or_default(),
+            ws_extensions: self
+                .messages()
+                .map(|m| m.extensions().clone())
                 .unwrap_or_default(),
             errors: ErrorKind::ALL
                 .iter()
@@ -339,6 +349,9 @@ impl Recorder {
         r.messages = c.messages.map(|m| Box::new(Messages::new(m)));
         if !c.ws_closes.is_empty() {
             r.messages_mut().add_closes(&c.ws_closes);
+        }
+        if !c.ws_extensions.is_empty() {
+            r.messages_mut().add_extensions(&c.ws_extensions);
         }
         for (name, &n) in &c.errors {
             let kind = ErrorKind::from_name(name)
