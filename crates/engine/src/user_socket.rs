@@ -177,8 +177,6 @@ async fn open(
     timeout: Duration,
     intended: Instant,
 ) -> (Acted, Option<Box<UserSocket>>) {
-    let (addr, tls, host_header) = plan.dest(origin);
-    let scheme = if tls.is_some() { "wss" } else { "ws" };
     let dispatched = Instant::now();
     let mut life = Progress {
         kernel_stamps: plan.kernel_stamps,
@@ -186,32 +184,10 @@ async fn open(
         ..Progress::default()
     };
     let counts = Rc::new(Counts::default());
-    let uri = format!("{scheme}://{host_header}{}", target.path);
-    let request = upgrade_request(
-        &uri,
-        host_header,
-        target.headers,
-        target.subprotocols,
-        false,
-    );
-    let opened = match request {
-        Err(why) => Err(Err(Failure {
-            kind: ErrorKind::OtherIo,
-            cause: Cause::Io(std::io::Error::other(why)),
-        })),
-        Ok(request) => {
-            let upgrade = Upgrade {
-                request,
-                subprotocols: target.subprotocols,
-                deflate: false,
-                read_buffer: USER_READ_BUFFER,
-            };
-            let upgrading = Box::pin(upgrade.open(addr, tls, &counts, &mut life));
-            match tokio::time::timeout(timeout, upgrading).await {
-                Ok(opened) => opened,
-                Err(_) => Err(Err(Failure::timeout(life.phase))),
-            }
-        }
+    let upgrading = upgrade(plan, origin, target, &counts, &mut life);
+    let opened = match tokio::time::timeout(timeout, Box::pin(upgrading)).await {
+        Ok(opened) => opened,
+        Err(_) => Err(Err(Failure::timeout(life.phase))),
     };
     note_bytes(&counts, &mut life);
     let done = Instant::now();
@@ -268,6 +244,39 @@ async fn open(
         head,
     };
     (acted, Some(Box::new(held)))
+}
+
+/// Connects to host `origin` and upgrades to `target` (see [`Upgrade::open`]).
+async fn upgrade(
+    plan: &Plan,
+    origin: usize,
+    target: &Target<'_>,
+    counts: &Rc<Counts>,
+    life: &mut Progress,
+) -> Result<(Socket, http::HeaderMap), Result<Response, Failure>> {
+    let (addr, tls, host_header) = plan.dest(origin);
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    let uri = format!("{scheme}://{host_header}{}", target.path);
+    let request = upgrade_request(
+        &uri,
+        host_header,
+        target.headers,
+        target.subprotocols,
+        false,
+    )
+    .map_err(|why| {
+        Err(Failure {
+            kind: ErrorKind::OtherIo,
+            cause: Cause::Io(std::io::Error::other(why)),
+        })
+    })?;
+    let upgrade = Upgrade {
+        request,
+        subprotocols: target.subprotocols,
+        deflate: false,
+        read_buffer: USER_READ_BUFFER,
+    };
+    upgrade.open(addr, tls, counts, life).await
 }
 
 /// The upgrade's answer (its headers) written out as a response head, for checks and
