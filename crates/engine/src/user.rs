@@ -169,6 +169,8 @@ pub enum SocketOp {
         headers: Vec<(String, String)>,
         /// Offered in `Sec-WebSocket-Protocol`, in order.
         subprotocols: Vec<String>,
+        /// Offer permessage-deflate (RFC 7692), as `belier ws --deflate` does.
+        deflate: bool,
     },
     /// Sends a message, then waits for `awaited` messages the user awaits ([`User::awaits`]);
     /// 0: only sends.

@@ -100,6 +100,7 @@ pub(crate) async fn act(
         path_and_query,
         headers,
         subprotocols,
+        deflate,
     } = &action.op
     {
         if let Some(held) = socket.take() {
@@ -109,6 +110,7 @@ pub(crate) async fn act(
             path: path_and_query,
             headers,
             subprotocols,
+            deflate: *deflate,
         };
         let (acted, opened) = open(local, plan, action.origin, &target, timeout, intended).await;
         *socket = opened;
@@ -164,6 +166,8 @@ struct Target<'a> {
     path: &'a str,
     headers: &'a [(String, String)],
     subprotocols: &'a [String],
+    /// Offer permessage-deflate.
+    deflate: bool,
 }
 
 /// Opens a socket to host `origin`: the action's result and sample, and the socket if it
@@ -228,7 +232,11 @@ async fn open(
             return (acted, None);
         }
     };
-    life.stream = Some(StreamProgress::matching());
+    let mut stream = StreamProgress::matching();
+    if target.deflate {
+        stream.extension = Some(crate::websocket::agreed_label(&socket));
+    }
+    life.stream = Some(stream);
     let head = answer_head(&answer);
     let acted = Acted {
         result: Ok((101, Vec::new())),
@@ -262,7 +270,7 @@ async fn upgrade(
         host_header,
         target.headers,
         target.subprotocols,
-        false,
+        target.deflate,
     )
     .map_err(|why| {
         Err(Failure {
@@ -273,7 +281,7 @@ async fn upgrade(
     let upgrade = Upgrade {
         request,
         subprotocols: target.subprotocols,
-        deflate: false,
+        deflate: target.deflate,
         read_buffer: USER_READ_BUFFER,
     };
     upgrade.open(addr, tls, counts, life).await

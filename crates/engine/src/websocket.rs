@@ -278,9 +278,8 @@ pub(crate) async fn session(
     };
     p.stream = Some(StreamProgress::matching());
     if sessions.ws.deflate {
-        let agreed = socket.get_ref().agreed();
         if let Some(stream) = p.stream.as_mut() {
-            stream.extension = Some(agreed.map_or_else(|| DECLINED.into(), |a| a.label()));
+            stream.extension = Some(agreed_label(&socket));
         }
     }
     let exchanged = Exchange::new(sessions, deadline)
@@ -391,6 +390,15 @@ impl Upgrade<'_> {
                 .await;
         Ok((socket, headers))
     }
+}
+
+/// What a socket that offered permessage-deflate records of the server's answer: the
+/// parameters agreed, or [`DECLINED`].
+pub(crate) fn agreed_label(socket: &Socket) -> String {
+    socket
+        .get_ref()
+        .agreed()
+        .map_or_else(|| DECLINED.into(), |a| a.label())
 }
 
 /// The read buffer of a scripted user's socket, whose messages are not known ahead.

@@ -364,12 +364,18 @@ fn ws_step(step: &crate::model::WsStep, path: &str) -> String {
         }
     };
     match step {
-        WsStep::Connect { subprotocols } if subprotocols.is_empty() => format!("ws connect {path}"),
-        WsStep::Connect { subprotocols } => {
-            format!(
-                "ws connect {path} (subprotocols {})",
-                subprotocols.join(", ")
-            )
+        WsStep::Connect {
+            subprotocols,
+            deflate,
+        } => {
+            let mut line = format!("ws connect {path}");
+            if !subprotocols.is_empty() {
+                line += &format!(" (subprotocols {})", subprotocols.join(", "));
+            }
+            if *deflate {
+                line += ", offering permessage-deflate";
+            }
+            line
         }
         WsStep::Send { binary, reply } => {
             let kind = if *binary { "binary" } else { "text" };

@@ -313,6 +313,8 @@ pub enum WsStep {
     Connect {
         /// Offered in `Sec-WebSocket-Protocol`, in order.
         subprotocols: Vec<String>,
+        /// `deflate: true`: offer permessage-deflate.
+        deflate: bool,
     },
     /// Sends the step's body as a message, then waits for the messages `reply` awaits.
     Send {

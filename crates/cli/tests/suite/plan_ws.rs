@@ -284,3 +284,38 @@ fn a_ws_steps_mistakes_are_named_with_their_line() {
         assert!(err.contains(&format!("plan.yaml:{line}:")), "{step}: {err}");
     }
 }
+
+#[test]
+fn a_connect_step_offers_permessage_deflate_and_the_report_counts_what_was_agreed() {
+    let Some(server) = WsServer::go_deflating() else {
+        return;
+    };
+    let plan = r#"
+target: http://127.0.0.1:PORT
+load: {vus: 2, iterations: 20}
+scenarios:
+  - steps:
+      - ws: {connect: /echo, deflate: true}
+      - name: ask
+        ws: {send: 'the same words, the same words, the same words again', reply: echo}
+      - ws: {close: 1000}
+"#;
+    let doc = run(&write_plan("plan-ws-deflate", server.port, plan), 0);
+    assert_eq!(
+        server.counts(),
+        Counts {
+            sockets: 20,
+            messages_in: 20,
+            messages_out: 20,
+            deflated: 20
+        }
+    );
+    let agreed = "permessage-deflate; client_no_context_takeover; server_no_context_takeover";
+    assert_eq!(
+        doc["messages"]["extensions"],
+        json!({ agreed: 20 }),
+        "{doc}"
+    );
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(rows(&doc)[1], ("ask".to_string(), 20, 0));
+}

@@ -1,5 +1,6 @@
 //! A `ws:` step compiled: one action on the user's WebSocket. `ws:` holds a mapping whose
-//! first key says the action: `connect: PATH` (with `subprotocols:`; the step's `headers:` go
+//! first key says the action: `connect: PATH` (with `subprotocols:` and `deflate:`, which offers
+//! permessage-deflate; the step's `headers:` go
 //! with the upgrade), `send: MESSAGE` (with `binary:` and `reply:`, what answers it, and
 //! `count:`), `receive: MATCH` (with `count:`), `ping: PAYLOAD`, `close: CODE` (with
 //! `reason:`). Messages and payloads are templates; what a step waits for is `any` message,
@@ -30,7 +31,7 @@ pub(super) const WS_STEP_KEYS: &[&str] = &[
 
 /// The actions a `ws:` mapping may name, each with the keys it takes beside its own.
 const ACTIONS: &[(&str, &[&str])] = &[
-    ("connect", &["subprotocols"]),
+    ("connect", &["subprotocols", "deflate"]),
     ("send", &["binary", "reply", "count"]),
     ("receive", &["count"]),
     ("ping", &[]),
@@ -269,7 +270,19 @@ fn connect(
             .map(|n| rd.str(n, "a subprotocol").map(str::to_string))
             .collect::<Result<_>>()?,
     };
-    Ok((path, headers, WsStep::Connect { subprotocols }))
+    let deflate = w
+        .get("deflate")
+        .map(|n| rd.bool(n, "deflate"))
+        .transpose()?
+        .unwrap_or(false);
+    Ok((
+        path,
+        headers,
+        WsStep::Connect {
+            subprotocols,
+            deflate,
+        },
+    ))
 }
 
 /// A `send:` step: its message and what answers it.

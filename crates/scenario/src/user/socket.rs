@@ -60,10 +60,14 @@ impl Local {
         });
         let count = awaited.map_or(0, |a| a.count);
         let op = match step {
-            WsStep::Connect { subprotocols } => SocketOp::Open {
+            WsStep::Connect {
+                subprotocols,
+                deflate,
+            } => SocketOp::Open {
                 path_and_query: path,
                 headers,
                 subprotocols: subprotocols.clone(),
+                deflate: *deflate,
             },
             WsStep::Send { binary, .. } => SocketOp::Send {
                 message: text.into_bytes(),
