@@ -641,7 +641,12 @@ fn take_bytes(wire: &Wire, p: &mut Progress) {
 /// `name: value` line per field, then an empty line), so that a scripted user reads the
 /// headers of either protocol the same way.
 pub(crate) fn write_head(out: &mut Vec<u8>, head: &http::response::Parts) {
-    out.extend_from_slice(b"HTTP/2 ");
+    write_head_as(out, b"HTTP/2 ", head);
+}
+
+/// Writes `head` out as [`write_head`] does, its status line starting with `version`.
+pub(crate) fn write_head_as(out: &mut Vec<u8>, version: &[u8], head: &http::response::Parts) {
+    out.extend_from_slice(version);
     out.extend_from_slice(head.status.as_str().as_bytes());
     out.extend_from_slice(b"\r\n");
     for (name, value) in &head.headers {

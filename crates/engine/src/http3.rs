@@ -126,7 +126,8 @@ impl Group {
             SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
             SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
         };
-        p.phase = Phase::Handshaking;
+        // QUIC's handshake is its connect: a timeout in it is a connect timeout.
+        p.phase = Phase::Connecting;
         let endpoint = quinn::Endpoint::client(local).map_err(|e| Failure::io(e, true))?;
         let connecting = endpoint
             .connect_with(client.config.clone(), to, &client.server_name)
@@ -254,7 +255,7 @@ async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<R
     p.first_byte = Some(Instant::now());
     let status = response.status().as_u16();
     if let Some(kept) = &mut p.head {
-        crate::http2::write_head(kept, &response.into_parts().0);
+        crate::http2::write_head_as(kept, b"HTTP/3 ", &response.into_parts().0);
     }
     while let Some(mut chunk) = stream
         .recv_data()

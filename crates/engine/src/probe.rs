@@ -77,13 +77,17 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         .enable_all()
         .build()
         .map_err(StartError::Worker)?;
-    Ok(runtime.block_on(async {
+    // A local set: an HTTP/3 connection's driver runs as a local task.
+    Ok(tokio::task::LocalSet::new().block_on(&runtime, async {
         let mut p = Progress {
             head: Some(Vec::new()),
             ..Progress::default()
         };
         let start = Instant::now();
         let exchange = async {
+            if config.http3 {
+                return over_http3(config, &addr, tls.as_ref(), &mut p).await;
+            }
             let mut conn = Connection::open(&addr, tls.as_ref(), &mut p).await?;
             let session = conn.tls_session();
             // Past the connect and handshake: a timeout from here is the response's.
@@ -122,7 +126,8 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
             phases: Phases {
                 dns,
                 connect: p.connected.map(|c| c - start),
-                tls: between(p.connected, p.handshaken),
+                // QUIC's handshake is its connect and its TLS at once.
+                tls: between(p.connected, p.handshaken).filter(|_| !config.http3),
                 ttfb: between(p.sent, p.first_byte),
                 transfer: p.first_byte.map(|f| done - f),
                 total: done - start,
@@ -136,4 +141,24 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
             timed_out_in,
         }
     }))
+}
+
+/// The probe's request over HTTP/3, on a QUIC connection of its own: its response and the
+/// connection's TLS description.
+async fn over_http3(
+    config: &Config,
+    addr: &crate::Endpoint,
+    tls: Option<&tls::Tls>,
+    p: &mut Progress,
+) -> Result<(crate::connection::Response, Option<String>), crate::connection::Failure> {
+    let failed = |why: String| crate::connection::Failure {
+        kind: ErrorKind::OtherIo,
+        cause: crate::connection::Cause::Message(why),
+    };
+    let tls = tls.ok_or_else(|| failed("HTTP/3 needs an https:// URL".into()))?;
+    let client = crate::http3::Client::new(tls).map_err(|e| failed(e.to_string()))?;
+    let template = crate::http2::Template::new(&config.request, true, false)?;
+    let group = std::rc::Rc::new(crate::http3::Group::new(Default::default()));
+    let response = group.exchange(&client, addr, (&template, false), p).await?;
+    Ok((response, group.tls_session()))
 }

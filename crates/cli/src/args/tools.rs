@@ -23,6 +23,11 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub request: RequestArgs,
 
+    /// Send the request over HTTP/3 (QUIC: an https URL): the connect phase is QUIC's
+    /// handshake, TLS 1.3 included.
+    #[arg(long = "http3")]
+    pub http3: bool,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
     pub output: ProbeFormat,

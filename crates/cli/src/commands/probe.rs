@@ -34,7 +34,16 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         )
         .into());
     }
-    let (config, url) = request_config(&args.request)?;
+    let (mut config, url) = request_config(&args.request)?;
+    if args.http3 && config.tls.is_none() {
+        return Err(crate::settings::InputError::new(
+            "--http3",
+            "",
+            "needs an https:// URL: QUIC is always TLS 1.3",
+        )
+        .into());
+    }
+    config.http3 = args.http3;
     let probe = belier_engine::probe(&config).context("cannot probe")?;
     match args.output {
         ProbeFormat::Text => print!("{}", render(&url, &config.request.method, &probe)),

@@ -118,6 +118,35 @@ fn a_server_that_sends_goaway_makes_no_false_error_and_no_request_twice() {
 }
 
 #[test]
+fn a_probe_over_http3_shows_the_quic_handshake_as_its_connect() {
+    let Some(server) = QuicGo::start(&[]) else {
+        return;
+    };
+    let ca = server.ca.display().to_string();
+    let out = BELIER.ok(&[
+        "probe",
+        &server.url("/"),
+        "--http3",
+        "--cacert",
+        &ca,
+        "--output",
+        "json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(server.counts().h3, 1);
+    assert_eq!(doc["status"], 200, "{doc}");
+    assert!(
+        doc["head"].as_str().unwrap().starts_with("HTTP/3 200\r\n"),
+        "{doc}"
+    );
+    assert!(doc["connect_ms"].as_f64().unwrap() > 0.0, "{doc}");
+    assert_eq!(doc["tls_ms"], Value::Null, "{doc}");
+    assert!(doc["ttfb_ms"].as_f64().is_some(), "{doc}");
+    let refused = BELIER.output(&["probe", "http://127.0.0.1:9/", "--http3"]);
+    assert_exit(&refused, 2);
+}
+
+#[test]
 fn what_http3_cannot_do_is_refused_by_name() {
     let cases: [(&[&str], &str); 3] = [
         (&["http://127.0.0.1:9/", "--http3"], "https://"),
