@@ -15,7 +15,8 @@
 //! - `belier_request_duration_seconds` histogram of the responses' latency (from the intended
 //!   start, as the report's); errors have no latency, so `_count` is the responses.
 //! - counters `belier_bytes_received_total`, `belier_bytes_sent_total`,
-//!   `belier_connections_opened_total`, `belier_dropped_total`;
+//!   `belier_connections_opened_total`, `belier_dropped_total`; over HTTP/3 the
+//!   `belier_quic_*` counters (handshakes, datagrams, packets lost, ends by `cause`);
 //! - gauges `belier_in_flight`, `belier_target_rate` (open loop), `belier_run_ended`, and
 //!   `belier_run_info{url,name}` 1.
 

@@ -14,6 +14,13 @@
 //! connection, counted as re-sent, as HTTP/2's streams above a GOAWAY's id do (RFC 9114
 //! §4.1.1, §5.2); any other failure is the request's, never retried. Bytes are the UDP
 //! payloads the connection carried since the previous exchange on it ended.
+//!
+//! QUIC's own figures (handshakes, datagrams, lost packets, each connection's end) are counted
+//! per connection (see `figures`).
+
+mod figures;
+
+pub(crate) use figures::Tally;
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -66,6 +73,9 @@ struct Open {
     generation: u64,
     /// UDP payload bytes received and sent that earlier exchanges took.
     taken: Cell<(u64, u64)>,
+    /// QUIC's figures as last read (shared with the connection's driver, which reads the rest
+    /// when it ends).
+    read: Rc<figures::Read>,
     /// The endpoint (UDP socket) the connection lives on: dropped with it.
     _endpoint: quinn::Endpoint,
 }
@@ -78,16 +88,32 @@ pub(crate) struct Group {
     generations: Cell<u64>,
     /// The worker's count of open connections, which this group's connections join.
     connections: Rc<OpenConnections>,
+    /// The worker's QUIC figures, which this group's connections add to.
+    tally: Rc<Tally>,
 }
 
 impl Group {
-    /// A group whose connections count among `connections`.
-    pub(crate) fn new(connections: Rc<OpenConnections>) -> Group {
+    /// A group whose connections count among `connections`, their QUIC figures in `tally`.
+    pub(crate) fn new(connections: Rc<OpenConnections>, tally: Rc<Tally>) -> Group {
         Group {
             open: RefCell::new(None),
             opening: tokio::sync::Mutex::new(()),
             generations: Cell::new(0),
             connections,
+            tally,
+        }
+    }
+
+    /// Adds to the worker's tally what the group's open connection did since it was last
+    /// read; `ending`: the run lets go of it now, which counts as its end.
+    pub(crate) fn read_figures(&self, ending: bool) {
+        if let Some(open) = self.current() {
+            match ending {
+                true => open
+                    .read
+                    .ended(&open.connection, "belier_closed", &self.tally),
+                false => open.read.take(&open.connection, &self.tally),
+            }
         }
     }
 
@@ -147,11 +173,17 @@ impl Group {
         let group: Weak<Group> = Rc::downgrade(self);
         let connections = Rc::clone(&self.connections);
         connections.opened();
+        self.tally.handshake();
+        let read = Rc::new(figures::Read::default());
+        let (ended, tally) = (connection.clone(), Rc::clone(&self.tally));
+        let read_at_end = Rc::clone(&read);
         tokio::task::spawn_local(async move {
             // Ends when the connection does: closed by belier letting go of it, or ended by
             // the server (its idle timeout, a GOAWAY, a CONNECTION_CLOSE).
-            let ended = driver.wait_idle().await;
-            connections.closed(!matches!(ended, ConnectionError::Local { .. }));
+            let seen = driver.wait_idle().await;
+            let cause = figures::cause(ended.close_reason().as_ref(), &seen);
+            read_at_end.ended(&ended, &cause, &tally);
+            connections.closed(!matches!(seen, ConnectionError::Local { .. }));
             if let Some(group) = group.upgrade() {
                 group.closed(generation);
             }
@@ -161,6 +193,7 @@ impl Group {
             connection,
             generation,
             taken: Cell::new((0, 0)),
+            read,
             _endpoint: endpoint,
         }));
         Ok(())
@@ -194,9 +227,11 @@ impl Group {
                 // Not processed, or sent on a connection the server had let go of: on a new
                 // connection, unless this one was opened for it (then its failure is the
                 // request's).
-                Err(Attempt::Unprocessed(failure) | Attempt::Idle(failure))
-                    if mine == Some(open.generation) =>
-                {
+                Err(
+                    Attempt::Unprocessed(failure)
+                    | Attempt::GoingAway(failure)
+                    | Attempt::Idle(failure),
+                ) if mine == Some(open.generation) => {
                     self.closed(open.generation);
                     return Err(failure);
                 }
@@ -204,7 +239,14 @@ impl Group {
                     self.closed(open.generation);
                     return Err(failure);
                 }
-                Err(Attempt::Unprocessed(_) | Attempt::Idle(_)) => {
+                Err(
+                    attempt @ (Attempt::Unprocessed(_) | Attempt::GoingAway(_) | Attempt::Idle(_)),
+                ) => {
+                    match attempt {
+                        Attempt::GoingAway(_) => open.read.let_go("goaway"),
+                        Attempt::Unprocessed(_) => open.read.let_go("request_rejected"),
+                        _ => {}
+                    }
                     self.closed(open.generation);
                     p.resent = true;
                 }
@@ -221,9 +263,11 @@ impl Group {
 
 /// How an attempt on a connection failed.
 enum Attempt {
-    /// The server said it did not process the request (`H3_REQUEST_REJECTED`), or the
-    /// connection was going away (GOAWAY) before the request started: it goes again.
+    /// The server said it did not process the request (`H3_REQUEST_REJECTED`): it goes again.
     Unprocessed(Failure),
+    /// The connection was going away (the server's GOAWAY) before the request started: it
+    /// goes again.
+    GoingAway(Failure),
     /// The connection ended by its idle timeout before any of the response came: QUIC ends
     /// an idle connection silently (RFC 9000 §10.1), so a request sent as the server's timer
     /// ran out is lost with it. It goes again when re-sending is allowed, as an HTTP/1.1
@@ -313,7 +357,7 @@ fn attempt(e: &StreamError, body: bool) -> Attempt {
         StreamError::RemoteTerminate { code, .. } if *code == Code::H3_REQUEST_REJECTED => {
             Attempt::Unprocessed(stream_failure(e, body))
         }
-        StreamError::RemoteClosing { .. } => Attempt::Unprocessed(stream_failure(e, body)),
+        StreamError::RemoteClosing { .. } => Attempt::GoingAway(stream_failure(e, body)),
         StreamError::ConnectionError {
             0: ConnectionError::Timeout { .. },
             ..

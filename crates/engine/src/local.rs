@@ -85,6 +85,8 @@ pub(crate) struct Connections {
     pub(crate) groups: RefCell<Vec<Rc<Group>>>,
     /// HTTP/3: the worker's connection groups, as HTTP/2's.
     pub(crate) groups3: RefCell<Vec<Rc<crate::http3::Group>>>,
+    /// HTTP/3: QUIC's figures the groups' connections counted and no interval took yet.
+    pub(crate) quic: Rc<crate::http3::Tally>,
     /// Open loop: connection tasks alive (stream slots with HTTP/2; scripted users).
     pub(crate) tasks: Cell<usize>,
     /// Open loop: connection tasks ever started; with HTTP/2 it numbers the stream slots.
@@ -145,6 +147,7 @@ impl Local {
                 open: Rc::new(OpenConnections::default()),
                 groups: RefCell::new(Vec::new()),
                 groups3: RefCell::new(Vec::new()),
+                quic: Rc::default(),
                 tasks: Cell::new(0),
                 spawned: Cell::new(0),
                 starting: Cell::new(0),
@@ -366,6 +369,15 @@ impl Recording {
 }
 
 impl Connections {
+    /// QUIC's figures since the last call: what the live connections did since they were
+    /// last read, and the ended ones' rest; `ending`: the run lets go of the live ones now.
+    pub(crate) fn take_quic(&self, ending: bool) -> belier_stats::Quic {
+        for group in self.groups3.borrow().iter() {
+            group.read_figures(ending);
+        }
+        self.quic.take()
+    }
+
     /// Found host `origin` (see [`Plan::is_found`]), resolved the first time.
     pub(crate) fn found(&self, plan: &Plan, origin: usize) -> Found {
         let i = origin - plan.others.len() - 1;
@@ -390,7 +402,7 @@ impl Connections {
         if plan.http3.is_some() {
             let mut groups = self.groups3.borrow_mut();
             while groups.len() <= k {
-                let group = crate::http3::Group::new(Rc::clone(&self.open));
+                let group = crate::http3::Group::new(Rc::clone(&self.open), Rc::clone(&self.quic));
                 groups.push(Rc::new(group));
             }
             return Link::Http3(Rc::clone(&groups[k]));

@@ -158,7 +158,10 @@ async fn over_http3(
     let tls = tls.ok_or_else(|| failed("HTTP/3 needs an https:// URL".into()))?;
     let client = crate::http3::Client::new(tls).map_err(|e| failed(e.to_string()))?;
     let template = crate::http2::Template::new(&config.request, true, false)?;
-    let group = std::rc::Rc::new(crate::http3::Group::new(Default::default()));
+    let group = std::rc::Rc::new(crate::http3::Group::new(
+        Default::default(),
+        Default::default(),
+    ));
     let response = group.exchange(&client, addr, (&template, false), p).await?;
     Ok((response, group.tls_session()))
 }

@@ -223,6 +223,7 @@ fn hand_over_the_rest(local: &Local, plan: &Plan, share: Share, events: &Sender<
     for _ in 0..local.connections.open.take_server_ended() + going_away {
         recorder.record_server_close();
     }
+    recorder.record_quic(&local.connections.take_quic(true));
     let elapsed = plan.start.elapsed();
     // What is left belongs from the first interval not handed over yet. Not the interval the
     // run ended in: when the run ends on an interval boundary (a duration bound does) and the

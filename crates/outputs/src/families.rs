@@ -153,6 +153,9 @@ pub fn families(figures: &Figures) -> Vec<Family> {
     if let Some(m) = total.messages() {
         out.extend(messages(m));
     }
+    if let Some(q) = total.quic() {
+        out.extend(quic(q));
+    }
     if let Some(routes) = total.routes() {
         out.extend(addresses(&BACKEND_NAMES, &routes.remote));
         out.extend(addresses(&SOURCE_NAMES, &routes.local));
@@ -556,6 +559,58 @@ fn messages(m: &Messages) -> Vec<Family> {
     families
 }
 
+/// QUIC's own figures (HTTP/3 runs): handshakes, datagrams, packets lost, connections ended
+/// by cause.
+fn quic(q: &belier_stats::Quic) -> Vec<Family> {
+    let counter = |name, help, value: u64| Family {
+        name,
+        help,
+        kind: Type::Counter,
+        points: vec![Point::plain(value as f64)],
+    };
+    let ended = q
+        .ended
+        .iter()
+        .map(|(cause, &n)| Point {
+            labels: vec![("cause", cause.clone())],
+            ..Point::plain(n as f64)
+        })
+        .collect();
+    vec![
+        counter(
+            "belier_quic_handshakes_total",
+            "QUIC handshakes that completed.",
+            q.handshakes,
+        ),
+        counter(
+            "belier_quic_datagrams_sent_total",
+            "UDP datagrams sent.",
+            q.datagrams_sent,
+        ),
+        counter(
+            "belier_quic_datagrams_received_total",
+            "UDP datagrams received.",
+            q.datagrams_received,
+        ),
+        counter(
+            "belier_quic_packets_sent_total",
+            "QUIC packets sent.",
+            q.packets_sent,
+        ),
+        counter(
+            "belier_quic_packets_lost_total",
+            "QUIC packets declared lost (their frames went again).",
+            q.packets_lost,
+        ),
+        Family {
+            name: "belier_quic_connections_ended_total",
+            help: "QUIC connections that ended, by cause (idle_timeout, goaway, the server's close code, belier_closed, ...).",
+            kind: Type::Counter,
+            points: ended,
+        },
+    ]
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use std::time::Instant;
@@ -572,6 +627,18 @@ pub(crate) mod tests {
             latency_us,
             Outcome::Response { status: 200 },
         )
+    }
+
+    /// The final figures of a run that recorded `total`, without steps or exemplars.
+    fn ended(total: &Recorder) -> Figures<'_> {
+        Figures {
+            total,
+            in_flight: 0,
+            target_rate: None,
+            ended: true,
+            steps: &[],
+            exemplars: None,
+        }
     }
 
     fn value(family: &Family, suffix: &str, labels: &[(&str, &str)]) -> f64 {
@@ -600,14 +667,7 @@ pub(crate) mod tests {
                 Outcome::Grpc { code },
             ));
         }
-        let all = families(&Figures {
-            total: &total,
-            in_flight: 0,
-            target_rate: None,
-            ended: true,
-            steps: &[],
-            exemplars: None,
-        });
+        let all = families(&ended(&total));
         let requests = all.iter().find(|f| f.name == REQUESTS).unwrap();
         assert_eq!(value(requests, "", &[("grpc_code", "OK")]), 3.0);
         assert_eq!(
@@ -732,14 +792,7 @@ pub(crate) mod tests {
             };
             total.record_route(&s, route, opened);
         }
-        let all = families(&Figures {
-            total: &total,
-            in_flight: 0,
-            target_rate: None,
-            ended: true,
-            steps: &[],
-            exemplars: None,
-        });
+        let all = families(&ended(&total));
         let family = |name: &str| all.iter().find(|f| f.name == name);
         let requests = family("belier_backend_requests_total").expect("backend requests");
         let ok_at = |address: &str| value(requests, "", &[("address", address), ("outcome", "ok")]);
@@ -749,6 +802,32 @@ pub(crate) mod tests {
         assert!(family("belier_backend_request_duration_seconds").is_some());
         // One source address: no series by source.
         assert!(all.iter().all(|f| !f.name.starts_with("belier_source_")));
+    }
+
+    #[test]
+    fn quic_figures_have_series_only_in_runs_over_quic() {
+        let mut total = Recorder::new();
+        let none = families(&ended(&total));
+        assert!(!none.iter().any(|f| f.name.starts_with("belier_quic_")));
+        let mut q = belier_stats::Quic {
+            handshakes: 3,
+            packets_lost: 2,
+            ..belier_stats::Quic::default()
+        };
+        q.end("idle_timeout");
+        q.end("idle_timeout");
+        q.end("belier_closed");
+        total.record_quic(&q);
+        let all = families(&ended(&total));
+        let family = |name: &str| all.iter().find(|f| f.name == name).unwrap();
+        assert_eq!(value(family("belier_quic_handshakes_total"), "", &[]), 3.0);
+        assert_eq!(
+            value(family("belier_quic_packets_lost_total"), "", &[]),
+            2.0
+        );
+        let ended = family("belier_quic_connections_ended_total");
+        assert_eq!(value(ended, "", &[("cause", "idle_timeout")]), 2.0);
+        assert_eq!(value(ended, "", &[("cause", "belier_closed")]), 1.0);
     }
 
     #[test]

@@ -69,6 +69,7 @@ fn write_page(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
     write_steps(out, runs, &summaries)?;
     write_routes(out, runs)?;
     write_held(out, runs)?;
+    write_quic(out, runs)?;
     write_slowest(out, runs)?;
     write_server_timing(out, runs)?;
     out.push_str("<h2>Charts</h2>\n");
@@ -604,6 +605,27 @@ fn write_held(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
                 false => format!(" ({})", failed.join(", ")),
             }
         )?;
+    }
+    Ok(())
+}
+
+/// Each run's QUIC figures, when it went over HTTP/3.
+fn write_quic(out: &mut String, runs: &[HtmlRun]) -> fmt::Result {
+    for (i, run) in runs.iter().enumerate() {
+        let Some(lines) = crate::quic::plain_lines(run.report) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "<h2 style=\"--c:{}\"><i class=\"sw\"></i>QUIC of {}</h2>",
+            colour(i),
+            esc(&run.name)
+        )?;
+        out.push_str("<ul>");
+        for line in &lines {
+            write!(out, "<li>{}</li>", esc(line))?;
+        }
+        out.push_str("</ul>\n");
     }
     Ok(())
 }

@@ -123,6 +123,10 @@ fn to_value(r: &Report) -> Value {
     if let Some(held) = crate::held::json(r) {
         doc["held"] = held;
     }
+    // Only a run over QUIC has the key, likewise.
+    if let Some(quic) = crate::quic::json(r) {
+        doc["quic"] = quic;
+    }
     // Only a targets run has the key, likewise.
     if s.has_targets {
         doc["targets"] = json!(target_rows(&s));

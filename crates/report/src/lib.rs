@@ -28,6 +28,7 @@ mod junit;
 mod markdown;
 mod messages;
 mod open_loop;
+mod quic;
 mod routes;
 mod scenarios;
 mod server_timing;

@@ -198,6 +198,7 @@ fn write_run(out: &mut String, run: &NamedReport, s: &Summary) -> std::fmt::Resu
     write_errors(out, s)?;
     crate::routes::write_markdown(out, r)?;
     crate::held::write_markdown(out, r)?;
+    crate::quic::write_markdown(out, r)?;
     crate::server_timing::write_markdown(out, r)?;
     write_steps(out, s)?;
     write_scenarios(out, r)?;

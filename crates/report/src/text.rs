@@ -34,6 +34,7 @@ fn write_text(out: &mut String, r: &Report) -> std::fmt::Result {
     write_errors(out, &s)?;
     crate::routes::write_text(out, r)?;
     crate::held::write_text(out, r)?;
+    crate::quic::write_text(out, r)?;
     crate::server_timing::write_text(out, r)?;
     write_steps(out, &s)?;
     crate::scenarios::write_text(out, r)?;

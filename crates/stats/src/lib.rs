@@ -21,6 +21,7 @@ mod held;
 mod histogram;
 mod latency;
 mod messages;
+mod quic;
 mod recorder;
 mod restore;
 mod routes;
@@ -44,6 +45,7 @@ pub use messages::{
     CallMessages, MessageCounts, MessageTimes, MessageUnit, Messages, Reconnection, StreamedBody,
     KEPT_TIMES,
 };
+pub use quic::{Quic, MOST_ENDS, OTHER_END};
 pub use recorder::{Counters, Recorder};
 pub use restore::{check_rows, RestoreError, MOST_ROWS};
 pub use routes::{AddressCounts, AddressRow, Route, Routes};

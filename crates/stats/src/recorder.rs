@@ -73,6 +73,8 @@ pub struct Recorder {
     routes: Option<Box<crate::routes::Routes>>,
     /// Held connections (`--hold`), from the first one counted on.
     held: Option<Box<crate::held::Held>>,
+    /// QUIC's own figures (HTTP/3 runs), from the first connection counted on.
+    quic: Option<Box<crate::quic::Quic>>,
     /// The server's own times (`--server-timing`), from the first response read for them on.
     server_times: Option<Box<ServerTimes>>,
 }
@@ -121,6 +123,7 @@ impl Recorder {
             iterations: 0,
             routes: None,
             held: None,
+            quic: None,
             server_times: None,
         }
     }
@@ -255,6 +258,22 @@ impl Recorder {
 
     fn held_mut(&mut self) -> &mut crate::Held {
         self.held.get_or_insert_with(Box::default)
+    }
+
+    /// Adds what QUIC connections did (see [`crate::Quic`]).
+    pub fn record_quic(&mut self, quic: &crate::Quic) {
+        if !quic.is_empty() {
+            self.quic_mut().add(quic);
+        }
+    }
+
+    /// What the run's QUIC connections did, when it had some.
+    pub fn quic(&self) -> Option<&crate::Quic> {
+        self.quic.as_deref().filter(|q| !q.is_empty())
+    }
+
+    fn quic_mut(&mut self) -> &mut crate::Quic {
+        self.quic.get_or_insert_with(Box::default)
     }
 
     /// Records how a WebSocket ended: the close code it ended with (see
@@ -441,6 +460,7 @@ impl Recorder {
             routes.reset();
         }
         self.held = None;
+        self.quic = None;
         // Kept, emptied: the next interval's responses reuse the rows.
         if let Some(times) = &mut self.server_times {
             times.reset();

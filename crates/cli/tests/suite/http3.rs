@@ -1,9 +1,10 @@
 //! `--http3` against real HTTP/3 servers on 127.0.0.1 that count on their own side: Caddy
 //! (built from the Go module proxy, HTTP/3 only, its access log on) and quic-go's `http3`
 //! server: every request in the server's count, each over HTTP/3, none an error, in a closed
-//! loop and in an open one; a server whose idle timeout ends connections between requests, or
-//! that sends GOAWAY after 100 requests, makes no false error; a plan's users speak it; what
-//! HTTP/3 cannot do is refused by name.
+//! loop and in an open one (2,000/s for 10 s, the rate within 0.5 %); a server whose idle
+//! timeout ends connections between requests, or that sends GOAWAY after 100 requests, makes
+//! no false error, and QUIC's figures say how each connection ended; a plan's users speak it;
+//! what HTTP/3 cannot do is refused by name.
 //!
 //! Needs Go (scripts/install-test-deps); without it each test says it was skipped, except
 //! under CI, where it fails.
@@ -13,6 +14,36 @@ use belier_testsupport::h3::{Caddy, Counts, QuicGo};
 use serde_json::{json, Value};
 
 belier_testsupport::binary!(BELIER);
+
+/// The QUIC connections' ends in `doc`, all causes together, after checking that each
+/// connection that opened ended once and that datagrams went both ways.
+fn ends_add_up(doc: &Value) -> u64 {
+    let quic = &doc["quic"];
+    let handshakes = quic["handshakes"].as_u64().expect("QUIC figures");
+    assert_eq!(
+        Some(handshakes),
+        doc["summary"]["connections_opened"].as_u64(),
+        "{quic}"
+    );
+    let ended: u64 = quic["connections_ended"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(ended, handshakes, "{quic}");
+    for (what, key) in [("datagrams", "sent"), ("datagrams", "received")] {
+        assert!(quic[what][key].as_u64().unwrap() > 0, "{quic}");
+    }
+    let (calls, datagrams) = (&quic["datagrams"]["send_calls"], &quic["datagrams"]["sent"]);
+    assert!(
+        calls.as_u64().unwrap() <= datagrams.as_u64().unwrap(),
+        "{quic}"
+    );
+    let (lost, sent) = (&quic["packets"]["lost"], &quic["packets"]["sent"]);
+    assert!(lost.as_u64().unwrap() <= sent.as_u64().unwrap(), "{quic}");
+    ended
+}
 
 /// `belier URL --http3 -k EXTRA --output json`; its JSON report.
 fn run(url: &str, extra: &[&str]) -> Value {
@@ -35,6 +66,14 @@ fn caddy_logs_every_request_over_http3() {
     assert_eq!(doc["status_codes"], json!({"200": 20_000}), "{doc}");
     assert_eq!(doc["errors"], json!([]), "{doc}");
     assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
+    // Caddy keeps them: belier lets go of each at the run's end.
+    ends_add_up(&doc);
+    let ended = &doc["quic"]["connections_ended"];
+    assert_eq!(
+        ended,
+        &json!({"belier_closed": doc["quic"]["handshakes"]}),
+        "{ended}"
+    );
 }
 
 #[test]
@@ -42,12 +81,26 @@ fn an_open_loop_over_http3_sends_every_request_on_time() {
     let Some(caddy) = Caddy::start() else {
         return;
     };
-    let doc = run(&caddy.url("/"), &["--rate", "1000", "-z", "3s"]);
+    let doc = run(&caddy.url("/"), &["--rate", "2000", "-z", "10s"]);
     let log = caddy.access_log();
-    assert_eq!(doc["status_codes"], json!({"200": 3000}), "{doc}");
+    let (open, s) = (&doc["open_loop"], &doc["summary"]);
+    assert_eq!(doc["status_codes"], json!({"200": 20_000}), "{doc}");
     assert_eq!(doc["errors"], json!([]), "{doc}");
-    assert_eq!(log.len(), 3000);
+    assert_eq!(log.len(), 20_000);
     assert!(log.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"));
+    assert_eq!(
+        (&open["scheduled"], &open["dropped"]),
+        (&json!(20_000), &json!(0)),
+        "{open}"
+    );
+    // Latency from when each request was due, not from when it went out.
+    assert_eq!(doc["latency_us"]["measured_from"], "intended_start");
+    assert_eq!(doc["latency_us"]["count"], 20_000);
+    // The rate sent over the schedule, and over the whole run to its last answer.
+    for rate in [&open["achieved_rps"], &s["attempted_rps"]] {
+        let off = (rate.as_f64().unwrap() / 2000.0 - 1.0).abs();
+        assert!(off <= 0.005, "{rate} requests/s: {open} {s}");
+    }
 }
 
 #[test]
@@ -98,6 +151,10 @@ fn a_server_that_ends_idle_connections_makes_no_false_error() {
     );
     // Without the idle timeout they would all go on one connection.
     assert!(counted.connections >= 3, "{counted:?}");
+    // Each ended by the idle timeout, but perhaps the last, which the run's end may let go.
+    assert_eq!(ends_add_up(&doc), counted.connections);
+    let idle = doc["quic"]["connections_ended"]["idle_timeout"].as_u64();
+    assert!(idle >= Some(counted.connections - 1), "{}", doc["quic"]);
 }
 
 #[test]
@@ -115,6 +172,16 @@ fn a_server_that_sends_goaway_makes_no_false_error_and_no_request_twice() {
     assert!(counted.connections >= 19, "{counted:?}");
     let opened = doc["summary"]["connections_opened"].as_u64().unwrap();
     assert_eq!(opened, counted.connections, "{}", doc["summary"]);
+    // Each connection ended by the server's doing: belier let go of it at the GOAWAY (or at
+    // the streams above its id the server rejected), or the server closed it gracefully
+    // (H3_NO_ERROR) first; the last one or two may still be open when the run ends.
+    assert_eq!(ends_add_up(&doc), counted.connections);
+    let quic = &doc["quic"];
+    let by_server = quic["ended_by_server"].as_u64().unwrap();
+    assert!(by_server >= counted.connections - 2, "{quic}");
+    let causes = ["goaway", "request_rejected", "H3_NO_ERROR", "belier_closed"];
+    let ended = quic["connections_ended"].as_object().unwrap();
+    assert!(ended.keys().all(|k| causes.contains(&k.as_str())), "{quic}");
 }
 
 #[test]

@@ -48,6 +48,7 @@ pub(super) async fn hand_over_intervals(
             for _ in 0..local.connections.open.take_server_ended() {
                 r.record_server_close();
             }
+            r.record_quic(&local.connections.take_quic(false));
             let snapshot = r.clone();
             r.reset();
             snapshot

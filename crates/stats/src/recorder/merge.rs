@@ -64,6 +64,9 @@ impl AddAssign<&Recorder> for Recorder {
         if let Some(theirs) = other.held() {
             self.held_mut().add(theirs);
         }
+        if let Some(theirs) = other.quic() {
+            self.record_quic(theirs);
+        }
         if let Some(theirs) = other.server_times() {
             self.server_times_mut().add(theirs);
         }

@@ -121,6 +121,9 @@ pub struct Counters {
     /// Held connections (`--hold`): absent from files of runs that held none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<crate::Held>,
+    /// QUIC's own figures (HTTP/3 runs): absent from files of runs without QUIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<crate::Quic>,
     /// The server's own times (`--server-timing`): what became of the responses and each
     /// metric's number of figures (the histograms are stored apart, see
     /// [`Recorder::server_times`]). Absent from files of runs that did not read them.
@@ -249,6 +252,7 @@ fn check_counts(c: &Counters) -> Result<(), RestoreError> {
         .chain(c.ws_extensions.values().copied())
         .chain(c.metrics.iter().copied())
         .chain(c.held.iter().flat_map(crate::Held::counts))
+        .chain(c.quic.iter().flat_map(crate::Quic::counts))
         .chain(c.server_timing.iter().flat_map(|t| t.counts.all()))
         .chain(
             c.server_timing
@@ -312,6 +316,7 @@ impl Recorder {
                 .routes()
                 .map_or_else(BTreeMap::new, |r| stored_rows(&r.local)),
             held: self.held().cloned(),
+            quic: self.quic().cloned(),
             server_timing: self.server_times().map(ServerTimes::stored),
             exemplars: self.exemplars.all().to_vec(),
             step_exemplars: match self.step_exemplars.iter().all(|e| e.all().is_empty()) {
@@ -412,6 +417,10 @@ impl Recorder {
         if let Some(held) = &c.held {
             held.check()?;
             r.held = Some(Box::new(held.clone()));
+        }
+        if let Some(quic) = &c.quic {
+            quic.check()?;
+            r.quic = Some(Box::new(quic.clone()));
         }
         if let Some(timing) = &c.server_timing {
             r.server_times = Some(Box::new(ServerTimes::restored(timing)?));

@@ -229,6 +229,40 @@ fn counters_and_histograms_restore_exactly() {
     assert!(Recorder::from_counters(&bad).is_err());
 }
 
+#[test]
+fn quic_figures_are_merged_stored_and_bounded() {
+    let mut r = Recorder::new();
+    assert!(r.quic().is_none());
+    let mut q = crate::Quic {
+        handshakes: 2,
+        datagrams_sent: 30,
+        sends: 10,
+        ..crate::Quic::default()
+    };
+    q.end("idle_timeout");
+    r.record_quic(&q);
+    r.record_quic(&crate::Quic::default());
+    let back = Recorder::from_counters(&r.counters()).unwrap();
+    assert_eq!(back.quic(), Some(&q));
+    let mut twice = back.clone();
+    twice += &back;
+    let both = twice.quic().unwrap();
+    assert_eq!((both.handshakes, both.sends), (4, 20));
+    assert_eq!(both.ended["idle_timeout"], 2);
+    twice.reset();
+    assert!(twice.quic().is_none());
+    // A file may not claim more causes of ends than a recording keeps.
+    let mut bad = r.counters();
+    let quic = bad.quic.as_mut().unwrap();
+    for i in 0..=crate::MOST_ENDS {
+        quic.ended.insert(format!("0x{i:x}"), 1);
+    }
+    assert!(Recorder::from_counters(&bad)
+        .unwrap_err()
+        .0
+        .contains("QUIC connections' ends"));
+}
+
 /// A stored step or metric row takes some 40 bytes and makes a histogram of about 180 KiB:
 /// the count a file claims is refused above `MOST_ROWS` before any row is made.
 #[test]
