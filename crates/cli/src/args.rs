@@ -138,9 +138,10 @@ mod tests;
 
 /// The flags of a load test that only an HTTP request follows: hidden from `belier grpc` and
 /// `belier ws`, which refuse them when given.
-const HTTP_ONLY: [&str; 17] = [
+const HTTP_ONLY: [&str; 18] = [
     "http2",
     "http3",
+    "quic_0rtt",
     "method",
     "compressed",
     "no_keepalive",

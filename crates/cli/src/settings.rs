@@ -319,6 +319,7 @@ pub fn with_request(
         http2: Http2 {
             on: args.http2.http2,
             http3: args.http2.http3,
+            early: args.http2.quic_0rtt,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },

@@ -164,6 +164,10 @@ pub struct Config {
     /// Speak HTTP/3 over QUIC (an `https` target: TLS 1.3 with ALPN `h3`), streams multiplexed
     /// on shared connections as with [`Config::http2`] (`max_streams` each).
     pub http3: bool,
+    /// HTTP/3: send a connection's first requests as 0-RTT early data when an earlier
+    /// connection left a session ticket that allows it (RFC 9001 §4.6), counting whether the
+    /// server accepted it. Replayable: for safe methods only (the caller checks).
+    pub quic_0rtt: bool,
     /// The request is a gRPC call (its body a framed message, its headers gRPC's; needs
     /// [`Config::http2`]): its response's trailers are read and the call's status recorded as
     /// its outcome ([`belier_stats::Outcome::Grpc`]), and a call the timeout cuts short is
@@ -257,6 +261,7 @@ impl std::fmt::Debug for Config {
             .field("unix_socket", &self.unix_socket)
             .field("http2", &self.http2)
             .field("http3", &self.http3)
+            .field("quic_0rtt", &self.quic_0rtt)
             .field("grpc", &self.grpc)
             .field("grpc_stream", &self.grpc_stream)
             .field("websocket", &self.websocket)
@@ -344,6 +349,7 @@ impl Config {
             timer_slack: DEFAULT_TIMER_SLACK,
             http2: false,
             http3: false,
+            quic_0rtt: false,
             grpc: false,
             grpc_stream: None,
             websocket: None,

@@ -30,6 +30,7 @@ use std::time::Instant;
 
 use belier_stats::ErrorKind;
 use bytes::{Buf, Bytes};
+use futures_util::FutureExt;
 use h3::error::{Code, ConnectionError, StreamError};
 
 use crate::connection::{Cause, Failure, OpenConnections, Phase, Progress, Response};
@@ -43,6 +44,8 @@ use crate::tls::Tls;
 pub(crate) struct Client {
     config: quinn::ClientConfig,
     server_name: String,
+    /// Send a connection's first requests as 0-RTT early data when a ticket allows it.
+    early: bool,
 }
 
 /// Why HTTP/3 cannot be set up.
@@ -51,20 +54,30 @@ pub(crate) struct Client {
 pub struct Http3Error(String);
 
 impl Client {
-    /// The client of a run whose TLS settings are `tls`.
-    pub(crate) fn new(tls: &Tls) -> Result<Client, Http3Error> {
+    /// The client of a run whose TLS settings are `tls`; `early`: it sends 0-RTT early data
+    /// (the run's connections keep the server's tickets for those to come).
+    pub(crate) fn new(tls: &Tls, early: bool) -> Result<Client, Http3Error> {
         let mut config = (**tls.connector.config()).clone();
         config.alpn_protocols = vec![b"h3".to_vec()];
+        if early {
+            config.resumption = rustls::client::Resumption::default();
+            config.enable_early_data = true;
+        }
         let quic = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(config))
             .map_err(|e| Http3Error(e.to_string()))?;
         Ok(Client {
             config: quinn::ClientConfig::new(Arc::new(quic)),
             server_name: tls.server_name.to_str().into_owned(),
+            early,
         })
     }
 }
 
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// Whether a 0-RTT connection's early data was accepted, once its handshake completed (false
+/// too when the connection was lost before).
+type EarlyAccepted = futures_util::future::Shared<quinn::ZeroRttAccepted>;
 
 /// An open connection: the handle that starts streams on it, and its byte counts so far.
 struct Open {
@@ -76,8 +89,21 @@ struct Open {
     /// QUIC's figures as last read (shared with the connection's driver, which reads the rest
     /// when it ends).
     read: Rc<figures::Read>,
+    /// A 0-RTT connection: whether the server accepted its early data.
+    early: Option<EarlyAccepted>,
     /// The endpoint (UDP socket) the connection lives on: dropped with it.
     _endpoint: quinn::Endpoint,
+}
+
+impl Open {
+    /// Whether the connection sent early data the server refused: what was sent on it before
+    /// the handshake completed was not processed.
+    async fn early_refused(&self) -> bool {
+        match &self.early {
+            Some(accepted) => !accepted.clone().await,
+            None => false,
+        }
+    }
 }
 
 /// One HTTP/3 connection at a time, shared by the stream slots of a group.
@@ -90,6 +116,9 @@ pub(crate) struct Group {
     connections: Rc<OpenConnections>,
     /// The worker's QUIC figures, which this group's connections add to.
     tally: Rc<Tally>,
+    /// The server refused a connection's early data (or it was lost in its handshake): the
+    /// group's next connections wait for their handshakes.
+    no_early: Cell<bool>,
 }
 
 impl Group {
@@ -101,6 +130,7 @@ impl Group {
             generations: Cell::new(0),
             connections,
             tally,
+            no_early: Cell::new(false),
         }
     }
 
@@ -158,8 +188,9 @@ impl Group {
         let connecting = endpoint
             .connect_with(client.config.clone(), to, &client.server_name)
             .map_err(|e| failed(&e.to_string(), ErrorKind::OtherIo))?;
-        let connection = connecting.await.map_err(|e| quic_failure(&e, true))?;
-        // QUIC's handshake is its connect and its TLS at once.
+        let (connection, early) = self.handshake(client, connecting).await?;
+        // QUIC's handshake is its connect and its TLS at once; a 0-RTT connection's requests
+        // go before it completes.
         let now = Instant::now();
         p.connected = Some(now);
         p.handshaken = Some(now);
@@ -173,7 +204,10 @@ impl Group {
         let group: Weak<Group> = Rc::downgrade(self);
         let connections = Rc::clone(&self.connections);
         connections.opened();
-        self.tally.handshake();
+        match &early {
+            Some(accepted) => self.count_early(accepted.clone(), connection.clone()),
+            None => self.tally.handshake(),
+        }
         let read = Rc::new(figures::Read::default());
         let (ended, tally) = (connection.clone(), Rc::clone(&self.tally));
         let read_at_end = Rc::clone(&read);
@@ -194,9 +228,48 @@ impl Group {
             generation,
             taken: Cell::new((0, 0)),
             read,
+            early,
             _endpoint: endpoint,
         }));
         Ok(())
+    }
+
+    /// QUIC's handshake: 0-RTT when the client sends early data, a ticket allows it and no
+    /// connection of the group had it refused (then it returns at once, with the future of
+    /// its acceptance), else 1-RTT, waited for.
+    async fn handshake(
+        &self,
+        client: &Client,
+        connecting: quinn::Connecting,
+    ) -> Result<(quinn::Connection, Option<EarlyAccepted>), Failure> {
+        let connecting = match client.early && !self.no_early.get() {
+            true => match connecting.into_0rtt() {
+                Ok((connection, accepted)) => return Ok((connection, Some(accepted.shared()))),
+                Err(connecting) => connecting,
+            },
+            false => connecting,
+        };
+        let connection = connecting.await.map_err(|e| quic_failure(&e, true))?;
+        Ok((connection, None))
+    }
+
+    /// Counts a 0-RTT connection's handshake once it completes, and whether its early data
+    /// was accepted; a refusal keeps the group's next connections from sending early data.
+    fn count_early(self: &Rc<Self>, accepted: EarlyAccepted, connection: quinn::Connection) {
+        let group = Rc::downgrade(self);
+        let tally = Rc::clone(&self.tally);
+        tokio::task::spawn_local(async move {
+            let ok = accepted.await;
+            if !ok {
+                if let Some(group) = group.upgrade() {
+                    group.no_early.set(true);
+                }
+            }
+            if connection.close_reason().is_none() || ok {
+                tally.handshake();
+                tally.early(ok);
+            }
+        });
     }
 
     /// Sends `request` as a stream on the group's connection (opening it if needed) and reads
@@ -224,6 +297,12 @@ impl Group {
             take_bytes(&open, p);
             match result {
                 Ok(response) => return Ok(response),
+                // Sent as early data the server refused: not processed, it goes again (on a
+                // connection that waits for its handshake).
+                Err(_) if open.early_refused().await => {
+                    self.closed(open.generation);
+                    p.resent = true;
+                }
                 // Not processed, or sent on a connection the server had let go of: on a new
                 // connection, unless this one was opened for it (then its failure is the
                 // request's).

@@ -236,7 +236,7 @@ fn prepare(config: &Config) -> Result<Ready, StartError> {
 
     let http3 = match (config.http3, &tls) {
         (false, _) => None,
-        (true, Some(tls)) => Some(http3::Client::new(tls)?),
+        (true, Some(tls)) => Some(http3::Client::new(tls, config.quic_0rtt)?),
         (true, None) => {
             return Err(StartError::Invalid(
                 "HTTP/3 goes over QUIC, which is always TLS: an https:// URL",
@@ -352,7 +352,10 @@ fn check(config: &Config) -> Result<(), StartError> {
 /// Refuses what an HTTP/3 run does not do (yet): each named.
 fn check_http3(config: &Config) -> Result<(), StartError> {
     if !config.http3 {
-        return Ok(());
+        return match config.quic_0rtt {
+            true => Err(StartError::Invalid("0-RTT is QUIC's: it needs HTTP/3")),
+            false => Ok(()),
+        };
     }
     let refused = [
         (config.http2, "HTTP/3 or HTTP/2, not both"),

@@ -156,7 +156,7 @@ async fn over_http3(
         cause: crate::connection::Cause::Message(why),
     };
     let tls = tls.ok_or_else(|| failed("HTTP/3 needs an https:// URL".into()))?;
-    let client = crate::http3::Client::new(tls).map_err(|e| failed(e.to_string()))?;
+    let client = crate::http3::Client::new(tls, false).map_err(|e| failed(e.to_string()))?;
     let template = crate::http2::Template::new(&config.request, true, false)?;
     let group = std::rc::Rc::new(crate::http3::Group::new(
         Default::default(),

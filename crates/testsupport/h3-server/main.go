@@ -1,9 +1,11 @@
 // An HTTP/3 server on quic-go for belier's HTTP/3 tests. It listens on a UDP port of
 // 127.0.0.1 with a certificate it makes at start (its CA written to the file given by -ca),
 // prints "listening PORT" once it serves, counts on its own side, and prints
-// "counts Requests=N H3=N Conns=N" when its standard input closes, then exits.
+// "counts Requests=N H3=N Conns=N Early=N" when its standard input closes, then exits.
 //
 //	-idle 200ms    closes a connection idle that long (QUIC's idle timeout)
+//	-0rtt          accepts 0-RTT early data (its session tickets allow it); Early counts the
+//	               connections whose handshake used it
 //	-goaway N      sends each connection a GOAWAY once it served N requests (serving those
 //	               in flight, rejecting any above the GOAWAY's id), then closes it
 //
@@ -34,7 +36,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-var requests, h3, conns atomic.Int64
+var requests, h3, conns, early atomic.Int64
 
 func certificate(caPath string) tls.Certificate {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -70,6 +72,7 @@ func main() {
 	idle := flag.Duration("idle", 30*time.Second, "QUIC idle timeout")
 	goaway := flag.Int64("goaway", 0, "send each connection a GOAWAY after this many requests (0: never)")
 	caPath := flag.String("ca", "", "where to write the CA certificate (PEM)")
+	allow0RTT := flag.Bool("0rtt", false, "accept 0-RTT early data")
 	flag.Parse()
 
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +90,7 @@ func main() {
 		panic(err)
 	}
 	tlsConf := http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{certificate(*caPath)}})
-	quicConf := &quic.Config{MaxIdleTimeout: *idle, MaxIncomingStreams: 1000}
+	quicConf := &quic.Config{MaxIdleTimeout: *idle, MaxIncomingStreams: 1000, Allow0RTT: *allow0RTT}
 	listener, err := quic.ListenEarly(udp, tlsConf, quicConf)
 	if err != nil {
 		panic(err)
@@ -95,7 +98,7 @@ func main() {
 	go accept(listener, handler, *goaway)
 	fmt.Printf("listening %d\n", udp.LocalAddr().(*net.UDPAddr).Port)
 	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
-	fmt.Printf("counts Requests=%d H3=%d Conns=%d\n", requests.Load(), h3.Load(), conns.Load())
+	fmt.Printf("counts Requests=%d H3=%d Conns=%d Early=%d\n", requests.Load(), h3.Load(), conns.Load(), early.Load())
 }
 
 // accept serves each connection with an HTTP/3 server of its own, so that a GOAWAY goes to
@@ -107,6 +110,12 @@ func accept(listener *quic.EarlyListener, handler http.Handler, goaway int64) {
 			return
 		}
 		conns.Add(1)
+		go func() {
+			<-conn.HandshakeComplete()
+			if conn.ConnectionState().Used0RTT {
+				early.Add(1)
+			}
+		}()
 		server := &http3.Server{}
 		var served atomic.Int64
 		server.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,7 +1,7 @@
 //! The HTTP/3 servers of the HTTP/3 tests, each built from the Go module proxy into
 //! `target/NAME/` on first use (as the grpc-go server is): quic-go's `http3` server
 //! (`h3-server/main.go`: it counts requests, HTTP/3 requests and connections on its own side,
-//! with knobs for a short idle timeout and a GOAWAY after N requests), and Caddy itself (`caddy-server/`: the released
+//! with knobs for a short idle timeout, a GOAWAY after N requests and 0-RTT), and Caddy itself (`caddy-server/`: the released
 //! program with its standard modules) serving HTTP/3 only, with its JSON access log on.
 
 use std::path::PathBuf;
@@ -22,6 +22,8 @@ pub struct Counts {
     pub h3: u64,
     /// QUIC connections accepted.
     pub connections: u64,
+    /// Of them, connections whose handshake used 0-RTT (early data accepted; `-0rtt`).
+    pub early: u64,
 }
 
 /// quic-go's HTTP/3 server on a UDP port of 127.0.0.1; stopped by [`QuicGo::counts`] or
@@ -35,7 +37,7 @@ pub struct QuicGo {
 }
 
 impl QuicGo {
-    /// Starts the server with `args` (`-idle 200ms`, `-goaway N`); `None` (after
+    /// Starts the server with `args` (`-idle 200ms`, `-goaway N`, `-0rtt`); `None` (after
     /// [`crate::missing::missing`]) without Go.
     pub fn start(args: &[&str]) -> Option<QuicGo> {
         static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -65,6 +67,7 @@ impl QuicGo {
             requests: count("Requests"),
             h3: count("H3"),
             connections: count("Conns"),
+            early: count("Early"),
         }
     }
 }

@@ -225,6 +225,13 @@ pub struct Http2Args {
     #[arg(long = "http3", help_heading = "HTTP/2", conflicts_with = "http2")]
     pub http3: bool,
 
+    /// HTTP/3: send a connection's first requests as 0-RTT early data when an earlier
+    /// connection of the run left a ticket that allows it, and count whether the server
+    /// accepted it (refused early data goes again, counted as re-sent). Early data can be
+    /// replayed, so only GET, HEAD and OPTIONS requests may go as it.
+    #[arg(long = "quic-0rtt", help_heading = "HTTP/2")]
+    pub quic_0rtt: bool,
+
     /// HTTP/2: concurrent requests (streams) per connection, so '-c 100 --max-streams 10'
     /// opens 10 connections of 10 streams each. Open loop: a new connection opens when every
     /// stream of the existing ones is busy, up to --max-connections. [default: 100]

@@ -47,6 +47,8 @@ pub struct Http2 {
     pub on: bool,
     /// Speak HTTP/3 (over QUIC) instead, its streams shared as HTTP/2's are.
     pub http3: bool,
+    /// HTTP/3: send 0-RTT early data (`--quic-0rtt`).
+    pub early: bool,
     /// Concurrent streams per connection, if given.
     pub max_streams: Option<usize>,
     /// Where they were asked for, which errors name.
@@ -129,6 +131,9 @@ impl Http2 {
             (true, Origin::Flags) => "--http3",
             (true, Origin::Plan(_)) => "`http3: true`",
         };
+        if self.early {
+            check_early(engine, self.http3)?;
+        }
         if !on && self.max_streams.is_some() {
             return Err(self
                 .origin
@@ -151,9 +156,24 @@ impl Http2 {
         }
         engine.http2 = !self.http3;
         engine.http3 = self.http3;
+        engine.quic_0rtt = self.early;
         engine.max_streams = max_streams;
         Ok(())
     }
+}
+
+/// `--quic-0rtt`: over HTTP/3, for requests a replay cannot harm (RFC 8470 §4, RFC 9114
+/// §10.9: early data can be replayed by anyone who saw it).
+fn check_early(engine: &Config, http3: bool) -> Result<(), InputError> {
+    let why = match engine.request.method.as_str() {
+        _ if !http3 => "needs --http3: 0-RTT is QUIC's".to_string(),
+        "GET" | "HEAD" | "OPTIONS" => return Ok(()),
+        method => format!(
+            "sends requests as early data, which can be replayed: only GET, HEAD and OPTIONS \
+             may go as it, not {method}"
+        ),
+    };
+    Err(InputError::new("--quic-0rtt", "", why))
 }
 
 /// What `--http3` cannot go with (yet), each refused by its own flag.

@@ -146,7 +146,8 @@ fn a_server_that_ends_idle_connections_makes_no_false_error() {
         Counts {
             requests: 12,
             h3: 12,
-            connections: counted.connections
+            connections: counted.connections,
+            early: 0,
         }
     );
     // Without the idle timeout they would all go on one connection.
@@ -290,4 +291,89 @@ scenarios:
         .collect();
     assert!(rows.iter().all(|(_, failures)| *failures == 0), "{rows:?}");
     assert_eq!(doc["checks"][1]["passed"], 40, "{}", doc["checks"]);
+}
+
+#[test]
+fn spawned_workers_speak_http3_and_their_quic_figures_merge() {
+    let Some(server) = QuicGo::start(&[]) else {
+        return;
+    };
+    let doc = run(
+        &server.url("/"),
+        &[
+            "-n",
+            "4000",
+            "-c",
+            "20",
+            "--max-streams",
+            "5",
+            "--spawn",
+            "2",
+        ],
+    );
+    let counted = server.counts();
+    assert_eq!(counted.requests, 4_000);
+    assert_eq!(counted.h3, 4_000);
+    assert_eq!(doc["status_codes"], json!({"200": 4_000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
+    // Sent by the two workers, not here: each opened its own connections, 20 streams in all
+    // at 5 a connection, and the merged figures count each of them once.
+    let workers = doc["run"]["workers"].as_array().map(Vec::len);
+    assert_eq!(workers, Some(2), "{}", doc["run"]);
+    assert_eq!(ends_add_up(&doc), counted.connections);
+    assert!(counted.connections >= 4, "{counted:?}");
+}
+
+#[test]
+fn with_quic_0rtt_each_new_connection_sends_early_data_the_server_accepts() {
+    let Some(server) = QuicGo::start(&["-idle", "150ms", "-0rtt"]) else {
+        return;
+    };
+    // A request every 250 ms: each finds the last one's connection ended by the idle timeout
+    // and opens a new one with the ticket the last one left.
+    let doc = run(
+        &server.url("/"),
+        &["--rate", "4", "-z", "3s", "-t", "1", "--quic-0rtt"],
+    );
+    let counted = server.counts();
+    assert_eq!(doc["status_codes"], json!({"200": 12}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(counted.requests, 12, "{counted:?}");
+    assert!(counted.connections >= 3, "{counted:?}");
+    // The first connection had no ticket yet; every later one went 0-RTT, by the server's
+    // count and belier's.
+    assert_eq!(counted.early, counted.connections - 1, "{counted:?}");
+    let quic = &doc["quic"];
+    assert_eq!(
+        quic["early_data"],
+        json!({"accepted": counted.early, "refused": 0})
+    );
+    assert_eq!(ends_add_up(&doc), counted.connections);
+    assert_eq!(doc["summary"]["resent"], 0, "{}", doc["summary"]);
+}
+
+#[test]
+fn early_data_a_server_does_not_allow_is_never_sent() {
+    let Some(server) = QuicGo::start(&["-idle", "150ms"]) else {
+        return;
+    };
+    // Its tickets do not allow early data: each connection waits for its handshake (resumed).
+    let url = server.url("/");
+    let doc = run(&url, &["--rate", "4", "-z", "2s", "-t", "1", "--quic-0rtt"]);
+    let counted = server.counts();
+    assert_eq!(doc["status_codes"], json!({"200": 8}), "{doc}");
+    assert_eq!((counted.requests, counted.early), (8, 0), "{counted:?}");
+    assert_eq!(
+        doc["quic"]["early_data"],
+        json!({"accepted": 0, "refused": 0})
+    );
+    // A POST may not go as early data: refused by name before anything is sent.
+    let refused = BELIER.output(&[&url, "--http3", "--quic-0rtt", "-m", "POST"]);
+    assert_exit(&refused, 2);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--quic-0rtt") && stderr.contains("POST"),
+        "{stderr}"
+    );
 }

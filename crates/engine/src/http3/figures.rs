@@ -26,6 +26,14 @@ impl Tally {
     pub(crate) fn handshake(&self) {
         self.add(|q| q.handshakes += 1);
     }
+
+    /// Counts a 0-RTT connection's early data, accepted or refused.
+    pub(crate) fn early(&self, accepted: bool) {
+        self.add(|q| match accepted {
+            true => q.early_accepted += 1,
+            false => q.early_rejected += 1,
+        });
+    }
 }
 
 /// What one connection's figures were when last read, so that each reading adds only what

@@ -41,6 +41,7 @@ fn grpc_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         http2: Http2 {
             on: true,
             http3: false,
+            early: false,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },
@@ -113,6 +114,7 @@ fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         http2: Http2 {
             on: args.http2.http2,
             http3: args.http2.http3,
+            early: args.http2.quic_0rtt,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
         },
