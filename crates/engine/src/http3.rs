@@ -66,6 +66,8 @@ struct Open {
     generation: u64,
     /// UDP payload bytes received and sent that earlier exchanges took.
     taken: Cell<(u64, u64)>,
+    /// Its two ends, when the run records requests by address (see [`Progress::route`]).
+    route: Option<belier_stats::Route>,
     /// The endpoint (UDP socket) the connection lives on: dropped with it.
     _endpoint: quinn::Endpoint,
 }
@@ -122,10 +124,7 @@ impl Group {
             return Ok(());
         }
         let to = remote(addr)?;
-        let local: SocketAddr = match to {
-            SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
+        let local = local_socket(addr, to, p);
         // QUIC's handshake is its connect: a timeout in it is a connect timeout.
         p.phase = Phase::Connecting;
         let endpoint = quinn::Endpoint::client(local).map_err(|e| Failure::io(e, true))?;
@@ -161,6 +160,7 @@ impl Group {
             connection,
             generation,
             taken: Cell::new((0, 0)),
+            route: p.route,
             _endpoint: endpoint,
         }));
         Ok(())
@@ -187,6 +187,8 @@ impl Group {
                 continue;
             };
             p.phase = Phase::Exchanging;
+            // The stream goes over the connection's route, whoever opened it.
+            p.route = open.route;
             let result = exchange(&open, request, p).await;
             take_bytes(&open, p);
             match result {
@@ -286,6 +288,23 @@ fn take_bytes(open: &Open, p: &mut Progress) {
     let (taken_rx, taken_tx) = open.taken.replace((rx, tx));
     p.bytes_in += rx.saturating_sub(taken_rx);
     p.bytes_out += tx.saturating_sub(taken_tx);
+}
+
+/// The address the UDP socket of a connection to `to` binds: the next of `p.sources` of its
+/// family (`--local-address`), or the unspecified address; its port is the kernel's choice.
+/// A run that spreads its connections over several addresses records the route in `p`, as
+/// over TCP.
+fn local_socket(addr: &Endpoint, to: SocketAddr, p: &mut Progress) -> SocketAddr {
+    let unspecified: std::net::IpAddr = match to {
+        SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let source = p.sources.as_ref().and_then(|s| s.next_for(&to));
+    let local = source.unwrap_or(unspecified);
+    if matches!(addr, Endpoint::Addresses(_)) || p.sources.is_some() {
+        p.route = Some(belier_stats::Route { remote: to, local });
+    }
+    SocketAddr::new(local, 0)
 }
 
 /// The server's address: HTTP/3 goes over UDP to an IP address.

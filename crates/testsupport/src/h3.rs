@@ -1,9 +1,12 @@
 //! The HTTP/3 servers of the HTTP/3 tests, each built from the Go module proxy into
 //! `target/NAME/` on first use (as the grpc-go server is): quic-go's `http3` server
 //! (`h3-server/main.go`: it counts requests, HTTP/3 requests and connections on its own side,
-//! with knobs for a short idle timeout and a GOAWAY after N requests), and Caddy itself (`caddy-server/`: the released
+//! and its connections by peer address, with knobs for a short idle timeout and a GOAWAY after
+//! N requests), and Caddy itself (`caddy-server/`: the released
 //! program with its standard modules) serving HTTP/3 only, with its JSON access log on.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -59,13 +62,30 @@ impl QuicGo {
     }
 
     /// Stops the server and returns what it counted.
-    pub fn counts(mut self) -> Counts {
+    pub fn counts(self) -> Counts {
+        self.counts_by_peer().0
+    }
+
+    /// Stops the server and returns what it counted, and its connections by the peer's IP
+    /// address.
+    pub fn counts_by_peer(mut self) -> (Counts, BTreeMap<IpAddr, u64>) {
         let count = self.server.counts();
-        Counts {
+        let counts = Counts {
             requests: count("Requests"),
             h3: count("H3"),
             connections: count("Conns"),
-        }
+        };
+        let line = self.server.next_line();
+        let peers = line
+            .strip_prefix("peers")
+            .unwrap_or_else(|| panic!("a peers line: {line:?}"))
+            .split_whitespace()
+            .map(|field| {
+                let (ip, n) = field.split_once('=').expect("IP=N");
+                (ip.parse().expect("an IP"), n.parse().expect("a count"))
+            })
+            .collect();
+        (counts, peers)
     }
 }
 

@@ -188,11 +188,6 @@ fn refuse_for_http3(engine: &Config, origin: &Origin) -> Result<(), InputError> 
             "--proxy",
             "HTTP/3 does not go through an HTTP proxy",
         ),
-        (
-            !engine.local_addresses.is_empty(),
-            "--local-address",
-            "is not bound over HTTP/3 yet",
-        ),
         (!engine.origins.is_empty(), "--http3", "goes to one host"),
     ];
     match refused.into_iter().find(|(refused, _, _)| *refused) {
