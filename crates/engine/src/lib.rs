@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod addresses;
+pub mod alt_svc;
 mod arrivals;
 mod body;
 mod config;

@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 
 use crate::answer::head_of;
 use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
-use crate::connection::OpenGuard;
+use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
 use crate::flow::send_flow;
 use crate::handlers::Admission;
 use crate::response::{self, FILLER};
@@ -262,7 +262,8 @@ impl Stream {
         while let Some(data) = body.data().await {
             let data = data?;
             let _ = body.flow_control().release_capacity(data.len());
-            self.shared.body_piece(seen.as_mut(), &data);
+            self.shared
+                .body_piece(seen.as_mut(), &data, RECORDED_BODY_BYTES);
         }
         if let Some(seen) = seen {
             self.shared.record(seen);

@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 
 use crate::answer::head_of;
 use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
-use crate::connection::OpenGuard;
+use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
 use crate::handlers::Admission;
 use crate::response::{self, FILLER};
 use crate::shared::{SeenRequest, Shared};
@@ -226,7 +226,8 @@ impl Exchange {
         while let Some(mut data) = io.recv_data().await? {
             while data.has_remaining() {
                 let piece = data.chunk();
-                self.shared.body_piece(seen.as_mut(), piece);
+                self.shared
+                    .body_piece(seen.as_mut(), piece, RECORDED_BODY_BYTES);
                 let n = piece.len();
                 data.advance(n);
             }

@@ -158,14 +158,14 @@ impl Shared {
         )
     }
 
-    /// Counts a piece of a request's body, and keeps it (up to a bound) in `seen` when
-    /// recording.
-    pub(crate) fn body_piece(&self, seen: Option<&mut SeenRequest>, data: &[u8]) {
+    /// Counts a piece of a request's body, and keeps it in `seen` when recording, up to
+    /// `kept` bytes in all ([`crate::RECORDED_BODY_BYTES`]).
+    pub(crate) fn body_piece(&self, seen: Option<&mut SeenRequest>, data: &[u8], kept: usize) {
         self.counters
             .body_bytes_received
             .fetch_add(data.len() as u64, Relaxed);
         if let Some(seen) = seen {
-            let room = crate::RECORDED_BODY_BYTES.saturating_sub(seen.body.len());
+            let room = kept.saturating_sub(seen.body.len());
             seen.body.extend_from_slice(&data[..data.len().min(room)]);
         }
     }

@@ -47,6 +47,9 @@ pub struct Http2 {
     pub on: bool,
     /// Speak HTTP/3 (over QUIC) instead, its streams shared as HTTP/2's are.
     pub http3: bool,
+    /// `--http3=auto`: HTTP/2 until the server's Alt-Svc is read (see `load::http3_auto`),
+    /// checked as HTTP/3 is, as the run may go over it.
+    pub auto: bool,
     /// Concurrent streams per connection, if given.
     pub max_streams: Option<usize>,
     /// Where they were asked for, which errors name.
@@ -101,6 +104,7 @@ impl Draft {
             plan,
             fd_limit,
             targets: None,
+            protocol_note: None,
         })
     }
 }
@@ -123,8 +127,8 @@ impl Http2 {
                 "`keepalive: false`",
             ),
         };
-        let on = self.on || self.http3;
-        let http2 = match (self.http3, &self.origin) {
+        let on = self.on || self.http3 || self.auto;
+        let http2 = match (self.http3 || self.auto, &self.origin) {
             (false, _) => http2,
             (true, Origin::Flags) => "--http3",
             (true, Origin::Plan(_)) => "`http3: true`",
@@ -146,7 +150,7 @@ impl Http2 {
                 format!("does not apply to {http2}: streams share their connections"),
             ));
         }
-        if self.http3 {
+        if self.http3 || self.auto {
             refuse_for_http3(engine, &self.origin)?;
         }
         engine.http2 = !self.http3;

@@ -1,0 +1,112 @@
+//! `--http3=auto`: one HEAD request over TLS reads the server's `Alt-Svc` first. Caddy serving
+//! HTTP/1.1, HTTP/2 and HTTP/3 on one port advertises h3 there: the run goes over HTTP/3, every
+//! one of its requests `HTTP/3.0` in Caddy's access log beside the one HEAD. The built-in
+//! target over TLS sends no Alt-Svc: the run goes over HTTP/2 and says why, on stderr and
+//! among the report's warnings.
+//!
+//! Caddy needs Go (scripts/install-test-deps); without it that test says it was skipped,
+//! except under CI, where it fails.
+
+use belier_testserver::{Config, Server, TlsConfig};
+use belier_testsupport::h3::Caddy;
+use serde_json::{json, Value};
+
+belier_testsupport::binary!(BELIER);
+
+#[test]
+fn caddys_alt_svc_takes_the_run_to_http3() {
+    let Some(caddy) = Caddy::with_alt_svc() else {
+        return;
+    };
+    let out = BELIER.ok(&[
+        &caddy.url("/"),
+        "--http3=auto",
+        "-k",
+        "-n",
+        "2000",
+        "-c",
+        "20",
+        "--output",
+        "json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let port = caddy.port;
+    assert!(
+        err.contains(&format!(
+            "Alt-Svc offers h3 on port {port}: the run goes over HTTP/3"
+        )),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = caddy.access_log();
+    assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
+    assert_eq!(doc["status_codes"], json!({"200": 2000}), "{doc}");
+    assert_eq!(doc["errors"], json!([]), "{doc}");
+    assert_eq!(doc["warnings"], json!([]), "{doc}");
+    let proto = |p: &str| log.iter().filter(|l| l["request"]["proto"] == p).count();
+    assert_eq!(log.len(), 2001);
+    assert_eq!(proto("HTTP/3.0"), 2000);
+    // The question: one HEAD over TLS, HTTP/1.1 as belier probe sends it.
+    let asked: Vec<&Value> = log
+        .iter()
+        .filter(|l| l["request"]["proto"] != "HTTP/3.0")
+        .collect();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["request"]["method"], "HEAD");
+    assert_eq!(asked[0]["request"]["proto"], "HTTP/1.1");
+}
+
+#[test]
+fn a_server_without_alt_svc_is_loaded_over_http2_and_the_report_says_why() {
+    let (tls, ca) = TlsConfig::self_signed(&["127.0.0.1"]);
+    let server = Server::start(Config {
+        tls: Some(tls),
+        http2: true,
+        ..Config::default()
+    })
+    .unwrap();
+    let dir = belier_testsupport::dirs::temp_dir("h3-auto");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca).unwrap();
+    let out = BELIER.ok(&[
+        server.url("/").as_str(),
+        "--http3=auto",
+        "--cacert",
+        &ca_file.display().to_string(),
+        "-n",
+        "300",
+        "--output",
+        "json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let why = "the server sent no Alt-Svc header";
+    assert!(
+        err.contains(&format!("--http3=auto: {why}: the run goes over HTTP/2")),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["run"]["protocol"], "HTTP/2", "{}", doc["run"]);
+    assert_eq!(doc["status_codes"], json!({"200": 300}), "{doc}");
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains(why), "{warnings}");
+    // The run's 300, and the one HEAD that asked.
+    assert_eq!(server.counts().requests, 301);
+}
+
+#[test]
+fn http3_auto_is_refused_where_it_cannot_decide() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["http://127.0.0.1:9/", "--http3=auto"], "https://"),
+        (&["https://127.0.0.1:9/", "--http3=nope"], "--http3"),
+        (
+            &["capacity", "https://127.0.0.1:9/", "--http3=auto"],
+            "a capacity search",
+        ),
+    ];
+    for (args, named) in cases {
+        let out = BELIER.output(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+}
