@@ -247,7 +247,12 @@ impl Exchange {
     ) -> Result<(), Gone> {
         match fault {
             Fault::Reset => io.stop_stream(Code::H3_INTERNAL_ERROR),
-            Fault::CloseBeforeHeaders => self.abrupt.notify_one(),
+            Fault::CloseBeforeHeaders => {
+                self.abrupt.notify_one();
+                // Held until the connection is gone: dropped now, the stream would end
+                // cleanly (a FIN without a response) before the close reached the client.
+                self.connection.closed().await;
+            }
             Fault::Stall => {
                 self.connection.closed().await;
             }
@@ -265,6 +270,8 @@ impl Exchange {
                 self.responded();
                 io.send_data(filler(len / 2)).await?;
                 self.abrupt.notify_one();
+                // Held until the connection is gone, as above.
+                self.connection.closed().await;
             }
         }
         Ok(())

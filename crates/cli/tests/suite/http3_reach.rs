@@ -224,3 +224,31 @@ fn several_resolved_addresses_share_the_quic_connections_in_turn() {
     let seen: Vec<u64> = servers.iter().map(|s| s.counts().requests).collect();
     assert_eq!(rows, seen);
 }
+
+#[test]
+fn the_built_in_targets_faults_over_quic_land_in_their_error_kinds() {
+    let dir = belier_testsupport::dirs::temp_dir("h3-faults");
+    let (server, ca) = target("127.0.0.1:0".parse().unwrap(), &dir).unwrap();
+    let kinds = |query: &str| {
+        let doc = run(&[&server.url(query), "--cacert", &ca, "-n", "10", "-c", "1"]);
+        let errors = doc["errors"].as_array().unwrap().clone();
+        errors
+            .iter()
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap().to_string(),
+                    e["count"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds("/?fault=reset"), [("stream_reset".to_string(), 10)]);
+    assert_eq!(
+        kinds("/?fault=close-before-headers"),
+        [("closed_before_response".to_string(), 10)]
+    );
+    let malformed = run(&[&server.url("/?fault=malformed"), "--cacert", &ca, "-n", "3"]);
+    assert_eq!(malformed["status_codes"], json!({"400": 3}), "{malformed}");
+    // Every request counted on the target's side, the failed ones too.
+    assert_eq!(server.counts().requests, 23);
+}
