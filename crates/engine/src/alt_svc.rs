@@ -336,4 +336,22 @@ mod tests {
         let why = port(&["h3=443"]).unwrap_err();
         assert!(why.contains("malformed Alt-Svc"), "{why}");
     }
+
+    proptest::proptest! {
+        /// Any value, near-valid or not, parses or is refused with a reason; never a panic,
+        /// and what parses names ports that exist.
+        #[test]
+        fn any_value_parses_or_is_refused(
+            value in r#"(h3|h2|h%33|clear|"|:|;|,| |=|ma|443|[a-z.\[\]:]{0,6}|é|\\){0,12}"#,
+        ) {
+            match parse(&value) {
+                Ok(AltSvc::Alternatives(list)) => {
+                    proptest::prop_assert!(list.iter().all(|a| a.port > 0));
+                }
+                Ok(AltSvc::Clear) => proptest::prop_assert_eq!(value.trim(), "clear"),
+                Err(e) => proptest::prop_assert!(!e.0.is_empty()),
+            }
+            let _ = h3_port(&[value], "example.com");
+        }
+    }
 }
