@@ -222,7 +222,7 @@ pub struct Http2Args {
 
     /// Speak HTTP/3 over QUIC (an https URL: TLS 1.3, ALPN h3, UDP). -c stays the number of
     /// concurrent requests; --max-streams of them share a connection, as with --http2.
-    /// --http3=auto asks the server first (one HEAD request over TLS) and goes over HTTP/3
+    /// --http3=auto asks the server first (one HEAD request over HTTP/2) and goes over HTTP/3
     /// when its Alt-Svc header offers h3 on its own host, to the port it names; else over
     /// HTTP/2, saying why on stderr and in the report.
     #[arg(

@@ -1,5 +1,5 @@
-//! `--http3=auto`: before the run, one HEAD request to the URL over TLS (HTTP/1.1, as
-//! `belier probe` sends it) reads the server's `Alt-Svc`; when it offers `h3` on the origin's
+//! `--http3=auto`: before the run, one HEAD request to the URL over HTTP/2 (TLS, ALPN `h2`,
+//! on a connection of its own, as `belier probe` sends one) reads the server's `Alt-Svc`; when it offers `h3` on the origin's
 //! own host, the run goes over HTTP/3 to the port it names, else over HTTP/2, the reason said
 //! on stderr and among the report's warnings. Never a silent fallback.
 //!
@@ -18,7 +18,7 @@ use crate::settings::Settings;
 pub fn decide(settings: &mut Settings) -> anyhow::Result<()> {
     let engine = &mut settings.engine;
     let mut ask = engine.clone();
-    ask.http2 = false;
+    ask.http2 = true;
     ask.http3 = false;
     ask.users = None;
     ask.request.method = "HEAD".into();

@@ -1,4 +1,4 @@
-//! `--http3=auto`: one HEAD request over TLS reads the server's `Alt-Svc` first. Caddy serving
+//! `--http3=auto`: one HEAD request over HTTP/2 reads the server's `Alt-Svc` first. Caddy serving
 //! HTTP/1.1, HTTP/2 and HTTP/3 on one port advertises h3 there: the run goes over HTTP/3, every
 //! one of its requests `HTTP/3.0` in Caddy's access log beside the one HEAD. The built-in
 //! target over TLS sends no Alt-Svc: the run goes over HTTP/2 and says why, on stderr and
@@ -46,14 +46,14 @@ fn caddys_alt_svc_takes_the_run_to_http3() {
     let proto = |p: &str| log.iter().filter(|l| l["request"]["proto"] == p).count();
     assert_eq!(log.len(), 2001);
     assert_eq!(proto("HTTP/3.0"), 2000);
-    // The question: one HEAD over TLS, HTTP/1.1 as belier probe sends it.
+    // The question: one HEAD over HTTP/2.
     let asked: Vec<&Value> = log
         .iter()
         .filter(|l| l["request"]["proto"] != "HTTP/3.0")
         .collect();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0]["request"]["method"], "HEAD");
-    assert_eq!(asked[0]["request"]["proto"], "HTTP/1.1");
+    assert_eq!(asked[0]["request"]["proto"], "HTTP/2.0");
 }
 
 #[test]
