@@ -21,7 +21,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
-use http::{HeaderValue, Request};
+use http::{HeaderValue, Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
@@ -298,8 +298,8 @@ impl Stream {
                     .body_size
                     .filter(|&n| n > 0)
                     .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
-                let mut send =
-                    respond.send_response(head_of(behaviour.status, Some(len)), false)?;
+                let mut send = respond
+                    .send_response(self.advertised(head_of(behaviour.status, Some(len))), false)?;
                 send_filler(&mut send, len / 2, false).await?;
                 self.ending.abrupt.notify_one();
                 // Held until the connection is gone: dropped now, it would reset the stream.
@@ -317,7 +317,10 @@ impl Stream {
         target: &str,
     ) -> Result<(), h2::Error> {
         let sent = respond
-            .send_response(crate::answer::redirect(status, target), true)
+            .send_response(
+                self.advertised(crate::answer::redirect(status, target)),
+                true,
+            )
             .map(drop);
         self.responded();
         sent
@@ -348,7 +351,7 @@ impl Stream {
                 http::header::VARY,
                 HeaderValue::from_static("accept-encoding"),
             );
-            let mut send = respond.send_response(response, false)?;
+            let mut send = respond.send_response(self.advertised(response), false)?;
             self.responded();
             return send_all(&mut send, Bytes::from(gz)).await;
         }
@@ -360,7 +363,7 @@ impl Stream {
             let value = HeaderValue::from_str(&value).expect("digits and punctuation");
             head.headers_mut().insert("server-timing", value);
         }
-        let mut send = respond.send_response(head, end)?;
+        let mut send = respond.send_response(self.advertised(head), end)?;
         self.responded();
         if end {
             return Ok(());
@@ -391,7 +394,7 @@ impl Stream {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static(crate::streamed::CONTENT_TYPE),
         );
-        let mut send = respond.send_response(response, false)?;
+        let mut send = respond.send_response(self.advertised(response), false)?;
         self.responded();
         let start = std::time::Instant::now();
         for (due, piece) in streamed.pieces() {
@@ -412,7 +415,7 @@ impl Stream {
         let (response, body) = crate::answer::json(behaviour, self.seq, self.index);
         let has_body = !body.is_empty();
         let end = !has_body || is_head;
-        let mut send = respond.send_response(response, end)?;
+        let mut send = respond.send_response(self.advertised(response), end)?;
         self.responded();
         if !end {
             send.send_data(body, true)?;
@@ -428,10 +431,20 @@ impl Stream {
         message: &str,
     ) -> Result<(), Gone> {
         let body = Bytes::from(format!("{message}\n"));
-        let mut send = respond.send_response(head_of(status, Some(body.len())), false)?;
+        let mut send =
+            respond.send_response(self.advertised(head_of(status, Some(body.len()))), false)?;
         self.responded();
         send.send_data(body, true)?;
         Ok(())
+    }
+
+    /// `head` with the server's `Alt-Svc` when it also speaks HTTP/3.
+    fn advertised(&self, mut head: Response<()>) -> Response<()> {
+        if let Some(alt_svc) = &self.shared.alt_svc {
+            head.headers_mut()
+                .insert(http::header::ALT_SVC, alt_svc.clone());
+        }
+        head
     }
 
     /// Counts a response, once its head is on its way: HTTP/2 sends the rest as flow control

@@ -61,7 +61,8 @@ pub struct Config {
     pub handlers: Option<Handlers>,
     /// Also speak HTTP/3, over QUIC on the same port's UDP side, with [`Config::tls`]'s
     /// certificate (ALPN `h3`): the same knobs, counters and recording, faults in their QUIC
-    /// form (see the `http3` module). Needs [`Config::tls`] and a TCP listener (not
+    /// form (see the `http3` module). HTTP/2 answers then advertise it (`Alt-Svc:
+    /// h3=":PORT"; ma=86400`). Needs [`Config::tls`] and a TCP listener (not
     /// [`Config::unix_socket`]).
     pub http3: bool,
 }
@@ -143,6 +144,10 @@ impl Server {
         }
         let shared = Arc::new(Shared {
             h2c: config.http2,
+            alt_svc: quic.is_some().then(|| {
+                let value = format!("h3=\":{}\"; ma=86400", addr.port());
+                http::HeaderValue::from_str(&value).expect("digits and punctuation")
+            }),
             ..Shared::new(config.defaults, config.record_requests, config.handlers)
         });
         let (stop_tx, stop_rx) = oneshot::channel();

@@ -80,6 +80,9 @@ pub(crate) struct Shared {
     pub(crate) pool: Option<Pool>,
     /// Plain connections that open with the HTTP/2 preface are served over HTTP/2.
     pub(crate) h2c: bool,
+    /// The `Alt-Svc` value HTTP/2 responses carry when the server also speaks HTTP/3
+    /// (`h3=":PORT"; ma=86400`), so that clients find it (RFC 7838).
+    pub(crate) alt_svc: Option<http::HeaderValue>,
 }
 
 pub(crate) struct Recorder {
@@ -122,6 +125,7 @@ impl Shared {
             }),
             pool: handlers.map(Pool::new),
             h2c: false,
+            alt_svc: None,
         }
     }
 

@@ -132,7 +132,7 @@ fn announce(
             "h2c with prior knowledge"
         },
         if args.http3 {
-            "; HTTP/3 over QUIC on the same port (UDP)"
+            "; HTTP/3 over QUIC on the same port (UDP), advertised in HTTP/2's Alt-Svc"
         } else {
             ""
         }
