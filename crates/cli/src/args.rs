@@ -31,8 +31,8 @@ pub use history::{
 pub use import::{CurlArgs, HarArgs, ImportArgs, ImportCommand};
 pub use k8s::{K8sArgs, K8sCommand, PlaceArgs, WaitArgs};
 pub use load::{
-    HoldArgs, HoldModeArg, Http2Args, LoadArgs, OpenLoopArgs, PaceArgs, SendingArgs, ShardArgs,
-    NO_RESEND_BRIEF,
+    HoldArgs, HoldModeArg, Http2Args, Http3Mode, LoadArgs, OpenLoopArgs, PaceArgs, SendingArgs,
+    ShardArgs, NO_RESEND_BRIEF,
 };
 pub use output::OutputArgs;
 pub use plan::{CheckArgs, RunArgs, VarArgs};

@@ -14,6 +14,7 @@ use crate::signals::Signals;
 
 mod feed;
 mod finished;
+pub mod http3_auto;
 mod info;
 mod live;
 mod narrator;

@@ -388,6 +388,7 @@ pub fn http2(plan: &Plan, path: &std::path::Path) -> Http2 {
     Http2 {
         on: plan.options.http2,
         http3: plan.options.http3,
+        auto: false,
         early: false,
         max_streams: plan.options.max_streams,
         origin: Origin::Plan(path.to_path_buf()),

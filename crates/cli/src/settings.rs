@@ -318,7 +318,8 @@ pub fn with_request(
         threads,
         http2: Http2 {
             on: args.http2.http2,
-            http3: args.http2.http3,
+            http3: args.http2.http3 == Some(crate::args::Http3Mode::Always),
+            auto: args.http2.http3 == Some(crate::args::Http3Mode::Auto),
             early: args.http2.quic_0rtt,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,

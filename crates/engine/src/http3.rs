@@ -91,6 +91,8 @@ struct Open {
     read: Rc<figures::Read>,
     /// A 0-RTT connection: whether the server accepted its early data.
     early: Option<EarlyAccepted>,
+    /// Its two ends, when the run records requests by address (see [`Progress::route`]).
+    route: Option<belier_stats::Route>,
     /// The endpoint (UDP socket) the connection lives on: dropped with it.
     _endpoint: quinn::Endpoint,
 }
@@ -178,10 +180,7 @@ impl Group {
             return Ok(());
         }
         let to = remote(addr)?;
-        let local: SocketAddr = match to {
-            SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
+        let local = local_socket(addr, to, p);
         // QUIC's handshake is its connect: a timeout in it is a connect timeout.
         p.phase = Phase::Connecting;
         let endpoint = quinn::Endpoint::client(local).map_err(|e| Failure::io(e, true))?;
@@ -229,6 +228,7 @@ impl Group {
             taken: Cell::new((0, 0)),
             read,
             early,
+            route: p.route,
             _endpoint: endpoint,
         }));
         Ok(())
@@ -293,6 +293,8 @@ impl Group {
                 continue;
             };
             p.phase = Phase::Exchanging;
+            // The stream goes over the connection's route, whoever opened it.
+            p.route = open.route;
             let result = exchange(&open, request, p).await;
             take_bytes(&open, p);
             match result {
@@ -411,6 +413,23 @@ fn take_bytes(open: &Open, p: &mut Progress) {
     p.bytes_out += tx.saturating_sub(taken_tx);
 }
 
+/// The address the UDP socket of a connection to `to` binds: the next of `p.sources` of its
+/// family (`--local-address`), or the unspecified address; its port is the kernel's choice.
+/// A run that spreads its connections over several addresses records the route in `p`, as
+/// over TCP.
+fn local_socket(addr: &Endpoint, to: SocketAddr, p: &mut Progress) -> SocketAddr {
+    let unspecified: std::net::IpAddr = match to {
+        SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let source = p.sources.as_ref().and_then(|s| s.next_for(&to));
+    let local = source.unwrap_or(unspecified);
+    if matches!(addr, Endpoint::Addresses(_)) || p.sources.is_some() {
+        p.route = Some(belier_stats::Route { remote: to, local });
+    }
+    SocketAddr::new(local, 0)
+}
+
 /// The server's address: HTTP/3 goes over UDP to an IP address.
 fn remote(addr: &Endpoint) -> Result<SocketAddr, Failure> {
     match addr {
@@ -469,6 +488,12 @@ fn h3_connection_failure(e: &ConnectionError) -> Failure {
     match e {
         ConnectionError::Timeout { .. } => failed(&e.to_string(), ErrorKind::Timeout),
         ConnectionError::Remote { .. } => failed(&e.to_string(), ErrorKind::ClosedBeforeResponse),
+        // belier closed it on the server's protocol error (a frame where none may come, a
+        // stream that ended without its response's head).
+        ConnectionError::Local {
+            error: h3::error::LocalError::Application { code, .. },
+            ..
+        } if *code != Code::H3_NO_ERROR => failed(&e.to_string(), ErrorKind::MalformedResponse),
         _ => failed(&e.to_string(), ErrorKind::OtherIo),
     }
 }

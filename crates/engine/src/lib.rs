@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod addresses;
+pub mod alt_svc;
 mod arrivals;
 mod body;
 mod config;
@@ -389,10 +390,6 @@ fn check_http3(config: &Config) -> Result<(), StartError> {
         (
             config.server_timing.is_some(),
             "the server's timing header is not read over HTTP/3 yet",
-        ),
-        (
-            !config.local_addresses.is_empty(),
-            "source addresses are not bound over HTTP/3 yet",
         ),
     ];
     match refused.iter().find(|(refused, _)| *refused) {

@@ -70,7 +70,14 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
     let tls = config
         .tls
         .as_ref()
-        .map(|options| tls::Tls::new(options, &spec.host))
+        .map(|options| {
+            let mut options = options.clone();
+            if config.http2 {
+                // HTTP/2 or nothing, as a run over it offers.
+                options.alpn = vec![b"h2".to_vec()];
+            }
+            tls::Tls::new(&options, &spec.host)
+        })
         .transpose()?;
     let bytes = request::encode(spec, false)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -87,6 +94,9 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
         let exchange = async {
             if config.http3 {
                 return over_http3(config, &addr, tls.as_ref(), &mut p).await;
+            }
+            if config.http2 {
+                return over_http2(config, &addr, tls.as_ref(), &mut p).await;
             }
             let mut conn = Connection::open(&addr, tls.as_ref(), &mut p).await?;
             let session = conn.tls_session();
@@ -141,6 +151,21 @@ pub fn probe(config: &Config) -> Result<Probe, StartError> {
             timed_out_in,
         }
     }))
+}
+
+/// The probe's request over HTTP/2 (ALPN `h2` over TLS, prior knowledge without), as one
+/// stream on a connection of its own: its response and the connection's TLS description.
+async fn over_http2(
+    config: &Config,
+    addr: &crate::Endpoint,
+    tls: Option<&tls::Tls>,
+    p: &mut Progress,
+) -> Result<(crate::connection::Response, Option<String>), crate::connection::Failure> {
+    let template = crate::http2::Template::new(&config.request, tls.is_some(), false)?;
+    let group = std::rc::Rc::new(crate::http2::Group::new(Default::default(), false));
+    let target = crate::http2::Target { addr, tls };
+    let response = group.exchange(&target, &template, p).await?;
+    Ok((response, group.tls_session()))
 }
 
 /// The probe's request over HTTP/3, on a QUIC connection of its own: its response and the

@@ -21,11 +21,12 @@ use std::time::Instant;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
-use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY, JSON_BODY};
+use crate::answer::head_of;
+use crate::behaviour::{Behaviour, Fault, CLOSE_MID_BODY_DEFAULT_LEN, DEFAULT_BODY};
 use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
 use crate::flow::send_flow;
 use crate::handlers::Admission;
@@ -174,15 +175,9 @@ impl Stream {
             };
         }
 
-        let behaviour = match target.split_once('?') {
-            Some((_, query)) if !query.is_empty() => {
-                let mut behaviour = self.shared.defaults.clone();
-                match behaviour.apply_query(query) {
-                    Ok(()) => behaviour,
-                    Err(err) => return self.text(respond, 400, &err.to_string()),
-                }
-            }
-            _ => self.shared.defaults.clone(),
+        let behaviour = match self.shared.behaviour_of(&target) {
+            Ok(behaviour) => behaviour,
+            Err(err) => return self.text(respond, 400, &err.to_string()),
         };
         if head.method == http::Method::GET && target == "/metrics" {
             return self.text(respond, 200, &self.shared.metrics());
@@ -259,33 +254,16 @@ impl Stream {
         target: &str,
         body: &mut RecvStream,
     ) -> Result<(), Gone> {
-        let mut seen = self.shared.recorder.as_ref().map(|_| SeenRequest {
-            method: head.method.as_str().to_owned(),
-            target: target.to_owned(),
-            headers: head
-                .headers
-                .iter()
-                .map(|(n, v)| {
-                    let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                    (n.as_str().to_owned(), value)
-                })
-                .collect(),
-            body: Vec::new(),
-            connection: self.seq,
-            version: "HTTP/2",
-            arrived: Instant::now(),
-        });
+        let mut seen = self
+            .shared
+            .recorder
+            .as_ref()
+            .map(|_| SeenRequest::of_parts(head, target, self.seq, "HTTP/2"));
         while let Some(data) = body.data().await {
             let data = data?;
             let _ = body.flow_control().release_capacity(data.len());
             self.shared
-                .counters
-                .body_bytes_received
-                .fetch_add(data.len() as u64, Relaxed);
-            if let Some(seen) = &mut seen {
-                let room = RECORDED_BODY_BYTES.saturating_sub(seen.body.len());
-                seen.body.extend_from_slice(&data[..data.len().min(room)]);
-            }
+                .body_piece(seen.as_mut(), &data, RECORDED_BODY_BYTES);
         }
         if let Some(seen) = seen {
             self.shared.record(seen);
@@ -320,8 +298,8 @@ impl Stream {
                     .body_size
                     .filter(|&n| n > 0)
                     .unwrap_or(CLOSE_MID_BODY_DEFAULT_LEN);
-                let mut send =
-                    respond.send_response(head_of(behaviour.status, Some(len)), false)?;
+                let mut send = respond
+                    .send_response(self.advertised(head_of(behaviour.status, Some(len))), false)?;
                 send_filler(&mut send, len / 2, false).await?;
                 self.ending.abrupt.notify_one();
                 // Held until the connection is gone: dropped now, it would reset the stream.
@@ -338,16 +316,12 @@ impl Stream {
         status: u16,
         target: &str,
     ) -> Result<(), h2::Error> {
-        let status = match status {
-            s @ (301 | 303 | 307 | 308) => s,
-            _ => 302,
-        };
-        let mut response = head_of(status, Some(0));
-        let location = crate::behaviour::next_hop(target);
-        if let Ok(value) = HeaderValue::from_str(&location) {
-            response.headers_mut().insert(http::header::LOCATION, value);
-        }
-        let sent = respond.send_response(response, true).map(drop);
+        let sent = respond
+            .send_response(
+                self.advertised(crate::answer::redirect(status, target)),
+                true,
+            )
+            .map(drop);
         self.responded();
         sent
     }
@@ -377,7 +351,7 @@ impl Stream {
                 http::header::VARY,
                 HeaderValue::from_static("accept-encoding"),
             );
-            let mut send = respond.send_response(response, false)?;
+            let mut send = respond.send_response(self.advertised(response), false)?;
             self.responded();
             return send_all(&mut send, Bytes::from(gz)).await;
         }
@@ -389,7 +363,7 @@ impl Stream {
             let value = HeaderValue::from_str(&value).expect("digits and punctuation");
             head.headers_mut().insert("server-timing", value);
         }
-        let mut send = respond.send_response(head, end)?;
+        let mut send = respond.send_response(self.advertised(head), end)?;
         self.responded();
         if end {
             return Ok(());
@@ -420,7 +394,7 @@ impl Stream {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static(crate::streamed::CONTENT_TYPE),
         );
-        let mut send = respond.send_response(response, false)?;
+        let mut send = respond.send_response(self.advertised(response), false)?;
         self.responded();
         let start = std::time::Instant::now();
         for (due, piece) in streamed.pieces() {
@@ -438,28 +412,10 @@ impl Stream {
         behaviour: &Behaviour,
         is_head: bool,
     ) -> Result<(), h2::Error> {
-        let index = self.index;
-        let token = behaviour.token.then(|| format!("t{}-{index}", self.seq));
-        let body = match &token {
-            Some(token) => Bytes::from(format!(r#"{{"token":"{token}","user":{index}}}"#)),
-            None => Bytes::from_static(JSON_BODY.as_bytes()),
-        };
-        let has_body = response::status_has_body(behaviour.status);
-        let mut response = head_of(behaviour.status, has_body.then_some(body.len()));
-        let headers = response.headers_mut();
-        if has_body {
-            headers.insert(
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-        }
-        if let Some(token) = &token {
-            if let Ok(cookie) = HeaderValue::from_str(&format!("session={token}; Path=/")) {
-                headers.insert(http::header::SET_COOKIE, cookie);
-            }
-        }
+        let (response, body) = crate::answer::json(behaviour, self.seq, self.index);
+        let has_body = !body.is_empty();
         let end = !has_body || is_head;
-        let mut send = respond.send_response(response, end)?;
+        let mut send = respond.send_response(self.advertised(response), end)?;
         self.responded();
         if !end {
             send.send_data(body, true)?;
@@ -475,10 +431,20 @@ impl Stream {
         message: &str,
     ) -> Result<(), Gone> {
         let body = Bytes::from(format!("{message}\n"));
-        let mut send = respond.send_response(head_of(status, Some(body.len())), false)?;
+        let mut send =
+            respond.send_response(self.advertised(head_of(status, Some(body.len()))), false)?;
         self.responded();
         send.send_data(body, true)?;
         Ok(())
+    }
+
+    /// `head` with the server's `Alt-Svc` when it also speaks HTTP/3.
+    fn advertised(&self, mut head: Response<()>) -> Response<()> {
+        if let Some(alt_svc) = &self.shared.alt_svc {
+            head.headers_mut()
+                .insert(http::header::ALT_SVC, alt_svc.clone());
+        }
+        head
     }
 
     /// Counts a response, once its head is on its way: HTTP/2 sends the rest as flow control
@@ -486,18 +452,6 @@ impl Stream {
     fn responded(&self) {
         self.shared.counters.responses.fetch_add(1, Relaxed);
     }
-}
-
-/// A response head with this status and, when given, `content-length`.
-fn head_of(status: u16, length: Option<usize>) -> Response<()> {
-    let mut response = Response::new(());
-    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    if let Some(length) = length {
-        response
-            .headers_mut()
-            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(length));
-    }
-    response
 }
 
 /// Whether an `Accept-Encoding` value lists gzip.

@@ -1,4 +1,4 @@
-//! belier's built-in target: a fast HTTP/1.1 (and, when asked, HTTP/2) server that counts what
+//! belier's built-in target: a fast HTTP/1.1 (and, when asked, HTTP/2 and HTTP/3) server that counts what
 //! it sees and misbehaves on request.
 //!
 //! It serves belier's integration tests (which cross-check belier's numbers against the
@@ -22,6 +22,10 @@
 //! ([`SeenRequest::version`] says which protocol a request came in); the faults take their
 //! HTTP/2 form, stream resets and dropped connections, and `malformed`, which no correct
 //! HTTP/2 library can send, is answered `400` saying so.
+//!
+//! With [`Config::http3`] (and TLS) it also speaks HTTP/3, over QUIC on the same port's UDP
+//! side, through `quinn` and `h3`: the same knobs and counters, a QUIC connection counted as
+//! a connection.
 //!
 //! # Why not hyper
 //! The server is written directly on tokio and httparse because fault injection needs
@@ -49,6 +53,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod answer;
 mod behaviour;
 mod connection;
 mod counts;
@@ -57,6 +62,7 @@ mod flow;
 mod grpc;
 mod handlers;
 mod http2;
+mod http3;
 mod request;
 mod response;
 mod server;

@@ -59,6 +59,12 @@ pub struct Config {
     /// handlers, which holds it for a service time; see [`Handlers`]. `None`: requests are
     /// answered as they come.
     pub handlers: Option<Handlers>,
+    /// Also speak HTTP/3, over QUIC on the same port's UDP side, with [`Config::tls`]'s
+    /// certificate (ALPN `h3`): the same knobs, counters and recording, faults in their QUIC
+    /// form (see the `http3` module). HTTP/2 answers then advertise it (`Alt-Svc:
+    /// h3=":PORT"; ma=86400`). Needs [`Config::tls`] and a TCP listener (not
+    /// [`Config::unix_socket`]).
+    pub http3: bool,
 }
 
 impl Default for Config {
@@ -73,6 +79,7 @@ impl Default for Config {
             tls: None,
             http2: false,
             handlers: None,
+            http3: false,
         }
     }
 }
@@ -128,6 +135,7 @@ impl Server {
                 (StdListener::Tcp(listener), addr)
             }
         };
+        let quic = quic_socket(&config, addr)?;
         if config.handlers.as_ref().is_some_and(|h| h.workers == 0) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -136,6 +144,10 @@ impl Server {
         }
         let shared = Arc::new(Shared {
             h2c: config.http2,
+            alt_svc: quic.is_some().then(|| {
+                let value = format!("h3=\":{}\"; ma=86400", addr.port());
+                http::HeaderValue::from_str(&value).expect("digits and punctuation")
+            }),
             ..Shared::new(config.defaults, config.record_requests, config.handlers)
         });
         let (stop_tx, stop_rx) = oneshot::channel();
@@ -146,7 +158,11 @@ impl Server {
                 let shared = Arc::clone(&shared);
                 let threads = config.threads;
                 let acceptor = acceptor.clone();
-                move || serve(listener, threads, acceptor, shared, stop_rx, ready_tx)
+                let listeners = Listeners {
+                    tcp: listener,
+                    quic,
+                };
+                move || serve(listeners, threads, acceptor, shared, stop_rx, ready_tx)
             })?;
         let ready = ready_rx.recv().unwrap_or_else(|_| {
             Err(io::Error::other(
@@ -299,9 +315,29 @@ impl Drop for Server {
     }
 }
 
-/// The server thread: runtime, accept loop, and on stop, the runtime's drop.
+/// The UDP socket of [`Config::http3`], bound to `addr` (the TCP listener's, its port
+/// included), with the TLS configuration it serves; `None` without HTTP/3.
+fn quic_socket(
+    config: &Config,
+    addr: SocketAddr,
+) -> io::Result<Option<(std::net::UdpSocket, TlsConfig)>> {
+    if !config.http3 {
+        return Ok(None);
+    }
+    let refuse = |why: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, why.to_string()));
+    let Some(tls) = &config.tls else {
+        return refuse("HTTP/3 needs TLS: QUIC is always TLS 1.3");
+    };
+    if config.unix_socket.is_some() {
+        return refuse("HTTP/3 goes over UDP, not a Unix socket");
+    }
+    let socket = std::net::UdpSocket::bind(addr)?;
+    Ok(Some((socket, tls.clone())))
+}
+
+/// The server thread: runtime, accept loops, and on stop, the runtime's drop.
 fn serve(
-    listener: StdListener,
+    listeners: Listeners,
     threads: usize,
     acceptor: Option<TlsAcceptor>,
     shared: Arc<Shared>,
@@ -328,16 +364,24 @@ fn serve(
         }
     };
     runtime.block_on(async move {
-        let listener = match listener {
+        let listener = match listeners.tcp {
             StdListener::Tcp(l) => TcpListener::from_std(l).map(Listener::Tcp),
             StdListener::Unix(l) => UnixListener::from_std(l).map(Listener::Unix),
         };
-        match listener {
-            Ok(listener) => {
+        let quic = listeners
+            .quic
+            .map(|(socket, tls)| crate::http3::endpoint(socket, &tls))
+            .transpose();
+        match (listener, quic) {
+            (Ok(listener), Ok(quic)) => {
+                if let Some(endpoint) = quic {
+                    let shared = Arc::clone(&shared);
+                    tokio::spawn(crate::http3::accept(endpoint, shared, count_connection));
+                }
                 let _ = ready.send(Ok(()));
                 accept(listener, acceptor, shared, stop).await;
             }
-            Err(err) => {
+            (Err(err), _) | (_, Err(err)) => {
                 let _ = ready.send(Err(err));
             }
         }
@@ -387,6 +431,19 @@ fn spawn<S>(
 ) where
     S: crate::socket::Socket + crate::connection::Transport,
 {
+    let seq = count_connection(shared, peer);
+    let open = OpenGuard::new(shared);
+    let shared = Arc::clone(shared);
+    match acceptor {
+        None if shared.h2c => tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open)),
+        None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
+        Some(acceptor) => tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open)),
+    };
+}
+
+/// Counts an accepted connection (TCP or QUIC) and records its peer when recording; returns
+/// its number, from 1.
+fn count_connection(shared: &Arc<Shared>, peer: Option<SocketAddr>) -> u64 {
     let seq = shared.counters.connections.fetch_add(1, Relaxed) + 1;
     if let (Some(recorder), Some(peer)) = (&shared.recorder, peer) {
         let mut peers = recorder
@@ -399,13 +456,14 @@ fn spawn<S>(
         }
         peers[at] = peer;
     }
-    let open = OpenGuard::new(shared);
-    let shared = Arc::clone(shared);
-    match acceptor {
-        None if shared.h2c => tokio::spawn(crate::http2::serve_plain(stream, shared, seq, open)),
-        None => tokio::spawn(Connection::new(stream, shared, seq, open).run()),
-        Some(acceptor) => tokio::spawn(tls::serve(acceptor.clone(), stream, shared, seq, open)),
-    };
+    seq
+}
+
+/// What the server thread listens on: the TCP (or Unix) listener, and the UDP socket of
+/// HTTP/3 with the TLS configuration it serves.
+struct Listeners {
+    tcp: StdListener,
+    quic: Option<(std::net::UdpSocket, TlsConfig)>,
 }
 
 /// A bound listener before the runtime takes it.

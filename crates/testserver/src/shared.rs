@@ -24,7 +24,7 @@ pub struct SeenRequest {
     pub headers: Vec<(String, String)>,
     /// The (de-chunked) body, truncated to [`RECORDED_BODY_BYTES`](crate::RECORDED_BODY_BYTES).
     pub body: Vec<u8>,
-    /// The protocol it came in: `HTTP/1.1`, `HTTP/1.0` or `HTTP/2`.
+    /// The protocol it came in: `HTTP/1.1`, `HTTP/1.0`, `HTTP/2` or `HTTP/3`.
     pub version: &'static str,
     /// Which connection it came on: the n-th accepted connection is `n`, starting at 1, so the
     /// latest connection's number equals [`Counts::connections`].
@@ -34,6 +34,32 @@ pub struct SeenRequest {
 }
 
 impl SeenRequest {
+    /// An HTTP/2 or HTTP/3 request as it arrived on connection `connection`, its body not
+    /// read yet.
+    pub(crate) fn of_parts(
+        head: &http::request::Parts,
+        target: &str,
+        connection: u64,
+        version: &'static str,
+    ) -> SeenRequest {
+        SeenRequest {
+            method: head.method.as_str().to_owned(),
+            target: target.to_owned(),
+            headers: head
+                .headers
+                .iter()
+                .map(|(n, v)| {
+                    let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                    (n.as_str().to_owned(), value)
+                })
+                .collect(),
+            body: Vec::new(),
+            connection,
+            version,
+            arrived: Instant::now(),
+        }
+    }
+
     /// The value of the first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -54,6 +80,9 @@ pub(crate) struct Shared {
     pub(crate) pool: Option<Pool>,
     /// Plain connections that open with the HTTP/2 preface are served over HTTP/2.
     pub(crate) h2c: bool,
+    /// The `Alt-Svc` value HTTP/2 responses carry when the server also speaks HTTP/3
+    /// (`h3=":PORT"; ma=86400`), so that clients find it (RFC 7838).
+    pub(crate) alt_svc: Option<http::HeaderValue>,
 }
 
 pub(crate) struct Recorder {
@@ -96,7 +125,17 @@ impl Shared {
             }),
             pool: handlers.map(Pool::new),
             h2c: false,
+            alt_svc: None,
         }
+    }
+
+    /// What a request for `target` gets: the defaults, overridden by its query string.
+    pub(crate) fn behaviour_of(&self, target: &str) -> Result<Behaviour, crate::KnobError> {
+        let mut behaviour = self.defaults.clone();
+        if let Some((_, query)) = target.split_once('?') {
+            behaviour.apply_query(query)?;
+        }
+        Ok(behaviour)
     }
 
     pub(crate) fn counts(&self) -> Counts {
@@ -121,6 +160,18 @@ impl Shared {
             self.pool.as_ref().map(Pool::stats).as_ref(),
             process_cpu(),
         )
+    }
+
+    /// Counts a piece of a request's body, and keeps it in `seen` when recording, up to
+    /// `kept` bytes in all ([`crate::RECORDED_BODY_BYTES`]).
+    pub(crate) fn body_piece(&self, seen: Option<&mut SeenRequest>, data: &[u8], kept: usize) {
+        self.counters
+            .body_bytes_received
+            .fetch_add(data.len() as u64, Relaxed);
+        if let Some(seen) = seen {
+            let room = kept.saturating_sub(seen.body.len());
+            seen.body.extend_from_slice(&data[..data.len().min(room)]);
+        }
     }
 
     pub(crate) fn record(&self, seen: SeenRequest) {

@@ -125,13 +125,26 @@ impl TlsConfig {
         )
     }
 
-    /// The rustls acceptor for this configuration.
+    /// The rustls acceptor for this configuration. With `http2`, `h2` is offered first.
+    ///
+    /// # Errors
+    /// As [`TlsConfig::server_config`].
+    pub(crate) fn acceptor(&self, http2: bool) -> io::Result<TlsAcceptor> {
+        let mut config = self.server_config()?;
+        config.alpn_protocols.clone_from(&self.alpn);
+        if http2 && !config.alpn_protocols.iter().any(|p| p == b"h2") {
+            config.alpn_protocols.insert(0, b"h2".to_vec());
+        }
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+
+    /// The rustls server configuration of the certificate, key and client CA, without ALPN
+    /// (each transport sets its own: TCP's [`TlsConfig::alpn`], QUIC's `h3`).
     ///
     /// # Errors
     /// `InvalidInput`, saying what is wrong, for PEM that holds no usable certificate or key, a
     /// key that does not match the certificate, or an unusable client CA.
-    /// With `http2`, `h2` is offered first.
-    pub(crate) fn acceptor(&self, http2: bool) -> io::Result<TlsAcceptor> {
+    pub(crate) fn server_config(&self) -> io::Result<ServerConfig> {
         let chain = certificates(&self.cert_chain_pem, "cert_chain_pem")?;
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|err| invalid("key_pem", err))?;
@@ -154,14 +167,9 @@ impl TlsConfig {
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let mut config = builder
+        builder
             .with_single_cert(chain, key)
-            .map_err(|err| invalid("cert_chain_pem and key_pem", err))?;
-        config.alpn_protocols.clone_from(&self.alpn);
-        if http2 && !config.alpn_protocols.iter().any(|p| p == b"h2") {
-            config.alpn_protocols.insert(0, b"h2".to_vec());
-        }
-        Ok(TlsAcceptor::from(Arc::new(config)))
+            .map_err(|err| invalid("cert_chain_pem and key_pem", err))
     }
 }
 
@@ -217,7 +225,7 @@ fn certificates(pem: &str, field: &str) -> io::Result<Vec<CertificateDer<'static
     Ok(certs)
 }
 
-fn invalid(field: &str, err: impl fmt::Display) -> io::Error {
+pub(crate) fn invalid(field: &str, err: impl fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!("invalid TLS configuration: {field}: {err}"),

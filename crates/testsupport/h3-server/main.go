@@ -1,7 +1,9 @@
 // An HTTP/3 server on quic-go for belier's HTTP/3 tests. It listens on a UDP port of
 // 127.0.0.1 with a certificate it makes at start (its CA written to the file given by -ca),
 // prints "listening PORT" once it serves, counts on its own side, and prints
-// "counts Requests=N H3=N Conns=N Early=N" when its standard input closes, then exits.
+// "counts Requests=N H3=N Conns=N Early=N" when its standard input closes, then on a second
+// line its connections by peer address ("peers 127.0.0.2=3 127.0.0.3=3", in address order),
+// then exits.
 //
 //	-idle 200ms    closes a connection idle that long (QUIC's idle timeout)
 //	-0rtt          accepts 0-RTT early data (its session tickets allow it); Early counts the
@@ -29,6 +31,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +42,23 @@ import (
 )
 
 var requests, h3, conns, early atomic.Int64
+
+// peers counts connections by the peer's IP address.
+var peers = struct {
+	sync.Mutex
+	by map[string]int64
+}{by: map[string]int64{}}
+
+func peerLine() string {
+	peers.Lock()
+	defer peers.Unlock()
+	fields := make([]string, 0, len(peers.by))
+	for ip, n := range peers.by {
+		fields = append(fields, fmt.Sprintf("%s=%d", ip, n))
+	}
+	sort.Strings(fields)
+	return strings.TrimSpace("peers " + strings.Join(fields, " "))
+}
 
 func certificate(caPath string) tls.Certificate {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -99,6 +121,7 @@ func main() {
 	fmt.Printf("listening %d\n", udp.LocalAddr().(*net.UDPAddr).Port)
 	io.Copy(io.Discard, bufio.NewReader(os.Stdin))
 	fmt.Printf("counts Requests=%d H3=%d Conns=%d Early=%d\n", requests.Load(), h3.Load(), conns.Load(), early.Load())
+	fmt.Println(peerLine())
 }
 
 // accept serves each connection with an HTTP/3 server of its own, so that a GOAWAY goes to
@@ -116,6 +139,11 @@ func accept(listener *quic.EarlyListener, handler http.Handler, goaway int64) {
 				early.Add(1)
 			}
 		}()
+		if addr, ok := conn.RemoteAddr().(*net.UDPAddr); ok {
+			peers.Lock()
+			peers.by[addr.IP.String()]++
+			peers.Unlock()
+		}
 		server := &http3.Server{}
 		var served atomic.Int64
 		server.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,9 +1,12 @@
 //! The HTTP/3 servers of the HTTP/3 tests, each built from the Go module proxy into
 //! `target/NAME/` on first use (as the grpc-go server is): quic-go's `http3` server
 //! (`h3-server/main.go`: it counts requests, HTTP/3 requests and connections on its own side,
-//! with knobs for a short idle timeout, a GOAWAY after N requests and 0-RTT), and Caddy itself (`caddy-server/`: the released
+//! and its connections by peer address, with knobs for a short idle timeout, a GOAWAY after
+//! N requests and 0-RTT), and Caddy itself (`caddy-server/`: the released
 //! program with its standard modules) serving HTTP/3 only, with its JSON access log on.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -61,14 +64,31 @@ impl QuicGo {
     }
 
     /// Stops the server and returns what it counted.
-    pub fn counts(mut self) -> Counts {
+    pub fn counts(self) -> Counts {
+        self.counts_by_peer().0
+    }
+
+    /// Stops the server and returns what it counted, and its connections by the peer's IP
+    /// address.
+    pub fn counts_by_peer(mut self) -> (Counts, BTreeMap<IpAddr, u64>) {
         let count = self.server.counts();
-        Counts {
+        let counts = Counts {
             requests: count("Requests"),
             h3: count("H3"),
             connections: count("Conns"),
             early: count("Early"),
-        }
+        };
+        let line = self.server.next_line();
+        let peers = line
+            .strip_prefix("peers")
+            .unwrap_or_else(|| panic!("a peers line: {line:?}"))
+            .split_whitespace()
+            .map(|field| {
+                let (ip, n) = field.split_once('=').expect("IP=N");
+                (ip.parse().expect("an IP"), n.parse().expect("a count"))
+            })
+            .collect();
+        (counts, peers)
     }
 }
 
@@ -83,9 +103,20 @@ pub struct Caddy {
 }
 
 impl Caddy {
-    /// Starts Caddy and waits until it serves; `None` (after [`crate::missing::missing`])
-    /// without Go.
+    /// Starts Caddy serving HTTP/3 only and waits until it serves; `None` (after
+    /// [`crate::missing::missing`]) without Go.
     pub fn start() -> Option<Caddy> {
+        Caddy::serving("h3")
+    }
+
+    /// Starts Caddy serving HTTP/1.1, HTTP/2 and HTTP/3 on one port (TCP and UDP): it then
+    /// advertises HTTP/3 in each TCP response's `Alt-Svc` (`h3=":PORT"; ma=2592000`).
+    pub fn with_alt_svc() -> Option<Caddy> {
+        Caddy::serving("h1 h2 h3")
+    }
+
+    /// Starts Caddy serving `protocols` (Caddy's words: `h1 h2 h3`).
+    fn serving(protocols: &str) -> Option<Caddy> {
         static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
         let binary = BUILT
             .get_or_init(|| crate::grpc::build_go_server("caddy-server", GO_INSTALL))
@@ -93,6 +124,7 @@ impl Caddy {
         let port = free_udp_port();
         let dir = crate::dirs::temp_dir(&format!("caddy-{port}"));
         let config = CADDYFILE
+            .replace("protocols h3", &format!("protocols {protocols}"))
             .replace("PORT", &port.to_string())
             .replace("LOG", &dir.join("access.log").display().to_string());
         std::fs::write(dir.join("Caddyfile"), config).expect("write the Caddyfile");
@@ -193,7 +225,8 @@ fn instance() -> u32 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// A UDP port of 127.0.0.1 free a moment ago, and never handed out before in this process:
+/// A UDP port of 127.0.0.1 free a moment ago (its TCP side too), and never handed out before
+/// in this process:
 /// Caddy binds its port with `SO_REUSEPORT`, so two servers of the same process given the same
 /// free port would share its datagrams (and each log the other's requests).
 fn free_udp_port() -> u16 {
@@ -202,7 +235,8 @@ fn free_udp_port() -> u16 {
     loop {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
         let port = socket.local_addr().expect("its address").port();
-        if !given.contains(&port) {
+        let tcp_free = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if tcp_free && !given.contains(&port) {
             given.push(port);
             return port;
         }

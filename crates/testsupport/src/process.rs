@@ -176,6 +176,19 @@ impl CountingServer {
     }
 }
 
+impl CountingServer {
+    /// The next line it prints after its counts (a server that prints more than one), with
+    /// its end of line trimmed.
+    pub(crate) fn next_line(&mut self) -> String {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the server prints its next line");
+        line.trim_end().to_string()
+    }
+}
+
 impl Drop for CountingServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -222,8 +222,19 @@ pub struct Http2Args {
 
     /// Speak HTTP/3 over QUIC (an https URL: TLS 1.3, ALPN h3, UDP). -c stays the number of
     /// concurrent requests; --max-streams of them share a connection, as with --http2.
-    #[arg(long = "http3", help_heading = "HTTP/2", conflicts_with = "http2")]
-    pub http3: bool,
+    /// --http3=auto asks the server first (one HEAD request over HTTP/2) and goes over HTTP/3
+    /// when its Alt-Svc header offers h3 on its own host, to the port it names; else over
+    /// HTTP/2, saying why on stderr and in the report.
+    #[arg(
+        long = "http3",
+        value_name = "auto",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        help_heading = "HTTP/2",
+        conflicts_with = "http2"
+    )]
+    pub http3: Option<Http3Mode>,
 
     /// HTTP/3: send a connection's first requests as 0-RTT early data when an earlier
     /// connection of the run left a ticket that allows it, and count whether the server
@@ -237,6 +248,22 @@ pub struct Http2Args {
     /// stream of the existing ones is busy, up to --max-connections. [default: 100]
     #[arg(long = "max-streams", value_name = "N", help_heading = "HTTP/2")]
     pub max_streams: Option<usize>,
+}
+
+/// When a run speaks HTTP/3: `--http3` alone, or `--http3=auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Http3Mode {
+    /// Always (`--http3`).
+    Always,
+    /// When the server's Alt-Svc offers h3, else HTTP/2.
+    Auto,
+}
+
+impl Http2Args {
+    /// Whether HTTP/3 is asked for, always or found by `--http3=auto`.
+    pub fn http3(&self) -> bool {
+        self.http3.is_some()
+    }
 }
 
 /// A share of a test split across processes or machines: a flag run's or a plan run's.

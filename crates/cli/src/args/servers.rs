@@ -38,6 +38,10 @@ pub struct TargetArgs {
     /// holding the CA, for clients' --cacert.
     #[arg(long)]
     pub tls: bool,
+    /// Also serve HTTP/3 over QUIC, on the same port's UDP side, with the same certificate
+    /// (needs --tls).
+    #[arg(long, requires = "tls")]
+    pub http3: bool,
     /// Print the .proto of the target's gRPC service (belier.target.Target: Unary,
     /// ServerStream, ClientStream, Bidi) for `belier grpc --proto`, and exit.
     #[arg(long)]
@@ -98,4 +102,7 @@ pub struct DemoArgs {
     /// Over HTTP/2: ALPN h2 with --tls, prior knowledge (h2c) without.
     #[arg(long)]
     pub http2: bool,
+    /// Over HTTP/3 (QUIC): implies --tls, as QUIC is always TLS 1.3.
+    #[arg(long, conflicts_with = "http2")]
+    pub http3: bool,
 }

@@ -11,12 +11,12 @@ use crate::signals::Signals;
 /// Starts the target, loads it, prints the report and the server's own count.
 pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
     let defaults = Config::default();
-    let tls = args
-        .tls
-        .then(|| super::target::self_signed(defaults.listen));
+    // QUIC is always TLS: --http3 brings --tls.
+    let tls = (args.tls || args.http3).then(|| super::target::self_signed(defaults.listen));
     let server = Server::start(Config {
         tls: tls.as_ref().map(|(config, _)| config.clone()),
         http2: true,
+        http3: args.http3,
         ..defaults
     })
     .context("cannot start the built-in target")?;
@@ -36,13 +36,20 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
     if args.http2 {
         argv.push("--http2".into());
     }
+    if args.http3 {
+        argv.push("--http3".into());
+    }
     let load = crate::args::Cli::try_parse_from(argv)
         .context("demo arguments")?
         .load;
     eprintln!(
         "belier demo: loading the built-in target at {} over {} with {} connections for {}",
         server.url("/"),
-        if args.http2 { "HTTP/2" } else { "HTTP/1.1" },
+        match (args.http2, args.http3) {
+            (_, true) => "HTTP/3",
+            (true, false) => "HTTP/2",
+            (false, false) => "HTTP/1.1",
+        },
         args.connections,
         humantime::format_duration(args.duration)
     );

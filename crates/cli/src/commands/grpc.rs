@@ -31,7 +31,7 @@ pub(crate) fn settings(mut args: GrpcArgs, cores: usize) -> anyhow::Result<Setti
 fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
     let refused = [
         (load.request.method != "GET", "--method"),
-        (load.http2.http3, "--http3"),
+        (load.http2.http3(), "--http3"),
         (load.http2.quic_0rtt, "--quic-0rtt"),
         (load.request.every.compressed, "--compressed"),
         (load.no_keepalive, "--no-keepalive"),

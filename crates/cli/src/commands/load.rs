@@ -15,7 +15,19 @@ pub fn load_and_report(args: LoadArgs, signals: &Signals) -> anyhow::Result<u8> 
         eprintln!("warning: {warning}");
     }
     let cluster = args.cluster.clone();
-    let settings = targets_file::settings(args, cores())?;
+    let auto = args.http2.http3 == Some(crate::args::Http3Mode::Auto);
+    let mut settings = targets_file::settings(args, cores())?;
+    if auto && cluster.active() {
+        return Err(crate::settings::InputError::new(
+            "--http3",
+            "auto",
+            "is decided by one process: give a distributed run --http3 or --http2",
+        )
+        .into());
+    }
+    if auto {
+        crate::load::http3_auto::decide(&mut settings)?;
+    }
     if cluster.active() {
         return cluster::run_and_report(&settings, &cluster, signals);
     }

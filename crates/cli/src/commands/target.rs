@@ -56,6 +56,7 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         tls: tls.as_ref().map(|(config, _)| config.clone()),
         http2: true,
         handlers: handlers.clone(),
+        http3: args.http3,
     })
     .with_context(|| match &args.unix_socket {
         Some(path) => format!("cannot listen on {}", path.display()),
@@ -124,11 +125,16 @@ fn announce(
         None => eprintln!("belier target listening on {}", server.url("/")),
     }
     eprintln!(
-        "  HTTP/1.1 and HTTP/2 ({})",
+        "  HTTP/1.1 and HTTP/2 ({}){}",
         if args.tls {
             "ALPN h2"
         } else {
             "h2c with prior knowledge"
+        },
+        if args.http3 {
+            "; HTTP/3 over QUIC on the same port (UDP), advertised in HTTP/2's Alt-Svc"
+        } else {
+            ""
         }
     );
     if let Some((config, ca)) = tls {

@@ -143,7 +143,7 @@ fn refuse_http_only(load: &LoadArgs) -> Result<(), InputError> {
         (load.request.proxy.is_some(), "--proxy"),
         (load.targets.targets.is_some(), "--targets"),
         (load.http2.http2, "--http2"),
-        (load.http2.http3, "--http3"),
+        (load.http2.http3(), "--http3"),
         (load.http2.quic_0rtt, "--quic-0rtt"),
         (load.request.stream.is_some(), "--stream"),
         (load.request.sse_reconnect.is_some(), "--sse-reconnect"),

@@ -77,7 +77,8 @@ impl Opened {
             .as_deref()
             .map(open_results)
             .transpose()?;
-        let (feed, warnings) = Feed::start(settings)?;
+        let (feed, mut warnings) = Feed::start(settings)?;
+        warnings.extend(settings.protocol_note.clone());
         let web = crate::web::Live::open(settings)?;
         let spans = match &settings.output.traces_out {
             Some(spec) => Some(

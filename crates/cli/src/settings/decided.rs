@@ -27,6 +27,9 @@ pub struct Settings {
     pub fd_limit: u64,
     /// A targets run's targets (`--targets`).
     pub targets: Option<TargetsRun>,
+    /// Why the run speaks HTTP/2 when `--http3=auto` asked for HTTP/3 (see
+    /// [`crate::load::http3_auto`]): among the report's warnings.
+    pub protocol_note: Option<String>,
 }
 
 /// Where a run's report and results go, validated.

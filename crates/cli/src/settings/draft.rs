@@ -49,6 +49,9 @@ pub struct Http2 {
     pub http3: bool,
     /// HTTP/3: send 0-RTT early data (`--quic-0rtt`).
     pub early: bool,
+    /// `--http3=auto`: HTTP/2 until the server's Alt-Svc is read (see `load::http3_auto`),
+    /// checked as HTTP/3 is, as the run may go over it.
+    pub auto: bool,
     /// Concurrent streams per connection, if given.
     pub max_streams: Option<usize>,
     /// Where they were asked for, which errors name.
@@ -103,6 +106,7 @@ impl Draft {
             plan,
             fd_limit,
             targets: None,
+            protocol_note: None,
         })
     }
 }
@@ -125,14 +129,14 @@ impl Http2 {
                 "`keepalive: false`",
             ),
         };
-        let on = self.on || self.http3;
-        let http2 = match (self.http3, &self.origin) {
+        let on = self.on || self.http3 || self.auto;
+        let http2 = match (self.http3 || self.auto, &self.origin) {
             (false, _) => http2,
             (true, Origin::Flags) => "--http3",
             (true, Origin::Plan(_)) => "`http3: true`",
         };
         if self.early {
-            check_early(engine, self.http3)?;
+            check_early(engine, self.http3, self.auto)?;
         }
         if !on && self.max_streams.is_some() {
             return Err(self
@@ -151,7 +155,7 @@ impl Http2 {
                 format!("does not apply to {http2}: streams share their connections"),
             ));
         }
-        if self.http3 {
+        if self.http3 || self.auto {
             refuse_for_http3(engine, &self.origin)?;
         }
         engine.http2 = !self.http3;
@@ -164,8 +168,9 @@ impl Http2 {
 
 /// `--quic-0rtt`: over HTTP/3, for requests a replay cannot harm (RFC 8470 §4, RFC 9114
 /// §10.9: early data can be replayed by anyone who saw it).
-fn check_early(engine: &Config, http3: bool) -> Result<(), InputError> {
+fn check_early(engine: &Config, http3: bool, auto: bool) -> Result<(), InputError> {
     let why = match engine.request.method.as_str() {
+        _ if auto => "goes with --http3, not --http3=auto, which may go over HTTP/2".to_string(),
         _ if !http3 => "needs --http3: 0-RTT is QUIC's".to_string(),
         "GET" | "HEAD" | "OPTIONS" => return Ok(()),
         method => format!(
@@ -207,11 +212,6 @@ fn refuse_for_http3(engine: &Config, origin: &Origin) -> Result<(), InputError> 
             engine.tunnel.is_some(),
             "--proxy",
             "HTTP/3 does not go through an HTTP proxy",
-        ),
-        (
-            !engine.local_addresses.is_empty(),
-            "--local-address",
-            "is not bound over HTTP/3 yet",
         ),
         (!engine.origins.is_empty(), "--http3", "goes to one host"),
     ];

@@ -276,6 +276,7 @@ fn plan_draft(load: Load, http2: bool, max_streams: Option<usize>) -> Draft {
         http2: Http2 {
             on: http2,
             http3: false,
+            auto: false,
             early: false,
             max_streams,
             origin: Origin::Plan("plan.yaml".into()),

@@ -66,6 +66,7 @@ fn caddy_logs_every_request_over_http3() {
     assert_eq!(doc["status_codes"], json!({"200": 20_000}), "{doc}");
     assert_eq!(doc["errors"], json!([]), "{doc}");
     assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
+    crate::cli::validate(&doc);
     // Caddy keeps them: belier lets go of each at the run's end.
     ends_add_up(&doc);
     let ended = &doc["quic"]["connections_ended"];
@@ -177,6 +178,7 @@ fn a_server_that_sends_goaway_makes_no_false_error_and_no_request_twice() {
     // the streams above its id the server rejected), or the server closed it gracefully
     // (H3_NO_ERROR) first; the last one or two may still be open when the run ends.
     assert_eq!(ends_add_up(&doc), counted.connections);
+    crate::cli::validate(&doc);
     let quic = &doc["quic"];
     let by_server = quic["ended_by_server"].as_u64().unwrap();
     assert!(by_server >= counted.connections - 2, "{quic}");

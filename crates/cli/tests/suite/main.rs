@@ -29,6 +29,8 @@ mod history;
 mod hold;
 mod hosts;
 mod http3;
+mod http3_auto;
+mod http3_reach;
 mod import;
 mod k8s;
 mod kernel_stamps;

@@ -41,6 +41,7 @@ fn grpc_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         http2: Http2 {
             on: true,
             http3: false,
+            auto: false,
             early: false,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
@@ -108,12 +109,21 @@ fn url_target(args: &CapacityArgs) -> anyhow::Result<Target> {
         )
         .into());
     }
+    if args.http2.http3 == Some(crate::args::Http3Mode::Auto) {
+        return Err(InputError::new(
+            "--http3",
+            "auto",
+            "is for a load run: a capacity search gives --http3 or --http2",
+        )
+        .into());
+    }
     Ok(Target::Url {
         engine: Box::new(engine),
         url,
         http2: Http2 {
             on: args.http2.http2,
-            http3: args.http2.http3,
+            http3: args.http2.http3.is_some(),
+            auto: false,
             early: args.http2.quic_0rtt,
             max_streams: args.http2.max_streams,
             origin: Origin::Flags,
