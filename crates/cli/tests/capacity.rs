@@ -65,6 +65,64 @@ fn the_capacity_found_is_the_target_s_own() {
     assert!(c["overload"].is_null());
 }
 
+#[test]
+fn the_capacity_found_over_http3_is_the_target_s_own() {
+    // The first test's target (4 handlers of 20 ms: about 200/s) over QUIC: the built-in
+    // target serving HTTP/3 on its port's UDP side, every request through the same pool.
+    let (tls, _) = belier_testserver::TlsConfig::self_signed(&["127.0.0.1"]);
+    let s = capacity_support::ahead(|| {
+        Server::start(belier_testserver::Config {
+            threads: 2,
+            tls: Some(tls),
+            http3: true,
+            record_requests: 64,
+            handlers: Some(belier_testserver::Handlers {
+                workers: 4,
+                service_time: Duration::from_millis(20),
+                queue: None,
+                shed: false,
+            }),
+            ..belier_testserver::Config::default()
+        })
+    })
+    .expect("target starts");
+    let (out, doc) = capacity(
+        BELIER,
+        &[
+            "--http3",
+            "-k",
+            "--slo",
+            "p99<100ms",
+            "--start-rate",
+            "100",
+            "--warmup",
+            "500ms",
+            "--window",
+            "2s",
+            "--confirm-window",
+            "2s",
+            "--no-overload",
+            &s.url("/"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    validate(&doc);
+    let c = &doc["capacity"];
+    let truth = 4.0 / s.pool_stats().unwrap().mean_service.unwrap().as_secs_f64();
+    let found = c["max_rate"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no capacity: {c:#}"));
+    assert!(
+        (0.85..=1.05).contains(&(found / truth)),
+        "found {found}/s against {truth:.1}/s\n{c:#}"
+    );
+    assert_eq!(c["limited_by"], "slo");
+    // Every request the search sent went over HTTP/3, by the target's own record.
+    let seen = s.recent_requests();
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|r| r.version == "HTTP/3"), "{seen:?}");
+}
+
 /// A short search for the latency SLO `slo` (and the errors<1% in force beside it) with
 /// overload steps, bounded by --max-time, against a target of 8 handlers of 20 ms (about
 /// 380/s), bisected to 5 % (the bisection's arithmetic is the search's unit tests'; here two

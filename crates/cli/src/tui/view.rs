@@ -450,6 +450,13 @@ fn load_lines(s: &Snapshot) -> Vec<Line<'static>> {
             lines.push(Line::raw(format!("dropped     {}", s.settled.dropped())));
         }
     }
+    // HTTP/3: the packets QUIC lost so far, which delay requests but fail none.
+    if let Some(q) = s.settled.quic() {
+        lines.push(Line::raw(format!(
+            "QUIC lost   {} of {} packets",
+            q.packets_lost, q.packets_sent
+        )));
+    }
     lines
 }
 
@@ -577,6 +584,20 @@ mod tests {
         assert_eq!(lines[0].1, Some(Color::Green), "{lines:?}");
         assert!(lines[1].0.contains("RESOURCE_EXHAUSTED"), "{lines:?}");
         assert_eq!(lines[1].1, Some(Color::Red), "{lines:?}");
+    }
+
+    #[test]
+    fn an_http3_run_shows_the_packets_quic_lost() {
+        let mut settled = Recorder::new();
+        let points = seconds(&settled, 3);
+        assert!(!screen(120, 40, &snapshot(&points, &settled)).contains("QUIC"));
+        settled.record_quic(&belier_stats::Quic {
+            packets_sent: 4_000,
+            packets_lost: 3,
+            ..belier_stats::Quic::default()
+        });
+        let text = screen(120, 40, &snapshot(&points, &settled));
+        assert!(text.contains("QUIC lost   3 of 4000 packets"), "{text}");
     }
 
     #[test]
