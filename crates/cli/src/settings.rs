@@ -335,7 +335,8 @@ pub fn with_request(
 }
 
 /// `--sse-reconnect` makes each connection of a closed loop over HTTP/1.1 an `EventSource`:
-/// an open loop's arrivals are independent clients, HTTP/2's slots share connections, and
+/// an open loop's arrivals are independent clients, HTTP/2's and HTTP/3's slots share
+/// connections, and
 /// users with cookie jars or redirects to follow are scripted users; each is refused by name
 /// (targets files are, where they are read).
 fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputError> {
@@ -351,6 +352,11 @@ fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputErro
         (
             engine.http2,
             "--http2",
+            "it reconnects HTTP/1.1 connections",
+        ),
+        (
+            engine.http3,
+            "--http3",
             "it reconnects HTTP/1.1 connections",
         ),
         // Users with cookie jars or hops (`--cookies`, `--follow`) send the run's request.
