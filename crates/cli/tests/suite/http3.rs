@@ -222,8 +222,15 @@ fn what_http3_cannot_do_is_refused_by_name() {
         (&["http://127.0.0.1:9/", "--http3"], "https://"),
         (&["https://127.0.0.1:9/", "--http3", "--http2"], "--http2"),
         (
-            &["https://127.0.0.1:9/", "--http3", "--stream", "sse"],
-            "--stream",
+            &[
+                "https://127.0.0.1:9/",
+                "--http3",
+                "--stream",
+                "sse",
+                "--sse-reconnect",
+                "1s",
+            ],
+            "--sse-reconnect",
         ),
     ];
     for (args, named) in cases {
