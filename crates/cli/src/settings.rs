@@ -336,9 +336,8 @@ pub fn with_request(
 
 /// `--sse-reconnect` makes each connection of a closed loop over HTTP/1.1 an `EventSource`:
 /// an open loop's arrivals are independent clients, HTTP/2's and HTTP/3's slots share
-/// connections, and
-/// users with cookie jars or redirects to follow are scripted users; each is refused by name
-/// (targets files are, where they are read).
+/// connections, and users with cookie jars or redirects to follow are scripted users; each is
+/// refused by name (targets files are, where they are read).
 fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputError> {
     if engine.sse_reconnect.is_none() {
         return Ok(());
