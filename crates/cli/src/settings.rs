@@ -269,6 +269,8 @@ pub fn with_request(
 ) -> Result<Settings, InputError> {
     let (shard, seed_given) = (args.shard.shard, args.open_loop.seed.is_some());
     let open_loop = args.pace.rate.is_some();
+    // `--http3`, or `--http3=auto` (which speaks HTTP/2 until the server's Alt-Svc is read).
+    let http3 = args.http2.http3.is_some();
     if let Some(n) = args.requests {
         check_range("--requests <N>", n, 1, MAX_REQUESTS)?;
     }
@@ -328,17 +330,18 @@ pub fn with_request(
         part: shard.unwrap_or_else(|| args.cluster.first_part()),
     }
     .finish()?;
-    refuse_reconnection(&settings.engine, open_loop)?;
+    refuse_reconnection(&settings.engine, open_loop, http3)?;
     settings.targets = targets;
     crate::shard::apply(&mut settings.engine, shard, seed_given)?;
     Ok(settings)
 }
 
 /// `--sse-reconnect` makes each connection of a closed loop over HTTP/1.1 an `EventSource`:
-/// an open loop's arrivals are independent clients, HTTP/2's slots share connections, and
-/// users with cookie jars or redirects to follow are scripted users; each is refused by name
-/// (targets files are, where they are read).
-fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputError> {
+/// an open loop's arrivals are independent clients, HTTP/2's and HTTP/3's slots share
+/// connections, and users with cookie jars or redirects to follow are scripted users; each is
+/// refused by name (targets files are, where they are read); `http3`: `--http3` was given,
+/// `auto` included.
+fn refuse_reconnection(engine: &Config, open_loop: bool, http3: bool) -> Result<(), InputError> {
     if engine.sse_reconnect.is_none() {
         return Ok(());
     }
@@ -348,6 +351,7 @@ fn refuse_reconnection(engine: &Config, open_loop: bool) -> Result<(), InputErro
             "--rate",
             "an open loop's arrivals are new clients",
         ),
+        (http3, "--http3", "it reconnects HTTP/1.1 connections"),
         (
             engine.http2,
             "--http2",

@@ -31,15 +31,14 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 
 use crate::connection::{
-    decoder, finish_body, io_kind, open_stream, split_body, Cause, Failure, OpenConnections, Phase,
-    Progress, Response, StreamProgress,
+    io_kind, open_stream, Cause, Failure, OpenConnections, Phase, Progress, Response,
+    StreamProgress,
 };
-use crate::decode::Coding;
+use crate::parsed_response::Body;
 
 mod stream;
 mod wire;
 
-use crate::body::keep_body;
 use crate::connection::counted::Counted;
 use crate::request::{host_header, Parts, USER_AGENT};
 use crate::tls::Tls;
@@ -224,6 +223,11 @@ impl Template {
         &self.body
     }
 
+    /// Whether the request is a HEAD, whose response has no body.
+    pub(crate) fn is_head(&self) -> bool {
+        self.head_request
+    }
+
     /// Whether the request is a gRPC call.
     pub(crate) fn is_grpc(&self) -> bool {
         self.grpc
@@ -402,14 +406,7 @@ impl Group {
         let now = Instant::now();
         p.first_byte = Some(stamped(wire.stream_stamps(id).first, p.sent, now).unwrap_or(now));
         let (head, mut body) = response.into_parts();
-        if let Some(kept) = &mut p.head {
-            write_head(kept, &head);
-        }
-        if let Some(timing) = &mut p.timing {
-            for value in head.headers.get_all(timing.header.name()) {
-                timing.keep(value.as_bytes());
-            }
-        }
+        crate::parsed_response::read_head(&head, b"HTTP/2 ", p);
         if !request.head_request {
             read_body(&head, &mut body, request, p)
                 .await
@@ -563,36 +560,24 @@ type Responded = (
 );
 
 /// Reads the response's body frame by frame, releasing its flow-control capacity as it goes:
-/// kept and decoded when `p` asks for it, a streaming call's messages counted and stamped.
+/// kept, decoded and cut into messages as `p` asks (see [`Body`]), a streaming call's
+/// messages counted and stamped.
 async fn read_body(
     head: &http::response::Parts,
     body: &mut h2::RecvStream,
     request: &Template,
     p: &mut Progress,
 ) -> Result<(), Failure> {
-    let mut decoder = match p.compressed {
-        true => {
-            let coding = head
-                .headers
-                .get(http::header::CONTENT_ENCODING)
-                .map_or(Coding::Identity, |v| Coding::parse(v.as_bytes()));
-            Some(decoder(p, coding)?)
-        }
-        false => None,
-    };
+    let mut reading = Body::new(head, p)?;
     let mut incoming = request
         .stream
         .as_ref()
         .map(|_| Incoming::new(&head.headers));
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(|e| h2_failure(e, true))?;
-        if let Some(kept) = &mut p.body {
-            keep_body(kept, &mut p.body_truncated, &chunk);
+        if reading.wanted() {
+            reading.take(p, &chunk)?;
         }
-        if let Some(d) = &mut decoder {
-            d.feed(&chunk)?;
-        }
-        split_body(p, &chunk, Instant::now())?;
         if let (Some(incoming), Some(stream)) = (&mut incoming, &mut p.stream) {
             incoming
                 .feed(&chunk, Instant::now(), stream)
@@ -604,7 +589,7 @@ async fn read_body(
     if let Some(incoming) = &incoming {
         incoming.finish().map_err(grpc_failure)?;
     }
-    finish_body(p, decoder)
+    reading.finish(p)
 }
 
 /// A streaming call's response whose messages cannot be read.
@@ -635,27 +620,6 @@ fn take_bytes(wire: &Wire, p: &mut Progress) {
     let (read, written) = wire.take();
     p.bytes_in += read;
     p.bytes_out += written;
-}
-
-/// Appends the response head to `out` in HTTP/1.1's textual form (`HTTP/2 200`, then one
-/// `name: value` line per field, then an empty line), so that a scripted user reads the
-/// headers of either protocol the same way.
-pub(crate) fn write_head(out: &mut Vec<u8>, head: &http::response::Parts) {
-    write_head_as(out, b"HTTP/2 ", head);
-}
-
-/// Writes `head` out as [`write_head`] does, its status line starting with `version`.
-pub(crate) fn write_head_as(out: &mut Vec<u8>, version: &[u8], head: &http::response::Parts) {
-    out.extend_from_slice(version);
-    out.extend_from_slice(head.status.as_str().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for (name, value) in &head.headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
 }
 
 /// The error kind of an HTTP/2 failure; `head_seen` says whether the response head had come.
@@ -785,7 +749,7 @@ mod tests {
             .unwrap()
             .into_parts();
         let mut out = Vec::new();
-        write_head(&mut out, &head);
+        crate::parsed_response::write_head(&mut out, b"HTTP/2 ", &head);
         assert_eq!(
             out,
             b"HTTP/2 404\r\ncontent-type: text/plain\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n\r\n"

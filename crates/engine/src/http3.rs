@@ -33,9 +33,12 @@ use bytes::{Buf, Bytes};
 use futures_util::FutureExt;
 use h3::error::{Code, ConnectionError, StreamError};
 
-use crate::connection::{Cause, Failure, OpenConnections, Phase, Progress, Response};
+use crate::connection::{
+    Cause, Failure, OpenConnections, Phase, Progress, Response, StreamProgress,
+};
 use crate::endpoint::Endpoint;
 use crate::http2::Template;
+use crate::parsed_response::{read_head, Body};
 use crate::tls::Tls;
 
 /// What an HTTP/3 run shares among its workers: the QUIC client configuration (TLS 1.3 from
@@ -74,6 +77,7 @@ impl Client {
 }
 
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+type RequestStream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
 /// Whether a 0-RTT connection's early data was accepted, once its handshake completed (false
 /// too when the connection was lost before).
@@ -360,6 +364,11 @@ enum Attempt {
 
 /// One request on `open`.
 async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<Response, Attempt> {
+    // A streamed body counts its messages from here; an attempt that goes again counts none.
+    if let Some(split) = &mut p.split {
+        split.reset();
+        p.stream = Some(StreamProgress::default());
+    }
     let mut send = open.send.clone();
     let mut stream = send
         .send_request(request.head().clone())
@@ -378,30 +387,49 @@ async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<R
         .await
         .map_err(|e| attempt(&e, false))?;
     p.first_byte = Some(Instant::now());
-    let status = response.status().as_u16();
-    if let Some(kept) = &mut p.head {
-        crate::http2::write_head_as(kept, b"HTTP/3 ", &response.into_parts().0);
-    }
+    let (head, ()) = response.into_parts();
+    read_head(&head, b"HTTP/3 ", p);
+    let body = match request.is_head() {
+        // No body follows a HEAD's head, whatever its headers say: only its end is read.
+        true => None,
+        false => Some(Body::new(&head, p).map_err(Attempt::Failed)?),
+    };
+    read_body(body, &mut stream, p)
+        .await
+        .map_err(Attempt::Failed)?;
+    Ok(Response {
+        status: head.status.as_u16(),
+        grpc: None,
+        reusable: true,
+    })
+}
+
+/// Reads the response's body to its end as h3 hands it over: kept, decoded and cut into
+/// messages as `p` asks (see [`Body`]); otherwise only counted, as the connection's bytes
+/// (see `take_bytes`).
+async fn read_body(
+    mut body: Option<Body>,
+    stream: &mut RequestStream,
+    p: &mut Progress,
+) -> Result<(), Failure> {
     while let Some(mut chunk) = stream
         .recv_data()
         .await
-        .map_err(|e| Attempt::Failed(stream_failure(&e, true)))?
+        .map_err(|e| stream_failure(&e, true))?
     {
-        // Counted as the connection's bytes (see `take_bytes`); kept when a user reads it.
-        if let Some(kept) = &mut p.body {
+        if let Some(body) = body.as_mut().filter(|b| b.wanted()) {
             while chunk.has_remaining() {
                 let piece = chunk.chunk();
-                crate::body::keep_body(kept, &mut p.body_truncated, piece);
+                body.take(p, piece)?;
                 let n = piece.len();
                 chunk.advance(n);
             }
         }
     }
-    Ok(Response {
-        status,
-        grpc: None,
-        reusable: true,
-    })
+    match body {
+        Some(body) => body.finish(p),
+        None => Ok(()),
+    }
 }
 
 /// Counts into `p` the UDP payload bytes `open` carried since the last exchange took them.

@@ -44,6 +44,7 @@ mod load;
 mod local;
 mod lookup;
 mod parallel;
+mod parsed_response;
 mod plan;
 mod probe;
 mod profile;
@@ -335,6 +336,7 @@ fn check(config: &Config) -> Result<(), StartError> {
         && (config.stream != Some(BodyStream::Sse)
             || !matches!(config.load, Load::Closed { .. })
             || config.http2
+            || config.http3
             || config.users.is_some()
             || config.websocket.is_some())
     {
@@ -380,16 +382,8 @@ fn check_http3(config: &Config) -> Result<(), StartError> {
             "held connections speak HTTP/1.1",
         ),
         (
-            config.stream.is_some(),
-            "streamed bodies (--stream) are not read over HTTP/3 yet",
-        ),
-        (
-            config.compressed,
-            "compressed bodies (--compressed) are not decoded over HTTP/3 yet",
-        ),
-        (
-            config.server_timing.is_some(),
-            "the server's timing header is not read over HTTP/3 yet",
+            config.sse_reconnect.is_some(),
+            "SSE reconnection reconnects HTTP/1.1 connections, not HTTP/3's",
         ),
     ];
     match refused.iter().find(|(refused, _)| *refused) {

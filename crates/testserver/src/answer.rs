@@ -1,10 +1,12 @@
 //! The answers HTTP/2 and HTTP/3 give alike, as `http` heads and bodies: each protocol's
 //! module sends them its own way.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
-use crate::behaviour::{Behaviour, JSON_BODY};
+use crate::behaviour::{Behaviour, DEFAULT_BODY, JSON_BODY};
 use crate::response;
 
 /// A response head with this status and, when given, `content-length`.
@@ -57,4 +59,62 @@ pub(crate) fn json(behaviour: &Behaviour, seq: u64, index: u64) -> (Response<()>
         }
     }
     (response, if has_body { body } else { Bytes::new() })
+}
+
+/// Whether a request's `Accept-Encoding` headers list gzip.
+pub(crate) fn accepts_gzip(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT_ENCODING)
+        .iter()
+        .any(|value| {
+            value.as_bytes().split(|&b| b == b',').any(|coding| {
+                let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
+                coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
+            })
+        })
+}
+
+/// The ordinary answer gzipped, when the client takes gzip (`gzip`) and the body has bytes
+/// and goes by length: its head (`Content-Encoding: gzip`, the compressed length) and the
+/// compressed body, as HTTP/1.1 sends it. `None`: the answer goes as it is.
+pub(crate) fn gzipped(
+    behaviour: &Behaviour,
+    is_head: bool,
+    gzip: bool,
+) -> Option<(Response<()>, Bytes)> {
+    let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
+    let plain = !response::status_has_body(behaviour.status) || behaviour.chunked || is_head;
+    if !gzip || plain || len == 0 {
+        return None;
+    }
+    let gz = response::gzip_body(behaviour.body_size);
+    let mut head = head_of(behaviour.status, Some(gz.len()));
+    let headers = head.headers_mut();
+    headers.insert(
+        http::header::CONTENT_ENCODING,
+        HeaderValue::from_static("gzip"),
+    );
+    headers.insert(
+        http::header::VARY,
+        HeaderValue::from_static("accept-encoding"),
+    );
+    Some((head, Bytes::from(gz)))
+}
+
+/// Adds `Server-Timing: app;dur=D` to `head`, D the milliseconds since its handler took the
+/// request at `handled` (with the `timing` knob).
+pub(crate) fn timed(head: &mut Response<()>, handled: Instant) {
+    let value = response::server_timing(handled);
+    let value = HeaderValue::from_str(&value).expect("digits and punctuation");
+    head.headers_mut().insert("server-timing", value);
+}
+
+/// The head of a streamed answer (see [`crate::streamed`]): `200`, an event stream, no length.
+pub(crate) fn stream_head() -> Response<()> {
+    let mut head = head_of(200, None);
+    head.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::streamed::CONTENT_TYPE),
+    );
+    head
 }

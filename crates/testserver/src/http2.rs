@@ -21,7 +21,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
@@ -162,11 +162,7 @@ impl Stream {
             return self.grpc(&head, &target, body, respond).await;
         }
         let is_head = head.method == http::Method::HEAD;
-        let gzip = head
-            .headers
-            .get_all(http::header::ACCEPT_ENCODING)
-            .iter()
-            .any(|v| accepts_gzip(v.as_bytes()));
+        let gzip = crate::answer::accepts_gzip(&head.headers);
         self.receive(&head, &target, &mut body).await?;
         if let Some(streamed) = crate::streamed::Streamed::of(head.method.as_str(), &target) {
             return match streamed {
@@ -337,31 +333,18 @@ impl Stream {
         gzip: bool,
         timed: Option<Instant>,
     ) -> Result<(), h2::Error> {
+        if let Some((head, gz)) = crate::answer::gzipped(behaviour, is_head, gzip) {
+            let mut send = respond.send_response(self.advertised(head), false)?;
+            self.responded();
+            return send_all(&mut send, gz).await;
+        }
         let has_body = response::status_has_body(behaviour.status);
         let len = behaviour.body_size.unwrap_or(DEFAULT_BODY.len());
-        if gzip && has_body && !behaviour.chunked && !is_head && len > 0 {
-            let gz = response::gzip_body(behaviour.body_size);
-            let mut response = head_of(behaviour.status, Some(gz.len()));
-            let headers = response.headers_mut();
-            headers.insert(
-                http::header::CONTENT_ENCODING,
-                HeaderValue::from_static("gzip"),
-            );
-            headers.insert(
-                http::header::VARY,
-                HeaderValue::from_static("accept-encoding"),
-            );
-            let mut send = respond.send_response(self.advertised(response), false)?;
-            self.responded();
-            return send_all(&mut send, Bytes::from(gz)).await;
-        }
         let length = (has_body && !behaviour.chunked).then_some(len);
         let end = !has_body || is_head || len == 0;
         let mut head = head_of(behaviour.status, length);
         if let Some(handled) = timed {
-            let value = response::server_timing(handled);
-            let value = HeaderValue::from_str(&value).expect("digits and punctuation");
-            head.headers_mut().insert("server-timing", value);
+            crate::answer::timed(&mut head, handled);
         }
         let mut send = respond.send_response(self.advertised(head), end)?;
         self.responded();
@@ -389,12 +372,8 @@ impl Stream {
         respond: &mut SendResponse<Bytes>,
         streamed: &crate::streamed::Streamed,
     ) -> Result<(), h2::Error> {
-        let mut response = head_of(200, None);
-        response.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static(crate::streamed::CONTENT_TYPE),
-        );
-        let mut send = respond.send_response(self.advertised(response), false)?;
+        let head = crate::answer::stream_head();
+        let mut send = respond.send_response(self.advertised(head), false)?;
         self.responded();
         let start = std::time::Instant::now();
         for (due, piece) in streamed.pieces() {
@@ -452,14 +431,6 @@ impl Stream {
     fn responded(&self) {
         self.shared.counters.responses.fetch_add(1, Relaxed);
     }
-}
-
-/// Whether an `Accept-Encoding` value lists gzip.
-fn accepts_gzip(value: &[u8]) -> bool {
-    value.split(|&b| b == b',').any(|coding| {
-        let coding = coding.split(|&b| b == b';').next().unwrap_or_default();
-        coding.trim_ascii().eq_ignore_ascii_case(b"gzip")
-    })
 }
 
 /// Never answers; returns when the client resets the stream or the connection goes.

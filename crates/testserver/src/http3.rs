@@ -1,23 +1,26 @@
 //! HTTP/3 ([`Config::http3`](crate::Config::http3)): the same knobs, counters and recording as
 //! HTTP/1.1 and HTTP/2, over QUIC on the TCP listener's port (UDP), through `quinn`'s server
 //! and `h3`'s (QUIC, framing, QPACK and flow control are not ours to redo), with the TLS
-//! configuration's certificate and ALPN `h3`.
+//! configuration's certificate and ALPN `h3`. The streamed answers (`/sse`, the LLM paths),
+//! gzip'd bodies for a client that takes gzip and `Server-Timing` (`timing=1`) are HTTP/2's
+//! (see `answer` and `streamed`).
 //!
 //! Each QUIC connection counts as a connection (its peer recorded as a TCP connection's is)
 //! and its completed handshake as a TLS handshake; each stream is a task of its own. What
-//! applies of the knobs: `delay`, `status`, `size`, `redirect`, `json`, `token` and the
-//! handler pool (a stream turned away is refused with `H3_REQUEST_REJECTED`, or `503` with
-//! shedding). Faults take their QUIC form: `reset` resets the stream (`H3_INTERNAL_ERROR`),
+//! applies of the knobs: `delay`, `status`, `size`, `redirect`, `json`, `token`, `timing`
+//! and the handler pool (a stream turned away is refused with `H3_REQUEST_REJECTED`, or `503`
+//! with shedding). Faults take their QUIC form: `reset` resets the stream (`H3_INTERNAL_ERROR`),
 //! `close-before-headers` and `close-mid-body` close the connection (the latter after the
 //! head and half the body went: QUIC drops what was not sent yet when it closes, so the
 //! client may see less), `stall` and a 1xx status never answer; `malformed` is answered `400`
-//! saying so. Bodies are never gzipped, `chunked=1` only drops `content-length`, and
-//! `close=1` is ignored: the connection stays for the client to end.
+//! saying so. `chunked=1` only drops `content-length`, and `close=1` is ignored: the
+//! connection stays for the client to end.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use h3::error::Code;
@@ -30,6 +33,7 @@ use crate::connection::{OpenGuard, RECORDED_BODY_BYTES};
 use crate::handlers::Admission;
 use crate::response::{self, FILLER};
 use crate::shared::{SeenRequest, Shared};
+use crate::streamed::Streamed;
 use crate::tls::{invalid, TlsConfig};
 
 type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
@@ -139,7 +143,14 @@ impl Exchange {
             .map_or("/", |p| p.as_str())
             .to_owned();
         let is_head = head.method == http::Method::HEAD;
+        let gzip = crate::answer::accepts_gzip(&head.headers);
         self.receive(&head, &target, io).await?;
+        if let Some(streamed) = crate::streamed::Streamed::of(head.method.as_str(), &target) {
+            return match streamed {
+                Ok(streamed) => self.stream(io, &streamed).await,
+                Err(why) => self.text(io, 400, &why).await,
+            };
+        }
         let behaviour = match self.shared.behaviour_of(&target) {
             Ok(behaviour) => behaviour,
             Err(err) => return self.text(io, 400, &err.to_string()).await,
@@ -147,11 +158,10 @@ impl Exchange {
         if head.method == http::Method::GET && target == "/metrics" {
             return self.text(io, 200, &self.shared.metrics()).await;
         }
-        if let Some(pool) = &self.shared.pool {
-            match pool.admit().await {
-                Admission::Served(handler) => {
-                    pool.serve(handler).await;
-                }
+        let handled = match &self.shared.pool {
+            None => Instant::now(),
+            Some(pool) => match pool.admit().await {
+                Admission::Served(handler) => pool.serve(handler).await,
                 Admission::Rejected if pool.settings.shed => {
                     return self.text(io, 503, "overloaded").await;
                 }
@@ -159,8 +169,8 @@ impl Exchange {
                     io.stop_stream(Code::H3_REQUEST_REJECTED);
                     return Ok(());
                 }
-            }
-        }
+            },
+        };
         if !behaviour.delay.is_zero() {
             crate::delay::sleep(behaviour.delay).await;
         }
@@ -172,7 +182,11 @@ impl Exchange {
             self.connection.closed().await;
             return Ok(());
         }
-        let (mut response, body) = self.response(&behaviour, &target);
+        if let Some((head, gz)) = crate::answer::gzipped(&behaviour, is_head, gzip) {
+            return self.send(io, head, gz).await;
+        }
+        let timed = behaviour.timing.then_some(handled);
+        let (mut response, body) = self.response(&behaviour, &target, timed);
         let has_body = response::status_has_body(behaviour.status);
         if !has_body {
             response.headers_mut().remove(http::header::CONTENT_LENGTH);
@@ -187,8 +201,14 @@ impl Exchange {
     }
 
     /// The response head and body `behaviour` asks for (a redirect, the JSON answers, the
-    /// default body or `size` filler bytes), with `content-length`.
-    fn response(&self, behaviour: &Behaviour, target: &str) -> (http::Response<()>, Bytes) {
+    /// default body or `size` filler bytes), with `content-length`; the last with
+    /// `Server-Timing` when `timed` says when its handler took the request.
+    fn response(
+        &self,
+        behaviour: &Behaviour,
+        target: &str,
+        timed: Option<Instant>,
+    ) -> (http::Response<()>, Bytes) {
         if behaviour.redirect > 0 {
             return (
                 crate::answer::redirect(behaviour.status, target),
@@ -199,7 +219,11 @@ impl Exchange {
             return crate::answer::json(behaviour, self.seq, self.index);
         }
         let body = Self::plain_body(behaviour);
-        (head_of(behaviour.status, Some(body.len())), body)
+        let mut head = head_of(behaviour.status, Some(body.len()));
+        if let Some(handled) = timed {
+            crate::answer::timed(&mut head, handled);
+        }
+        (head, body)
     }
 
     /// The default body, or `size` filler bytes.
@@ -288,6 +312,20 @@ impl Exchange {
         self.responded();
         if !body.is_empty() {
             io.send_data(body).await?;
+        }
+        io.finish().await?;
+        Ok(())
+    }
+
+    /// A streamed answer, each piece sent when it is due. (Not held by the handler pool: a
+    /// stream's wait is its own.)
+    async fn stream(&self, io: &mut Stream, streamed: &Streamed) -> Result<(), Gone> {
+        io.send_response(crate::answer::stream_head()).await?;
+        self.responded();
+        let start = Instant::now();
+        for (due, piece) in streamed.pieces() {
+            crate::delay::sleep((start + due).saturating_duration_since(Instant::now())).await;
+            io.send_data(Bytes::from(piece)).await?;
         }
         io.finish().await?;
         Ok(())

@@ -1,6 +1,6 @@
 //! Streamed answers, for `--stream` runs and their tests: `GET /sse` sends Server-Sent Events,
 //! `POST /v1/chat/completions` (and `/v1/completions`) an OpenAI-compatible token stream, each
-//! with a set first delay and gap, over HTTP/1.1 (chunked) and HTTP/2 alike.
+//! with a set first delay and gap, over HTTP/1.1 (chunked), HTTP/2 and HTTP/3 alike.
 //!
 //! Knobs (query string): `events` (or `tokens`): how many (default 10); `first` (or `ttft`):
 //! the wait before the first; `gap` (or `itl`): between one and the next (durations such as

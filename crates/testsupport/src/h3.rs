@@ -115,8 +115,24 @@ impl Caddy {
         Caddy::serving("h1 h2 h3")
     }
 
+    /// Starts Caddy serving HTTP/3 only, gzipping its answers for clients that take gzip
+    /// (`encode gzip`); `/big` answers [`BIG_BODY_BYTES`] bytes of text.
+    pub fn gzipping() -> Option<Caddy> {
+        let big = "x".repeat(BIG_BODY_BYTES);
+        let site = format!(
+            "encode gzip\n\theader Content-Type \"text/plain; charset=utf-8\"\n\t\
+             respond /big \"{big}\" 200\n\trespond \"ok\" 200"
+        );
+        Caddy::serving_with("h3", &site)
+    }
+
     /// Starts Caddy serving `protocols` (Caddy's words: `h1 h2 h3`).
     fn serving(protocols: &str) -> Option<Caddy> {
+        Caddy::serving_with(protocols, "respond \"ok\" 200")
+    }
+
+    /// Starts Caddy serving `protocols`, its site's handling as `site` says (Caddyfile lines).
+    fn serving_with(protocols: &str, site: &str) -> Option<Caddy> {
         static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
         let binary = BUILT
             .get_or_init(|| crate::grpc::build_go_server("caddy-server", GO_INSTALL))
@@ -126,7 +142,8 @@ impl Caddy {
         let config = CADDYFILE
             .replace("protocols h3", &format!("protocols {protocols}"))
             .replace("PORT", &port.to_string())
-            .replace("LOG", &dir.join("access.log").display().to_string());
+            .replace("LOG", &dir.join("access.log").display().to_string())
+            .replace("SITE", site);
         std::fs::write(dir.join("Caddyfile"), config).expect("write the Caddyfile");
         let output = std::fs::File::create(dir.join("caddy.log")).expect("caddy.log");
         let child = Command::new(binary)
@@ -215,9 +232,12 @@ https://127.0.0.1:PORT {
 		output file LOG
 		format json
 	}
-	respond "ok" 200
+	SITE
 }
 "#;
+
+/// The length of the body [`Caddy::gzipping`] answers `/big` with.
+pub const BIG_BODY_BYTES: usize = 4096;
 
 /// A number of its own for each server a test process starts (their files apart).
 fn instance() -> u32 {

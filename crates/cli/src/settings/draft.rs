@@ -189,21 +189,6 @@ fn refuse_for_http3(engine: &Config, origin: &Origin) -> Result<(), InputError> 
     }
     let refused = [
         (
-            engine.stream.is_some(),
-            "--stream",
-            "streamed bodies are not read over HTTP/3 yet",
-        ),
-        (
-            engine.compressed,
-            "--compressed",
-            "bodies are not decoded over HTTP/3 yet",
-        ),
-        (
-            engine.server_timing.is_some(),
-            "--server-timing",
-            "is not read over HTTP/3 yet",
-        ),
-        (
             engine.unix_socket.is_some(),
             "--unix-socket",
             "HTTP/3 goes over UDP",

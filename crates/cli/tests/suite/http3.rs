@@ -218,13 +218,21 @@ fn a_probe_over_http3_shows_the_quic_handshake_as_its_connect() {
 
 #[test]
 fn what_http3_cannot_do_is_refused_by_name() {
-    let cases: [(&[&str], &str); 3] = [
+    let reconnect = |http3| {
+        [
+            "https://127.0.0.1:9/",
+            http3,
+            "--stream",
+            "sse",
+            "--sse-reconnect",
+        ]
+    };
+    let (always, auto) = (reconnect("--http3"), reconnect("--http3=auto"));
+    let cases: [(&[&str], &str); 4] = [
         (&["http://127.0.0.1:9/", "--http3"], "https://"),
         (&["https://127.0.0.1:9/", "--http3", "--http2"], "--http2"),
-        (
-            &["https://127.0.0.1:9/", "--http3", "--stream", "sse"],
-            "--stream",
-        ),
+        (&always, "--sse-reconnect does not apply with --http3"),
+        (&auto, "--sse-reconnect does not apply with --http3"),
     ];
     for (args, named) in cases {
         let out = BELIER.output(args);

@@ -30,6 +30,7 @@ mod hold;
 mod hosts;
 mod http3;
 mod http3_auto;
+mod http3_body;
 mod http3_reach;
 mod import;
 mod k8s;
