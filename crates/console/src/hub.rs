@@ -408,6 +408,18 @@ fn totals(total: &Recorder, steps: &[String], settled_s: f64) -> Value {
     if let Some(times) = total.server_times() {
         doc["server_timing"] = server_timing(times, &ms);
     }
+    // HTTP/3 runs only: QUIC's own figures so far.
+    if let Some(q) = total.quic() {
+        doc["quic"] = json!({
+            "handshakes": q.handshakes,
+            "datagrams_sent": q.datagrams_sent,
+            "datagrams_received": q.datagrams_received,
+            "packets_sent": q.packets_sent,
+            "packets_lost": q.packets_lost,
+            "ended": q.ended,
+            "ended_by_server": q.ended_by_server(),
+        });
+    }
     if !total.exemplars().is_empty() {
         doc["slowest"] = slowest(total.exemplars(), steps);
     }
@@ -591,6 +603,28 @@ mod tests {
             slowest[0]["due_unix_ms"].as_u64(),
             Some(belier_stats::unix_us(t) / 1000)
         );
+    }
+
+    #[test]
+    fn quic_figures_are_in_the_totals_of_http3_runs_only() {
+        let mut total = Recorder::new();
+        assert!(totals(&total, &[], 1.0).get("quic").is_none());
+        let mut q = belier_stats::Quic {
+            handshakes: 2,
+            packets_sent: 900,
+            packets_lost: 4,
+            ..belier_stats::Quic::default()
+        };
+        q.end("idle_timeout");
+        total.record_quic(&q);
+        let quic = &totals(&total, &[], 1.0)["quic"];
+        assert_eq!(quic["handshakes"], 2, "{quic}");
+        assert_eq!(
+            (&quic["packets_lost"], &quic["packets_sent"]),
+            (&json!(4), &json!(900))
+        );
+        assert_eq!(quic["ended"], json!({"idle_timeout": 1}), "{quic}");
+        assert_eq!(quic["ended_by_server"], 1, "{quic}");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! and results file. And the hostile client (a page of another site, or one that rebinds its
 //! name to 127.0.0.1) refused by both kinds of console, steering above what the flags accept
 //! refused while the run goes on, the page showing the failed share of a run of 400s, and the
-//! slowest requests of a traced run with the trace ids the server received.
+//! slowest requests of a traced run with the trace ids the server received, and an HTTP/3
+//! run's QUIC figures.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -568,6 +569,23 @@ fn the_page_shows_the_failed_share_of_a_run_of_400s() {
     }
 }
 
+/// `belier ARGS --web` on a free port of 127.0.0.1, its page open in `browser` until the run
+/// has ended and the page's totals show `requests`: the running belier (lingering) and the
+/// console's address.
+fn watched_run(browser: &Browser, args: &[&str], requests: &str) -> (Belier, String) {
+    let port = free_port();
+    let web = format!("--web=127.0.0.1:{port}");
+    let mut all = args.to_vec();
+    all.extend([web.as_str(), "--web-linger", "60s"]);
+    let mut belier = BELIER.spawn(&all);
+    belier.wait_for("web console at");
+    let console = format!("http://127.0.0.1:{port}");
+    browser.goto(&format!("{console}/"));
+    browser.wait_until("the run ended", WAIT, |b| b.text("#state") == "ended");
+    browser.wait_until("the totals", WAIT, |b| b.text("#requests-now") == requests);
+    (belier, console)
+}
+
 #[test]
 fn the_page_lists_the_slowest_requests_with_the_traces_the_server_received() {
     let Some(browser) = Browser::start("web-slowest") else {
@@ -578,24 +596,9 @@ fn the_page_lists_the_slowest_requests_with_the_traces_the_server_received() {
         ..Config::default()
     })
     .unwrap();
-    let port = free_port();
-    let mut belier = BELIER.spawn(&[
-        &target.url("/?delay=1ms"),
-        "-n",
-        "50",
-        "-c",
-        "2",
-        "--trace-sample",
-        "100%",
-        &format!("--web=127.0.0.1:{port}"),
-        "--web-linger",
-        "60s",
-    ]);
-    belier.wait_for("web console at");
-    let console = format!("http://127.0.0.1:{port}");
-    browser.goto(&format!("{console}/"));
-    browser.wait_until("the run ended", WAIT, |b| b.text("#state") == "ended");
-    browser.wait_until("the totals", WAIT, |b| b.text("#requests-now") == "50");
+    let url = target.url("/?delay=1ms");
+    let args = [&url, "-n", "50", "-c", "2", "--trace-sample", "100%"];
+    let (belier, console) = watched_run(&browser, &args, "50");
     // What a person sees: the five slowest, slowest first, each with its trace id, which is
     // one the server received in a traceparent header.
     let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
@@ -632,6 +635,56 @@ fn the_page_lists_the_slowest_requests_with_the_traces_the_server_received() {
     belier.interrupt();
     let (code, _, stderr) = belier.finish();
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn the_page_shows_an_http3_runs_quic_figures() {
+    let Some(browser) = Browser::start("web-quic") else {
+        return;
+    };
+    let (tls, _) = belier_testserver::TlsConfig::self_signed(&["127.0.0.1"]);
+    let target = Server::start(Config {
+        tls: Some(tls),
+        http3: true,
+        ..Config::default()
+    })
+    .unwrap();
+    let url = target.url("/");
+    let args = [
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--max-streams",
+        "2",
+        "-t",
+        "1",
+    ];
+    let (belier, console) = watched_run(&browser, &args, "200");
+    // What a person sees: the QUIC table, its two connections' handshakes and the datagrams
+    // they carried, as the run's totals have them.
+    let run = json(&request("GET", &format!("{console}/api/run"), &[], "").body);
+    let quic = &run["totals"]["quic"];
+    assert_eq!(quic["handshakes"], 2, "{quic}");
+    let cell = |row: usize, n: usize| {
+        browser.text(&format!(
+            "#quic tbody tr:nth-child({row}) td:nth-child({n})"
+        ))
+    };
+    assert_eq!((cell(1, 1), cell(1, 2)), ("handshakes".into(), "2".into()));
+    assert_eq!(cell(2, 1), "datagrams sent");
+    assert_eq!(cell(2, 2), quic["datagrams_sent"].to_string());
+    assert_eq!(
+        cell(4, 2),
+        format!("{} of {}", quic["packets_lost"], quic["packets_sent"])
+    );
+    belier.interrupt();
+    let (code, _, stderr) = belier.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(target.counts().requests, 200);
 }
 
 #[test]

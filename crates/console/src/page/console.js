@@ -176,6 +176,13 @@ function tables(totals) {
     `Server timing (${st.timed} timed, ${st.missing} without the header, ${st.malformed} unreadable)`;
   rows($("server-timing"), st ? st.rows : [], (r) => [[r.name], [r.count, true],
     [`p50 ${fixed(r.p50_ms, 2)} ms`], [`p99 ${fixed(r.p99_ms, 2)} ms`]]);
+  // HTTP/3 runs only: QUIC's own figures, and how many connections ended by each cause.
+  const q = totals.quic;
+  const quic = q ? [["handshakes", q.handshakes], ["datagrams sent", q.datagrams_sent],
+    ["datagrams received", q.datagrams_received],
+    ["packets lost", `${q.packets_lost} of ${q.packets_sent}`],
+    ...Object.entries(q.ended).map(([cause, n]) => [`ended: ${cause}`, n])] : [];
+  rows($("quic"), quic, ([what, n]) => [[what], [n, true]]);
   // The slowest responses so far, with their traces when the run traces (--trace-sample):
   // when each was due, in UTC as servers log it.
   rows($("slowest"), totals.slowest || [], (e) => [[`${fixed(e.latency_ms, 2)} ms`, true],
