@@ -1,7 +1,8 @@
 //! `--http3=auto`: before the run, one HEAD request to the URL over HTTP/2 (TLS, ALPN `h2`,
-//! on a connection of its own, as `belier probe` sends one) reads the server's `Alt-Svc`; when it offers `h3` on the origin's
-//! own host, the run goes over HTTP/3 to the port it names, else over HTTP/2, the reason said
-//! on stderr and among the report's warnings. Never a silent fallback.
+//! on a connection of its own, as `belier probe` sends one) reads the server's `Alt-Svc`;
+//! when it offers `h3` on the origin's own host, the run goes over HTTP/3 to the port it
+//! names, else over HTTP/2, the reason said on stderr and among the report's warnings. Never
+//! a silent fallback.
 //!
 //! The discovery's request is not part of the run: the server sees one request more than
 //! the report counts.
