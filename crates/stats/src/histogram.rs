@@ -62,6 +62,20 @@ impl Metric {
         }
     }
 
+    /// Its place in [`Metric::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The significant figures its histogram keeps: [`DIAGNOSTIC_SIGFIG`] for the figures
+    /// that diagnose belier's own timing, [`HISTOGRAM_SIGFIG`] for the server's.
+    pub fn sigfig(self) -> u8 {
+        match self {
+            Metric::Uncorrected | Metric::Lag | Metric::Dispatch => DIAGNOSTIC_SIGFIG,
+            _ => HISTOGRAM_SIGFIG,
+        }
+    }
+
     /// The metric with this [`Metric::name`].
     pub fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.name() == name)

@@ -1,3 +1,5 @@
+use std::sync::OnceLock;
+
 use hdrhistogram::Histogram;
 
 use crate::custom::MetricRow;
@@ -23,18 +25,15 @@ const STATUS_SLOTS: usize = 1000;
 
 /// Counts everything about a set of finished requests; merges with `+=`.
 ///
-/// A recorder has a fixed size (about 220 KiB, most of it the latency histogram), whatever it
-/// records.
+/// A recorder's histograms are made when their first value comes: one at three figures holds
+/// 184 KiB of counts, all written when it is made, so a recorder holds only those of what it
+/// recorded (a run without TLS never makes the handshake's, an interval without a connect
+/// never makes the connect's). Beyond them a recorder has a fixed size, whatever it records.
 #[derive(Clone, Debug)]
 pub struct Recorder {
-    latency_us: Histogram<u64>,
-    uncorrected_us: Histogram<u64>,
-    lag_us: Histogram<u64>,
-    dispatch_us: Histogram<u64>,
-    connect_us: Histogram<u64>,
-    tls_us: Histogram<u64>,
-    ttfb_us: Histogram<u64>,
-    transfer_us: Histogram<u64>,
+    /// One histogram per [`Metric`], in [`Metric::ALL`]'s order; `None` until its first
+    /// value.
+    histograms: [Option<Box<Histogram<u64>>>; Metric::ALL.len()],
     /// The exact smallest and largest value of each histogram.
     extremes: Extremes,
     /// The slowest complete responses, one by one.
@@ -89,14 +88,7 @@ impl Recorder {
     /// An empty recorder.
     pub fn new() -> Self {
         Recorder {
-            latency_us: new_histogram(HISTOGRAM_SIGFIG),
-            uncorrected_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            lag_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            dispatch_us: new_histogram(DIAGNOSTIC_SIGFIG),
-            connect_us: new_histogram(HISTOGRAM_SIGFIG),
-            tls_us: new_histogram(HISTOGRAM_SIGFIG),
-            ttfb_us: new_histogram(HISTOGRAM_SIGFIG),
-            transfer_us: new_histogram(HISTOGRAM_SIGFIG),
+            histograms: Default::default(),
             extremes: Extremes::default(),
             exemplars: Exemplars::default(),
             step_exemplars: Vec::new(),
@@ -657,18 +649,18 @@ impl Recorder {
 
     /// The latency histogram (microseconds from intended start to completion, responses only).
     pub fn latency_us(&self) -> &Histogram<u64> {
-        &self.latency_us
+        self.histogram(Metric::Latency)
     }
 
     /// Latency from dispatch instead of from the intended start (responses only): what a
     /// generator with coordinated omission would report.
     pub fn uncorrected_us(&self) -> &Histogram<u64> {
-        &self.uncorrected_us
+        self.histogram(Metric::Uncorrected)
     }
 
     /// Scheduling lag of every dispatched request, microseconds.
     pub fn lag_us(&self) -> &Histogram<u64> {
-        &self.lag_us
+        self.histogram(Metric::Lag)
     }
 
     /// Arrivals that came due (open loop; 0 in the closed loop).
@@ -681,30 +673,29 @@ impl Recorder {
         self.dropped
     }
 
-    /// The histogram of `metric`.
+    /// The histogram of `metric` (an empty one when nothing was recorded in it).
     pub fn histogram(&self, metric: Metric) -> &Histogram<u64> {
-        match metric {
-            Metric::Latency => &self.latency_us,
-            Metric::Uncorrected => &self.uncorrected_us,
-            Metric::Lag => &self.lag_us,
-            Metric::Dispatch => &self.dispatch_us,
-            Metric::Connect => &self.connect_us,
-            Metric::Tls => &self.tls_us,
-            Metric::Ttfb => &self.ttfb_us,
-            Metric::Transfer => &self.transfer_us,
+        match &self.histograms[metric.index()] {
+            Some(h) => h,
+            None => empty_histogram(metric),
         }
     }
 
+    /// The histogram of `metric`, made now if it had no value yet.
     fn histogram_mut(&mut self, metric: Metric) -> &mut Histogram<u64> {
-        match metric {
-            Metric::Latency => &mut self.latency_us,
-            Metric::Uncorrected => &mut self.uncorrected_us,
-            Metric::Lag => &mut self.lag_us,
-            Metric::Dispatch => &mut self.dispatch_us,
-            Metric::Connect => &mut self.connect_us,
-            Metric::Tls => &mut self.tls_us,
-            Metric::Ttfb => &mut self.ttfb_us,
-            Metric::Transfer => &mut self.transfer_us,
+        self.histograms[metric.index()]
+            .get_or_insert_with(|| Box::new(new_histogram(metric.sigfig())))
+    }
+
+    /// Adds `other`'s histograms to this one's (making only those `other` has values in).
+    fn add_histograms(&mut self, other: &Recorder) {
+        for m in Metric::ALL {
+            if let Some(theirs) = &other.histograms[m.index()] {
+                // Same bounds on both sides by construction, so `add` cannot fail.
+                self.histogram_mut(m)
+                    .add(theirs.as_ref())
+                    .expect("recorders share histogram bounds");
+            }
         }
     }
 
@@ -723,6 +714,18 @@ impl Recorder {
     pub fn range(&self, metric: Metric) -> Option<Range> {
         self.extremes.of(metric)
     }
+}
+
+/// The empty histogram of `metric`'s number of figures, for a recorder that has none.
+fn empty_histogram(metric: Metric) -> &'static Histogram<u64> {
+    static PRECISE: OnceLock<Histogram<u64>> = OnceLock::new();
+    static DIAGNOSTIC: OnceLock<Histogram<u64>> = OnceLock::new();
+    let (cell, sigfig) = if metric.sigfig() == HISTOGRAM_SIGFIG {
+        (&PRECISE, HISTOGRAM_SIGFIG)
+    } else {
+        (&DIAGNOSTIC, DIAGNOSTIC_SIGFIG)
+    };
+    cell.get_or_init(|| new_histogram(sigfig))
 }
 
 #[cfg(test)]

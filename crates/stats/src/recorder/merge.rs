@@ -3,17 +3,12 @@
 
 use std::ops::AddAssign;
 
-use super::{Metric, Recorder};
+use super::Recorder;
 use crate::row::add_rows;
 
 impl AddAssign<&Recorder> for Recorder {
     fn add_assign(&mut self, other: &Recorder) {
-        // Same bounds on both sides by construction, so `add` cannot fail.
-        for m in Metric::ALL {
-            self.histogram_mut(m)
-                .add(other.histogram(m))
-                .expect("recorders share histogram bounds");
-        }
+        self.add_histograms(other);
         self.scheduled += other.scheduled;
         self.dropped += other.dropped;
         for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {

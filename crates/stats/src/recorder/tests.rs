@@ -364,3 +364,32 @@ fn each_step_keeps_its_own_slowest_merged_and_stored() {
     a.reset();
     assert!(a.step_exemplars(1).is_empty() && a.exemplars().is_empty());
 }
+
+#[test]
+fn histograms_are_made_by_their_first_value() {
+    for (i, m) in Metric::ALL.into_iter().enumerate() {
+        assert_eq!(m.index(), i, "{m:?} is at its index in Metric::ALL");
+    }
+    let mut r = Recorder::new();
+    assert!(r.histograms.iter().all(Option::is_none));
+    // A response over a connection it opened, without TLS: no handshake histogram.
+    r.record(&sample(1_000, Outcome::Response { status: 200 }));
+    let made: Vec<Metric> = Metric::ALL
+        .into_iter()
+        .filter(|m| r.histograms[m.index()].is_some())
+        .collect();
+    assert!(!made.contains(&Metric::Tls), "made {made:?}");
+    assert!(made.contains(&Metric::Latency), "made {made:?}");
+    // An empty histogram reads as one with the metric's bounds and figures.
+    let tls = r.histogram(Metric::Tls);
+    assert_eq!((tls.len(), tls.sigfig()), (0, HISTOGRAM_SIGFIG));
+    assert_eq!(r.histogram(Metric::Lag).sigfig(), DIAGNOSTIC_SIGFIG);
+    assert_eq!(tls.high(), r.histogram(Metric::Latency).high());
+    // Adding a recorder makes only what it has values in.
+    let mut total = Recorder::new();
+    total += &Recorder::new();
+    assert!(total.histograms.iter().all(Option::is_none));
+    total += &r;
+    assert_eq!(total.histogram(Metric::Latency).len(), 1);
+    assert!(total.histograms[Metric::Tls.index()].is_none());
+}
