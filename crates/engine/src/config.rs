@@ -102,9 +102,11 @@ pub struct Config {
     /// stamps (`SO_TIMESTAMPNS`, read with the data) where the socket gives them: HTTP/1.1
     /// and HTTP/2 over TCP, TLS included (the stamp of the read that completed the TLS
     /// record; for an HTTP/2 stream, of the reads that brought its HEADERS and its
-    /// END_STREAM frames; Linux stamps no Unix stream socket's reads). Latency then stays exact however late the
-    /// worker reads. `false` (or a socket without stamps) takes them when the read returns.
-    /// [`belier_stats::Recorder::kernel_stamped`] counts the responses timed so.
+    /// END_STREAM frames; for HTTP/3, the last datagram its connection's socket read when the
+    /// response's head or end came; Linux stamps no Unix stream socket's reads). Latency then
+    /// stays exact however late the worker reads. `false` (or a socket without stamps) takes
+    /// them when the read returns. [`belier_stats::Recorder::kernel_stamped`] counts the
+    /// responses timed so.
     pub kernel_stamps: bool,
     /// `--server-timing`, `--server-time-header`: read the server's own time from this header
     /// of each complete response and record it beside the latency

@@ -19,6 +19,7 @@
 //! per connection (see `figures`).
 
 mod figures;
+mod stamped_socket;
 
 pub(crate) use figures::Tally;
 
@@ -97,6 +98,8 @@ struct Open {
     early: Option<EarlyAccepted>,
     /// Its two ends, when the run records requests by address (see [`Progress::route`]).
     route: Option<belier_stats::Route>,
+    /// The kernel's stamp of the last datagram its socket read (`Config::kernel_stamps`).
+    stamps: Option<stamped_socket::LastStamp>,
     /// The endpoint (UDP socket) the connection lives on: dropped with it.
     _endpoint: quinn::Endpoint,
 }
@@ -109,6 +112,13 @@ impl Open {
             Some(accepted) => !accepted.clone().await,
             None => false,
         }
+    }
+
+    /// The instant of the kernel's stamp of the last datagram the connection's socket read,
+    /// kept between the request's send and `now`; `None` without stamps.
+    fn stamped(&self, sent: Option<Instant>, now: Instant) -> Option<Instant> {
+        let stamp = self.stamps.as_ref()?.get()?;
+        Some(crate::connection::stamp::to_instant(stamp, sent?, now))
     }
 }
 
@@ -187,7 +197,11 @@ impl Group {
         let local = local_socket(addr, to, p);
         // QUIC's handshake is its connect: a timeout in it is a connect timeout.
         p.phase = Phase::Connecting;
-        let endpoint = quinn::Endpoint::client(local).map_err(|e| Failure::io(e, true))?;
+        let (endpoint, stamps) = match p.kernel_stamps {
+            true => stamped_socket::endpoint(local).map(|(e, stamps)| (e, Some(stamps))),
+            false => quinn::Endpoint::client(local).map(|e| (e, None)),
+        }
+        .map_err(|e| Failure::io(e, true))?;
         let connecting = endpoint
             .connect_with(client.config.clone(), to, &client.server_name)
             .map_err(|e| failed(&e.to_string(), ErrorKind::OtherIo))?;
@@ -233,6 +247,7 @@ impl Group {
             read,
             early,
             route: p.route,
+            stamps,
             _endpoint: endpoint,
         }));
         Ok(())
@@ -386,7 +401,8 @@ async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<R
         .recv_response()
         .await
         .map_err(|e| attempt(&e, false))?;
-    p.first_byte = Some(Instant::now());
+    let now = Instant::now();
+    p.first_byte = Some(open.stamped(p.sent, now).unwrap_or(now));
     let (head, ()) = response.into_parts();
     read_head(&head, b"HTTP/3 ", p);
     let body = match request.is_head() {
@@ -397,6 +413,7 @@ async fn exchange(open: &Open, request: &Template, p: &mut Progress) -> Result<R
     read_body(body, &mut stream, p)
         .await
         .map_err(Attempt::Failed)?;
+    p.completed = open.stamped(p.sent, Instant::now());
     Ok(Response {
         status: head.status.as_u16(),
         grpc: None,

@@ -57,8 +57,8 @@ pub struct LoadArgs {
     pub timer_slack: Option<Duration>,
 
     /// Time each response's first byte and completion by the kernel's receive stamps, so
-    /// latency is exact however late belier reads (HTTP/1.1 and HTTP/2 over TCP, TLS included;
-    /// elsewhere, and with off, by when the read returns) [default: on]
+    /// latency is exact however late belier reads (HTTP/1.1 and HTTP/2 over TCP, TLS included,
+    /// and HTTP/3; elsewhere, and with off, by when the read returns) [default: on]
     #[arg(long = "kernel-stamps", value_name = "on|off")]
     pub kernel_stamps: Option<OnOff>,
 
