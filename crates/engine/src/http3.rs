@@ -167,6 +167,20 @@ impl Group {
         self.open.borrow().clone()
     }
 
+    /// Tells the server the group's open connection ends (CONNECTION_CLOSE, `H3_NO_ERROR`), as
+    /// closing a TCP connection does; its driver sends it when next polled. False when the
+    /// group has none open.
+    pub(crate) fn close(&self) -> bool {
+        let Some(open) = self.current() else {
+            return false;
+        };
+        open.connection.close(
+            quinn::VarInt::from_u32(Code::H3_NO_ERROR.value() as u32),
+            b"",
+        );
+        true
+    }
+
     /// Forgets connection `generation` (ended); a newer one stays.
     fn closed(&self, generation: u64) {
         let mut open = self.open.borrow_mut();

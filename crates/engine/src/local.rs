@@ -378,6 +378,17 @@ impl Connections {
         self.quic.take()
     }
 
+    /// Closes the QUIC connections still open (see `http3::Group::close`); whether there were
+    /// any.
+    pub(crate) fn close_quic(&self) -> bool {
+        let mut any = false;
+        for group in self.groups3.borrow().iter() {
+            // Every group's, not only up to the first open one.
+            any |= group.close();
+        }
+        any
+    }
+
     /// Found host `origin` (see [`Plan::is_found`]), resolved the first time.
     pub(crate) fn found(&self, plan: &Plan, origin: usize) -> Found {
         let i = origin - plan.others.len() - 1;

@@ -93,8 +93,18 @@ async fn drive(
     held.abort_all();
     ticker.abort();
     follower.abort();
+    // QUIC connections are told they end, as a TCP close tells the server (else the server
+    // holds them until its idle timeout); their drivers send the CONNECTION_CLOSE in the
+    // moment this gives them, and count their ends as belier's.
+    if local.connections.close_quic() {
+        tokio::time::sleep(QUIC_CLOSE_SENT).await;
+    }
     hand_over_the_rest(&local, &plan, share, &events);
 }
+
+/// How long a worker's end waits for its QUIC connections' drivers to send their
+/// CONNECTION_CLOSE: a turn of the runtime is enough, this bounds it.
+const QUIC_CLOSE_SENT: Duration = Duration::from_millis(2);
 
 /// Starts the worker's share of the load: a closed loop's connection tasks (spawned on
 /// `tasks`), or the open loop's dispatcher, returned for the caller to run.

@@ -49,12 +49,7 @@ fn stamped_unless_off(server: &Server, rates: &[u64], extra: &[&str]) {
             let p50 = doc["latency_us"]["percentiles"]["p50"].as_u64().unwrap();
             eprintln!("{what}: p50 {p50} µs");
             assert!(p50 >= 1_000, "{what}: p50 {p50} µs");
-            // The server counts a request as it answers it; over TCP its connections close
-            // with belier's exit. (A QUIC connection belier lets go of at its end stays open
-            // at the server until its idle timeout: belier sends no CONNECTION_CLOSE then.)
-            if !extra.contains(&"--http3") {
-                assert!(server.wait_idle(Duration::from_secs(5)));
-            }
+            assert!(server.wait_idle(Duration::from_secs(5)));
             seen += requests;
             assert_eq!(
                 server.counts().requests,

@@ -48,7 +48,7 @@ const BEHIND_WINDOW: Duration = Duration::from_millis(10);
 /// The most time a run starts ahead of its first arrival.
 const MAX_LEAD: Duration = Duration::from_secs(1);
 
-/// Open loop timed by the kernel's receive stamps (HTTP/1.1 and HTTP/2, TLS or not): the
+/// Open loop timed by the kernel's receive stamps (HTTP/1.1 and HTTP/2, TLS or not, HTTP/3): the
 /// longest wait for the next arrival that the worker sleeps through on a thread timer
 /// ([`Timer::block_until`]) rather than in the runtime, so that it wakes once per arrival
 /// instead of once more per answer (the runtime's epoll set holds every socket,
@@ -58,7 +58,8 @@ const MAX_LEAD: Duration = Duration::from_secs(1);
 /// meanwhile, their times the kernel's, then the due arrivals go out on the connections they
 /// freed. Over TLS and HTTP/2 the tasks (and an HTTP/2 connection's own task) wait in the
 /// runtime as usual, which polls their sockets only after the sleep: tokio-rustls and the
-/// HTTP/2 wire take the stamp of the read that brought the bytes. Longer waits (slow rates)
+/// HTTP/2 wire take the stamp of the read that brought the bytes, an HTTP/3 connection's
+/// socket that of the last datagram it read. Longer waits (slow rates)
 /// wait in the runtime: an answer left unread holds its connection, and everything else on
 /// the thread (timeouts, the interval's hand-over, a stop) waits out a thread sleep.
 /// bench/wakeups measures it at 2,000/s (bench/README.md).
@@ -233,7 +234,7 @@ fn queue_arrival(
 /// when it last woke.
 struct Pacing {
     timer: Timer,
-    /// Answers timed by the kernel (see [`QUIET_WAIT_MAX`]): over TCP, stamps on.
+    /// Answers timed by the kernel (see [`QUIET_WAIT_MAX`]): stamps on, to a network address.
     stamps: bool,
     /// Whether a task has an arrival to send that it has not taken up yet.
     handed: bool,
