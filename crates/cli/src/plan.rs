@@ -382,14 +382,14 @@ pub struct Connection {
     pub server_timing: Option<belier_engine::ServerTimingHeader>,
 }
 
-/// HTTP/2 or HTTP/3 as `plan` (at `path`) asks for it: its `http2`, `http3` and
-/// `max_streams` mean what `--http2`, `--http3` and `--max-streams` do.
+/// HTTP/2 or HTTP/3 as `plan` (at `path`) asks for it: its `http2`, `http3`, `quic_0rtt`
+/// and `max_streams` mean what `--http2`, `--http3`, `--quic-0rtt` and `--max-streams` do.
 pub fn http2(plan: &Plan, path: &std::path::Path) -> Http2 {
     Http2 {
         on: plan.options.http2,
         http3: plan.options.http3,
         auto: false,
-        early: false,
+        early: plan.options.quic_0rtt,
         max_streams: plan.options.max_streams,
         origin: Origin::Plan(path.to_path_buf()),
     }

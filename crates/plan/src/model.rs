@@ -67,6 +67,9 @@ pub struct Options {
     pub http2: bool,
     /// Speak HTTP/3 over QUIC (an `https` target), its streams shared as HTTP/2's.
     pub http3: bool,
+    /// HTTP/3: a new connection with a ticket that allows it sends its first requests as 0-RTT
+    /// early data (the CLI's `--quic-0rtt`); every request step is then a GET, HEAD or OPTIONS.
+    pub quic_0rtt: bool,
     /// HTTP/2: concurrent streams per connection; `None`: the CLI's default.
     pub max_streams: Option<usize>,
     /// Connect to this Unix domain socket instead of over TCP (resolved from the plan's

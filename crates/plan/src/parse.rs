@@ -42,6 +42,7 @@ const TOP_KEYS: &[&str] = &[
     "sni",
     "http2",
     "http3",
+    "quic_0rtt",
     "max_streams",
     "connections_per_host",
     "connection",
@@ -152,6 +153,7 @@ fn compile(text: &str, file: &Path, env: &EnvLookup<'_>, copies: &Copies) -> Res
     let (setup, scenarios, teardown) = phases(&mut c, &top, scenarios_node, &constants)?;
     grpc_http2(&c, &top, &mut options)?;
     check_one_host(&c, &top, &root, &options)?;
+    check_early(&c, &top, &options)?;
 
     let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
     let executors = executors::executors(rd, top.key_node("load"), scenarios_node, &names, &load)?;
@@ -274,6 +276,29 @@ fn grpc_http2(c: &Compiler<'_>, top: &Fields<'_>, options: &mut Options) -> Resu
     }
     options.http2 = true;
     Ok(())
+}
+
+/// Refuses `quic_0rtt` on a plan with a request step that may not go as early data, which a
+/// network attacker can replay: only GET, HEAD and OPTIONS may (RFC 9114 §4.2, RFC 8470).
+fn check_early(c: &Compiler<'_>, top: &Fields<'_>, options: &Options) -> Result<()> {
+    let Some(node) = top.get("quic_0rtt").filter(|_| options.quic_0rtt) else {
+        return Ok(());
+    };
+    let unsafe_step = c
+        .requests
+        .iter()
+        .find(|r| !matches!(r.method.as_str(), "GET" | "HEAD" | "OPTIONS"));
+    match unsafe_step {
+        Some(r) => Err(c.rd.err(
+            node,
+            format!(
+                "quic_0rtt sends requests as early data, which can be replayed: only GET, HEAD \
+                 and OPTIONS steps may go as it, and step `{}` is a {}",
+                r.name, r.method
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Refuses `http2` on a plan whose steps go to other hosts than the target's.

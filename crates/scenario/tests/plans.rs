@@ -348,6 +348,8 @@ fn malformed_plans_are_located() {
         ("url-template", "scenarios: [{ steps: [{ url: 'http://127.0.0.1:8080/a/{{ nope }}' }] }]\n", "2:55: undefined variable `nope`"),
         ("templated-origin", "scenarios: [{ steps: [{ url: 'http://{{ host }}/a' }] }]\n", "2:30: the origin (scheme, host, port) of a `url` cannot use templates"),
         ("hosts-over-http2", "http2: true\nscenarios: [{ steps: [{ url: 'http://other.test/x' }] }]\n", "2:8: http2 takes a plan on one host: its steps also go to http://other.test:80"),
+        ("early-without-http3", "quic_0rtt: true\nscenarios: [{ steps: [{ get: / }] }]\n", "2:12: quic_0rtt needs `http3: true`: 0-RTT is QUIC's"),
+        ("early-post", "http3: true\nquic_0rtt: true\nscenarios: [{ steps: [{ get: / }, { post: /x, name: login }] }]\n", "3:12: quic_0rtt sends requests as early data, which can be replayed: only GET, HEAD and OPTIONS steps may go as it, and step `login` is a POST"),
         ("bad-follow", "follow: 21\nscenarios: [{ steps: [{ get: / }] }]\n", "2:9: expected at most 20 redirects to follow, found 21"),
         ("url-credentials", "scenarios: [{ steps: [{ url: 'http://u:p@other.test/x' }] }]\n", "2:30: a `url` cannot carry credentials"),
         ("no-path", "scenarios: [{ steps: [{ name: x }] }]\n", "2:23: expected a step: a request"),

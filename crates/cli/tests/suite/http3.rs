@@ -53,6 +53,18 @@ fn run(url: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("a JSON report")
 }
 
+/// Writes `text` to `plan` and runs it: `belier run PLAN --output json`'s report.
+fn run_plan(plan: &std::path::Path, text: &str) -> Value {
+    std::fs::write(plan, text).unwrap();
+    let out = BELIER.ok(&[
+        "run".as_ref(),
+        plan.as_os_str(),
+        "--output".as_ref(),
+        "json".as_ref(),
+    ]);
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
 #[test]
 fn caddy_logs_every_request_over_http3() {
     let Some(caddy) = Caddy::start() else {
@@ -247,8 +259,7 @@ fn a_plans_users_speak_http3_each_step_and_parallel_group_logged_by_caddy() {
     let Some(caddy) = Caddy::start() else {
         return;
     };
-    let dir = belier_testsupport::dirs::temp_dir("plan-h3");
-    let plan = dir.join("plan.yaml");
+    let plan = belier_testsupport::dirs::temp_dir("plan-h3").join("plan.yaml");
     let text = format!(
         r#"
 target: {}
@@ -270,14 +281,7 @@ scenarios:
 "#,
         caddy.url("")
     );
-    std::fs::write(&plan, text).unwrap();
-    let out = BELIER.ok(&[
-        "run".as_ref(),
-        plan.as_os_str(),
-        "--output".as_ref(),
-        "json".as_ref(),
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = run_plan(&plan, &text);
     let log = caddy.access_log();
     assert_eq!(log.len(), 160);
     assert!(log.iter().all(|l| l["request"]["proto"] == "HTTP/3.0"));
@@ -362,6 +366,33 @@ fn with_quic_0rtt_each_new_connection_sends_early_data_the_server_accepts() {
     // (A request sent as the server's idle timer ran out is lost with its connection and goes
     // again on a new one, counted as re-sent: the server still counted each request once.)
     assert_eq!(ends_add_up(&doc), counted.connections);
+}
+
+/// A plan's `quic_0rtt: true` as `--quic-0rtt`: its users' GETs go as early data on each new
+/// connection with a ticket, counted by the server and by belier alike.
+#[test]
+fn a_plans_quic_0rtt_sends_its_gets_as_early_data() {
+    let Some(server) = QuicGo::start(&["-idle", "150ms", "-0rtt"]) else {
+        return;
+    };
+    let plan = belier_testsupport::dirs::temp_dir("plan-0rtt").join("plan.yaml");
+    let text = format!(
+        "target: {}\nhttp3: true\nquic_0rtt: true\ncacert: {}\n\
+         load: {{rate: 4, duration: 3s, max_vus: 4}}\n\
+         scenarios:\n  - steps:\n      - get: /\n",
+        server.url(""),
+        server.ca.display()
+    );
+    let doc = run_plan(&plan, &text);
+    let counted = server.counts();
+    assert_eq!(doc["status_codes"], json!({"200": 12}), "{doc}");
+    assert_eq!(counted.requests, 12, "{counted:?}");
+    assert!(counted.connections >= 3, "{counted:?}");
+    assert_eq!(counted.early, counted.connections - 1, "{counted:?}");
+    assert_eq!(
+        doc["quic"]["early_data"],
+        json!({"accepted": counted.early, "refused": 0})
+    );
 }
 
 #[test]

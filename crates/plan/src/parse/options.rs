@@ -57,6 +57,7 @@ pub(super) fn options(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<Option
             .transpose()?,
         http2: flag("http2", false)?,
         http3: http3(c, top)?,
+        quic_0rtt: quic_0rtt(c, top)?,
         max_streams,
         // A socket, not a file the plan reads.
         unix_socket: top
@@ -146,6 +147,20 @@ fn http3(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
     let http2 = top.get("http2").map(|h| rd.bool(h, "http2")).transpose()?;
     if on && http2 == Some(true) {
         return Err(rd.err(n, "`http3: true` or `http2: true`, not both"));
+    }
+    Ok(on)
+}
+
+/// `quic_0rtt: true`: 0-RTT early data, which is QUIC's (it needs `http3: true`).
+fn quic_0rtt(c: &Compiler<'_>, top: &yaml::Fields<'_>) -> Result<bool> {
+    let rd = c.rd;
+    let Some(n) = top.get("quic_0rtt") else {
+        return Ok(false);
+    };
+    let on = rd.bool(n, "quic_0rtt")?;
+    let http3 = top.get("http3").map(|h| rd.bool(h, "http3")).transpose()?;
+    if on && http3 != Some(true) {
+        return Err(rd.err(n, "quic_0rtt needs `http3: true`: 0-RTT is QUIC's"));
     }
     Ok(on)
 }
