@@ -29,9 +29,13 @@ pub fn run(args: DemoArgs, signals: &Signals) -> anyhow::Result<u8> {
         "-c".into(),
         args.connections.to_string(),
     ];
-    if let Some((config, ca)) = &tls {
-        let path = super::target::write_ca(&server, config, ca)?;
-        argv.extend(["--cacert".to_string(), path.display().to_string()]);
+    // Removed when the demo ends, with the target it trusts.
+    let ca_file = match &tls {
+        Some((config, ca)) => Some(super::target::write_ca(&server, config, ca)?),
+        None => None,
+    };
+    if let Some(file) = &ca_file {
+        argv.extend(["--cacert".to_string(), file.path().display().to_string()]);
     }
     if args.http2 {
         argv.push("--http2".into());

@@ -1,7 +1,7 @@
 //! `belier target`: the built-in target server in the foreground.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -11,9 +11,26 @@ use crate::args::TargetArgs;
 use crate::settings::InputError;
 use crate::signals::Signals;
 
-/// Writes the CA of `server`'s generated certificate where clients can find it, prints the
-/// certificate's fingerprint, and returns the CA file's path.
-pub(crate) fn write_ca(server: &Server, config: &TlsConfig, ca: &str) -> anyhow::Result<PathBuf> {
+/// The file holding the CA of a generated certificate, for clients' `--cacert`: removed when
+/// dropped, as the server it trusts stops (each start generates a new certificate).
+pub(crate) struct CaFile(PathBuf);
+
+impl CaFile {
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for CaFile {
+    fn drop(&mut self) {
+        // Gone already (a user removed it) is as good.
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes the CA of `server`'s generated certificate where clients can find it and prints the
+/// certificate's fingerprint; the file lasts as long as the returned [`CaFile`].
+pub(crate) fn write_ca(server: &Server, config: &TlsConfig, ca: &str) -> anyhow::Result<CaFile> {
     let path = std::env::temp_dir().join(format!("belier-target-{}-ca.pem", server.addr().port()));
     std::fs::write(&path, ca)
         .with_context(|| format!("cannot write the CA to {}", path.display()))?;
@@ -21,7 +38,7 @@ pub(crate) fn write_ca(server: &Server, config: &TlsConfig, ca: &str) -> anyhow:
         "  TLS: generated certificate, SHA-256 fingerprint {}",
         config.fingerprint_sha256().unwrap_or_default()
     );
-    Ok(path)
+    Ok(CaFile(path))
 }
 
 /// A certificate for `listen`'s address and the loopback names, and the CA that signed it.
@@ -62,11 +79,12 @@ pub fn run(args: TargetArgs, signals: &Signals) -> anyhow::Result<u8> {
         Some(path) => format!("cannot listen on {}", path.display()),
         None => format!("cannot listen on {}", args.listen),
     })?;
-    announce(&server, &args, tls.as_ref(), handlers.as_ref())?;
+    let ca_file = announce(&server, &args, tls.as_ref(), handlers.as_ref())?;
     while !signals.stop_requested() {
         std::thread::sleep(Duration::from_millis(100));
     }
     farewell(server);
+    drop(ca_file);
     Ok(0)
 }
 
@@ -108,13 +126,14 @@ fn handlers(args: &TargetArgs) -> anyhow::Result<Option<Handlers>> {
     })
 }
 
-/// Tells the user where the server listens, how to trust it and what it can be asked.
+/// Tells the user where the server listens, how to trust it (the CA file, kept until the
+/// returned one is dropped) and what it can be asked.
 fn announce(
     server: &Server,
     args: &TargetArgs,
     tls: Option<&(TlsConfig, String)>,
     handlers: Option<&Handlers>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<CaFile>> {
     match server.unix_socket() {
         Some(path) => eprintln!(
             "belier target listening on {} (belier --unix-socket {} {})",
@@ -137,11 +156,14 @@ fn announce(
             ""
         }
     );
-    if let Some((config, ca)) = tls {
-        let path = write_ca(server, config, ca)?;
+    let ca_file = match tls {
+        Some((config, ca)) => Some(write_ca(server, config, ca)?),
+        None => None,
+    };
+    if let Some(file) = &ca_file {
         eprintln!(
             "  clients trust it with --cacert {} (or skip the check with -k)",
-            path.display()
+            file.path().display()
         );
     }
     if let Some(h) = handlers {
@@ -169,7 +191,7 @@ fn announce(
          delay_ms, code, size, count and gap_ms in its message (belier target --print-proto)"
     );
     eprintln!("  Ctrl-C stops it");
-    Ok(())
+    Ok(ca_file)
 }
 
 /// Stops the server and prints what it saw.

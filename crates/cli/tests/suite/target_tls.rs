@@ -65,7 +65,7 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let _target = Target(child);
+    let mut target = Target(child);
     let mut lines = BufReader::new(stderr).lines();
     let (mut url, mut fingerprint, mut ca) = (None, None, None);
     while ca.is_none() {
@@ -98,6 +98,15 @@ fn the_target_serves_https_with_a_generated_certificate_whose_fingerprint_it_pri
     if let Some(seen) = openssl_fingerprint(port) {
         assert_eq!(seen, fingerprint);
     }
+
+    // Ctrl-C stops it, and the CA file goes with the certificate it was for.
+    assert!(std::path::Path::new(&ca).exists(), "{ca}");
+    let pid = target.0.id().to_string();
+    let interrupted = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(interrupted.success());
+    let status = target.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!std::path::Path::new(&ca).exists(), "{ca} left behind");
 }
 
 #[test]
@@ -118,4 +127,12 @@ fn the_demo_over_tls_trusts_the_generated_certificate() {
         .expect("the target's count");
     assert!(counted > 0);
     assert!(stdout.contains("Errors\n  none"), "{stdout}");
+    // The CA file the demo trusted is gone with its target.
+    let port = stdout
+        .split("https://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .expect("the target's port");
+    let ca = std::env::temp_dir().join(format!("belier-target-{port}-ca.pem"));
+    assert!(!ca.exists(), "{} left behind", ca.display());
 }
