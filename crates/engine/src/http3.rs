@@ -248,7 +248,14 @@ impl Group {
             let seen = driver.wait_idle().await;
             let cause = figures::cause(ended.close_reason().as_ref(), &seen);
             read_at_end.ended(&ended, &cause, &tally);
-            connections.closed(!matches!(seen, ConnectionError::Local { .. }));
+            // belier's own close (quinn's `LocallyClosed`, as at the run's end) is not the
+            // server's, whatever h3 makes of it.
+            let by_belier = matches!(seen, ConnectionError::Local { .. })
+                || matches!(
+                    ended.close_reason(),
+                    Some(quinn::ConnectionError::LocallyClosed)
+                );
+            connections.closed(!by_belier);
             if let Some(group) = group.upgrade() {
                 group.closed(generation);
             }

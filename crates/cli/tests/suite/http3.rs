@@ -79,7 +79,9 @@ fn caddy_logs_every_request_over_http3() {
     assert_eq!(doc["errors"], json!([]), "{doc}");
     assert_eq!(doc["run"]["protocol"], "HTTP/3", "{}", doc["run"]);
     crate::cli::validate(&doc);
-    // Caddy keeps them: belier lets go of each at the run's end.
+    // Caddy keeps them: belier lets go of each at the run's end (its close is not the
+    // server's).
+    assert_eq!(doc["summary"]["server_closes"], 0, "{}", doc["summary"]);
     ends_add_up(&doc);
     let ended = &doc["quic"]["connections_ended"];
     assert_eq!(
