@@ -266,7 +266,7 @@ const POLL_FIRST: u16 = 1; // IORING_RECVSEND_POLL_FIRST
 const GROUP: u16 = 7;
 
 fn run_uring(o: &Options, request: &[u8]) -> Tally {
-    use io_uring::{types, IoUring};
+    use io_uring::IoUring;
     let mut conns = connect(o);
     let n = conns.len();
     let mut builder = IoUring::builder();
@@ -279,59 +279,9 @@ fn run_uring(o: &Options, request: &[u8]) -> Tally {
     let mut ring = builder
         .build((4 * n).next_power_of_two() as u32)
         .expect("io_uring");
-    // `--via-epoll`: as inside an epoll-based runtime (tokio): queued operations submitted
-    // without waiting, then the wait is epoll's, on the ring's descriptor (readable when
-    // completions are in), and completions reaped from the shared ring without a call.
-    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    if o.via_epoll {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: 0,
-        };
-        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ring.as_raw_fd(), &mut ev) };
-    }
-    let mut slots: Vec<Box<Slot>> = (0..n)
-        .map(|_| {
-            let mut s = Box::new(Slot {
-                buf: vec![0u8; 16384],
-                iov: unsafe { zeroed() },
-                msg: unsafe { zeroed() },
-                cbuf: [0; CMSG_SPACE],
-            });
-            s.iov = libc::iovec {
-                iov_base: s.buf.as_mut_ptr().cast(),
-                iov_len: s.buf.len(),
-            };
-            s.msg.msg_iov = &mut s.iov;
-            s.msg.msg_iovlen = 1;
-            if o.stamps {
-                s.msg.msg_control = s.cbuf.as_mut_ptr().cast();
-                s.msg.msg_controllen = CMSG_SPACE;
-            }
-            s
-        })
-        .collect();
-    // Multishot: a ring of provided buffers each receive takes one of, returned once read.
-    let entries: u16 = (2 * n).next_power_of_two() as u16;
-    const BUF: usize = 4096;
-    let mut pool = vec![0u8; entries as usize * BUF];
-    let ring_mem = if o.multishot {
-        let layout = std::alloc::Layout::from_size_align(entries as usize * 16, 4096).unwrap();
-        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-        unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(mem as u64, entries, GROUP, 0)
-                .expect("buffer ring");
-        }
-        for b in 0..entries {
-            provide(mem, entries, b, &mut pool, BUF, b as usize);
-        }
-        set_tail(mem, entries);
-        Some(mem)
-    } else {
-        None
-    };
-    let mut tail = entries;
+    let ep = o.via_epoll.then(|| epoll_on(ring.as_raw_fd()));
+    let mut slots = new_slots(n, o.stamps);
+    let mut provided = o.multishot.then(|| Provided::register(&mut ring, n));
     // The msghdr a multishot recvmsg is given: only its name and control lengths are read.
     let mut ms_msg: libc::msghdr = unsafe { zeroed() };
     if o.stamps {
@@ -347,67 +297,35 @@ fn run_uring(o: &Options, request: &[u8]) -> Tally {
     for i in 0..n {
         sent_wall[i] = if o.stamps { wall_ns() } else { 0 };
         push(&mut ring, send_entry(fds[i], request, i));
-        push(
-            &mut ring,
-            recv_entry(fds[i], i, o.multishot, &ms_msg, &mut slots[i].msg),
-        );
+        let recv = recv_entry(fds[i], i, o.multishot, &ms_msg, &mut slots[i].msg);
+        push(&mut ring, recv);
     }
     let mut tally = Tally::default();
     let end = Instant::now() + o.duration;
     while Instant::now() < end {
-        if !o.via_epoll {
-            ring.submit_and_wait(1).expect("io_uring_enter");
-        } else {
-            if !ring.submission().is_empty() {
-                ring.submit().expect("io_uring_enter");
-            }
-            if ring.completion().is_empty() {
-                let mut ev = libc::epoll_event { events: 0, u64: 0 };
-                unsafe { libc::epoll_wait(ep, &mut ev, 1, 100) };
-            }
-        }
+        wait(&mut ring, ep);
         let done: Vec<(u64, i32, u32)> = ring
             .completion()
             .map(|c| (c.user_data(), c.result(), c.flags()))
             .collect();
         for (ud, res, flags) in done {
             let i = (ud >> 1) as usize;
-            if ud & 1 == SEND {
-                if res as usize != request.len() {
-                    tally.errors += 1;
-                }
-                continue;
-            }
-            if res <= 0 {
-                tally.errors += 1;
-                continue;
-            }
-            let (data, stamp): (&[u8], Option<u64>) = if o.multishot {
-                let b = io_uring::cqueue::buffer_select(flags).expect("a provided buffer") as usize;
-                let mem = &pool[b * BUF..(b + 1) * BUF];
-                let out = types::RecvMsgOut::parse(mem, &ms_msg).expect("recvmsg out");
-                let stamp = if o.stamps {
-                    stamp_in(out.control_data())
-                } else {
-                    None
-                };
-                let payload = out.payload_data();
-                (
-                    unsafe { std::slice::from_raw_parts(payload.as_ptr(), payload.len()) },
-                    stamp,
-                )
-            } else {
-                let s = &slots[i];
-                let stamp = if o.stamps { stamp_of(&s.msg) } else { None };
-                (&s.buf[..res as usize], stamp)
+            let failed = match ud & 1 {
+                SEND => res as usize != request.len(),
+                _ => res <= 0,
             };
-            let taken = conns[i].take(data);
-            if let Some(mem) = ring_mem {
-                let b = io_uring::cqueue::buffer_select(flags).unwrap() as usize;
-                provide(mem, entries, tail, &mut pool, BUF, b);
-                tail = tail.wrapping_add(1);
-                set_tail(mem, tail);
+            if failed || ud & 1 == SEND {
+                tally.errors += failed as u64;
+                continue;
             }
+            let (taken, stamp) = match &mut provided {
+                Some(p) => p.take(flags, &ms_msg, o.stamps, &mut conns[i]),
+                None => {
+                    let s = &slots[i];
+                    let stamp = if o.stamps { stamp_of(&s.msg) } else { None };
+                    (conns[i].take(&s.buf[..res as usize]), stamp)
+                }
+            };
             match taken {
                 Ok(0) => {}
                 Ok(k) => {
@@ -419,20 +337,134 @@ fn run_uring(o: &Options, request: &[u8]) -> Tally {
                 }
                 Err(_) => tally.errors += 1,
             }
-            let rearm = !o.multishot || !io_uring::cqueue::more(flags);
-            if rearm {
-                push(
-                    &mut ring,
-                    recv_entry(fds[i], i, o.multishot, &ms_msg, &mut slots[i].msg),
-                );
+            if !o.multishot || !io_uring::cqueue::more(flags) {
+                let recv = recv_entry(fds[i], i, o.multishot, &ms_msg, &mut slots[i].msg);
+                push(&mut ring, recv);
             }
         }
     }
     // Receives are still in flight: the kernel may write their buffers until the ring is
     // torn down, after this returns. They are left allocated; the process ends next.
     std::mem::forget(slots);
-    std::mem::forget(pool);
+    std::mem::forget(provided);
     tally
+}
+
+/// `--via-epoll`: an epoll set watching the ring's descriptor (readable when completions are
+/// in), as an epoll-based runtime (tokio) would wait on it.
+fn epoll_on(ring_fd: RawFd) -> RawFd {
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: 0,
+    };
+    unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, ring_fd, &mut ev) };
+    ep
+}
+
+/// Submits what is queued and waits for a completion: in one `io_uring_enter`, or (with
+/// `ep`, `--via-epoll`) submitting without waiting, then waiting in `epoll_wait` unless
+/// completions are in already, reaped from the shared ring without a call.
+fn wait(ring: &mut io_uring::IoUring, ep: Option<RawFd>) {
+    let Some(ep) = ep else {
+        ring.submit_and_wait(1).expect("io_uring_enter");
+        return;
+    };
+    if !ring.submission().is_empty() {
+        ring.submit().expect("io_uring_enter");
+    }
+    if ring.completion().is_empty() {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        unsafe { libc::epoll_wait(ep, &mut ev, 1, 100) };
+    }
+}
+
+/// Each connection's receive buffers for single-shot receives, boxed: the kernel is given
+/// pointers into them (the msghdr to its iovec), which must not move.
+#[allow(clippy::vec_box)]
+fn new_slots(n: usize, stamps: bool) -> Vec<Box<Slot>> {
+    (0..n)
+        .map(|_| {
+            let mut s = Box::new(Slot {
+                buf: vec![0u8; 16384],
+                iov: unsafe { zeroed() },
+                msg: unsafe { zeroed() },
+                cbuf: [0; CMSG_SPACE],
+            });
+            s.iov = libc::iovec {
+                iov_base: s.buf.as_mut_ptr().cast(),
+                iov_len: s.buf.len(),
+            };
+            s.msg.msg_iov = &mut s.iov;
+            s.msg.msg_iovlen = 1;
+            if stamps {
+                s.msg.msg_control = s.cbuf.as_mut_ptr().cast();
+                s.msg.msg_controllen = CMSG_SPACE;
+            }
+            s
+        })
+        .collect()
+}
+
+/// Multishot receives' buffers: a ring of provided buffers each receive takes one of, given
+/// back once read.
+struct Provided {
+    mem: *mut u8,
+    entries: u16,
+    tail: u16,
+    pool: Vec<u8>,
+}
+
+/// The size of each provided buffer.
+const BUF: usize = 4096;
+
+impl Provided {
+    /// Registers a ring of buffers for `n` connections' receives, all given.
+    fn register(ring: &mut io_uring::IoUring, n: usize) -> Provided {
+        let entries: u16 = (2 * n).next_power_of_two() as u16;
+        let mut pool = vec![0u8; entries as usize * BUF];
+        let layout = std::alloc::Layout::from_size_align(entries as usize * 16, 4096).unwrap();
+        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(mem as u64, entries, GROUP, 0)
+                .expect("buffer ring");
+        }
+        for b in 0..entries {
+            provide(mem, entries, b, &mut pool, BUF, b as usize);
+        }
+        set_tail(mem, entries);
+        Provided {
+            mem,
+            entries,
+            tail: entries,
+            pool,
+        }
+    }
+
+    /// Gives what a completion with `flags` received to `conn` (how many responses it
+    /// completed) with its stamp, and the buffer back to the ring.
+    fn take(
+        &mut self,
+        flags: u32,
+        ms_msg: &libc::msghdr,
+        stamps: bool,
+        conn: &mut Conn,
+    ) -> (io::Result<usize>, Option<u64>) {
+        let b = io_uring::cqueue::buffer_select(flags).expect("a provided buffer") as usize;
+        let mem = &self.pool[b * BUF..(b + 1) * BUF];
+        let out = io_uring::types::RecvMsgOut::parse(mem, ms_msg).expect("recvmsg out");
+        let stamp = if stamps {
+            stamp_in(out.control_data())
+        } else {
+            None
+        };
+        let taken = conn.take(out.payload_data());
+        provide(self.mem, self.entries, self.tail, &mut self.pool, BUF, b);
+        self.tail = self.tail.wrapping_add(1);
+        set_tail(self.mem, self.tail);
+        (taken, stamp)
+    }
 }
 
 /// Connection `i`'s request, sent whole (a short send is counted as an error).

@@ -6,7 +6,7 @@ use crate::custom::MetricRow;
 use crate::error_kind::ErrorKind;
 use crate::exemplars::Exemplars;
 use crate::extremes::{Extremes, Range};
-use crate::histogram::{new_histogram, Metric, DIAGNOSTIC_SIGFIG, HISTOGRAM_SIGFIG};
+use crate::histogram::{new_histogram, Metric, HISTOGRAM_SIGFIG};
 use crate::latency::LatencySummary;
 use crate::messages::{CallMessages, MessageCounts, Messages, StreamedBody};
 use crate::restore::RestoreError;
@@ -720,12 +720,11 @@ impl Recorder {
 fn empty_histogram(metric: Metric) -> &'static Histogram<u64> {
     static PRECISE: OnceLock<Histogram<u64>> = OnceLock::new();
     static DIAGNOSTIC: OnceLock<Histogram<u64>> = OnceLock::new();
-    let (cell, sigfig) = if metric.sigfig() == HISTOGRAM_SIGFIG {
-        (&PRECISE, HISTOGRAM_SIGFIG)
-    } else {
-        (&DIAGNOSTIC, DIAGNOSTIC_SIGFIG)
+    let cell = match metric.sigfig() {
+        HISTOGRAM_SIGFIG => &PRECISE,
+        _ => &DIAGNOSTIC,
     };
-    cell.get_or_init(|| new_histogram(sigfig))
+    cell.get_or_init(|| new_histogram(metric.sigfig()))
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 //! libc, with the reason it is sound beside it.
 #![allow(unsafe_code)]
 
-use std::fmt;
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -28,7 +27,7 @@ use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
 
 /// The last receive stamp of a connection's socket, in nanoseconds since the Unix epoch; 0
 /// while it has none.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct LastStamp(Arc<AtomicU64>);
 
 impl LastStamp {
@@ -42,19 +41,12 @@ impl LastStamp {
 }
 
 /// quinn's socket, and the stamp of the last datagram read from it.
+#[derive(Debug)]
 struct Stamped {
     inner: Arc<dyn AsyncUdpSocket>,
     /// The socket's descriptor, open as long as `inner` is.
     fd: RawFd,
     last: LastStamp,
-}
-
-impl fmt::Debug for Stamped {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stamped")
-            .field("inner", &self.inner)
-            .finish()
-    }
 }
 
 /// A client endpoint on a socket bound to `local` (dual-stack when it is IPv6, as quinn's

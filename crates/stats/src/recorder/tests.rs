@@ -5,7 +5,7 @@ use std::time::Instant;
 use proptest::prelude::*;
 
 use super::*;
-use crate::{HISTOGRAM_MAX_US, MOST_ROWS};
+use crate::{DIAGNOSTIC_SIGFIG, HISTOGRAM_MAX_US, MOST_ROWS};
 
 fn sample(latency_us: u64, outcome: Outcome) -> Sample {
     let s = Sample::simulated(Instant::now(), 0, latency_us, outcome);
