@@ -349,10 +349,17 @@ fn an_open_loop_of_sockets_opens_one_connection_each() {
     assert!((95..=100).contains(&sockets), "{doc}");
     assert_eq!(doc["summary"]["connections_opened"], sockets, "{doc}");
     assert_eq!(doc["errors"], json!([]), "{doc}");
-    assert_eq!(doc["messages"]["received"], 3 * sockets);
-    let counted = server.counts();
-    assert_eq!(
-        (counted.sockets, counted.messages_out),
-        (sockets, 3 * sockets)
+    // Three messages a socket, but none goes after the run's end: a socket opened in its
+    // last moments on a loaded machine may send fewer (299 of 300 once in CI). Every message
+    // sent is answered, every socket closes normally, and the server counts what belier does.
+    let m = &doc["messages"];
+    let received = m["received"].as_u64().unwrap();
+    assert_eq!(m["sent"], received, "{m}");
+    assert!(
+        received <= 3 * sockets && received + 15 >= 3 * sockets,
+        "{received} messages for {sockets} sockets: {m}"
     );
+    assert_eq!(m["close_codes"], json!({"1000": sockets}), "{m}");
+    let counted = server.counts();
+    assert_eq!((counted.sockets, counted.messages_out), (sockets, received));
 }
